@@ -1,0 +1,240 @@
+#include "Commands.h"
+
+#include "TextTable.h"
+#include "config/ConfigError.h"
+#include "config/ModelConfig.h"
+#include "config/Presets.h"
+#include "model/ParameterCount.h"
+#include "model/WideTransformer.h"
+#include "runtime/Runtime.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace widelab {
+namespace {
+
+const char* kUsage = R"(WideLab command-line tool
+
+usage:
+  widelab-cli params CONFIG [--json]    parameter and FLOP accounting of a model
+  widelab-cli check CONFIG              validate a configuration, print it resolved
+  widelab-cli presets [--json]          the shipped presets
+  widelab-cli forward CONFIG [--batch N] [--length T] [--threads N]
+                                        one forward and backward pass on random tokens
+  widelab-cli --help | --version
+
+CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
+)";
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Arguments after the subcommand: positionals, --flags, and --options with a value.
+class Arguments {
+public:
+    Arguments(std::vector<std::string> args, const std::vector<std::string>& flags,
+              const std::vector<std::string>& options)
+    {
+        for (std::size_t i = 0; i < args.size(); ++i) {
+            const std::string& a = args[i];
+            if (a.rfind("--", 0) != 0) {
+                m_positional.push_back(a);
+            } else if (std::find(flags.begin(), flags.end(), a) != flags.end()) {
+                m_values[a] = "";
+            } else if (std::find(options.begin(), options.end(), a) != options.end()) {
+                if (i + 1 >= args.size())
+                    throw UsageError(a + " needs a value");
+                m_values[a] = args[++i];
+            } else {
+                throw UsageError("unknown option " + a);
+            }
+        }
+    }
+
+    bool has(const std::string& name) const { return m_values.count(name) > 0; }
+    const std::vector<std::string>& positional() const { return m_positional; }
+
+    std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) const
+    {
+        const auto it = m_values.find(name);
+        if (it == m_values.end())
+            return fallback;
+        std::size_t used = 0;
+        std::int64_t value = 0;
+        try {
+            value = std::stoll(it->second, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != it->second.size() || it->second.empty())
+            throw UsageError(name + ": expected an integer, got \"" + it->second + "\"");
+        if (value < min || value > max)
+            throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".."
+                             + std::to_string(max));
+        return value;
+    }
+
+    std::string single(const std::string& what) const
+    {
+        if (m_positional.size() != 1)
+            throw UsageError("expected exactly one " + what);
+        return m_positional.front();
+    }
+
+private:
+    std::vector<std::string> m_positional;
+    std::map<std::string, std::string> m_values;
+};
+
+ModelDocument loadDocument(const std::string& nameOrPath)
+{
+    return loadModelDocument(resolveConfigPath(nameOrPath));
+}
+
+std::string title(const ModelDocument& document, const std::string& fallback)
+{
+    return document.name.empty() ? fallback : document.name;
+}
+
+int params(const Arguments& a, std::ostream& out)
+{
+    const std::string source = a.single("CONFIG");
+    const ModelDocument document = loadDocument(source);
+    const ModelCost cost = modelCost(document.model);
+    if (a.has("--json")) {
+        nlohmann::json json = cost.toJson();
+        json["name"] = document.name;
+        out << json.dump(2) << "\n";
+        return 0;
+    }
+    out << title(document, source) << "\n";
+    if (!document.description.empty())
+        out << document.description << "\n";
+    out << "\n";
+    TextTable table({"part", "stored", "active", "applied"});
+    for (const auto& row : cost.parts) {
+        if (row.stored == 0 && row.applied == 0)
+            continue;
+        table.addRow({row.part, groupDigits(row.stored), groupDigits(row.active), groupDigits(row.applied)});
+    }
+    table.addRule();
+    table.addRow({"total", groupDigits(cost.total.stored), groupDigits(cost.total.active),
+                  groupDigits(cost.total.applied)});
+    out << table.render() << "\n";
+    out << "stored: trainable parameters, shared modules once; active: with top_k of the experts;\n"
+           "applied: what one token passes through, a shared module once per block that uses it.\n\n";
+    out << "forward FLOPs per token (sequence of " << cost.sequenceLength
+        << " tokens): " << shortCount(cost.flopsPerToken);
+    if (document.model.isMoe())
+        out << ", " << shortCount(cost.flopsPerTokenAtCapacity) << " with expert buffers at capacity";
+    out << "\n";
+    return 0;
+}
+
+int check(const Arguments& a, std::ostream& out)
+{
+    const ModelDocument document = loadDocument(a.single("CONFIG"));
+    nlohmann::json json = {{"model", document.model.toJson()}};
+    if (!document.description.empty())
+        json = {{"description", document.description}, {"model", json["model"]}};
+    if (!document.name.empty())
+        json["name"] = document.name;
+    out << json.dump(2) << "\n";
+    return 0;
+}
+
+int presets(const Arguments& a, std::ostream& out)
+{
+    nlohmann::json list = nlohmann::json::array();
+    TextTable table({"preset", "stored", "FLOPs/token", "name"});
+    for (const auto& name : listPresets()) {
+        const ModelDocument document = loadDocument(name);
+        const ModelCost cost = modelCost(document.model);
+        list.push_back({{"preset", name}, {"name", document.name}, {"description", document.description},
+                        {"stored_parameters", cost.total.stored}});
+        table.addRow({name, shortCount(static_cast<double>(cost.total.stored)), shortCount(cost.flopsPerToken),
+                      document.name});
+    }
+    if (a.has("--json"))
+        out << list.dump(2) << "\n";
+    else
+        out << table.render();
+    return 0;
+}
+
+int forward(const Arguments& a, std::ostream& out)
+{
+    const ModelDocument document = loadDocument(a.single("CONFIG"));
+    const ModelConfig& config = document.model;
+    const std::int64_t batch = a.integer("--batch", 8, 1, 4096);
+    const std::int64_t length = a.integer("--length", std::min<std::int64_t>(config.maxLen, 128), 1, config.maxLen);
+    setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
+    out << runtimeSummary() << "\n";
+
+    torch::manual_seed(0);
+    WideTransformer model(config);
+    model->train();
+    const torch::Tensor ids = torch::randint(config.vocabSize, {batch, length}, torch::kLong);
+    const torch::Tensor targets = config.head == HeadKind::Classification
+                                      ? torch::randint(config.numClasses, {batch}, torch::kLong)
+                                      : torch::randint(config.vocabSize, {batch, length}, torch::kLong);
+    const auto start = std::chrono::steady_clock::now();
+    const ModelOutput output = model->forward(ids);
+    const torch::Tensor task = taskLoss(config, output.logits, targets);
+    const torch::Tensor loss = task + config.balanceLossWeight * output.balanceLoss;
+    loss.backward();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: batch %lld x %lld tokens, task loss %.4f, balance loss %.4f, %.3f s (%.0f tokens/s)\n",
+                  title(document, "model").c_str(), static_cast<long long>(batch), static_cast<long long>(length),
+                  task.item<double>(), output.balanceLoss.item<double>(), seconds,
+                  static_cast<double>(batch * length) / seconds);
+    out << line;
+    return 0;
+}
+
+}  // namespace
+
+int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
+{
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        (args.empty() ? err : out) << kUsage;
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version") {
+        out << "widelab-cli " << WIDELAB_VERSION << " (" << runtimeSummary() << ")\n";
+        return 0;
+    }
+    const std::string command = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    try {
+        if (command == "params")
+            return params(Arguments(rest, {"--json"}, {}), out);
+        if (command == "check")
+            return check(Arguments(rest, {}, {}), out);
+        if (command == "presets")
+            return presets(Arguments(rest, {"--json"}, {}), out);
+        if (command == "forward")
+            return forward(Arguments(rest, {}, {"--batch", "--length", "--threads"}), out);
+        throw UsageError("unknown command \"" + command + "\"");
+    } catch (const UsageError& error) {
+        err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;
+        return 2;
+    } catch (const ConfigError& error) {
+        err << error.what() << "\n";
+        return 1;
+    } catch (const std::exception& error) {
+        err << "widelab-cli " << command << ": " << error.what() << "\n";
+        return 1;
+    }
+}
+
+}  // namespace widelab

@@ -1,0 +1,67 @@
+#include "TextTable.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace widelab {
+
+std::string groupDigits(std::int64_t value)
+{
+    const bool negative = value < 0;
+    std::string digits = std::to_string(negative ? -value : value);
+    for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
+        digits.insert(static_cast<std::size_t>(at), ",");
+    return negative ? "-" + digits : digits;
+}
+
+std::string shortCount(double value)
+{
+    const char* suffixes[] = {"", "K", "M", "G", "T", "P"};
+    int index = 0;
+    while (std::abs(value) >= 1000.0 && index < 5) {
+        value /= 1000.0;
+        ++index;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, index == 0 ? "%.0f%s" : "%.3g%s", value, suffixes[index]);
+    return text;
+}
+
+TextTable::TextTable(std::vector<std::string> header) { m_rows.push_back(std::move(header)); addRule(); }
+
+void TextTable::addRow(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }
+
+void TextTable::addRule() { m_rows.emplace_back(); }
+
+std::string TextTable::render() const
+{
+    std::vector<std::size_t> widths;
+    for (const auto& row : m_rows) {
+        widths.resize(std::max(widths.size(), row.size()));
+        for (std::size_t i = 0; i < row.size(); ++i)
+            widths[i] = std::max(widths[i], row[i].size());
+    }
+    std::size_t lineWidth = 0;
+    for (const auto w : widths)
+        lineWidth += w + 2;
+
+    std::string out;
+    for (const auto& row : m_rows) {
+        if (row.empty()) {
+            out += std::string(lineWidth > 2 ? lineWidth - 2 : 0, '-') + "\n";
+            continue;
+        }
+        std::string line;
+        for (std::size_t i = 0; i < row.size(); ++i) {
+            const std::string pad(widths[i] - row[i].size(), ' ');
+            line += i == 0 ? row[i] + pad : pad + row[i];
+            if (i + 1 < row.size())
+                line += "  ";
+        }
+        out += line + "\n";
+    }
+    return out;
+}
+
+}  // namespace widelab

@@ -1,0 +1,59 @@
+// defines: JsonSection, a reader for one object of a configuration document that
+// checks types and ranges, remembers which keys it read, and collects every problem
+#pragma once
+
+#include "ConfigError.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace widelab {
+
+// Edit-distance suggestion for a misspelt key or value; empty when nothing is close.
+std::string closestMatch(const std::string& word, const std::vector<std::string>& candidates);
+
+class JsonSection {
+public:
+    // `object` may be any JSON value; a non-object is reported once. `path` is the
+    // dotted prefix used in messages ("model"). Issues go to `issues`.
+    JsonSection(const nlohmann::json& object, std::string path, std::vector<ConfigIssue>& issues);
+
+    bool has(const std::string& key) const;
+
+    // Each reader leaves `out` untouched when the key is absent or invalid.
+    void read(const std::string& key, std::int64_t& out, std::int64_t min, std::int64_t max);
+    void read(const std::string& key, double& out, double min, double max);
+    void read(const std::string& key, bool& out);
+    void read(const std::string& key, std::string& out);
+
+    // A string that must be one of `names`; stores the matching index in `out`.
+    template <typename Enum>
+    void readChoice(const std::string& key, Enum& out, const std::vector<std::string>& names)
+    {
+        if (auto index = choiceIndex(key, names))
+            out = static_cast<Enum>(*index);
+    }
+
+    // Reports every key of the object that no reader asked for, with a suggestion.
+    void rejectUnknownKeys(const std::vector<std::string>& alsoAllowed = {});
+
+    void addIssue(const std::string& key, std::string reason);
+    std::string keyPath(const std::string& key) const;
+
+private:
+    const nlohmann::json* find(const std::string& key);
+    std::optional<std::size_t> choiceIndex(const std::string& key, const std::vector<std::string>& names);
+
+    const nlohmann::json& m_object;
+    std::string m_path;
+    std::vector<ConfigIssue>& m_issues;
+    std::vector<std::string> m_known;
+    bool m_valid = true;
+};
+
+}  // namespace widelab

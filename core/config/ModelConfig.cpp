@@ -1,0 +1,199 @@
+#include "ModelConfig.h"
+
+#include "JsonSection.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace widelab {
+namespace {
+
+const std::vector<std::string> kActivations = {"gelu", "relu", "silu"};
+const std::vector<std::string> kHeads = {"classification", "language_model"};
+const std::vector<std::string> kPoolings = {"cls", "mean"};
+const std::vector<std::string> kPriorities = {"position", "batch"};
+
+// Generous upper bounds: a typo such as 1e9 layers is an error, not an allocation.
+constexpr std::int64_t kMaxWidth = 1 << 16;
+constexpr std::int64_t kMaxVocab = 10'000'000;
+constexpr std::int64_t kMaxLen = 1 << 20;
+constexpr std::int64_t kMaxLayers = 1024;
+constexpr std::int64_t kMaxHeads = 4096;
+constexpr std::int64_t kMaxExperts = 4096;
+constexpr std::int64_t kMaxPaths = 64;
+
+std::string number(std::int64_t value) { return std::to_string(value); }
+
+}  // namespace
+
+std::string toString(Activation activation) { return kActivations.at(static_cast<std::size_t>(activation)); }
+
+ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<ConfigIssue>& issues,
+                                  const std::string& path)
+{
+    ModelConfig c;
+    const std::size_t issuesBefore = issues.size();
+    JsonSection s(model, path, issues);
+
+    s.read("vocab_size", c.vocabSize, 2, kMaxVocab);
+    s.read("max_len", c.maxLen, 1, kMaxLen);
+    s.read("d_model", c.dModel, 1, kMaxWidth);
+    s.read("embedding_dim", c.embeddingDim, 0, kMaxWidth);
+    s.read("layers", c.layers, 1, kMaxLayers);
+    s.read("heads", c.heads, 1, kMaxHeads);
+    if (s.has("head_dim")) {
+        s.read("head_dim", c.headDim, 1, kMaxWidth);
+    } else if (c.dModel % c.heads == 0) {
+        c.headDim = c.dModel / c.heads;
+    } else {
+        s.addIssue("head_dim", "not given, and " + s.keyPath("d_model") + " (" + number(c.dModel)
+                                   + ") is not divisible by " + s.keyPath("heads") + " (" + number(c.heads)
+                                   + "): give head_dim explicitly");
+    }
+    c.ffnDim = 4 * c.dModel;
+    s.read("ffn_dim", c.ffnDim, 1, kMaxWidth * 16);
+    s.readChoice("activation", c.activation, kActivations);
+    s.read("dropout", c.dropout, 0.0, 0.99);
+
+    s.readChoice("head", c.head, kHeads);
+    s.readChoice("pooling", c.pooling, kPoolings);
+    s.read("pooler", c.pooler);
+    s.read("num_classes", c.numClasses, 2, kMaxVocab);
+
+    s.read("experts", c.experts, 1, kMaxExperts);
+    c.topK = std::min<std::int64_t>(2, c.experts);
+    s.read("top_k", c.topK, 1, kMaxExperts);
+    s.read("capacity_factor", c.capacityFactor, -1.0e9, 1.0e9);
+    s.read("eval_capacity_factor", c.evalCapacityFactor, -1.0e9, 1.0e9);
+    c.routerNoiseStd = c.experts > 1 ? 1.0 / static_cast<double>(c.experts) : 0.0;
+    s.read("router_noise_std", c.routerNoiseStd, 0.0, 1.0e3);
+    s.read("balance_loss_weight", c.balanceLossWeight, 0.0, 1.0e3);
+    c.routingGroups = c.layers;
+    s.read("routing_groups", c.routingGroups, 1, kMaxLayers);
+    s.readChoice("routing_priority", c.routingPriority, kPriorities);
+    s.read("renormalize_gates", c.renormalizeGates);
+    s.read("share_router", c.shareRouter);
+
+    s.read("share_attention", c.shareAttention);
+    s.read("share_ffn", c.shareFfn);
+    s.read("share_layernorm", c.shareLayerNorm);
+
+    s.read("paths", c.paths, 1, kMaxPaths);
+    s.read("path_norm", c.pathNorm);
+    s.read("learnable_path_weights", c.learnablePathWeights);
+    s.read("path_extra_features", c.pathExtraFeatures);
+
+    s.rejectUnknownKeys();
+    // Cross-key checks only make sense once every key read cleanly.
+    if (issues.size() == issuesBefore)
+        c.validate(issues, path);
+    return c;
+}
+
+void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& path) const
+{
+    auto key = [&](const std::string& name) { return path + "." + name; };
+    auto report = [&](const std::string& name, std::string reason) {
+        issues.push_back({key(name), std::move(reason)});
+    };
+
+    if (topK > experts)
+        report("top_k", number(topK) + " exceeds " + key("experts") + ": " + number(experts));
+    if (routingGroups > layers)
+        report("routing_groups", number(routingGroups) + " exceeds " + key("layers") + ": " + number(layers));
+    if (paths > 1 && experts > 1)
+        report("paths", "multi-path sublayers with a mixture of experts (" + key("experts") + ": "
+                            + number(experts) + ") are not supported; use paths 1 or experts 1");
+    if (pathExtraFeatures && paths < 3)
+        report("path_extra_features", "needs " + key("paths")
+                                          + " >= 3 (with 2 paths the subsets of n-1 paths are the paths themselves)");
+    if (head == HeadKind::LanguageModel && pooler)
+        report("pooler", "only applies to a classification head");
+    const std::int64_t attentionParams = 4 * dModel * attentionWidth() * paths;
+    if (attentionWidth() * paths > kMaxWidth * 4 || attentionParams > (std::int64_t{1} << 34))
+        report("heads", "attention width " + number(attentionWidth() * paths) + " (heads x head_dim x paths) is too large");
+}
+
+nlohmann::json ModelConfig::toJson() const
+{
+    return {
+        {"vocab_size", vocabSize},
+        {"max_len", maxLen},
+        {"d_model", dModel},
+        {"embedding_dim", embeddingDim},
+        {"layers", layers},
+        {"heads", heads},
+        {"head_dim", headDim},
+        {"ffn_dim", ffnDim},
+        {"activation", toString(activation)},
+        {"dropout", dropout},
+        {"head", kHeads.at(static_cast<std::size_t>(head))},
+        {"pooling", kPoolings.at(static_cast<std::size_t>(pooling))},
+        {"pooler", pooler},
+        {"num_classes", numClasses},
+        {"experts", experts},
+        {"top_k", topK},
+        {"capacity_factor", capacityFactor},
+        {"eval_capacity_factor", evalCapacityFactor},
+        {"router_noise_std", routerNoiseStd},
+        {"balance_loss_weight", balanceLossWeight},
+        {"routing_groups", routingGroups},
+        {"routing_priority", kPriorities.at(static_cast<std::size_t>(routingPriority))},
+        {"renormalize_gates", renormalizeGates},
+        {"share_router", shareRouter},
+        {"share_attention", shareAttention},
+        {"share_ffn", shareFfn},
+        {"share_layernorm", shareLayerNorm},
+        {"paths", paths},
+        {"path_norm", pathNorm},
+        {"learnable_path_weights", learnablePathWeights},
+        {"path_extra_features", pathExtraFeatures},
+    };
+}
+
+ModelDocument parseModelDocument(const std::string& text, const std::string& origin)
+{
+    const std::string where = origin.empty() ? std::string() : origin + ": ";
+    nlohmann::json document;
+    try {
+        document = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& error) {
+        // nlohmann's message carries line and column; drop its "[json.exception...]" prefix.
+        std::string message = error.what();
+        if (const auto cut = message.find("] "); cut != std::string::npos)
+            message = message.substr(cut + 2);
+        throw ConfigError({{"", where + "not valid JSON: " + message}});
+    }
+
+    std::vector<ConfigIssue> issues;
+    ModelDocument result;
+    JsonSection top(document, "", issues);
+    top.read("name", result.name);
+    top.read("description", result.description);
+    if (!top.has("model") && document.is_object())
+        issues.push_back({"model", "missing: the document needs a \"model\" object"});
+    else if (document.is_object())
+        result.model = ModelConfig::fromJson(document.at("model"), issues, "model");
+    // "task" and "train" belong to the run document (training engine); a model
+    // document tolerates them so that a run's record loads here too.
+    top.rejectUnknownKeys({"model", "task", "train"});
+
+    if (!issues.empty()) {
+        if (!where.empty())
+            issues.insert(issues.begin(), {"", where + "invalid configuration"});
+        throw ConfigError(std::move(issues));
+    }
+    return result;
+}
+
+ModelDocument loadModelDocument(const std::filesystem::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw ConfigError({{"", file.string() + ": cannot open the file"}});
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parseModelDocument(text.str(), file.string());
+}
+
+}  // namespace widelab

@@ -1,0 +1,109 @@
+// defines: ModelConfig, the `model` section of a WideLab document: every knob of
+// depth, width, experts, paths and sharing, with its JSON reading, writing and checks
+#pragma once
+
+#include "ConfigError.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+enum class HeadKind { Classification, LanguageModel };
+enum class Pooling { Cls, Mean };
+enum class Activation { Gelu, Relu, Silu };
+enum class RoutingPriority { Position, Batch };
+
+struct ModelConfig {
+    // Input and width. Defaults describe a small laptop-scale encoder.
+    std::int64_t vocabSize = 256;
+    std::int64_t maxLen = 512;        // longest input, not counting the CLS token
+    std::int64_t dModel = 256;
+    std::int64_t embeddingDim = 0;    // 0: not factorised
+    std::int64_t layers = 6;
+    std::int64_t heads = 8;
+    std::int64_t headDim = 32;        // default d_model / heads
+    std::int64_t ffnDim = 1024;       // default 4 * d_model
+    Activation activation = Activation::Gelu;
+    double dropout = 0.1;
+
+    // Head.
+    HeadKind head = HeadKind::Classification;
+    Pooling pooling = Pooling::Cls;
+    bool pooler = false;
+    std::int64_t numClasses = 10;
+
+    // Mixture of experts (experts == 1: dense FFN).
+    std::int64_t experts = 1;
+    std::int64_t topK = 1;                 // default min(2, experts)
+    double capacityFactor = 1.2;           // <= 0: never drop
+    double evalCapacityFactor = 2.0;
+    double routerNoiseStd = 0.0;           // default 1 / experts when experts > 1
+    double balanceLossWeight = 0.01;
+    std::int64_t routingGroups = 6;        // default layers
+    RoutingPriority routingPriority = RoutingPriority::Position;
+    bool renormalizeGates = false;
+    bool shareRouter = true;
+
+    // Sharing across blocks.
+    bool shareAttention = false;
+    bool shareFfn = false;
+    bool shareLayerNorm = false;
+
+    // Multi-path sublayers.
+    std::int64_t paths = 1;
+    bool pathNorm = false;
+    bool learnablePathWeights = false;
+    bool pathExtraFeatures = false;
+
+    // Derived quantities used throughout the model and the accounting.
+    std::int64_t attentionWidth() const { return heads * headDim; }
+    bool isMoe() const { return experts > 1; }
+    bool isMultiPath() const { return paths > 1 || pathNorm || learnablePathWeights || pathExtraFeatures; }
+    std::int64_t pathFeatures() const { return pathExtraFeatures ? 2 * paths : paths; }
+    bool usesClsToken() const { return head == HeadKind::Classification && pooling == Pooling::Cls; }
+    std::int64_t positions() const { return maxLen + (usesClsToken() ? 1 : 0); }
+    std::int64_t outputSize() const { return head == HeadKind::Classification ? numClasses : vocabSize; }
+    std::int64_t tokenEmbeddingDim() const { return embeddingDim > 0 ? embeddingDim : dModel; }
+    bool factorisedEmbedding() const { return embeddingDim > 0; }
+    std::int64_t attentionModules() const { return shareAttention ? 1 : layers; }
+    std::int64_t ffnModules() const { return shareFfn ? 1 : layers; }
+    std::int64_t layerNormSets() const { return shareLayerNorm ? 1 : layers; }
+    std::int64_t routerModules() const { return isMoe() ? (shareRouter ? 1 : layers) : 0; }
+    std::int64_t routingGroupOf(std::int64_t block) const { return block * routingGroups / layers; }
+    bool routesAt(std::int64_t block) const
+    {
+        return isMoe() && (block == 0 || routingGroupOf(block) != routingGroupOf(block - 1));
+    }
+    std::int64_t routingCalls() const { return isMoe() ? routingGroups : 0; }
+
+    // Reads the `model` object, filling defaults that depend on other keys. Every
+    // problem is appended to `issues` (nothing is thrown); the result is only
+    // meaningful when no issue was added.
+    static ModelConfig fromJson(const nlohmann::json& model, std::vector<ConfigIssue>& issues,
+                                const std::string& path = "model");
+    // Every key, resolved (defaults written out).
+    nlohmann::json toJson() const;
+    // Cross-key checks; appends to `issues`.
+    void validate(std::vector<ConfigIssue>& issues, const std::string& path = "model") const;
+};
+
+// A WideLab document: {"name", "description", "model": {...}}.
+struct ModelDocument {
+    std::string name;
+    std::string description;
+    ModelConfig model;
+};
+
+// Parses and validates a document; throws ConfigError listing every problem.
+ModelDocument parseModelDocument(const std::string& text, const std::string& origin = "");
+// Reads a file (or the preset named so); throws ConfigError.
+ModelDocument loadModelDocument(const std::filesystem::path& file);
+
+std::string toString(Activation activation);
+
+}  // namespace widelab

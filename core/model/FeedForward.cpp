@@ -1,0 +1,50 @@
+#include "FeedForward.h"
+
+#include "Init.h"
+
+#include <torch/nn/functional/activation.h>
+
+namespace widelab {
+
+torch::Tensor activate(const torch::Tensor& x, Activation activation)
+{
+    switch (activation) {
+    case Activation::Relu:
+        return torch::relu(x);
+    case Activation::Silu:
+        return torch::silu(x);
+    case Activation::Gelu:
+        break;
+    }
+    return torch::gelu(x);
+}
+
+FeedForwardImpl::FeedForwardImpl(std::int64_t units_, std::int64_t dModel_, std::int64_t hidden_,
+                                 Activation activation_)
+    : units(units_), dModel(dModel_), hidden(hidden_), activation(activation_)
+{
+    wIn = register_parameter("w_in", torch::empty({units, hidden, dModel}));
+    bIn = register_parameter("b_in", torch::zeros({units, hidden}));
+    wOut = register_parameter("w_out", torch::empty({units, dModel, hidden}));
+    bOut = register_parameter("b_out", torch::zeros({units, dModel}));
+    xavierUniformStacked(wIn);
+    xavierUniformStacked(wOut);
+}
+
+torch::Tensor FeedForwardImpl::forwardShared(const torch::Tensor& x)
+{
+    // N = rows, U = units, M = hidden, D = model width
+    const std::int64_t N = x.size(0);
+    const torch::Tensor h = activate(
+        torch::addmm(bIn.view({units * hidden}), x, wIn.view({units * hidden, dModel}).t()), activation);  // [N, U*M]
+    const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                            // [U, N, M]
+    return torch::baddbmm(bOut.unsqueeze(1), perUnit, wOut.transpose(1, 2));                             // [U, N, D]
+}
+
+torch::Tensor FeedForwardImpl::forwardEach(const torch::Tensor& x)
+{
+    const torch::Tensor h = activate(torch::baddbmm(bIn.unsqueeze(1), x, wIn.transpose(1, 2)), activation);  // [U, C, M]
+    return torch::baddbmm(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
+}
+
+}  // namespace widelab

@@ -1,0 +1,112 @@
+#include "ParameterCount.h"
+
+#include <stdexcept>
+
+namespace widelab {
+namespace {
+
+struct ModuleSizes {
+    std::int64_t attention = 0;  // one attention module (all paths)
+    std::int64_t ffnStored = 0;  // one FFN module (all paths or all experts)
+    std::int64_t ffnActive = 0;  // the same with top_k experts
+    std::int64_t router = 0;
+    std::int64_t layerNormSet = 0;  // the two LayerNorms of one block
+    std::int64_t pathSet = 0;       // the two path combiners of one block
+};
+
+ModuleSizes moduleSizes(const ModelConfig& c)
+{
+    const std::int64_t D = c.dModel, W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
+    ModuleSizes s;
+    s.attention = 3 * n * W * D + 3 * n * W + n * D * W + n * D;
+    const std::int64_t unit = 2 * D * M + M + D;  // one FFN path or one expert
+    s.ffnStored = (c.isMoe() ? c.experts : n) * unit;
+    s.ffnActive = (c.isMoe() ? c.topK : n) * unit;
+    s.router = c.isMoe() ? c.experts * D : 0;
+    s.layerNormSet = 2 * 2 * D;
+    if (c.isMultiPath()) {
+        const std::int64_t m = c.pathFeatures();
+        const std::int64_t one = (c.pathNorm ? 2 * m * D : 0) + (c.learnablePathWeights ? m + 1 : 0);
+        s.pathSet = 2 * one;
+    }
+    return s;
+}
+
+}  // namespace
+
+const CostRow& ModelCost::part(const std::string& name) const
+{
+    for (const auto& row : parts)
+        if (row.part == name)
+            return row;
+    throw std::out_of_range("no cost row named " + name);
+}
+
+nlohmann::json ModelCost::toJson() const
+{
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : parts)
+        rows.push_back({{"part", row.part}, {"stored", row.stored}, {"active", row.active}, {"applied", row.applied}});
+    return {
+        {"parameters", {{"stored", total.stored}, {"active", total.active}, {"applied", total.applied}}},
+        {"breakdown", rows},
+        {"encoder_matrix_parameters", encoderMatrixParameters},
+        {"flops_per_token", flopsPerToken},
+        {"flops_per_token_at_capacity", flopsPerTokenAtCapacity},
+        {"sequence_length", sequenceLength},
+    };
+}
+
+ModelCost modelCost(const ModelConfig& c)
+{
+    const ModuleSizes s = moduleSizes(c);
+    const std::int64_t D = c.dModel, L = c.layers;
+    ModelCost cost;
+
+    CostRow embeddings{"embeddings"};
+    embeddings.stored = c.vocabSize * c.tokenEmbeddingDim() + c.positions() * D
+                        + (c.factorisedEmbedding() ? c.embeddingDim * D + D : 0) + (c.usesClsToken() ? D : 0);
+    embeddings.active = embeddings.applied = embeddings.stored;
+
+    CostRow attention{"attention", c.attentionModules() * s.attention, c.attentionModules() * s.attention,
+                      L * s.attention};
+    CostRow ffn{c.isMoe() ? "experts" : "ffn", c.ffnModules() * s.ffnStored, c.ffnModules() * s.ffnActive,
+                L * s.ffnActive};
+    CostRow router{"router", c.routerModules() * s.router, c.routerModules() * s.router, c.routingCalls() * s.router};
+    CostRow norms{"layernorms", c.layerNormSets() * s.layerNormSet + 2 * D, 0, L * s.layerNormSet + 2 * D};
+    norms.active = norms.stored;
+    CostRow paths{"path weights", c.layerNormSets() * s.pathSet, c.layerNormSets() * s.pathSet, L * s.pathSet};
+    CostRow head{"head"};
+    head.stored = (c.pooler ? D * D + D : 0) + D * c.outputSize() + c.outputSize();
+    head.active = head.applied = head.stored;
+
+    cost.parts = {embeddings, attention, ffn, router, norms, paths, head};
+    cost.total.part = "total";
+    for (const auto& row : cost.parts) {
+        cost.total.stored += row.stored;
+        cost.total.active += row.active;
+        cost.total.applied += row.applied;
+    }
+
+    const std::int64_t W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
+    const std::int64_t ffnUnits = c.isMoe() ? c.topK : n;
+    cost.encoderMatrixParameters = L * (4 * n * W * D + ffnUnits * 2 * D * M);
+
+    // FLOPs per token.
+    const std::int64_t T = c.positions();
+    cost.sequenceLength = T;
+    const double attentionFlops = 2.0 * (4.0 * n * W * D) + 2.0 * 2.0 * static_cast<double>(T) * n * W;
+    const double unitFlops = 2.0 * 2.0 * D * M;
+    const double routerFlops = 2.0 * D * (c.isMoe() ? c.experts : 0);
+    const double embeddingFlops = c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D : 0.0;
+    const double headFlops = c.head == HeadKind::LanguageModel
+                                 ? 2.0 * D * c.vocabSize
+                                 : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
+    const double capacity = c.capacityFactor > 0.0 ? c.capacityFactor : 1.0;
+    const double shared = embeddingFlops + L * attentionFlops + c.routingCalls() * routerFlops + headFlops;
+    cost.flopsPerToken = shared + L * ffnUnits * unitFlops;
+    cost.flopsPerTokenAtCapacity = shared + L * ffnUnits * unitFlops * (c.isMoe() ? capacity : 1.0);
+    return cost;
+}
+
+}  // namespace widelab

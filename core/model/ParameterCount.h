@@ -1,0 +1,45 @@
+// defines: CostRow, ModelCost and modelCost(): parameter counts (stored, active,
+// applied) by part and forward FLOPs per token, from the configuration alone
+#pragma once
+
+#include "config/ModelConfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+// One part of the model. `stored`: trainable parameters that exist (a shared
+// module once). `active`: the same with only top_k of the E experts.
+// `applied`: parameters a token is processed by, counting a shared module once
+// for every block that uses it (the depth a token sees).
+struct CostRow {
+    std::string part;
+    std::int64_t stored = 0;
+    std::int64_t active = 0;
+    std::int64_t applied = 0;
+};
+
+struct ModelCost {
+    std::vector<CostRow> parts;  // embeddings, attention, ffn/experts, router, layernorms, path weights, head
+    CostRow total;
+    // The matrices of the encoder alone (no biases, norms or embeddings): the
+    // terms of the Wide Attention paper's 2LE(2AH + M), counted per use.
+    std::int64_t encoderMatrixParameters = 0;
+    // Forward FLOPs per token (a multiply-add is 2), matrix products only, at a
+    // sequence of max_len tokens: with top_k experts, and with the expert
+    // buffers filled to capacity (K * C slots per token).
+    double flopsPerToken = 0.0;
+    double flopsPerTokenAtCapacity = 0.0;
+    std::int64_t sequenceLength = 0;
+
+    const CostRow& part(const std::string& name) const;
+    nlohmann::json toJson() const;
+};
+
+ModelCost modelCost(const ModelConfig& config);
+
+}  // namespace widelab

@@ -1,0 +1,53 @@
+// defines: RouterImpl / Router (the gate f: D -> E, no bias), RoutingOptions,
+// Routing (one routing call's decisions), route() and dispatchCombine()
+#pragma once
+
+#include "FeedForward.h"
+#include "config/ModelConfig.h"
+
+#include <torch/nn/module.h>
+
+namespace widelab {
+
+struct RouterImpl : torch::nn::Module {
+    RouterImpl(std::int64_t dModel, std::int64_t experts);
+    torch::Tensor weight;  // [E, D], used in fp32
+};
+TORCH_MODULE(Router);
+
+struct RoutingOptions {
+    std::int64_t topK = 2;
+    double capacityFactor = 1.2;  // <= 0: no token is dropped
+    double noiseStd = 0.0;        // applied only when `training`
+    RoutingPriority priority = RoutingPriority::Position;
+    bool renormalize = false;
+    bool training = false;
+
+    static RoutingOptions fromConfig(const ModelConfig& config, bool training);
+};
+
+// The decisions of one routing call over S tokens. Everything here but `expert`,
+// `slot` and `kept` stays in the autograd graph.
+struct Routing {
+    torch::Tensor probs;        // [S, E] fp32 router probabilities (noisy while training)
+    torch::Tensor expert;       // [S, K] int64, choice 0 is the top-1 expert
+    torch::Tensor gates;        // [S, K] fp32 combine weights
+    torch::Tensor slot;         // [S, K] int64 position in the expert's buffer
+    torch::Tensor kept;         // [S, K] bool, false where the expert was full
+    torch::Tensor balanceLoss;  // [] E * sum_e m_e * P_e
+    std::int64_t capacity = 0;  // slots per expert
+    std::int64_t experts = 0;
+};
+
+// Expert capacity for S tokens: ceil(K * C * S / E), at most S; S when C <= 0.
+std::int64_t expertCapacity(std::int64_t tokens, std::int64_t experts, std::int64_t topK, double capacityFactor);
+
+// x: [S, D] tokens to route; routerWeight: [E, D].
+Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const RoutingOptions& options);
+
+// Sends each token to its kept experts and sums their outputs weighted by the
+// gates: [S, D]. Builds no token x expert x capacity tensor: tokens are copied
+// into one [E, capacity, D] buffer by index, and results gathered back by index.
+torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts);
+
+}  // namespace widelab

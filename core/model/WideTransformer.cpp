@@ -1,0 +1,256 @@
+#include "WideTransformer.h"
+
+#include "Init.h"
+
+#include <torch/nn/functional/loss.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace widelab {
+namespace {
+
+// Added to the score of a key a query must not see. Finite, so that a query
+// with no visible key (a row of padding) gets a uniform row instead of NaN.
+constexpr double kMasked = -1.0e9;
+
+torch::nn::LayerNorm makeLayerNorm(std::int64_t width)
+{
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(1e-5));
+}
+
+}  // namespace
+
+WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(config)
+{
+    const ModelConfig& c = m_config;
+    m_embed = register_module("embed", Embedding(c));
+
+    m_attention = register_module("attention", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.attentionModules(); ++i)
+        m_attention->push_back(Attention(AttentionOptions{c.dModel, c.heads, c.headDim, c.paths, c.dropout}));
+
+    m_ffn = register_module("ffn", torch::nn::ModuleList());
+    const std::int64_t units = c.isMoe() ? c.experts : c.paths;
+    for (std::int64_t i = 0; i < c.ffnModules(); ++i)
+        m_ffn->push_back(FeedForward(units, c.dModel, c.ffnDim, c.activation));
+
+    m_router = register_module("router", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.routerModules(); ++i)
+        m_router->push_back(Router(c.dModel, c.experts));
+
+    m_lnAttention = register_module("ln_att", torch::nn::ModuleList());
+    m_lnFfn = register_module("ln_ffn", torch::nn::ModuleList());
+    m_pathAttention = register_module("path_att", torch::nn::ModuleList());
+    m_pathFfn = register_module("path_ffn", torch::nn::ModuleList());
+    const PathCombinerOptions paths{c.paths, c.dModel, c.pathNorm, c.learnablePathWeights, c.pathExtraFeatures};
+    for (std::int64_t i = 0; i < c.layerNormSets(); ++i) {
+        m_lnAttention->push_back(makeLayerNorm(c.dModel));
+        m_lnFfn->push_back(makeLayerNorm(c.dModel));
+        if (c.isMultiPath()) {
+            m_pathAttention->push_back(PathCombiner(paths));
+            m_pathFfn->push_back(PathCombiner(paths));
+        }
+    }
+
+    m_finalNorm = register_module("final_ln", makeLayerNorm(c.dModel));
+    if (c.head == HeadKind::Classification && c.pooler)
+        m_pooler = register_module("pooler", torch::nn::Linear(c.dModel, c.dModel));
+    m_output = register_module(c.head == HeadKind::Classification ? "classifier" : "lm_head",
+                               torch::nn::Linear(c.dModel, c.outputSize()));
+
+    torch::NoGradGuard noGrad;
+    for (torch::nn::Linear linear : {m_pooler, m_output}) {
+        if (!linear)
+            continue;
+        xavierUniformStacked(linear->weight);
+        linear->bias.zero_();
+    }
+}
+
+ModelOutput WideTransformerImpl::forward(const torch::Tensor& ids, const torch::Tensor& mask)
+{
+    return run(ids, mask, nullptr);
+}
+
+ModelOutput WideTransformerImpl::inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace)
+{
+    trace.blocks.clear();
+    return run(ids, mask, &trace);
+}
+
+ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace* trace)
+{
+    const ModelConfig& c = m_config;
+    if (ids.dim() != 2 || ids.size(1) < 1)
+        throw std::invalid_argument("model input: expected token ids of shape [batch, length], got "
+                                    + std::to_string(ids.dim()) + " dimensions");
+    if (ids.size(1) > c.maxLen)
+        throw std::invalid_argument("model input: " + std::to_string(ids.size(1)) + " tokens exceed model.max_len ("
+                                    + std::to_string(c.maxLen) + ")");
+    if (mask.defined() && mask.sizes() != ids.sizes())
+        throw std::invalid_argument("model input: the mask's shape differs from the ids' shape");
+
+    // B = batch, T = sequence (with CLS), D = width
+    torch::Tensor h = m_embed(ids);
+    const std::int64_t B = h.size(0), T = h.size(1), D = h.size(2);
+
+    torch::Tensor valid;  // [B, T] bool, undefined when every token is real
+    if (mask.defined()) {
+        valid = mask.to(torch::kBool);
+        if (c.usesClsToken())
+            valid = torch::cat({torch::ones({B, 1}, valid.options()), valid}, 1);
+    }
+    torch::Tensor bias;  // broadcastable to [B, 1, T, T]
+    if (valid.defined())
+        bias = torch::zeros({B, 1, 1, T}, h.options()).masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
+    if (c.head == HeadKind::LanguageModel) {
+        const torch::Tensor future = torch::ones({T, T}, valid.defined() ? valid.options() : ids.options().dtype(torch::kBool)).triu(1);
+        const torch::Tensor causal = torch::zeros({1, 1, T, T}, h.options()).masked_fill(future.view({1, 1, T, T}), kMasked);
+        bias = bias.defined() ? bias + causal : causal;
+    }
+    // Only real tokens are routed to experts.
+    torch::Tensor tokenIndex;
+    if (c.isMoe() && valid.defined())
+        tokenIndex = torch::nonzero(valid.reshape({-1})).squeeze(1);
+    if (trace)
+        trace->tokenIndex = tokenIndex.defined() ? tokenIndex : torch::arange(B * T, ids.options().dtype(torch::kLong));
+
+    if (c.dropout > 0.0 && is_training())
+        h = torch::dropout(h, c.dropout, true);
+
+    torch::Tensor balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    Routing groupRouting;
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        BlockTrace* blockTrace = nullptr;
+        if (trace) {
+            trace->blocks.emplace_back();
+            blockTrace = &trace->blocks.back();
+        }
+        auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
+        auto& lnAttention = *m_lnAttention->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
+        torch::Tensor weights;
+        const bool wantWeights = blockTrace && trace->captureAttention;
+        const torch::Tensor attended = attention.forward(lnAttention.forward(h), bias, wantWeights ? &weights : nullptr);
+        if (wantWeights)
+            blockTrace->attention = weights.detach();
+        h = sublayer(h, attended, i, true);
+
+        auto& lnFfn = *m_lnFfn->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
+        const torch::Tensor x = lnFfn.forward(h);
+        torch::Tensor transformed;
+        if (c.isMoe()) {
+            const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, tokenIndex, groupRouting, balanceLoss,
+                                                  blockTrace && trace->captureRouting ? blockTrace : nullptr);
+            transformed = moe.view({1, B, T, D});
+        } else {
+            auto& ffn = *m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>();
+            transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
+        }
+        h = sublayer(h, transformed, i, false);
+    }
+    h = m_finalNorm(h);
+    return {head(h, valid), balanceLoss};
+}
+
+torch::Tensor WideTransformerImpl::sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block,
+                                           bool attention)
+{
+    const ModelConfig& c = m_config;
+    const torch::Tensor paths = c.dropout > 0.0 && is_training() ? torch::dropout(raw, c.dropout, true) : raw;
+    if (!c.isMultiPath())
+        return h + paths[0];
+    const auto& combiners = attention ? m_pathAttention : m_pathFfn;
+    return combiners->ptr(pick(block, c.shareLayerNorm))->as<PathCombinerImpl>()->forward(h, paths);
+}
+
+torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int64_t block,
+                                              const torch::Tensor& tokenIndex, Routing& groupRouting,
+                                              torch::Tensor& balanceLoss, BlockTrace* trace)
+{
+    const ModelConfig& c = m_config;
+    const torch::Tensor tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
+    if (c.routesAt(block)) {
+        const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
+        groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
+        balanceLoss = balanceLoss + groupRouting.balanceLoss;
+    }
+    auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
+    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts);
+    if (trace) {
+        trace->routed = c.routesAt(block);
+        trace->expert = groupRouting.expert;
+        trace->gates = groupRouting.gates.detach();
+        trace->kept = groupRouting.kept;
+        trace->capacity = groupRouting.capacity;
+        if (trace->routed)
+            trace->probs = groupRouting.probs.detach();
+    }
+    if (!tokenIndex.defined())
+        return y;
+    return torch::zeros_like(x).index_copy(0, tokenIndex, y);
+}
+
+torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Tensor& valid)
+{
+    const ModelConfig& c = m_config;
+    if (c.head == HeadKind::LanguageModel)
+        return m_output(h);
+
+    torch::Tensor pooled;
+    if (c.pooling == Pooling::Cls) {
+        pooled = h.select(1, 0);
+    } else if (valid.defined()) {
+        const torch::Tensor weight = valid.to(h.dtype()).unsqueeze(-1);  // [B, T, 1]
+        pooled = (h * weight).sum(1) / weight.sum(1).clamp_min(1.0);
+    } else {
+        pooled = h.mean(1);
+    }
+    if (m_pooler)
+        pooled = torch::tanh(m_pooler(pooled));
+    return m_output(pooled);
+}
+
+std::vector<BlockNorms> WideTransformerImpl::blockNorms() const
+{
+    std::vector<BlockNorms> norms;
+    for (std::int64_t i = 0; i < m_config.layers; ++i) {
+        const std::int64_t at = pick(i, m_config.shareLayerNorm);
+        const auto& attention = *m_lnAttention->ptr(at)->as<torch::nn::LayerNormImpl>();
+        const auto& ffn = *m_lnFfn->ptr(at)->as<torch::nn::LayerNormImpl>();
+        norms.push_back({attention.weight, attention.bias, ffn.weight, ffn.bias});
+    }
+    return norms;
+}
+
+torch::Tensor WideTransformerImpl::attentionPathWeights(std::int64_t block) const
+{
+    if (!m_config.isMultiPath())
+        return {};
+    const auto& combiner = *m_pathAttention->ptr(pick(block, m_config.shareLayerNorm))->as<PathCombinerImpl>();
+    return torch::cat({combiner.alpha, combiner.beta});
+}
+
+torch::Tensor WideTransformerImpl::ffnPathWeights(std::int64_t block) const
+{
+    if (!m_config.isMultiPath())
+        return {};
+    const auto& combiner = *m_pathFfn->ptr(pick(block, m_config.shareLayerNorm))->as<PathCombinerImpl>();
+    return torch::cat({combiner.alpha, combiner.beta});
+}
+
+torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,
+                       const torch::Tensor& mask)
+{
+    if (config.head == HeadKind::Classification)
+        return torch::cross_entropy_loss(logits.to(torch::kFloat32), targets);
+    const std::int64_t V = logits.size(-1);
+    const torch::Tensor perToken = torch::cross_entropy_loss(logits.reshape({-1, V}).to(torch::kFloat32),
+                                                             targets.reshape({-1}), {}, at::Reduction::None);
+    if (!mask.defined())
+        return perToken.mean();
+    const torch::Tensor weight = mask.reshape({-1}).to(torch::kFloat32);
+    return (perToken * weight).sum() / weight.sum().clamp_min(1.0);
+}
+
+}  // namespace widelab

@@ -1,0 +1,68 @@
+// defines: ModelOutput, WideTransformerImpl / WideTransformer: the one encoder that
+// every WideLab architecture is built from (depth, width, experts, paths, sharing)
+#pragma once
+
+#include "Attention.h"
+#include "Embedding.h"
+#include "FeedForward.h"
+#include "ForwardTrace.h"
+#include "PathCombiner.h"
+#include "Router.h"
+#include "config/ModelConfig.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+namespace widelab {
+
+struct ModelOutput {
+    torch::Tensor logits;       // [B, classes] or [B, T, V]
+    torch::Tensor balanceLoss;  // [] sum of the balance losses of every routing call (0 without MoE)
+};
+
+// LayerNorm parameters of one block, for the divergence views.
+struct BlockNorms {
+    torch::Tensor attentionGamma, attentionBeta, ffnGamma, ffnBeta;
+};
+
+class WideTransformerImpl : public torch::nn::Module {
+public:
+    explicit WideTransformerImpl(const ModelConfig& config);
+
+    // ids: [B, T] int64, T <= max_len; mask: [B, T] bool, true for real tokens
+    // (undefined: all real). Throws std::invalid_argument on a wrong shape.
+    ModelOutput forward(const torch::Tensor& ids, const torch::Tensor& mask = {});
+    // The same pass, also recording what `trace` asks for.
+    ModelOutput inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace);
+
+    const ModelConfig& config() const { return m_config; }
+    std::vector<BlockNorms> blockNorms() const;
+    // Path weights (alpha, then beta as the last element) of block i's sublayers.
+    torch::Tensor attentionPathWeights(std::int64_t block) const;
+    torch::Tensor ffnPathWeights(std::int64_t block) const;
+
+private:
+    ModelOutput run(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace* trace);
+    torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, bool attention);
+    torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, const torch::Tensor& tokenIndex,
+                              Routing& groupRouting, torch::Tensor& balanceLoss, BlockTrace* trace);
+    torch::Tensor head(const torch::Tensor& h, const torch::Tensor& mask);
+
+    std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }
+
+    ModelConfig m_config;
+    Embedding m_embed{nullptr};
+    torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
+    torch::nn::LayerNorm m_finalNorm{nullptr};
+    torch::nn::Linear m_pooler{nullptr}, m_output{nullptr};
+};
+TORCH_MODULE(WideTransformer);
+
+// Mean cross-entropy of a classification ([B, C] vs [B]) or language model
+// ([B, T, V] vs [B, T], averaged over positions where mask is true) output.
+torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,
+                       const torch::Tensor& mask = {});
+
+}  // namespace widelab
