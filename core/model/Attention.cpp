@@ -41,7 +41,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2.x: a fused kernel that never stores the [T, T] probabilities.
     if (!weights) {
-        context = at::scaled_dot_product_attention(q, k, v, bias.defined() ? bias.to(q.dtype()) : bias, dropout);
+        context = bias.defined() ? at::scaled_dot_product_attention(q, k, v, bias.to(q.dtype()), dropout)
+                                 : at::scaled_dot_product_attention(q, k, v, c10::nullopt, dropout);
     }
 #endif
     if (!context.defined()) {

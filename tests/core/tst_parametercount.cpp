@@ -1,0 +1,199 @@
+// Tests of model/ParameterCount: the analytic accounting equals the built
+// module's parameters for every preset, and agrees with the papers' own counts.
+#include "TestSupport.h"
+#include "model/ParameterCount.h"
+#include "model/WideTransformer.h"
+
+#include <QtTest>
+
+#include <set>
+
+using namespace widelab;
+
+namespace {
+
+std::int64_t countWithPrefixes(const WideTransformer& model, const std::vector<std::string>& prefixes)
+{
+    std::int64_t total = 0;
+    for (const auto& item : model->named_parameters())
+        for (const auto& prefix : prefixes)
+            if (item.key().rfind(prefix, 0) == 0)
+                total += item.value().numel();
+    return total;
+}
+
+ModelConfig presetConfig(const std::string& name)
+{
+    for (const auto& [preset, document] : test::shippedPresets())
+        if (preset == name)
+            return document.model;
+    throw std::runtime_error("no preset " + name);
+}
+
+ModelConfig parse(const char* json)
+{
+    std::vector<ConfigIssue> issues;
+    ModelConfig c = ModelConfig::fromJson(nlohmann::json::parse(json), issues);
+    if (!issues.empty())
+        throw std::runtime_error(ConfigError(issues).what());
+    return c;
+}
+
+}  // namespace
+
+class TestParameterCount : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void analyticCountEqualsModule_data();
+    void analyticCountEqualsModule();
+    void wideAttentionFormula_data();
+    void wideAttentionFormula();
+    void wideModelsAreSmallerAsInThePaper();
+    void wideNetAndAlbertMatchThePaper_data();
+    void wideNetAndAlbertMatchThePaper();
+    void sharingCountsAModuleOnce();
+    void flopsPerTokenByHand();
+};
+
+void TestParameterCount::analyticCountEqualsModule_data()
+{
+    QTest::addColumn<QString>("preset");
+    for (const auto& [name, document] : test::shippedPresets())
+        QTest::newRow(name.c_str()) << QString::fromStdString(name);
+}
+
+void TestParameterCount::analyticCountEqualsModule()
+{
+    QFETCH(QString, preset);
+    const ModelConfig c = presetConfig(preset.toStdString());
+    const ModelCost cost = modelCost(c);
+    const WideTransformer model(c);
+
+    // Every parameter exists once: shared modules are not registered twice.
+    std::set<const void*> storage;
+    std::int64_t total = 0;
+    for (const auto& p : model->parameters()) {
+        storage.insert(p.data_ptr());
+        total += p.numel();
+    }
+    QCOMPARE(storage.size(), model->parameters().size());
+    QCOMPARE(cost.total.stored, total);
+
+    // Part by part, by parameter name (docs/model.md).
+    QCOMPARE(cost.part("embeddings").stored, countWithPrefixes(model, {"embed."}));
+    QCOMPARE(cost.part("attention").stored, countWithPrefixes(model, {"attention."}));
+    QCOMPARE(cost.part(c.isMoe() ? "experts" : "ffn").stored, countWithPrefixes(model, {"ffn."}));
+    QCOMPARE(cost.part("router").stored, countWithPrefixes(model, {"router."}));
+    QCOMPARE(cost.part("layernorms").stored, countWithPrefixes(model, {"ln_att.", "ln_ffn.", "final_ln."}));
+    QCOMPARE(cost.part("path weights").stored, countWithPrefixes(model, {"path_att.", "path_ffn."}));
+    QCOMPARE(cost.part("head").stored, countWithPrefixes(model, {"pooler.", "classifier.", "lm_head."}));
+
+    // Active: only top_k of the E experts of each stored MoE count.
+    const std::int64_t ffn = countWithPrefixes(model, {"ffn."});
+    const std::int64_t activeFfn = c.isMoe() ? ffn / c.experts * c.topK : ffn;
+    QCOMPARE(cost.total.active, total - ffn + activeFfn);
+}
+
+void TestParameterCount::wideAttentionFormula_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<qint64>("expected");
+    // 2 L E (2 A H + M) with E = 512, A = 64, M = 2048:
+    QTest::newRow("6x8") << "transformer-6x8-paper" << qint64(2LL * 6 * 512 * (2 * 64 * 8 + 2048));    // 18,874,368
+    QTest::newRow("3x16") << "transformer-3x16-paper" << qint64(2LL * 3 * 512 * (2 * 64 * 16 + 2048)); // 12,582,912
+    QTest::newRow("2x24") << "transformer-2x24-paper" << qint64(2LL * 2 * 512 * (2 * 64 * 24 + 2048)); // 10,485,760
+    QTest::newRow("1x48") << "transformer-1x48-paper" << qint64(2LL * 1 * 512 * (2 * 64 * 48 + 2048)); //  8,388,608
+}
+
+void TestParameterCount::wideAttentionFormula()
+{
+    QFETCH(QString, preset);
+    QFETCH(qint64, expected);
+    const ModelConfig c = presetConfig(preset.toStdString());
+    QCOMPARE(modelCost(c).encoderMatrixParameters, expected);
+
+    // The same from the module: its attention and FFN matrices, biases left out.
+    const WideTransformer model(c);
+    std::int64_t matrices = 0;
+    for (const auto& item : model->named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("qkv.weight") != std::string::npos || name.find("out_weight") != std::string::npos
+            || name.find("w_in") != std::string::npos || name.find("w_out") != std::string::npos)
+            matrices += item.value().numel();
+    }
+    QCOMPARE(matrices, expected);
+}
+
+void TestParameterCount::wideModelsAreSmallerAsInThePaper()
+{
+    // Wide Attention paper, Table 8 (ListOps, Transformer): deep 229 MiB, wide
+    // 109 MiB, a ratio of 0.476. Parameters fall monotonically with depth.
+    std::vector<std::int64_t> sizes;
+    for (const char* preset : {"transformer-6x8-paper", "transformer-3x16-paper", "transformer-2x24-paper",
+                               "transformer-1x48-paper"})
+        sizes.push_back(modelCost(presetConfig(preset)).total.stored);
+    for (std::size_t i = 1; i < sizes.size(); ++i)
+        QVERIFY(sizes[i] < sizes[i - 1]);
+    const double ratio = static_cast<double>(sizes.back()) / static_cast<double>(sizes.front());
+    QVERIFY2(std::abs(ratio - 109.0 / 229.0) < 0.02, qPrintable(QString("wide/deep = %1").arg(ratio)));
+}
+
+void TestParameterCount::wideNetAndAlbertMatchThePaper_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<double>("paperMillions");
+    // WideNet, Table 2 (parameters rounded to whole millions by the paper).
+    QTest::newRow("ALBERT") << "albert-base-paper" << 12.0;
+    QTest::newRow("WideNet 4 experts") << "widenet-nlp-4e-paper" << 26.0;
+    QTest::newRow("WideNet 8 experts") << "widenet-nlp-8e-paper" << 45.0;
+    QTest::newRow("WideNet 16 experts") << "widenet-nlp-16e-paper" << 83.0;
+}
+
+void TestParameterCount::wideNetAndAlbertMatchThePaper()
+{
+    QFETCH(QString, preset);
+    QFETCH(double, paperMillions);
+    const double millions = static_cast<double>(modelCost(presetConfig(preset.toStdString())).total.stored) / 1e6;
+    // Within the paper's rounding to whole millions.
+    QVERIFY2(std::abs(millions - paperMillions) <= 0.5, qPrintable(QString("%1M").arg(millions)));
+}
+
+void TestParameterCount::sharingCountsAModuleOnce()
+{
+    // d 16, heads 2 (A 8), FFN 32, 3 blocks; vocabulary 10, max_len 6, mean pooling, 2 classes.
+    const char* unshared = R"({"vocab_size": 10, "max_len": 6, "d_model": 16, "heads": 2, "ffn_dim": 32,
+        "layers": 3, "pooling": "mean", "num_classes": 2})";
+    const char* shared = R"({"vocab_size": 10, "max_len": 6, "d_model": 16, "heads": 2, "ffn_dim": 32,
+        "layers": 3, "pooling": "mean", "num_classes": 2, "share_attention": true, "share_ffn": true})";
+    const std::int64_t attention = 3 * 16 * 16 + 3 * 16 + 16 * 16 + 16;  // qkv + out: 1,088
+    const std::int64_t ffn = 2 * 16 * 32 + 32 + 16;                      // 1,072
+    const std::int64_t rest = 10 * 16 + 6 * 16                           // token and position embeddings
+                              + 3 * 4 * 16 + 2 * 16                      // LayerNorms: 3 blocks x 2, final
+                              + 16 * 2 + 2;                              // classifier
+    QCOMPARE(modelCost(parse(unshared)).total.stored, rest + 3 * (attention + ffn));
+    const ModelCost sharedCost = modelCost(parse(shared));
+    QCOMPARE(sharedCost.total.stored, rest + attention + ffn);
+    QCOMPARE(sharedCost.total.applied, rest + 3 * (attention + ffn));
+}
+
+void TestParameterCount::flopsPerTokenByHand()
+{
+    // V 10, T = max_len 4 (mean pooling, no CLS), D 8, L 2, H 2, A 4, M 16, 3 classes.
+    const ModelConfig dense = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
+        "ffn_dim": 16, "pooling": "mean", "num_classes": 3})");
+    const double attention = 2.0 * 4 * 8 * 8 + 2.0 * 2 * 4 * 8;  // projections 4 D W, scores and mixing 2 T W
+    const double ffn = 2.0 * 2 * 8 * 16;                          // two D x M products
+    const double head = 2.0 * 8 * 3 / 4;                          // the classifier, once per sequence of 4
+    QCOMPARE(modelCost(dense).flopsPerToken, 2 * (attention + ffn) + head);
+
+    // The same with 4 experts, top-2, capacity 1.5, every block routing.
+    const ModelConfig moe = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
+        "ffn_dim": 16, "pooling": "mean", "num_classes": 3, "experts": 4, "top_k": 2, "capacity_factor": 1.5})");
+    const double router = 2.0 * 8 * 4;
+    QCOMPARE(modelCost(moe).flopsPerToken, 2 * (attention + 2 * ffn + router) + head);
+    QCOMPARE(modelCost(moe).flopsPerTokenAtCapacity, 2 * (attention + 1.5 * 2 * ffn + router) + head);
+}
+
+QTEST_GUILESS_MAIN(TestParameterCount)
+#include "tst_parametercount.moc"

@@ -1,0 +1,186 @@
+// Checks the C++ model against the independent PyTorch reference in
+// tests/reference/reference_model.py: same weights, same inputs; outputs,
+// balance loss, loss, every gradient and every routing decision must agree.
+#include "TestSupport.h"
+#include "model/Router.h"
+#include "model/WideTransformer.h"
+
+#include <QtTest>
+
+using namespace widelab;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;  // relative, fp32 on both sides
+
+// Small models of every family. Dropout and router noise are off so that the
+// comparison is exact; capacity factors are chosen so that K*C*S/E is never
+// within rounding of an integer.
+const char* kBase = R"({"vocab_size": 23, "max_len": 12, "d_model": 32, "heads": 4, "head_dim": 8,
+                        "ffn_dim": 48, "dropout": 0.0, "num_classes": 5, "router_noise_std": 0.0})";
+
+ModelConfig makeConfig(const QString& overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(kBase);
+    json.update(nlohmann::json::parse(overrides.toStdString()));
+    std::vector<ConfigIssue> issues;
+    ModelConfig config = ModelConfig::fromJson(json, issues);
+    if (!issues.empty())
+        throw std::runtime_error(ConfigError(issues).what());
+    return config;
+}
+
+}  // namespace
+
+class TestReference : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(2); }
+    void matchesReference_data();
+    void matchesReference();
+};
+
+void TestReference::matchesReference_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<bool>("expectDrops");
+
+    QTest::newRow("deep 3x4") << R"({"layers": 3, "heads": 4})" << "train" << false;
+    QTest::newRow("wide 1x12, attention wider than d_model")
+        << R"({"layers": 1, "heads": 12, "activation": "relu"})" << "eval" << false;
+    QTest::newRow("WideNet: shared attention and MoE, own LayerNorms, drops")
+        << R"({"layers": 4, "experts": 4, "top_k": 2, "capacity_factor": 0.8, "pooling": "mean",
+              "share_attention": true, "share_ffn": true, "share_router": true})"
+        << "train" << true;
+    QTest::newRow("WideNet with 2 routing groups, eval capacity")
+        << R"({"layers": 4, "experts": 4, "top_k": 2, "eval_capacity_factor": 0.9, "routing_groups": 2,
+              "pooling": "mean", "share_attention": true, "share_ffn": true})"
+        << "eval" << true;
+    QTest::newRow("ViT-MoE: unshared, router per block, batch priority, renormalised")
+        << R"({"layers": 2, "experts": 3, "top_k": 2, "capacity_factor": 0.7, "share_router": false,
+              "routing_priority": "batch", "renormalize_gates": true})"
+        << "train" << true;
+    QTest::newRow("ALBERT: everything shared, factorised embedding, pooler")
+        << R"({"layers": 3, "embedding_dim": 16, "pooler": true, "share_attention": true,
+              "share_ffn": true, "share_layernorm": true})"
+        << "train" << false;
+    QTest::newRow("multi-path 2 paths, PathNorm, learnable weights")
+        << R"({"layers": 2, "paths": 2, "path_norm": true, "learnable_path_weights": true})" << "train" << false;
+    QTest::newRow("multi-path 3 paths, extra features, fixed weights")
+        << R"({"layers": 2, "paths": 3, "path_norm": true, "path_extra_features": true, "activation": "silu"})"
+        << "train" << false;
+    QTest::newRow("multi-path 4 paths, extra features, learnable, shared attention")
+        << R"({"layers": 2, "paths": 4, "path_norm": true, "learnable_path_weights": true,
+              "path_extra_features": true, "share_attention": true})"
+        << "train" << false;
+    QTest::newRow("language model, MoE top-1, PathNorm on one path")
+        << R"({"layers": 2, "head": "language_model", "experts": 4, "top_k": 1, "capacity_factor": 0.9,
+              "path_norm": true, "learnable_path_weights": true})"
+        << "train" << true;
+    QTest::newRow("language model, 2 paths, shared LayerNorms")
+        << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
+              "share_layernorm": true})"
+        << "train" << false;
+}
+
+void TestReference::matchesReference()
+{
+    QFETCH(QString, config);
+    QFETCH(QString, mode);
+    QFETCH(bool, expectDrops);
+    const ModelConfig c = makeConfig(config);
+
+    torch::manual_seed(7);
+    WideTransformer model(c);
+    {
+        // Move every parameter off its initial value so that LayerNorms, path
+        // weights and the CLS token differ per block, and make the router decisive.
+        torch::NoGradGuard noGrad;
+        for (auto& p : model->parameters())
+            p.add_(torch::randn_like(p) * 0.1);
+        for (const auto& item : model->named_parameters())
+            if (item.key().rfind("router.", 0) == 0)
+                item.value().normal_(0.0, 1.0);
+    }
+    mode == "train" ? model->train() : model->eval();
+
+    // B = 3 sequences of T = 10 tokens, right-padded to lengths 10, 7 and 4.
+    const std::int64_t B = 3, T = 10;
+    const torch::Tensor ids = torch::randint(c.vocabSize, {B, T}, torch::kLong);
+    const torch::Tensor lengths = torch::tensor({10, 7, 4}, torch::kLong);
+    const torch::Tensor mask = torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);
+    const torch::Tensor targets = c.head == HeadKind::Classification ? torch::randint(c.numClasses, {B}, torch::kLong)
+                                                                     : torch::randint(c.vocabSize, {B, T}, torch::kLong);
+
+    const ModelOutput output = model->forward(ids, mask);
+    const torch::Tensor loss = taskLoss(c, output.logits, targets, mask) + c.balanceLossWeight * output.balanceLoss;
+    loss.backward();
+
+    std::map<std::string, torch::Tensor> tensors{{"input.ids", ids}, {"input.mask", mask}, {"input.targets", targets}};
+    for (const auto& item : model->named_parameters())
+        tensors["param." + item.key()] = item.value();
+    for (const auto& item : model->named_buffers())
+        tensors["param." + item.key()] = item.value();
+
+    const std::string caseName = QString(QTest::currentDataTag()).split(':').first().replace(' ', '_').toStdString();
+    std::map<std::string, torch::Tensor> expected;
+    try {
+        expected = test::runReference(c, mode.toStdString(), tensors, caseName);
+    } catch (const std::exception& error) {
+        QFAIL(error.what());
+    }
+
+    // Empty when `actual` matches `reference`, else what differs.
+    auto mismatch = [](const std::string& what, const torch::Tensor& actual, const torch::Tensor& reference) {
+        if (!reference.defined())
+            return "the reference did not return " + what;
+        if (actual.sizes() != reference.sizes())
+            return what + ": shapes differ";
+        const double error = test::relativeError(actual, reference);
+        return error <= kTolerance ? std::string() : what + ": relative error " + std::to_string(error);
+    };
+#define CHECK_CLOSE(what, actual, reference)                                   \
+    do {                                                                       \
+        const std::string problem = mismatch(what, actual, reference);         \
+        QVERIFY2(problem.empty(), problem.c_str());                            \
+    } while (false)
+
+    CHECK_CLOSE("logits", output.logits, expected["logits"]);
+    CHECK_CLOSE("balance_loss", output.balanceLoss, expected["balance_loss"]);
+    CHECK_CLOSE("loss", loss, expected["loss"]);
+    int gradients = 0;
+    for (const auto& item : model->named_parameters()) {
+        const torch::Tensor grad = item.value().grad().defined() ? item.value().grad() : torch::zeros_like(item.value());
+        CHECK_CLOSE("grad." + item.key(), grad, expected["grad." + item.key()]);
+        ++gradients;
+    }
+    QCOMPARE(gradients, static_cast<int>(model->parameters().size()));
+
+    // Routing decisions, call by call.
+    ForwardTrace trace;
+    trace.captureAttention = false;
+    {
+        torch::NoGradGuard noGrad;
+        model->inspect(ids, mask, trace);
+    }
+    int call = 0;
+    bool dropped = false;
+    for (const auto& block : trace.blocks) {
+        if (!block.routed)
+            continue;
+        const std::string prefix = "route." + std::to_string(call++) + ".";
+        QVERIFY2(expected.count(prefix + "expert"), ("the reference made fewer routing calls than " + prefix).c_str());
+        QVERIFY2(torch::equal(block.expert, expected[prefix + "expert"]), (prefix + "expert differs").c_str());
+        QVERIFY2(torch::equal(block.kept, expected[prefix + "kept"]), (prefix + "kept differs").c_str());
+        CHECK_CLOSE(prefix + "gates", block.gates, expected[prefix + "gates"]);
+        dropped = dropped || !block.kept.all().item<bool>();
+    }
+    QCOMPARE(call, static_cast<int>(c.routingCalls()));
+    QVERIFY2(!expected.count("route." + std::to_string(call) + ".expert"), "the reference made more routing calls");
+    QCOMPARE(dropped, expectDrops);
+}
+
+QTEST_GUILESS_MAIN(TestReference)
+#include "tst_reference.moc"

@@ -1,0 +1,306 @@
+// Tests of model/WideTransformer: sharing, masking, causality, the inspection
+// path, path weights, input errors; the numbers themselves are checked against
+// the Python reference in tst_reference.
+#include "TestSupport.h"
+#include "model/Attention.h"
+#include "model/WideTransformer.h"
+#include "runtime/Runtime.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <set>
+#include <thread>
+
+using namespace widelab;
+
+namespace {
+
+ModelConfig parse(const std::string& overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(R"({"vocab_size": 17, "max_len": 10, "d_model": 16, "heads": 2,
+        "ffn_dim": 24, "layers": 2, "dropout": 0.0, "num_classes": 3})");
+    json.update(nlohmann::json::parse(overrides));
+    std::vector<ConfigIssue> issues;
+    ModelConfig c = ModelConfig::fromJson(json, issues);
+    if (!issues.empty())
+        throw std::runtime_error(ConfigError(issues).what());
+    return c;
+}
+
+}  // namespace
+
+class TestWideTransformer : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void outputShapes_data();
+    void outputShapes();
+    void sharedModulesExistOnce();
+    void paddingDoesNotChangeRealTokens_data();
+    void paddingDoesNotChangeRealTokens();
+    void languageModelIsCausal();
+    void languageModelLossIgnoresPadding();
+    void inspectionMatchesForward();
+    void dropoutOnlyWhileTraining();
+    void pathWeightsStartAsInThePaper_data();
+    void pathWeightsStartAsInThePaper();
+    void fusedPathsEqualSeparateAttentions();
+    void everyParameterGetsAGradient_data();
+    void everyParameterGetsAGradient();
+    void individualLayerNormsDiffer();
+    void badInputIsAnErrorNotACrash();
+    void threadCountIsExplicit();
+};
+
+void TestWideTransformer::outputShapes_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::addColumn<QVector<qint64>>("shape");
+    QTest::newRow("classification, cls") << R"({})" << QVector<qint64>{4, 3};
+    QTest::newRow("classification, mean, MoE") << R"({"pooling": "mean", "experts": 4})" << QVector<qint64>{4, 3};
+    QTest::newRow("language model") << R"({"head": "language_model"})" << QVector<qint64>{4, 7, 17};
+    QTest::newRow("language model, 3 paths")
+        << R"({"head": "language_model", "paths": 3, "path_norm": true, "path_extra_features": true})"
+        << QVector<qint64>{4, 7, 17};
+}
+
+void TestWideTransformer::outputShapes()
+{
+    QFETCH(QString, config);
+    QFETCH(QVector<qint64>, shape);
+    WideTransformer model(parse(config.toStdString()));
+    const ModelOutput out = model->forward(torch::randint(17, {4, 7}, torch::kLong));
+    QCOMPARE(out.logits.sizes().vec(), std::vector<std::int64_t>(shape.begin(), shape.end()));
+    QCOMPARE(out.balanceLoss.dim(), 0);
+    QVERIFY(torch::isfinite(out.logits).all().item<bool>());
+}
+
+void TestWideTransformer::sharedModulesExistOnce()
+{
+    const WideTransformer widenet(parse(R"({"layers": 4, "experts": 4, "share_attention": true, "share_ffn": true})"));
+    const WideTransformer vitMoe(parse(R"({"layers": 4, "experts": 4, "share_router": false})"));
+    auto names = [](const WideTransformer& m, const std::string& prefix) {
+        std::set<std::string> modules;
+        for (const auto& item : m->named_parameters())
+            if (item.key().rfind(prefix, 0) == 0)
+                modules.insert(item.key().substr(0, item.key().find('.', prefix.size())));
+        return modules.size();
+    };
+    QCOMPARE(names(widenet, "attention."), std::size_t{1});
+    QCOMPARE(names(widenet, "ffn."), std::size_t{1});
+    QCOMPARE(names(widenet, "router."), std::size_t{1});
+    QCOMPARE(names(widenet, "ln_att."), std::size_t{4});
+    QCOMPARE(names(vitMoe, "attention."), std::size_t{4});
+    QCOMPARE(names(vitMoe, "ffn."), std::size_t{4});
+    QCOMPARE(names(vitMoe, "router."), std::size_t{4});
+}
+
+void TestWideTransformer::paddingDoesNotChangeRealTokens_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::newRow("cls pooling") << R"({})";
+    QTest::newRow("mean pooling") << R"({"pooling": "mean"})";
+    // No drops in evaluation, so the padded batch routes its real tokens alike.
+    QTest::newRow("mean pooling, shared MoE")
+        << R"({"pooling": "mean", "experts": 4, "eval_capacity_factor": 0, "share_ffn": true})";
+    QTest::newRow("multi-path") << R"({"paths": 2, "path_norm": true, "learnable_path_weights": true})";
+}
+
+void TestWideTransformer::paddingDoesNotChangeRealTokens()
+{
+    QFETCH(QString, config);
+    torch::manual_seed(1);
+    WideTransformer model(parse(config.toStdString()));
+    model->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor real = torch::randint(17, {1, 4}, torch::kLong);
+    const torch::Tensor padded = torch::cat({real, torch::randint(17, {1, 5}, torch::kLong)}, 1);
+    const torch::Tensor mask = torch::arange(9).unsqueeze(0) < 4;
+    const torch::Tensor alone = model->forward(real).logits;
+    const torch::Tensor withPadding = model->forward(padded, mask).logits;
+    QVERIFY2(torch::allclose(alone, withPadding, 1e-5, 1e-6),
+             qPrintable(QString("max difference %1").arg((alone - withPadding).abs().max().item<double>())));
+}
+
+void TestWideTransformer::languageModelIsCausal()
+{
+    torch::manual_seed(2);
+    WideTransformer model(parse(R"({"head": "language_model"})"));
+    model->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = torch::randint(17, {1, 8}, torch::kLong);
+    torch::Tensor changed = ids.clone();
+    changed[0][5] = (ids[0][5].item<std::int64_t>() + 1) % 17;
+    const torch::Tensor a = model->forward(ids).logits, b = model->forward(changed).logits;
+    QVERIFY(torch::allclose(a.narrow(1, 0, 5), b.narrow(1, 0, 5), 1e-6, 1e-7));  // positions before 5: unchanged
+    QVERIFY(!torch::allclose(a.narrow(1, 5, 3), b.narrow(1, 5, 3), 1e-4, 1e-4));  // from 5 on: changed
+}
+
+void TestWideTransformer::languageModelLossIgnoresPadding()
+{
+    const ModelConfig c = parse(R"({"head": "language_model"})");
+    torch::manual_seed(3);
+    const torch::Tensor logits = torch::randn({2, 5, 17});
+    const torch::Tensor mask = torch::tensor({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}).view({2, 5}).to(torch::kBool);
+    torch::Tensor targets = torch::randint(17, {2, 5}, torch::kLong);
+    const double before = taskLoss(c, logits, targets, mask).item<double>();
+    targets[0][4] = (targets[0][4].item<std::int64_t>() + 3) % 17;
+    QCOMPARE(taskLoss(c, logits, targets, mask).item<double>(), before);
+    // The mean over the 8 real positions, computed directly.
+    const torch::Tensor logProbs = torch::log_softmax(logits, -1);
+    double sum = 0.0;
+    for (int b = 0; b < 2; ++b)
+        for (int t = 0; t < 5; ++t)
+            if (mask[b][t].item<bool>())
+                sum -= logProbs[b][t][targets[b][t].item<std::int64_t>()].item<double>();
+    QVERIFY(std::abs(before - sum / 8.0) < 1e-5);
+}
+
+void TestWideTransformer::inspectionMatchesForward()
+{
+    torch::manual_seed(4);
+    WideTransformer model(parse(R"({"layers": 3, "heads": 2, "paths": 2, "path_norm": true})"));
+    model->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = torch::randint(17, {2, 6}, torch::kLong);
+    const torch::Tensor mask = torch::arange(6).unsqueeze(0) < torch::tensor({6, 3}).unsqueeze(1);
+    ForwardTrace trace;
+    const ModelOutput inspected = model->inspect(ids, mask, trace);
+    QVERIFY(torch::allclose(inspected.logits, model->forward(ids, mask).logits, 1e-6, 1e-7));
+    QCOMPARE(trace.blocks.size(), std::size_t{3});
+    for (const auto& block : trace.blocks) {
+        // [B, paths * heads, T + CLS, T + CLS]; rows are distributions; padded keys get nothing.
+        QCOMPARE(block.attention.sizes().vec(), (std::vector<std::int64_t>{2, 4, 7, 7}));
+        QVERIFY(torch::allclose(block.attention.sum(-1), torch::ones({2, 4, 7}), 1e-5, 1e-6));
+        QCOMPARE(block.attention[1].narrow(-1, 4, 3).abs().max().item<float>(), 0.0f);
+    }
+}
+
+void TestWideTransformer::dropoutOnlyWhileTraining()
+{
+    torch::manual_seed(5);
+    WideTransformer model(parse(R"({"dropout": 0.3})"));
+    const torch::Tensor ids = torch::randint(17, {2, 6}, torch::kLong);
+    model->eval();
+    QVERIFY(torch::equal(model->forward(ids).logits, model->forward(ids).logits));
+    model->train();
+    QVERIFY(!torch::allclose(model->forward(ids).logits, model->forward(ids).logits));
+}
+
+void TestWideTransformer::pathWeightsStartAsInThePaper_data()
+{
+    QTest::addColumn<int>("paths");
+    QTest::addColumn<bool>("extra");
+    QTest::addColumn<bool>("learnable");
+    QTest::newRow("2 paths, learnable") << 2 << false << true;
+    QTest::newRow("4 paths, extra features, learnable") << 4 << true << true;
+    QTest::newRow("3 paths, fixed") << 3 << false << false;
+}
+
+void TestWideTransformer::pathWeightsStartAsInThePaper()
+{
+    QFETCH(int, paths);
+    QFETCH(bool, extra);
+    QFETCH(bool, learnable);
+    const WideTransformer model(parse(nlohmann::json{{"paths", paths}, {"path_norm", true},
+                                                     {"path_extra_features", extra},
+                                                     {"learnable_path_weights", learnable}}
+                                          .dump()));
+    // alpha = 1 / sqrt(2n) for every feature (n raw, n more with extra features), beta = 1.
+    const int features = extra ? 2 * paths : paths;
+    const torch::Tensor weights = model->ffnPathWeights(1);
+    QCOMPARE(weights.size(0), features + 1);
+    const float alpha = 1.0f / std::sqrt(2.0f * static_cast<float>(paths));
+    QVERIFY(torch::allclose(weights.narrow(0, 0, features), torch::full({features}, alpha)));
+    QCOMPARE(weights[features].item<float>(), 1.0f);
+    bool trained = false;
+    for (const auto& item : model->named_parameters())
+        trained = trained || item.key().find(".alpha") != std::string::npos;
+    QCOMPARE(trained, learnable);
+}
+
+void TestWideTransformer::fusedPathsEqualSeparateAttentions()
+{
+    // Two fused paths must compute exactly what two separate attentions with
+    // the corresponding slices of the weights compute.
+    torch::manual_seed(6);
+    const std::int64_t D = 12, H = 3, A = 4, W = H * A;
+    Attention fused(AttentionOptions{D, H, A, 2, 0.0});
+    const torch::Tensor x = torch::randn({2, 5, D});
+    const torch::Tensor out = fused->forward(x, {});
+    for (std::int64_t p = 0; p < 2; ++p) {
+        Attention single(AttentionOptions{D, H, A, 1, 0.0});
+        torch::NoGradGuard noGrad;
+        for (std::int64_t s = 0; s < 3; ++s) {  // q, k, v rows of path p
+            single->qkv->weight.narrow(0, s * W, W).copy_(fused->qkv->weight.narrow(0, (s * 2 + p) * W, W));
+            single->qkv->bias.narrow(0, s * W, W).copy_(fused->qkv->bias.narrow(0, (s * 2 + p) * W, W));
+        }
+        single->outWeight[0].copy_(fused->outWeight[p]);
+        single->outBias[0].copy_(fused->outBias[p]);
+        QVERIFY(torch::allclose(out[p], single->forward(x, {})[0], 1e-5, 1e-6));
+    }
+}
+
+void TestWideTransformer::everyParameterGetsAGradient_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::newRow("WideNet") << R"({"layers": 3, "experts": 4, "capacity_factor": 0, "share_attention": true,
+                                   "share_ffn": true, "pooling": "mean"})";
+    QTest::newRow("multi-path with features") << R"({"paths": 3, "path_norm": true, "learnable_path_weights": true,
+                                                    "path_extra_features": true, "embedding_dim": 8, "pooler": true})";
+}
+
+void TestWideTransformer::everyParameterGetsAGradient()
+{
+    QFETCH(QString, config);
+    const ModelConfig c = parse(config.toStdString());
+    torch::manual_seed(7);
+    WideTransformer model(c);
+    model->train();
+    const ModelOutput out = model->forward(torch::randint(17, {4, 8}, torch::kLong));
+    (taskLoss(c, out.logits, torch::randint(3, {4}, torch::kLong)) + c.balanceLossWeight * out.balanceLoss).backward();
+    for (const auto& item : model->named_parameters()) {
+        QVERIFY2(item.value().grad().defined(), item.key().c_str());
+        QVERIFY2(item.value().grad().abs().sum().item<double>() > 0.0, item.key().c_str());
+    }
+}
+
+void TestWideTransformer::individualLayerNormsDiffer()
+{
+    const WideTransformer own(parse(R"({"layers": 3})"));
+    const WideTransformer shared(parse(R"({"layers": 3, "share_layernorm": true})"));
+    const auto ownNorms = own->blockNorms(), sharedNorms = shared->blockNorms();
+    QCOMPARE(ownNorms.size(), std::size_t{3});
+    QVERIFY(ownNorms[0].ffnGamma.data_ptr() != ownNorms[2].ffnGamma.data_ptr());
+    QVERIFY(sharedNorms[0].ffnGamma.data_ptr() == sharedNorms[2].ffnGamma.data_ptr());
+}
+
+void TestWideTransformer::badInputIsAnErrorNotACrash()
+{
+    WideTransformer model(parse(R"({})"));
+    auto message = [&](const torch::Tensor& ids, const torch::Tensor& mask) -> std::string {
+        try {
+            model->forward(ids, mask);
+        } catch (const std::invalid_argument& error) {
+            return error.what();
+        }
+        return "";
+    };
+    QVERIFY(message(torch::randint(17, {1, 11}, torch::kLong), {}).find("max_len") != std::string::npos);
+    QVERIFY(message(torch::randint(17, {11}, torch::kLong), {}).find("[batch, length]") != std::string::npos);
+    QVERIFY(message(torch::randint(17, {2, 4}, torch::kLong), torch::ones({2, 5}, torch::kBool)).find("mask")
+            != std::string::npos);
+}
+
+void TestWideTransformer::threadCountIsExplicit()
+{
+    const int all = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    QCOMPARE(setComputeThreads(0), all);
+    QCOMPARE(setComputeThreads(1), 1);
+    QCOMPARE(computeThreads(), 1);
+    QVERIFY(runtimeSummary().find("1 threads") != std::string::npos);
+}
+
+QTEST_GUILESS_MAIN(TestWideTransformer)
+#include "tst_widetransformer.moc"

@@ -1,0 +1,72 @@
+#include "TestSupport.h"
+
+#include "config/Presets.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace widelab::test {
+
+double relativeError(const torch::Tensor& a, const torch::Tensor& b)
+{
+    const torch::Tensor x = a.detach().to(torch::kFloat64), y = b.detach().to(torch::kFloat64);
+    const double difference = (x - y).norm().item<double>();
+    const double scale = y.norm().item<double>();
+    if (scale == 0.0)
+        return difference;
+    return difference / scale;
+}
+
+std::vector<std::pair<std::string, ModelDocument>> shippedPresets()
+{
+    std::vector<std::pair<std::string, ModelDocument>> presets;
+    for (const auto& name : listPresets())
+        presets.emplace_back(name, loadModelDocument(resolveConfigPath(name)));
+    return presets;
+}
+
+std::map<std::string, torch::Tensor> runReference(const ModelConfig& config, const std::string& mode,
+                                                  const std::map<std::string, torch::Tensor>& tensors,
+                                                  const std::string& caseName)
+{
+    if (std::string(WIDELAB_REFERENCE_PYTHON).empty())
+        throw std::runtime_error("no Python with torch was found at configure time (apt-get install python3-torch)");
+    const std::filesystem::path directory = std::filesystem::temp_directory_path() / "widelab-reference";
+    std::filesystem::create_directories(directory);
+    const std::filesystem::path json = directory / (caseName + ".json");
+    const std::filesystem::path input = directory / (caseName + ".pt");
+    const std::filesystem::path output = directory / (caseName + ".out.pt");
+    std::filesystem::remove(output);
+
+    std::ofstream(json) << nlohmann::json{{"model", config.toJson()}, {"mode", mode}}.dump(2);
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& [name, tensor] : tensors)
+        dict.insert(name, tensor.detach().contiguous());
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+    std::ofstream(input, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+
+    const std::string command = std::string("\"") + WIDELAB_REFERENCE_PYTHON + "\" \"" WIDELAB_REFERENCE_SCRIPT "\" \""
+                                + json.string() + "\" \"" + input.string() + "\" \"" + output.string() + "\" 2>&1";
+    std::string log;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe)
+        throw std::runtime_error("cannot start " + command);
+    char buffer[4096];
+    while (const std::size_t got = fread(buffer, 1, sizeof buffer, pipe))
+        log.append(buffer, got);
+    const int status = pclose(pipe);
+    if (status != 0)
+        throw std::runtime_error("reference failed (" + command + "):\n" + log);
+
+    std::ifstream in(output, std::ios::binary);
+    const std::vector<char> result((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const c10::IValue value = torch::pickle_load(result);
+    std::map<std::string, torch::Tensor> outputs;
+    for (const auto& entry : value.toGenericDict())
+        outputs[entry.key().toStringRef()] = entry.value().toTensor();
+    return outputs;
+}
+
+}  // namespace widelab::test

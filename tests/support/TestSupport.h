@@ -1,0 +1,29 @@
+// defines: helpers shared by the test executables: tensor comparison, the shipped
+// presets, and running the Python reference model on a case
+#pragma once
+
+// torch before Qt: Qt's keywords and torch's identifiers do not mix otherwise.
+#include <torch/torch.h>
+
+#include "config/ModelConfig.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace widelab::test {
+
+// ||a - b|| / ||b|| (Frobenius, in double); 0 when both are zero.
+double relativeError(const torch::Tensor& a, const torch::Tensor& b);
+
+// Every preset shipped in resources/presets, by file stem.
+std::vector<std::pair<std::string, ModelDocument>> shippedPresets();
+
+// Writes CASE.json and CASE.pt for the Python reference (tests/reference/), runs
+// it, and returns what it wrote. Throws std::runtime_error with the script's
+// output when it fails.
+std::map<std::string, torch::Tensor> runReference(const ModelConfig& config, const std::string& mode,
+                                                  const std::map<std::string, torch::Tensor>& tensors,
+                                                  const std::string& caseName);
+
+}  // namespace widelab::test
