@@ -25,8 +25,8 @@ usage:
   widelab-cli params CONFIG [--json]    parameter and FLOP accounting of a model
   widelab-cli check CONFIG              validate a configuration, print it resolved
   widelab-cli presets [--json]          the shipped presets
-  widelab-cli forward CONFIG [--batch N] [--length T] [--threads N]
-                                        one forward and backward pass on random tokens
+  widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
+                                        timed forward and backward passes on random tokens
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -185,15 +185,24 @@ int forward(const Arguments& a, std::ostream& out)
     const torch::Tensor targets = config.head == HeadKind::Classification
                                       ? torch::randint(config.numClasses, {batch}, torch::kLong)
                                       : torch::randint(config.vocabSize, {batch, length}, torch::kLong);
-    const auto start = std::chrono::steady_clock::now();
-    const ModelOutput output = model->forward(ids);
-    const torch::Tensor task = taskLoss(config, output.logits, targets);
-    const torch::Tensor loss = task + config.balanceLossWeight * output.balanceLoss;
-    loss.backward();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // One untimed step first: the first pass allocates and warms caches.
+    const std::int64_t steps = a.integer("--steps", 3, 1, 100000);
+    torch::Tensor task;
+    ModelOutput output;
+    double seconds = 0.0;
+    for (std::int64_t step = 0; step <= steps; ++step) {
+        const auto start = std::chrono::steady_clock::now();
+        model->zero_grad();
+        output = model->forward(ids);
+        task = taskLoss(config, output.logits, targets);
+        (task + config.balanceLossWeight * output.balanceLoss).backward();
+        if (step > 0)
+            seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    seconds /= static_cast<double>(steps);
 
     char line[256];
-    std::snprintf(line, sizeof line, "%s: batch %lld x %lld tokens, task loss %.4f, balance loss %.4f, %.3f s (%.0f tokens/s)\n",
+    std::snprintf(line, sizeof line, "%s: batch %lld x %lld tokens, task loss %.4f, balance loss %.4f, %.3f s per step (%.0f tokens/s)\n",
                   title(document, "model").c_str(), static_cast<long long>(batch), static_cast<long long>(length),
                   task.item<double>(), output.balanceLoss.item<double>(), seconds,
                   static_cast<double>(batch * length) / seconds);
@@ -223,7 +232,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "presets")
             return presets(Arguments(rest, {"--json"}, {}), out);
         if (command == "forward")
-            return forward(Arguments(rest, {}, {"--batch", "--length", "--threads"}), out);
+            return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;

@@ -8,18 +8,20 @@ namespace widelab {
 
 std::string groupDigits(std::int64_t value)
 {
-    const bool negative = value < 0;
-    std::string digits = std::to_string(negative ? -value : value);
+    // Through unsigned, so that the magnitude of INT64_MIN is representable.
+    const std::uint64_t magnitude = value < 0 ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+    std::string digits = std::to_string(magnitude);
     for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
         digits.insert(static_cast<std::size_t>(at), ",");
-    return negative ? "-" + digits : digits;
+    return value < 0 ? "-" + digits : digits;
 }
 
 std::string shortCount(double value)
 {
     const char* suffixes[] = {"", "K", "M", "G", "T", "P"};
     int index = 0;
-    while (std::abs(value) >= 1000.0 && index < 5) {
+    // 999.5 and up prints as 1000 at three digits: move on to the next suffix.
+    while (std::abs(value) >= 999.5 && index < 5) {
         value /= 1000.0;
         ++index;
     }

@@ -25,6 +25,15 @@ std::size_t editDistance(const std::string& a, const std::string& b)
     return row[b.size()];
 }
 
+bool isSubsequence(const std::string& short_, const std::string& long_)
+{
+    std::size_t at = 0;
+    for (const char c : long_)
+        if (at < short_.size() && short_[at] == c)
+            ++at;
+    return at == short_.size();
+}
+
 std::string describe(const nlohmann::json& value)
 {
     std::string text = value.dump();
@@ -45,13 +54,19 @@ std::string numberText(T value)
 
 std::string closestMatch(const std::string& word, const std::vector<std::string>& candidates)
 {
+    // An abbreviation ("share_attn", "head_dm") has all its letters, in order, in
+    // the key it stands for; among such keys the nearest wins. Otherwise the
+    // nearest key within a small edit distance, if any.
     std::string best;
     std::size_t bestDistance = std::max<std::size_t>(2, word.size() / 3) + 1;
+    bool bestAbbreviates = false;
     for (const auto& candidate : candidates) {
+        const bool abbreviates = word.size() >= 3 && isSubsequence(word, candidate);
         const std::size_t distance = editDistance(word, candidate);
-        if (distance < bestDistance) {
-            bestDistance = distance;
+        if ((abbreviates && !bestAbbreviates) || (abbreviates == bestAbbreviates && distance < bestDistance)) {
             best = candidate;
+            bestDistance = distance;
+            bestAbbreviates = abbreviates;
         }
     }
     return best;

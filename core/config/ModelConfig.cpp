@@ -3,6 +3,7 @@
 #include "JsonSection.h"
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace widelab {
@@ -41,15 +42,13 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.read("embedding_dim", c.embeddingDim, 0, kMaxWidth);
     s.read("layers", c.layers, 1, kMaxLayers);
     s.read("heads", c.heads, 1, kMaxHeads);
-    if (s.has("head_dim")) {
-        s.read("head_dim", c.headDim, 1, kMaxWidth);
-    } else if (c.dModel % c.heads == 0) {
-        c.headDim = c.dModel / c.heads;
-    } else {
+    const bool explicitHeadDim = s.has("head_dim");
+    if (!explicitHeadDim && c.dModel % c.heads != 0)
         s.addIssue("head_dim", "not given, and " + s.keyPath("d_model") + " (" + number(c.dModel)
                                    + ") is not divisible by " + s.keyPath("heads") + " (" + number(c.heads)
                                    + "): give head_dim explicitly");
-    }
+    c.headDim = c.dModel / c.heads;
+    s.read("head_dim", c.headDim, 1, kMaxWidth);
     c.ffnDim = 4 * c.dModel;
     s.read("ffn_dim", c.ffnDim, 1, kMaxWidth * 16);
     s.readChoice("activation", c.activation, kActivations);
@@ -84,33 +83,44 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.read("path_extra_features", c.pathExtraFeatures);
 
     s.rejectUnknownKeys();
-    // Cross-key checks only make sense once every key read cleanly.
-    if (issues.size() == issuesBefore)
-        c.validate(issues, path);
+    // Cross-key checks run too, except those involving a key that did not read:
+    // its value is still the default, and a check on it would mislead.
+    std::set<std::string> unreadable;
+    for (std::size_t i = issuesBefore; i < issues.size(); ++i)
+        unreadable.insert(issues[i].key);
+    c.validate(issues, path, unreadable);
     return c;
 }
 
-void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& path) const
+void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& path,
+                           const std::set<std::string>& unreadable) const
 {
     auto key = [&](const std::string& name) { return path + "." + name; };
+    // A rule applies when none of the keys it reads failed to read.
+    auto readable = [&](std::initializer_list<const char*> names) {
+        for (const char* name : names)
+            if (unreadable.count(key(name)))
+                return false;
+        return true;
+    };
     auto report = [&](const std::string& name, std::string reason) {
         issues.push_back({key(name), std::move(reason)});
     };
 
-    if (topK > experts)
+    if (readable({"top_k", "experts"}) && topK > experts)
         report("top_k", number(topK) + " exceeds " + key("experts") + ": " + number(experts));
-    if (routingGroups > layers)
+    if (readable({"routing_groups", "layers"}) && routingGroups > layers)
         report("routing_groups", number(routingGroups) + " exceeds " + key("layers") + ": " + number(layers));
-    if (paths > 1 && experts > 1)
+    if (readable({"paths", "experts"}) && paths > 1 && experts > 1)
         report("paths", "multi-path sublayers with a mixture of experts (" + key("experts") + ": "
                             + number(experts) + ") are not supported; use paths 1 or experts 1");
-    if (pathExtraFeatures && paths < 3)
+    if (readable({"path_extra_features", "paths"}) && pathExtraFeatures && paths < 3)
         report("path_extra_features", "needs " + key("paths")
                                           + " >= 3 (with 2 paths the subsets of n-1 paths are the paths themselves)");
-    if (head == HeadKind::LanguageModel && pooler)
+    if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
         report("pooler", "only applies to a classification head");
-    const std::int64_t attentionParams = 4 * dModel * attentionWidth() * paths;
-    if (attentionWidth() * paths > kMaxWidth * 4 || attentionParams > (std::int64_t{1} << 34))
+    if (readable({"heads", "head_dim", "paths", "d_model"})
+        && (attentionWidth() * paths > kMaxWidth * 4 || 4 * dModel * attentionWidth() * paths > (std::int64_t{1} << 34)))
         report("heads", "attention width " + number(attentionWidth() * paths) + " (heads x head_dim x paths) is too large");
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -88,8 +89,10 @@ struct ModelConfig {
                                 const std::string& path = "model");
     // Every key, resolved (defaults written out).
     nlohmann::json toJson() const;
-    // Cross-key checks; appends to `issues`.
-    void validate(std::vector<ConfigIssue>& issues, const std::string& path = "model") const;
+    // Cross-key checks; appends to `issues`. Rules that read a key listed in
+    // `unreadable` (full dotted keys) are skipped.
+    void validate(std::vector<ConfigIssue>& issues, const std::string& path = "model",
+                  const std::set<std::string>& unreadable = {}) const;
 };
 
 // A WideLab document: {"name", "description", "model": {...}}.

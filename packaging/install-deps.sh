@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what WideLab needs to build and test, from Debian 12's packages.
+# Idempotent: asks apt only for what is missing. Runs apt-get as root, or via sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkgconf
+  libtorch-dev            # LibTorch 1.13, CPU
+  libopenblas0-pthread    # without it LibTorch multiplies matrices with the reference BLAS, ~50x slower
+  libspdlog-dev nlohmann-json3-dev
+  qt6-base-dev libqcustomplot-dev
+  python3-torch           # the independent reference the tests compare against
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: everything is installed"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  sudo=sudo
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,549 @@
+// Tests the widelab-cli commands (app/cli/Commands) through runCli, and TextTable,
+// groupDigits and shortCount (app/cli/TextTable).
+#include "TestSupport.h"
+#include "Commands.h"
+#include "TextTable.h"
+#include "config/ModelConfig.h"
+#include "config/Presets.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+using namespace widelab;
+
+namespace {
+
+struct CliResult {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+CliResult cli(const QStringList& args)
+{
+    std::vector<std::string> list;
+    for (const auto& arg : args)
+        list.push_back(arg.toStdString());
+    std::ostringstream out, err;
+    CliResult result;
+    result.code = runCli(list, out, err);
+    result.out = QString::fromStdString(out.str());
+    result.err = QString::fromStdString(err.str());
+    return result;
+}
+
+QString q(const std::string& text) { return QString::fromStdString(text); }
+
+// Writes `text` to NAME in `directory` and returns the path.
+QString writeFile(const QTemporaryDir& directory, const QString& name, const std::string& text)
+{
+    const QString path = directory.filePath(name);
+    std::ofstream(path.toStdString(), std::ios::binary) << text;
+    return path;
+}
+
+// "1,234" -> 1234; -1 when the text is not a grouped number.
+qint64 ungroup(QString text)
+{
+    text.remove(QLatin1Char(','));
+    bool ok = false;
+    const qint64 value = text.toLongLong(&ok);
+    return ok ? value : -1;
+}
+
+// The stored parameter count of each preset below, derived by hand from its
+// resources/presets/*.json file and the parameter table of docs/model.md.
+// Notation as in docs/model.md; P = max_len, C = num_classes.
+
+// widenet.json: V 32, P 512, mean pooling (no CLS: P position rows, no embed.cls),
+// D 256, L 6, H 8, A = D/H = 32, M 1024, E 4 experts (U = E), 10 classes;
+// attention, ffn and router shared (once), LayerNorms per block.
+qint64 widenetStored()
+{
+    const qint64 V = 32, P = 512, D = 256, L = 6, H = 8, A = 256 / 8, M = 1024, E = 4, C = 10;
+    return V * D + P * D                          // embed.token, embed.position
+           + (3 * H * A * D + 3 * H * A)          // attention.0.qkv weight, bias
+           + (D * H * A + D)                      // attention.0.out_weight, out_bias
+           + (E * M * D + E * M)                  // ffn.0.w_in, b_in
+           + (E * D * M + E * D)                  // ffn.0.w_out, b_out
+           + E * D                                // router.0.weight
+           + L * (2 * D + 2 * D)                  // ln_att.i, ln_ffn.i (weight, bias)
+           + 2 * D                                // final_ln
+           + (C * D + C);                         // classifier
+    // = 8192 + 131072 + 197376 + 65792 + 1052672 + 1049600 + 1024 + 6144 + 512 + 2570 = 2,514,954
+}
+
+// widenet with only top_k = 2 of the 4 experts counted (ParameterCount.h: "active").
+qint64 widenetActive()
+{
+    const qint64 D = 256, M = 1024, E = 4, K = 2;
+    const qint64 oneExpert = M * D + M + D * M + D;  // w_in, b_in, w_out, b_out of one expert
+    return widenetStored() - (E - K) * oneExpert;    // 2,514,954 - 2 * 525,568 = 1,463,818
+}
+
+// transformer-6x8.json: V 32, P 512 with CLS (P + 1 position rows, embed.cls), D 128,
+// L 6, H 8, A 16, M 512, dense, nothing shared, 10 classes.
+qint64 transformer6x8Stored()
+{
+    const qint64 V = 32, P = 512, D = 128, L = 6, H = 8, A = 16, M = 512, C = 10;
+    return V * D + (P + 1) * D + D                                  // token, position, cls
+           + L * ((3 * H * A * D + 3 * H * A) + (D * H * A + D))    // attention.i
+           + L * ((M * D + M) + (D * M + D))                        // ffn.i (U = n = 1)
+           + L * (2 * D + 2 * D) + 2 * D                            // ln_att, ln_ffn, final_ln
+           + (C * D + C);                                           // classifier
+    // = 69888 + 396288 + 790272 + 3328 + 1290 = 1,261,066
+}
+
+// albert.json: V 32, embedding_dim 64 (factorised), P 512 with CLS, D 256, L 6, H 8,
+// A 32, M 1024, pooler, 10 classes; attention, ffn and LayerNorms shared.
+qint64 albertStored()
+{
+    const qint64 V = 32, F = 64, P = 512, D = 256, H = 8, A = 32, M = 1024, C = 10;
+    return V * F + (D * F + D) + (P + 1) * D + D                    // token, project, position, cls
+           + (3 * H * A * D + 3 * H * A) + (D * H * A + D)          // attention.0
+           + (M * D + M) + (D * M + D)                              // ffn.0
+           + (2 * D + 2 * D) + 2 * D                                // ln_att.0, ln_ffn.0, final_ln
+           + (D * D + D)                                            // pooler
+           + (C * D + C);                                           // classifier
+    // = 150272 + 263168 + 525568 + 1536 + 65792 + 2570 = 1,008,906
+}
+
+// multipath-3x4(-features).json: V 32, P 512 with CLS, D 128, L 3, H 4, A 32, M 512,
+// n 4 paths, path_norm, learnable weights (m = n, or 2n with extra features), 10 classes.
+qint64 multipath3x4Stored(bool extraFeatures)
+{
+    const qint64 V = 32, P = 512, D = 128, L = 3, H = 4, A = 32, M = 512, n = 4, C = 10;
+    const qint64 m = extraFeatures ? 2 * n : n;
+    return V * D + (P + 1) * D + D                                          // token, position, cls
+           + L * ((3 * n * H * A * D + 3 * n * H * A) + (n * D * H * A + n * D))  // attention.i
+           + L * ((n * M * D + n * M) + (n * D * M + n * D))                // ffn.i (U = n)
+           + L * (2 * D + 2 * D) + 2 * D                                    // ln_att, ln_ffn, final_ln
+           + L * 2 * ((m * D + m * D) + (m + 1))                            // path_att.i, path_ffn.i: norm, alpha, beta
+           + (C * D + C);                                                   // classifier
+    // m = 4: 69888 + 792576 + 1580544 + 1792 + 6174 + 1290 = 2,452,264
+    // m = 8: the same with path weights 3 * 2 * (2048 + 9) = 12342: 2,458,432
+}
+
+// Lines of a text, without the empty ones.
+QStringList lines(const QString& text) { return text.split(QLatin1Char('\n'), Qt::SkipEmptyParts); }
+
+QString lineStartingWith(const QString& text, const QString& start)
+{
+    for (const auto& line : lines(text))
+        if (line.startsWith(start))
+            return line;
+    return {};
+}
+
+}  // namespace
+
+class TestCli : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void paramsStoredCount_data();
+    void paramsStoredCount();
+    void paramsWidenetActive();
+    void checkPrintsResolvedConfiguration();
+    void checkReportsEveryIssue_data();
+    void checkReportsEveryIssue();
+    void failingConfiguration_data();
+    void failingConfiguration();
+    void usageErrors_data();
+    void usageErrors();
+    void helpAndVersion();
+    void presetsListsEveryShippedPreset();
+    void presetsJson();
+    void forward_data();
+    void forward();
+
+    void groupDigits_data();
+    void groupDigits();
+    void shortCount_data();
+    void shortCount();
+    void textTableRendersExactly();
+    void textTableAlignsColumns();
+};
+
+// ---------------------------------------------------------------- params
+
+void TestCli::paramsStoredCount_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<qint64>("stored");
+
+    QTest::newRow("widenet") << "widenet" << widenetStored();
+    QTest::newRow("transformer-6x8") << "transformer-6x8" << transformer6x8Stored();
+    QTest::newRow("albert") << "albert" << albertStored();
+    QTest::newRow("multipath-3x4") << "multipath-3x4" << multipath3x4Stored(false);
+    QTest::newRow("multipath-3x4-features") << "multipath-3x4-features" << multipath3x4Stored(true);
+}
+
+void TestCli::paramsStoredCount()
+{
+    QFETCH(QString, preset);
+    QFETCH(qint64, stored);
+
+    // The hand-derived numbers, written out (guards the formulas above).
+    if (preset == QLatin1String("widenet"))
+        QCOMPARE(stored, qint64(2514954));
+
+    const ModelDocument document = loadModelDocument(resolveConfigPath(preset.toStdString()));
+
+    // Text: the title, then a table whose "total" line has the stored count first.
+    const CliResult text = cli({"params", preset});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.err.isEmpty(), qPrintable(text.err));
+    QCOMPARE(lines(text.out).value(0), q(document.name));
+    const QString total = lineStartingWith(text.out, QStringLiteral("total "));
+    QVERIFY2(!total.isEmpty(), qPrintable(text.out));
+    const QStringList cells = total.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    QCOMPARE(cells.size(), 4);  // total, stored, active, applied
+    QCOMPARE(ungroup(cells[1]), stored);
+
+    // JSON: the same number under parameters.stored; the breakdown adds up to it.
+    const CliResult json = cli({"params", preset, "--json"});
+    QCOMPARE(json.code, 0);
+    QVERIFY2(json.err.isEmpty(), qPrintable(json.err));
+    nlohmann::json parsed;
+    try {
+        parsed = nlohmann::json::parse(json.out.toStdString());
+    } catch (const std::exception& error) {
+        QFAIL(qPrintable(QStringLiteral("params --json is not JSON: ") + error.what() + "\n" + json.out));
+    }
+    QCOMPARE(qint64(parsed.at("parameters").at("stored").get<std::int64_t>()), stored);
+    QCOMPARE(q(parsed.at("name").get<std::string>()), q(document.name));
+    qint64 sum = 0;
+    for (const auto& row : parsed.at("breakdown"))
+        sum += row.at("stored").get<std::int64_t>();
+    QCOMPARE(sum, stored);
+}
+
+void TestCli::paramsWidenetActive()
+{
+    QCOMPARE(widenetActive(), qint64(1463818));
+    const CliResult json = cli({"params", "widenet", "--json"});
+    QCOMPARE(json.code, 0);
+    const nlohmann::json parsed = nlohmann::json::parse(json.out.toStdString());
+    QCOMPARE(qint64(parsed.at("parameters").at("active").get<std::int64_t>()), widenetActive());
+
+    const QString total = lineStartingWith(cli({"params", "widenet"}).out, QStringLiteral("total "));
+    const QStringList cells = total.split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    QCOMPARE(cells.value(2), QStringLiteral("1,463,818"));
+}
+
+// ---------------------------------------------------------------- check
+
+void TestCli::checkPrintsResolvedConfiguration()
+{
+    const CliResult result = cli({"check", "widenet"});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.err.isEmpty(), qPrintable(result.err));
+    const nlohmann::json json = nlohmann::json::parse(result.out.toStdString());
+    QCOMPARE(q(json.at("name").get<std::string>()), QStringLiteral("WideNet (laptop scale)"));
+    const nlohmann::json& model = json.at("model");
+    // Derived defaults of widenet.json, which gives none of these keys:
+    QCOMPARE(model.at("head_dim").get<int>(), 256 / 8);           // d_model / heads
+    QCOMPARE(model.at("router_noise_std").get<double>(), 1.0 / 4);  // 1 / experts
+    QCOMPARE(model.at("routing_groups").get<int>(), 6);            // layers
+    QCOMPARE(model.at("top_k").get<int>(), 2);                     // given
+    QCOMPARE(model.at("share_layernorm").get<bool>(), false);
+    QCOMPARE(q(model.at("pooling").get<std::string>()), QStringLiteral("mean"));
+
+    // What check prints is itself a valid document describing the same model.
+    const ModelDocument again = parseModelDocument(result.out.toStdString());
+    QVERIFY(again.model.toJson() == model);
+}
+
+void TestCli::checkReportsEveryIssue_data()
+{
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<QStringList>("issues");
+
+    QTest::newRow("read problems") << R"({"model": {"layers": "six", "pooling": "mena", "colour": 1,
+                                                     "dropout": 1.5}})"
+                                   << QStringList{"model.layers: expected an integer, got \"six\"",
+                                                  "model.pooling: \"mena\" is not one of cls, mean (did you mean "
+                                                  "\"mean\"?)",
+                                                  "model.colour: unknown key", "model.dropout: 1.5 is outside"};
+    QTest::newRow("cross-key problems")
+        << R"({"model": {"experts": 2, "top_k": 3, "layers": 6, "routing_groups": 9, "paths": 3}})"
+        << QStringList{"model.top_k: 3 exceeds model.experts: 2", "model.routing_groups: 9 exceeds model.layers: 6",
+                       "model.paths: multi-path sublayers with a mixture of experts"};
+}
+
+void TestCli::checkReportsEveryIssue()
+{
+    QFETCH(QString, document);
+    QFETCH(QStringList, issues);
+
+    QTemporaryDir directory;
+    QVERIFY(directory.isValid());
+    const QString file = writeFile(directory, QStringLiteral("broken.json"), document.toStdString());
+    const CliResult result = cli({"check", file});
+    QCOMPARE(result.code, 1);
+    QVERIFY2(result.out.isEmpty(), qPrintable(result.out));
+    const QStringList errLines = lines(result.err);
+    QCOMPARE(errLines.value(0), file + QStringLiteral(": invalid configuration"));
+    QCOMPARE(errLines.size(), 1 + issues.size());  // one line per issue, nothing else
+    for (const auto& issue : issues)
+        QVERIFY2(result.err.contains(issue), qPrintable(issue + QStringLiteral("\nnot in\n") + result.err));
+}
+
+void TestCli::failingConfiguration_data()
+{
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("document");  // empty: the file is not created
+    QTest::addColumn<QString>("message");
+
+    QTest::newRow("params, missing brace") << "params" << R"({"model": {"layers": 6})" << "not valid JSON";
+    QTest::newRow("params, empty file") << "params" << " " << "not valid JSON";
+    QTest::newRow("params, top-level array") << "params" << "[1, 2]" << "expected an object";
+    QTest::newRow("forward, missing brace") << "forward" << R"({"model": )" << "not valid JSON";
+    QTest::newRow("check, no model") << "check" << R"({"name": "x"})" << "model: missing";
+    QTest::newRow("params, no such file") << "params" << "" << "no such file, and no preset of that name";
+}
+
+void TestCli::failingConfiguration()
+{
+    QFETCH(QString, command);
+    QFETCH(QString, document);
+    QFETCH(QString, message);
+
+    QTemporaryDir directory;
+    QVERIFY(directory.isValid());
+    const QString file = document.isEmpty() ? directory.filePath(QStringLiteral("absent.json"))
+                                            : writeFile(directory, QStringLiteral("bad.json"), document.toStdString());
+    const CliResult result = cli({command, file});
+    QCOMPARE(result.code, 1);
+    QVERIFY2(result.out.isEmpty(), qPrintable(result.out));
+    QVERIFY2(result.err.contains(message), qPrintable(result.err));
+    QVERIFY2(result.err.contains(file), qPrintable(result.err));  // names the file
+    QVERIFY2(!result.err.contains(QStringLiteral("usage:")), qPrintable(result.err));
+}
+
+// ---------------------------------------------------------------- usage
+
+void TestCli::usageErrors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+
+    QTest::newRow("no arguments") << QStringList{} << "usage:";
+    QTest::newRow("unknown command") << QStringList{"frobnicate"} << "unknown command \"frobnicate\"";
+    QTest::newRow("unknown option") << QStringList{"params", "widenet", "--bogus"} << "unknown option --bogus";
+    QTest::newRow("option of another command") << QStringList{"check", "widenet", "--json"} << "unknown option --json";
+    QTest::newRow("batch abc") << QStringList{"forward", "widenet", "--batch", "abc"}
+                               << "--batch: expected an integer, got \"abc\"";
+    QTest::newRow("batch 2x") << QStringList{"forward", "widenet", "--batch", "2x"}
+                              << "--batch: expected an integer, got \"2x\"";
+    QTest::newRow("batch without value") << QStringList{"forward", "widenet", "--batch"} << "--batch needs a value";
+    QTest::newRow("batch 0") << QStringList{"forward", "widenet", "--batch", "0"} << "--batch: 0 is outside";
+    // widenet's max_len is 512.
+    QTest::newRow("length above max_len") << QStringList{"forward", "widenet", "--length", "513"}
+                                          << "--length: 513 is outside 1..512";
+    QTest::newRow("no config") << QStringList{"params"} << "expected exactly one CONFIG";
+    QTest::newRow("two configs") << QStringList{"params", "widenet", "albert"} << "expected exactly one CONFIG";
+}
+
+void TestCli::usageErrors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+
+    const CliResult result = cli(args);
+    QCOMPARE(result.code, 2);
+    QVERIFY2(result.out.isEmpty(), qPrintable(result.out));
+    QVERIFY2(result.err.contains(message), qPrintable(result.err));
+    QVERIFY2(result.err.contains(QStringLiteral("usage:")), qPrintable(result.err));
+}
+
+void TestCli::helpAndVersion()
+{
+    for (const char* flag : {"--help", "-h", "help"}) {
+        const CliResult help = cli({flag});
+        QCOMPARE(help.code, 0);
+        QVERIFY(help.out.contains(QStringLiteral("usage:")));
+        QVERIFY(help.err.isEmpty());
+    }
+    const CliResult version = cli({"--version"});
+    QCOMPARE(version.code, 0);
+    QVERIFY2(version.out.startsWith(QStringLiteral("widelab-cli 0.1.0 (")), qPrintable(version.out));
+}
+
+// ---------------------------------------------------------------- presets
+
+void TestCli::presetsListsEveryShippedPreset()
+{
+    const auto shipped = test::shippedPresets();
+    QVERIFY(!shipped.empty());
+    const CliResult result = cli({"presets"});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.err.isEmpty(), qPrintable(result.err));
+    const QStringList all = lines(result.out);
+    // Header, rule, then one row per preset.
+    QCOMPARE(all.size(), 2 + int(shipped.size()));
+    for (int i = 0; i < int(shipped.size()); ++i) {
+        const QString row = all[2 + i];
+        QVERIFY2(row.startsWith(q(shipped[i].first) + QLatin1Char(' ')), qPrintable(row));
+        QVERIFY2(row.endsWith(q(shipped[i].second.name)), qPrintable(row));
+    }
+    // shortCount of widenet's 2,514,954 stored parameters, 3 significant digits.
+    QVERIFY(lineStartingWith(result.out, QStringLiteral("widenet ")).contains(QStringLiteral(" 2.51M ")));
+}
+
+void TestCli::presetsJson()
+{
+    const auto shipped = test::shippedPresets();
+    const CliResult result = cli({"presets", "--json"});
+    QCOMPARE(result.code, 0);
+    const nlohmann::json list = nlohmann::json::parse(result.out.toStdString());
+    QVERIFY(list.is_array());
+    QCOMPARE(int(list.size()), int(shipped.size()));
+    for (std::size_t i = 0; i < shipped.size(); ++i) {
+        QCOMPARE(q(list[i].at("preset").get<std::string>()), q(shipped[i].first));
+        QCOMPARE(q(list[i].at("name").get<std::string>()), q(shipped[i].second.name));
+        QCOMPARE(q(list[i].at("description").get<std::string>()), q(shipped[i].second.description));
+        if (shipped[i].first == "widenet")
+            QCOMPARE(qint64(list[i].at("stored_parameters").get<std::int64_t>()), widenetStored());
+    }
+}
+
+// ---------------------------------------------------------------- forward
+
+void TestCli::forward_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<double>("maxBalance");  // 0: no routing, so the balance loss is exactly 0
+
+    QTest::newRow("transformer-1x48, dense") << "transformer-1x48" << 0.0;
+    // Each routing call adds E * sum_e m_e P_e, which is in (0, E] (sum m_e = 1,
+    // P_e <= 1); widenet routes G = layers = 6 times with E = 4.
+    QTest::newRow("widenet, 6 routing calls") << "widenet" << 4.0 * 6;
+}
+
+void TestCli::forward()
+{
+    QFETCH(QString, preset);
+    QFETCH(double, maxBalance);
+
+    const CliResult result = cli({"forward", preset, "--batch", "2", "--length", "8", "--threads", "1"});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.err.isEmpty(), qPrintable(result.err));
+
+    const ModelDocument document = loadModelDocument(resolveConfigPath(preset.toStdString()));
+    const QString line = lineStartingWith(result.out, q(document.name) + QStringLiteral(": "));
+    QVERIFY2(!line.isEmpty(), qPrintable(result.out));
+    QVERIFY2(line.contains(QStringLiteral("batch 2 x 8 tokens")), qPrintable(line));
+
+    const QRegularExpression pattern(QStringLiteral("task loss (\\S+), balance loss (\\S+),"));
+    const QRegularExpressionMatch match = pattern.match(line);
+    QVERIFY2(match.hasMatch(), qPrintable(line));
+    bool ok = false;
+    const double task = match.captured(1).toDouble(&ok);
+    QVERIFY2(ok, qPrintable(match.captured(1)));
+    QVERIFY2(std::isfinite(task), qPrintable(line));
+    QVERIFY2(task > 0.0, qPrintable(line));  // cross-entropy of a model that is not certain
+    const double balance = match.captured(2).toDouble(&ok);
+    QVERIFY2(ok, qPrintable(match.captured(2)));
+    QVERIFY2(std::isfinite(balance), qPrintable(line));
+    if (maxBalance == 0.0) {
+        QCOMPARE(balance, 0.0);
+    } else {
+        QVERIFY2(balance > 0.0 && balance <= maxBalance, qPrintable(line));
+    }
+}
+
+// ---------------------------------------------------------------- TextTable
+
+void TestCli::groupDigits_data()
+{
+    QTest::addColumn<qint64>("value");
+    QTest::addColumn<QString>("expected");
+
+    QTest::newRow("0") << qint64(0) << "0";
+    QTest::newRow("999") << qint64(999) << "999";
+    QTest::newRow("1000") << qint64(1000) << "1,000";
+    QTest::newRow("100000") << qint64(100000) << "100,000";
+    QTest::newRow("1234567") << qint64(1234567) << "1,234,567";
+    QTest::newRow("12345678") << qint64(12345678) << "12,345,678";
+    QTest::newRow("-999") << qint64(-999) << "-999";
+    QTest::newRow("-1000") << qint64(-1000) << "-1,000";
+    QTest::newRow("-1234567") << qint64(-1234567) << "-1,234,567";
+    QTest::newRow("int64 max") << qint64(std::numeric_limits<std::int64_t>::max()) << "9,223,372,036,854,775,807";
+}
+
+void TestCli::groupDigits()
+{
+    QFETCH(qint64, value);
+    QFETCH(QString, expected);
+    QCOMPARE(q(widelab::groupDigits(value)), expected);
+}
+
+void TestCli::shortCount_data()
+{
+    QTest::addColumn<double>("value");
+    QTest::addColumn<QString>("expected");
+
+    QTest::newRow("0") << 0.0 << "0";
+    QTest::newRow("999") << 999.0 << "999";
+    QTest::newRow("1000") << 1000.0 << "1K";
+    QTest::newRow("1500") << 1500.0 << "1.5K";
+    QTest::newRow("12345678") << 12345678.0 << "12.3M";  // the example in TextTable.h
+    QTest::newRow("2514954") << 2514954.0 << "2.51M";
+    QTest::newRow("1e9") << 1.0e9 << "1G";
+    QTest::newRow("-2500") << -2500.0 << "-2.5K";
+    QTest::newRow("999999") << 999999.0 << "1M";
+}
+
+void TestCli::shortCount()
+{
+    QFETCH(double, value);
+    QFETCH(QString, expected);
+    QCOMPARE(q(widelab::shortCount(value)), expected);
+}
+
+void TestCli::textTableRendersExactly()
+{
+    // Widths 3 and 2; two spaces between columns; the first column padded on the
+    // right, the others on the left; a rule as wide as a row.
+    TextTable table({"a", "bb"});
+    table.addRow({"ccc", "d"});
+    table.addRule();
+    table.addRow({"e", "ff"});
+    QCOMPARE(q(table.render()), QStringLiteral("a    bb\n"
+                                               "-------\n"
+                                               "ccc   d\n"
+                                               "-------\n"
+                                               "e    ff\n"));
+}
+
+void TestCli::textTableAlignsColumns()
+{
+    TextTable table({"part", "stored", "active"});
+    table.addRow({"embeddings", widelab::groupDigits(139264), widelab::groupDigits(139264)});
+    table.addRow({"experts", widelab::groupDigits(2102272), widelab::groupDigits(1051136)});
+    table.addRow({"x", "1", "22"});
+    table.addRule();
+    table.addRow({"total", widelab::groupDigits(2514954), widelab::groupDigits(1463818)});
+    const QStringList all = lines(q(table.render()));
+    QCOMPARE(all.size(), 7);  // header, rule, 3 rows, rule, total
+
+    // Widths: "embeddings" 10, "2,102,272" 9 and "2,514,954" 9 -> 10 + 2 + 9 + 2 + 9 = 32.
+    for (const auto& line : all)
+        QCOMPARE(line.size(), 32);
+    QCOMPARE(all[1], QString(32, QLatin1Char('-')));
+    QCOMPARE(all[5], QString(32, QLatin1Char('-')));
+    // First column left-aligned, the others right-aligned.
+    QVERIFY(all[4].startsWith(QStringLiteral("x ")));
+    QVERIFY(all[4].endsWith(QStringLiteral(" 22")));
+    QCOMPARE(all[4].mid(12, 9), QStringLiteral("        1"));
+    QCOMPARE(all[6], QStringLiteral("total       2,514,954  1,463,818"));
+}
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "tst_cli.moc"

@@ -1,0 +1,961 @@
+// Tests core/config: ModelConfig (defaults, derived defaults, checks, JSON round trip),
+// JsonSection (typed reading, did-you-mean), ConfigError, and the shipped presets.
+#include "TestSupport.h"
+#include "config/ConfigError.h"
+#include "config/JsonSection.h"
+#include "config/ModelConfig.h"
+#include "config/Presets.h"
+
+#include <QtTest>
+
+#include <algorithm>
+#include <fstream>
+#include <optional>
+
+using namespace widelab;
+
+namespace {
+
+QString q(const std::string& text) { return QString::fromStdString(text); }
+
+QString joined(const std::vector<ConfigIssue>& issues)
+{
+    QStringList lines;
+    for (const auto& issue : issues)
+        lines << q(issue.text());
+    return lines.join(QStringLiteral(" | "));
+}
+
+// Reads a bare `model` object.
+ModelConfig readModel(const std::string& json, std::vector<ConfigIssue>& issues)
+{
+    return ModelConfig::fromJson(nlohmann::json::parse(json), issues);
+}
+
+const ConfigIssue* issueFor(const std::vector<ConfigIssue>& issues, const std::string& key)
+{
+    for (const auto& issue : issues)
+        if (issue.key == key)
+            return &issue;
+    return nullptr;
+}
+
+// The ConfigError a document raises; nullopt when it parses cleanly. Any other
+// exception escapes and fails the test.
+std::optional<ConfigError> documentError(const std::string& text, const std::string& origin = "")
+{
+    try {
+        parseModelDocument(text, origin);
+    } catch (const ConfigError& error) {
+        return error;
+    }
+    return std::nullopt;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name)
+{
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+ModelDocument preset(const std::string& name) { return loadModelDocument(resolveConfigPath(name)); }
+
+}  // namespace
+
+class TestModelConfig : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    // Defaults and derived defaults (docs/model.md, configuration table).
+    void defaults();
+    void derivedDefaults_data();
+    void derivedDefaults();
+    void nullMeansAbsent();
+
+    // Problems: one at a time, several at once, malformed documents.
+    void singleProblem_data();
+    void singleProblem();
+    void severalCrossKeyProblemsAtOnce();
+    void everyProblemReportedAtOnce();
+    void unknownKeySuggestion_data();
+    void unknownKeySuggestion();
+    void badEnumSuggestion_data();
+    void badEnumSuggestion();
+    void malformedDocument_data();
+    void malformedDocument();
+    void documentLevelKeys();
+    void originPrefixesTheIssues();
+    void configErrorJoinsIssues();
+
+    // JsonSection and closestMatch directly.
+    void integerReaderBoundaries_data();
+    void integerReaderBoundaries();
+    void nonObjectSectionReportedOnce();
+    void closestMatch_data();
+    void closestMatch();
+
+    // Writing.
+    void toJsonRoundTrip_data();
+    void toJsonRoundTrip();
+    void toJsonOfDefaultsIsComplete();
+
+    // Presets and lookup.
+    void shippedPresetsLoad();
+    void requiredPresetExists_data();
+    void requiredPresetExists();
+    void widenetSemantics();
+    void vitMoeSemantics();
+    void albertSemantics();
+    void wideAttentionPresets_data();
+    void wideAttentionPresets();
+    void multipathPresets_data();
+    void multipathPresets();
+    void resolveUnknownName();
+    void resolveKnownNameAndFile();
+    void loadMissingFile();
+};
+
+// ---------------------------------------------------------------- defaults
+
+void TestModelConfig::defaults()
+{
+    std::vector<ConfigIssue> issues;
+    const ModelConfig c = readModel("{}", issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+
+    // Every default of the table in docs/model.md.
+    QCOMPARE(qint64(c.vocabSize), qint64(256));
+    QCOMPARE(qint64(c.maxLen), qint64(512));
+    QCOMPARE(qint64(c.dModel), qint64(256));
+    QCOMPARE(qint64(c.embeddingDim), qint64(0));
+    QCOMPARE(qint64(c.layers), qint64(6));
+    QCOMPARE(qint64(c.heads), qint64(8));
+    QCOMPARE(qint64(c.headDim), qint64(256 / 8));
+    QCOMPARE(qint64(c.ffnDim), qint64(4 * 256));
+    QVERIFY(c.activation == Activation::Gelu);
+    QCOMPARE(c.dropout, 0.1);
+    QVERIFY(c.head == HeadKind::Classification);
+    QVERIFY(c.pooling == Pooling::Cls);
+    QCOMPARE(c.pooler, false);
+    QCOMPARE(qint64(c.numClasses), qint64(10));
+    QCOMPARE(qint64(c.experts), qint64(1));
+    QCOMPARE(qint64(c.topK), qint64(1));  // "1 when experts is 1"
+    QCOMPARE(c.capacityFactor, 1.2);
+    QCOMPARE(c.evalCapacityFactor, 2.0);
+    QCOMPARE(c.balanceLossWeight, 0.01);
+    QCOMPARE(qint64(c.routingGroups), qint64(6));  // = layers
+    QVERIFY(c.routingPriority == RoutingPriority::Position);
+    QCOMPARE(c.renormalizeGates, false);
+    QCOMPARE(c.shareRouter, true);
+    QCOMPARE(c.shareAttention, false);
+    QCOMPARE(c.shareFfn, false);
+    QCOMPARE(c.shareLayerNorm, false);
+    QCOMPARE(qint64(c.paths), qint64(1));
+    QCOMPARE(c.pathNorm, false);
+    QCOMPARE(c.learnablePathWeights, false);
+    QCOMPARE(c.pathExtraFeatures, false);
+
+    // Derived quantities of the default model.
+    QCOMPARE(c.isMoe(), false);
+    QCOMPARE(c.isMultiPath(), false);
+    QCOMPARE(c.usesClsToken(), true);
+    QCOMPARE(qint64(c.positions()), qint64(512 + 1));
+    QCOMPARE(qint64(c.attentionWidth()), qint64(256));
+}
+
+void TestModelConfig::derivedDefaults_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<qint64>("headDim");
+    QTest::addColumn<qint64>("ffnDim");
+    QTest::addColumn<qint64>("topK");
+    QTest::addColumn<double>("routerNoiseStd");
+    QTest::addColumn<qint64>("routingGroups");
+
+    // head_dim = d_model / heads, ffn_dim = 4 * d_model when absent.
+    QTest::newRow("d_model 96, 6 heads") << R"({"d_model": 96, "heads": 6})" << qint64(16) << qint64(384)
+                                         << qint64(1) << 0.0 << qint64(6);
+    QTest::newRow("d_model 512, 1 head") << R"({"d_model": 512, "heads": 1})" << qint64(512) << qint64(2048)
+                                         << qint64(1) << 0.0 << qint64(6);
+    // An explicit head_dim wins, also when d_model is not divisible by heads.
+    QTest::newRow("explicit head_dim") << R"({"d_model": 64, "heads": 4, "head_dim": 8})" << qint64(8)
+                                       << qint64(256) << qint64(1) << 0.0 << qint64(6);
+    QTest::newRow("explicit head_dim, 100 / 3")
+        << R"({"d_model": 100, "heads": 3, "head_dim": 10})" << qint64(10) << qint64(400) << qint64(1) << 0.0
+        << qint64(6);
+    QTest::newRow("explicit ffn_dim") << R"({"d_model": 128, "ffn_dim": 300})" << qint64(16) << qint64(300)
+                                      << qint64(1) << 0.0 << qint64(6);
+    // top_k = min(2, experts); router_noise_std = 1 / experts.
+    QTest::newRow("2 experts") << R"({"experts": 2})" << qint64(32) << qint64(1024) << qint64(2) << 0.5
+                               << qint64(6);
+    QTest::newRow("4 experts") << R"({"experts": 4})" << qint64(32) << qint64(1024) << qint64(2) << 0.25
+                               << qint64(6);
+    QTest::newRow("8 experts, top_k 1") << R"({"experts": 8, "top_k": 1})" << qint64(32) << qint64(1024)
+                                        << qint64(1) << 0.125 << qint64(6);
+    QTest::newRow("5 experts, noise given") << R"({"experts": 5, "router_noise_std": 0.0})" << qint64(32)
+                                            << qint64(1024) << qint64(2) << 0.0 << qint64(6);
+    // routing_groups = layers.
+    QTest::newRow("12 layers") << R"({"layers": 12, "experts": 4})" << qint64(32) << qint64(1024) << qint64(2)
+                               << 0.25 << qint64(12);
+    QTest::newRow("routing_groups given") << R"({"layers": 4, "experts": 4, "routing_groups": 2})" << qint64(32)
+                                          << qint64(1024) << qint64(2) << 0.25 << qint64(2);
+}
+
+void TestModelConfig::derivedDefaults()
+{
+    QFETCH(QString, json);
+    QFETCH(qint64, headDim);
+    QFETCH(qint64, ffnDim);
+    QFETCH(qint64, topK);
+    QFETCH(double, routerNoiseStd);
+    QFETCH(qint64, routingGroups);
+
+    std::vector<ConfigIssue> issues;
+    const ModelConfig c = readModel(json.toStdString(), issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+    QCOMPARE(qint64(c.headDim), headDim);
+    QCOMPARE(qint64(c.ffnDim), ffnDim);
+    QCOMPARE(qint64(c.topK), topK);
+    QCOMPARE(c.routerNoiseStd, routerNoiseStd);
+    QCOMPARE(qint64(c.routingGroups), routingGroups);
+}
+
+void TestModelConfig::nullMeansAbsent()
+{
+    // A null value is read as "absent": the default (or derived default) stays.
+    std::vector<ConfigIssue> issues;
+    const ModelConfig c = readModel(R"({"layers": null, "d_model": 64, "experts": null})", issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+    QCOMPARE(qint64(c.layers), qint64(6));
+    QCOMPARE(qint64(c.experts), qint64(1));
+    QCOMPARE(qint64(c.headDim), qint64(64 / 8));
+
+    // The same holds for head_dim, whose default is derived.
+    issues.clear();
+    const ModelConfig d = readModel(R"({"d_model": 64, "head_dim": null})", issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+    QCOMPARE(qint64(d.headDim), qint64(64 / 8));
+}
+
+// ---------------------------------------------------------------- problems
+
+void TestModelConfig::singleProblem_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("reason");  // a part of the reason, or all of it
+
+    // Cross-key rules.
+    QTest::newRow("top_k > experts") << R"({"experts": 2, "top_k": 3})" << "model.top_k"
+                                     << "3 exceeds model.experts: 2";
+    QTest::newRow("top_k 2 with dense ffn") << R"({"top_k": 2})" << "model.top_k" << "2 exceeds model.experts: 1";
+    QTest::newRow("routing_groups > layers") << R"({"layers": 4, "routing_groups": 5})" << "model.routing_groups"
+                                             << "5 exceeds model.layers: 4";
+    QTest::newRow("head_dim absent, 100 % 8 != 0") << R"({"d_model": 100, "heads": 8})" << "model.head_dim"
+                                                   << "is not divisible by model.heads (8)";
+    QTest::newRow("extra features with 2 paths") << R"({"paths": 2, "path_extra_features": true})"
+                                                 << "model.path_extra_features" << "model.paths >= 3";
+    QTest::newRow("extra features with 1 path") << R"({"path_extra_features": true})" << "model.path_extra_features"
+                                                << "model.paths >= 3";
+    QTest::newRow("paths > 1 with experts > 1") << R"({"paths": 2, "experts": 2})" << "model.paths"
+                                                << "are not supported";
+    QTest::newRow("pooler on a language model") << R"({"head": "language_model", "pooler": true})"
+                                                << "model.pooler" << "classification";
+    // Ranges.
+    QTest::newRow("layers 0") << R"({"layers": 0})" << "model.layers" << "outside the allowed range";
+    QTest::newRow("layers -3") << R"({"layers": -3})" << "model.layers" << "outside the allowed range";
+    QTest::newRow("dropout 1.5") << R"({"dropout": 1.5})" << "model.dropout" << "outside the allowed range";
+    QTest::newRow("dropout -0.1") << R"({"dropout": -0.1})" << "model.dropout" << "outside the allowed range";
+    QTest::newRow("negative router_noise_std") << R"({"experts": 4, "router_noise_std": -0.5})"
+                                               << "model.router_noise_std" << "outside the allowed range";
+    QTest::newRow("vocab_size 1") << R"({"vocab_size": 1})" << "model.vocab_size" << "outside the allowed range";
+    QTest::newRow("num_classes 1") << R"({"num_classes": 1})" << "model.num_classes" << "outside the allowed range";
+    QTest::newRow("experts 0") << R"({"experts": 0})" << "model.experts" << "outside the allowed range";
+    QTest::newRow("top_k 0") << R"({"experts": 4, "top_k": 0})" << "model.top_k" << "outside the allowed range";
+    QTest::newRow("paths 0") << R"({"paths": 0})" << "model.paths" << "outside the allowed range";
+    QTest::newRow("1e9 layers") << R"({"layers": 1000000000})" << "model.layers" << "outside the allowed range";
+    QTest::newRow("negative balance_loss_weight") << R"({"balance_loss_weight": -1})"
+                                                  << "model.balance_loss_weight" << "outside the allowed range";
+    // Types.
+    QTest::newRow("layers \"six\"") << R"({"layers": "six"})" << "model.layers" << "expected an integer";
+    QTest::newRow("layers 6.5") << R"({"layers": 6.5})" << "model.layers" << "expected an integer";
+    QTest::newRow("layers 1e300") << R"({"layers": 1e300})" << "model.layers" << "expected an integer";
+    QTest::newRow("dropout \"0.1\"") << R"({"dropout": "0.1"})" << "model.dropout" << "expected a number";
+    QTest::newRow("pooler \"yes\"") << R"({"pooler": "yes"})" << "model.pooler" << "expected true or false";
+    QTest::newRow("share_ffn 1") << R"({"share_ffn": 1})" << "model.share_ffn" << "expected true or false";
+    QTest::newRow("activation 1") << R"({"activation": 1})" << "model.activation" << "expected a string";
+    QTest::newRow("pooling max") << R"({"pooling": "max"})" << "model.pooling" << "\"max\" is not one of cls, mean";
+    QTest::newRow("unknown key") << R"({"colour": "blue"})" << "model.colour" << "unknown key";
+}
+
+void TestModelConfig::singleProblem()
+{
+    QFETCH(QString, json);
+    QFETCH(QString, key);
+    QFETCH(QString, reason);
+
+    std::vector<ConfigIssue> issues;
+    readModel(json.toStdString(), issues);
+    QVERIFY2(issues.size() == 1, qPrintable(QStringLiteral("expected one issue, got: ") + joined(issues)));
+    QCOMPARE(q(issues.front().key), key);
+    QVERIFY2(q(issues.front().reason).contains(reason), qPrintable(q(issues.front().reason)));
+    QVERIFY(q(issues.front().text()).startsWith(key + QStringLiteral(": ")));
+}
+
+void TestModelConfig::severalCrossKeyProblemsAtOnce()
+{
+    const auto error = documentError(
+        R"({"model": {"experts": 2, "top_k": 3, "layers": 2, "routing_groups": 3, "paths": 2}})");
+    QVERIFY(error.has_value());
+    const auto& issues = error->issues();
+    QCOMPARE(int(issues.size()), 3);
+    QVERIFY(issueFor(issues, "model.top_k"));
+    QCOMPARE(q(issueFor(issues, "model.top_k")->text()), QStringLiteral("model.top_k: 3 exceeds model.experts: 2"));
+    QVERIFY(issueFor(issues, "model.routing_groups"));
+    QCOMPARE(q(issueFor(issues, "model.routing_groups")->text()),
+             QStringLiteral("model.routing_groups: 3 exceeds model.layers: 2"));
+    QVERIFY(issueFor(issues, "model.paths"));
+    // what() carries every issue.
+    const QString what = QString::fromUtf8(error->what());
+    QVERIFY(what.contains(QStringLiteral("model.top_k: 3 exceeds model.experts: 2")));
+    QVERIFY(what.contains(QStringLiteral("model.routing_groups")));
+    QVERIFY(what.contains(QStringLiteral("model.paths")));
+}
+
+void TestModelConfig::everyProblemReportedAtOnce()
+{
+    // Four independent problems in one document: a cross-key rule, an unknown
+    // key, a wrong type and a bad enum value. One ConfigError must name them all.
+    const auto error = documentError(R"({"name": "broken", "model": {
+        "experts": 2, "top_k": 3, "share_attn": true, "layers": "six", "pooling": "max"}})");
+    QVERIFY(error.has_value());
+    const auto& issues = error->issues();
+    const QString all = joined(issues);
+
+    const ConfigIssue* layers = issueFor(issues, "model.layers");
+    QVERIFY2(layers, qPrintable(all));
+    QVERIFY(q(layers->reason).contains(QStringLiteral("expected an integer")));
+    QVERIFY(q(layers->reason).contains(QStringLiteral("\"six\"")));
+
+    const ConfigIssue* pooling = issueFor(issues, "model.pooling");
+    QVERIFY2(pooling, qPrintable(all));
+    QVERIFY(q(pooling->reason).contains(QStringLiteral("\"max\" is not one of cls, mean")));
+
+    const ConfigIssue* unknown = issueFor(issues, "model.share_attn");
+    QVERIFY2(unknown, qPrintable(all));
+    QVERIFY(q(unknown->reason).startsWith(QStringLiteral("unknown key")));
+
+    // The suggestion for the abbreviated key must be the key it abbreviates.
+    QVERIFY2(q(unknown->reason).contains(QStringLiteral("did you mean \"share_attention\"")),
+             qPrintable(q(unknown->reason)));
+
+    // top_k 3 with experts 2 is a problem as well, whatever else is wrong.
+    QVERIFY2(issueFor(issues, "model.top_k"), qPrintable(all));
+    if (const ConfigIssue* topK = issueFor(issues, "model.top_k"))
+        QCOMPARE(q(topK->text()), QStringLiteral("model.top_k: 3 exceeds model.experts: 2"));
+
+    // Every issue names its full key and gives a reason.
+    for (const auto& issue : issues) {
+        QVERIFY2(q(issue.key).startsWith(QStringLiteral("model.")), qPrintable(q(issue.text())));
+        QVERIFY(!issue.reason.empty());
+    }
+}
+
+void TestModelConfig::unknownKeySuggestion_data()
+{
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("suggestion");  // empty: no did-you-mean
+
+    QTest::newRow("layer") << "layer" << "layers";
+    QTest::newRow("dropuot") << "dropuot" << "dropout";
+    QTest::newRow("num_class") << "num_class" << "num_classes";
+    QTest::newRow("share_layer_norm") << "share_layer_norm" << "share_layernorm";
+    QTest::newRow("expert") << "expert" << "experts";
+    QTest::newRow("nothing close") << "colour_scheme_of_the_plots" << "";
+    QTest::newRow("share_attn") << "share_attn" << "share_attention";
+    // head_dim is a documented key even when the document leaves it out.
+    QTest::newRow("head_dm") << "head_dm" << "head_dim";
+}
+
+void TestModelConfig::unknownKeySuggestion()
+{
+    QFETCH(QString, key);
+    QFETCH(QString, suggestion);
+
+    std::vector<ConfigIssue> issues;
+    readModel("{\"" + key.toStdString() + "\": 16}", issues);
+    QVERIFY2(issues.size() == 1, qPrintable(joined(issues)));
+    QCOMPARE(q(issues.front().key), QStringLiteral("model.") + key);
+    const QString reason = q(issues.front().reason);
+    QVERIFY2(reason.startsWith(QStringLiteral("unknown key")), qPrintable(reason));
+    if (suggestion.isEmpty())
+        QVERIFY2(!reason.contains(QStringLiteral("did you mean")), qPrintable(reason));
+    else
+        QCOMPARE(reason, QStringLiteral("unknown key (did you mean \"%1\"?)").arg(suggestion));
+}
+
+void TestModelConfig::badEnumSuggestion_data()
+{
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("allowed");
+    QTest::addColumn<QString>("suggestion");
+
+    QTest::newRow("pooling mena") << "pooling" << "mena" << "cls, mean" << "mean";
+    QTest::newRow("pooling max") << "pooling" << "max" << "cls, mean" << "mean";  // 2 edits
+    QTest::newRow("pooling token") << "pooling" << "token" << "cls, mean" << "";
+    QTest::newRow("activation Gelu") << "activation" << "Gelu" << "gelu, relu, silu" << "gelu";
+    QTest::newRow("activation tanh") << "activation" << "tanh" << "gelu, relu, silu" << "";
+    QTest::newRow("head language-model") << "head" << "language-model" << "classification, language_model"
+                                         << "language_model";
+    QTest::newRow("routing_priority batches") << "routing_priority" << "batches" << "position, batch" << "batch";
+}
+
+void TestModelConfig::badEnumSuggestion()
+{
+    QFETCH(QString, key);
+    QFETCH(QString, value);
+    QFETCH(QString, allowed);
+    QFETCH(QString, suggestion);
+
+    std::vector<ConfigIssue> issues;
+    readModel("{\"" + key.toStdString() + "\": \"" + value.toStdString() + "\"}", issues);
+    QVERIFY2(issues.size() == 1, qPrintable(joined(issues)));
+    QCOMPARE(q(issues.front().key), QStringLiteral("model.") + key);
+    QString expected = QStringLiteral("\"%1\" is not one of %2").arg(value, allowed);
+    if (!suggestion.isEmpty())
+        expected += QStringLiteral(" (did you mean \"%1\"?)").arg(suggestion);
+    QCOMPARE(q(issues.front().reason), expected);
+}
+
+void TestModelConfig::malformedDocument_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("message");
+
+    QTest::newRow("missing closing brace") << R"({"model": {"layers": 6})" << "not valid JSON";
+    QTest::newRow("empty string") << "" << "not valid JSON";
+    QTest::newRow("only whitespace") << "  \n " << "not valid JSON";
+    QTest::newRow("trailing comma") << R"({"model": {"layers": 6,}})" << "not valid JSON";
+    QTest::newRow("single quotes") << R"({'model': {}})" << "not valid JSON";
+    QTest::newRow("two documents") << R"({"model": {}} {"model": {}})" << "not valid JSON";
+    QTest::newRow("top-level array") << R"([{"model": {}}])" << "expected an object";
+    QTest::newRow("top-level number") << "42" << "expected an object";
+    QTest::newRow("top-level null") << "null" << "expected an object";
+    QTest::newRow("model is an array") << R"({"model": [1, 2]})" << "model: expected an object";
+    QTest::newRow("model is a string") << R"({"model": "widenet"})" << "model: expected an object";
+    QTest::newRow("no model") << R"({"name": "x"})" << "model: missing";
+    QTest::newRow("model null") << R"({"model": null})" << "model: missing";
+}
+
+void TestModelConfig::malformedDocument()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, message);
+
+    const auto error = documentError(text.toStdString());
+    QVERIFY(error.has_value());
+    QVERIFY(!error->issues().empty());
+    const QString what = QString::fromUtf8(error->what());
+    QVERIFY2(what.contains(message), qPrintable(what));
+}
+
+void TestModelConfig::documentLevelKeys()
+{
+    // name and description are read; task and train are tolerated.
+    const ModelDocument document = parseModelDocument(
+        R"({"name": "N", "description": "D", "task": {"x": 1}, "train": {}, "model": {"layers": 2}})");
+    QCOMPARE(q(document.name), QStringLiteral("N"));
+    QCOMPARE(q(document.description), QStringLiteral("D"));
+    QCOMPARE(qint64(document.model.layers), qint64(2));
+
+    // A misspelt top-level key has an empty path prefix and a suggestion.
+    const auto error = documentError(R"({"nmae": "N", "model": {}})");
+    QVERIFY(error.has_value());
+    QCOMPARE(int(error->issues().size()), 1);
+    QCOMPARE(q(error->issues().front().text()), QStringLiteral("nmae: unknown key (did you mean \"name\"?)"));
+
+    const auto wrongType = documentError(R"({"name": 3, "model": {}})");
+    QVERIFY(wrongType.has_value());
+    QCOMPARE(q(wrongType->issues().front().key), QStringLiteral("name"));
+    QVERIFY(q(wrongType->issues().front().reason).contains(QStringLiteral("expected a string")));
+}
+
+void TestModelConfig::originPrefixesTheIssues()
+{
+    const auto parseError = documentError("{", "my.json");
+    QVERIFY(parseError.has_value());
+    QVERIFY(QString::fromUtf8(parseError->what()).startsWith(QStringLiteral("my.json: not valid JSON")));
+
+    const auto error = documentError(R"({"model": {"layers": 0}})", "my.json");
+    QVERIFY(error.has_value());
+    QCOMPARE(int(error->issues().size()), 2);
+    QCOMPARE(q(error->issues()[0].text()), QStringLiteral("my.json: invalid configuration"));
+    QCOMPARE(q(error->issues()[1].key), QStringLiteral("model.layers"));
+}
+
+void TestModelConfig::configErrorJoinsIssues()
+{
+    const ConfigIssue keyed{"model.layers", "too many"};
+    const ConfigIssue bare{"", "whole document"};
+    QCOMPARE(q(keyed.text()), QStringLiteral("model.layers: too many"));
+    QCOMPARE(q(bare.text()), QStringLiteral("whole document"));
+
+    const ConfigError error({keyed, bare});
+    QCOMPARE(QString::fromUtf8(error.what()), QStringLiteral("model.layers: too many\nwhole document"));
+    QCOMPARE(int(error.issues().size()), 2);
+    QCOMPARE(q(error.issues()[1].reason), QStringLiteral("whole document"));
+}
+
+// ---------------------------------------------------------------- JsonSection
+
+void TestModelConfig::integerReaderBoundaries_data()
+{
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<bool>("accepted");
+    QTest::addColumn<qint64>("result");  // the value read, or the untouched initial 7
+
+    // Range 2..10, inclusive.
+    QTest::newRow("min") << "2" << true << qint64(2);
+    QTest::newRow("max") << "10" << true << qint64(10);
+    QTest::newRow("below") << "1" << false << qint64(7);
+    QTest::newRow("above") << "11" << false << qint64(7);
+    QTest::newRow("integral float") << "4.0" << true << qint64(4);
+    QTest::newRow("fraction") << "4.5" << false << qint64(7);
+    QTest::newRow("boolean") << "true" << false << qint64(7);
+    QTest::newRow("string") << "\"4\"" << false << qint64(7);
+    QTest::newRow("array") << "[4]" << false << qint64(7);
+}
+
+void TestModelConfig::integerReaderBoundaries()
+{
+    QFETCH(QString, value);
+    QFETCH(bool, accepted);
+    QFETCH(qint64, result);
+
+    const nlohmann::json object = nlohmann::json::parse("{\"n\": " + value.toStdString() + "}");
+    std::vector<ConfigIssue> issues;
+    JsonSection section(object, "sec", issues);
+    std::int64_t out = 7;
+    section.read("n", out, 2, 10);
+    QCOMPARE(issues.empty(), accepted);
+    QCOMPARE(qint64(out), result);
+    if (!accepted)
+        QCOMPARE(q(issues.front().key), QStringLiteral("sec.n"));
+    // The key was read, so it is not unknown.
+    const std::size_t before = issues.size();
+    section.rejectUnknownKeys();
+    QCOMPARE(int(issues.size()), int(before));
+}
+
+void TestModelConfig::nonObjectSectionReportedOnce()
+{
+    const nlohmann::json value = 5;
+    std::vector<ConfigIssue> issues;
+    JsonSection section(value, "model", issues);
+    std::int64_t layers = 6;
+    double dropout = 0.1;
+    bool flag = true;
+    std::string text = "keep";
+    section.read("layers", layers, 1, 10);
+    section.read("dropout", dropout, 0.0, 1.0);
+    section.read("flag", flag);
+    section.read("text", text);
+    section.rejectUnknownKeys();
+    QCOMPARE(int(issues.size()), 1);
+    QCOMPARE(q(issues.front().text()), QStringLiteral("model: expected an object, got 5"));
+    QCOMPARE(qint64(layers), qint64(6));
+    QCOMPARE(dropout, 0.1);
+    QCOMPARE(flag, true);
+    QCOMPARE(q(text), QStringLiteral("keep"));
+    QCOMPARE(section.has("layers"), false);
+
+    // keyPath with and without a prefix.
+    QCOMPARE(q(section.keyPath("layers")), QStringLiteral("model.layers"));
+    const nlohmann::json object = nlohmann::json::object();
+    JsonSection top(object, "", issues);
+    QCOMPARE(q(top.keyPath("name")), QStringLiteral("name"));
+}
+
+void TestModelConfig::closestMatch_data()
+{
+    QTest::addColumn<QString>("word");
+    QTest::addColumn<QStringList>("candidates");
+    QTest::addColumn<QString>("expected");
+
+    const QStringList poolings{"cls", "mean"};
+    const QStringList activations{"gelu", "relu", "silu"};
+    QTest::newRow("transposition") << "mena" << poolings << "mean";
+    QTest::newRow("exact") << "relu" << activations << "relu";
+    QTest::newRow("one substitution") << "silo" << activations << "silu";
+    QTest::newRow("widenett") << "widenett" << QStringList{"albert", "vit-moe", "widenet", "multipath-6x2"}
+                                   << "widenet";
+    QTest::newRow("nothing close") << "xyz" << activations << "";
+    QTest::newRow("max, 2 edits from mean") << "max" << poolings << "mean";
+    QTest::newRow("token is not close") << "token" << poolings << "";
+    QTest::newRow("long and unrelated") << "completely_unrelated_key" << QStringList{"layers", "heads", "d_model"}
+                                       << "";
+    QTest::newRow("no candidates") << "layers" << QStringList{} << "";
+}
+
+void TestModelConfig::closestMatch()
+{
+    QFETCH(QString, word);
+    QFETCH(QStringList, candidates);
+    QFETCH(QString, expected);
+
+    std::vector<std::string> list;
+    for (const auto& candidate : candidates)
+        list.push_back(candidate.toStdString());
+    QCOMPARE(q(widelab::closestMatch(word.toStdString(), list)), expected);
+}
+
+// ---------------------------------------------------------------- writing
+
+void TestModelConfig::toJsonRoundTrip_data()
+{
+    QTest::addColumn<QString>("json");
+
+    // Every key, with a value other than its default (within what the rules allow).
+    QTest::newRow("mixture of experts, everything shared") << R"({
+        "vocab_size": 1000, "max_len": 64, "d_model": 96, "embedding_dim": 32, "layers": 4, "heads": 3,
+        "head_dim": 40, "ffn_dim": 200, "activation": "silu", "dropout": 0.25, "head": "classification",
+        "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
+        "capacity_factor": 0.5, "eval_capacity_factor": 1.5, "router_noise_std": 0.3,
+        "balance_loss_weight": 0.02, "routing_groups": 2, "routing_priority": "batch",
+        "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
+        "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
+        "path_extra_features": false})";
+    QTest::newRow("multi-path language model") << R"({
+        "vocab_size": 300, "max_len": 33, "d_model": 48, "embedding_dim": 0, "layers": 5, "heads": 2,
+        "head_dim": 12, "ffn_dim": 77, "activation": "relu", "dropout": 0.0, "head": "language_model",
+        "pooling": "cls", "pooler": false, "num_classes": 3, "experts": 1, "top_k": 1,
+        "capacity_factor": -1.0, "eval_capacity_factor": 0.0, "router_noise_std": 0.0,
+        "balance_loss_weight": 0.0, "routing_groups": 5, "routing_priority": "position",
+        "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
+        "share_layernorm": false, "paths": 3, "path_norm": true, "learnable_path_weights": true,
+        "path_extra_features": true})";
+}
+
+void TestModelConfig::toJsonRoundTrip()
+{
+    QFETCH(QString, json);
+    const nlohmann::json input = nlohmann::json::parse(json.toStdString());
+
+    std::vector<ConfigIssue> issues;
+    const ModelConfig c = ModelConfig::fromJson(input, issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+
+    // toJson writes exactly the keys and values read.
+    const nlohmann::json written = c.toJson();
+    QVERIFY2(written == input, qPrintable(q(written.dump())));
+
+    // Through text, as a document, and back.
+    const ModelDocument document = parseModelDocument(nlohmann::json{{"model", written}}.dump());
+    const ModelConfig& r = document.model;
+    QCOMPARE(qint64(r.vocabSize), qint64(c.vocabSize));
+    QCOMPARE(qint64(r.maxLen), qint64(c.maxLen));
+    QCOMPARE(qint64(r.dModel), qint64(c.dModel));
+    QCOMPARE(qint64(r.embeddingDim), qint64(c.embeddingDim));
+    QCOMPARE(qint64(r.layers), qint64(c.layers));
+    QCOMPARE(qint64(r.heads), qint64(c.heads));
+    QCOMPARE(qint64(r.headDim), qint64(c.headDim));
+    QCOMPARE(qint64(r.ffnDim), qint64(c.ffnDim));
+    QVERIFY(r.activation == c.activation);
+    QCOMPARE(r.dropout, c.dropout);
+    QVERIFY(r.head == c.head);
+    QVERIFY(r.pooling == c.pooling);
+    QCOMPARE(r.pooler, c.pooler);
+    QCOMPARE(qint64(r.numClasses), qint64(c.numClasses));
+    QCOMPARE(qint64(r.experts), qint64(c.experts));
+    QCOMPARE(qint64(r.topK), qint64(c.topK));
+    QCOMPARE(r.capacityFactor, c.capacityFactor);
+    QCOMPARE(r.evalCapacityFactor, c.evalCapacityFactor);
+    QCOMPARE(r.routerNoiseStd, c.routerNoiseStd);
+    QCOMPARE(r.balanceLossWeight, c.balanceLossWeight);
+    QCOMPARE(qint64(r.routingGroups), qint64(c.routingGroups));
+    QVERIFY(r.routingPriority == c.routingPriority);
+    QCOMPARE(r.renormalizeGates, c.renormalizeGates);
+    QCOMPARE(r.shareRouter, c.shareRouter);
+    QCOMPARE(r.shareAttention, c.shareAttention);
+    QCOMPARE(r.shareFfn, c.shareFfn);
+    QCOMPARE(r.shareLayerNorm, c.shareLayerNorm);
+    QCOMPARE(qint64(r.paths), qint64(c.paths));
+    QCOMPARE(r.pathNorm, c.pathNorm);
+    QCOMPARE(r.learnablePathWeights, c.learnablePathWeights);
+    QCOMPARE(r.pathExtraFeatures, c.pathExtraFeatures);
+    QVERIFY(r.toJson() == written);
+}
+
+void TestModelConfig::toJsonOfDefaultsIsComplete()
+{
+    // The configuration table of docs/model.md has 31 keys; toJson writes them all,
+    // and fromJson reads every one of them back without an unknown key.
+    const nlohmann::json written = ModelConfig{}.toJson();
+    QCOMPARE(int(written.size()), 31);
+    for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
+                            "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
+                            "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",
+                            "balance_loss_weight", "routing_groups", "routing_priority", "renormalize_gates",
+                            "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",
+                            "path_norm", "learnable_path_weights", "path_extra_features"})
+        QVERIFY2(written.contains(key), key);
+    QCOMPARE(q(written.at("activation").get<std::string>()), QStringLiteral("gelu"));
+    QCOMPARE(q(written.at("head").get<std::string>()), QStringLiteral("classification"));
+    QCOMPARE(q(written.at("pooling").get<std::string>()), QStringLiteral("cls"));
+    QCOMPARE(q(written.at("routing_priority").get<std::string>()), QStringLiteral("position"));
+
+    std::vector<ConfigIssue> issues;
+    ModelConfig::fromJson(written, issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+}
+
+// ---------------------------------------------------------------- presets
+
+void TestModelConfig::shippedPresetsLoad()
+{
+    std::vector<std::pair<std::string, ModelDocument>> presets;
+    try {
+        presets = test::shippedPresets();
+    } catch (const ConfigError& error) {
+        QFAIL(error.what());
+    }
+    // At least the 14 presets the project requires (requiredPresetExists).
+    QVERIFY2(presets.size() >= 14, qPrintable(QString::number(presets.size())));
+    for (const auto& [name, document] : presets) {
+        QVERIFY2(!document.name.empty(), name.c_str());
+        QVERIFY2(!document.description.empty(), name.c_str());
+        // Re-validating the resolved configuration finds nothing either.
+        std::vector<ConfigIssue> issues;
+        document.model.validate(issues);
+        QVERIFY2(issues.empty(), qPrintable(q(name) + ": " + joined(issues)));
+        // And the written form reads back to the same configuration.
+        const ModelConfig again = ModelConfig::fromJson(document.model.toJson(), issues);
+        QVERIFY2(issues.empty(), qPrintable(q(name) + ": " + joined(issues)));
+        QVERIFY2(again.toJson() == document.model.toJson(), name.c_str());
+    }
+    // Names are unique and sorted.
+    const std::vector<std::string> names = listPresets();
+    QCOMPARE(int(names.size()), int(presets.size()));
+    QVERIFY(std::is_sorted(names.begin(), names.end()));
+    QVERIFY(std::adjacent_find(names.begin(), names.end()) == names.end());
+}
+
+void TestModelConfig::requiredPresetExists_data()
+{
+    QTest::addColumn<QString>("name");
+    for (const char* name :
+         {"transformer-6x8", "transformer-3x16", "transformer-2x24", "transformer-1x48", "transformer-6x8-paper",
+          "transformer-3x16-paper", "transformer-2x24-paper", "transformer-1x48-paper", "widenet", "vit-moe",
+          "albert", "multipath-6x2", "multipath-3x4", "multipath-3x4-features"})
+        QTest::newRow(name) << name;
+}
+
+void TestModelConfig::requiredPresetExists()
+{
+    QFETCH(QString, name);
+    QVERIFY(contains(listPresets(), name.toStdString()));
+    const std::filesystem::path path = resolveConfigPath(name.toStdString());
+    QCOMPARE(q(path.filename().string()), name + QStringLiteral(".json"));
+}
+
+void TestModelConfig::widenetSemantics()
+{
+    // WideNet: one attention and one MoE shared by every block, each block with its
+    // own LayerNorms, one shared router.
+    const ModelConfig c = preset("widenet").model;
+    QVERIFY(c.shareAttention);
+    QVERIFY(c.shareFfn);
+    QVERIFY(!c.shareLayerNorm);
+    QVERIFY(c.shareRouter);
+    QVERIFY(c.experts > 1);
+    QVERIFY(c.isMoe());
+    QCOMPARE(qint64(c.attentionModules()), qint64(1));
+    QCOMPARE(qint64(c.ffnModules()), qint64(1));
+    QCOMPARE(qint64(c.layerNormSets()), qint64(c.layers));
+    QCOMPARE(qint64(c.routerModules()), qint64(1));
+
+    // The paper-scale NLP variants: ALBERT-base dimensions with 4, 8, 16 experts.
+    for (const auto& [name, experts] : {std::pair<std::string, int>{"widenet-nlp-4e-paper", 4},
+                                        {"widenet-nlp-8e-paper", 8},
+                                        {"widenet-nlp-16e-paper", 16}}) {
+        if (!contains(listPresets(), name))
+            continue;
+        const ModelConfig p = preset(name).model;
+        QCOMPARE(qint64(p.experts), qint64(experts));
+        QVERIFY(p.shareAttention && p.shareFfn && !p.shareLayerNorm);
+        QCOMPARE(qint64(p.dModel), qint64(768));
+        QCOMPARE(qint64(p.embeddingDim), qint64(128));
+        QCOMPARE(qint64(p.layers), qint64(12));
+    }
+}
+
+void TestModelConfig::vitMoeSemantics()
+{
+    // ViT-MoE: nothing shared, an MoE in every block.
+    const ModelConfig c = preset("vit-moe").model;
+    QVERIFY(!c.shareAttention);
+    QVERIFY(!c.shareFfn);
+    QVERIFY(!c.shareLayerNorm);
+    QVERIFY(!c.shareRouter);
+    QVERIFY(c.experts > 1);
+    QCOMPARE(qint64(c.attentionModules()), qint64(c.layers));
+    QCOMPARE(qint64(c.ffnModules()), qint64(c.layers));
+    QCOMPARE(qint64(c.routerModules()), qint64(c.layers));
+}
+
+void TestModelConfig::albertSemantics()
+{
+    // ALBERT: attention, FFN and LayerNorms all shared; dense FFN; factorised embedding.
+    for (const char* name : {"albert", "albert-base-paper"}) {
+        if (!contains(listPresets(), name))
+            continue;
+        const ModelConfig c = preset(name).model;
+        QVERIFY2(c.shareAttention && c.shareFfn && c.shareLayerNorm, name);
+        QVERIFY2(!c.isMoe(), name);
+        QVERIFY2(c.factorisedEmbedding(), name);
+        QVERIFY2(c.embeddingDim < c.dModel, name);
+    }
+}
+
+void TestModelConfig::wideAttentionPresets_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<qint64>("layers");
+    QTest::addColumn<qint64>("heads");
+
+    for (const QString& suffix : {QString(), QStringLiteral("-paper")}) {
+        for (const auto& [l, h] : {std::pair<int, int>{6, 8}, {3, 16}, {2, 24}, {1, 48}}) {
+            const QString name = QStringLiteral("transformer-%1x%2%3").arg(l).arg(h).arg(suffix);
+            QTest::newRow(qPrintable(name)) << name << qint64(l) << qint64(h);
+        }
+    }
+}
+
+void TestModelConfig::wideAttentionPresets()
+{
+    QFETCH(QString, name);
+    QFETCH(qint64, layers);
+    QFETCH(qint64, heads);
+
+    // Wide Attention: L x H = 48 at a fixed head width A; the same A, d_model and
+    // FFN width across the family (16 at laptop scale, 64 in the paper).
+    const bool paper = name.endsWith(QStringLiteral("-paper"));
+    const ModelConfig c = preset(name.toStdString()).model;
+    QCOMPARE(qint64(c.layers), layers);
+    QCOMPARE(qint64(c.heads), heads);
+    QCOMPARE(qint64(c.layers * c.heads), qint64(48));
+    const ModelConfig reference = preset(paper ? "transformer-6x8-paper" : "transformer-6x8").model;
+    QCOMPARE(qint64(c.headDim), qint64(reference.headDim));
+    QCOMPARE(qint64(c.headDim), qint64(paper ? 64 : 16));
+    QCOMPARE(qint64(c.dModel), qint64(reference.dModel));
+    QCOMPARE(qint64(c.ffnDim), qint64(reference.ffnDim));
+    QVERIFY(!c.isMoe());
+    QVERIFY(!c.isMultiPath());
+    QVERIFY(!c.shareAttention && !c.shareFfn && !c.shareLayerNorm);
+    if (paper) {
+        // The paper: E 512, M 2048, ListOps sequences of 2000.
+        QCOMPARE(qint64(c.dModel), qint64(512));
+        QCOMPARE(qint64(c.ffnDim), qint64(2048));
+        QCOMPARE(qint64(c.maxLen), qint64(2000));
+    }
+}
+
+void TestModelConfig::multipathPresets_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<qint64>("layers");
+    QTest::addColumn<qint64>("paths");
+    QTest::addColumn<bool>("extraFeatures");
+
+    QTest::newRow("multipath-6x2") << "multipath-6x2" << qint64(6) << qint64(2) << false;
+    QTest::newRow("multipath-3x4") << "multipath-3x4" << qint64(3) << qint64(4) << false;
+    QTest::newRow("multipath-3x4-features") << "multipath-3x4-features" << qint64(3) << qint64(4) << true;
+}
+
+void TestModelConfig::multipathPresets()
+{
+    QFETCH(QString, name);
+    QFETCH(qint64, layers);
+    QFETCH(qint64, paths);
+    QFETCH(bool, extraFeatures);
+
+    const ModelConfig c = preset(name.toStdString()).model;
+    QCOMPARE(qint64(c.layers), layers);
+    QCOMPARE(qint64(c.paths), paths);
+    QCOMPARE(c.pathExtraFeatures, extraFeatures);
+    QVERIFY(c.isMultiPath());
+    QVERIFY(!c.isMoe());
+    QCOMPARE(qint64(c.pathFeatures()), extraFeatures ? 2 * paths : paths);
+}
+
+void TestModelConfig::resolveUnknownName()
+{
+    try {
+        resolveConfigPath("widenett");
+        QFAIL("resolveConfigPath(\"widenett\") did not throw");
+    } catch (const ConfigError& error) {
+        const QString what = QString::fromUtf8(error.what());
+        QVERIFY2(what.startsWith(QStringLiteral("widenett: ")), qPrintable(what));
+        QVERIFY2(what.contains(QStringLiteral("did you mean \"widenet\"")), qPrintable(what));
+        QVERIFY2(what.contains(QStringLiteral("presets: ")), qPrintable(what));
+        for (const auto& name : listPresets())
+            QVERIFY2(what.contains(q(name)), name.c_str());
+    }
+
+    try {
+        resolveConfigPath("qqqqqqqqqqqqqqqqqqqq");
+        QFAIL("resolveConfigPath(\"qqqqqqqqqqqqqqqqqqqq\") did not throw");
+    } catch (const ConfigError& error) {
+        const QString what = QString::fromUtf8(error.what());
+        QVERIFY2(!what.contains(QStringLiteral("did you mean")), qPrintable(what));
+        QVERIFY2(what.contains(QStringLiteral("vit-moe")), qPrintable(what));
+    }
+}
+
+void TestModelConfig::resolveKnownNameAndFile()
+{
+    const std::filesystem::path widenet = resolveConfigPath("widenet");
+    QVERIFY(std::filesystem::is_regular_file(widenet));
+    QCOMPARE(q(widenet.filename().string()), QStringLiteral("widenet.json"));
+
+    // An existing file is returned as given, and loads.
+    QTemporaryDir directory;
+    QVERIFY(directory.isValid());
+    const std::string file = directory.filePath(QStringLiteral("mine.json")).toStdString();
+    std::ofstream(file) << R"({"name": "mine", "model": {"layers": 3, "heads": 2}})";
+    QCOMPARE(q(resolveConfigPath(file).string()), q(file));
+    const ModelDocument document = loadModelDocument(resolveConfigPath(file));
+    QCOMPARE(q(document.name), QStringLiteral("mine"));
+    QCOMPARE(qint64(document.model.layers), qint64(3));
+    QCOMPARE(qint64(document.model.headDim), qint64(256 / 2));
+}
+
+void TestModelConfig::loadMissingFile()
+{
+    QTemporaryDir directory;
+    QVERIFY(directory.isValid());
+    const std::string file = directory.filePath(QStringLiteral("absent.json")).toStdString();
+    try {
+        loadModelDocument(file);
+        QFAIL("loadModelDocument on a missing file did not throw");
+    } catch (const ConfigError& error) {
+        const QString what = QString::fromUtf8(error.what());
+        QVERIFY2(what.contains(q(file)), qPrintable(what));
+        QVERIFY2(what.contains(QStringLiteral("cannot open")), qPrintable(what));
+    }
+
+    // A file with problems names the file first.
+    const std::string bad = directory.filePath(QStringLiteral("bad.json")).toStdString();
+    std::ofstream(bad) << R"({"model": {"layers": "six"}})";
+    try {
+        loadModelDocument(bad);
+        QFAIL("loadModelDocument on an invalid file did not throw");
+    } catch (const ConfigError& error) {
+        QCOMPARE(int(error.issues().size()), 2);
+        QCOMPARE(q(error.issues()[0].text()), q(bad) + QStringLiteral(": invalid configuration"));
+        QCOMPARE(q(error.issues()[1].key), QStringLiteral("model.layers"));
+    }
+}
+
+QTEST_GUILESS_MAIN(TestModelConfig)
+#include "tst_modelconfig.moc"
