@@ -218,6 +218,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         (args.empty() ? err : out) << kUsage;
         return args.empty() ? 2 : 0;
     }
+    // Every core unless a command says otherwise: LibTorch's own default here is one.
+    setComputeThreads(0);
     if (args[0] == "--version") {
         out << "widelab-cli " << WIDELAB_VERSION << " (" << runtimeSummary() << ")\n";
         return 0;

@@ -117,6 +117,13 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
     if (readable({"path_extra_features", "paths"}) && pathExtraFeatures && paths < 3)
         report("path_extra_features", "needs " + key("paths")
                                           + " >= 3 (with 2 paths the subsets of n-1 paths are the paths themselves)");
+    if (readable({"head", "routing_priority"}) && head == HeadKind::LanguageModel
+        && routingPriority == RoutingPriority::Batch)
+        report("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a "
+                                   "language model must not see; use \"position\"");
+    if (readable({"renormalize_gates", "top_k"}) && renormalizeGates && topK == 1 && experts > 1)
+        report("renormalize_gates", "with " + key("top_k") + " 1 every gate becomes 1 and the router learns "
+                                    "nothing from the task; use top_k >= 2 or turn renormalisation off");
     if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
         report("pooler", "only applies to a classification head");
     if (readable({"heads", "head_dim", "paths", "d_model"})

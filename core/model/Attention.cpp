@@ -10,6 +10,18 @@
 #include <cmath>
 
 namespace widelab {
+namespace {
+
+// The additive mask in the dtype of the scores. fp16 cannot hold the mask's
+// -1e9, so the floor is lifted to a value that still zeroes a masked weight.
+torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype)
+{
+    if (!bias.defined() || bias.scalar_type() == dtype)
+        return bias;
+    return (dtype == torch::kHalf ? bias.clamp_min(-3.0e4) : bias).to(dtype);
+}
+
+}  // namespace
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options_) : options(options_)
 {
@@ -41,14 +53,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2.x: a fused kernel that never stores the [T, T] probabilities.
     if (!weights) {
-        context = bias.defined() ? at::scaled_dot_product_attention(q, k, v, bias.to(q.dtype()), dropout)
+        context = bias.defined() ? at::scaled_dot_product_attention(q, k, v, maskIn(bias, q.scalar_type()), dropout)
                                  : at::scaled_dot_product_attention(q, k, v, c10::nullopt, dropout);
     }
 #endif
     if (!context.defined()) {
         torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(A)));
         if (bias.defined())
-            scores = scores + bias;
+            scores.add_(maskIn(bias, scores.scalar_type()));
         torch::Tensor probs = torch::softmax(scores, -1);  // [B, n*H, T, T]
         if (weights)
             *weights = probs;

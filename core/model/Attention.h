@@ -18,8 +18,8 @@ struct AttentionOptions {
 struct AttentionImpl : torch::nn::Module {
     explicit AttentionImpl(const AttentionOptions& options);
 
-    // x: [B, T, D]; bias: additive mask broadcastable to [B, 1, T, T] (0 where a
-    // query may look at a key, a large negative number elsewhere), or undefined.
+    // x: [B, T, D]; bias: additive fp32 mask broadcastable to [B, 1, T, T] (0 where
+    // a query may look at a key, -1e9 elsewhere), or undefined.
     // Returns the per-path outputs [n, B, T, D]. When `weights` is given it
     // receives the attention probabilities [B, n*H, T, T] (before dropout).
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, torch::Tensor* weights = nullptr);

@@ -1,5 +1,6 @@
 #include "ParameterCount.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace widelab {
@@ -102,10 +103,13 @@ ModelCost modelCost(const ModelConfig& c)
     const double headFlops = c.head == HeadKind::LanguageModel
                                  ? 2.0 * D * c.vocabSize
                                  : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
-    const double capacity = c.capacityFactor > 0.0 ? c.capacityFactor : 1.0;
+    // Buffer slots per token: K * C, but never more than one per expert (capacity
+    // is at most S), and E when nothing is ever dropped.
+    const double slots = c.capacityFactor > 0.0 ? std::min(c.topK * c.capacityFactor, static_cast<double>(c.experts))
+                                                : static_cast<double>(c.experts);
     const double shared = embeddingFlops + L * attentionFlops + c.routingCalls() * routerFlops + headFlops;
     cost.flopsPerToken = shared + L * ffnUnits * unitFlops;
-    cost.flopsPerTokenAtCapacity = shared + L * ffnUnits * unitFlops * (c.isMoe() ? capacity : 1.0);
+    cost.flopsPerTokenAtCapacity = shared + L * (c.isMoe() ? slots : static_cast<double>(ffnUnits)) * unitFlops;
     return cost;
 }
 

@@ -31,7 +31,7 @@ struct ModelCost {
     std::int64_t encoderMatrixParameters = 0;
     // Forward FLOPs per token (a multiply-add is 2), matrix products only, at a
     // sequence of max_len tokens: with top_k experts, and with the expert
-    // buffers filled to capacity (K * C slots per token).
+    // buffers filled to capacity (min(K * C, E) slots per token; E when C <= 0).
     double flopsPerToken = 0.0;
     double flopsPerTokenAtCapacity = 0.0;
     std::int64_t sequenceLength = 0;

@@ -1,5 +1,7 @@
 #include "Router.h"
 
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +23,7 @@ RoutingOptions RoutingOptions::fromConfig(const ModelConfig& config, bool traini
     options.priority = config.routingPriority;
     options.renormalize = config.renormalizeGates;
     options.training = training;
+    options.causal = config.head == HeadKind::LanguageModel;
     return options;
 }
 
@@ -32,8 +35,19 @@ std::int64_t expertCapacity(std::int64_t tokens, std::int64_t experts, std::int6
                          / static_cast<double>(experts);
     // Guard the ceiling against 1.2 * 10 / 2 = 6.000000000000001.
     const auto capacity = static_cast<std::int64_t>(std::ceil(ideal - 1e-9));
-    return std::clamp<std::int64_t>(capacity, 1, tokens);
+    return std::min(std::max<std::int64_t>(capacity, 1), std::max<std::int64_t>(tokens, 1));
 }
+
+namespace {
+
+// How many entries of `index` (int64, values in [0, bins)) fall in each bin.
+// scatter_add rather than bincount: bincount reads the range back to the host.
+torch::Tensor countPerBin(const torch::Tensor& index, std::int64_t bins)
+{
+    return torch::zeros({bins}, index.options()).scatter_add_(0, index, torch::ones_like(index));
+}
+
+}  // namespace
 
 Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const RoutingOptions& options)
 {
@@ -44,10 +58,16 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
 
     Routing r;
     r.experts = E;
-    torch::Tensor logits = torch::matmul(x.to(torch::kFloat32), routerWeight.to(torch::kFloat32).t());  // [S, E]
-    if (options.training && options.noiseStd > 0.0)
-        logits = logits + torch::randn_like(logits) * options.noiseStd;
-    r.probs = torch::softmax(logits, -1);
+    r.capacity = expertCapacity(S, E, K, options.capacityFactor);
+    {
+        // The router decides in fp32 even under mixed precision (autocast would
+        // otherwise run this product in bf16/fp16).
+        c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
+        torch::Tensor logits = torch::matmul(x.to(torch::kFloat32), routerWeight.to(torch::kFloat32).t());  // [S, E]
+        if (options.training && options.noiseStd > 0.0)
+            logits = logits + torch::randn_like(logits) * options.noiseStd;
+        r.probs = torch::softmax(logits, -1);
+    }
 
     auto [gates, expert] = torch::topk(r.probs, K, -1);  // sorted: choice 0 is the top-1
     const torch::Tensor top1Probability = gates.select(1, 0).detach();
@@ -57,29 +77,35 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     r.expert = expert;
 
     // Balance loss: m_e counts top-1 choices (no gradient), P_e is differentiable.
-    const torch::Tensor top1Share =
-        torch::bincount(expert.select(1, 0), {}, E).to(torch::kFloat32) / static_cast<double>(S);
-    r.balanceLoss = static_cast<double>(E) * (top1Share * r.probs.mean(0)).sum();
+    // With no token to route it is zero, still attached to the graph.
+    if (S == 0) {
+        r.balanceLoss = r.probs.sum() * 0.0;
+    } else {
+        const torch::Tensor top1Share = countPerBin(expert.select(1, 0), E).to(torch::kFloat32) / static_cast<double>(S);
+        r.balanceLoss = static_cast<double>(E) * (top1Share * r.probs.mean(0)).sum();
+    }
 
-    // Slots: every token's choice 0 before any choice 1; within a choice, tokens in
-    // position order, or by falling top-1 probability under batch priority. A
-    // stable sort by expert turns that order into a rank within each expert.
+    // Slots. The queue lists every (token, choice) in the order they are served:
+    // choice-major (every token's choice 0 before any choice 1), tokens in
+    // position order or, under batch priority, by falling top-1 probability.
+    // A causal model serves token-major instead, so that no later token can take
+    // an earlier token's slot. A stable sort by expert turns queue order into a
+    // rank within each expert.
     torch::Tensor tokenOrder;
     if (options.priority == RoutingPriority::Batch) {
-        tokenOrder = std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0,
-                                             /*descending=*/true));
+        tokenOrder = std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true));
     } else {
         tokenOrder = torch::arange(S, expert.options());
     }
-    const torch::Tensor queue = expert.index_select(0, tokenOrder).t().reshape({-1});  // [K*S], choice-major
+    const torch::Tensor ordered = expert.index_select(0, tokenOrder);                              // [S, K]
+    const torch::Tensor queue = (options.causal ? ordered : ordered.t()).reshape({-1});           // [S*K]
     const auto [sortedExpert, queueIndex] = torch::sort(queue, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-    const torch::Tensor perExpert = torch::bincount(queue, {}, E);
+    const torch::Tensor perExpert = countPerBin(queue, E);
     const torch::Tensor firstOfExpert = perExpert.cumsum(0) - perExpert;
     const torch::Tensor rank = torch::arange(K * S, queue.options()) - firstOfExpert.index_select(0, sortedExpert);
     const torch::Tensor queueSlot = torch::empty_like(queue).scatter_(0, queueIndex, rank);
-    r.slot = torch::empty_like(expert).index_copy_(0, tokenOrder, queueSlot.view({K, S}).t());
-
-    r.capacity = expertCapacity(S, E, K, options.capacityFactor);
+    const torch::Tensor orderedSlot = options.causal ? queueSlot.view({S, K}) : queueSlot.view({K, S}).t();
+    r.slot = torch::empty_like(expert).index_copy_(0, tokenOrder, orderedSlot);
     r.kept = r.slot < r.capacity;
     return r;
 }
@@ -91,20 +117,22 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const std::int64_t K = routing.expert.size(1);
     const std::int64_t E = routing.experts, C = routing.capacity;
 
-    // Every (token, choice) gets a buffer row; dropped ones share a spare last row
-    // whose output is weighted by zero. This keeps the step free of host syncs.
-    const torch::Tensor spare = torch::full_like(routing.expert, E * C);
-    const torch::Tensor row = torch::where(routing.kept, routing.expert * C + routing.slot, spare).reshape({-1});
-    const torch::Tensor token = torch::arange(S, routing.expert.options()).repeat_interleave(K);  // [S*K]
+    // Every (token, choice) has a buffer row. Dropped ones are written to a spare
+    // row past the experts' rows and read back from any row with weight zero,
+    // which needs no data-dependent shapes and so no host synchronisation.
+    const torch::Tensor slotRow = routing.expert * C + routing.slot;                                // [S, K]
+    const torch::Tensor writeRow = torch::where(routing.kept, slotRow, torch::full_like(slotRow, E * C)).reshape({-1});
+    const torch::Tensor readRow = torch::where(routing.kept, slotRow, torch::zeros_like(slotRow)).reshape({-1});
+    const torch::Tensor token = torch::arange(S, routing.expert.options()).unsqueeze(1).expand({S, K}).reshape({-1});
 
-    const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy(0, row, x.index_select(0, token));
+    const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, x.index_select(0, token));
     const torch::Tensor expertOut =
         experts.forwardEach(buffer.narrow(0, 0, E * C).view({E, C, D})).reshape({E * C, D});
-    const torch::Tensor withSpare = torch::cat({expertOut, torch::zeros({1, D}, expertOut.options())});
 
+    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = (routing.gates * routing.kept.to(routing.gates.dtype())).reshape({-1, 1});
-    const torch::Tensor contribution = withSpare.index_select(0, row) * weight.to(withSpare.dtype());
-    return torch::zeros({S, D}, x.options()).index_add(0, token, contribution);
+    const torch::Tensor contribution = (expertOut.index_select(0, readRow) * weight).to(x.scalar_type());
+    return torch::zeros({S, D}, x.options()).index_add_(0, token, contribution);
 }
 
 }  // namespace widelab

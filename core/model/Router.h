@@ -22,6 +22,7 @@ struct RoutingOptions {
     RoutingPriority priority = RoutingPriority::Position;
     bool renormalize = false;
     bool training = false;
+    bool causal = false;          // serve slots token by token (language models)
 
     static RoutingOptions fromConfig(const ModelConfig& config, bool training);
 };
@@ -39,15 +40,17 @@ struct Routing {
     std::int64_t experts = 0;
 };
 
-// Expert capacity for S tokens: ceil(K * C * S / E), at most S; S when C <= 0.
+// Expert capacity for S tokens: ceil(K * C * S / E), at most S; S when C <= 0;
+// at least 1.
 std::int64_t expertCapacity(std::int64_t tokens, std::int64_t experts, std::int64_t topK, double capacityFactor);
 
 // x: [S, D] tokens to route; routerWeight: [E, D].
 Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const RoutingOptions& options);
 
 // Sends each token to its kept experts and sums their outputs weighted by the
-// gates: [S, D]. Builds no token x expert x capacity tensor: tokens are copied
-// into one [E, capacity, D] buffer by index, and results gathered back by index.
+// gates: [S, D], in x's dtype. Builds no token x expert x capacity tensor:
+// tokens are copied into one [E, capacity, D] buffer by index, and results
+// gathered back by index.
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts);
 
 }  // namespace widelab

@@ -11,7 +11,8 @@ namespace widelab {
 namespace {
 
 // Added to the score of a key a query must not see. Finite, so that a query
-// with no visible key (a row of padding) gets a uniform row instead of NaN.
+// with no visible key (a row of padding) gets a uniform row instead of NaN;
+// the mask is fp32 and Attention narrows it safely to the scores' dtype.
 constexpr double kMasked = -1.0e9;
 
 torch::nn::LayerNorm makeLayerNorm(std::int64_t width)
@@ -82,14 +83,28 @@ ModelOutput WideTransformerImpl::inspect(const torch::Tensor& ids, const torch::
 ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace* trace)
 {
     const ModelConfig& c = m_config;
-    if (ids.dim() != 2 || ids.size(1) < 1)
+    if (ids.dim() != 2)
         throw std::invalid_argument("model input: expected token ids of shape [batch, length], got "
                                     + std::to_string(ids.dim()) + " dimensions");
+    if (ids.size(0) < 1 || ids.size(1) < 1)
+        throw std::invalid_argument("model input: empty batch (" + std::to_string(ids.size(0)) + " sequences of "
+                                    + std::to_string(ids.size(1)) + " tokens)");
     if (ids.size(1) > c.maxLen)
         throw std::invalid_argument("model input: " + std::to_string(ids.size(1)) + " tokens exceed model.max_len ("
                                     + std::to_string(c.maxLen) + ")");
     if (mask.defined() && mask.sizes() != ids.sizes())
         throw std::invalid_argument("model input: the mask's shape differs from the ids' shape");
+    if (ids.is_cpu()) {
+        // Cheap on the CPU; on a GPU the check would stall the step, and an id out
+        // of range there is a device assert, so data must be checked before upload.
+        const auto [low, high] = torch::aminmax(ids);
+        if (low.item<std::int64_t>() < 0 || high.item<std::int64_t>() >= c.vocabSize)
+            throw std::invalid_argument("model input: token id "
+                                        + std::to_string(low.item<std::int64_t>() < 0 ? low.item<std::int64_t>()
+                                                                                       : high.item<std::int64_t>())
+                                        + " is outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)
+                                        + " (model.vocab_size)");
+    }
 
     // B = batch, T = sequence (with CLS), D = width
     torch::Tensor h = m_embed(ids);
@@ -103,10 +118,12 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
     }
     torch::Tensor bias;  // broadcastable to [B, 1, T, T]
     if (valid.defined())
-        bias = torch::zeros({B, 1, 1, T}, h.options()).masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
+        bias = torch::zeros({B, 1, 1, T}, h.options().dtype(torch::kFloat32))
+                   .masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
     if (c.head == HeadKind::LanguageModel) {
         const torch::Tensor future = torch::ones({T, T}, valid.defined() ? valid.options() : ids.options().dtype(torch::kBool)).triu(1);
-        const torch::Tensor causal = torch::zeros({1, 1, T, T}, h.options()).masked_fill(future.view({1, 1, T, T}), kMasked);
+        const torch::Tensor causal = torch::zeros({1, 1, T, T}, h.options().dtype(torch::kFloat32))
+                                         .masked_fill(future.view({1, 1, T, T}), kMasked);
         bias = bias.defined() ? bias + causal : causal;
     }
     // Only real tokens are routed to experts.

@@ -1,5 +1,6 @@
-// defines: ModelOutput, WideTransformerImpl / WideTransformer: the one encoder that
-// every WideLab architecture is built from (depth, width, experts, paths, sharing)
+// defines: ModelOutput, BlockNorms, WideTransformerImpl / WideTransformer (the one
+// encoder every WideLab architecture is built from: depth, width, experts, paths,
+// sharing) and taskLoss
 #pragma once
 
 #include "Attention.h"
@@ -32,7 +33,8 @@ public:
     explicit WideTransformerImpl(const ModelConfig& config);
 
     // ids: [B, T] int64, T <= max_len; mask: [B, T] bool, true for real tokens
-    // (undefined: all real). Throws std::invalid_argument on a wrong shape.
+    // (undefined: all real). Throws std::invalid_argument on a wrong shape, an
+    // empty batch, or (for CPU tensors) a token id outside the vocabulary.
     ModelOutput forward(const torch::Tensor& ids, const torch::Tensor& mask = {});
     // The same pass, also recording what `trace` asks for.
     ModelOutput inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace);

@@ -1,15 +1,24 @@
-// defines: setComputeThreads, computeThreads, runtimeSummary: the LibTorch runtime
-// settings WideLab makes explicit (LibTorch defaults to one thread on these machines)
+// defines: preferPassiveOpenMpWait, setComputeThreads, computeThreads, runtimeSummary:
+// the LibTorch runtime settings WideLab makes explicit
 #pragma once
 
 #include <string>
 
 namespace widelab {
 
+// LibTorch's OpenMP workers spin between parallel regions and take the cores that
+// OpenBLAS's own threads need: on two cores a training step of a small model runs
+// 2-3x slower than with sleeping workers. libgomp reads its wait policy once, as
+// it loads, so a program that wants OMP_WAIT_POLICY=PASSIVE must have it before
+// it starts. Call first thing in main(): unless the user set a policy, this sets
+// it and re-executes the program with the same arguments (once), and returns
+// only when no re-execution happened (policy already set, or exec failed).
+void preferPassiveOpenMpWait(char** argv);
+
 // Sets the intra-op thread count; 0 means every core. Returns the count in use.
 int setComputeThreads(int threads);
 int computeThreads();
-// One line: LibTorch version, threads, and whether CUDA is usable.
+// One line: LibTorch version, threads, OpenMP wait policy, and whether CUDA is usable.
 std::string runtimeSummary();
 
 }  // namespace widelab

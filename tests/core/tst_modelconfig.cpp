@@ -258,6 +258,11 @@ void TestModelConfig::singleProblem_data()
                                                 << "model.paths >= 3";
     QTest::newRow("paths > 1 with experts > 1") << R"({"paths": 2, "experts": 2})" << "model.paths"
                                                 << "are not supported";
+    QTest::newRow("batch priority in a language model")
+        << R"({"head": "language_model", "experts": 4, "routing_priority": "batch"})" << "model.routing_priority"
+        << "later tokens";
+    QTest::newRow("renormalised gates with top-1") << R"({"experts": 4, "top_k": 1, "renormalize_gates": true})"
+                                                   << "model.renormalize_gates" << "every gate becomes 1";
     QTest::newRow("pooler on a language model") << R"({"head": "language_model", "pooler": true})"
                                                 << "model.pooler" << "classification";
     // Ranges.

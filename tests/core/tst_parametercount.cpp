@@ -193,6 +193,15 @@ void TestParameterCount::flopsPerTokenByHand()
     const double router = 2.0 * 8 * 4;
     QCOMPARE(modelCost(moe).flopsPerToken, 2 * (attention + 2 * ffn + router) + head);
     QCOMPARE(modelCost(moe).flopsPerTokenAtCapacity, 2 * (attention + 1.5 * 2 * ffn + router) + head);
+
+    // No dropping (C = 0): every expert has S slots, E slots per token. And a
+    // capacity above S is clamped: 2 experts, K*C = 2.4 -> 2 slots per token.
+    const ModelConfig unbounded = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
+        "ffn_dim": 16, "pooling": "mean", "num_classes": 3, "experts": 4, "top_k": 2, "capacity_factor": 0})");
+    QCOMPARE(modelCost(unbounded).flopsPerTokenAtCapacity, 2 * (attention + 4 * ffn + router) + head);
+    const ModelConfig two = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
+        "ffn_dim": 16, "pooling": "mean", "num_classes": 3, "experts": 2, "top_k": 2, "capacity_factor": 1.2})");
+    QCOMPARE(modelCost(two).flopsPerTokenAtCapacity, 2 * (attention + 2 * ffn + 2.0 * 8 * 2) + head);
 }
 
 QTEST_GUILESS_MAIN(TestParameterCount)

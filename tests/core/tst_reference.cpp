@@ -79,6 +79,10 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "language_model", "experts": 4, "top_k": 1, "capacity_factor": 0.9,
               "path_norm": true, "learnable_path_weights": true})"
         << "train" << true;
+    QTest::newRow("language model, MoE top-2, token-major slots, drops")
+        << R"({"layers": 2, "head": "language_model", "experts": 3, "top_k": 2, "capacity_factor": 0.55,
+              "share_ffn": true})"
+        << "train" << true;
     QTest::newRow("language model, 2 paths, shared LayerNorms")
         << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
               "share_layernorm": true})"

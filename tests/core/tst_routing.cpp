@@ -44,6 +44,8 @@ private Q_SLOTS:
     void overflowDropsTheLatestTokens();
     void firstChoicesAreServedBeforeSecondChoices();
     void batchPriorityServesConfidentTokensFirst();
+    void causalRoutingServesTokenByToken();
+    void noTokensGiveZeroBalanceLoss();
     void noCapacityFactorNeverDrops();
     void combineWeightsAreRouterProbabilities();
     void droppedTokenGetsZeroAndKeptTokensTheirExperts();
@@ -118,6 +120,30 @@ void TestRouting::batchPriorityServesConfidentTokensFirst()
     const Routing byConfidence = routeLogits(logits, 1, 0.9, RoutingPriority::Batch);
     QVERIFY(torch::equal(byConfidence.slot.squeeze(1), longs({2, 0, 1, 3})));
     QVERIFY(torch::equal(byConfidence.kept.squeeze(1), bools({0, 1, 1, 0})));
+}
+
+void TestRouting::causalRoutingServesTokenByToken()
+{
+    // The tokens of firstChoicesAreServedBeforeSecondChoices, capacity 2, served
+    // token by token: t0 takes e0 slot 0 and e1 slot 0; t1 takes e0 slot 1 and
+    // e1 slot 1; t2 finds both experts full. No later token displaces t1.
+    RoutingOptions options;
+    options.topK = 2;
+    options.capacityFactor = 0.6;
+    options.causal = true;
+    const Routing r = route(torch::tensor({{2.0f, 0.0f}, {2.0f, 0.0f}, {0.0f, 2.0f}}), torch::eye(2), options);
+    QVERIFY(torch::equal(r.slot, longs({0, 0, 1, 1, 2, 2}).view({3, 2})));
+    QVERIFY(torch::equal(r.kept, bools({1, 1, 1, 1, 0, 0}).view({3, 2})));
+}
+
+void TestRouting::noTokensGiveZeroBalanceLoss()
+{
+    const torch::Tensor weight = torch::randn({4, 8}).requires_grad_(true);
+    const Routing r = route(torch::zeros({0, 8}), weight, RoutingOptions{});
+    QCOMPARE(r.balanceLoss.item<double>(), 0.0);
+    QCOMPARE(r.capacity, 1);
+    r.balanceLoss.backward();  // still part of the graph
+    QCOMPARE(weight.grad().abs().sum().item<double>(), 0.0);
 }
 
 void TestRouting::noCapacityFactorNeverDrops()

@@ -228,8 +228,12 @@ def priority_order(top1_prob, routing_priority):
     return sorted(range(S), key=lambda s: -values[s])
 
 
-def assign_slots(expert, order, num_experts, capacity):
-    """Choice-major slot assignment with per-expert counters.
+def assign_slots(expert, order, num_experts, capacity, token_major=False):
+    """Slot assignment with per-expert counters.
+
+    Choice-major (every token's choice 0, then every choice 1, ...), or
+    token-major (all choices of a token before the next token), which a
+    language model uses so that no later token can take an earlier token's slot.
 
     expert: [S, K] int64; order: token indices in priority order.
     Returns kept [S, K] bool: True where the assignment's slot is < capacity.
@@ -238,17 +242,20 @@ def assign_slots(expert, order, num_experts, capacity):
     choices = expert.tolist()
     kept = [[False] * K for _ in range(S)]
     used = [0] * num_experts  # slots handed out so far, per expert
-    for c in range(K):
-        for s in order:
-            e = choices[s][c]
-            slot = used[e]
-            used[e] += 1
-            kept[s][c] = slot < capacity
+    if token_major:
+        served = [(s, c) for s in order for c in range(K)]
+    else:
+        served = [(s, c) for c in range(K) for s in order]
+    for s, c in served:
+        e = choices[s][c]
+        slot = used[e]
+        used[e] += 1
+        kept[s][c] = slot < capacity
     return torch.tensor(kept, dtype=torch.bool).view(S, K)
 
 
 def route_tokens(tokens, router_weight, top_k, capacity_factor,
-                 routing_priority, renormalize_gates):
+                 routing_priority, renormalize_gates, token_major=False):
     """One routing call on the S real tokens [S, D].
 
     Returns (Routing, balance loss of this call). The caller must have ruled out
@@ -265,7 +272,7 @@ def route_tokens(tokens, router_weight, top_k, capacity_factor,
 
     cap = expert_capacity(top_k, capacity_factor, S, E)
     order = priority_order(top_probs[:, 0].detach(), routing_priority)
-    kept = assign_slots(expert, order, E, cap)
+    kept = assign_slots(expert, order, E, cap, token_major)
 
     # WideNet Eq. 3-5: m_e from choice 0 (no gradient), P_e mean probability (gradient).
     m = torch.bincount(expert[:, 0], minlength=E).to(probs.dtype) / S
@@ -392,7 +399,8 @@ class WideLabReference:
                         routing, balance = route_tokens(
                             tokens, p[f"router.{r}.weight"], cfg["top_k"],
                             self.capacity_factor, cfg["routing_priority"],
-                            cfg["renormalize_gates"])
+                            cfg["renormalize_gates"],
+                            token_major=cfg["head"] == "language_model")
                         balance_loss = balance_loss + balance
                         routes.append(routing)
                         group_routing = routing
