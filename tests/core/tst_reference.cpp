@@ -19,16 +19,7 @@ constexpr double kTolerance = 1e-5;  // relative, fp32 on both sides
 const char* kBase = R"({"vocab_size": 23, "max_len": 12, "d_model": 32, "heads": 4, "head_dim": 8,
                         "ffn_dim": 48, "dropout": 0.0, "num_classes": 5, "router_noise_std": 0.0})";
 
-ModelConfig makeConfig(const QString& overrides)
-{
-    nlohmann::json json = nlohmann::json::parse(kBase);
-    json.update(nlohmann::json::parse(overrides.toStdString()));
-    std::vector<ConfigIssue> issues;
-    ModelConfig config = ModelConfig::fromJson(json, issues);
-    if (!issues.empty())
-        throw std::runtime_error(ConfigError(issues).what());
-    return config;
-}
+ModelConfig makeConfig(const QString& overrides) { return test::modelConfig(kBase, overrides.toStdString()); }
 
 }  // namespace
 

@@ -20,14 +20,9 @@ namespace {
 
 ModelConfig parse(const std::string& overrides)
 {
-    nlohmann::json json = nlohmann::json::parse(R"({"vocab_size": 17, "max_len": 10, "d_model": 16, "heads": 2,
-        "ffn_dim": 24, "layers": 2, "dropout": 0.0, "num_classes": 3})");
-    json.update(nlohmann::json::parse(overrides));
-    std::vector<ConfigIssue> issues;
-    ModelConfig c = ModelConfig::fromJson(json, issues);
-    if (!issues.empty())
-        throw std::runtime_error(ConfigError(issues).what());
-    return c;
+    return test::modelConfig(R"({"vocab_size": 17, "max_len": 10, "d_model": 16, "heads": 2, "ffn_dim": 24,
+                                 "layers": 2, "dropout": 0.0, "num_classes": 3})",
+                             overrides);
 }
 
 }  // namespace

@@ -19,6 +19,17 @@ double relativeError(const torch::Tensor& a, const torch::Tensor& b)
     return difference / scale;
 }
 
+ModelConfig modelConfig(const std::string& base, const std::string& overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(base);
+    json.update(nlohmann::json::parse(overrides));
+    std::vector<ConfigIssue> issues;
+    ModelConfig config = ModelConfig::fromJson(json, issues);
+    if (!issues.empty())
+        throw std::runtime_error(ConfigError(issues).what());
+    return config;
+}
+
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets()
 {
     std::vector<std::pair<std::string, ModelDocument>> presets;

@@ -16,6 +16,10 @@ namespace widelab::test {
 // ||a - b|| / ||b|| (Frobenius, in double); 0 when both are zero.
 double relativeError(const torch::Tensor& a, const torch::Tensor& b);
 
+// A `model` section: `base` with the keys of `overrides` replacing its own.
+// Throws std::runtime_error listing the problems when it does not validate.
+ModelConfig modelConfig(const std::string& base, const std::string& overrides = "{}");
+
 // Every preset shipped in resources/presets, by file stem.
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets();
 
