@@ -13,7 +13,9 @@ std::string groupDigits(std::int64_t value)
     std::string digits = std::to_string(magnitude);
     for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
         digits.insert(static_cast<std::size_t>(at), ",");
-    return value < 0 ? "-" + digits : digits;
+    if (value < 0)
+        digits.insert(0, 1, '-');
+    return digits;
 }
 
 std::string shortCount(double value)
