@@ -1,5 +1,6 @@
 #include "Commands.h"
 
+#include "RunCommands.h"
 #include "TextTable.h"
 #include "config/ConfigError.h"
 #include "config/ModelConfig.h"
@@ -27,6 +28,13 @@ usage:
   widelab-cli presets [--json]          the shipped presets
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
+  widelab-cli train CONFIG --out RUN_DIR [--steps N] [--resume] [--device D] [--threads N]
+                                        train (Ctrl-C saves a checkpoint and stops)
+  widelab-cli eval RUN_DIR [--split validation|test] [--json]
+  widelab-cli inspect RUN_DIR --text "..." [--json]
+                                        attention, routing and prediction on a text
+  widelab-cli export RUN_DIR --out model.pt
+                                        a state_dict for Python's torch.load, config beside it
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -59,6 +67,11 @@ public:
     }
 
     bool has(const std::string& name) const { return m_values.count(name) > 0; }
+    std::string text(const std::string& name, const std::string& fallback = "") const
+    {
+        const auto it = m_values.find(name);
+        return it == m_values.end() ? fallback : it->second;
+    }
     const std::vector<std::string>& positional() const { return m_positional; }
 
     std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) const
@@ -210,6 +223,34 @@ int forward(const Arguments& a, std::ostream& out)
     return 0;
 }
 
+int runCommand(const std::string& command, const std::vector<std::string>& rest, std::ostream& out, std::ostream& err)
+{
+    const Arguments a(rest, {"--resume", "--json"},
+                      {"--out", "--steps", "--device", "--threads", "--split", "--text", "--checkpoint"});
+    RunArguments r;
+    r.positional = a.positional();
+    r.out = a.text("--out");
+    r.device = a.text("--device");
+    r.split = a.text("--split", "validation");
+    r.text = a.text("--text");
+    r.checkpoint = a.text("--checkpoint", "latest");
+    r.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
+    r.threads = a.integer("--threads", -1, 0, 4096);
+    r.resume = a.has("--resume");
+    r.json = a.has("--json");
+    try {
+        if (command == "train")
+            return trainCommand(r, out, err);
+        if (command == "eval")
+            return evalCommand(r, out);
+        if (command == "inspect")
+            return inspectCommand(r, out);
+        return exportCommand(r, out);
+    } catch (const RunUsageError& usage) {
+        throw UsageError(usage.what());
+    }
+}
+
 }  // namespace
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
@@ -235,6 +276,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return presets(Arguments(rest, {"--json"}, {}), out);
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
+        if (command == "train" || command == "eval" || command == "inspect" || command == "export")
+            return runCommand(command, rest, out, err);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;

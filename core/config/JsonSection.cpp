@@ -169,6 +169,26 @@ void JsonSection::read(const std::string& key, std::string& out)
     out = value->get<std::string>();
 }
 
+void JsonSection::read(const std::string& key, std::vector<std::string>& out)
+{
+    const nlohmann::json* value = find(key);
+    if (!value)
+        return;
+    if (!value->is_array()) {
+        addIssue(key, "expected an array of strings, got " + describe(*value));
+        return;
+    }
+    std::vector<std::string> strings;
+    for (std::size_t i = 0; i < value->size(); ++i) {
+        if (!(*value)[i].is_string()) {
+            addIssue(key, "item " + std::to_string(i) + ": expected a string, got " + describe((*value)[i]));
+            return;
+        }
+        strings.push_back((*value)[i].get<std::string>());
+    }
+    out = std::move(strings);
+}
+
 std::optional<std::size_t> JsonSection::choiceIndex(const std::string& key, const std::vector<std::string>& names)
 {
     std::string text;

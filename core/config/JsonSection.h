@@ -30,6 +30,7 @@ public:
     void read(const std::string& key, double& out, double min, double max);
     void read(const std::string& key, bool& out);
     void read(const std::string& key, std::string& out);
+    void read(const std::string& key, std::vector<std::string>& out);  // an array of strings
 
     // A string that must be one of `names`; stores the matching index in `out`.
     template <typename Enum>

@@ -168,21 +168,22 @@ nlohmann::json ModelConfig::toJson() const
     };
 }
 
-ModelDocument parseModelDocument(const std::string& text, const std::string& origin)
+nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
 {
-    const std::string where = origin.empty() ? std::string() : origin + ": ";
-    nlohmann::json document;
     try {
-        document = nlohmann::json::parse(text);
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& error) {
         // nlohmann's message carries line and column; drop its "[json.exception...]" prefix.
         std::string message = error.what();
         if (const auto cut = message.find("] "); cut != std::string::npos)
             message = message.substr(cut + 2);
-        throw ConfigError({{"", where + "not valid JSON: " + message}});
+        throw ConfigError({{"", (origin.empty() ? std::string() : origin + ": ") + "not valid JSON: " + message}});
     }
+}
 
-    std::vector<ConfigIssue> issues;
+ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
+                                const std::vector<std::string>& otherSections)
+{
     ModelDocument result;
     JsonSection top(document, "", issues);
     top.read("name", result.name);
@@ -191,15 +192,28 @@ ModelDocument parseModelDocument(const std::string& text, const std::string& ori
         issues.push_back({"model", "missing: the document needs a \"model\" object"});
     else if (document.is_object())
         result.model = ModelConfig::fromJson(document.at("model"), issues, "model");
-    // "task" and "train" belong to the run document (training engine); a model
-    // document tolerates them so that a run's record loads here too.
-    top.rejectUnknownKeys({"model", "task", "train"});
+    std::vector<std::string> allowed = {"model"};
+    allowed.insert(allowed.end(), otherSections.begin(), otherSections.end());
+    top.rejectUnknownKeys(allowed);
+    return result;
+}
 
-    if (!issues.empty()) {
-        if (!where.empty())
-            issues.insert(issues.begin(), {"", where + "invalid configuration"});
-        throw ConfigError(std::move(issues));
-    }
+void throwIfAny(std::vector<ConfigIssue> issues, const std::string& origin)
+{
+    if (issues.empty())
+        return;
+    if (!origin.empty())
+        issues.insert(issues.begin(), {"", origin + ": invalid configuration"});
+    throw ConfigError(std::move(issues));
+}
+
+ModelDocument parseModelDocument(const std::string& text, const std::string& origin)
+{
+    std::vector<ConfigIssue> issues;
+    // "task" and "train" belong to a run document (core/train/RunConfig); a model
+    // document tolerates them so that a run's record loads here too.
+    ModelDocument result = readModelDocument(parseJsonText(text, origin), issues, {"task", "train"});
+    throwIfAny(std::move(issues), origin);
     return result;
 }
 

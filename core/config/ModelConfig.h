@@ -102,6 +102,15 @@ struct ModelDocument {
     ModelConfig model;
 };
 
+// The pieces of document reading, for documents with more sections:
+// parseJsonText throws ConfigError for malformed JSON; readModelDocument reads
+// name, description and model, appending problems (keys other than these and
+// `otherSections` are unknown); throwIfAny throws ConfigError when there are problems.
+nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
+ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
+                                const std::vector<std::string>& otherSections);
+void throwIfAny(std::vector<ConfigIssue> issues, const std::string& origin);
+
 // Parses and validates a document; throws ConfigError listing every problem.
 ModelDocument parseModelDocument(const std::string& text, const std::string& origin = "");
 // Reads a file (or the preset named so); throws ConfigError.

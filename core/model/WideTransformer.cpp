@@ -257,13 +257,15 @@ torch::Tensor WideTransformerImpl::ffnPathWeights(std::int64_t block) const
 }
 
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,
-                       const torch::Tensor& mask)
+                       const torch::Tensor& mask, double labelSmoothing)
 {
     if (config.head == HeadKind::Classification)
-        return torch::cross_entropy_loss(logits.to(torch::kFloat32), targets);
+        return torch::cross_entropy_loss(logits.to(torch::kFloat32), targets, {}, at::Reduction::Mean, -100,
+                                         labelSmoothing);
     const std::int64_t V = logits.size(-1);
     const torch::Tensor perToken = torch::cross_entropy_loss(logits.reshape({-1, V}).to(torch::kFloat32),
-                                                             targets.reshape({-1}), {}, at::Reduction::None);
+                                                             targets.reshape({-1}), {}, at::Reduction::None, -100,
+                                                             labelSmoothing);
     if (!mask.defined())
         return perToken.mean();
     const torch::Tensor weight = mask.reshape({-1}).to(torch::kFloat32);

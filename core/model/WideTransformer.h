@@ -65,6 +65,6 @@ TORCH_MODULE(WideTransformer);
 // Mean cross-entropy of a classification ([B, C] vs [B]) or language model
 // ([B, T, V] vs [B, T], averaged over positions where mask is true) output.
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,
-                       const torch::Tensor& mask = {});
+                       const torch::Tensor& mask = {}, double labelSmoothing = 0.0);
 
 }  // namespace widelab

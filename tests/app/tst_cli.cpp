@@ -8,6 +8,9 @@
 
 #include <QtTest>
 
+#include <QProcess>
+
+#include <csignal>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -145,6 +148,7 @@ class TestCli : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void trainStopsCleanlyOnInterruptAndResumes();
     void paramsStoredCount_data();
     void paramsStoredCount();
     void paramsWidenetActive();
@@ -543,6 +547,46 @@ void TestCli::textTableAlignsColumns()
     QVERIFY(all[4].endsWith(QStringLiteral(" 22")));
     QCOMPARE(all[4].mid(12, 9), QStringLiteral("        1"));
     QCOMPARE(all[6], QStringLiteral("total       2,514,954  1,463,818"));
+}
+
+void TestCli::trainStopsCleanlyOnInterruptAndResumes()
+{
+    // A real widelab-cli process, interrupted with SIGINT as Ctrl-C does.
+    QTemporaryDir dir;
+    const QString config = dir.filePath("tiny.json");
+    std::ofstream(config.toStdString()) << R"({"model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2,
+        "heads": 4, "ffn_dim": 64, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 32},
+        "train": {"steps": 100000, "batch_size": 8, "log_every": 1, "eval_every": 1000, "threads": 1}})";
+    const QString run = dir.filePath("run");
+    QProcess train;
+    train.setProcessChannelMode(QProcess::MergedChannels);
+    train.start(WIDELAB_CLI, {"train", config, "--out", run});
+    QVERIFY(train.waitForStarted());
+    QString output;
+    while (!output.contains("step 3/") && train.state() == QProcess::Running && train.waitForReadyRead(20000))
+        output += QString::fromUtf8(train.readAll());
+    QVERIFY2(output.contains("step 3/"), qPrintable(output));
+    ::kill(static_cast<pid_t>(train.processId()), SIGINT);
+    QVERIFY(train.waitForFinished(60000));
+    output += QString::fromUtf8(train.readAll());
+    QCOMPARE(train.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(train.exitCode(), 0);
+    QVERIFY2(output.contains("stopped at step"), qPrintable(output));
+    const QStringList checkpoints = QDir(run + "/checkpoints").entryList({"step-*.pt"});
+    QCOMPARE(checkpoints.size(), 1);
+    const int stoppedAt = checkpoints.front().mid(5, 8).toInt();
+    QVERIFY(stoppedAt >= 3);
+
+    // Resuming continues from that step; --steps ends it one step later.
+    QProcess resume;
+    resume.setProcessChannelMode(QProcess::MergedChannels);
+    resume.start(WIDELAB_CLI, {"train", config, "--out", run, "--resume", "--steps", QString::number(stoppedAt + 1)});
+    QVERIFY(resume.waitForFinished(120000));
+    const QString resumed = QString::fromUtf8(resume.readAll());
+    QCOMPARE(resume.exitCode(), 0);
+    QVERIFY2(resumed.contains(QString("from step %1").arg(stoppedAt)), qPrintable(resumed));
+    QVERIFY2(resumed.contains(QString("completed %1 steps").arg(stoppedAt + 1)), qPrintable(resumed));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

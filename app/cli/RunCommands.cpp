@@ -1,0 +1,247 @@
+#include "RunCommands.h"
+
+#include "config/Presets.h"
+#include "train/RunDirectory.h"
+#include "train/Trainer.h"
+
+#include <torch/serialize.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace widelab {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void requestStop(int) { g_stop.store(true); }
+
+// Ctrl-C and SIGTERM ask the trainer to stop after the current step; it then
+// saves a checkpoint. A second Ctrl-C falls back to the default (terminate).
+class StopOnSignals {
+public:
+    StopOnSignals()
+    {
+        g_stop.store(false);
+        struct sigaction action {};
+        action.sa_handler = requestStop;
+        action.sa_flags = SA_RESETHAND;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGINT, &action, &m_int);
+        sigaction(SIGTERM, &action, &m_term);
+    }
+    ~StopOnSignals()
+    {
+        sigaction(SIGINT, &m_int, nullptr);
+        sigaction(SIGTERM, &m_term, nullptr);
+    }
+
+private:
+    struct sigaction m_int {}, m_term {};
+};
+
+std::string duration(double seconds)
+{
+    const auto s = static_cast<long long>(seconds + 0.5);
+    char text[32];
+    if (s >= 3600)
+        std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else
+        std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+    return text;
+}
+
+// A progress bar on a terminal, plain lines otherwise.
+class Progress : public TrainingObserver {
+public:
+    Progress(std::ostream& out, std::int64_t firstStep, std::int64_t totalSteps, bool terminal)
+        : m_out(out), m_first(firstStep), m_total(totalSteps), m_terminal(terminal)
+    {
+    }
+
+    void onSnapshot(const TrainingSnapshot& s) override
+    {
+        const double perStep = s.stepSeconds;
+        const double left = perStep * static_cast<double>(m_total - s.step);
+        std::ostringstream line;
+        line << "step " << s.step << "/" << m_total << std::fixed << std::setprecision(4) << "  loss " << s.loss
+             << std::setprecision(1) << "  acc " << 100.0 * s.accuracy << "%  " << std::setprecision(0)
+             << s.tokensPerSecond << " tok/s  left " << duration(left);
+        if (m_terminal) {
+            const int width = 24;
+            const auto done = static_cast<int>(width * static_cast<double>(s.step) / static_cast<double>(m_total));
+            m_out << "\r[" << std::string(static_cast<std::size_t>(done), '#')
+                  << std::string(static_cast<std::size_t>(width - done), '.') << "] " << line.str() << "   " << std::flush;
+        } else {
+            m_out << line.str() << "\n" << std::flush;
+        }
+    }
+
+    void onEvaluation(const EvaluationResult& r) override
+    {
+        std::ostringstream line;
+        line << r.split << " at step " << r.step << std::fixed << std::setprecision(4) << ": loss " << r.loss
+             << std::setprecision(1) << ", accuracy " << 100.0 * r.accuracy << "%";
+        if (r.perplexity > 0.0)
+            line << std::setprecision(2) << ", perplexity " << r.perplexity;
+        m_out << (m_terminal ? "\r" : "") << line.str() << (m_terminal ? std::string(40, ' ') : "") << "\n" << std::flush;
+    }
+
+    void onMessage(const std::string& level, const std::string& text) override
+    {
+        if (level == "warning" || level == "error")
+            m_out << (m_terminal ? "\n" : "") << level << ": " << text << "\n" << std::flush;
+    }
+
+private:
+    std::ostream& m_out;
+    std::int64_t m_first, m_total;
+    bool m_terminal;
+};
+
+std::string top(const std::vector<float>& values, const std::vector<std::string>& labels, std::size_t count)
+{
+    std::vector<std::size_t> order(values.size());
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(std::min(count, order.size())),
+                      order.end(), [&](std::size_t a, std::size_t b) { return values[a] > values[b]; });
+    std::ostringstream text;
+    for (std::size_t i = 0; i < std::min(count, order.size()); ++i)
+        text << (i ? ", " : "") << std::quoted(labels[order[i]]) << " " << std::fixed << std::setprecision(3)
+             << values[order[i]];
+    return text.str();
+}
+
+}  // namespace
+
+int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
+{
+    if (a.positional.size() != 1 || a.out.empty())
+        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--resume] [--device D] "
+                                    "[--threads N]");
+    RunDocument run = loadRunDocument(resolveConfigPath(a.positional.front()));
+    TrainerOptions options;
+    options.resume = a.resume;
+    if (a.steps > 0)
+        options.steps = a.steps;
+    if (!a.device.empty())
+        options.device = a.device;
+    if (a.threads >= 0)
+        options.threads = a.threads;
+
+    Trainer trainer(std::move(run), a.out, options);
+    const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
+    Progress progress(out, trainer.step(), trainer.totalSteps(), terminal);
+    trainer.addObserver(&progress);
+    out << "training " << (trainer.document().name.empty() ? a.positional.front() : trainer.document().name) << " on "
+        << trainer.device().str() << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
+        << "\n";
+
+    StopOnSignals signals;
+    const TrainSummary summary = trainer.run(g_stop);
+    if (terminal)
+        out << "\n";
+    if (summary.outcome == TrainOutcome::NonFinite) {
+        err << summary.message << "\n";
+        return 1;
+    }
+    out << summary.message << "; checkpoint in " << (std::filesystem::path(a.out) / "checkpoints").string() << "\n";
+    return 0;
+}
+
+int evalCommand(const RunArguments& a, std::ostream& out)
+{
+    if (a.positional.size() != 1)
+        throw RunUsageError("usage: widelab-cli eval RUN_DIR [--split validation|test]");
+    if (a.split != "validation" && a.split != "test")
+        throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
+    const std::filesystem::path directory = a.positional.front();
+    const RunDocument run = openRun(directory, a.checkpoint).document;
+    TrainerOptions options;
+    options.resume = true;
+    if (!a.device.empty())
+        options.device = a.device;
+    Trainer trainer(run, directory, options);
+    const EvaluationResult r = trainer.evaluate(a.split == "test" ? Split::Test : Split::Validation);
+    if (a.json) {
+        out << toJson(r).dump(2) << "\n";
+        return 0;
+    }
+    out << r.split << " split, step " << r.step << ", " << r.examples << " examples: loss " << std::fixed
+        << std::setprecision(4) << r.loss << ", accuracy " << std::setprecision(2) << 100.0 * r.accuracy << "%";
+    if (r.perplexity > 0.0)
+        out << ", perplexity " << r.perplexity;
+    out << "\n";
+    return 0;
+}
+
+int inspectCommand(const RunArguments& a, std::ostream& out)
+{
+    if (a.positional.size() != 1 || a.text.empty())
+        throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" [--json]");
+    OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
+    ProbeResult r = probeModel(*opened.model, opened.tokenizer, opened.labels, a.text, opened.document.sequenceLength());
+    r.step = opened.state.step;
+    if (a.json) {
+        out << toJson(r).dump() << "\n";
+        return 0;
+    }
+    out << "step " << r.step << ", " << r.tokens.size() << " tokens:";
+    for (const auto& token : r.tokens)
+        out << " " << std::quoted(token);
+    out << "\n\nattention: for each head, the token each query attends to most\n";
+    for (std::size_t layer = 0; layer < r.attention.size(); ++layer) {
+        for (std::size_t head = 0; head < r.attention[layer].size(); ++head) {
+            out << "  layer " << layer << " head " << std::setw(2) << head << ":";
+            for (const auto& row : r.attention[layer][head]) {
+                const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+                out << " " << r.tokens[static_cast<std::size_t>(best)];
+            }
+            out << "\n";
+        }
+    }
+    if (!r.experts.empty()) {
+        out << "\nrouting: the experts of each token in each routing block (-1: dropped)\n";
+        for (std::size_t block = 0; block < r.experts.size(); ++block) {
+            out << "  block " << block << ":";
+            for (std::size_t token = 0; token < r.experts[block].size(); ++token) {
+                out << " " << r.tokens[token] << "->";
+                for (std::size_t c = 0; c < r.experts[block][token].size(); ++c)
+                    out << (c ? "," : "") << r.experts[block][token][c];
+            }
+            out << "\n";
+        }
+    }
+    out << "\nprediction: " << top(r.prediction, r.predictionLabels, 5) << "\n";
+    return 0;
+}
+
+int exportCommand(const RunArguments& a, std::ostream& out)
+{
+    if (a.positional.size() != 1 || a.out.empty())
+        throw RunUsageError("usage: widelab-cli export RUN_DIR --out model.pt");
+    const OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
+    c10::Dict<std::string, torch::Tensor> stateDict;
+    for (const auto& item : opened.model->named_parameters())
+        stateDict.insert(item.key(), item.value().detach().contiguous());
+    for (const auto& item : opened.model->named_buffers())
+        stateDict.insert(item.key(), item.value().detach().contiguous());
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(stateDict));
+    std::ofstream file(a.out, std::ios::binary | std::ios::trunc);
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!file)
+        throw std::runtime_error(a.out + ": cannot write");
+    const std::string configFile = std::filesystem::path(a.out).replace_extension(".json").string();
+    std::ofstream(configFile) << opened.document.toJson().dump(2) << "\n";
+    out << "wrote " << a.out << " (" << stateDict.size() << " tensors, step " << opened.state.step << ") and "
+        << configFile << "; docs/model.md maps every key to the architecture\n";
+    return 0;
+}
+
+}  // namespace widelab

@@ -1,0 +1,36 @@
+// defines: trainCommand, evalCommand, inspectCommand, exportCommand: the widelab-cli
+// commands that train a run and read it back
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+// Wrong arguments for one of these commands (exit status 2, with the usage).
+struct RunUsageError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+struct RunArguments {
+    std::vector<std::string> positional;
+    std::string out;            // --out
+    std::string device;         // --device
+    std::string split = "validation";
+    std::string text;           // --text
+    std::string checkpoint = "latest";
+    std::int64_t steps = -1;    // --steps
+    std::int64_t threads = -1;  // --threads
+    bool resume = false;
+    bool json = false;
+};
+
+int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err);
+int evalCommand(const RunArguments& a, std::ostream& out);
+int inspectCommand(const RunArguments& a, std::ostream& out);
+int exportCommand(const RunArguments& a, std::ostream& out);
+
+}  // namespace widelab

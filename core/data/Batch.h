@@ -1,0 +1,51 @@
+// defines: Batch (padded tensors of a list of examples), makeBatch, BatchSampler (a deterministic shuffled order
+// over a dataset that can be resumed)
+#pragma once
+
+#include "Datasets.h"
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace widelab {
+
+// B = batch, T = longest example
+struct Batch {
+    torch::Tensor ids;        // [B, T] int64, right-padded with Tokenizer::kPad
+    torch::Tensor mask;       // [B, T] bool, true for real tokens
+    torch::Tensor targets;    // [B] int64 (classification) or [B, T] int64 (language model; padded positions 0)
+    std::int64_t tokens = 0;  // real tokens in the batch
+};
+
+// Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification
+// example without a label (< 0), or a language-model example whose targets differ in length from its ids.
+Batch makeBatch(const std::vector<Example>& examples, bool languageModel);
+
+// Deterministic shuffled order over a dataset, epoch after epoch: the sequence of indices depends only on
+// (seed, size). Epoch e is a permutation of 0..size-1 drawn from mixSeed(seed, e); a batch that runs past the end
+// of an epoch continues with the next one, so every batch has batchSize indices.
+class BatchSampler {
+public:
+    BatchSampler(std::int64_t datasetSize, std::int64_t batchSize, std::uint64_t seed);  // sizes >= 1
+
+    std::vector<std::int64_t> next();  // the next batchSize indices (reshuffles at each epoch end)
+    std::int64_t position() const { return m_position; }  // indices handed out so far in total (for checkpoints)
+    void seek(std::int64_t position);  // restores a position (>= 0), so a resumed run gets the same batches
+    std::int64_t epoch() const { return m_position / m_size; }  // the epoch the next index comes from
+    std::int64_t datasetSize() const { return m_size; }
+    std::int64_t batchSize() const { return m_batchSize; }
+
+private:
+    void shuffle(std::int64_t epoch);
+
+    std::int64_t m_size;
+    std::int64_t m_batchSize;
+    std::uint64_t m_seed;
+    std::int64_t m_position = 0;
+    std::int64_t m_orderEpoch = -1;  // the epoch `m_order` belongs to
+    std::vector<std::int64_t> m_order;
+};
+
+}  // namespace widelab

@@ -1,0 +1,767 @@
+#include "Datasets.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <stdexcept>
+#include <system_error>
+
+namespace widelab {
+
+class MappedFile {
+public:
+    explicit MappedFile(const std::filesystem::path& path);
+    ~MappedFile();
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+
+    std::string_view bytes() const { return {m_data, m_size}; }
+    void adviseSequential() const;
+
+private:
+    const char* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
+namespace {
+
+std::string systemReason(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+std::string where(const std::filesystem::path& path, std::int64_t line)
+{
+    return path.string() + ":" + std::to_string(line) + ": ";
+}
+
+void checkFractions(const SplitFractions& f)
+{
+    const auto inRange = [](double x) { return x >= 0.0 && x <= 1.0; };
+    if (!inRange(f.validation) || !inRange(f.test) || f.validation + f.test > 1.0)
+        throw std::invalid_argument("split fractions validation " + std::to_string(f.validation) + " and test "
+                                    + std::to_string(f.test) + " must lie in [0, 1] and sum to at most 1");
+}
+
+void checkSequenceLength(std::int64_t sequenceLength)
+{
+    if (sequenceLength < 1)
+        throw std::invalid_argument("sequence length " + std::to_string(sequenceLength) + " is below 1");
+}
+
+void checkIndex(std::int64_t index, std::int64_t size)
+{
+    if (index < 0 || index >= size)
+        throw std::out_of_range("example " + std::to_string(index) + " of a dataset of " + std::to_string(size));
+}
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 0xcbf29ce484222325ULL)
+{
+    for (const char c : text) {
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+std::string hex64(std::uint64_t value)
+{
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string text(16, '0');
+    for (int i = 15; i >= 0; --i, value >>= 4)
+        text[static_cast<std::size_t>(i)] = kDigits[value & 15];
+    return text;
+}
+
+bool isBlank(std::string_view text)
+{
+    return std::all_of(text.begin(), text.end(),
+                       [](char c) { return detail::isAsciiSpace(static_cast<unsigned char>(c)); });
+}
+
+std::string_view trim(std::string_view text)
+{
+    while (!text.empty() && detail::isAsciiSpace(static_cast<unsigned char>(text.front())))
+        text.remove_prefix(1);
+    while (!text.empty() && detail::isAsciiSpace(static_cast<unsigned char>(text.back())))
+        text.remove_suffix(1);
+    return text;
+}
+
+std::string lowerCase(std::string text)
+{
+    for (char& c : text)
+        if (c >= 'A' && c <= 'Z')
+            c = static_cast<char>(c - 'A' + 'a');
+    return text;
+}
+
+// The content of a quoted CSV field with each "" turned into ".
+std::string unquote(std::string_view raw)
+{
+    std::string text;
+    text.reserve(raw.size());
+    for (std::size_t i = 0; i < raw.size(); ++i) {
+        text += raw[i];
+        if (raw[i] == '"')
+            ++i;  // the second quote of ""
+    }
+    return text;
+}
+
+// ---- ListOps ----
+
+class ListOpsDataset : public Dataset {
+public:
+    ListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed)
+    {
+        const Tokenizer tokenizer = listOpsTokenizer();
+        ListOpsGenerator generator(options, seed);
+        m_offsets.reserve(static_cast<std::size_t>(count) + 1);
+        m_offsets.push_back(0);
+        for (std::int64_t i = 0; i < count; ++i) {
+            const TextExample example = generator.next();
+            tokenizer.encodeTo(example.text, [&](std::int64_t id) { m_ids.push_back(static_cast<std::uint8_t>(id)); });
+            m_offsets.push_back(m_ids.size());
+            m_labels.push_back(static_cast<std::uint8_t>(example.label));
+        }
+        m_ids.shrink_to_fit();
+    }
+
+    std::int64_t size() const override { return static_cast<std::int64_t>(m_labels.size()); }
+
+    Example get(std::int64_t index) const override
+    {
+        checkIndex(index, size());
+        const auto i = static_cast<std::size_t>(index);
+        Example example;
+        example.ids.assign(m_ids.begin() + static_cast<std::ptrdiff_t>(m_offsets[i]),
+                           m_ids.begin() + static_cast<std::ptrdiff_t>(m_offsets[i + 1]));
+        example.label = m_labels[i];
+        return example;
+    }
+
+private:
+    std::vector<std::uint8_t> m_ids;  // all examples' token ids (< 17), one after the other
+    std::vector<std::size_t> m_offsets;
+    std::vector<std::uint8_t> m_labels;
+};
+
+}  // namespace
+
+// ---- MappedFile ----
+
+MappedFile::MappedFile(const std::filesystem::path& path)
+{
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        throw DataError(path.string() + ": cannot open (" + systemReason(errno) + ")");
+    struct stat info = {};
+    if (::fstat(fd, &info) != 0) {
+        const int error = errno;
+        ::close(fd);
+        throw DataError(path.string() + ": cannot open (" + systemReason(error) + ")");
+    }
+    if (!S_ISREG(info.st_mode)) {
+        ::close(fd);
+        throw DataError(path.string() + ": not a regular file");
+    }
+    m_size = static_cast<std::size_t>(info.st_size);
+    if (m_size > 0) {
+        void* data = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (data == MAP_FAILED) {
+            const int error = errno;
+            ::close(fd);
+            throw DataError(path.string() + ": cannot map (" + systemReason(error) + ")");
+        }
+        m_data = static_cast<const char*>(data);
+    }
+    ::close(fd);
+}
+
+MappedFile::~MappedFile()
+{
+    if (m_data)
+        ::munmap(const_cast<char*>(m_data), m_size);
+}
+
+void MappedFile::adviseSequential() const
+{
+    if (m_data)
+        ::madvise(const_cast<char*>(m_data), m_size, MADV_SEQUENTIAL);
+}
+
+std::string toString(Split split)
+{
+    switch (split) {
+    case Split::Train:
+        return "train";
+    case Split::Validation:
+        return "validation";
+    case Split::Test:
+        return "test";
+    }
+    return "unknown";
+}
+
+std::unique_ptr<Dataset> makeListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed,
+                                            Split split, std::int64_t sequenceLength)
+{
+    checkSequenceLength(sequenceLength);
+    if (options.maxLength > sequenceLength)
+        throw std::invalid_argument("ListOps max length " + std::to_string(options.maxLength)
+                                    + " exceeds the sequence length " + std::to_string(sequenceLength));
+    if (count < 0)
+        throw std::invalid_argument("ListOps: negative example count " + std::to_string(count));
+    return std::make_unique<ListOpsDataset>(options, count, mixSeed(seed, 1 + static_cast<std::uint64_t>(split)));
+}
+
+// ---- ClassificationFile ----
+
+struct ClassificationFile::State {
+    struct Row {
+        std::uint64_t offset = 0;  // the text's bytes in the file (inside the quotes when quoted)
+        std::uint64_t length = 0;
+        std::int32_t label = 0;
+        Split split = Split::Train;
+        bool quoted = false;       // CSV text in quotes: "" stands for "
+    };
+
+    explicit State(const std::filesystem::path& file) : path(file), mapped(file) {}
+
+    // The text of `row`; `buffer` holds it when it must be unquoted.
+    std::string_view text(const Row& row, std::string& buffer) const
+    {
+        const std::string_view raw = mapped.bytes().substr(row.offset, row.length);
+        if (!row.quoted)
+            return raw;
+        buffer = unquote(raw);
+        return buffer;
+    }
+
+    std::filesystem::path path;
+    MappedFile mapped;
+    std::vector<Row> rows;
+    std::vector<std::string> labels;
+    std::array<std::int64_t, 3> splitRows = {0, 0, 0};
+};
+
+namespace {
+
+using Row = ClassificationFile::State::Row;
+
+// One field of a row: bytes [begin, end) of the file, inside the quotes when quoted.
+struct Field {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::int64_t line = 0;  // where it starts
+    bool quoted = false;
+};
+
+// Reads the CSV field at `p` and moves `p` past its terminator: ',' , '\n' or the end of the file (0).
+Field readCsvField(std::string_view data, std::size_t& p, std::int64_t& line, char& terminator,
+                   const std::filesystem::path& path)
+{
+    const std::size_t n = data.size();
+    Field field;
+    field.line = line;
+    if (p < n && data[p] == '"') {
+        field.quoted = true;
+        field.begin = ++p;
+        for (;; ++p) {
+            if (p >= n)
+                throw DataError(where(path, field.line) + "quoted field is not closed");
+            if (data[p] == '"') {
+                if (p + 1 < n && data[p + 1] == '"') {
+                    ++p;
+                    continue;
+                }
+                break;
+            }
+            if (data[p] == '\n')
+                ++line;
+        }
+        field.end = p++;
+        if (p < n && data[p] == '\r' && (p + 1 == n || data[p + 1] == '\n'))
+            ++p;
+        if (p < n && data[p] != ',' && data[p] != '\n')
+            throw DataError(where(path, line) + "unexpected character after a closing quote (a quote inside a "
+                                                "quoted field is written \"\")");
+    } else {
+        field.begin = p;
+        while (p < n && data[p] != ',' && data[p] != '\n')
+            ++p;
+        field.end = p;
+        if (field.end > field.begin && data[field.end - 1] == '\r' && (p >= n || data[p] == '\n'))
+            --field.end;
+    }
+    terminator = p < n ? data[p] : '\0';
+    if (p < n) {
+        if (data[p] == '\n')
+            ++line;
+        ++p;
+    }
+    return field;
+}
+
+// Collects the rows of a classification file as it is scanned, checking each.
+class RowCollector {
+public:
+    RowCollector(ClassificationFile::State& state, const SplitFractions& fractions, std::uint64_t seed)
+        : m_state(state), m_fractions(fractions), m_seed(seed)
+    {
+    }
+
+    void add(const Field& label, const Field& text)
+    {
+        const std::string_view data = m_state.mapped.bytes();
+        const std::string_view rawLabel = data.substr(label.begin, label.end - label.begin);
+        checkUtf8(rawLabel, label);
+        const std::string unquoted = label.quoted ? unquote(rawLabel) : std::string(rawLabel);
+        const std::string labelText(trim(unquoted));
+        const bool firstRow = !m_sawRow;
+        m_sawRow = true;
+        if (firstRow && lowerCase(labelText) == "label")
+            return;  // a header
+        if (labelText.empty())
+            throw DataError(where(m_state.path, label.line) + "empty label");
+        const std::string_view rawText = data.substr(text.begin, text.end - text.begin);
+        checkUtf8(rawText, text);
+        if (isBlank(rawText))
+            throw DataError(where(m_state.path, text.line) + "empty text");
+
+        auto found = m_labelIndex.find(labelText);
+        if (found == m_labelIndex.end()) {
+            found = m_labelIndex.emplace(labelText, static_cast<std::int32_t>(m_names.size())).first;
+            m_names.push_back(labelText);
+            m_firstLines.push_back(label.line);
+        }
+        Row row;
+        row.offset = text.begin;
+        row.length = text.end - text.begin;
+        row.label = found->second;
+        row.quoted = text.quoted;
+        const std::uint64_t hash = mixSeed(m_seed, m_state.rows.size());
+        const double u = static_cast<double>(hash >> 11) * 0x1.0p-53;
+        row.split = u < m_fractions.test                         ? Split::Test
+                    : u < m_fractions.test + m_fractions.validation ? Split::Validation
+                                                                    : Split::Train;
+        ++m_state.splitRows[static_cast<std::size_t>(row.split)];
+        m_state.rows.push_back(row);
+    }
+
+    // Turns the labels seen into classes: their numbers when all are decimal numbers, else their sorted order.
+    void assignClasses()
+    {
+        std::vector<std::int32_t> classOf(m_names.size());
+        const bool numeric = std::all_of(m_names.begin(), m_names.end(), [](const std::string& name) {
+            return std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+        });
+        constexpr std::int64_t kMaxClasses = 100000;
+        if (numeric) {
+            std::int64_t largest = 0;
+            for (std::size_t i = 0; i < m_names.size(); ++i) {
+                const std::string_view digits = m_names[i];
+                const std::size_t first = std::min(digits.find_first_not_of('0'), digits.size());
+                if (digits.size() - first > 6 || std::stoll(m_names[i]) >= kMaxClasses)
+                    throw DataError(where(m_state.path, m_firstLines[i]) + "label " + m_names[i]
+                                    + " is too large for a class number (at most " + std::to_string(kMaxClasses - 1)
+                                    + ")");
+                classOf[i] = static_cast<std::int32_t>(std::stoll(m_names[i]));
+                largest = std::max<std::int64_t>(largest, classOf[i]);
+            }
+            for (std::int64_t c = 0; c <= largest; ++c)
+                m_state.labels.push_back(std::to_string(c));
+        } else {
+            std::vector<std::size_t> order(m_names.size());
+            for (std::size_t i = 0; i < order.size(); ++i)
+                order[i] = i;
+            std::sort(order.begin(), order.end(),
+                      [&](std::size_t a, std::size_t b) { return m_names[a] < m_names[b]; });
+            for (std::size_t k = 0; k < order.size(); ++k) {
+                classOf[order[k]] = static_cast<std::int32_t>(k);
+                m_state.labels.push_back(m_names[order[k]]);
+            }
+        }
+        for (Row& row : m_state.rows)
+            row.label = classOf[static_cast<std::size_t>(row.label)];
+    }
+
+private:
+    // Invalid UTF-8 is reported on the line where the bad byte is.
+    void checkUtf8(std::string_view raw, const Field& field) const
+    {
+        const std::size_t bad = findInvalidUtf8(raw);
+        if (bad == std::string_view::npos)
+            return;
+        const auto line = field.line + std::count(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+        throw DataError(where(m_state.path, line) + "invalid UTF-8 at byte "
+                        + std::to_string(field.begin + bad) + " of the file");
+    }
+
+    ClassificationFile::State& m_state;
+    SplitFractions m_fractions;
+    std::uint64_t m_seed;
+    bool m_sawRow = false;
+    detail::StringMap<std::int32_t> m_labelIndex;
+    std::vector<std::string> m_names;  // in order of first appearance
+    std::vector<std::int64_t> m_firstLines;
+};
+
+void scanTsv(std::string_view data, std::size_t start, const std::filesystem::path& path, RowCollector& rows)
+{
+    std::int64_t line = 0;
+    for (std::size_t p = start; p < data.size();) {
+        ++line;
+        const std::size_t begin = p;
+        std::size_t end = data.find('\n', p);
+        p = end == std::string_view::npos ? data.size() : end + 1;
+        if (end == std::string_view::npos)
+            end = data.size();
+        if (end > begin && data[end - 1] == '\r')
+            --end;
+        if (end == begin)
+            continue;  // an empty line
+        const std::size_t tab = data.substr(begin, end - begin).find('\t');
+        if (tab == std::string_view::npos)
+            throw DataError(where(path, line) + "no tab between label and text");
+        rows.add({begin, begin + tab, line, false}, {begin + tab + 1, end, line, false});
+    }
+}
+
+void scanCsv(std::string_view data, std::size_t start, const std::filesystem::path& path, RowCollector& rows)
+{
+    std::int64_t line = 1;
+    for (std::size_t p = start; p < data.size();) {
+        const std::int64_t rowLine = line;
+        char terminator = 0;
+        const Field label = readCsvField(data, p, line, terminator, path);
+        if (terminator != ',') {
+            if (!label.quoted && label.end == label.begin)
+                continue;  // an empty line
+            throw DataError(where(path, rowLine) + "no comma between label and text");
+        }
+        const Field text = readCsvField(data, p, line, terminator, path);
+        if (terminator == ',')
+            throw DataError(where(path, rowLine) + "more than two fields (quote a text that contains commas)");
+        rows.add(label, text);
+    }
+}
+
+class ClassificationDataset : public Dataset {
+public:
+    ClassificationDataset(std::shared_ptr<const ClassificationFile::State> state, Split split, Tokenizer tokenizer,
+                          std::int64_t sequenceLength)
+        : m_state(std::move(state)), m_tokenizer(std::move(tokenizer)), m_sequenceLength(sequenceLength)
+    {
+        for (std::size_t i = 0; i < m_state->rows.size(); ++i)
+            if (m_state->rows[i].split == split)
+                m_rows.push_back(i);
+    }
+
+    std::int64_t size() const override { return static_cast<std::int64_t>(m_rows.size()); }
+
+    Example get(std::int64_t index) const override
+    {
+        checkIndex(index, size());
+        const Row& row = m_state->rows[m_rows[static_cast<std::size_t>(index)]];
+        std::string buffer;
+        Example example;
+        example.ids = m_tokenizer.encode(m_state->text(row, buffer), m_sequenceLength);
+        example.label = row.label;
+        return example;
+    }
+
+private:
+    std::shared_ptr<const ClassificationFile::State> m_state;
+    Tokenizer m_tokenizer;
+    std::int64_t m_sequenceLength;
+    std::vector<std::size_t> m_rows;
+};
+
+}  // namespace
+
+ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed)
+{
+    checkFractions(fractions);
+    auto state = std::make_shared<State>(path);
+    const std::string_view data = state->mapped.bytes();
+    if (data.empty())
+        throw DataError(path.string() + ": file is empty");
+    state->mapped.adviseSequential();
+    RowCollector rows(*state, fractions, seed);
+    // A UTF-8 byte order mark (spreadsheets write one) is not part of the first label.
+    const std::size_t start = data.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+    if (lowerCase(path.extension().string()) == ".csv")
+        scanCsv(data, start, path, rows);
+    else
+        scanTsv(data, start, path, rows);
+    if (state->rows.empty())
+        throw DataError(path.string() + ": no rows");
+    rows.assignClasses();
+    m_state = std::move(state);
+}
+
+const std::vector<std::string>& ClassificationFile::labels() const { return m_state->labels; }
+
+std::int64_t ClassificationFile::rows() const { return static_cast<std::int64_t>(m_state->rows.size()); }
+
+std::int64_t ClassificationFile::rows(Split split) const
+{
+    return m_state->splitRows[static_cast<std::size_t>(split)];
+}
+
+const std::filesystem::path& ClassificationFile::path() const { return m_state->path; }
+
+void ClassificationFile::addTrainingTexts(VocabularyBuilder& builder) const
+{
+    std::string buffer;
+    for (const State::Row& row : m_state->rows)
+        if (row.split == Split::Train)
+            builder.add(m_state->text(row, buffer));  // checked to be UTF-8 by the scan
+}
+
+std::unique_ptr<Dataset> ClassificationFile::dataset(Split split, const Tokenizer& tokenizer,
+                                                     std::int64_t sequenceLength) const
+{
+    checkSequenceLength(sequenceLength);
+    return std::make_unique<ClassificationDataset>(m_state, split, tokenizer, sequenceLength);
+}
+
+// ---- TextFile ----
+
+namespace {
+
+// The token cache: this header, then `count` int32 token ids.
+struct CacheHeader {
+    char magic[8] = {'W', 'L', 'T', 'O', 'K', 'E', 'N', '1'};
+    std::uint64_t key = 0;
+    std::uint64_t count = 0;
+    std::uint64_t sourceSize = 0;
+};
+static_assert(sizeof(CacheHeader) == 32);
+
+// The header of a mapped cache when it is complete and made for `key` and a source of `sourceSize` bytes.
+std::optional<CacheHeader> readCacheHeader(const MappedFile& cache, std::uint64_t key, std::uint64_t sourceSize)
+{
+    const std::string_view bytes = cache.bytes();
+    if (bytes.size() < sizeof(CacheHeader))
+        return std::nullopt;
+    CacheHeader header;
+    const CacheHeader expected;
+    std::memcpy(&header, bytes.data(), sizeof header);
+    const std::size_t payload = bytes.size() - sizeof header;
+    if (std::memcmp(header.magic, expected.magic, sizeof header.magic) != 0 || header.key != key
+        || header.sourceSize != sourceSize || payload % sizeof(std::int32_t) != 0
+        || payload / sizeof(std::int32_t) != header.count)
+        return std::nullopt;
+    return header;
+}
+
+class LanguageModelDataset : public Dataset {
+public:
+    LanguageModelDataset(std::shared_ptr<const MappedFile> cache, std::int64_t firstWindow, std::int64_t windows,
+                         std::int64_t sequenceLength)
+        : m_cache(std::move(cache)), m_first(firstWindow), m_windows(windows), m_length(sequenceLength)
+    {
+        const std::string_view bytes = m_cache->bytes();
+        m_tokens = reinterpret_cast<const std::int32_t*>(bytes.data() + sizeof(CacheHeader));
+        m_count = static_cast<std::int64_t>((bytes.size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
+    }
+
+    std::int64_t size() const override { return m_windows; }
+
+    Example get(std::int64_t index) const override
+    {
+        checkIndex(index, size());
+        // window w covers tokens [w*L, w*L + L]: ids are its first L tokens, targets its last L
+        const std::int64_t start = (m_first + index) * m_length;
+        const std::int64_t length = std::min(m_length, m_count - 1 - start);
+        Example example;
+        example.ids.assign(m_tokens + start, m_tokens + start + length);
+        example.targets.assign(m_tokens + start + 1, m_tokens + start + 1 + length);
+        return example;
+    }
+
+private:
+    std::shared_ptr<const MappedFile> m_cache;
+    const std::int32_t* m_tokens = nullptr;
+    std::int64_t m_count = 0;
+    std::int64_t m_first;
+    std::int64_t m_windows;
+    std::int64_t m_length;
+};
+
+// Removes a temporary file unless released.
+struct TemporaryFile {
+    std::filesystem::path path;
+    bool keep = false;
+    ~TemporaryFile()
+    {
+        if (!keep) {
+            std::error_code ignored;
+            std::filesystem::remove(path, ignored);
+        }
+    }
+};
+
+}  // namespace
+
+TextFile::TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory)
+    : m_path(std::move(path)), m_cacheDirectory(std::move(cacheDirectory))
+{
+    m_file = std::make_shared<MappedFile>(m_path);
+    if (m_file->bytes().empty())
+        throw DataError(m_path.string() + ": file is empty");
+    std::error_code error;
+    const auto modified = std::filesystem::last_write_time(m_path, error);
+    m_modified = error ? 0 : static_cast<std::int64_t>(modified.time_since_epoch().count());
+}
+
+void TextFile::addTexts(VocabularyBuilder& builder) const
+{
+    constexpr std::size_t kChunk = std::size_t(1) << 20;
+    const std::string_view data = m_file->bytes();
+    m_file->adviseSequential();
+    for (std::size_t start = 0; start < data.size();) {
+        std::size_t end = std::min(data.size(), start + kChunk);
+        while (end < data.size() && !detail::isAsciiSpace(static_cast<unsigned char>(data[end])))
+            ++end;
+        try {
+            builder.add(data.substr(start, end - start));
+        } catch (const InvalidUtf8& e) {
+            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(start + e.offset()));
+        }
+        start = end;
+    }
+}
+
+std::uint64_t TextFile::cacheKey(const Tokenizer& tokenizer) const
+{
+    std::error_code error;
+    std::filesystem::path absolute = std::filesystem::absolute(m_path, error);
+    if (error)
+        absolute = m_path;
+    std::uint64_t key = fnv1a(absolute.string());
+    key = fnv1a(std::string(1, '\0') + std::to_string(m_file->bytes().size()) + '\0' + std::to_string(m_modified)
+                    + '\0',
+                key);
+    return fnv1a(tokenizer.toJson().dump(), key);
+}
+
+std::filesystem::path TextFile::cachePath(const Tokenizer& tokenizer) const
+{
+    return m_cacheDirectory / (m_path.filename().string() + "." + hex64(cacheKey(tokenizer)) + ".tokens");
+}
+
+std::shared_ptr<const MappedFile> TextFile::tokenCache(const Tokenizer& tokenizer) const
+{
+    const std::uint64_t key = cacheKey(tokenizer);
+    const std::uint64_t sourceSize = m_file->bytes().size();
+    const std::filesystem::path path = cachePath(tokenizer);
+    std::error_code error;
+    if (std::filesystem::is_regular_file(path, error)) {
+        try {
+            auto cache = std::make_shared<const MappedFile>(path);
+            if (readCacheHeader(*cache, key, sourceSize))
+                return cache;
+        } catch (const DataError&) {
+            // unreadable: write it again
+        }
+    }
+
+    std::filesystem::create_directories(m_cacheDirectory, error);
+    if (error)
+        throw DataError(m_cacheDirectory.string() + ": cannot create the token cache directory (" + error.message()
+                        + ")");
+    // A name of its own for each writer, in this process and others.
+    static std::atomic<std::uint64_t> writers{0};
+    TemporaryFile temporary{path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writers++)};
+    std::ofstream out(temporary.path, std::ios::binary | std::ios::trunc);
+    if (!out)
+        throw DataError(temporary.path.string() + ": cannot write the token cache");
+    CacheHeader header;
+    header.key = key;
+    header.sourceSize = sourceSize;
+    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+
+    std::vector<std::int32_t> buffer;
+    buffer.reserve(1 << 16);
+    const auto flush = [&] {
+        out.write(reinterpret_cast<const char*>(buffer.data()),
+                  static_cast<std::streamsize>(buffer.size() * sizeof(std::int32_t)));
+        buffer.clear();
+    };
+    m_file->adviseSequential();
+    try {
+        tokenizer.encodeTo(m_file->bytes(), [&](std::int64_t id) {
+            buffer.push_back(static_cast<std::int32_t>(id));
+            ++header.count;
+            if (buffer.size() == buffer.capacity())
+                flush();
+        });
+    } catch (const InvalidUtf8& e) {
+        throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(e.offset()) + " (the "
+                        + toString(tokenizer.kind())
+                        + " tokenizer needs UTF-8 text; the byte tokenizer takes any file)");
+    }
+    flush();
+    out.seekp(0);
+    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+    out.close();
+    if (!out)
+        throw DataError(temporary.path.string() + ": cannot write the token cache (disk full?)");
+    std::filesystem::rename(temporary.path, path, error);
+    if (error)
+        throw DataError(path.string() + ": cannot write the token cache (" + error.message() + ")");
+    temporary.keep = true;
+    auto cache = std::make_shared<const MappedFile>(path);
+    if (!readCacheHeader(*cache, key, sourceSize))
+        throw DataError(path.string() + ": the token cache changed while it was written");
+    return cache;
+}
+
+std::int64_t TextFile::tokenCount(const Tokenizer& tokenizer) const
+{
+    const auto cache = tokenCache(tokenizer);
+    return static_cast<std::int64_t>((cache->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
+}
+
+std::unique_ptr<Dataset> TextFile::dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength,
+                                           SplitFractions fractions) const
+{
+    checkSequenceLength(sequenceLength);
+    checkFractions(fractions);
+    auto cache = tokenCache(tokenizer);
+    const auto count = static_cast<std::int64_t>((cache->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
+    if (count < 2)
+        throw DataError(m_path.string() + ": " + std::to_string(count) + " token" + (count == 1 ? "" : "s")
+                        + " with the " + toString(tokenizer.kind())
+                        + " tokenizer; language modelling needs at least 2");
+    // Windows of L + 1 tokens overlapping by one: ceil((count - 1) / L) of them, the last maybe shorter.
+    const std::int64_t windows = (count - 2) / sequenceLength + 1;
+    const auto part = [&](double fraction) {
+        return static_cast<std::int64_t>(std::floor(static_cast<double>(windows) * fraction + 1e-9));
+    };
+    const std::int64_t test = part(fractions.test);
+    const std::int64_t validation = part(fractions.validation);
+    const std::int64_t train = std::max<std::int64_t>(0, windows - test - validation);
+    switch (split) {
+    case Split::Train:
+        return std::make_unique<LanguageModelDataset>(std::move(cache), 0, train, sequenceLength);
+    case Split::Validation:
+        return std::make_unique<LanguageModelDataset>(std::move(cache), train, validation, sequenceLength);
+    case Split::Test:
+        return std::make_unique<LanguageModelDataset>(std::move(cache), train + validation, test, sequenceLength);
+    }
+    throw std::invalid_argument("unknown split");
+}
+
+}  // namespace widelab

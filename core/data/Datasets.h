@@ -1,0 +1,113 @@
+// defines: Example, Split, Dataset, SplitFractions, makeListOpsDataset, ClassificationFile (labelled texts from a
+// TSV or CSV file), TextFile (language modelling windows over any text file, through a token cache)
+#pragma once
+
+#include "ListOps.h"
+#include "Tokenizer.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+class MappedFile;  // a read-only memory mapping of a whole file, defined in Datasets.cpp
+
+struct Example {
+    std::vector<std::int64_t> ids;      // token ids, length <= the dataset's sequence length
+    std::int64_t label = -1;            // classification
+    std::vector<std::int64_t> targets;  // language modelling: next-token ids, same length as ids
+};
+
+enum class Split { Train, Validation, Test };
+std::string toString(Split split);  // "train", "validation", "test"
+
+class Dataset {
+public:
+    virtual ~Dataset() = default;
+    virtual std::int64_t size() const = 0;
+    virtual Example get(std::int64_t index) const = 0;  // 0 <= index < size(), else std::out_of_range
+};
+
+// Each fraction in [0, 1], their sum at most 1 (else std::invalid_argument where they are used); the rest is Train.
+struct SplitFractions {
+    double validation = 0.05;
+    double test = 0.05;
+};
+
+// ListOps: `count` examples for `split`, generated up front (about one byte per token is kept). The seed of each
+// split is derived from (seed, split), so the splits come from unrelated streams. Tokens come from
+// listOpsTokenizer(). Throws std::invalid_argument when options.maxLength exceeds sequenceLength (truncation
+// would change the answer), and what generateListOps throws.
+std::unique_ptr<Dataset> makeListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed,
+                                            Split split, std::int64_t sequenceLength);
+
+// Classification from a file: TSV ("label<TAB>text", the text being the rest of the line) or CSV ("label,text",
+// RFC 4180: a field in double quotes may hold commas, newlines and "" for a quote; exactly two fields a row),
+// chosen by extension (.csv is CSV; .tsv and anything else TSV). Lines end in "\n" or "\r\n"; empty lines and a
+// leading UTF-8 byte order mark are skipped; a first row whose label is "label" (any case) is a header, skipped.
+// Labels (trimmed of whitespace) are integers 0..C-1 when every label is a decimal number (C = largest + 1, at
+// most 100000), else strings mapped to classes in sorted (byte) order; labels() lists the class names.
+// Rows are assigned to splits from a hash of (seed, row index) with the given fractions: deterministic, and
+// independent of the other rows (row index: data rows counted from 0, without header and empty lines).
+// Texts longer than sequenceLength tokens are truncated to it.
+// Errors (DataError "FILE:LINE: reason"): a missing or empty file, no rows, a row without a separator, a CSV row
+// with more than two fields, an unclosed quote, an empty label, an empty or blank text, invalid UTF-8 (on the
+// line of the bad byte). Fractions out of range: std::invalid_argument.
+// The file is memory-mapped and scanned once; what stays in memory is the row index (24 bytes a row).
+class ClassificationFile {
+public:
+    ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed);
+
+    const std::vector<std::string>& labels() const;
+    std::int64_t rows() const;             // data rows, all splits
+    std::int64_t rows(Split split) const;  // rows of one split
+    const std::filesystem::path& path() const;
+
+    // Streams the training split's texts into a VocabularyBuilder (for Character/Word tokenizers).
+    void addTrainingTexts(VocabularyBuilder& builder) const;
+    // Examples with `ids` (at most sequenceLength >= 1 tokens) and `label`. The dataset shares the mapped file.
+    std::unique_ptr<Dataset> dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength) const;
+
+    struct State;  // the mapped file and the row index, shared with the datasets
+
+private:
+    std::shared_ptr<const State> m_state;
+};
+
+// Language modelling from any text file. The file is memory-mapped (files larger than memory work) and tokenized
+// once per tokenizer into a token cache in `cacheDirectory` (created when missing): "NAME.KEY.tokens", KEY a hash
+// of the file's path, size and modification time and the tokenizer; a 32-byte header and then an int32 array,
+// written to a temporary file and renamed, and memory-mapped when used. The tokens are cut into windows of
+// sequenceLength + 1 tokens overlapping by one (ids = window[0..L-1], targets = window[1..L]); the last window
+// may be shorter. Split by contiguous blocks of windows: the last floor(test * windows) are Test, the
+// floor(validation * windows) before them Validation, the rest Train.
+// Errors (DataError naming the file): missing or empty file; fewer than 2 tokens; invalid UTF-8 with a Character
+// or Word tokenizer (naming the byte offset; with the Byte tokenizer every file is valid); an unwritable cache.
+class TextFile {
+public:
+    TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory);
+
+    const std::filesystem::path& path() const { return m_path; }
+    // Streams the file in chunks of about 16 MiB, split on whitespace, into `builder`.
+    void addTexts(VocabularyBuilder& builder) const;
+    // Where the token cache for `tokenizer` is (or will be).
+    std::filesystem::path cachePath(const Tokenizer& tokenizer) const;
+    // Tokens of the whole file (tokenizes into the cache when it is not there yet).
+    std::int64_t tokenCount(const Tokenizer& tokenizer) const;
+    std::unique_ptr<Dataset> dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength,
+                                     SplitFractions fractions) const;
+
+private:
+    std::uint64_t cacheKey(const Tokenizer& tokenizer) const;
+    std::shared_ptr<const MappedFile> tokenCache(const Tokenizer& tokenizer) const;
+
+    std::filesystem::path m_path;
+    std::filesystem::path m_cacheDirectory;
+    std::shared_ptr<const MappedFile> m_file;
+    std::int64_t m_modified = 0;  // modification time when opened, in the clock's ticks
+};
+
+}  // namespace widelab

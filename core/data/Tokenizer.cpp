@@ -1,0 +1,358 @@
+#include "Tokenizer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace widelab {
+namespace {
+
+const std::vector<std::string> kKindNames = {"byte", "character", "word", "fixed"};
+constexpr std::int64_t kByteVocab = Tokenizer::kFirstToken + 256;
+
+std::string hexByte(unsigned char c)
+{
+    static constexpr char kDigits[] = "0123456789abcdef";
+    return std::string("\\x") + kDigits[c >> 4] + kDigits[c & 15];
+}
+
+// `token` with ASCII control characters written "\xNN".
+std::string displayText(std::string_view token)
+{
+    std::string text;
+    for (const char ch : token) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c < 0x20 || c == 0x7f)
+            text += hexByte(c);
+        else
+            text += ch;
+    }
+    return text;
+}
+
+// Why `token` cannot be in a vocabulary of `kind`, or empty when it can.
+std::string tokenProblem(TokenizerKind kind, const std::string& token)
+{
+    if (token.empty())
+        return "empty token";
+    if (findInvalidUtf8(token) != std::string_view::npos)
+        return "token is not valid UTF-8";
+    switch (kind) {
+    case TokenizerKind::Byte:
+        return "a byte tokenizer has no vocabulary";
+    case TokenizerKind::Character: {
+        std::size_t length = 0;
+        detail::decodeUtf8(token, 0, length);
+        return length == token.size() ? "" : "\"" + displayText(token) + "\" is not a single character";
+    }
+    case TokenizerKind::Word: {
+        std::vector<std::string_view> parts;
+        detail::splitWords(token, [&](std::string_view part) { parts.push_back(part); }, 2);
+        return parts.size() == 1 && parts[0].size() == token.size()
+                   ? ""
+                   : "\"" + displayText(token) + "\" is not a single word or symbol";
+    }
+    case TokenizerKind::Fixed:
+        for (const char c : token)
+            if (detail::isAsciiSpace(static_cast<unsigned char>(c)))
+                return "\"" + displayText(token) + "\" contains whitespace";
+        return "";
+    }
+    return "unknown tokenizer kind";
+}
+
+// Why `tokens` cannot be the vocabulary of `kind`, or empty when they can.
+std::string vocabularyProblem(TokenizerKind kind, const std::vector<std::string>& tokens)
+{
+    std::set<std::string_view> seen;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (std::string problem = tokenProblem(kind, tokens[i]); !problem.empty())
+            return "token " + std::to_string(i) + ": " + problem;
+        if (!seen.insert(tokens[i]).second)
+            return "token " + std::to_string(i) + ": \"" + displayText(tokens[i]) + "\" appears twice";
+    }
+    return "";
+}
+
+}  // namespace
+
+InvalidUtf8::InvalidUtf8(std::size_t offset)
+    : DataError("invalid UTF-8 at byte " + std::to_string(offset)), m_offset(offset)
+{
+}
+
+std::string toString(TokenizerKind kind) { return kKindNames.at(static_cast<std::size_t>(kind)); }
+
+std::optional<TokenizerKind> tokenizerKindFromString(std::string_view name)
+{
+    for (std::size_t i = 0; i < kKindNames.size(); ++i)
+        if (kKindNames[i] == name)
+            return static_cast<TokenizerKind>(i);
+    return std::nullopt;
+}
+
+namespace detail {
+
+char32_t decodeUtf8(std::string_view text, std::size_t pos, std::size_t& length)
+{
+    length = 0;
+    const std::size_t n = text.size();
+    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    const unsigned char b0 = byte(pos);
+    if (b0 < 0x80) {
+        length = 1;
+        return b0;
+    }
+    std::size_t need = 0;
+    char32_t c = 0;
+    // The allowed range of the second byte rules out overlong forms, surrogates and code points above U+10FFFF.
+    unsigned char low = 0x80, high = 0xbf;
+    if (b0 >= 0xc2 && b0 <= 0xdf) {
+        need = 1;
+        c = b0 & 0x1f;
+    } else if (b0 >= 0xe0 && b0 <= 0xef) {
+        need = 2;
+        c = b0 & 0x0f;
+        if (b0 == 0xe0)
+            low = 0xa0;
+        if (b0 == 0xed)
+            high = 0x9f;
+    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+        need = 3;
+        c = b0 & 0x07;
+        if (b0 == 0xf0)
+            low = 0x90;
+        if (b0 == 0xf4)
+            high = 0x8f;
+    } else {
+        return 0;
+    }
+    if (pos + need >= n)
+        return 0;  // truncated
+    for (std::size_t k = 1; k <= need; ++k) {
+        const unsigned char b = byte(pos + k);
+        if (b < (k == 1 ? low : 0x80) || b > (k == 1 ? high : 0xbf))
+            return 0;
+        c = (c << 6) | (b & 0x3f);
+    }
+    length = need + 1;
+    return c;
+}
+
+void throwInvalidUtf8(std::size_t offset) { throw InvalidUtf8(offset); }
+
+}  // namespace detail
+
+std::size_t findInvalidUtf8(std::string_view text)
+{
+    const std::size_t n = text.size();
+    std::size_t i = 0;
+    while (i < n) {
+        // Skip ASCII eight bytes at a time where possible.
+        while (i + 8 <= n) {
+            std::uint64_t word = 0;
+            std::memcpy(&word, text.data() + i, sizeof word);
+            if (word & 0x8080808080808080ULL)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        std::size_t length = 0;
+        detail::decodeUtf8(text, i, length);
+        if (length == 0)
+            return i;
+        i += length;
+    }
+    return std::string_view::npos;
+}
+
+Tokenizer::Tokenizer(TokenizerKind kind, std::vector<std::string> tokens) : m_kind(kind), m_tokens(std::move(tokens))
+{
+    for (std::size_t i = 0; i < m_tokens.size(); ++i) {
+        const std::int64_t id = kFirstToken + static_cast<std::int64_t>(i);
+        if (m_kind == TokenizerKind::Character) {
+            std::size_t length = 0;
+            m_codePointIds.emplace(detail::decodeUtf8(m_tokens[i], 0, length), id);
+        } else {
+            m_ids.emplace(m_tokens[i], id);
+        }
+    }
+}
+
+Tokenizer Tokenizer::bytes() { return Tokenizer(TokenizerKind::Byte, {}); }
+
+Tokenizer Tokenizer::fixed(const std::vector<std::string>& tokens)
+{
+    return withVocabulary(TokenizerKind::Fixed, tokens);
+}
+
+Tokenizer Tokenizer::withVocabulary(TokenizerKind kind, const std::vector<std::string>& tokens)
+{
+    if (kind == TokenizerKind::Byte)
+        throw std::invalid_argument("a byte tokenizer has no vocabulary: use Tokenizer::bytes()");
+    if (std::string problem = vocabularyProblem(kind, tokens); !problem.empty())
+        throw std::invalid_argument(toString(kind) + " tokenizer: " + problem);
+    return Tokenizer(kind, tokens);
+}
+
+std::int64_t Tokenizer::vocabSize() const
+{
+    return m_kind == TokenizerKind::Byte ? kByteVocab : kFirstToken + static_cast<std::int64_t>(m_tokens.size());
+}
+
+std::int64_t Tokenizer::lookupWord(std::string_view word) const
+{
+    const auto found = m_ids.find(word);
+    return found == m_ids.end() ? kUnknown : found->second;
+}
+
+std::vector<std::int64_t> Tokenizer::encode(std::string_view text) const { return encode(text, kNoLimit); }
+
+std::vector<std::int64_t> Tokenizer::encode(std::string_view text, std::int64_t maxTokens) const
+{
+    std::vector<std::int64_t> ids;
+    if (m_kind == TokenizerKind::Byte && maxTokens > 0)
+        ids.reserve(std::min<std::size_t>(text.size(), static_cast<std::size_t>(maxTokens)));
+    encodeTo(text, [&](std::int64_t id) { ids.push_back(id); }, maxTokens);
+    return ids;
+}
+
+std::string Tokenizer::tokenText(std::int64_t id) const
+{
+    if (id < 0 || id >= vocabSize())
+        throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary 0.."
+                                + std::to_string(vocabSize() - 1));
+    if (id == kPad)
+        return "<pad>";
+    if (id == kUnknown)
+        return "<unk>";
+    if (m_kind == TokenizerKind::Byte) {
+        const auto c = static_cast<unsigned char>(id - kFirstToken);
+        return c >= 0x20 && c < 0x7f ? std::string(1, static_cast<char>(c)) : hexByte(c);
+    }
+    return displayText(m_tokens[static_cast<std::size_t>(id - kFirstToken)]);
+}
+
+std::string Tokenizer::decode(const std::vector<std::int64_t>& ids) const
+{
+    std::string text;
+    const bool spaced = m_kind == TokenizerKind::Word || m_kind == TokenizerKind::Fixed;
+    for (const std::int64_t id : ids) {
+        if (id < 0 || id >= vocabSize())
+            throw std::out_of_range("token id " + std::to_string(id) + " is outside the vocabulary 0.."
+                                    + std::to_string(vocabSize() - 1));
+        if (id == kPad)
+            continue;
+        if (spaced && !text.empty())
+            text += ' ';
+        if (id == kUnknown)
+            text += "<unk>";
+        else if (m_kind == TokenizerKind::Byte)
+            text += static_cast<char>(static_cast<unsigned char>(id - kFirstToken));
+        else
+            text += m_tokens[static_cast<std::size_t>(id - kFirstToken)];
+    }
+    return text;
+}
+
+nlohmann::json Tokenizer::toJson() const
+{
+    nlohmann::json json = {{"kind", toString(m_kind)}, {"vocab_size", vocabSize()}};
+    if (m_kind != TokenizerKind::Byte)
+        json["tokens"] = m_tokens;
+    return json;
+}
+
+Tokenizer Tokenizer::fromJson(const nlohmann::json& json)
+{
+    const auto fail = [](const std::string& reason) { throw DataError("tokenizer: " + reason); };
+    if (!json.is_object())
+        fail("expected a JSON object, got " + std::string(json.type_name()));
+    for (const auto& [key, value] : json.items())
+        if (key != "kind" && key != "tokens" && key != "vocab_size")
+            fail("unknown key \"" + key + "\"");
+    const auto kindValue = json.find("kind");
+    if (kindValue == json.end() || !kindValue->is_string())
+        fail("\"kind\" must be one of byte, character, word, fixed");
+    const auto kind = tokenizerKindFromString(kindValue->get<std::string>());
+    if (!kind)
+        fail("unknown kind \"" + kindValue->get<std::string>() + "\" (expected byte, character, word or fixed)");
+
+    std::vector<std::string> tokens;
+    const auto tokensValue = json.find("tokens");
+    if (*kind == TokenizerKind::Byte) {
+        if (tokensValue != json.end())
+            fail("a byte tokenizer has no \"tokens\"");
+    } else {
+        if (tokensValue == json.end() || !tokensValue->is_array())
+            fail("\"tokens\" must be an array of strings");
+        for (const auto& token : *tokensValue) {
+            if (!token.is_string())
+                fail("\"tokens\" must be an array of strings, found " + std::string(token.type_name()));
+            tokens.push_back(token.get<std::string>());
+        }
+        if (std::string problem = vocabularyProblem(*kind, tokens); !problem.empty())
+            fail(problem);
+    }
+    Tokenizer tokenizer(*kind, std::move(tokens));
+    if (const auto size = json.find("vocab_size"); size != json.end()) {
+        if (!size->is_number_integer() || size->get<std::int64_t>() != tokenizer.vocabSize())
+            fail("\"vocab_size\" " + size->dump() + " does not match the " + std::to_string(tokenizer.vocabSize())
+                 + " ids of the tokens");
+    }
+    return tokenizer;
+}
+
+VocabularyBuilder::VocabularyBuilder(TokenizerKind kind) : m_kind(kind)
+{
+    if (kind != TokenizerKind::Character && kind != TokenizerKind::Word)
+        throw std::invalid_argument("a vocabulary is built for character or word tokenizers only, not "
+                                    + toString(kind));
+}
+
+void VocabularyBuilder::add(std::string_view text)
+{
+    if (const std::size_t bad = findInvalidUtf8(text); bad != std::string_view::npos)
+        throw InvalidUtf8(bad);
+    const auto count = [this](std::string_view token) {
+        if (const auto found = m_counts.find(token); found != m_counts.end())
+            ++found->second;
+        else
+            m_counts.emplace(std::string(token), 1);
+    };
+    if (m_kind == TokenizerKind::Character)
+        detail::splitCharacters(text, [&](char32_t, std::string_view bytes) { count(bytes); }, Tokenizer::kNoLimit);
+    else
+        detail::splitWords(text, count, Tokenizer::kNoLimit);
+}
+
+std::int64_t VocabularyBuilder::count(std::string_view token) const
+{
+    const auto found = m_counts.find(token);
+    return found == m_counts.end() ? 0 : found->second;
+}
+
+Tokenizer VocabularyBuilder::build(std::int64_t maxVocab) const
+{
+    if (maxVocab < 3)
+        throw std::invalid_argument("maxVocab " + std::to_string(maxVocab)
+                                    + " leaves no room for a token besides pad and unknown (needs >= 3)");
+    std::vector<std::pair<std::int64_t, const std::string*>> ranked;
+    ranked.reserve(m_counts.size());
+    for (const auto& [token, count] : m_counts)
+        ranked.emplace_back(count, &token);
+    const auto keep = std::min<std::size_t>(ranked.size(), static_cast<std::size_t>(maxVocab - Tokenizer::kFirstToken));
+    // std::string compares as unsigned bytes, which for UTF-8 is code point order.
+    const auto before = [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : *a.second < *b.second;
+    };
+    std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(keep), ranked.end(), before);
+    std::vector<std::string> tokens;
+    tokens.reserve(keep);
+    for (std::size_t i = 0; i < keep; ++i)
+        tokens.push_back(*ranked[i].second);
+    return Tokenizer(m_kind, std::move(tokens));
+}
+
+}  // namespace widelab

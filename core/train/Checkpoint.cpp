@@ -1,0 +1,162 @@
+#include "Checkpoint.h"
+
+#include <torch/serialize.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+namespace widelab {
+namespace {
+
+constexpr std::int64_t kFormat = 1;
+
+void syncPath(const std::filesystem::path& path, bool directory)
+{
+    const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+    if (fd < 0)
+        throw CheckpointError(path.string() + ": cannot open to flush it to disk");
+    const int result = ::fsync(fd);
+    ::close(fd);
+    if (result != 0)
+        throw CheckpointError(path.string() + ": cannot flush it to disk");
+}
+
+torch::Tensor textTensor(const std::string& text)
+{
+    return torch::from_blob(const_cast<char*>(text.data()), {static_cast<std::int64_t>(text.size())}, torch::kUInt8)
+        .clone();
+}
+
+std::string tensorText(const torch::Tensor& tensor)
+{
+    const torch::Tensor bytes = tensor.to(torch::kCPU).contiguous();
+    return {reinterpret_cast<const char*>(bytes.data_ptr<std::uint8_t>()), static_cast<std::size_t>(bytes.numel())};
+}
+
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The keys whose values differ between two model configurations.
+std::string differences(const nlohmann::json& saved, const nlohmann::json& current)
+{
+    std::string list;
+    for (const auto& item : current.items()) {
+        const auto it = saved.find(item.key());
+        if (it == saved.end() || *it != item.value())
+            list += (list.empty() ? "" : ", ") + ("model." + item.key()) + " (checkpoint "
+                    + (it == saved.end() ? std::string("absent") : it->dump()) + ", now " + item.value().dump() + ")";
+    }
+    return list;
+}
+
+}  // namespace
+
+void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
+{
+    const std::filesystem::path temporary = file.string() + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.flush();
+        if (!out)
+            throw CheckpointError(temporary.string() + ": cannot write (disk full?)");
+    }
+    syncPath(temporary, false);
+    std::error_code error;
+    std::filesystem::rename(temporary, file, error);
+    if (error)
+        throw CheckpointError(file.string() + ": cannot replace: " + error.message());
+    syncPath(file.parent_path().empty() ? "." : file.parent_path(), true);
+}
+
+void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
+                    const torch::optim::Optimizer& optimizer, const CheckpointState& state)
+{
+    torch::serialize::OutputArchive archive;
+    archive.write("format", torch::tensor(kFormat));
+    archive.write("config", textTensor(model.config().toJson().dump()));
+    archive.write("step", torch::tensor(state.step));
+    archive.write("sampler_position", torch::tensor(state.samplerPosition));
+    archive.write("best_validation_loss", torch::tensor(state.bestValidationLoss, torch::kFloat64));
+    archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
+    for (const auto& item : model.named_parameters())
+        archive.write("model/" + item.key(), item.value().detach().to(torch::kCPU));
+    for (const auto& item : model.named_buffers())
+        archive.write("model/" + item.key(), item.value().detach().to(torch::kCPU), /*is_buffer=*/true);
+    torch::serialize::OutputArchive optimizerArchive;
+    optimizer.save(optimizerArchive);
+    archive.write("optimizer", optimizerArchive);
+
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    writeFileAtomically(file, bytes.str());
+}
+
+CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
+                               torch::optim::Optimizer* optimizer)
+{
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(file, error))
+        throw CheckpointError(file.string() + ": no such checkpoint");
+    torch::serialize::InputArchive archive;
+    torch::Tensor format, config;
+    try {
+        archive.load_from(file.string());
+        archive.read("format", format);
+        archive.read("config", config);
+    } catch (const c10::Error& e) {
+        throw CheckpointError(file.string() + ": cannot be read (truncated, or not a WideLab checkpoint): "
+                              + firstLine(e.what_without_backtrace()));
+    }
+    if (format.item<std::int64_t>() != kFormat)
+        throw CheckpointError(file.string() + ": checkpoint format " + std::to_string(format.item<std::int64_t>())
+                              + ", this WideLab reads format " + std::to_string(kFormat));
+    const nlohmann::json saved = nlohmann::json::parse(tensorText(config), nullptr, false);
+    const nlohmann::json current = model.config().toJson();
+    if (saved.is_discarded() || saved != current)
+        throw CheckpointError(file.string() + ": a checkpoint of another architecture: "
+                              + (saved.is_discarded() ? std::string("its configuration is unreadable")
+                                                      : differences(saved, current)));
+
+    CheckpointState state;
+    try {
+        torch::Tensor step, position, best, rng;
+        archive.read("step", step);
+        archive.read("sampler_position", position);
+        archive.read("best_validation_loss", best);
+        archive.read("rng_cpu", rng);
+        state.step = step.item<std::int64_t>();
+        state.samplerPosition = position.item<std::int64_t>();
+        state.bestValidationLoss = best.item<double>();
+
+        torch::NoGradGuard noGrad;
+        auto restore = [&](const std::string& name, torch::Tensor& target, bool buffer) {
+            torch::Tensor value;
+            archive.read("model/" + name, value, buffer);
+            if (value.sizes() != target.sizes())
+                throw CheckpointError(file.string() + ": " + name + " has shape " + c10::str(value.sizes())
+                                      + " in the checkpoint, " + c10::str(target.sizes()) + " in the model");
+            target.copy_(value);
+        };
+        for (auto& item : model.named_parameters())
+            restore(item.key(), item.value(), false);
+        for (auto& item : model.named_buffers())
+            restore(item.key(), item.value(), true);
+        if (optimizer) {
+            torch::serialize::InputArchive optimizerArchive;
+            archive.read("optimizer", optimizerArchive);
+            optimizer->load(optimizerArchive);
+        }
+        at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
+        std::lock_guard<std::mutex> lock(generator.mutex());
+        generator.set_state(rng);
+    } catch (const c10::Error& e) {
+        throw CheckpointError(file.string() + ": incomplete checkpoint: " + firstLine(e.what_without_backtrace()));
+    }
+    return state;
+}
+
+}  // namespace widelab

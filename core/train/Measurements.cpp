@@ -1,0 +1,95 @@
+#include "Measurements.h"
+
+#include "model/PathCombiner.h"
+
+#include <cmath>
+
+namespace widelab {
+
+std::vector<float> toFloats(const torch::Tensor& tensor)
+{
+    const torch::Tensor flat = tensor.detach().to(torch::kCPU, torch::kFloat32).contiguous().view({-1});
+    return {flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel()};
+}
+
+std::vector<RoutingStats> routingStats(const ForwardTrace& trace, std::int64_t experts)
+{
+    std::vector<RoutingStats> all;
+    for (std::size_t block = 0; block < trace.blocks.size(); ++block) {
+        const BlockTrace& b = trace.blocks[block];
+        if (!b.routed || !b.expert.defined())
+            continue;
+        RoutingStats stats;
+        stats.block = static_cast<std::int64_t>(block);
+        const torch::Tensor expert = b.expert.to(torch::kCPU);  // [S, K]
+        const torch::Tensor kept = b.kept.to(torch::kCPU);
+        const std::int64_t S = expert.size(0), K = expert.size(1);
+        const torch::Tensor counts = torch::zeros({experts}, torch::kLong).index_add_(
+            0, expert.masked_select(kept), torch::ones({kept.sum().item<std::int64_t>()}, torch::kLong));
+        const double fair = S > 0 ? static_cast<double>(S * K) / static_cast<double>(experts) : 0.0;
+        for (std::int64_t e = 0; e < experts; ++e) {
+            const std::int64_t n = counts[e].item<std::int64_t>();
+            stats.tokensPerExpert.push_back(n);
+            stats.loadVsFair.push_back(fair > 0.0 ? static_cast<double>(n) / fair : 0.0);
+            stats.unusedExperts += n == 0 ? 1 : 0;
+        }
+        for (std::int64_t c = 0; c < K; ++c) {
+            const double dropped = S > 0 ? 100.0 * (1.0 - kept.select(1, c).to(torch::kFloat64).mean().item<double>()) : 0.0;
+            stats.droppedPercentPerChoice.push_back(dropped);
+        }
+        if (b.probs.defined() && S > 0) {
+            const torch::Tensor p = b.probs.to(torch::kCPU, torch::kFloat64);
+            stats.routerEntropy = -(p * torch::log(p.clamp_min(1e-30))).sum(-1).mean().item<double>();
+        }
+        all.push_back(std::move(stats));
+    }
+    return all;
+}
+
+LayerNormDivergence layerNormDivergence(const torch::Tensor& gamma, const torch::Tensor& beta)
+{
+    // g: [N, M] in double. Both readings are documented in Snapshot.h.
+    auto measure = [](const torch::Tensor& values, double& allPairs, double& elementwise) {
+        const torch::Tensor g = values.detach().to(torch::kCPU, torch::kFloat64);
+        const std::int64_t N = g.size(0), M = g.size(1);
+        if (N < 2)
+            return;
+        double pairs = 0.0, same = 0.0;
+        for (std::int64_t j = 0; j < N; ++j) {
+            const torch::Tensor others = torch::cat({g.narrow(0, 0, j), g.narrow(0, j + 1, N - j - 1)});  // [N-1, M]
+            pairs += (g[j].unsqueeze(1) - others.reshape({1, -1})).abs().sum().item<double>();  // [M, (N-1)M]
+            same += (g[j].unsqueeze(0) - others).abs().sum().item<double>();
+        }
+        const double m = static_cast<double>(M), n = static_cast<double>(N);
+        allPairs = pairs / (m * m * n * n);
+        elementwise = same / (m * n * n);
+    };
+    LayerNormDivergence d;
+    measure(gamma, d.gammaAllPairs, d.gammaElementwise);
+    measure(beta, d.betaAllPairs, d.betaElementwise);
+    return d;
+}
+
+std::vector<PathWeights> pathWeights(const WideTransformerImpl& model)
+{
+    std::vector<PathWeights> all;
+    const ModelConfig& c = model.config();
+    if (!c.isMultiPath())
+        return all;
+    for (std::int64_t block = 0; block < c.layers; ++block) {
+        for (const bool attention : {true, false}) {
+            const std::vector<float> weights =
+                toFloats(attention ? model.attentionPathWeights(block) : model.ffnPathWeights(block));
+            PathWeights p;
+            p.block = block;
+            p.sublayer = attention ? "attention" : "ffn";
+            p.alpha.assign(weights.begin(), weights.end() - 1);
+            p.beta = weights.back();
+            p.diversity = pathDiversity({p.alpha.begin(), p.alpha.begin() + c.paths});
+            all.push_back(std::move(p));
+        }
+    }
+    return all;
+}
+
+}  // namespace widelab

@@ -1,0 +1,18 @@
+// defines: routingStats, layerNormDivergence, pathWeights: the measurements of a
+// snapshot, computed from a ForwardTrace and the model's parameters
+#pragma once
+
+#include "Snapshot.h"
+#include "model/ForwardTrace.h"
+#include "model/WideTransformer.h"
+
+namespace widelab {
+
+// Statistics of every routing call recorded in `trace`.
+std::vector<RoutingStats> routingStats(const ForwardTrace& trace, std::int64_t experts);
+// Eq. 9 of WideNet, both readings, for gamma and beta of the given per-block vectors ([N, M] each).
+LayerNormDivergence layerNormDivergence(const torch::Tensor& gamma, const torch::Tensor& beta);
+std::vector<PathWeights> pathWeights(const WideTransformerImpl& model);
+std::vector<float> toFloats(const torch::Tensor& tensor);
+
+}  // namespace widelab

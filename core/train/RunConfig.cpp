@@ -1,0 +1,210 @@
+#include "RunConfig.h"
+
+#include "config/JsonSection.h"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace widelab {
+namespace {
+
+const std::vector<std::string> kTasks = {"listops", "classification", "language_model"};
+const std::vector<std::string> kTokenizers = {"byte", "character", "word"};
+const std::vector<std::string> kOptimizers = {"adamw", "lamb", "sgd"};
+const std::vector<std::string> kSchedules = {"constant", "warmup_cosine", "inverse_sqrt", "warmup_rsqrt"};
+
+constexpr std::int64_t kBig = std::int64_t{1} << 40;
+
+template <typename Enum>
+const std::string& nameOf(const std::vector<std::string>& names, Enum value)
+{
+    return names.at(static_cast<std::size_t>(value));
+}
+
+TaskConfig readTask(JsonSection& s)
+{
+    TaskConfig t;
+    s.readChoice("kind", t.kind, kTasks);
+    s.read("path", t.path);
+    s.readChoice("tokenizer", t.tokenizer, kTokenizers);
+    s.read("vocab_limit", t.vocabLimit, 3, 10'000'000);
+    s.read("sequence_length", t.sequenceLength, 0, kBig);
+    s.read("validation_fraction", t.validationFraction, 0.0, 0.5);
+    s.read("test_fraction", t.testFraction, 0.0, 0.5);
+    s.read("min_length", t.minLength, 1, 1 << 20);
+    s.read("max_length", t.maxLength, 1, 1 << 20);
+    s.read("train_size", t.trainSize, 1, kBig);
+    s.read("validation_size", t.validationSize, 1, kBig);
+    s.read("test_size", t.testSize, 1, kBig);
+    s.read("seed", t.seed, 0, kBig);
+    s.rejectUnknownKeys();
+    return t;
+}
+
+TrainConfig readTrain(JsonSection& s)
+{
+    TrainConfig t;
+    s.readChoice("optimizer", t.optimizer, kOptimizers);
+    s.read("learning_rate", t.learningRate, 1e-12, 100.0);
+    s.read("weight_decay", t.weightDecay, 0.0, 10.0);
+    s.read("beta1", t.beta1, 0.0, 0.999999);
+    s.read("beta2", t.beta2, 0.0, 0.999999999);
+    s.read("epsilon", t.epsilon, 1e-20, 1.0);
+    s.read("momentum", t.momentum, 0.0, 0.999999);
+    s.readChoice("schedule", t.schedule, kSchedules);
+    s.read("warmup_steps", t.warmupSteps, 0, kBig);
+    s.read("min_learning_rate_ratio", t.minLearningRateRatio, 0.0, 1.0);
+    s.read("steps", t.steps, 1, kBig);
+    s.read("batch_size", t.batchSize, 1, 1 << 20);
+    s.read("gradient_clip", t.gradientClip, -1.0, 1e9);
+    s.read("label_smoothing", t.labelSmoothing, 0.0, 0.99);
+    s.read("device", t.device);
+    s.read("bf16", t.bf16);
+    s.read("threads", t.threads, 0, 4096);
+    s.read("seed", t.seed, 0, kBig);
+    s.read("log_every", t.logEvery, 1, kBig);
+    s.read("eval_every", t.evalEvery, 1, kBig);
+    s.read("eval_batches", t.evalBatches, 0, kBig);
+    s.read("checkpoint_every", t.checkpointEvery, 1, kBig);
+    s.read("keep_last", t.keepLast, 1, 1000);
+    s.read("probe_every", t.probeEvery, 0, kBig);
+    s.read("probes", t.probes);
+    s.rejectUnknownKeys();
+    return t;
+}
+
+void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues)
+{
+    auto report = [&](const std::string& key, std::string reason) { issues.push_back({key, std::move(reason)}); };
+    const TaskConfig& task = run.task;
+    const ModelConfig& model = run.model;
+    const std::string kind = "\"" + nameOf(kTasks, task.kind) + "\"";
+
+    if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
+        report("task.kind", kind + " needs model.head \"language_model\"");
+    if (task.kind != TaskKind::LanguageModel && model.head != HeadKind::Classification)
+        report("task.kind", kind + " needs model.head \"classification\"");
+    if (task.kind == TaskKind::ListOps) {
+        if (model.numClasses != 10)
+            report("model.num_classes", "ListOps has 10 classes (the values 0-9), got " + std::to_string(model.numClasses));
+        if (task.minLength > task.maxLength)
+            report("task.min_length", std::to_string(task.minLength) + " exceeds task.max_length: "
+                                          + std::to_string(task.maxLength));
+        if (task.maxLength > run.sequenceLength())
+            report("task.max_length", std::to_string(task.maxLength) + " exceeds the sequence length "
+                                          + std::to_string(run.sequenceLength())
+                                          + " (task.sequence_length or model.max_len); a truncated expression "
+                                            "has no label");
+    } else {
+        if (task.path.empty()) {
+            report("task.path", "missing: " + kind + " reads its data from a file");
+        } else {
+            std::error_code error;
+            if (!std::filesystem::is_regular_file(task.path, error))
+                report("task.path", "no such file: " + task.path);
+        }
+    }
+    if (task.sequenceLength > model.maxLen)
+        report("task.sequence_length", std::to_string(task.sequenceLength) + " exceeds model.max_len: "
+                                           + std::to_string(model.maxLen));
+    if (task.validationFraction + task.testFraction >= 0.9)
+        report("task.validation_fraction", "validation and test together leave almost nothing to train on");
+
+    static const std::regex device(R"(auto|cpu|cuda(:[0-9]+)?)");
+    if (!std::regex_match(run.train.device, device))
+        report("train.device", "\"" + run.train.device + "\" is not auto, cpu, cuda or cuda:N");
+}
+
+}  // namespace
+
+std::string toString(TaskKind kind) { return nameOf(kTasks, kind); }
+std::string toString(OptimizerKind kind) { return nameOf(kOptimizers, kind); }
+
+nlohmann::json RunDocument::toJson() const
+{
+    nlohmann::json json;
+    if (!name.empty())
+        json["name"] = name;
+    if (!description.empty())
+        json["description"] = description;
+    json["model"] = model.toJson();
+    json["task"] = {
+        {"kind", nameOf(kTasks, task.kind)},
+        {"path", task.path},
+        {"tokenizer", nameOf(kTokenizers, task.tokenizer)},
+        {"vocab_limit", task.vocabLimit},
+        {"sequence_length", task.sequenceLength},
+        {"validation_fraction", task.validationFraction},
+        {"test_fraction", task.testFraction},
+        {"min_length", task.minLength},
+        {"max_length", task.maxLength},
+        {"train_size", task.trainSize},
+        {"validation_size", task.validationSize},
+        {"test_size", task.testSize},
+        {"seed", task.seed},
+    };
+    json["train"] = {
+        {"optimizer", nameOf(kOptimizers, train.optimizer)},
+        {"learning_rate", train.learningRate},
+        {"weight_decay", train.weightDecay},
+        {"beta1", train.beta1},
+        {"beta2", train.beta2},
+        {"epsilon", train.epsilon},
+        {"momentum", train.momentum},
+        {"schedule", nameOf(kSchedules, train.schedule)},
+        {"warmup_steps", train.warmupSteps},
+        {"min_learning_rate_ratio", train.minLearningRateRatio},
+        {"steps", train.steps},
+        {"batch_size", train.batchSize},
+        {"gradient_clip", train.gradientClip},
+        {"label_smoothing", train.labelSmoothing},
+        {"device", train.device},
+        {"bf16", train.bf16},
+        {"threads", train.threads},
+        {"seed", train.seed},
+        {"log_every", train.logEvery},
+        {"eval_every", train.evalEvery},
+        {"eval_batches", train.evalBatches},
+        {"checkpoint_every", train.checkpointEvery},
+        {"keep_last", train.keepLast},
+        {"probe_every", train.probeEvery},
+        {"probes", train.probes},
+    };
+    return json;
+}
+
+RunDocument parseRunDocument(const std::string& text, const std::string& origin)
+{
+    const nlohmann::json document = parseJsonText(text, origin);
+    std::vector<ConfigIssue> issues;
+    const ModelDocument modelDocument = readModelDocument(document, issues, {"task", "train"});
+
+    RunDocument run;
+    run.name = modelDocument.name;
+    run.description = modelDocument.description;
+    run.model = modelDocument.model;
+    const nlohmann::json empty = nlohmann::json::object();
+    const bool isObject = document.is_object();
+    JsonSection task(isObject && document.contains("task") ? document.at("task") : empty, "task", issues);
+    run.task = readTask(task);
+    JsonSection train(isObject && document.contains("train") ? document.at("train") : empty, "train", issues);
+    run.train = readTrain(train);
+    // Cross-section checks compare values that must have read cleanly.
+    if (issues.empty())
+        crossCheck(run, issues);
+    throwIfAny(std::move(issues), origin);
+    return run;
+}
+
+RunDocument loadRunDocument(const std::filesystem::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        throw ConfigError({{"", file.string() + ": cannot open the file"}});
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parseRunDocument(text.str(), file.string());
+}
+
+}  // namespace widelab

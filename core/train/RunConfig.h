@@ -1,0 +1,86 @@
+// defines: TaskConfig, TrainConfig and RunDocument: the `task` and `train` sections
+// that join `model` in a run's JSON document, with their reading and checks
+#pragma once
+
+#include "config/ConfigError.h"
+#include "config/ModelConfig.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+enum class TaskKind { ListOps, Classification, LanguageModel };
+enum class TokenizerChoice { Byte, Character, Word };
+enum class OptimizerKind { AdamW, Lamb, Sgd };
+enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
+
+struct TaskConfig {
+    TaskKind kind = TaskKind::ListOps;
+    std::string path;                         // classification or language-model file
+    TokenizerChoice tokenizer = TokenizerChoice::Byte;
+    std::int64_t vocabLimit = 8000;           // character / word vocabularies
+    std::int64_t sequenceLength = 0;          // 0: model.max_len
+    double validationFraction = 0.05;         // files
+    double testFraction = 0.05;
+    // ListOps (Long Range Arena rules); short sequences so that a laptop learns in minutes.
+    std::int64_t minLength = 16;
+    std::int64_t maxLength = 128;
+    std::int64_t trainSize = 20000;
+    std::int64_t validationSize = 1000;
+    std::int64_t testSize = 1000;
+    std::int64_t seed = 0;
+};
+
+struct TrainConfig {
+    OptimizerKind optimizer = OptimizerKind::AdamW;
+    double learningRate = 1e-3;               // peak, after warmup
+    double weightDecay = 0.01;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double epsilon = 1e-8;
+    double momentum = 0.9;                    // SGD
+    ScheduleChoice schedule = ScheduleChoice::WarmupCosine;
+    std::int64_t warmupSteps = 100;
+    double minLearningRateRatio = 0.0;
+    std::int64_t steps = 2000;
+    std::int64_t batchSize = 32;
+    double gradientClip = 1.0;                // <= 0: off
+    double labelSmoothing = 0.0;
+    std::string device = "auto";              // auto, cpu, cuda, cuda:N
+    bool bf16 = true;                         // autocast on CUDA
+    std::int64_t threads = 0;                 // 0: every core
+    std::int64_t seed = 0;
+    std::int64_t logEvery = 10;               // snapshots and metrics.jsonl lines
+    std::int64_t evalEvery = 200;
+    std::int64_t evalBatches = 20;            // 0: the whole validation split
+    std::int64_t checkpointEvery = 200;
+    std::int64_t keepLast = 3;
+    std::int64_t probeEvery = 0;              // 0: probes only on request
+    std::vector<std::string> probes;          // texts inspected during training
+};
+
+// A run: the model with its task and training. Missing sections take defaults.
+struct RunDocument {
+    std::string name;
+    std::string description;
+    ModelConfig model;
+    TaskConfig task;
+    TrainConfig train;
+
+    nlohmann::json toJson() const;
+    std::int64_t sequenceLength() const { return task.sequenceLength > 0 ? task.sequenceLength : model.maxLen; }
+};
+
+// Parses and validates everything; throws ConfigError listing every problem.
+RunDocument parseRunDocument(const std::string& text, const std::string& origin = "");
+RunDocument loadRunDocument(const std::filesystem::path& file);
+
+std::string toString(TaskKind kind);
+std::string toString(OptimizerKind kind);
+
+}  // namespace widelab

@@ -1,0 +1,120 @@
+#include "RunDirectory.h"
+
+#include "Measurements.h"
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace widelab {
+namespace {
+
+nlohmann::json readJson(const std::filesystem::path& file)
+{
+    std::ifstream in(file);
+    if (!in)
+        throw DataError(file.string() + ": missing (is this a WideLab run directory?)");
+    nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
+    if (json.is_discarded())
+        throw DataError(file.string() + ": not valid JSON");
+    return json;
+}
+
+}  // namespace
+
+std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory)
+{
+    static const std::regex pattern(R"(step-\d{8}\.pt)");
+    std::optional<std::filesystem::path> latest;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory / "checkpoints", error))
+        if (std::regex_match(entry.path().filename().string(), pattern) && (!latest || entry.path() > *latest))
+            latest = entry.path();
+    return latest;
+}
+
+OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
+{
+    const std::filesystem::path configFile = directory / "config.json";
+    if (!std::filesystem::exists(configFile))
+        throw DataError(directory.string() + ": not a WideLab run directory (no config.json)");
+    std::ostringstream text;
+    text << std::ifstream(configFile).rdbuf();
+    OpenedRun opened{parseRunDocument(text.str(), configFile.string()),
+                     Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {}, nullptr, {}, {}};
+    if (std::filesystem::exists(directory / "labels.json"))
+        opened.labels = readJson(directory / "labels.json").get<std::vector<std::string>>();
+
+    if (which == "latest") {
+        const auto latest = latestCheckpoint(directory);
+        if (!latest)
+            throw CheckpointError(directory.string() + ": the run has no checkpoint yet");
+        opened.checkpoint = *latest;
+    } else {
+        opened.checkpoint = directory / "checkpoints" / (which == "best" ? std::string("best.pt") : which);
+    }
+    opened.model = WideTransformer(opened.document.model);
+    opened.state = loadCheckpoint(opened.checkpoint, *opened.model, nullptr);
+    opened.model->eval();
+    return opened;
+}
+
+ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
+                       const std::string& text, std::int64_t maxLength)
+{
+    const ModelConfig& c = model.config();
+    std::vector<std::int64_t> ids = tokenizer.encode(text);
+    if (ids.empty())
+        throw DataError("the text \"" + text + "\" has no token");
+    if (static_cast<std::int64_t>(ids.size()) > maxLength)
+        ids.resize(static_cast<std::size_t>(maxLength));
+
+    torch::NoGradGuard noGrad;
+    const bool training = model.is_training();
+    model.eval();
+    const torch::Device device = model.parameters().front().device();
+    const torch::Tensor input = torch::tensor(ids, torch::kLong).unsqueeze(0).to(device);
+    ForwardTrace trace;
+    const ModelOutput output = model.inspect(input, {}, trace);
+    model.train(training);
+
+    ProbeResult result;
+    result.text = text;
+    if (c.usesClsToken())
+        result.tokens.push_back("<cls>");
+    for (const std::int64_t id : ids)
+        result.tokens.push_back(tokenizer.tokenText(id));
+    for (const BlockTrace& block : trace.blocks) {
+        const torch::Tensor maps = block.attention[0].to(torch::kCPU, torch::kFloat32);  // [heads, T, T]
+        std::vector<std::vector<std::vector<float>>> heads;
+        for (std::int64_t h = 0; h < maps.size(0); ++h) {
+            std::vector<std::vector<float>> rows;
+            for (std::int64_t q = 0; q < maps.size(1); ++q)
+                rows.push_back(toFloats(maps[h][q]));
+            heads.push_back(std::move(rows));
+        }
+        result.attention.push_back(std::move(heads));
+        if (block.expert.defined()) {
+            const torch::Tensor chosen =
+                torch::where(block.kept, block.expert, torch::full_like(block.expert, -1)).to(torch::kCPU).contiguous();
+            std::vector<std::vector<std::int64_t>> tokens;
+            for (std::int64_t s = 0; s < chosen.size(0); ++s)
+                tokens.emplace_back(chosen[s].data_ptr<std::int64_t>(),
+                                    chosen[s].data_ptr<std::int64_t>() + chosen.size(1));
+            result.experts.push_back(std::move(tokens));
+        }
+    }
+    const bool languageModel = c.head == HeadKind::LanguageModel;
+    const torch::Tensor scores = languageModel ? output.logits[0][-1] : output.logits[0];
+    result.prediction = toFloats(torch::softmax(scores.to(torch::kFloat32), -1));
+    for (std::int64_t id = 0; id < static_cast<std::int64_t>(result.prediction.size()); ++id) {
+        if (languageModel)
+            result.predictionLabels.push_back(id < tokenizer.vocabSize() ? tokenizer.tokenText(id) : "");
+        else
+            result.predictionLabels.push_back(id < static_cast<std::int64_t>(labels.size()) ? labels[static_cast<std::size_t>(id)]
+                                                                                             : std::to_string(id));
+    }
+    return result;
+}
+
+}  // namespace widelab

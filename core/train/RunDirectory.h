@@ -1,0 +1,40 @@
+// defines: OpenedRun, openRun, latestCheckpoint, probeModel: reading a finished or
+// running run back from its directory, and inspecting its model on a text
+#pragma once
+
+#include "Checkpoint.h"
+#include "RunConfig.h"
+#include "Snapshot.h"
+#include "data/Tokenizer.h"
+#include "model/WideTransformer.h"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+struct OpenedRun {
+    RunDocument document;
+    Tokenizer tokenizer;
+    std::vector<std::string> labels;  // class names (classification)
+    WideTransformer model{nullptr};   // weights of `checkpoint`, in evaluation mode, on the CPU
+    CheckpointState state;
+    std::filesystem::path checkpoint;
+};
+
+// The newest step-*.pt in directory/checkpoints, if any.
+std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory);
+
+// Reads config.json, tokenizer.json, labels.json and a checkpoint ("latest",
+// "best", or a file name in checkpoints/). Throws ConfigError, DataError or
+// CheckpointError naming the missing or broken piece.
+OpenedRun openRun(const std::filesystem::path& directory, const std::string& which = "latest");
+
+// Runs `text` through the model (evaluation mode, no gradient) and records
+// attention maps, expert choices and the prediction.
+ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
+                       const std::string& text, std::int64_t maxLength);
+
+}  // namespace widelab

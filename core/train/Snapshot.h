@@ -1,0 +1,94 @@
+// defines: RoutingStats, PathWeights, LayerNormDivergence, TrainingSnapshot,
+// EvaluationResult, ProbeResult and TrainingObserver: what training reports, as
+// plain C++ data (no tensors), for observers and metrics.jsonl
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+// One routing call (a block that routes), over the real tokens of one batch.
+struct RoutingStats {
+    std::int64_t block = 0;
+    std::vector<std::int64_t> tokensPerExpert;    // kept assignments, all choices
+    std::vector<double> droppedPercentPerChoice;  // [top_k]: choice 0 is top-1
+    std::int64_t unusedExperts = 0;               // experts that received no token
+    double routerEntropy = 0.0;                   // mean entropy of the router distribution, nats
+    std::vector<double> loadVsFair;               // tokens per expert / (S * K / E)
+};
+
+// Learnable path weights of one multi-path sublayer.
+struct PathWeights {
+    std::int64_t block = 0;
+    std::string sublayer;        // "attention" or "ffn"
+    std::vector<float> alpha;    // raw paths, then extra features
+    float beta = 1.0f;
+    double diversity = 0.0;      // over the raw paths (PathCombiner.h: pathDiversity)
+};
+
+// WideNet Eq. 9 for the LayerNorm before the FFN/MoE, over N blocks of width M.
+// allPairs: the equation as printed, element i of block j against every element m
+// of every other block n, averaged over i: 1/(M^2 N^2) sum_j sum_i sum_{n!=j} sum_m |g_ji - g_nm|.
+// elementwise: the same element in every other block: 1/(M N^2) sum_j sum_m sum_{n!=j} |g_jm - g_nm|.
+struct LayerNormDivergence {
+    double gammaAllPairs = 0.0, betaAllPairs = 0.0;
+    double gammaElementwise = 0.0, betaElementwise = 0.0;
+};
+
+struct TrainingSnapshot {
+    std::int64_t step = 0;              // optimiser updates done
+    double wallSeconds = 0.0;           // since the run (or its resumption) started
+    double loss = 0.0;                  // task + balance_loss_weight * balance, mean over the interval
+    double taskLoss = 0.0;
+    double balanceLoss = 0.0;           // sum over routing calls
+    double accuracy = 0.0;              // on the training batches of the interval
+    double learningRate = 0.0;
+    double gradientNorm = 0.0;          // before clipping
+    double tokensPerSecond = 0.0;
+    double stepSeconds = 0.0;
+    std::int64_t memoryBytes = 0;       // resident memory (CPU) or allocated (CUDA)
+    double measurementSeconds = 0.0;    // time spent measuring in this interval
+    std::vector<RoutingStats> routing;
+    std::vector<std::vector<float>> ffnGamma, ffnBeta, attentionGamma, attentionBeta;  // per block
+    LayerNormDivergence divergence;
+    std::vector<PathWeights> paths;
+};
+
+struct EvaluationResult {
+    std::int64_t step = 0;
+    std::string split;          // "validation" or "test"
+    double loss = 0.0;          // task loss
+    double accuracy = 0.0;      // next-token accuracy for language models
+    double perplexity = 0.0;    // language models: exp(loss)
+    std::int64_t examples = 0;
+};
+
+// What the model does with one probe text.
+struct ProbeResult {
+    std::int64_t step = 0;
+    std::string text;
+    std::vector<std::string> tokens;                               // as the model sees them (CLS first when used)
+    std::vector<std::vector<std::vector<std::vector<float>>>> attention;  // [layer][head][query][key]
+    std::vector<std::vector<std::vector<std::int64_t>>> experts;  // [block][token][choice], -1 when dropped
+    std::vector<float> prediction;    // class probabilities, or the next-token distribution after the last token
+    std::vector<std::string> predictionLabels;
+};
+
+class TrainingObserver {
+public:
+    virtual ~TrainingObserver() = default;
+    virtual void onSnapshot(const TrainingSnapshot&) {}
+    virtual void onEvaluation(const EvaluationResult&) {}
+    virtual void onProbe(const ProbeResult&) {}
+    virtual void onMessage(const std::string& level, const std::string& text) { (void)level, (void)text; }
+};
+
+nlohmann::json toJson(const TrainingSnapshot& snapshot);
+nlohmann::json toJson(const EvaluationResult& result);
+nlohmann::json toJson(const ProbeResult& result);
+
+}  // namespace widelab

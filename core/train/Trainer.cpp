@@ -1,0 +1,476 @@
+#include "Trainer.h"
+
+#include "Lamb.h"
+#include "Measurements.h"
+#include "RunDirectory.h"
+#include "Schedule.h"
+#include "data/Batch.h"
+#include "data/ListOps.h"
+#include "runtime/Runtime.h"
+
+#include <ATen/autocast_mode.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <regex>
+
+namespace widelab {
+
+namespace {
+
+double nowSeconds()
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::int64_t residentBytes()
+{
+    long pages = 0, resident = 0;
+    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        std::fclose(statm);
+    }
+    return static_cast<std::int64_t>(resident) * 4096;
+}
+
+torch::Device resolveDevice(const std::string& name)
+{
+    if (name == "cpu")
+        return torch::kCPU;
+    const bool cuda = torch::cuda::is_available();
+    if (name == "auto")
+        return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (!cuda)
+        throw ConfigError({{"train.device", "\"" + name + "\": this LibTorch has no usable CUDA device; use cpu or auto"}});
+    const std::int64_t index = name.size() > 5 ? std::stoll(name.substr(5)) : 0;
+    if (index >= static_cast<std::int64_t>(torch::cuda::device_count()))
+        throw ConfigError({{"train.device", "\"" + name + "\": only " + std::to_string(torch::cuda::device_count())
+                                                + " CUDA device(s) present"}});
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+ScheduleKind scheduleKind(ScheduleChoice choice)
+{
+    switch (choice) {
+    case ScheduleChoice::Constant: return ScheduleKind::Constant;
+    case ScheduleChoice::InverseSqrt: return ScheduleKind::InverseSqrt;
+    case ScheduleChoice::WarmupRsqrt: return ScheduleKind::WarmupRsqrt;
+    case ScheduleChoice::WarmupCosine: break;
+    }
+    return ScheduleKind::WarmupCosine;
+}
+
+std::string checkpointName(std::int64_t step)
+{
+    char name[32];
+    std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(step));
+    return name;
+}
+
+// Correct predictions and how many were counted: classes for classification,
+// next tokens at real positions for a language model.
+std::pair<double, double> correct(const torch::Tensor& logits, const Batch& batch, bool languageModel)
+{
+    const torch::Tensor predicted = logits.argmax(-1);
+    if (!languageModel)
+        return {predicted.eq(batch.targets).sum().item<double>(), static_cast<double>(batch.targets.size(0))};
+    const torch::Tensor hits = predicted.eq(batch.targets).logical_and(batch.mask);
+    return {hits.sum().item<double>(), batch.mask.sum().item<double>()};
+}
+
+}  // namespace
+
+struct Trainer::Interval {
+    double started = nowSeconds();
+    double loss = 0.0, task = 0.0, balance = 0.0, hits = 0.0, counted = 0.0, gradientNorm = 0.0;
+    std::int64_t steps = 0, tokens = 0;
+    double measurementSeconds = 0.0;
+    ForwardTrace trace;  // routing of the interval's last, measured step
+};
+
+Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options)
+    : m_run(std::move(run)), m_directory(std::move(directory)), m_options(std::move(options))
+{
+    TrainConfig& train = m_run.train;
+    if (m_options.steps)
+        train.steps = *m_options.steps;
+    if (m_options.device)
+        train.device = *m_options.device;
+    if (m_options.threads)
+        train.threads = *m_options.threads;
+    m_totalSteps = train.steps;
+    m_device = resolveDevice(train.device);
+    setComputeThreads(static_cast<int>(train.threads));
+
+    std::filesystem::create_directories(m_directory / "checkpoints");
+    const bool hasRun = !checkpoints().empty();
+    if (hasRun && !m_options.resume)
+        throw CheckpointError(m_directory.string() + " already holds a run with checkpoints; continue it with --resume "
+                                                     "or choose another directory");
+    if (!hasRun && m_options.resume)
+        throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
+
+    m_log = std::make_shared<spdlog::logger>(
+        "run", std::make_shared<spdlog::sinks::basic_file_sink_mt>((m_directory / "log.txt").string()));
+    m_log->flush_on(spdlog::level::info);
+
+    prepareData();
+
+    torch::manual_seed(static_cast<std::uint64_t>(train.seed));
+    m_model = WideTransformer(m_run.model);
+    m_model->to(m_device);
+    buildOptimizer();
+    m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
+
+    if (m_options.resume) {
+        const auto files = checkpoints();
+        m_state = loadCheckpoint(files.back(), *m_model, m_optimizer.get());
+        m_sampler->seek(m_state.samplerPosition);
+        message("info", "resumed from " + files.back().filename().string() + " at step " + std::to_string(m_state.step));
+    } else {
+        writeFileAtomically(m_directory / "config.json", m_run.toJson().dump(2) + "\n");
+        writeFileAtomically(m_directory / "tokenizer.json", m_tokenizer->toJson().dump() + "\n");
+        writeFileAtomically(m_directory / "labels.json", nlohmann::json(m_labels).dump() + "\n");
+    }
+    m_metrics.open(m_directory / "metrics.jsonl", std::ios::app);
+    message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_train->size())
+                        + " training examples");
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::prepareData()
+{
+    const TaskConfig& task = m_run.task;
+    const std::int64_t length = m_run.sequenceLength();
+    const SplitFractions fractions{task.validationFraction, task.testFraction};
+    const auto seed = static_cast<std::uint64_t>(task.seed);
+    const std::filesystem::path savedTokenizer = m_directory / "tokenizer.json";
+
+    auto chooseTokenizer = [&](auto&& streamTexts) {
+        if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
+            std::ifstream in(savedTokenizer);
+            m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromJson(nlohmann::json::parse(in)));
+        } else if (task.tokenizer == TokenizerChoice::Byte) {
+            m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
+        } else {
+            VocabularyBuilder builder(task.tokenizer == TokenizerChoice::Word ? TokenizerKind::Word
+                                                                               : TokenizerKind::Character);
+            streamTexts(builder);
+            m_tokenizer = std::make_unique<Tokenizer>(builder.build(task.vocabLimit));
+        }
+    };
+
+    switch (task.kind) {
+    case TaskKind::ListOps: {
+        ListOpsOptions listops;
+        listops.minLength = task.minLength;
+        listops.maxLength = task.maxLength;
+        m_tokenizer = std::make_unique<Tokenizer>(listOpsTokenizer());
+        m_train = makeListOpsDataset(listops, task.trainSize, seed, Split::Train, length);
+        m_validation = makeListOpsDataset(listops, task.validationSize, seed, Split::Validation, length);
+        m_test = makeListOpsDataset(listops, task.testSize, seed, Split::Test, length);
+        for (int value = 0; value < 10; ++value)
+            m_labels.push_back(std::to_string(value));
+        break;
+    }
+    case TaskKind::Classification: {
+        m_classificationFile = std::make_unique<ClassificationFile>(task.path, fractions, seed);
+        chooseTokenizer([&](VocabularyBuilder& builder) { m_classificationFile->addTrainingTexts(builder); });
+        m_labels = m_classificationFile->labels();
+        if (static_cast<std::int64_t>(m_labels.size()) > m_run.model.numClasses)
+            throw ConfigError({{"model.num_classes", std::to_string(m_run.model.numClasses) + " is fewer than the "
+                                                         + std::to_string(m_labels.size()) + " labels in " + task.path}});
+        m_train = m_classificationFile->dataset(Split::Train, *m_tokenizer, length);
+        m_validation = m_classificationFile->dataset(Split::Validation, *m_tokenizer, length);
+        m_test = m_classificationFile->dataset(Split::Test, *m_tokenizer, length);
+        break;
+    }
+    case TaskKind::LanguageModel: {
+        m_textFile = std::make_unique<TextFile>(task.path, m_directory / "cache");
+        chooseTokenizer([&](VocabularyBuilder& builder) { m_textFile->addTexts(builder); });
+        m_train = m_textFile->dataset(Split::Train, *m_tokenizer, length, fractions);
+        m_validation = m_textFile->dataset(Split::Validation, *m_tokenizer, length, fractions);
+        m_test = m_textFile->dataset(Split::Test, *m_tokenizer, length, fractions);
+        break;
+    }
+    }
+    if (m_tokenizer->vocabSize() > m_run.model.vocabSize)
+        throw ConfigError({{"model.vocab_size", std::to_string(m_run.model.vocabSize) + " is smaller than the "
+                                                    + toString(m_tokenizer->kind()) + " tokenizer's vocabulary ("
+                                                    + std::to_string(m_tokenizer->vocabSize()) + " tokens)"}});
+    if (m_train->size() == 0)
+        throw DataError("the training split is empty: the data has too few examples for the split fractions");
+}
+
+void Trainer::buildOptimizer()
+{
+    const TrainConfig& t = m_run.train;
+    const std::vector<torch::Tensor> parameters = m_model->parameters();
+    switch (t.optimizer) {
+    case OptimizerKind::AdamW:
+        m_optimizer = std::make_unique<torch::optim::AdamW>(
+            parameters, torch::optim::AdamWOptions(t.learningRate)
+                            .betas({t.beta1, t.beta2})
+                            .eps(t.epsilon)
+                            .weight_decay(t.weightDecay));
+        break;
+    case OptimizerKind::Lamb:
+        m_optimizer = std::make_unique<Lamb>(
+            parameters, LambOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay));
+        break;
+    case OptimizerKind::Sgd:
+        m_optimizer = std::make_unique<torch::optim::SGD>(
+            parameters, torch::optim::SGDOptions(t.learningRate).momentum(t.momentum).weight_decay(t.weightDecay));
+        break;
+    }
+}
+
+void Trainer::addObserver(TrainingObserver* observer) { m_observers.push_back(observer); }
+
+void Trainer::message(const std::string& level, const std::string& text)
+{
+    m_log->log(spdlog::level::from_str(level), text);
+    for (auto* observer : m_observers)
+        observer->onMessage(level, text);
+}
+
+void Trainer::record(const nlohmann::json& line)
+{
+    m_metrics << line.dump() << '\n';
+    m_metrics.flush();
+}
+
+std::optional<std::string> Trainer::firstNonFinite(const torch::Tensor& loss) const
+{
+    if (!torch::isfinite(loss).all().item<bool>())
+        return std::string("the loss");
+    for (const auto& item : m_model->named_parameters()) {
+        const torch::Tensor& grad = item.value().grad();
+        if (grad.defined() && !torch::isfinite(grad).all().item<bool>())
+            return "the gradient of " + item.key();
+    }
+    return std::nullopt;
+}
+
+TrainSummary Trainer::run(const std::atomic<bool>& stop)
+{
+    m_startSeconds = nowSeconds();
+    const TrainConfig& t = m_run.train;
+    TrainSummary summary;
+    Interval interval;
+    while (m_state.step < m_totalSteps) {
+        if (stop.load()) {
+            summary.outcome = TrainOutcome::Stopped;
+            break;
+        }
+        const bool measure = (m_state.step + 1) % t.logEvery == 0 || m_state.step + 1 == m_totalSteps;
+        try {
+            trainStep(interval, measure);
+        } catch (const std::domain_error& nonFinite) {
+            summary.outcome = TrainOutcome::NonFinite;
+            summary.message = nonFinite.what();
+            summary.step = m_state.step;
+            message("error", summary.message);
+            return summary;  // the last good checkpoint stays as it is
+        }
+        if (measure)
+            publish(interval);
+        if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
+            const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
+            if (result.loss < m_state.bestValidationLoss) {
+                m_state.bestValidationLoss = result.loss;
+                widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, m_state);
+            }
+        }
+        if (m_state.step % t.checkpointEvery == 0)
+            saveCheckpoint();
+        if (t.probeEvery > 0 && m_state.step % t.probeEvery == 0)
+            for (const auto& text : t.probes)
+                probe(text);
+    }
+    saveCheckpoint();
+    summary.step = m_state.step;
+    summary.message = summary.outcome == TrainOutcome::Stopped ? "stopped at step " + std::to_string(m_state.step)
+                                                                : "completed " + std::to_string(m_state.step) + " steps";
+    message("info", summary.message);
+    return summary;
+}
+
+void Trainer::trainStep(Interval& interval, bool measure)
+{
+    const TrainConfig& t = m_run.train;
+    const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    const double lr = learningRate(
+        ScheduleOptions{scheduleKind(t.schedule), t.learningRate, t.warmupSteps, m_totalSteps, t.minLearningRateRatio},
+        m_state.step);
+    applyLearningRate(*m_optimizer, lr);
+
+    std::vector<Example> examples;
+    for (const std::int64_t index : m_sampler->next())
+        examples.push_back(m_train->get(index));
+    Batch batch = makeBatch(examples, languageModel);
+    batch.ids = batch.ids.to(m_device);
+    batch.mask = batch.mask.to(m_device);
+    batch.targets = batch.targets.to(m_device);
+
+    m_model->train();
+    m_optimizer->zero_grad();
+    const bool autocast = m_device.is_cuda() && t.bf16;
+    at::autocast::set_enabled(autocast);
+    ForwardTrace& trace = interval.trace;
+    trace.captureAttention = false;
+    const ModelOutput output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, batch.mask, trace)
+                                                              : m_model->forward(batch.ids, batch.mask);
+    at::autocast::set_enabled(false);
+    const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
+    const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
+    loss.backward();
+    const double norm = torch::nn::utils::clip_grad_norm_(
+        m_model->parameters(), t.gradientClip > 0.0 ? t.gradientClip : std::numeric_limits<double>::infinity());
+    if (!std::isfinite(norm) || !std::isfinite(loss.item<double>())) {
+        const std::string what = firstNonFinite(loss).value_or("the gradient norm");
+        throw std::domain_error("step " + std::to_string(m_state.step + 1) + ": " + what
+                                + " is not finite (NaN or Inf); training stopped, the last checkpoint is intact");
+    }
+    m_optimizer->step();
+    ++m_state.step;
+    m_state.samplerPosition = m_sampler->position();
+
+    interval.loss += loss.item<double>();
+    interval.task += task.item<double>();
+    interval.balance += output.balanceLoss.item<double>();
+    interval.gradientNorm += norm;
+    const auto [hits, counted] = correct(output.logits.detach(), batch, languageModel);
+    interval.hits += hits;
+    interval.counted += counted;
+    interval.tokens += batch.tokens;
+    ++interval.steps;
+}
+
+void Trainer::publish(Interval& interval)
+{
+    const double measureStart = nowSeconds();
+    const double elapsed = measureStart - interval.started;
+    const double steps = static_cast<double>(std::max<std::int64_t>(1, interval.steps));
+    TrainingSnapshot s;
+    s.step = m_state.step;
+    s.wallSeconds = measureStart - m_startSeconds;
+    s.loss = interval.loss / steps;
+    s.taskLoss = interval.task / steps;
+    s.balanceLoss = interval.balance / steps;
+    s.accuracy = interval.counted > 0 ? interval.hits / interval.counted : 0.0;
+    s.gradientNorm = interval.gradientNorm / steps;
+    s.learningRate = learningRate(ScheduleOptions{scheduleKind(m_run.train.schedule), m_run.train.learningRate,
+                                                  m_run.train.warmupSteps, m_totalSteps,
+                                                  m_run.train.minLearningRateRatio},
+                                  m_state.step - 1);
+    s.stepSeconds = elapsed / steps;
+    s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
+    s.memoryBytes = residentBytes();
+
+    if (m_run.model.isMoe())
+        s.routing = routingStats(interval.trace, m_run.model.experts);
+    std::vector<torch::Tensor> gammas, betas;
+    for (const BlockNorms& norms : m_model->blockNorms()) {
+        s.attentionGamma.push_back(toFloats(norms.attentionGamma));
+        s.attentionBeta.push_back(toFloats(norms.attentionBeta));
+        s.ffnGamma.push_back(toFloats(norms.ffnGamma));
+        s.ffnBeta.push_back(toFloats(norms.ffnBeta));
+        gammas.push_back(norms.ffnGamma.detach());
+        betas.push_back(norms.ffnBeta.detach());
+    }
+    s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
+    s.paths = pathWeights(*m_model);
+    s.measurementSeconds = interval.measurementSeconds + (nowSeconds() - measureStart);
+
+    record(toJson(s));
+    for (auto* observer : m_observers)
+        observer->onSnapshot(s);
+    interval = Interval{};
+}
+
+EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
+{
+    Dataset& data = split == Split::Test ? *m_test : *m_validation;
+    const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    const std::int64_t batchSize = m_run.train.batchSize;
+    torch::NoGradGuard noGrad;
+    m_model->eval();
+    EvaluationResult result;
+    result.step = m_state.step;
+    result.split = toString(split);
+    double lossSum = 0.0, weightSum = 0.0, hits = 0.0, counted = 0.0;
+    std::int64_t batches = 0;
+    for (std::int64_t start = 0; start < data.size(); start += batchSize) {
+        if (maxBatches > 0 && batches++ >= maxBatches)
+            break;
+        std::vector<Example> examples;
+        for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
+            examples.push_back(data.get(i));
+        Batch batch = makeBatch(examples, languageModel);
+        batch.ids = batch.ids.to(m_device);
+        batch.mask = batch.mask.to(m_device);
+        batch.targets = batch.targets.to(m_device);
+        const ModelOutput output = m_model->forward(batch.ids, batch.mask);
+        const auto [h, c] = correct(output.logits, batch, languageModel);
+        const double weight = languageModel ? c : static_cast<double>(examples.size());
+        lossSum += taskLoss(m_run.model, output.logits, batch.targets, batch.mask).item<double>() * weight;
+        weightSum += weight;
+        hits += h;
+        counted += c;
+        result.examples += static_cast<std::int64_t>(examples.size());
+    }
+    result.loss = weightSum > 0 ? lossSum / weightSum : 0.0;
+    result.accuracy = counted > 0 ? hits / counted : 0.0;
+    result.perplexity = languageModel ? std::exp(result.loss) : 0.0;
+    record(toJson(result));
+    for (auto* observer : m_observers)
+        observer->onEvaluation(result);
+    return result;
+}
+
+ProbeResult Trainer::probe(const std::string& text)
+{
+    ProbeResult result = probeModel(*m_model, *m_tokenizer, m_labels, text, m_run.sequenceLength());
+    result.step = m_state.step;
+    record(toJson(result));
+    for (auto* observer : m_observers)
+        observer->onProbe(result);
+    return result;
+}
+
+std::vector<std::filesystem::path> Trainer::checkpoints() const
+{
+    std::vector<std::filesystem::path> files;
+    std::error_code error;
+    static const std::regex pattern(R"(step-\d{8}\.pt)");
+    for (const auto& entry : std::filesystem::directory_iterator(m_directory / "checkpoints", error))
+        if (std::regex_match(entry.path().filename().string(), pattern))
+            files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+void Trainer::saveCheckpoint()
+{
+    const std::filesystem::path file = m_directory / "checkpoints" / checkpointName(m_state.step);
+    widelab::saveCheckpoint(file, *m_model, *m_optimizer, m_state);
+    auto files = checkpoints();
+    while (static_cast<std::int64_t>(files.size()) > m_run.train.keepLast) {
+        std::filesystem::remove(files.front());
+        files.erase(files.begin());
+    }
+    message("info", "checkpoint " + file.filename().string());
+}
+
+}  // namespace widelab

@@ -1,0 +1,103 @@
+// defines: TrainerOptions, TrainOutcome, TrainSummary, Trainer: trains a WideLab model
+// on its task, on the CPU or a GPU, reporting to observers and to the run directory
+#pragma once
+
+#include "Checkpoint.h"
+#include "RunConfig.h"
+#include "Snapshot.h"
+#include "data/Datasets.h"
+#include "data/Tokenizer.h"
+#include "model/WideTransformer.h"
+
+#include <torch/optim/optimizer.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+namespace spdlog {
+class logger;
+}
+
+namespace widelab {
+
+struct TrainerOptions {
+    bool resume = false;                   // continue the run in the directory from its latest checkpoint
+    std::optional<std::int64_t> steps;     // overrides train.steps
+    std::optional<std::string> device;     // overrides train.device
+    std::optional<std::int64_t> threads;   // overrides train.threads
+};
+
+enum class TrainOutcome { Completed, Stopped, NonFinite };
+
+struct TrainSummary {
+    TrainOutcome outcome = TrainOutcome::Completed;
+    std::int64_t step = 0;
+    std::string message;
+};
+
+// A run directory holds config.json, tokenizer.json, metrics.jsonl, log.txt and
+// checkpoints/ (step-NNNNNNNN.pt, the last keep_last of them, and best.pt); see
+// docs/run-directory.md. Construction prepares data, model and optimiser, or
+// throws ConfigError / DataError / CheckpointError with a message for the user.
+class Trainer {
+public:
+    Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options = {});
+    ~Trainer();
+
+    void addObserver(TrainingObserver* observer);
+    // Trains until train.steps or until `stop` becomes true (checked between steps);
+    // saves a checkpoint before returning, except after a non-finite step, which
+    // leaves the last good checkpoint as it was.
+    TrainSummary run(const std::atomic<bool>& stop);
+
+    EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0);
+    ProbeResult probe(const std::string& text);
+    void saveCheckpoint();
+
+    std::int64_t step() const { return m_state.step; }
+    std::int64_t totalSteps() const { return m_totalSteps; }
+    const RunDocument& document() const { return m_run; }
+    const Tokenizer& tokenizer() const { return *m_tokenizer; }
+    WideTransformer& model() { return m_model; }
+    torch::Device device() const { return m_device; }
+    const std::filesystem::path& directory() const { return m_directory; }
+
+private:
+    struct Interval;  // measurements accumulated between two snapshots
+
+    void prepareData();
+    void buildOptimizer();
+    void trainStep(Interval& interval, bool measure);
+    void publish(Interval& interval);
+    void record(const nlohmann::json& line);
+    void message(const std::string& level, const std::string& text);
+    std::optional<std::string> firstNonFinite(const torch::Tensor& loss) const;
+    std::vector<std::filesystem::path> checkpoints() const;
+
+    RunDocument m_run;
+    std::filesystem::path m_directory;
+    TrainerOptions m_options;
+    std::int64_t m_totalSteps = 0;
+    torch::Device m_device{torch::kCPU};
+
+    std::unique_ptr<Tokenizer> m_tokenizer;
+    std::vector<std::string> m_labels;
+    std::unique_ptr<ClassificationFile> m_classificationFile;
+    std::unique_ptr<TextFile> m_textFile;
+    std::unique_ptr<Dataset> m_train, m_validation, m_test;
+    std::unique_ptr<class BatchSampler> m_sampler;
+
+    WideTransformer m_model{nullptr};
+    std::unique_ptr<torch::optim::Optimizer> m_optimizer;
+    CheckpointState m_state;
+
+    std::vector<TrainingObserver*> m_observers;
+    std::ofstream m_metrics;
+    std::shared_ptr<spdlog::logger> m_log;
+    double m_startSeconds = 0.0;
+};
+
+}  // namespace widelab

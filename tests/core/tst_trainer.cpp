@@ -1,0 +1,301 @@
+// Tests of train/Trainer and train/Checkpoint: learning on ListOps, exact resume,
+// checkpoints that survive a kill mid-save, clear errors, the NaN stop, a
+// language model on a text file, and an export Python reads.
+#include "TestSupport.h"
+#include "train/Checkpoint.h"
+#include "train/RunDirectory.h"
+#include "train/Trainer.h"
+
+#include <QtTest>
+
+#include <csignal>
+#include <fstream>
+#include <random>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace widelab;
+
+namespace {
+
+// A tiny ListOps run that a test can afford: short expressions, few examples.
+RunDocument tinyRun(const std::string& overrides = "{}")
+{
+    nlohmann::json json = nlohmann::json::parse(R"({
+        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
+                  "dropout": 0.1, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 64,
+                 "test_size": 64},
+        "train": {"steps": 20, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5, "log_every": 1,
+                  "eval_every": 10, "checkpoint_every": 10, "threads": 1}})");
+    json.merge_patch(nlohmann::json::parse(overrides));
+    return parseRunDocument(json.dump());
+}
+
+std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
+{
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(run / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json json = nlohmann::json::parse(line);
+        if (json["type"] == type)
+            lines.push_back(json);
+    }
+    return lines;
+}
+
+std::filesystem::path fresh(const QTemporaryDir& dir, const char* name) { return std::filesystem::path(dir.path().toStdString()) / name; }
+
+}  // namespace
+
+class TestTrainer : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void listOpsLossFalls();
+    void resumeContinuesExactly();
+    void killDuringSaveLeavesTheLastCheckpointLoadable();
+    void brokenCheckpointsAreClearErrors();
+    void existingRunIsNotOverwritten();
+    void nonFiniteLossStopsAndKeepsTheCheckpoint();
+    void languageModelOnATextFile();
+    void exportedWeightsLoadInPython();
+};
+
+void TestTrainer::listOpsLossFalls()
+{
+    QTemporaryDir dir;
+    Trainer trainer(tinyRun(R"({"train": {"steps": 60, "eval_every": 60}})"), fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    QCOMPARE(static_cast<int>(trainer.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
+    const auto train = metricLines(fresh(dir, "run"), "train");
+    QCOMPARE(train.size(), std::size_t{60});
+    double first = 0, last = 0;
+    for (int i = 0; i < 10; ++i) {
+        first += train[static_cast<std::size_t>(i)]["task_loss"].get<double>() / 10;
+        last += train[train.size() - 1 - static_cast<std::size_t>(i)]["task_loss"].get<double>() / 10;
+    }
+    QVERIFY2(last < first - 0.2, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
+    QCOMPARE(metricLines(fresh(dir, "run"), "eval").size(), std::size_t{1});
+    // Every snapshot carries the LayerNorms of both blocks and the cost of measuring.
+    QCOMPARE(train.back()["layernorm"]["ffn_gamma"].size(), std::size_t{2});
+    QVERIFY(train.back()["measurement_seconds"].get<double>() >= 0.0);
+}
+
+void TestTrainer::resumeContinuesExactly()
+{
+    // Dropout, MoE routing noise and shuffled batches: a resumed run must still
+    // retrace the uninterrupted run's losses exactly (same machine, CPU).
+    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 20}})";
+    QTemporaryDir dir;
+    std::atomic<bool> stop{false};
+    {
+        Trainer whole(tinyRun(moe), fresh(dir, "whole"));
+        whole.run(stop);
+    }
+    {
+        // Interrupted as Ctrl-C does it: the stop flag, raised after step 10.
+        struct StopAt : TrainingObserver {
+            std::atomic<bool>& flag;
+            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
+            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 10; }
+        };
+        std::atomic<bool> interrupt{false};
+        StopAt stopAt(interrupt);
+        Trainer first(tinyRun(moe), fresh(dir, "parts"), {});
+        first.addObserver(&stopAt);
+        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(first.step(), std::int64_t{10});
+    }
+    {
+        TrainerOptions resume;
+        resume.resume = true;
+        Trainer second(tinyRun(moe), fresh(dir, "parts"), resume);
+        QCOMPARE(second.step(), std::int64_t{10});
+        second.run(stop);
+    }
+    const auto whole = metricLines(fresh(dir, "whole"), "train");
+    const auto parts = metricLines(fresh(dir, "parts"), "train");
+    QCOMPARE(parts.size(), whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+        QCOMPARE(parts[i]["step"].get<int>(), whole[i]["step"].get<int>());
+        QCOMPARE(parts[i]["loss"].get<double>(), whole[i]["loss"].get<double>());
+    }
+}
+
+void TestTrainer::killDuringSaveLeavesTheLastCheckpointLoadable()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path file = fresh(dir, "model.pt");
+    const ModelConfig config = tinyRun().model;
+    std::mt19937 random(42);
+    for (int round = 0; round < 6; ++round) {
+        const pid_t child = fork();
+        if (child == 0) {
+            // Save again and again, each time with a new step, until killed.
+            WideTransformer model(config);
+            torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+            for (std::int64_t step = 1;; ++step)
+                saveCheckpoint(file, *model, optimizer, CheckpointState{step, 0, 0.0});
+        }
+        QTest::qWait(100 + static_cast<int>(random() % 200));
+        kill(child, SIGKILL);
+        int status = 0;
+        waitpid(child, &status, 0);
+        WideTransformer model(config);
+        try {
+            const CheckpointState state = loadCheckpoint(file, *model, nullptr);
+            QVERIFY(state.step >= 1);
+        } catch (const std::exception& error) {
+            QFAIL(qPrintable(QString("round %1: %2").arg(round).arg(error.what())));
+        }
+    }
+}
+
+void TestTrainer::brokenCheckpointsAreClearErrors()
+{
+    QTemporaryDir dir;
+    const ModelConfig config = tinyRun().model;
+    WideTransformer model(config);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+    const std::filesystem::path file = fresh(dir, "model.pt");
+    saveCheckpoint(file, *model, optimizer, CheckpointState{});
+    auto failure = [&](const std::filesystem::path& path, WideTransformerImpl& target) -> std::string {
+        try {
+            loadCheckpoint(path, target, nullptr);
+        } catch (const CheckpointError& error) {
+            return error.what();
+        }
+        return "";
+    };
+    QVERIFY(failure(fresh(dir, "missing.pt"), *model).find("no such checkpoint") != std::string::npos);
+
+    // Truncated: the first half of a real checkpoint.
+    const std::filesystem::path truncated = fresh(dir, "truncated.pt");
+    std::filesystem::copy_file(file, truncated);
+    std::filesystem::resize_file(truncated, std::filesystem::file_size(file) / 2);
+    QVERIFY(failure(truncated, *model).find("cannot be read") != std::string::npos);
+
+    // Another architecture: the message names the key that differs.
+    ModelConfig wider = config;
+    wider.layers = 3;
+    wider.routingGroups = 3;
+    WideTransformer other(wider);
+    const std::string mismatch = failure(file, *other);
+    QVERIFY2(mismatch.find("another architecture") != std::string::npos, mismatch.c_str());
+    QVERIFY2(mismatch.find("model.layers (checkpoint 2, now 3)") != std::string::npos, mismatch.c_str());
+}
+
+void TestTrainer::existingRunIsNotOverwritten()
+{
+    QTemporaryDir dir;
+    std::atomic<bool> stop{false};
+    {
+        TrainerOptions few;
+        few.steps = 2;
+        Trainer(tinyRun(), fresh(dir, "run"), few).run(stop);
+    }
+    try {
+        Trainer again(tinyRun(), fresh(dir, "run"));
+        QFAIL("a second run into the same directory was accepted");
+    } catch (const CheckpointError& error) {
+        QVERIFY(std::string(error.what()).find("--resume") != std::string::npos);
+    }
+    TrainerOptions resume;
+    resume.resume = true;
+    try {
+        Trainer empty(tinyRun(), fresh(dir, "empty"), resume);
+        QFAIL("resuming a run that does not exist was accepted");
+    } catch (const CheckpointError& error) {
+        QVERIFY(std::string(error.what()).find("no checkpoint") != std::string::npos);
+    }
+}
+
+void TestTrainer::nonFiniteLossStopsAndKeepsTheCheckpoint()
+{
+    // SGD at a learning rate of 100 without clipping diverges within a few steps.
+    QTemporaryDir dir;
+    Trainer trainer(tinyRun(R"({"train": {"optimizer": "sgd", "learning_rate": 100, "warmup_steps": 0,
+                                          "schedule": "constant", "gradient_clip": 0, "steps": 200,
+                                          "checkpoint_every": 1, "eval_every": 1000}})"),
+                    fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = trainer.run(stop);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::NonFinite));
+    QVERIFY2(summary.message.find("step " + std::to_string(summary.step + 1)) == 0, summary.message.c_str());
+    QVERIFY2(summary.message.find("not finite") != std::string::npos, summary.message.c_str());
+    // The last checkpoint is the last good step, and it loads.
+    const auto latest = latestCheckpoint(fresh(dir, "run"));
+    QVERIFY(latest.has_value());
+    const OpenedRun opened = openRun(fresh(dir, "run"));
+    QCOMPARE(opened.state.step, summary.step);
+    for (const auto& p : opened.model->parameters())
+        QVERIFY(torch::isfinite(p).all().item<bool>());
+}
+
+void TestTrainer::languageModelOnATextFile()
+{
+    const std::filesystem::path text = "/usr/share/common-licenses/GPL-3";
+    if (!std::filesystem::exists(text))
+        QSKIP("no licence text on this machine");
+    QTemporaryDir dir;
+    const RunDocument run = parseRunDocument(nlohmann::json{
+        {"model", {{"vocab_size", 258}, {"max_len", 64}, {"d_model", 32}, {"layers", 2}, {"heads", 4}, {"ffn_dim", 64},
+                   {"dropout", 0.0}, {"head", "language_model"}}},
+        {"task", {{"kind", "language_model"}, {"path", text.string()}, {"tokenizer", "byte"}}},
+        {"train", {{"steps", 30}, {"batch_size", 8}, {"learning_rate", 0.003}, {"warmup_steps", 5}, {"log_every", 5},
+                   {"eval_every", 30}, {"eval_batches", 4}, {"checkpoint_every", 30}, {"threads", 1}}}}.dump());
+    Trainer trainer(run, fresh(dir, "lm"));
+    std::atomic<bool> stop{false};
+    trainer.run(stop);
+    const auto eval = metricLines(fresh(dir, "lm"), "eval");
+    QCOMPARE(eval.size(), std::size_t{1});
+    // Perplexity of bytes: below the 256 of a uniform guess after a little training.
+    QVERIFY(eval[0]["perplexity"].get<double>() < 256.0);
+    QCOMPARE(eval[0]["perplexity"].get<double>(), std::exp(eval[0]["loss"].get<double>()));
+
+    OpenedRun opened = openRun(fresh(dir, "lm"));
+    const ProbeResult probe = probeModel(*opened.model, opened.tokenizer, opened.labels, "the licence", 64);
+    QCOMPARE(probe.tokens.size(), std::size_t{11});  // bytes, no CLS for a language model
+    QCOMPARE(probe.attention.size(), std::size_t{2});
+    QCOMPARE(probe.attention[0].size(), std::size_t{4});
+    // Causal: the first token attends only to itself.
+    QCOMPARE(probe.attention[0][0][0][0], 1.0f);
+    QCOMPARE(probe.prediction.size(), std::size_t{258});
+    double total = 0;
+    for (const float p : probe.prediction)
+        total += p;
+    QVERIFY(std::abs(total - 1.0) < 1e-4);
+}
+
+void TestTrainer::exportedWeightsLoadInPython()
+{
+    QTemporaryDir dir;
+    std::atomic<bool> stop{false};
+    TrainerOptions few;
+    few.steps = 2;
+    Trainer(tinyRun(), fresh(dir, "run"), few).run(stop);
+    const OpenedRun opened = openRun(fresh(dir, "run"));
+    c10::Dict<std::string, torch::Tensor> dict;
+    for (const auto& item : opened.model->named_parameters())
+        dict.insert(item.key(), item.value().detach());
+    const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
+    const std::filesystem::path file = fresh(dir, "model.pt");
+    std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    // Python reads it with torch.load and finds the same keys and sums.
+    const double sum = opened.model->named_parameters()["attention.0.qkv.weight"].sum().item<double>();
+    const std::string command = std::string(WIDELAB_REFERENCE_PYTHON) + " -c \"import torch; d = torch.load('"
+                                + file.string() + "'); print(len(d), float(d['attention.0.qkv.weight'].sum()))\"";
+    FILE* pipe = popen(command.c_str(), "r");
+    QVERIFY(pipe);
+    int count = 0;
+    double pythonSum = 0;
+    QCOMPARE(fscanf(pipe, "%d %lf", &count, &pythonSum), 2);
+    QCOMPARE(pclose(pipe), 0);
+    QCOMPARE(count, static_cast<int>(opened.model->parameters().size()));
+    QVERIFY(std::abs(pythonSum - sum) < 1e-4 * std::max(1.0, std::abs(sum)));
+}
+
+QTEST_GUILESS_MAIN(TestTrainer)
+#include "tst_trainer.moc"
