@@ -12,7 +12,6 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
@@ -76,25 +75,50 @@ std::string checkpointName(std::int64_t step)
     return name;
 }
 
-// Correct predictions and how many were counted: classes for classification,
-// next tokens at real positions for a language model.
-std::pair<double, double> correct(const torch::Tensor& logits, const Batch& batch, bool languageModel)
+// Correct predictions and how many were counted ([2], on the device): classes for
+// classification, next tokens at real positions for a language model.
+torch::Tensor correct(const torch::Tensor& logits, const Batch& batch, bool languageModel)
 {
     const torch::Tensor predicted = logits.argmax(-1);
-    if (!languageModel)
-        return {predicted.eq(batch.targets).sum().item<double>(), static_cast<double>(batch.targets.size(0))};
+    if (!languageModel) {
+        const torch::Tensor hits = predicted.eq(batch.targets).sum().to(torch::kFloat64);
+        return torch::stack({hits, torch::full_like(hits, static_cast<double>(batch.targets.size(0)))});
+    }
     const torch::Tensor hits = predicted.eq(batch.targets).logical_and(batch.mask);
-    return {hits.sum().item<double>(), batch.mask.sum().item<double>()};
+    return torch::stack({hits.sum().to(torch::kFloat64), batch.mask.sum().to(torch::kFloat64)});
+}
+
+// Scales the gradients to a global norm of at most `maxNorm` (<= 0: never) and
+// returns the norm before scaling, all on the device.
+torch::Tensor clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm)
+{
+    std::vector<torch::Tensor> squares;
+    for (const auto& p : parameters)
+        if (p.grad().defined())
+            squares.push_back(p.grad().detach().to(torch::kFloat32).pow(2).sum());
+    if (squares.empty())
+        return torch::zeros({}, torch::kFloat64);
+    const torch::Tensor norm = torch::stack(squares).sum().sqrt();
+    if (maxNorm > 0.0) {
+        const torch::Tensor scale = (maxNorm / (norm + 1e-6)).clamp_max(1.0);
+        for (const auto& p : parameters)
+            if (p.grad().defined())
+                p.grad().detach().mul_(scale.to(p.grad().dtype()));
+    }
+    return norm.to(torch::kFloat64);
 }
 
 }  // namespace
 
+// Sums over the steps since the last snapshot. They stay on the device and are
+// read once per snapshot: reading a value from a GPU waits for it.
 struct Trainer::Interval {
     double started = nowSeconds();
-    double loss = 0.0, task = 0.0, balance = 0.0, hits = 0.0, counted = 0.0, gradientNorm = 0.0;
+    torch::Tensor sums;        // [6]: loss, task, balance, hits, counted, gradient norm
+    torch::Tensor allFinite;   // [] bool: every step's loss and gradients were finite
     std::int64_t steps = 0, tokens = 0;
-    double measurementSeconds = 0.0;
-    ForwardTrace trace;  // routing of the interval's last, measured step
+    std::int64_t firstStep = 0;
+    ForwardTrace trace;        // routing of the interval's last, measured step
 };
 
 Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options)
@@ -285,6 +309,19 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         }
         if (measure)
             publish(interval);
+        const bool saving = m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps
+                            || m_state.step % t.checkpointEvery == 0;
+        if (saving && m_device.is_cuda() && interval.steps > 0) {
+            try {
+                stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
+            } catch (const std::domain_error& nonFinite) {
+                summary.outcome = TrainOutcome::NonFinite;
+                summary.message = nonFinite.what();
+                summary.step = m_state.step;
+                message("error", summary.message);
+                return summary;
+            }
+        }
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
             const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
             if (result.loss < m_state.bestValidationLoss) {
@@ -335,26 +372,47 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
     const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
     loss.backward();
-    const double norm = torch::nn::utils::clip_grad_norm_(
-        m_model->parameters(), t.gradientClip > 0.0 ? t.gradientClip : std::numeric_limits<double>::infinity());
-    if (!std::isfinite(norm) || !std::isfinite(loss.item<double>())) {
-        const std::string what = firstNonFinite(loss).value_or("the gradient norm");
-        throw std::domain_error("step " + std::to_string(m_state.step + 1) + ": " + what
-                                + " is not finite (NaN or Inf); training stopped, the last checkpoint is intact");
-    }
+    const torch::Tensor norm = clipGradients(m_model->parameters(), t.gradientClip);
+    const torch::Tensor finite = torch::isfinite(loss.detach()).logical_and(torch::isfinite(norm));
+
+    // On the CPU every step is checked before the update (it costs nothing). On a
+    // GPU the check waits for the step, so it runs on measured steps and before
+    // anything is saved; a bad step in between is found there, by its number.
+    if (!m_device.is_cuda() || measure)
+        stopIfNonFinite(finite, loss, interval);
     m_optimizer->step();
     ++m_state.step;
     m_state.samplerPosition = m_sampler->position();
 
-    interval.loss += loss.item<double>();
-    interval.task += task.item<double>();
-    interval.balance += output.balanceLoss.item<double>();
-    interval.gradientNorm += norm;
-    const auto [hits, counted] = correct(output.logits.detach(), batch, languageModel);
-    interval.hits += hits;
-    interval.counted += counted;
+    const torch::Tensor stepSums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64),
+                                                             task.detach().to(torch::kFloat64),
+                                                             output.balanceLoss.detach().to(torch::kFloat64)}),
+                                               correct(output.logits.detach(), batch, languageModel),
+                                               norm.view({1})});
+    if (interval.steps == 0) {
+        interval.sums = stepSums;
+        interval.allFinite = finite;
+        interval.firstStep = m_state.step;
+    } else {
+        interval.sums = interval.sums + stepSums;
+        interval.allFinite = interval.allFinite.logical_and(finite);
+    }
     interval.tokens += batch.tokens;
     ++interval.steps;
+}
+
+void Trainer::stopIfNonFinite(const torch::Tensor& finite, const torch::Tensor& loss, const Interval& interval)
+{
+    const bool stepFinite = finite.item<bool>();
+    const bool intervalFinite = !interval.allFinite.defined() || interval.allFinite.item<bool>();
+    if (stepFinite && intervalFinite)
+        return;
+    const std::string where = stepFinite ? "between steps " + std::to_string(interval.firstStep) + " and "
+                                               + std::to_string(m_state.step)
+                                         : "step " + std::to_string(m_state.step + 1);
+    const std::string what = stepFinite ? std::string("a loss or gradient") : firstNonFinite(loss).value_or("the gradient norm");
+    throw std::domain_error(where + ": " + what + " is not finite (NaN or Inf); training stopped, the last checkpoint "
+                            "is intact");
 }
 
 void Trainer::publish(Interval& interval)
@@ -362,14 +420,16 @@ void Trainer::publish(Interval& interval)
     const double measureStart = nowSeconds();
     const double elapsed = measureStart - interval.started;
     const double steps = static_cast<double>(std::max<std::int64_t>(1, interval.steps));
+    const torch::Tensor sumsOnHost = interval.sums.to(torch::kCPU);
+    const double* sums = sumsOnHost.data_ptr<double>();  // loss, task, balance, hits, counted, gradient norm
     TrainingSnapshot s;
     s.step = m_state.step;
     s.wallSeconds = measureStart - m_startSeconds;
-    s.loss = interval.loss / steps;
-    s.taskLoss = interval.task / steps;
-    s.balanceLoss = interval.balance / steps;
-    s.accuracy = interval.counted > 0 ? interval.hits / interval.counted : 0.0;
-    s.gradientNorm = interval.gradientNorm / steps;
+    s.loss = sums[0] / steps;
+    s.taskLoss = sums[1] / steps;
+    s.balanceLoss = sums[2] / steps;
+    s.accuracy = sums[4] > 0 ? sums[3] / sums[4] : 0.0;
+    s.gradientNorm = sums[5] / steps;
     s.learningRate = learningRate(ScheduleOptions{scheduleKind(m_run.train.schedule), m_run.train.learningRate,
                                                   m_run.train.warmupSteps, m_totalSteps,
                                                   m_run.train.minLearningRateRatio},
@@ -391,7 +451,7 @@ void Trainer::publish(Interval& interval)
     }
     s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
     s.paths = pathWeights(*m_model);
-    s.measurementSeconds = interval.measurementSeconds + (nowSeconds() - measureStart);
+    s.measurementSeconds = nowSeconds() - measureStart;
 
     record(toJson(s));
     for (auto* observer : m_observers)
@@ -422,7 +482,8 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
         batch.mask = batch.mask.to(m_device);
         batch.targets = batch.targets.to(m_device);
         const ModelOutput output = m_model->forward(batch.ids, batch.mask);
-        const auto [h, c] = correct(output.logits, batch, languageModel);
+        const torch::Tensor counts = correct(output.logits, batch, languageModel).to(torch::kCPU);
+        const double h = counts[0].item<double>(), c = counts[1].item<double>();
         const double weight = languageModel ? c : static_cast<double>(examples.size());
         lossSum += taskLoss(m_run.model, output.logits, batch.targets, batch.mask).item<double>() * weight;
         weightSum += weight;

@@ -75,6 +75,9 @@ private:
     void record(const nlohmann::json& line);
     void message(const std::string& level, const std::string& text);
     std::optional<std::string> firstNonFinite(const torch::Tensor& loss) const;
+    // Throws std::domain_error naming the step when `finite` is false, or the
+    // interval so far held a non-finite step.
+    void stopIfNonFinite(const torch::Tensor& finite, const torch::Tensor& loss, const Interval& interval);
     std::vector<std::filesystem::path> checkpoints() const;
 
     RunDocument m_run;

@@ -2,6 +2,7 @@
 // checkpoints that survive a kill mid-save, clear errors, the NaN stop, a
 // language model on a text file, and an export Python reads.
 #include "TestSupport.h"
+#include "config/Presets.h"
 #include "train/Checkpoint.h"
 #include "train/RunDirectory.h"
 #include "train/Trainer.h"
@@ -53,6 +54,8 @@ class TestTrainer : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void everyPresetTrainsAStep_data();
+    void everyPresetTrainsAStep();
     void listOpsLossFalls();
     void resumeContinuesExactly();
     void killDuringSaveLeavesTheLastCheckpointLoadable();
@@ -62,6 +65,32 @@ private Q_SLOTS:
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
 };
+
+void TestTrainer::everyPresetTrainsAStep_data()
+{
+    QTest::addColumn<QString>("preset");
+    for (const auto& name : listPresets())
+        QTest::newRow(name.c_str()) << QString::fromStdString(name);
+}
+
+void TestTrainer::everyPresetTrainsAStep()
+{
+    // Each preset with its own task (ListOps unless it names one), shrunk to two
+    // steps of two examples: the data, model and optimiser must all come up.
+    QFETCH(QString, preset);
+    std::ifstream in(resolveConfigPath(preset.toStdString()));
+    nlohmann::json json = nlohmann::json::parse(in);
+    json.merge_patch(nlohmann::json::parse(R"({"task": {"train_size": 8, "validation_size": 4, "test_size": 4},
+        "train": {"steps": 2, "batch_size": 2, "eval_every": 2, "eval_batches": 1, "log_every": 1}})"));
+    QTemporaryDir dir;
+    Trainer trainer(parseRunDocument(json.dump()), fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = trainer.run(stop);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::Completed));
+    const auto train = metricLines(fresh(dir, "run"), "train");
+    QCOMPARE(train.size(), std::size_t{2});
+    QVERIFY(std::isfinite(train.back()["loss"].get<double>()));
+}
 
 void TestTrainer::listOpsLossFalls()
 {
