@@ -238,24 +238,36 @@ void Trainer::prepareData()
 
 void Trainer::buildOptimizer()
 {
+    // Weight decay on matrices only: biases, LayerNorms, path weights and other
+    // vectors are left alone, as BERT and ViT train them.
     const TrainConfig& t = m_run.train;
-    const std::vector<torch::Tensor> parameters = m_model->parameters();
+    std::vector<torch::Tensor> decayed, exempt;
+    for (const auto& p : m_model->parameters())
+        (p.dim() >= 2 ? decayed : exempt).push_back(p);
+    auto groups = [&](auto options) {
+        std::vector<torch::optim::OptimizerParamGroup> list;
+        list.emplace_back(decayed, std::make_unique<decltype(options)>(options));
+        options.weight_decay(0.0);
+        list.emplace_back(exempt, std::make_unique<decltype(options)>(options));
+        return list;
+    };
     switch (t.optimizer) {
-    case OptimizerKind::AdamW:
-        m_optimizer = std::make_unique<torch::optim::AdamW>(
-            parameters, torch::optim::AdamWOptions(t.learningRate)
-                            .betas({t.beta1, t.beta2})
-                            .eps(t.epsilon)
-                            .weight_decay(t.weightDecay));
+    case OptimizerKind::AdamW: {
+        const auto options =
+            torch::optim::AdamWOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay);
+        m_optimizer = std::make_unique<torch::optim::AdamW>(groups(options), options);
         break;
-    case OptimizerKind::Lamb:
-        m_optimizer = std::make_unique<Lamb>(
-            parameters, LambOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay));
+    }
+    case OptimizerKind::Lamb: {
+        const auto options = LambOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay);
+        m_optimizer = std::make_unique<Lamb>(groups(options), options);
         break;
-    case OptimizerKind::Sgd:
-        m_optimizer = std::make_unique<torch::optim::SGD>(
-            parameters, torch::optim::SGDOptions(t.learningRate).momentum(t.momentum).weight_decay(t.weightDecay));
+    }
+    case OptimizerKind::Sgd: {
+        const auto options = torch::optim::SGDOptions(t.learningRate).momentum(t.momentum).weight_decay(t.weightDecay);
+        m_optimizer = std::make_unique<torch::optim::SGD>(groups(options), options);
         break;
+    }
     }
 }
 
