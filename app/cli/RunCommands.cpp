@@ -226,6 +226,9 @@ int exportCommand(const RunArguments& a, std::ostream& out)
 {
     if (a.positional.size() != 1 || a.out.empty())
         throw RunUsageError("usage: widelab-cli export RUN_DIR --out model.pt");
+    const std::filesystem::path weights = a.out;
+    if (weights.extension() == ".json")
+        throw RunUsageError("--out " + a.out + ": the weights go to a .pt file, the configuration beside it as .json");
     const OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
     c10::Dict<std::string, torch::Tensor> stateDict;
     for (const auto& item : opened.model->named_parameters())
@@ -233,12 +236,9 @@ int exportCommand(const RunArguments& a, std::ostream& out)
     for (const auto& item : opened.model->named_buffers())
         stateDict.insert(item.key(), item.value().detach().contiguous());
     const std::vector<char> bytes = torch::pickle_save(c10::IValue(stateDict));
-    std::ofstream file(a.out, std::ios::binary | std::ios::trunc);
-    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!file)
-        throw std::runtime_error(a.out + ": cannot write");
-    const std::string configFile = std::filesystem::path(a.out).replace_extension(".json").string();
-    std::ofstream(configFile) << opened.document.toJson().dump(2) << "\n";
+    writeFileAtomically(weights, std::string(bytes.begin(), bytes.end()));
+    const std::string configFile = std::filesystem::path(weights).replace_extension(".json").string();
+    writeFileAtomically(configFile, opened.document.toJson().dump(2) + "\n");
     out << "wrote " << a.out << " (" << stateDict.size() << " tensors, step " << opened.state.step << ") and "
         << configFile << "; docs/model.md maps every key to the architecture\n";
     return 0;

@@ -1,5 +1,9 @@
 #include "Checkpoint.h"
 
+#include "Lamb.h"
+
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
 #include <fcntl.h>
@@ -52,6 +56,32 @@ std::string differences(const nlohmann::json& saved, const nlohmann::json& curre
     return list;
 }
 
+// Optimiser state loads on the CPU; each tensor moves to its parameter's device.
+void moveStateToParameters(torch::optim::Optimizer& optimizer)
+{
+    auto& states = optimizer.state();
+    for (const auto& group : optimizer.param_groups()) {
+        for (const auto& p : group.params()) {
+            const auto it = states.find(optimizerStateKey(states, p));
+            if (it == states.end())
+                continue;
+            const torch::Device device = p.device();
+            if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
+                adamw->exp_avg(adamw->exp_avg().to(device));
+                adamw->exp_avg_sq(adamw->exp_avg_sq().to(device));
+                if (adamw->max_exp_avg_sq().defined())
+                    adamw->max_exp_avg_sq(adamw->max_exp_avg_sq().to(device));
+            } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
+                if (sgd->momentum_buffer().defined())
+                    sgd->momentum_buffer(sgd->momentum_buffer().to(device));
+            } else if (auto* lamb = dynamic_cast<LambParamState*>(it->second.get())) {
+                lamb->exp_avg(lamb->exp_avg().to(device));
+                lamb->exp_avg_sq(lamb->exp_avg_sq().to(device));
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
@@ -61,8 +91,11 @@ void writeFileAtomically(const std::filesystem::path& file, const std::string& b
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         out.flush();
-        if (!out)
-            throw CheckpointError(temporary.string() + ": cannot write (disk full?)");
+        if (!out) {
+            std::error_code ignored;
+            std::filesystem::remove(temporary, ignored);
+            throw CheckpointError(file.string() + ": cannot write (no such directory, no permission, or disk full)");
+        }
     }
     syncPath(temporary, false);
     std::error_code error;
@@ -104,7 +137,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
     torch::serialize::InputArchive archive;
     torch::Tensor format, config;
     try {
-        archive.load_from(file.string());
+        archive.load_from(file.string(), torch::kCPU);  // a GPU run's checkpoint opens on any machine
         archive.read("format", format);
         archive.read("config", config);
     } catch (const c10::Error& e) {
@@ -149,6 +182,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
             torch::serialize::InputArchive optimizerArchive;
             archive.read("optimizer", optimizerArchive);
             optimizer->load(optimizerArchive);
+            moveStateToParameters(*optimizer);
         }
         at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
         std::lock_guard<std::mutex> lock(generator.mutex());

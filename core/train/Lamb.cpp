@@ -105,7 +105,7 @@ torch::Tensor Lamb::step(LossClosure closure)
             const torch::Tensor& grad = p.grad();
             TORCH_CHECK(!grad.is_sparse(), "Lamb does not support sparse gradients");
 
-            auto& slot = state_[c10::guts::to_string(p.unsafeGetTensorImpl())];
+            auto& slot = state_[optimizerStateKey(state_, p)];
             if (!slot) {
                 auto fresh = std::make_unique<LambParamState>();
                 fresh->step(0);

@@ -3,6 +3,10 @@
 #pragma once
 
 #include <torch/optim/optimizer.h>
+
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <torch/optim/serialize.h>
 #include <torch/serialize/archive.h>
 
@@ -61,6 +65,22 @@ public:
 
 // Throws c10::Error (as AdamW does) for a negative lr, eps or weight decay, or a beta outside [0, 1).
 // Parameters without a gradient are skipped; sparse gradients are refused.
+// The key of a parameter's entry in Optimizer::state(): LibTorch 1.13 keys the map
+// by the text of the TensorImpl address (what c10::guts::to_string printed), newer
+// releases by the address itself. Written so that it compiles against both.
+template <typename StateMap>
+typename StateMap::key_type optimizerStateKey(const StateMap&, const torch::Tensor& parameter)
+{
+    using Key = typename StateMap::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream text;
+        text << parameter.unsafeGetTensorImpl();
+        return text.str();
+    } else {
+        return static_cast<Key>(parameter.unsafeGetTensorImpl());
+    }
+}
+
 class Lamb : public torch::optim::Optimizer {
 public:
     explicit Lamb(std::vector<torch::optim::OptimizerParamGroup> paramGroups, LambOptions defaults = {});

@@ -74,7 +74,7 @@ TrainConfig readTrain(JsonSection& s)
     return t;
 }
 
-void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues)
+void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool requireDataFiles)
 {
     auto report = [&](const std::string& key, std::string reason) { issues.push_back({key, std::move(reason)}); };
     const TaskConfig& task = run.task;
@@ -99,7 +99,7 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues)
     } else {
         if (task.path.empty()) {
             report("task.path", "missing: " + kind + " reads its data from a file");
-        } else {
+        } else if (requireDataFiles) {
             std::error_code error;
             if (!std::filesystem::is_regular_file(task.path, error))
                 report("task.path", "no such file: " + task.path);
@@ -174,7 +174,7 @@ nlohmann::json RunDocument::toJson() const
     return json;
 }
 
-RunDocument parseRunDocument(const std::string& text, const std::string& origin)
+RunDocument parseRunDocument(const std::string& text, const std::string& origin, bool requireDataFiles)
 {
     const nlohmann::json document = parseJsonText(text, origin);
     std::vector<ConfigIssue> issues;
@@ -192,7 +192,7 @@ RunDocument parseRunDocument(const std::string& text, const std::string& origin)
     run.train = readTrain(train);
     // Cross-section checks compare values that must have read cleanly.
     if (issues.empty())
-        crossCheck(run, issues);
+        crossCheck(run, issues, requireDataFiles);
     throwIfAny(std::move(issues), origin);
     return run;
 }

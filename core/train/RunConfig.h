@@ -77,7 +77,9 @@ struct RunDocument {
 };
 
 // Parses and validates everything; throws ConfigError listing every problem.
-RunDocument parseRunDocument(const std::string& text, const std::string& origin = "");
+// `requireDataFiles` false skips the check that task.path exists (reading a
+// finished run back needs its model, not its data).
+RunDocument parseRunDocument(const std::string& text, const std::string& origin = "", bool requireDataFiles = true);
 RunDocument loadRunDocument(const std::filesystem::path& file);
 
 std::string toString(TaskKind kind);

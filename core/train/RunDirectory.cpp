@@ -40,7 +40,7 @@ OpenedRun openRun(const std::filesystem::path& directory, const std::string& whi
         throw DataError(directory.string() + ": not a WideLab run directory (no config.json)");
     std::ostringstream text;
     text << std::ifstream(configFile).rdbuf();
-    OpenedRun opened{parseRunDocument(text.str(), configFile.string()),
+    OpenedRun opened{parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false),
                      Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {}, nullptr, {}, {}};
     if (std::filesystem::exists(directory / "labels.json"))
         opened.labels = readJson(directory / "labels.json").get<std::vector<std::string>>();

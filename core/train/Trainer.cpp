@@ -43,6 +43,9 @@ std::int64_t residentBytes()
 
 torch::Device resolveDevice(const std::string& name)
 {
+    static const std::regex valid(R"(auto|cpu|cuda(:[0-9]{1,3})?)");
+    if (!std::regex_match(name, valid))
+        throw ConfigError({{"train.device", "\"" + name + "\" is not auto, cpu, cuda or cuda:N"}});
     if (name == "cpu")
         return torch::kCPU;
     const bool cuda = torch::cuda::is_available();
@@ -108,6 +111,41 @@ torch::Tensor clipGradients(const std::vector<torch::Tensor>& parameters, double
     return norm.to(torch::kFloat64);
 }
 
+// bf16 autocast on CUDA for one forward pass. Leaving it drops autocast's cache
+// of low-precision weight copies, which would otherwise outlive the step and
+// feed the next steps stale weights.
+class MixedPrecision {
+public:
+    explicit MixedPrecision(bool enabled) : m_enabled(enabled)
+    {
+        if (!m_enabled)
+            return;
+        at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+        at::autocast::set_enabled(true);
+    }
+    ~MixedPrecision()
+    {
+        if (!m_enabled)
+            return;
+        at::autocast::set_enabled(false);
+        at::autocast::clear_cache();
+    }
+    MixedPrecision(const MixedPrecision&) = delete;
+    MixedPrecision& operator=(const MixedPrecision&) = delete;
+
+private:
+    bool m_enabled;
+};
+
+// Host tensors to the device; pinned and asynchronous for a GPU, so that the
+// copy does not wait for the steps still queued there.
+torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
+{
+    if (!device.is_cuda())
+        return tensor;
+    return tensor.pin_memory().to(device, /*non_blocking=*/true);
+}
+
 }  // namespace
 
 // Sums over the steps since the last snapshot. They stay on the device and are
@@ -132,6 +170,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (m_options.threads)
         train.threads = *m_options.threads;
     m_totalSteps = train.steps;
+    if (!m_run.task.path.empty())
+        m_run.task.path = std::filesystem::absolute(m_run.task.path).lexically_normal().string();
     m_device = resolveDevice(train.device);
     setComputeThreads(static_cast<int>(train.threads));
 
@@ -234,6 +274,9 @@ void Trainer::prepareData()
                                                     + std::to_string(m_tokenizer->vocabSize()) + " tokens)"}});
     if (m_train->size() == 0)
         throw DataError("the training split is empty: the data has too few examples for the split fractions");
+    if (m_validation->size() == 0)
+        throw DataError("the validation split is empty: raise task.validation_fraction, or give more data "
+                        "(a language model needs sequence_length + 1 tokens per example)");
 }
 
 void Trainer::buildOptimizer()
@@ -242,8 +285,13 @@ void Trainer::buildOptimizer()
     // vectors are left alone, as BERT and ViT train them.
     const TrainConfig& t = m_run.train;
     std::vector<torch::Tensor> decayed, exempt;
-    for (const auto& p : m_model->parameters())
-        (p.dim() >= 2 ? decayed : exempt).push_back(p);
+    for (const auto& item : m_model->named_parameters()) {
+        const std::string& name = item.key();
+        const bool vector = item.value().dim() < 2 || name.find("bias") != std::string::npos
+                            || name.find("norm") != std::string::npos || name.find("ln") != std::string::npos
+                            || name.ends_with("b_in") || name.ends_with("b_out");
+        (vector ? exempt : decayed).push_back(item.value());
+    }
     auto groups = [&](auto options) {
         std::vector<torch::optim::OptimizerParamGroup> list;
         list.emplace_back(decayed, std::make_unique<decltype(options)>(options));
@@ -334,6 +382,7 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
                 return summary;
             }
         }
+        const double pauseStart = nowSeconds();
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
             const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
             if (result.loss < m_state.bestValidationLoss) {
@@ -343,9 +392,27 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         }
         if (m_state.step % t.checkpointEvery == 0)
             saveCheckpoint();
-        if (t.probeEvery > 0 && m_state.step % t.probeEvery == 0)
-            for (const auto& text : t.probes)
-                probe(text);
+        if (t.probeEvery > 0 && m_state.step % t.probeEvery == 0) {
+            for (const auto& text : t.probes) {
+                try {
+                    probe(text);
+                } catch (const std::exception& error) {
+                    message("warning", std::string("probe skipped: ") + error.what());
+                }
+            }
+        }
+        interval.started += nowSeconds() - pauseStart;  // not training time
+    }
+    if (m_device.is_cuda() && interval.steps > 0) {
+        try {
+            stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
+        } catch (const std::domain_error& nonFinite) {
+            summary.outcome = TrainOutcome::NonFinite;
+            summary.message = nonFinite.what();
+            summary.step = m_state.step;
+            message("error", summary.message);
+            return summary;
+        }
     }
     saveCheckpoint();
     summary.step = m_state.step;
@@ -368,19 +435,22 @@ void Trainer::trainStep(Interval& interval, bool measure)
     for (const std::int64_t index : m_sampler->next())
         examples.push_back(m_train->get(index));
     Batch batch = makeBatch(examples, languageModel);
-    batch.ids = batch.ids.to(m_device);
-    batch.mask = batch.mask.to(m_device);
-    batch.targets = batch.targets.to(m_device);
+    batch.ids = upload(batch.ids, m_device);
+    batch.mask = upload(batch.mask, m_device);
+    batch.targets = upload(batch.targets, m_device);
 
     m_model->train();
     m_optimizer->zero_grad();
-    const bool autocast = m_device.is_cuda() && t.bf16;
-    at::autocast::set_enabled(autocast);
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;
-    const ModelOutput output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, batch.mask, trace)
-                                                              : m_model->forward(batch.ids, batch.mask);
-    at::autocast::set_enabled(false);
+    // A full batch needs no mask: the model then routes without gathering tokens.
+    const torch::Tensor mask = batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+    ModelOutput output;
+    {
+        const MixedPrecision bf16(m_device.is_cuda() && t.bf16);
+        output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, mask, trace)
+                                                : m_model->forward(batch.ids, mask);
+    }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
     const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
     loss.backward();

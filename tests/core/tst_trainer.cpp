@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 #include "config/Presets.h"
 #include "train/Checkpoint.h"
+#include "train/Measurements.h"
 #include "train/RunDirectory.h"
 #include "train/Trainer.h"
 
@@ -54,6 +55,7 @@ class TestTrainer : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void layerNormDivergenceByHand();
     void everyPresetTrainsAStep_data();
     void everyPresetTrainsAStep();
     void listOpsLossFalls();
@@ -65,6 +67,40 @@ private Q_SLOTS:
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
 };
+
+void TestTrainer::layerNormDivergenceByHand()
+{
+    // Two blocks of two: gamma = [[0, 1], [1, 0]], beta = [[0, 1], [2, 4]].
+    // gamma, all pairs: block 0 against block 1: |0-1| + |0-0| + |1-1| + |1-0| = 2,
+    //   and the same from block 1: 4 / (M^2 N^2 = 16) = 0.25.
+    // gamma, elementwise: |0-1| + |1-0| = 2 per block: 4 / (M N^2 = 8) = 0.5.
+    // beta, all pairs: |0-2|+|0-4|+|1-2|+|1-4| = 10, twice: 20 / 16 = 1.25;
+    //   elementwise: |0-2| + |1-4| = 5, twice: 10 / 8 = 1.25.
+    const LayerNormDivergence d = layerNormDivergence(torch::tensor({0.0, 1.0, 1.0, 0.0}).view({2, 2}),
+                                                      torch::tensor({0.0, 1.0, 2.0, 4.0}).view({2, 2}));
+    QCOMPARE(d.gammaAllPairs, 0.25);
+    QCOMPARE(d.gammaElementwise, 0.5);
+    QCOMPARE(d.betaAllPairs, 1.25);
+    QCOMPARE(d.betaElementwise, 1.25);
+
+    // Against the equation summed term by term, on random values.
+    torch::manual_seed(9);
+    const torch::Tensor g = torch::randn({3, 5}, torch::kFloat64);
+    double all = 0, same = 0;
+    for (int j = 0; j < 3; ++j)
+        for (int n = 0; n < 3; ++n) {
+            if (j == n)
+                continue;
+            for (int i = 0; i < 5; ++i) {
+                same += std::abs(g[j][i].item<double>() - g[n][i].item<double>());
+                for (int m = 0; m < 5; ++m)
+                    all += std::abs(g[j][i].item<double>() - g[n][m].item<double>());
+            }
+        }
+    const LayerNormDivergence r = layerNormDivergence(g, g);
+    QVERIFY(std::abs(r.gammaAllPairs - all / (25.0 * 9.0)) < 1e-12);
+    QVERIFY(std::abs(r.gammaElementwise - same / (5.0 * 9.0)) < 1e-12);
+}
 
 void TestTrainer::everyPresetTrainsAStep_data()
 {
@@ -168,7 +204,11 @@ void TestTrainer::killDuringSaveLeavesTheLastCheckpointLoadable()
             for (std::int64_t step = 1;; ++step)
                 saveCheckpoint(file, *model, optimizer, CheckpointState{step, 0, 0.0});
         }
-        QTest::qWait(100 + static_cast<int>(random() % 200));
+        // Once a first checkpoint exists, kill at a random moment of the save loop.
+        for (int waited = 0; !std::filesystem::exists(file) && waited < 60000; waited += 10)
+            QTest::qWait(10);
+        QVERIFY2(std::filesystem::exists(file), "the child never saved a checkpoint");
+        QTest::qWait(20 + static_cast<int>(random() % 200));
         kill(child, SIGKILL);
         int status = 0;
         waitpid(child, &status, 0);
