@@ -158,13 +158,16 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 int evalCommand(const RunArguments& a, std::ostream& out)
 {
     if (a.positional.size() != 1)
-        throw RunUsageError("usage: widelab-cli eval RUN_DIR [--split validation|test]");
+        throw RunUsageError("usage: widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE] "
+                            "[--json]");
     if (a.split != "validation" && a.split != "test")
         throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
     const std::filesystem::path directory = a.positional.front();
     const RunDocument run = openRun(directory, a.checkpoint).document;
     TrainerOptions options;
     options.resume = true;
+    options.readOnly = true;
+    options.checkpoint = a.checkpoint;
     if (!a.device.empty())
         options.device = a.device;
     Trainer trainer(run, directory, options);

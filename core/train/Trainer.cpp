@@ -146,6 +146,22 @@ torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
     return tensor.pin_memory().to(device, /*non_blocking=*/true);
 }
 
+// Keeps the lines of metrics.jsonl up to `step` (and drops a line cut short by
+// a kill), rewriting the file atomically.
+void trimMetrics(const std::filesystem::path& file, std::int64_t step)
+{
+    std::ifstream in(file);
+    if (!in)
+        return;
+    std::string kept;
+    for (std::string line; std::getline(in, line);) {
+        const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
+        if (!json.is_discarded() && json.value("step", std::int64_t{0}) <= step)
+            kept += line + "\n";
+    }
+    writeFileAtomically(file, kept);
+}
+
 }  // namespace
 
 // Sums over the steps since the last snapshot. They stay on the device and are
@@ -183,8 +199,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (!hasRun && m_options.resume)
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
-    m_log = std::make_shared<spdlog::logger>(
-        "run", std::make_shared<spdlog::sinks::basic_file_sink_mt>((m_directory / "log.txt").string()));
+    m_log = m_options.readOnly ? std::make_shared<spdlog::logger>("run")
+                               : std::make_shared<spdlog::logger>("run", std::make_shared<spdlog::sinks::basic_file_sink_mt>(
+                                                                             (m_directory / "log.txt").string()));
     m_log->flush_on(spdlog::level::info);
 
     prepareData();
@@ -195,17 +212,30 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     buildOptimizer();
     m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
+    const std::filesystem::path metricsFile = m_directory / "metrics.jsonl";
     if (m_options.resume) {
-        const auto files = checkpoints();
-        m_state = loadCheckpoint(files.back(), *m_model, m_optimizer.get());
+        const std::filesystem::path file = m_options.checkpoint == "latest" ? checkpoints().back()
+                                           : m_directory / "checkpoints"
+                                                 / (m_options.checkpoint == "best" ? std::string("best.pt")
+                                                                                    : m_options.checkpoint);
+        m_state = loadCheckpoint(file, *m_model, m_optimizer.get());
         m_sampler->seek(m_state.samplerPosition);
-        message("info", "resumed from " + files.back().filename().string() + " at step " + std::to_string(m_state.step));
+        if (!m_options.readOnly) {
+            // Lines written after this checkpoint describe steps that will run again.
+            trimMetrics(metricsFile, m_state.step);
+            message("info", "resumed from " + file.filename().string() + " at step " + std::to_string(m_state.step));
+        }
     } else {
+        // A new run: whatever an earlier, checkpoint-less attempt left goes.
+        std::error_code ignored;
+        std::filesystem::remove(metricsFile, ignored);
+        std::filesystem::remove(m_directory / "checkpoints" / "best.pt", ignored);
         writeFileAtomically(m_directory / "config.json", m_run.toJson().dump(2) + "\n");
         writeFileAtomically(m_directory / "tokenizer.json", m_tokenizer->toJson().dump() + "\n");
         writeFileAtomically(m_directory / "labels.json", nlohmann::json(m_labels).dump() + "\n");
     }
-    m_metrics.open(m_directory / "metrics.jsonl", std::ios::app);
+    if (!m_options.readOnly)
+        m_metrics.open(metricsFile, std::ios::app);
     message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_train->size())
                         + " training examples");
 }
@@ -330,6 +360,8 @@ void Trainer::message(const std::string& level, const std::string& text)
 
 void Trainer::record(const nlohmann::json& line)
 {
+    if (!m_metrics.is_open())
+        return;
     m_metrics << line.dump() << '\n';
     m_metrics.flush();
 }

@@ -28,6 +28,8 @@ struct TrainerOptions {
     std::optional<std::int64_t> steps;     // overrides train.steps
     std::optional<std::string> device;     // overrides train.device
     std::optional<std::int64_t> threads;   // overrides train.threads
+    std::string checkpoint = "latest";     // with resume: "latest", "best" or a file name in checkpoints/
+    bool readOnly = false;                 // evaluate a run without writing into its directory
 };
 
 enum class TrainOutcome { Completed, Stopped, NonFinite };

@@ -63,6 +63,7 @@ private Q_SLOTS:
     void killDuringSaveLeavesTheLastCheckpointLoadable();
     void brokenCheckpointsAreClearErrors();
     void existingRunIsNotOverwritten();
+    void resumeTrimsMetricsAndEvalWritesNothing();
     void nonFiniteLossStopsAndKeepsTheCheckpoint();
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
@@ -279,6 +280,42 @@ void TestTrainer::existingRunIsNotOverwritten()
     } catch (const CheckpointError& error) {
         QVERIFY(std::string(error.what()).find("no checkpoint") != std::string::npos);
     }
+}
+
+void TestTrainer::resumeTrimsMetricsAndEvalWritesNothing()
+{
+    // 20 steps with checkpoints every 10, then the step-20 checkpoint lost as if
+    // the process had died before writing it: resuming from 10 must not leave
+    // steps 11-20 twice in metrics.jsonl.
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    std::atomic<bool> stop{false};
+    Trainer(tinyRun(R"({"train": {"keep_last": 5}})"), run).run(stop);
+    std::filesystem::remove(run / "checkpoints" / "step-00000020.pt");
+    QCOMPARE(metricLines(run, "train").size(), std::size_t{20});
+    {
+        TrainerOptions resume;
+        resume.resume = true;
+        Trainer again(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume);
+        QCOMPARE(again.step(), std::int64_t{10});
+        QCOMPARE(metricLines(run, "train").size(), std::size_t{10});
+        again.run(stop);
+    }
+    const auto lines = metricLines(run, "train");
+    QCOMPARE(lines.size(), std::size_t{20});
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        QCOMPARE(lines[i]["step"].get<std::size_t>(), i + 1);
+
+    // Evaluating an older checkpoint reads that one and leaves the run untouched.
+    const auto size = std::filesystem::file_size(run / "metrics.jsonl");
+    TrainerOptions readOnly;
+    readOnly.resume = true;
+    readOnly.readOnly = true;
+    readOnly.checkpoint = "step-00000010.pt";
+    Trainer evaluator(tinyRun(R"({"train": {"keep_last": 5}})"), run, readOnly);
+    QCOMPARE(evaluator.step(), std::int64_t{10});
+    QCOMPARE(evaluator.evaluate(Split::Test).step, std::int64_t{10});
+    QCOMPARE(std::filesystem::file_size(run / "metrics.jsonl"), size);
 }
 
 void TestTrainer::nonFiniteLossStopsAndKeepsTheCheckpoint()
