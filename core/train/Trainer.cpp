@@ -384,6 +384,25 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
     const TrainConfig& t = m_run.train;
     TrainSummary summary;
     Interval interval;
+    // A non-finite step ends the run without saving: the last good checkpoint stays.
+    auto stopped = [&](const std::domain_error& error) {
+        summary.outcome = TrainOutcome::NonFinite;
+        summary.message = error.what();
+        summary.step = m_state.step;
+        message("error", summary.message);
+        return summary;
+    };
+    // On a GPU, steps between measured ones are checked only before anything is saved.
+    auto unsavedStepsNonFinite = [&]() -> std::optional<std::domain_error> {
+        if (!m_device.is_cuda() || interval.steps == 0)
+            return std::nullopt;
+        try {
+            stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
+        } catch (const std::domain_error& error) {
+            return error;
+        }
+        return std::nullopt;
+    };
     while (m_state.step < m_totalSteps) {
         if (stop.load()) {
             summary.outcome = TrainOutcome::Stopped;
@@ -392,27 +411,16 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         const bool measure = (m_state.step + 1) % t.logEvery == 0 || m_state.step + 1 == m_totalSteps;
         try {
             trainStep(interval, measure);
-        } catch (const std::domain_error& nonFinite) {
-            summary.outcome = TrainOutcome::NonFinite;
-            summary.message = nonFinite.what();
-            summary.step = m_state.step;
-            message("error", summary.message);
-            return summary;  // the last good checkpoint stays as it is
+        } catch (const std::domain_error& error) {
+            return stopped(error);  // the last good checkpoint stays as it is
         }
         if (measure)
             publish(interval);
         const bool saving = m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps
                             || m_state.step % t.checkpointEvery == 0;
-        if (saving && m_device.is_cuda() && interval.steps > 0) {
-            try {
-                stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
-            } catch (const std::domain_error& nonFinite) {
-                summary.outcome = TrainOutcome::NonFinite;
-                summary.message = nonFinite.what();
-                summary.step = m_state.step;
-                message("error", summary.message);
-                return summary;
-            }
+        if (saving) {
+            if (auto error = unsavedStepsNonFinite())
+                return stopped(*error);
         }
         const double pauseStart = nowSeconds();
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
@@ -435,17 +443,8 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         }
         interval.started += nowSeconds() - pauseStart;  // not training time
     }
-    if (m_device.is_cuda() && interval.steps > 0) {
-        try {
-            stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
-        } catch (const std::domain_error& nonFinite) {
-            summary.outcome = TrainOutcome::NonFinite;
-            summary.message = nonFinite.what();
-            summary.step = m_state.step;
-            message("error", summary.message);
-            return summary;
-        }
-    }
+    if (auto error = unsavedStepsNonFinite())
+        return stopped(*error);
     saveCheckpoint();
     summary.step = m_state.step;
     summary.message = summary.outcome == TrainOutcome::Stopped ? "stopped at step " + std::to_string(m_state.step)
