@@ -8,7 +8,7 @@ packages=(
   libtorch-dev            # LibTorch 1.13, CPU
   libopenblas0-pthread    # without it LibTorch multiplies matrices with the reference BLAS, ~50x slower
   libspdlog-dev nlohmann-json3-dev
-  qt6-base-dev libqcustomplot-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   python3-torch           # the independent reference the tests compare against
 )
 

@@ -1,0 +1,32 @@
+#include "Palette.h"
+
+#include <array>
+
+namespace widelab::palette {
+namespace {
+
+// Okabe, M. and Ito, K., "Color Universal Design" (2008).
+constexpr std::array<QRgb, 7> kSeries = {
+    0xff0072b2,  // blue
+    0xffe69f00,  // orange
+    0xff009e73,  // bluish green
+    0xffcc79a7,  // reddish purple
+    0xff56b4e9,  // sky blue
+    0xffd55e00,  // vermillion
+    0xfff0e442,  // yellow
+};
+
+}  // namespace
+
+int seriesCount() { return static_cast<int>(kSeries.size()); }
+
+QColor seriesColor(int index)
+{
+    const int n = seriesCount();
+    return QColor::fromRgba(kSeries[static_cast<std::size_t>(((index % n) + n) % n)]);
+}
+
+QColor sharedColor() { return QColor::fromRgba(kSeries[1]); }
+QColor individualColor() { return QColor::fromRgba(kSeries[0]); }
+
+}  // namespace widelab::palette
