@@ -28,12 +28,15 @@ usage:
   widelab-cli presets [--json]          the shipped presets
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
-  widelab-cli train CONFIG --out RUN_DIR [--steps N] [--resume] [--device D] [--threads N]
+  widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]
                                         train (Ctrl-C saves a checkpoint and stops)
-  widelab-cli eval RUN_DIR [--split validation|test] [--json]
-  widelab-cli inspect RUN_DIR --text "..." [--json]
+  widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]
+                                        continue a run as it was configured
+  widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
+                       [--device D] [--threads N] [--json]
+  widelab-cli inspect RUN_DIR --text "..." [--checkpoint latest|best|FILE] [--json]
                                         attention, routing and prediction on a text
-  widelab-cli export RUN_DIR --out model.pt
+  widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
                                         a state_dict for Python's torch.load, config beside it
   widelab-cli --help | --version
 
@@ -225,8 +228,22 @@ int forward(const Arguments& a, std::ostream& out)
 
 int runCommand(const std::string& command, const std::vector<std::string>& rest, std::ostream& out, std::ostream& err)
 {
-    const Arguments a(rest, {"--resume", "--json"},
-                      {"--out", "--steps", "--device", "--threads", "--split", "--text", "--checkpoint"});
+    // Each command takes only the options that mean something to it.
+    const bool train = command == "train", eval = command == "eval";
+    std::vector<std::string> flags, options;
+    if (train) {
+        flags = {"--resume"};
+        options = {"--out", "--steps", "--device", "--threads"};
+    } else if (eval) {
+        flags = {"--json"};
+        options = {"--split", "--checkpoint", "--device", "--threads"};
+    } else if (command == "inspect") {
+        flags = {"--json"};
+        options = {"--text", "--checkpoint"};
+    } else {
+        options = {"--out", "--checkpoint"};
+    }
+    const Arguments a(rest, flags, options);
     RunArguments r;
     r.positional = a.positional();
     r.out = a.text("--out");

@@ -122,10 +122,13 @@ std::string top(const std::vector<float>& values, const std::vector<std::string>
 
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
-    if (a.positional.size() != 1 || a.out.empty())
-        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--resume] [--device D] "
-                                    "[--threads N]");
-    RunDocument run = loadRunDocument(resolveConfigPath(a.positional.front()));
+    if (a.positional.size() > 1 || (a.positional.empty() && !a.resume) || a.out.empty())
+        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]\n"
+                            "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]");
+    // Resuming without a configuration continues the run as RUN_DIR/config.json says;
+    // with one, the trainer checks that it is the run's own.
+    RunDocument run = a.positional.empty() ? readRunDocument(a.out)
+                                           : loadRunDocument(resolveConfigPath(a.positional.front()));
     TrainerOptions options;
     options.resume = a.resume;
     if (a.steps > 0)
@@ -139,7 +142,10 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
     Progress progress(out, trainer.step(), trainer.totalSteps(), terminal);
     trainer.addObserver(&progress);
-    out << "training " << (trainer.document().name.empty() ? a.positional.front() : trainer.document().name) << " on "
+    const std::string title = !trainer.document().name.empty() ? trainer.document().name
+                              : a.positional.empty()          ? a.out
+                                                              : a.positional.front();
+    out << "training " << title << " on "
         << trainer.device().str() << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
         << "\n";
 
@@ -170,6 +176,8 @@ int evalCommand(const RunArguments& a, std::ostream& out)
     options.checkpoint = a.checkpoint;
     if (!a.device.empty())
         options.device = a.device;
+    if (a.threads >= 0)
+        options.threads = a.threads;
     Trainer trainer(run, directory, options);
     const EvaluationResult r = trainer.evaluate(a.split == "test" ? Split::Test : Split::Validation);
     if (a.json) {

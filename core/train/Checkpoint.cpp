@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -86,7 +87,9 @@ void moveStateToParameters(torch::optim::Optimizer& optimizer)
 
 void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
 {
-    const std::filesystem::path temporary = file.string() + ".tmp";
+    static std::atomic<std::uint64_t> counter{0};
+    const std::filesystem::path temporary =
+        file.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -114,6 +117,7 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("step", torch::tensor(state.step));
     archive.write("sampler_position", torch::tensor(state.samplerPosition));
     archive.write("best_validation_loss", torch::tensor(state.bestValidationLoss, torch::kFloat64));
+    archive.write("schedule_steps", torch::tensor(state.scheduleSteps));
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
     for (const auto& item : model.named_parameters())
         archive.write("model/" + item.key(), item.value().detach().to(torch::kCPU));
@@ -133,7 +137,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
 {
     std::error_code error;
     if (!std::filesystem::is_regular_file(file, error))
-        throw CheckpointError(file.string() + ": no such checkpoint");
+        throw CheckpointUnreadable(file.string() + ": no such checkpoint");
     torch::serialize::InputArchive archive;
     torch::Tensor format, config;
     try {
@@ -141,7 +145,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         archive.read("format", format);
         archive.read("config", config);
     } catch (const c10::Error& e) {
-        throw CheckpointError(file.string() + ": cannot be read (truncated, or not a WideLab checkpoint): "
+        throw CheckpointUnreadable(file.string() + ": cannot be read (truncated, or not a WideLab checkpoint): "
                               + firstLine(e.what_without_backtrace()));
     }
     if (format.item<std::int64_t>() != kFormat)
@@ -164,6 +168,9 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         state.step = step.item<std::int64_t>();
         state.samplerPosition = position.item<std::int64_t>();
         state.bestValidationLoss = best.item<double>();
+        torch::Tensor scheduleSteps;
+        if (archive.try_read("schedule_steps", scheduleSteps))  // checkpoints written before it was recorded lack it
+            state.scheduleSteps = scheduleSteps.item<std::int64_t>();
 
         torch::NoGradGuard noGrad;
         auto restore = [&](const std::string& name, torch::Tensor& target, bool buffer) {
@@ -188,7 +195,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         std::lock_guard<std::mutex> lock(generator.mutex());
         generator.set_state(rng);
     } catch (const c10::Error& e) {
-        throw CheckpointError(file.string() + ": incomplete checkpoint: " + firstLine(e.what_without_backtrace()));
+        throw CheckpointUnreadable(file.string() + ": incomplete checkpoint: " + firstLine(e.what_without_backtrace()));
     }
     return state;
 }

@@ -19,10 +19,18 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// The file is missing, truncated or not a checkpoint at all (as opposed to a
+// whole checkpoint of another architecture): an older checkpoint may serve.
+class CheckpointUnreadable : public CheckpointError {
+public:
+    using CheckpointError::CheckpointError;
+};
+
 struct CheckpointState {
     std::int64_t step = 0;                 // optimiser updates done
     std::int64_t samplerPosition = 0;      // training examples handed out so far
     double bestValidationLoss = std::numeric_limits<double>::infinity();
+    std::int64_t scheduleSteps = 0;        // the steps the learning-rate schedule spans (0: not recorded)
 };
 
 // Writes `file` atomically: a temporary file beside it, flushed to disk, then
@@ -39,7 +47,8 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
 CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
                                torch::optim::Optimizer* optimizer);
 
-// Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the directory).
+// Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the
+// directory). The temporary file's name is unique to the process and the call.
 void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes);
 
 }  // namespace widelab

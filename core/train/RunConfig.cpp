@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace widelab {
@@ -205,6 +206,31 @@ RunDocument loadRunDocument(const std::filesystem::path& file)
     std::ostringstream text;
     text << in.rdbuf();
     return parseRunDocument(text.str(), file.string());
+}
+
+std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix)
+{
+    std::vector<std::string> keys;
+    if (!a.is_object() || !b.is_object()) {
+        if (a != b)
+            keys.push_back(prefix);
+        return keys;
+    }
+    std::set<std::string> names;
+    for (const auto& item : a.items())
+        names.insert(item.key());
+    for (const auto& item : b.items())
+        names.insert(item.key());
+    for (const std::string& name : names) {
+        const std::string key = prefix.empty() ? name : prefix + "." + name;
+        if (!a.contains(name) || !b.contains(name)) {
+            keys.push_back(key);
+            continue;
+        }
+        const auto nested = differingKeys(a.at(name), b.at(name), key);
+        keys.insert(keys.end(), nested.begin(), nested.end());
+    }
+    return keys;
 }
 
 }  // namespace widelab

@@ -82,6 +82,10 @@ struct RunDocument {
 RunDocument parseRunDocument(const std::string& text, const std::string& origin = "", bool requireDataFiles = true);
 RunDocument loadRunDocument(const std::filesystem::path& file);
 
+// The dotted keys ("train.steps") whose values differ between two JSON objects,
+// descending into objects; a key present in only one of them differs.
+std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");
+
 std::string toString(TaskKind kind);
 std::string toString(OptimizerKind kind);
 

@@ -33,15 +33,20 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
     return latest;
 }
 
-OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
+RunDocument readRunDocument(const std::filesystem::path& directory)
 {
     const std::filesystem::path configFile = directory / "config.json";
     if (!std::filesystem::exists(configFile))
         throw DataError(directory.string() + ": not a WideLab run directory (no config.json)");
     std::ostringstream text;
     text << std::ifstream(configFile).rdbuf();
-    OpenedRun opened{parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false),
-                     Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {}, nullptr, {}, {}};
+    return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
+}
+
+OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
+{
+    OpenedRun opened{readRunDocument(directory), Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {},
+                     nullptr, {}, {}};
     if (std::filesystem::exists(directory / "labels.json"))
         opened.labels = readJson(directory / "labels.json").get<std::vector<std::string>>();
 

@@ -24,6 +24,9 @@ struct OpenedRun {
     std::filesystem::path checkpoint;
 };
 
+// The run's own document, RUN_DIR/config.json (its data files need not exist).
+RunDocument readRunDocument(const std::filesystem::path& directory);
+
 // The newest step-*.pt in directory/checkpoints, if any.
 std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory);
 

@@ -3,6 +3,7 @@
 #include "Lamb.h"
 #include "Measurements.h"
 #include "RunDirectory.h"
+#include "RunLock.h"
 #include "Schedule.h"
 #include "data/Batch.h"
 #include "data/ListOps.h"
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <regex>
+#include <sstream>
 
 namespace widelab {
 
@@ -192,6 +194,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     setComputeThreads(static_cast<int>(train.threads));
 
     std::filesystem::create_directories(m_directory / "checkpoints");
+    if (!m_options.readOnly)
+        m_lock = std::make_unique<RunLock>(m_directory);
     const bool hasRun = !checkpoints().empty();
     if (hasRun && !m_options.resume)
         throw CheckpointError(m_directory.string() + " already holds a run with checkpoints; continue it with --resume "
@@ -203,6 +207,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
                                : std::make_shared<spdlog::logger>("run", std::make_shared<spdlog::sinks::basic_file_sink_mt>(
                                                                              (m_directory / "log.txt").string()));
     m_log->flush_on(spdlog::level::info);
+    if (m_options.resume && !m_options.readOnly)
+        checkResumedDocument();
 
     prepareData();
 
@@ -214,18 +220,13 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
     const std::filesystem::path metricsFile = m_directory / "metrics.jsonl";
     if (m_options.resume) {
-        const std::filesystem::path file = m_options.checkpoint == "latest" ? checkpoints().back()
-                                           : m_directory / "checkpoints"
-                                                 / (m_options.checkpoint == "best" ? std::string("best.pt")
-                                                                                    : m_options.checkpoint);
-        m_state = loadCheckpoint(file, *m_model, m_optimizer.get());
+        loadLatestCheckpoint();
         m_sampler->seek(m_state.samplerPosition);
-        if (!m_options.readOnly) {
-            // Lines written after this checkpoint describe steps that will run again.
+        // Lines written after this checkpoint describe steps that will run again.
+        if (!m_options.readOnly)
             trimMetrics(metricsFile, m_state.step);
-            message("info", "resumed from " + file.filename().string() + " at step " + std::to_string(m_state.step));
-        }
     } else {
+        m_state.scheduleSteps = m_totalSteps;
         // A new run: whatever an earlier, checkpoint-less attempt left goes.
         std::error_code ignored;
         std::filesystem::remove(metricsFile, ignored);
@@ -241,6 +242,87 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 }
 
 Trainer::~Trainer() = default;
+
+// Resuming continues the run as it was configured: a document that differs from
+// RUN_DIR/config.json in anything but the length of the run, the device and the
+// threads is refused, naming the keys. A new length is written back.
+void Trainer::checkResumedDocument()
+{
+    RunDocument saved = readRunDocument(m_directory);
+    if (!saved.task.path.empty())
+        saved.task.path = std::filesystem::absolute(saved.task.path).lexically_normal().string();
+    auto comparable = [](const RunDocument& document) {
+        nlohmann::json json = document.toJson();
+        for (const char* key : {"name", "description"})
+            json.erase(key);
+        for (const char* key : {"steps", "device", "threads"})
+            json["train"].erase(key);
+        return json;
+    };
+    std::vector<ConfigIssue> issues;
+    const nlohmann::json savedJson = saved.toJson(), givenJson = m_run.toJson();
+    for (const std::string& key : differingKeys(comparable(saved), comparable(m_run))) {
+        const nlohmann::json::json_pointer pointer("/" + std::regex_replace(key, std::regex("\\."), "/"));
+        const auto shown = [&](const nlohmann::json& json) {
+            return json.contains(pointer) ? json.at(pointer).dump() : std::string("absent");
+        };
+        issues.push_back({key, "the run was configured with " + shown(savedJson) + ", this document has "
+                                   + shown(givenJson) + "; resume without a configuration to continue the run as it "
+                                   "was configured, or train into another directory"});
+    }
+    if (!issues.empty())
+        throw ConfigError(std::move(issues));
+    if (saved.train.steps != m_run.train.steps) {
+        message("info", "the run now lasts " + std::to_string(m_run.train.steps) + " steps (was "
+                            + std::to_string(saved.train.steps) + ")");
+        nlohmann::json updated = savedJson;
+        updated["train"]["steps"] = m_run.train.steps;
+        writeFileAtomically(m_directory / "config.json", updated.dump(2) + "\n");
+    }
+}
+
+// The requested checkpoint; for "latest", the newest one that can be read: a
+// file cut short (a full disk, a copy interrupted) falls back to its predecessor.
+void Trainer::loadLatestCheckpoint()
+{
+    std::vector<std::filesystem::path> candidates;
+    if (m_options.checkpoint == "latest") {
+        candidates = checkpoints();
+        std::reverse(candidates.begin(), candidates.end());
+    } else {
+        candidates.push_back(m_directory / "checkpoints"
+                             / (m_options.checkpoint == "best" ? std::string("best.pt") : m_options.checkpoint));
+    }
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        try {
+            m_state = loadCheckpoint(candidates[i], *m_model, m_optimizer.get());
+        } catch (const CheckpointUnreadable& error) {
+            if (i + 1 == candidates.size())
+                throw;
+            message("warning", std::string(error.what()) + "; trying " + candidates[i + 1].filename().string());
+            continue;
+        }
+        if (!m_options.readOnly)
+            message("info", "resumed from " + candidates[i].filename().string() + " at step "
+                                + std::to_string(m_state.step));
+        break;
+    }
+    const TrainConfig& t = m_run.train;
+    if (!m_options.readOnly && t.schedule != ScheduleChoice::Constant && m_state.scheduleSteps > 0
+        && m_state.scheduleSteps != m_totalSteps) {
+        auto rate = [&](std::int64_t span) {
+            return learningRate(
+                ScheduleOptions{scheduleKind(t.schedule), t.learningRate, t.warmupSteps, span, t.minLearningRateRatio},
+                m_state.step);
+        };
+        std::ostringstream text;
+        text << "the learning-rate schedule now spans " << m_totalSteps << " steps instead of "
+             << m_state.scheduleSteps << ": at step " << m_state.step << " the rate changes from "
+             << rate(m_state.scheduleSteps) << " to " << rate(m_totalSteps);
+        message("warning", text.str());
+    }
+    m_state.scheduleSteps = m_totalSteps;
+}
 
 void Trainer::prepareData()
 {
@@ -380,7 +462,35 @@ std::optional<std::string> Trainer::firstNonFinite(const torch::Tensor& loss) co
 
 TrainSummary Trainer::run(const std::atomic<bool>& stop)
 {
+    TrainingControl control(&stop);
+    return run(control);
+}
+
+// Checkpoints and probes asked for from another thread. Their time, like a
+// pause's, is not training time.
+void Trainer::serveRequests(TrainingControl& control, Interval& interval)
+{
+    const double start = nowSeconds();
+    if (control.takeCheckpointRequest())
+        saveCheckpoint();
+    for (const std::string& text : control.takeProbeRequests()) {
+        try {
+            probe(text);
+        } catch (const std::exception& error) {
+            message("warning", std::string("probe skipped: ") + error.what());
+        }
+    }
+    interval.started += nowSeconds() - start;
+}
+
+TrainSummary Trainer::run(TrainingControl& control)
+{
     m_startSeconds = nowSeconds();
+    m_control = &control;
+    struct Release {
+        const TrainingControl*& control;
+        ~Release() { control = nullptr; }
+    } release{m_control};
     const TrainConfig& t = m_run.train;
     TrainSummary summary;
     Interval interval;
@@ -404,7 +514,23 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         return std::nullopt;
     };
     while (m_state.step < m_totalSteps) {
-        if (stop.load()) {
+        if (control.hasRequests() || control.paused()) {
+            if (auto error = unsavedStepsNonFinite())
+                return stopped(*error);
+            serveRequests(control, interval);
+            if (control.paused()) {
+                message("info", "paused at step " + std::to_string(m_state.step));
+                const double pauseStart = nowSeconds();
+                while (control.paused() && !control.stopRequested()) {
+                    control.waitWhilePaused();
+                    serveRequests(control, interval);
+                }
+                interval.started += nowSeconds() - pauseStart;
+                if (!control.stopRequested())
+                    message("info", "resumed at step " + std::to_string(m_state.step));
+            }
+        }
+        if (control.stopRequested()) {
             summary.outcome = TrainOutcome::Stopped;
             break;
         }
@@ -424,10 +550,15 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
         }
         const double pauseStart = nowSeconds();
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
-            const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
-            if (result.loss < m_state.bestValidationLoss) {
-                m_state.bestValidationLoss = result.loss;
-                widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, m_state);
+            try {
+                const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
+                if (result.loss < m_state.bestValidationLoss) {
+                    m_state.bestValidationLoss = result.loss;
+                    widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, m_state);
+                }
+            } catch (const Interrupted&) {
+                summary.outcome = TrainOutcome::Stopped;
+                break;
             }
         }
         if (m_state.step % t.checkpointEvery == 0)
@@ -445,6 +576,9 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
     }
     if (auto error = unsavedStepsNonFinite())
         return stopped(*error);
+    // Steps since the last snapshot are reported too, so the curves reach the stop.
+    if (interval.steps > 0)
+        publish(interval);
     saveCheckpoint();
     summary.step = m_state.step;
     summary.message = summary.outcome == TrainOutcome::Stopped ? "stopped at step " + std::to_string(m_state.step)
@@ -587,6 +721,8 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
     for (std::int64_t start = 0; start < data.size(); start += batchSize) {
         if (maxBatches > 0 && batches++ >= maxBatches)
             break;
+        if (m_control != nullptr && m_control->stopRequested())
+            throw Interrupted{};
         std::vector<Example> examples;
         for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
             examples.push_back(data.get(i));

@@ -5,6 +5,7 @@
 #include "Checkpoint.h"
 #include "RunConfig.h"
 #include "Snapshot.h"
+#include "TrainingControl.h"
 #include "data/Datasets.h"
 #include "data/Tokenizer.h"
 #include "model/WideTransformer.h"
@@ -24,7 +25,9 @@ class logger;
 namespace widelab {
 
 struct TrainerOptions {
-    bool resume = false;                   // continue the run in the directory from its latest checkpoint
+    // Continue the run in the directory from its latest checkpoint. The run's
+    // document must match RUN_DIR/config.json except for steps, device and threads.
+    bool resume = false;
     std::optional<std::int64_t> steps;     // overrides train.steps
     std::optional<std::string> device;     // overrides train.device
     std::optional<std::int64_t> threads;   // overrides train.threads
@@ -44,15 +47,19 @@ struct TrainSummary {
 // checkpoints/ (step-NNNNNNNN.pt, the last keep_last of them, and best.pt); see
 // docs/run-directory.md. Construction prepares data, model and optimiser, or
 // throws ConfigError / DataError / CheckpointError with a message for the user.
+// A trainer that writes holds the directory's lock until it is destroyed.
 class Trainer {
 public:
     Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options = {});
     ~Trainer();
 
     void addObserver(TrainingObserver* observer);
-    // Trains until train.steps or until `stop` becomes true (checked between steps);
-    // saves a checkpoint before returning, except after a non-finite step, which
-    // leaves the last good checkpoint as it was.
+    // Trains until train.steps or until a stop is requested (checked between
+    // steps and between evaluation batches), serving the control's pause,
+    // checkpoint and probe requests between steps; saves a checkpoint before
+    // returning, except after a non-finite step, which leaves the last good
+    // checkpoint as it was.
+    TrainSummary run(TrainingControl& control);
     TrainSummary run(const std::atomic<bool>& stop);
 
     EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0);
@@ -69,7 +76,11 @@ public:
 
 private:
     struct Interval;  // measurements accumulated between two snapshots
+    struct Interrupted {};  // a stop requested during an evaluation
 
+    void checkResumedDocument();
+    void loadLatestCheckpoint();
+    void serveRequests(TrainingControl& control, Interval& interval);
     void prepareData();
     void buildOptimizer();
     void trainStep(Interval& interval, bool measure);
@@ -87,6 +98,8 @@ private:
     TrainerOptions m_options;
     std::int64_t m_totalSteps = 0;
     torch::Device m_device{torch::kCPU};
+    std::unique_ptr<class RunLock> m_lock;
+    const TrainingControl* m_control = nullptr;  // during run()
 
     std::unique_ptr<Tokenizer> m_tokenizer;
     std::vector<std::string> m_labels;

@@ -352,6 +352,13 @@ void TestCli::usageErrors_data()
                                           << "--length: 513 is outside 1..512";
     QTest::newRow("no config") << QStringList{"params"} << "expected exactly one CONFIG";
     QTest::newRow("two configs") << QStringList{"params", "widenet", "albert"} << "expected exactly one CONFIG";
+    // Options that mean nothing to a command are refused, not silently ignored.
+    QTest::newRow("eval --steps") << QStringList{"eval", "run", "--steps", "5"} << "unknown option --steps";
+    QTest::newRow("inspect --threads") << QStringList{"inspect", "run", "--text", "x", "--threads", "2"}
+                                       << "unknown option --threads";
+    QTest::newRow("export --resume") << QStringList{"export", "run", "--out", "m.pt", "--resume"}
+                                     << "unknown option --resume";
+    QTest::newRow("train without config") << QStringList{"train", "--out", "run"} << "train --resume --out RUN_DIR";
 }
 
 void TestCli::usageErrors()
@@ -581,7 +588,7 @@ void TestCli::trainStopsCleanlyOnInterruptAndResumes()
     // Resuming continues from that step; --steps ends it one step later.
     QProcess resume;
     resume.setProcessChannelMode(QProcess::MergedChannels);
-    resume.start(WIDELAB_CLI, {"train", config, "--out", run, "--resume", "--steps", QString::number(stoppedAt + 1)});
+    resume.start(WIDELAB_CLI, {"train", "--resume", "--out", run, "--steps", QString::number(stoppedAt + 1)});
     QVERIFY(resume.waitForFinished(120000));
     const QString resumed = QString::fromUtf8(resume.readAll());
     QCOMPARE(resume.exitCode(), 0);

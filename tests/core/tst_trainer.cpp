@@ -10,9 +10,12 @@
 
 #include <QtTest>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <random>
+#include <sstream>
+#include <thread>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +52,33 @@ std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const 
 
 std::filesystem::path fresh(const QTemporaryDir& dir, const char* name) { return std::filesystem::path(dir.path().toStdString()) / name; }
 
+std::string stepFile(std::int64_t step)
+{
+    char name[32];
+    std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(step));
+    return name;
+}
+
+std::string readText(const std::filesystem::path& file)
+{
+    std::ostringstream text;
+    text << std::ifstream(file).rdbuf();
+    return text.str();
+}
+
+// Waits up to `seconds` for `condition`, checking every 10 ms.
+template <typename Condition>
+bool waitFor(Condition condition, double seconds = 60.0)
+{
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() > deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -64,6 +94,11 @@ private Q_SLOTS:
     void brokenCheckpointsAreClearErrors();
     void existingRunIsNotOverwritten();
     void resumeTrimsMetricsAndEvalWritesNothing();
+    void resumeKeepsTheRunsOwnConfiguration();
+    void oneTrainerPerRunDirectory();
+    void truncatedLatestCheckpointFallsBack();
+    void controlPausesServesRequestsAndStops();
+    void stopDuringEvaluationEndsTheRun();
     void nonFiniteLossStopsAndKeepsTheCheckpoint();
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
@@ -316,6 +351,181 @@ void TestTrainer::resumeTrimsMetricsAndEvalWritesNothing()
     QCOMPARE(evaluator.step(), std::int64_t{10});
     QCOMPARE(evaluator.evaluate(Split::Test).step, std::int64_t{10});
     QCOMPARE(std::filesystem::file_size(run / "metrics.jsonl"), size);
+}
+
+void TestTrainer::resumeKeepsTheRunsOwnConfiguration()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    std::atomic<bool> stop{false};
+    Trainer(tinyRun(R"({"train": {"steps": 10}})"), run).run(stop);
+
+    // Another learning rate is another run: refused, naming the key and both values.
+    TrainerOptions resume;
+    resume.resume = true;
+    try {
+        Trainer other(tinyRun(R"({"train": {"steps": 10, "learning_rate": 0.01}})"), run, resume);
+        QFAIL("resuming with another learning rate was accepted");
+    } catch (const ConfigError& error) {
+        QCOMPARE(error.issues().size(), std::size_t{1});
+        QCOMPARE(error.issues()[0].key, std::string("train.learning_rate"));
+        QVERIFY2(error.issues()[0].reason.find("configured with 0.003") != std::string::npos, error.what());
+    }
+
+    // A longer run is the same run: config.json records the new length, and the
+    // log says how the cosine schedule's rate moves (it spanned 10 steps, now 30).
+    resume.steps = 30;
+    {
+        Trainer longer(readRunDocument(run), run, resume);
+        QCOMPARE(longer.step(), std::int64_t{10});
+        QCOMPARE(longer.totalSteps(), std::int64_t{30});
+    }
+    QCOMPARE(readRunDocument(run).train.steps, std::int64_t{30});
+    const std::string log = readText(run / "log.txt");
+    QVERIFY2(log.find("schedule now spans 30 steps instead of 10") != std::string::npos, log.c_str());
+}
+
+void TestTrainer::oneTrainerPerRunDirectory()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    std::atomic<bool> stop{false};
+    TrainerOptions few;
+    few.steps = 2;
+    Trainer(tinyRun(), run, few).run(stop);
+    TrainerOptions resume;
+    resume.resume = true;
+    {
+        Trainer first(tinyRun(), run, resume);
+        try {
+            Trainer second(tinyRun(), run, resume);
+            QFAIL("two trainers opened the same run");
+        } catch (const CheckpointError& error) {
+            QVERIFY2(std::string(error.what()).find("in use by another training run") != std::string::npos, error.what());
+            QVERIFY2(std::string(error.what()).find(std::to_string(::getpid())) != std::string::npos, error.what());
+        }
+        // Reading a run does not need the lock.
+        TrainerOptions readOnly = resume;
+        readOnly.readOnly = true;
+        Trainer reader(tinyRun(), run, readOnly);
+        QCOMPARE(reader.step(), std::int64_t{2});
+    }
+    Trainer afterwards(tinyRun(), run, resume);  // the first one is gone, and its lock with it
+    QCOMPARE(afterwards.step(), std::int64_t{2});
+}
+
+void TestTrainer::truncatedLatestCheckpointFallsBack()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    std::atomic<bool> stop{false};
+    Trainer(tinyRun(R"({"train": {"keep_last": 5}})"), run).run(stop);
+    const std::filesystem::path latest = run / "checkpoints" / "step-00000020.pt";
+    std::filesystem::resize_file(latest, std::filesystem::file_size(latest) / 3);
+
+    TrainerOptions resume;
+    resume.resume = true;
+    {
+        Trainer resumed(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume);
+        QCOMPARE(resumed.step(), std::int64_t{10});
+    }
+    const std::string log = readText(run / "log.txt");
+    QVERIFY2(log.find("step-00000020.pt: cannot be read") != std::string::npos, log.c_str());
+    QVERIFY2(log.find("trying step-00000010.pt") != std::string::npos, log.c_str());
+
+    // Asked for by name, a broken checkpoint is an error, not a silent substitute.
+    resume.checkpoint = "step-00000020.pt";
+    QVERIFY_THROWS_EXCEPTION(CheckpointUnreadable, Trainer(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume));
+}
+
+void TestTrainer::controlPausesServesRequestsAndStops()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    Trainer trainer(tinyRun(R"({"train": {"steps": 100000, "eval_every": 100000, "checkpoint_every": 100000}})"), run);
+    struct Watch : TrainingObserver {
+        std::atomic<std::int64_t> step{0}, probeStep{-1};
+        void onSnapshot(const TrainingSnapshot& s) override { step = s.step; }
+        void onProbe(const ProbeResult& p) override { probeStep = p.step; }
+    } watch;
+    trainer.addObserver(&watch);
+    TrainingControl control;
+    TrainSummary summary;
+    std::thread worker([&] { summary = trainer.run(control); });
+
+    QVERIFY(waitFor([&] { return watch.step.load() >= 3; }));
+    control.setPaused(true);
+    // Paused: the step stops moving (one step may finish after the request).
+    std::int64_t pausedAt = -1;
+    QVERIFY(waitFor([&] {
+        const std::int64_t before = watch.step.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        pausedAt = watch.step.load();
+        return pausedAt == before;
+    }));
+    // A probe and a checkpoint asked for while paused are served at the paused step.
+    control.requestProbe("[MAX 4 [MIN 2 7] 1]");
+    control.requestCheckpoint();
+    QVERIFY(waitFor([&] { return watch.probeStep.load() == pausedAt; }));
+    QVERIFY(waitFor([&] { return std::filesystem::exists(run / "checkpoints" / stepFile(pausedAt)); }));
+    QCOMPARE(watch.step.load(), pausedAt);
+
+    control.setPaused(false);
+    QVERIFY(waitFor([&] { return watch.step.load() > pausedAt + 2; }));
+    control.requestStop();
+    worker.join();
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::Stopped));
+    QVERIFY(std::filesystem::exists(run / "checkpoints" / stepFile(summary.step)));
+    const std::string log = readText(run / "log.txt");
+    QVERIFY2(log.find("paused at step " + std::to_string(pausedAt)) != std::string::npos, log.c_str());
+}
+
+void TestTrainer::stopDuringEvaluationEndsTheRun()
+{
+    QTemporaryDir dir;
+    // Snapshots every 5 steps, evaluation every 10: a stop asked for at the
+    // step-10 snapshot (as if the user pressed Stop then) cuts the evaluation
+    // that follows short, before its first batch, and saves step 10.
+    const std::filesystem::path run = fresh(dir, "run");
+    struct StopAt : TrainingObserver {
+        TrainingControl& control;
+        std::int64_t step;
+        StopAt(TrainingControl& c, std::int64_t s) : control(c), step(s) {}
+        void onSnapshot(const TrainingSnapshot& s) override
+        {
+            if (s.step == step)
+                control.requestStop();
+        }
+    };
+    TrainingControl control;
+    StopAt stopAt(control, 10);
+    Trainer trainer(tinyRun(R"({"train": {"steps": 30, "log_every": 5, "eval_every": 10, "checkpoint_every": 100}})"), run);
+    trainer.addObserver(&stopAt);
+    const TrainSummary summary = trainer.run(control);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::Stopped));
+    QCOMPARE(summary.step, std::int64_t{10});
+    QCOMPARE(metricLines(run, "eval").size(), std::size_t{0});
+    QVERIFY(std::filesystem::exists(run / "checkpoints" / "step-00000010.pt"));
+
+    // Snapshots every 7 steps and a stop at step 10: steps 8-10 are reported
+    // at the stop, so the curves reach the checkpoint.
+    const std::filesystem::path partial = fresh(dir, "partial");
+    struct StopAfterEvaluation : TrainingObserver {
+        TrainingControl& control;
+        explicit StopAfterEvaluation(TrainingControl& c) : control(c) {}
+        void onEvaluation(const EvaluationResult&) override { control.requestStop(); }
+    };
+    TrainingControl second;
+    StopAfterEvaluation stopper(second);
+    Trainer seven(tinyRun(R"({"train": {"steps": 30, "log_every": 7, "eval_every": 10, "checkpoint_every": 100}})"),
+                  partial);
+    seven.addObserver(&stopper);
+    QCOMPARE(seven.run(second).step, std::int64_t{10});
+    const auto train = metricLines(partial, "train");
+    QCOMPARE(train.size(), std::size_t{2});
+    QCOMPARE(train[0]["step"].get<int>(), 7);
+    QCOMPARE(train[1]["step"].get<int>(), 10);
+    QCOMPARE(metricLines(partial, "eval").size(), std::size_t{1});
 }
 
 void TestTrainer::nonFiniteLossStopsAndKeepsTheCheckpoint()
