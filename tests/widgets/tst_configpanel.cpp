@@ -1,0 +1,446 @@
+// Tests ConfigPanel: round trip of a complete run document, typing into fields,
+// issues on fields and on the document, applicability, read-only, cost, presets, devices.
+#include "ArchitectureDiagram.h"
+#include "ConfigPanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QFrame>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QTest>
+
+using namespace widelab;
+
+namespace {
+
+// resources/presets/widenet.json with every default filled in, as RunDocument::toJson
+// writes it (values worked out by hand from docs/model.md and docs/training.md), plus a
+// learning rate and probes of our own.
+QJsonObject completeWideNet()
+{
+    QJsonObject model{
+        {"vocab_size", 32}, {"max_len", 512}, {"d_model", 256}, {"embedding_dim", 0}, {"layers", 6},
+        {"heads", 8}, {"head_dim", 32}, {"ffn_dim", 1024}, {"activation", "gelu"}, {"dropout", 0.1},
+        {"head", "classification"}, {"pooling", "mean"}, {"pooler", false}, {"num_classes", 10},
+        {"experts", 4}, {"top_k", 2}, {"capacity_factor", 1.2}, {"eval_capacity_factor", 2.0},
+        {"router_noise_std", 0.25}, {"balance_loss_weight", 0.01}, {"routing_groups", 6},
+        {"routing_priority", "position"}, {"renormalize_gates", false}, {"share_router", true},
+        {"share_attention", true}, {"share_ffn", true}, {"share_layernorm", false},
+        {"paths", 1}, {"path_norm", false}, {"learnable_path_weights", false}, {"path_extra_features", false},
+    };
+    QJsonObject task{
+        {"kind", "listops"}, {"path", ""}, {"tokenizer", "byte"}, {"vocab_limit", 8000},
+        {"sequence_length", 0}, {"validation_fraction", 0.05}, {"test_fraction", 0.05},
+        {"min_length", 16}, {"max_length", 128}, {"train_size", 20000}, {"validation_size", 1000},
+        {"test_size", 1000}, {"seed", 0},
+    };
+    QJsonObject train{
+        {"optimizer", "adamw"}, {"learning_rate", 3e-4}, {"weight_decay", 0.01}, {"beta1", 0.9},
+        {"beta2", 0.999}, {"epsilon", 1e-8}, {"momentum", 0.9}, {"schedule", "warmup_cosine"},
+        {"warmup_steps", 100}, {"min_learning_rate_ratio", 0.0}, {"steps", 2000}, {"batch_size", 32},
+        {"gradient_clip", 1.0}, {"label_smoothing", 0.0}, {"device", "auto"}, {"bf16", true},
+        {"threads", 0}, {"seed", 0}, {"log_every", 10}, {"eval_every", 200}, {"eval_batches", 20},
+        {"checkpoint_every", 200}, {"keep_last", 3}, {"probe_every", 0},
+        {"probes", QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]"}},
+    };
+    return QJsonObject{
+        {"name", "WideNet (laptop scale)"},
+        {"description", "One attention and one MoE layer shared by all 6 blocks."},
+        {"model", model},
+        {"task", task},
+        {"train", train},
+    };
+}
+
+QJsonObject withValue(QJsonObject document, const QString& section, const QString& key, const QJsonValue& value)
+{
+    QJsonObject inner = document.value(section).toObject();
+    inner.insert(key, value);
+    document.insert(section, inner);
+    return document;
+}
+
+QJsonValue valueAt(const QJsonObject& document, const QString& section, const QString& key)
+{
+    return document.value(section).toObject().value(key);
+}
+
+// Integer or floating point, as the JSON value stores it.
+bool storedAsInteger(const QJsonValue& value) { return value.toVariant().typeId() == QMetaType::LongLong; }
+
+QFrame* frameOf(QWidget* editor)
+{
+    for (QWidget* w = editor; w; w = w->parentWidget())
+        if (w->objectName() == QLatin1String("widelabField"))
+            return qobject_cast<QFrame*>(w);
+    return nullptr;
+}
+
+QLabel* issueTextOf(QWidget* editor)
+{
+    QFrame* frame = frameOf(editor);
+    return frame ? frame->findChild<QLabel*>(QStringLiteral("widelabIssueText")) : nullptr;
+}
+
+void replaceText(QWidget* editor, const QString& text)
+{
+    editor->setFocus();
+    if (auto* spin = qobject_cast<QAbstractSpinBox*>(editor))
+        spin->selectAll();
+    else if (auto* line = qobject_cast<QLineEdit*>(editor))
+        line->selectAll();
+    QTest::keyClicks(editor, text);
+}
+
+}  // namespace
+
+class TestConfigPanel : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void everyKeyOfTheDocumentHasAnEditor()
+    {
+        ConfigPanel panel;
+        const QJsonObject document = completeWideNet();
+        for (const QString section : {"model", "task", "train"}) {
+            const QJsonObject inner = document.value(section).toObject();
+            for (auto it = inner.begin(); it != inner.end(); ++it)
+                QVERIFY2(panel.field(section + "." + it.key()) != nullptr, qPrintable(section + "." + it.key()));
+        }
+        QVERIFY(panel.field("name"));
+        QVERIFY(panel.field("description"));
+        QCOMPARE(panel.field("model.not_a_key"), nullptr);
+        QCOMPARE(panel.keys().size(), 31 + 13 + 25 + 2);
+    }
+
+    void completeDocumentRoundTrips()
+    {
+        ConfigPanel panel;
+        QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
+        const QJsonObject document = completeWideNet();
+        panel.setDocument(document);
+        QCOMPARE(changed.count(), 0);
+        const QJsonObject back = panel.document();
+        QCOMPARE(back, document);
+
+        // Integers stay integers, fractions stay doubles, probes an array of strings.
+        QVERIFY(storedAsInteger(valueAt(back, "model", "layers")));
+        QVERIFY(storedAsInteger(valueAt(back, "train", "steps")));
+        QVERIFY(!storedAsInteger(valueAt(back, "model", "capacity_factor")));
+        QVERIFY(!storedAsInteger(valueAt(back, "train", "learning_rate")));
+        QCOMPARE(valueAt(back, "train", "learning_rate").toDouble(), 3e-4);
+        QCOMPARE(valueAt(back, "model", "share_attention"), QJsonValue(true));
+        QCOMPARE(valueAt(back, "train", "probes").toArray(),
+                 (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]"}));
+        QCOMPARE(qobject_cast<QPlainTextEdit*>(panel.field("train.probes"))->toPlainText(),
+                 QStringLiteral("[MAX 2 9 [MIN 4 7 ] 0 ]\n[SM 1 2 3 ]"));
+    }
+
+    void shippedPresetFillsDefaults()
+    {
+        QFile file(QStringLiteral(WIDELAB_PRESETS_DIR "/widenet.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QJsonObject preset = QJsonDocument::fromJson(file.readAll()).object();
+        QVERIFY(!preset.isEmpty());
+        ConfigPanel panel;
+        panel.setDocument(preset);
+        QJsonObject expected = completeWideNet();
+        expected.insert("description", preset.value("description"));
+        // The shipped preset has no learning rate or probes: the panel shows the defaults.
+        expected = withValue(expected, "train", "learning_rate", 1e-3);
+        expected = withValue(expected, "train", "probes", QJsonArray());
+        QCOMPARE(panel.document(), expected);
+        // Defaults computed from other keys follow them while the key stays unset.
+        replaceText(panel.field("model.experts"), "8");
+        QCOMPARE(valueAt(panel.document(), "model", "router_noise_std").toDouble(), 1.0 / 8);
+        replaceText(panel.field("model.d_model"), "512");
+        QCOMPARE(valueAt(panel.document(), "model", "head_dim"), QJsonValue(64));   // unset: d_model / heads
+        QCOMPARE(valueAt(panel.document(), "model", "ffn_dim"), QJsonValue(1024));  // given by the preset
+        // Once edited, a derived key keeps its value.
+        replaceText(panel.field("model.head_dim"), "40");
+        replaceText(panel.field("model.d_model"), "256");
+        QCOMPARE(valueAt(panel.document(), "model", "head_dim"), QJsonValue(40));
+    }
+
+    void unknownKeysArePreserved()
+    {
+        QJsonObject document = completeWideNet();
+        document = withValue(document, "model", "future_knob", 5);
+        document = withValue(document, "train", "notes", "kept");
+        document.insert("extra", QJsonObject{{"a", 1}});
+        ConfigPanel panel;
+        panel.setDocument(document);
+        replaceText(panel.field("model.layers"), "12");
+        const QJsonObject back = panel.document();
+        QCOMPARE(valueAt(back, "model", "future_knob"), QJsonValue(5));
+        QCOMPARE(valueAt(back, "train", "notes"), QJsonValue("kept"));
+        QCOMPARE(back.value("extra").toObject(), (QJsonObject{{"a", 1}}));
+        QCOMPARE(valueAt(back, "model", "layers"), QJsonValue(12));
+    }
+
+    void valuesTheEditorCannotShowArePreserved()
+    {
+        QJsonObject document = withValue(completeWideNet(), "model", "layers", "six");
+        document = withValue(document, "model", "activation", "tanh");
+        ConfigPanel panel;
+        panel.setDocument(document);
+        QCOMPARE(valueAt(panel.document(), "model", "layers"), QJsonValue("six"));
+        QCOMPARE(valueAt(panel.document(), "model", "activation"), QJsonValue("tanh"));
+        QVERIFY(qobject_cast<QComboBox*>(panel.field("model.activation"))->currentText().contains("tanh"));
+        replaceText(panel.field("model.layers"), "4");
+        QCOMPARE(valueAt(panel.document(), "model", "layers"), QJsonValue(4));
+    }
+
+    void typingExpertsChangesExactlyThatKey()
+    {
+        ConfigPanel panel;
+        const QJsonObject document = completeWideNet();
+        panel.setDocument(document);
+        QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
+        auto* experts = qobject_cast<QSpinBox*>(panel.field("model.experts"));
+        QVERIFY(experts);
+        QCOMPARE(experts->accessibleName(), QStringLiteral("Experts"));
+        replaceText(experts, "16");
+        QVERIFY(changed.count() >= 1);
+        QCOMPARE(experts->value(), 16);
+        QCOMPARE(panel.document(), withValue(document, "model", "experts", 16));
+    }
+
+    void learningRateTakesScientificNotation()
+    {
+        ConfigPanel panel;
+        const QJsonObject document = completeWideNet();
+        panel.setDocument(document);
+        QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
+        replaceText(panel.field("train.learning_rate"), "2e-5");
+        QVERIFY(changed.count() >= 1);
+        QCOMPARE(panel.document(), withValue(document, "train", "learning_rate", 2e-5));
+        // The arrows step the leading digit within a decade.
+        auto* spin = qobject_cast<QAbstractSpinBox*>(panel.field("train.learning_rate"));
+        spin->stepBy(1);
+        QCOMPARE(valueAt(panel.document(), "train", "learning_rate").toDouble(), 3e-5);
+        spin->stepBy(-3);
+        QCOMPARE(valueAt(panel.document(), "train", "learning_rate").toDouble(), 9e-6);
+    }
+
+    void probesAreOneLineEach()
+    {
+        ConfigPanel panel;
+        panel.setDocument(completeWideNet());
+        auto* probes = qobject_cast<QPlainTextEdit*>(panel.field("train.probes"));
+        probes->moveCursor(QTextCursor::End);
+        probes->setFocus();
+        QTest::keyClick(probes, Qt::Key_Return);
+        QTest::keyClicks(probes, "[MED 3 5 ]");
+        QTest::keyClick(probes, Qt::Key_Return);  // a trailing empty line is no probe
+        QCOMPARE(valueAt(panel.document(), "train", "probes").toArray(),
+                 (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]", "[MED 3 5 ]"}));
+    }
+
+    void issuesMarkTheirField()
+    {
+        ConfigPanel panel;
+        panel.setDocument(completeWideNet());
+        const QString reason = QStringLiteral("3 exceeds model.experts: 2");
+        panel.setIssues({{"model.top_k", reason}});
+
+        QWidget* topK = panel.field("model.top_k");
+        QCOMPARE(topK->property("widelabIssue").toString(), reason);
+        QVERIFY(topK->toolTip().contains(reason));
+        QCOMPARE(frameOf(topK)->property("widelabIssue").toBool(), true);
+        QCOMPARE(issueTextOf(topK)->text(), reason);
+        QVERIFY(!issueTextOf(topK)->isHidden());
+        // Only that field.
+        QWidget* experts = panel.field("model.experts");
+        QCOMPARE(experts->property("widelabIssue").toString(), QString());
+        QCOMPARE(frameOf(experts)->property("widelabIssue").toBool(), false);
+        QVERIFY(!experts->toolTip().contains(reason));
+        auto* documentIssues = panel.findChild<QLabel*>("widelabDocumentIssues");
+        QVERIFY(documentIssues->isHidden());
+
+        panel.setIssues({});
+        QCOMPARE(topK->property("widelabIssue").toString(), QString());
+        QCOMPARE(frameOf(topK)->property("widelabIssue").toBool(), false);
+        QVERIFY(!topK->toolTip().contains(reason));
+        QVERIFY(issueTextOf(topK)->isHidden());
+    }
+
+    void issuesWithoutAFieldAreListedAtTheTop()
+    {
+        ConfigPanel panel;
+        panel.setDocument(completeWideNet());
+        panel.setIssues({{"model.share_attn", "unknown key (did you mean \"share_attention\"?)"},
+                         {"", "widenet.json: invalid configuration"},
+                         {"model.layers", "exceeds 1024"}});
+        auto* documentIssues = panel.findChild<QLabel*>("widelabDocumentIssues");
+        QVERIFY(documentIssues);
+        QVERIFY(!documentIssues->isHidden());
+        QVERIFY(documentIssues->text().contains("model.share_attn"));
+        QVERIFY(documentIssues->text().contains("invalid configuration"));
+        QVERIFY(!documentIssues->text().contains("exceeds 1024"));  // that one has its field
+        QVERIFY(panel.field("model.layers")->toolTip().contains("exceeds 1024"));
+
+        // An issue on a field hidden for this task (task.path under ListOps) is listed too.
+        panel.setIssues({{"task.path", "missing: \"classification\" reads its data from a file"}});
+        QVERIFY(documentIssues->text().contains("task.path"));
+        panel.setIssues({});
+        QVERIFY(documentIssues->isHidden());
+    }
+
+    void expertFieldsApplyOnlyWithExperts()
+    {
+        ConfigPanel panel;
+        QJsonObject document = withValue(completeWideNet(), "model", "experts", 1);
+        document = withValue(document, "model", "top_k", 1);
+        panel.setDocument(document);
+        const QStringList expertKeys = {"model.top_k", "model.capacity_factor", "model.eval_capacity_factor",
+                                        "model.balance_loss_weight", "model.router_noise_std",
+                                        "model.routing_groups", "model.routing_priority",
+                                        "model.renormalize_gates", "model.share_router"};
+        for (const QString& key : expertKeys)
+            QVERIFY2(!panel.field(key)->isEnabled(), qPrintable(key));
+        QVERIFY(panel.field("model.experts")->isEnabled());
+        // Their values stay in the document.
+        QCOMPARE(valueAt(panel.document(), "model", "capacity_factor").toDouble(), 1.2);
+
+        replaceText(panel.field("model.experts"), "2");
+        for (const QString& key : expertKeys)
+            QVERIFY2(panel.field(key)->isEnabled(), qPrintable(key));
+        replaceText(panel.field("model.experts"), "1");
+        QVERIFY(!panel.field("model.top_k")->isEnabled());
+    }
+
+    void taskFieldsFollowTheTaskKind()
+    {
+        ConfigPanel panel;
+        panel.setDocument(completeWideNet());
+        QVERIFY(!panel.field("task.path")->isVisibleTo(&panel));
+        QVERIFY(!panel.field("task.tokenizer")->isVisibleTo(&panel));
+        QVERIFY(panel.field("task.min_length")->isVisibleTo(&panel));
+
+        auto* kind = qobject_cast<QComboBox*>(panel.field("task.kind"));
+        kind->setFocus();
+        QTest::keyClick(kind, Qt::Key_Down);
+        QCOMPARE(valueAt(panel.document(), "task", "kind"), QJsonValue("classification"));
+        QVERIFY(panel.field("task.path")->isVisibleTo(&panel));
+        QVERIFY(!panel.field("task.min_length")->isVisibleTo(&panel));
+        // ListOps values are kept while hidden.
+        QCOMPARE(valueAt(panel.document(), "task", "min_length"), QJsonValue(16));
+        auto* browse = frameOf(panel.field("task.path"))->findChild<QPushButton*>();
+        QVERIFY(browse);
+        QCOMPARE(browse->text(), QStringLiteral("Browse..."));
+
+        replaceText(panel.field("task.path"), "data/sst2.tsv");
+        QCOMPARE(valueAt(panel.document(), "task", "path"), QJsonValue("data/sst2.tsv"));
+        // vocab_limit only matters for the character and word tokenizers.
+        QVERIFY(!panel.field("task.vocab_limit")->isEnabled());
+    }
+
+    void optimizerFieldsFollowTheOptimizer()
+    {
+        ConfigPanel panel;
+        panel.setDocument(withValue(completeWideNet(), "train", "optimizer", "sgd"));
+        QVERIFY(panel.field("train.momentum")->isEnabled());
+        QVERIFY(!panel.field("train.beta1")->isEnabled());
+        panel.setDocument(completeWideNet());
+        QVERIFY(!panel.field("train.momentum")->isEnabled());
+        QVERIFY(panel.field("train.beta2")->isEnabled());
+    }
+
+    void readOnlyStopsEdits()
+    {
+        ConfigPanel panel;
+        const QJsonObject document = completeWideNet();
+        panel.setDocument(document);
+        QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
+        panel.setReadOnly(true);
+        QVERIFY(panel.isReadOnly());
+        replaceText(panel.field("model.experts"), "9");
+        replaceText(panel.field("name"), "changed");
+        auto* share = qobject_cast<QCheckBox*>(panel.field("model.share_attention"));
+        QTest::mouseClick(share, Qt::LeftButton);
+        auto* kind = qobject_cast<QComboBox*>(panel.field("task.kind"));
+        QTest::keyClick(kind, Qt::Key_Down);
+        QCOMPARE(changed.count(), 0);
+        QCOMPARE(panel.document(), document);
+
+        panel.setReadOnly(false);
+        replaceText(panel.field("model.experts"), "9");
+        QVERIFY(changed.count() >= 1);
+        QCOMPARE(valueAt(panel.document(), "model", "experts"), QJsonValue(9));
+    }
+
+    void costIsShownInHumanUnits()
+    {
+        ConfigPanel panel;
+        panel.setCost({26'225'674, 9'800'000, 54'100'000, 52.3e6, qint64{1288490189}});
+        auto* cost = panel.findChild<QLabel*>("widelabCost");
+        QVERIFY(cost);
+        const QString text = cost->text();
+        QVERIFY2(text.contains("26.2M"), qPrintable(text));
+        QVERIFY(text.contains("9.8M"));
+        QVERIFY(text.contains("54.1M"));
+        QVERIFY(text.contains("52.3M FLOPs"));
+        QVERIFY(text.contains("1.2 GiB"));
+        panel.setCost({812, 812, 812, 1500, 0});
+        QVERIFY2(cost->text().contains("812") && cost->text().contains("1.5k"), qPrintable(cost->text()));
+    }
+
+    void presetsEmitTheirName()
+    {
+        ConfigPanel panel;
+        panel.setPresets({"widenet", "albert"});
+        auto* combo = panel.findChild<QComboBox*>();  // the first combo: the preset picker
+        QVERIFY(combo);
+        QCOMPARE(combo->count(), 3);
+        QSignalSpy chosen(&panel, &ConfigPanel::presetChosen);
+        combo->setFocus();
+        QTest::keyClick(combo, Qt::Key_Down);
+        QCOMPARE(chosen.count(), 1);
+        QCOMPARE(chosen.at(0).at(0).toString(), QStringLiteral("widenet"));
+    }
+
+    void devicesComeFromTheApp()
+    {
+        ConfigPanel panel;
+        panel.setDevices({{"auto", "Automatic"}, {"cpu", "CPU"}, {"cuda:0", "NVIDIA H100 (80 GB)"}});
+        panel.setDocument(withValue(completeWideNet(), "train", "device", "cuda:0"));
+        auto* device = qobject_cast<QComboBox*>(panel.field("train.device"));
+        QCOMPARE(device->currentText(), QStringLiteral("NVIDIA H100 (80 GB)"));
+        QCOMPARE(valueAt(panel.document(), "train", "device"), QJsonValue("cuda:0"));
+        QVERIFY(panel.field("train.bf16")->isEnabled());
+
+        // A device this machine lacks is kept, not replaced.
+        panel.setDocument(withValue(completeWideNet(), "train", "device", "cuda:3"));
+        QCOMPARE(valueAt(panel.document(), "train", "device"), QJsonValue("cuda:3"));
+        // Choosing the CPU turns bf16 off as inapplicable.
+        panel.setDocument(withValue(completeWideNet(), "train", "device", "cpu"));
+        QVERIFY(!panel.field("train.bf16")->isEnabled());
+        QCOMPARE(valueAt(panel.document(), "train", "bf16"), QJsonValue(true));
+    }
+
+    void architectureGoesToTheDiagram()
+    {
+        ConfigPanel panel;
+        ArchitectureSketch sketch;
+        sketch.layers = 6;
+        sketch.shareAttention = true;
+        sketch.experts = 4;
+        sketch.topK = 2;
+        sketch.heads = 8;
+        panel.setArchitecture(sketch);
+        QCOMPARE(panel.diagram()->sketch().layers, 6);
+        QVERIFY(panel.diagram()->accessibleDescription().startsWith("6 blocks, attention shared"));
+    }
+};
+
+QTEST_MAIN(TestConfigPanel)
+#include "tst_configpanel.moc"

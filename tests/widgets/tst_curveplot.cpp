@@ -1,0 +1,676 @@
+// Tests CurvePlot: what it hands QCustomPlot (smoothing, decimation, log scale,
+// modes), its view fitting, hover read-out, coalesced replots and exports.
+#include "CurvePlot.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+
+using widelab::CurvePlot;
+using widelab::CurvePoint;
+
+namespace {
+
+const QColor kBlue(0, 114, 178);
+const QColor kOrange(230, 159, 0);
+
+// Points at steps 0, 1, 2, ... with the given values, two seconds per step.
+QVector<CurvePoint> pointsOf(const QVector<double>& values)
+{
+    QVector<CurvePoint> points;
+    for (qsizetype i = 0; i < values.size(); ++i)
+        points.append({static_cast<double>(i), 2.0 * static_cast<double>(i), values[i]});
+    return points;
+}
+
+QVector<CurvePoint> constant(double value, int count)
+{
+    return pointsOf(QVector<double>(count, value));
+}
+
+// A shown plot of a known size, so the axis rect has a known pixel width.
+void showPlot(CurvePlot& plot)
+{
+    plot.resize(600, 400);
+    plot.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&plot));
+}
+
+bool near(double a, double b, double tolerance = 1e-9) { return std::abs(a - b) <= tolerance; }
+
+}  // namespace
+
+class TestCurvePlot : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void smoothedLineIsTheDebiasedEmaAndRawStaysFaint();
+    void hundredThousandPointsAreKeptButDecimatedForDisplay();
+    void zoomingInShowsEveryPointOfTheRange();
+    void appendsAreCoalescedIntoOneReplot();
+    void logScaleSwitchesTheAxisAndSkipsNonPositiveValues();
+    void logTicksFollowOneTwoThreeFive();
+    void legendMovesToTheEmptiestPlace();
+    void denseLinesAreDrawnThin();
+    void resetViewFitsAllData();
+    void doubleClickResetsTheView();
+    void shiftDragZoomsToTheRubberBand();
+    void hoverNamesTheNearestSeriesAndItsValues();
+    void parametersModeDrawsOneMarkerPerRun();
+    void timeModeSortsByTimeAndUsesAClockTicker();
+    void seriesDifferByLineStyleAndRunsByColour();
+    void hiddenSeriesLeaveTheLegendGreyAndTheCsvOut();
+    void clickingALegendEntryTogglesItsSeries();
+    void csvHoldsExactlyTheAppendedPoints();
+    void csvReportsAnUnwritablePath();
+    void imagesCarryTheRightMagic_data();
+    void imagesCarryTheRightMagic();
+    void imageExportRejectsUnknownSuffixes();
+    void runsCanBeClearedAndRemoved();
+};
+
+void TestCurvePlot::smoothedLineIsTheDebiasedEmaAndRawStaysFaint()
+{
+    CurvePlot plot;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({1, 2, 3}));
+    plot.setSmoothing(0.5);
+    plot.refreshNow();
+
+    // Hand-computed (tst_curvemath): 1, 5/3, 17/7 at steps 0, 1, 2.
+    const QVector<QPointF> line = plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss"));
+    QCOMPARE(line.size(), 3);
+    QCOMPARE(line[0], QPointF(0, 1));
+    QCOMPARE(line[1].x(), 1.0);
+    QVERIFY(near(line[1].y(), 5.0 / 3.0));
+    QCOMPARE(line[2].x(), 2.0);
+    QVERIFY(near(line[2].y(), 17.0 / 7.0));
+
+    // The raw values stay on screen, in a lighter version of the run's colour.
+    QCPGraph* raw = plot.rawGraph(QStringLiteral("a"), QStringLiteral("loss"));
+    QVERIFY(raw->visible());
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("loss")), 3);
+    QCOMPARE(raw->data()->at(2)->value, 3.0);
+    QCOMPARE(raw->pen().color().rgb(), kBlue.rgb());
+    QVERIFY(raw->pen().color().alpha() < 128);
+    QCOMPARE(plot.seriesColor(QStringLiteral("a"), QStringLiteral("loss")), kBlue);
+
+    // Without smoothing the line is the raw series and the faint copy goes.
+    plot.setSmoothing(0);
+    plot.refreshNow();
+    QCOMPARE(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss")),
+             (QVector<QPointF>{{0, 1}, {1, 2}, {2, 3}}));
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("loss")), 0);
+
+    // Clamped to 0.999.
+    plot.setSmoothing(3);
+    QCOMPARE(plot.smoothing(), 0.999);
+}
+
+void TestCurvePlot::hundredThousandPointsAreKeptButDecimatedForDisplay()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    QVector<double> values;
+    for (int i = 0; i < 100000; ++i)
+        values.append(0.1 * (i % 7));
+    values[54321] = 100;
+    values[77777] = -50;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf(values));
+    plot.refreshNow();
+
+    QCOMPARE(plot.points(QStringLiteral("a"), QStringLiteral("loss")).size(), 100000);
+    // The view fits all the data, so the line is decimated to the axis rect's
+    // width: at most two points per pixel column plus the column at the right
+    // edge; the axis rect is narrower than the widget.
+    const int width = plot.axisRect()->width();
+    QVERIFY(width > 100 && width <= plot.width());
+    const int shown = plot.displayedPointCount(QStringLiteral("a"), QStringLiteral("loss"));
+    QVERIFY2(shown <= 2 * (width + 1), qPrintable(QStringLiteral("%1 points for %2 px").arg(shown).arg(width)));
+    QVERIFY(shown <= 2 * plot.width() + 2);
+    QVERIFY(shown >= width);  // and not fewer than one per column
+
+    // The spike and the dip survive.
+    bool spike = false, dip = false;
+    for (const QPointF& p : plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss"))) {
+        spike = spike || (p.x() == 54321 && p.y() == 100);
+        dip = dip || (p.x() == 77777 && p.y() == -50);
+    }
+    QVERIFY(spike);
+    QVERIFY(dip);
+}
+
+void TestCurvePlot::zoomingInShowsEveryPointOfTheRange()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    QVector<double> values;
+    for (int i = 0; i < 100000; ++i)
+        values.append(std::sin(i * 0.01));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf(values));
+    plot.refreshNow();
+
+    // Zoomed to steps 50000..50100, the display covers one view width either
+    // side (49900..50200, 301 steps, far fewer than pixel columns) plus the
+    // nearest point outside: all 303 points, exactly as stored.
+    plot.xAxis->setRange(50000, 50100);
+    plot.refreshNow();
+    const QVector<QPointF> shown = plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss"));
+    QCOMPARE(shown.size(), 303);
+    QCOMPARE(shown.front().x(), 49899.0);
+    QCOMPARE(shown.back().x(), 50201.0);
+    for (const QPointF& p : shown)
+        QCOMPARE(p.y(), std::sin(p.x() * 0.01));
+}
+
+void TestCurvePlot::appendsAreCoalescedIntoOneReplot()
+{
+    CurvePlot plot;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    showPlot(plot);
+    QTest::qWait(100);  // let the first refresh pass
+    QSignalSpy replots(&plot, &QCustomPlot::afterReplot);
+    for (int i = 0; i < 1000; ++i)
+        plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {{double(i), double(i), 1.0 / (i + 1)}});
+    QCOMPARE(replots.count(), 0);  // nothing drawn per point
+    QTRY_COMPARE_WITH_TIMEOUT(replots.count(), 1, 2000);
+    QTest::qWait(150);
+    QCOMPARE(replots.count(), 1);  // and nothing more once drawn: fitting the view does not loop
+    QCOMPARE(plot.displayedPointCount(QStringLiteral("a"), QStringLiteral("loss")), 1000);
+}
+
+void TestCurvePlot::logScaleSwitchesTheAxisAndSkipsNonPositiveValues()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    QSignalSpy toggled(&plot, &CurvePlot::logScaleChanged);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({2, 0, -1, 10, 0.5}));
+    plot.setLogScale(true);
+    plot.refreshNow();
+
+    QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLogarithmic);
+    QCOMPARE(toggled.count(), 1);
+    QVERIFY(plot.logScale());
+    // Fitted to the positive values 0.5 .. 10.
+    QVERIFY(plot.yAxis->range().lower > 0);
+    QVERIFY(plot.yAxis->range().lower <= 0.5);
+    QVERIFY(plot.yAxis->range().upper >= 10);
+    const QVector<QPointF> shown = plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss"));
+    QCOMPARE(shown.size(), 5);
+    QCOMPARE(shown[0].y(), 2.0);
+    QVERIFY(std::isnan(shown[1].y()));
+    QVERIFY(std::isnan(shown[2].y()));
+    QCOMPARE(shown[3].y(), 10.0);
+    // Drawing, hovering and exporting with gaps on a log axis do not crash.
+    plot.replot();
+    const QPoint zeroPixel(int(plot.xAxis->coordToPixel(1)), plot.axisRect()->bottom() - 2);
+    const CurvePlot::Readout r = plot.readoutAt(zeroPixel);
+    QVERIFY(r.valid);
+    QVERIFY(r.raw > 0);  // the hover never lands on a value the axis cannot show
+    QVERIFY(!plot.toPixmap().isNull());
+
+    plot.setLogScale(false);
+    plot.refreshNow();
+    QCOMPARE(plot.yAxis->scaleType(), QCPAxis::stLinear);
+    QVERIFY(plot.yAxis->range().lower <= -1);
+    QCOMPARE(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss"))[1].y(), 0.0);
+}
+
+void TestCurvePlot::logTicksFollowOneTwoThreeFive()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({10, 5, 2, 1, 0.5}));
+    plot.setLogScale(true);
+    plot.refreshNow();
+    // Fitted to 0.5 .. 10 times/divided by 20^0.05 = 1.16: 0.43 .. 11.6, 1.43
+    // decades, so ticks at 1, 2, 3, 5 times each power of ten inside it.
+    QVERIFY(near(plot.yAxis->range().lower, 0.5 / std::pow(20.0, 0.05)));
+    QVERIFY(near(plot.yAxis->range().upper, 10 * std::pow(20.0, 0.05)));
+    QCOMPARE(plot.yAxis->tickVectorLabels(), (QVector<QString>{QStringLiteral("0.5"), QStringLiteral("1"),
+                                                               QStringLiteral("2"), QStringLiteral("3"),
+                                                               QStringLiteral("5"), QStringLiteral("10")}));
+    QCOMPARE(plot.yAxis->tickVector(), (QVector<double>{0.5, 1, 2, 3, 5, 10}));
+}
+
+void TestCurvePlot::legendMovesToTheEmptiestPlace()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    // Two flat lines along the top and bottom edges (y fitted to -0.05 .. 1.05):
+    // every corner and the top and bottom middles are crossed, the sides' middles are free.
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), constant(1.0, 101));
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), constant(0.0, 101));
+    plot.refreshNow();
+    QCOMPARE(plot.legendAlignment(), Qt::AlignVCenter | Qt::AlignRight);
+    plot.replot();
+    QVERIFY(plot.legend->outerRect().center().y() > plot.axisRect()->rect().center().y() - 2);
+    QVERIFY(plot.legend->outerRect().center().y() < plot.axisRect()->rect().center().y() + 2);
+
+    // A fixed place wins over the automatic one.
+    plot.setLegendAlignment(Qt::AlignBottom | Qt::AlignLeft);
+    plot.refreshNow();
+    QCOMPARE(plot.legendAlignment(), Qt::AlignBottom | Qt::AlignLeft);
+
+    // A falling curve leaves the top right free: the first choice.
+    CurvePlot falling;
+    showPlot(falling);
+    falling.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    falling.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({5, 2, 1, 0.5, 0.3, 0.2, 0.15, 0.1}));
+    falling.refreshNow();
+    QCOMPARE(falling.legendAlignment(), Qt::AlignTop | Qt::AlignRight);
+}
+
+void TestCurvePlot::denseLinesAreDrawnThin()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({3, 2, 1}));
+    plot.refreshNow();
+    QCOMPARE(plot.lineGraph(QStringLiteral("a"), QStringLiteral("loss"))->pen().widthF(), 1.6);
+    QVector<double> values;
+    for (int i = 0; i < 5000; ++i)
+        values.append(i % 2);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf(values));
+    plot.refreshNow();
+    QCOMPARE(plot.lineGraph(QStringLiteral("a"), QStringLiteral("loss"))->pen().widthF(), 1.0);
+}
+
+void TestCurvePlot::resetViewFitsAllData()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    QVector<CurvePoint> points;
+    for (int i = 0; i <= 100; ++i)
+        points.append({10.0 * i, double(i), i % 2 ? 5.0 : -2.0});
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), points);
+    plot.refreshNow();
+    // x exactly 0..1000; y -2..5 with 5 % of the span (0.35) either side.
+    QCOMPARE(plot.xAxis->range().lower, 0.0);
+    QCOMPARE(plot.xAxis->range().upper, 1000.0);
+    QVERIFY(near(plot.yAxis->range().lower, -2.35));
+    QVERIFY(near(plot.yAxis->range().upper, 5.35));
+
+    // The user zooms: new data no longer moves the view.
+    plot.xAxis->setRange(100, 200);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {{2000, 200, 50}});
+    plot.refreshNow();
+    QCOMPARE(plot.xAxis->range().lower, 100.0);
+    QCOMPARE(plot.xAxis->range().upper, 200.0);
+
+    // Reset: all data, y -2..50 with 2.6 either side.
+    plot.resetView();
+    QCOMPARE(plot.xAxis->range().lower, 0.0);
+    QCOMPARE(plot.xAxis->range().upper, 2000.0);
+    QVERIFY(near(plot.yAxis->range().lower, -4.6));
+    QVERIFY(near(plot.yAxis->range().upper, 52.6));
+    // ... and follows new data again.
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {{3000, 300, 1}});
+    plot.refreshNow();
+    QCOMPARE(plot.xAxis->range().upper, 3000.0);
+}
+
+void TestCurvePlot::doubleClickResetsTheView()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({4, 3, 2, 1}));
+    plot.refreshNow();
+    plot.xAxis->setRange(1, 2);
+    QTest::mouseDClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.axisRect()->center());
+    QCOMPARE(plot.xAxis->range().lower, 0.0);
+    QCOMPARE(plot.xAxis->range().upper, 3.0);
+}
+
+void TestCurvePlot::shiftDragZoomsToTheRubberBand()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf(QVector<double>(101, 1.0)));
+    plot.refreshNow();
+    const QRect area = plot.axisRect()->rect();
+    const QPoint from = area.topLeft() + QPoint(area.width() / 4, area.height() / 4);
+    const QPoint to = area.topLeft() + QPoint(area.width() / 2, area.height() * 3 / 4);
+    const double xFrom = plot.xAxis->pixelToCoord(from.x());
+    const double xTo = plot.xAxis->pixelToCoord(to.x());
+    const double pixelInX = plot.xAxis->range().size() / area.width();
+
+    QTest::mousePress(&plot, Qt::LeftButton, Qt::ShiftModifier, from);
+    QTest::mouseMove(&plot, to);
+    QTest::mouseRelease(&plot, Qt::LeftButton, Qt::ShiftModifier, to);
+    QVERIFY2(std::abs(plot.xAxis->range().lower - xFrom) <= pixelInX,
+             qPrintable(QString::number(plot.xAxis->range().lower)));
+    QVERIFY(std::abs(plot.xAxis->range().upper - xTo) <= pixelInX);
+
+    // Without Shift a drag pans: the range keeps its size.
+    const double size = plot.xAxis->range().size();
+    QTest::mousePress(&plot, Qt::LeftButton, Qt::NoModifier, to);
+    QTest::mouseMove(&plot, from);
+    QTest::mouseRelease(&plot, Qt::LeftButton, Qt::NoModifier, from);
+    QVERIFY(near(plot.xAxis->range().size(), size, size * 1e-9));
+}
+
+void TestCurvePlot::hoverNamesTheNearestSeriesAndItsValues()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("Deep 6x8"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("Wide 1x48"), kOrange);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), constant(1.0, 101));
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), constant(3.0, 101));
+    plot.refreshNow();
+
+    // Just below b's line at step 50.
+    const QPoint nearB(int(std::lround(plot.xAxis->coordToPixel(50))), int(plot.yAxis->coordToPixel(2.8)));
+    QTest::mouseMove(&plot, nearB);
+    CurvePlot::Readout r = plot.hoverReadout();
+    QVERIFY(r.valid);
+    QCOMPARE(r.runId, QStringLiteral("b"));
+    QCOMPARE(r.series, QStringLiteral("loss"));
+    QCOMPARE(r.name, QStringLiteral("Wide 1x48 · train"));
+    QCOMPARE(r.step, 50.0);
+    QCOMPARE(r.seconds, 100.0);
+    QCOMPARE(r.raw, 3.0);
+    QVERIFY(plot.hoverText().startsWith(QStringLiteral("Wide 1x48 · train\nstep 50 · 1:40\nvalue 3")));
+
+    // Just above a's line: a.
+    r = plot.readoutAt(QPointF(plot.xAxis->coordToPixel(20), plot.yAxis->coordToPixel(1.3)));
+    QCOMPARE(r.runId, QStringLiteral("a"));
+    QCOMPARE(r.step, 20.0);
+
+    // Leaving hides the read-out.
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(&plot, &leave);
+    QVERIFY(plot.hoverText().isEmpty());
+    QVERIFY(!plot.hoverReadout().valid);
+
+    // Outside the axis rect: nothing.
+    QVERIFY(!plot.readoutAt(QPointF(2, 2)).valid);
+}
+
+void TestCurvePlot::parametersModeDrawsOneMarkerPerRun()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("deep"), QStringLiteral("deep 6x8"), kBlue, 1.2e6);
+    plot.addRun(QStringLiteral("wide"), QStringLiteral("wide 1x48"), kOrange, 3.4e6);
+    plot.addRun(QStringLiteral("unknown"), QStringLiteral("no count"), Qt::red, 0);
+    plot.appendPoints(QStringLiteral("deep"), QStringLiteral("loss"), pointsOf({5, 4, 3}));
+    plot.appendPoints(QStringLiteral("wide"), QStringLiteral("loss"), pointsOf({6, 2}));
+    plot.appendPoints(QStringLiteral("unknown"), QStringLiteral("loss"), pointsOf({1}));
+    plot.setSmoothing(0.5);
+    plot.setXAxisMode(CurvePlot::XAxisMode::Parameters);
+    plot.refreshNow();
+
+    // Last smoothed values at w = 0.5: 5, 4, 3 -> 3.125 / 0.875 = 25/7; 6, 2 -> 2.5 / 0.75 = 10/3.
+    const QVector<CurvePlot::ParameterMarker> markers = plot.parameterMarkers();
+    QCOMPARE(markers.size(), 2);
+    QCOMPARE(markers[0].runId, QStringLiteral("deep"));
+    QCOMPARE(markers[0].parameters, 1.2e6);
+    QVERIFY(near(markers[0].value, 25.0 / 7.0));
+    QCOMPARE(markers[1].runId, QStringLiteral("wide"));
+    QCOMPARE(markers[1].parameters, 3.4e6);
+    QVERIFY(near(markers[1].value, 10.0 / 3.0));
+    QCOMPARE(plot.lineGraph(QStringLiteral("deep"), QStringLiteral("loss"))->lineStyle(), QCPGraph::lsNone);
+    QCOMPARE(plot.displayedPointCount(QStringLiteral("unknown"), QStringLiteral("loss")), 0);
+    QVERIFY(plot.xAxis->range().contains(1.2e6));
+    QVERIFY(plot.xAxis->range().contains(3.4e6));
+    QCOMPARE(plot.xAxis->label(), QStringLiteral("parameters"));
+
+    // Each marked run is labelled with its name.
+    QStringList labels;
+    for (int i = 0; i < plot.itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(plot.item(i));
+        if (text && text->visible() && text->text() != plot.hoverText())
+            labels << text->text();
+    }
+    labels.sort();
+    QCOMPARE(labels, (QStringList{QStringLiteral("deep 6x8"), QStringLiteral("wide 1x48")}));
+
+    // Hovering the wide marker names it.
+    const CurvePlot::Readout r =
+        plot.readoutAt(QPointF(plot.xAxis->coordToPixel(3.4e6) + 3, plot.yAxis->coordToPixel(10.0 / 3.0) - 2));
+    QCOMPARE(r.runId, QStringLiteral("wide"));
+    QCOMPARE(r.x, 3.4e6);
+    QCOMPARE(r.raw, 2.0);
+    QCOMPARE(r.step, 1.0);
+
+    plot.setXAxisMode(CurvePlot::XAxisMode::Step);
+    plot.refreshNow();
+    QVERIFY(plot.parameterMarkers().isEmpty());
+    QCOMPARE(plot.lineGraph(QStringLiteral("deep"), QStringLiteral("loss"))->lineStyle(), QCPGraph::lsLine);
+    QCOMPARE(plot.displayedPointCount(QStringLiteral("deep"), QStringLiteral("loss")), 3);
+}
+
+void TestCurvePlot::timeModeSortsByTimeAndUsesAClockTicker()
+{
+    CurvePlot plot;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    // A resumed run whose clock restarted at step 3.
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"),
+                      {{0, 0, 1}, {1, 10, 2}, {2, 20, 3}, {3, 5, 4}});
+    plot.setXAxisMode(CurvePlot::XAxisMode::Time);
+    plot.refreshNow();
+    QCOMPARE(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss")),
+             (QVector<QPointF>{{0, 1}, {5, 4}, {10, 2}, {20, 3}}));
+    QVERIFY(!qSharedPointerDynamicCast<QCPAxisTickerTime>(plot.xAxis->ticker()).isNull());
+    QCOMPARE(plot.xAxis->label(), QStringLiteral("time"));
+}
+
+void TestCurvePlot::seriesDifferByLineStyleAndRunsByColour()
+{
+    CurvePlot plot;
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({3, 2}));
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("validation_loss"), pointsOf({3.5}));
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("validation_loss"), pointsOf({2.5, 2}));
+    plot.refreshNow();
+
+    QCOMPARE(plot.seriesPenStyle(QStringLiteral("a"), QStringLiteral("loss")), Qt::SolidLine);
+    QCOMPARE(plot.seriesPenStyle(QStringLiteral("a"), QStringLiteral("validation_loss")), Qt::DashLine);
+    QCOMPARE(plot.seriesPenStyle(QStringLiteral("b"), QStringLiteral("validation_loss")), Qt::DashLine);
+    QCOMPARE(plot.seriesColor(QStringLiteral("a"), QStringLiteral("validation_loss")), kBlue);
+    QCOMPARE(plot.seriesColor(QStringLiteral("b"), QStringLiteral("validation_loss")), kOrange);
+    // A lone point gets a dot, since it has no line.
+    QCOMPARE(plot.lineGraph(QStringLiteral("a"), QStringLiteral("validation_loss"))->scatterStyle().shape(),
+             QCPScatterStyle::ssDisc);
+
+    // One legend entry per series with data, runs in order, series in declaration order.
+    QCOMPARE(plot.legend->itemCount(), 3);
+    QStringList names;
+    for (int i = 0; i < plot.legend->itemCount(); ++i)
+        names << qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i))->plottable()->name();
+    QCOMPARE(names, (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation"),
+                                 QStringLiteral("B · validation")}));
+
+    // Re-adding a run updates its label and colour in place.
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B2"), Qt::darkGreen);
+    plot.refreshNow();
+    QCOMPARE(plot.lineGraph(QStringLiteral("b"), QStringLiteral("validation_loss"))->name(),
+             QStringLiteral("B2 · validation"));
+    QCOMPARE(plot.seriesColor(QStringLiteral("b"), QStringLiteral("validation_loss")), QColor(Qt::darkGreen));
+    QCOMPARE(plot.runs(), (QStringList{QStringLiteral("a"), QStringLiteral("b")}));
+}
+
+void TestCurvePlot::hiddenSeriesLeaveTheLegendGreyAndTheCsvOut()
+{
+    CurvePlot plot;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({1, 2}));
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("extra"), pointsOf({7}));
+    plot.setSeriesVisible(QStringLiteral("a"), QStringLiteral("extra"), false);
+    plot.refreshNow();
+    QVERIFY(!plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("extra")));
+    QVERIFY(!plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra"))->visible());
+    QCOMPARE(plot.legend->itemCount(), 2);  // still listed, so it can be switched back on
+    const QColor hiddenText =
+        plot.legend->itemWithPlottable(plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra")))->textColor();
+    const QColor shownText =
+        plot.legend->itemWithPlottable(plot.lineGraph(QStringLiteral("a"), QStringLiteral("loss")))->textColor();
+    QVERIFY(hiddenText != shownText);
+    // The view fits the visible series only: y 1..2.
+    QVERIFY(plot.yAxis->range().upper < 7);
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("hidden.csv"));
+    QVERIFY(plot.exportCsv(path));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll(), QByteArray("run_id,run,series,step,seconds,value\n"
+                                        "a,A,loss,0,0,1\n"
+                                        "a,A,loss,1,2,2\n"));
+}
+
+void TestCurvePlot::clickingALegendEntryTogglesItsSeries()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({3, 2, 1}));
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), pointsOf({4, 3, 2}));
+    plot.refreshNow();
+    plot.replot();
+    const QPoint entryB = plot.legend->item(1)->outerRect().center();
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, entryB);
+    QVERIFY(!plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
+    QVERIFY(plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("loss")));
+    plot.refreshNow();
+    QVERIFY(!plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss"))->visible());
+    plot.replot();
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legend->item(1)->outerRect().center());
+    QVERIFY(plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
+}
+
+void TestCurvePlot::csvHoldsExactlyTheAppendedPoints()
+{
+    CurvePlot plot;
+    plot.declareSeries(QStringLiteral("loss"));
+    plot.declareSeries(QStringLiteral("validation_loss"));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("Run, \"A\""), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), {{5, 2, 1e-7}});
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("validation_loss"), {{10, 1.5, 0.3}});
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {{0, 0.5, 2.5}, {10, 1.25, 0.1}});
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {{3, 0.75, 0.2}});  // out of order: kept as appended
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("curves.csv"));
+    QString error;
+    QVERIFY2(plot.exportCsv(path, &error), qPrintable(error));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    // Runs in the order added, series in declaration order, points as appended;
+    // the label with a comma and quotes is quoted with its quotes doubled.
+    QCOMPARE(file.readAll(), QByteArray("run_id,run,series,step,seconds,value\n"
+                                        "a,\"Run, \"\"A\"\"\",loss,0,0.5,2.5\n"
+                                        "a,\"Run, \"\"A\"\"\",loss,10,1.25,0.1\n"
+                                        "a,\"Run, \"\"A\"\"\",loss,3,0.75,0.2\n"
+                                        "a,\"Run, \"\"A\"\"\",validation_loss,10,1.5,0.3\n"
+                                        "b,B,loss,5,2,1e-07\n"));
+}
+
+void TestCurvePlot::csvReportsAnUnwritablePath()
+{
+    CurvePlot plot;
+    QString error;
+    QVERIFY(!plot.exportCsv(QStringLiteral("/nonexistent-widelab-dir/x.csv"), &error));
+    QVERIFY(!error.isEmpty());
+}
+
+void TestCurvePlot::imagesCarryTheRightMagic_data()
+{
+    QTest::addColumn<QString>("suffix");
+    QTest::addColumn<QByteArray>("magic");
+    QTest::newRow("png") << QStringLiteral("png") << QByteArray("\x89PNG\r\n\x1a\n");
+    QTest::newRow("pdf") << QStringLiteral("pdf") << QByteArray("%PDF-");
+    QTest::newRow("svg") << QStringLiteral("svg") << QByteArray("<?xml");
+    QTest::newRow("upper-case suffix") << QStringLiteral("PNG") << QByteArray("\x89PNG");
+}
+
+void TestCurvePlot::imagesCarryTheRightMagic()
+{
+    QFETCH(QString, suffix);
+    QFETCH(QByteArray, magic);
+    CurvePlot plot;
+    plot.setTitle(QStringLiteral("Loss"));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({3, 2, 1.5, 1.2}));
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("chart.") + suffix);
+    QString error;
+    QVERIFY2(plot.exportImage(path, &error), qPrintable(error));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QByteArray bytes = file.readAll();
+    QVERIFY2(bytes.startsWith(magic), bytes.left(16).toHex().constData());
+    if (suffix == QLatin1String("svg")) {
+        QVERIFY(bytes.contains("<svg"));
+        QVERIFY(bytes.contains("Loss"));  // the title is drawn as text
+    }
+    if (suffix.compare(QLatin1String("png"), Qt::CaseInsensitive) == 0) {
+        const QImage image(path);
+        QCOMPARE(image.size(), QSize(1600, 1000));  // never shown: 800 x 500 at twice the pixels
+    }
+}
+
+void TestCurvePlot::imageExportRejectsUnknownSuffixes()
+{
+    CurvePlot plot;
+    QTemporaryDir dir;
+    QString error;
+    QVERIFY(!plot.exportImage(dir.filePath(QStringLiteral("chart.bmp")), &error));
+    QVERIFY(error.contains(QStringLiteral("bmp")));
+    QVERIFY(!QFile::exists(dir.filePath(QStringLiteral("chart.bmp"))));
+    error.clear();
+    QVERIFY(!plot.exportImage(QStringLiteral("/nonexistent-widelab-dir/chart.svg"), &error));
+    QVERIFY(!error.isEmpty());
+    error.clear();
+    QVERIFY(!plot.exportImage(QStringLiteral("/nonexistent-widelab-dir/chart.png"), &error));
+    QVERIFY(!error.isEmpty());
+}
+
+void TestCurvePlot::runsCanBeClearedAndRemoved()
+{
+    CurvePlot plot;
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({1, 2}));
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), pointsOf({3, 4}));
+    plot.appendPoints(QStringLiteral("nobody"), QStringLiteral("loss"), pointsOf({5}));  // ignored
+    plot.refreshNow();
+    QCOMPARE(plot.graphCount(), 4);  // line and faint copy per series
+    QVERIFY(plot.points(QStringLiteral("nobody"), QStringLiteral("loss")).isEmpty());
+
+    plot.clearRun(QStringLiteral("a"));
+    plot.refreshNow();
+    QVERIFY(plot.points(QStringLiteral("a"), QStringLiteral("loss")).isEmpty());
+    QCOMPARE(plot.displayedPointCount(QStringLiteral("a"), QStringLiteral("loss")), 0);
+    QCOMPARE(plot.legend->itemCount(), 1);
+    QVERIFY(plot.hasRun(QStringLiteral("a")));
+
+    plot.removeRun(QStringLiteral("b"));
+    plot.refreshNow();
+    QCOMPARE(plot.runs(), QStringList{QStringLiteral("a")});
+    QCOMPARE(plot.graphCount(), 2);
+    QCOMPARE(plot.legend->itemCount(), 0);
+    QVERIFY(plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss")) == nullptr);
+}
+
+QTEST_MAIN(TestCurvePlot)
+#include "tst_curveplot.moc"

@@ -1,0 +1,25 @@
+// defines: ArchitectureSketch, the few facts about a model that the architecture
+// diagram draws (depth, sharing, experts, paths, heads, head kind)
+#pragma once
+
+#include <QString>
+#include <QVector>
+
+namespace widelab {
+
+struct ArchitectureSketch {
+    int layers = 0;
+    bool shareAttention = false;
+    bool shareFfn = false;
+    bool shareLayerNorm = false;
+    int experts = 1;             // 1: dense FFN
+    int topK = 1;
+    QVector<bool> moeAtBlock;    // per block: an MoE sublayer; empty: every block when experts > 1
+    int paths = 1;
+    bool pathNorm = false;
+    bool learnablePathWeights = false;
+    int heads = 0;
+    QString headKind;            // "classification" or "language_model"
+};
+
+}  // namespace widelab

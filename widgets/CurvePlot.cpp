@@ -1,0 +1,1258 @@
+#include "CurvePlot.h"
+
+#include "CurveMath.h"
+#include "SiAxisTicker.h"
+#include "ValueAxisTicker.h"
+
+#include <QContextMenuEvent>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontMetrics>
+#include <QMenu>
+#include <QMessageBox>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QStandardPaths>
+#include <QSvgGenerator>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace widelab {
+namespace {
+
+constexpr int kRefreshIntervalMs = 40;
+constexpr double kHoverRadiusPx = 12;          // points this close in x are hover candidates
+constexpr qsizetype kHoverMaxCandidates = 4096;  // per series; denser windows are sampled
+constexpr double kLineWidth = 1.6;             // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
+constexpr int kFaintAlpha = 70;                 // the raw line behind a smoothed one
+constexpr double kYHeadroom = 0.05;             // of the y span, above and below
+constexpr double kMarkerHeadroom = 0.15;        // Parameters mode: room for the run labels
+
+constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
+constexpr std::array<QCPScatterStyle::ScatterShape, 4> kMarkerShapes = {
+    QCPScatterStyle::ssDisc, QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangle};
+
+const QColor kAxisColor(110, 110, 110);
+const QColor kTextColor(50, 50, 50);
+const QColor kGridColor(228, 228, 228);
+const QColor kHiddenTextColor(170, 170, 170);
+
+// The shortest decimal text that reads back to the same double.
+QByteArray csvNumber(double value)
+{
+    std::array<char, 64> buffer{};
+    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+    return QByteArray(buffer.data(), static_cast<qsizetype>(result.ptr - buffer.data()));
+}
+
+QByteArray csvField(const QString& text)
+{
+    QByteArray utf8 = text.toUtf8();
+    if (utf8.contains(',') || utf8.contains('"') || utf8.contains('\n') || utf8.contains('\r')) {
+        utf8.replace("\"", "\"\"");
+        utf8 = '"' + utf8 + '"';
+    }
+    return utf8;
+}
+
+QString formatValue(double value) { return QString::number(value, 'g', 5); }
+
+QFont smallFont(const QFont& base, double pointSize, bool bold = false)
+{
+    QFont font = base;
+    font.setPointSizeF(pointSize);
+    font.setBold(bold);
+    return font;
+}
+
+}  // namespace
+
+struct CurvePlot::Run {
+    QString id;
+    QString label;
+    QColor color;
+    double parameters = 0;
+    QCPItemText* markerLabel = nullptr;  // Parameters mode: the run's name next to its marker
+};
+
+struct CurvePlot::Series {
+    Run* run = nullptr;  // the run owns no series; removeRun drops them together
+    QString name;
+    QVector<CurvePoint> points;  // as appended: what CSV export writes
+    bool visible = true;
+    bool dirty = true;  // points, x mode or smoothing changed since the arrays below were built
+
+    // For the current x mode, sorted by x: key, raw value, EMA (computed in step
+    // order) and the index of the stored point. Points with a non-finite step
+    // (or, in Time mode, time) are left out of the display; export keeps them.
+    QVector<double> keys;
+    QVector<double> raw;
+    QVector<double> smooth;
+    QVector<qsizetype> source;
+
+    QCPGraph* line = nullptr;   // smoothed line (raw when smoothing is 0), or the marker
+    QCPGraph* faint = nullptr;  // raw line behind the smoothed one
+};
+
+CurvePlot::CurvePlot(QWidget* parent)
+    : QCustomPlot(parent)
+{
+    setMouseTracking(true);  // hover read-out without a pressed button
+    setFocusPolicy(Qt::ClickFocus);
+    setMinimumSize(240, 170);
+    setAutoAddPlottableToLegend(false);
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    setNoAntialiasingOnDrag(true);
+    selectionRect()->setPen(QPen(QColor(0, 114, 178), 1, Qt::DashLine));
+    selectionRect()->setBrush(QColor(0, 114, 178, 40));
+
+    addLayer(QStringLiteral("faint"), layer(QStringLiteral("main")), limBelow);
+    m_faintLayer = layer(QStringLiteral("faint"));
+    m_hoverLayer = layer(QStringLiteral("overlay"));
+    m_hoverLayer->setMode(QCPLayer::lmBuffered);  // hovering repaints this layer only
+
+    plotLayout()->insertRow(0);
+    m_title = new QCPTextElement(this, QString(), smallFont(font(), 10, true));
+    m_title->setTextColor(kTextColor);
+    m_title->setMargins(QMargins(0, 4, 0, 0));
+    plotLayout()->addElement(0, 0, m_title);
+
+    for (QCPAxis* axis : {xAxis, yAxis}) {
+        axis->setBasePen(QPen(kAxisColor));
+        axis->setTickPen(QPen(kAxisColor));
+        axis->setSubTickPen(QPen(kAxisColor));
+        axis->setTickLabelColor(kTextColor);
+        axis->setLabelColor(kTextColor);
+        axis->setTickLabelFont(smallFont(font(), 8));
+        axis->setLabelFont(smallFont(font(), 8));
+        axis->setTickLengthOut(0);
+        axis->setSubTickLengthOut(0);
+        axis->grid()->setPen(QPen(kGridColor, 0));
+        axis->grid()->setZeroLinePen(QPen(kGridColor.darker(115), 0));
+    }
+    xAxis->setLabelPadding(2);
+    m_valueTicker = QSharedPointer<ValueAxisTicker>::create();
+    yAxis->setTicker(m_valueTicker);
+    yAxis->setNumberFormat(QStringLiteral("gbd"));  // "3e-4" tick labels are drawn as 3·10^-4
+
+    legend->setVisible(false);
+    legend->setFont(smallFont(font(), 8));
+    legend->setTextColor(kTextColor);
+    legend->setBrush(QColor(255, 255, 255, 215));
+    legend->setBorderPen(QPen(QColor(205, 205, 205)));
+    legend->setIconSize(22, 11);
+    legend->setRowSpacing(-2);
+    legend->setMargins(QMargins(5, 3, 5, 3));
+    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
+
+    m_tracer = new QCPItemTracer(this);
+    m_tracer->setLayer(m_hoverLayer);
+    m_tracer->setStyle(QCPItemTracer::tsCircle);
+    m_tracer->setSize(9);
+    m_tracer->setVisible(false);
+    m_hoverLabel = new QCPItemText(this);
+    m_hoverLabel->setLayer(m_hoverLayer);
+    m_hoverLabel->position->setType(QCPItemPosition::ptAbsolute);
+    m_hoverLabel->setTextAlignment(Qt::AlignLeft);
+    m_hoverLabel->setPadding(QMargins(6, 4, 6, 4));
+    m_hoverLabel->setFont(smallFont(font(), 8));
+    m_hoverLabel->setColor(kTextColor);
+    m_hoverLabel->setBrush(QColor(255, 255, 255, 235));
+    m_hoverLabel->setPen(QPen(QColor(170, 170, 170)));
+    m_hoverLabel->setClipToAxisRect(false);
+    m_hoverLabel->setVisible(false);
+
+    m_refreshTimer.setSingleShot(true);
+    m_refreshTimer.setInterval(kRefreshIntervalMs);
+    connect(&m_refreshTimer, &QTimer::timeout, this, &CurvePlot::onRefreshTimer);
+    connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+    connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+    connect(this, &QCustomPlot::legendClick, this,
+            [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+                auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+                if (!entry)
+                    return;
+                for (const auto& s : m_series) {
+                    if (s->line == entry->plottable()) {
+                        setSeriesVisible(s->run->id, s->name, !s->visible);
+                        return;
+                    }
+                }
+            });
+
+    configureXAxis();
+}
+
+CurvePlot::~CurvePlot() = default;
+
+// ---- runs and series ------------------------------------------------------------
+
+void CurvePlot::setTitle(const QString& title)
+{
+    m_title->setText(title);
+    scheduleRefresh();
+}
+
+QString CurvePlot::title() const { return m_title->text(); }
+
+void CurvePlot::declareSeries(const QString& series, const QString& displayName)
+{
+    const qsizetype index = m_declaredSeries.indexOf(series);
+    if (index >= 0) {
+        m_displayNames[index] = displayName;
+    } else {
+        m_declaredSeries.append(series);
+        m_displayNames.append(displayName);
+    }
+    for (const auto& s : m_series)
+        if (s->name == series)
+            styleSeries(*s);
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+QStringList CurvePlot::seriesNames() const { return m_declaredSeries; }
+
+void CurvePlot::addRun(const QString& runId, const QString& label, const QColor& color, double parameterCount)
+{
+    Run* run = findRun(runId);
+    if (!run) {
+        m_runs.push_back(std::make_unique<Run>());
+        run = m_runs.back().get();
+        run->id = runId;
+    }
+    run->label = label;
+    run->color = color;
+    run->parameters = parameterCount;
+    for (const auto& s : m_series)
+        if (s->run == run)
+            styleSeries(*s);
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+void CurvePlot::removeRun(const QString& runId)
+{
+    Run* run = findRun(runId);
+    if (!run)
+        return;
+    for (auto it = m_series.begin(); it != m_series.end();) {
+        if ((*it)->run == run) {
+            removeGraph((*it)->line);
+            removeGraph((*it)->faint);
+            it = m_series.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (run->markerLabel)
+        removeItem(run->markerLabel);
+    m_runs.erase(std::find_if(m_runs.begin(), m_runs.end(), [run](const auto& r) { return r.get() == run; }));
+    if (m_hover.runId == runId)
+        setHover(Readout());
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+void CurvePlot::clearRun(const QString& runId)
+{
+    for (const auto& s : m_series) {
+        if (s->run->id == runId) {
+            s->points.clear();
+            s->dirty = true;
+        }
+    }
+    if (m_hover.runId == runId)
+        setHover(Readout());
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+QStringList CurvePlot::runs() const
+{
+    QStringList ids;
+    for (const auto& r : m_runs)
+        ids.append(r->id);
+    return ids;
+}
+
+bool CurvePlot::hasRun(const QString& runId) const { return findRun(runId) != nullptr; }
+
+void CurvePlot::appendPoints(const QString& runId, const QString& series, const QVector<CurvePoint>& points)
+{
+    Run* run = findRun(runId);
+    if (!run || points.isEmpty())
+        return;
+    Series* s = ensureSeries(*run, series);
+    if (s->points.isEmpty())
+        m_legendDirty = true;  // the series gets its legend entry with its first point
+    s->points += points;
+    s->dirty = true;
+    scheduleRefresh();
+}
+
+QVector<CurvePoint> CurvePlot::points(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->points : QVector<CurvePoint>();
+}
+
+CurvePlot::Run* CurvePlot::findRun(const QString& runId) const
+{
+    for (const auto& r : m_runs)
+        if (r->id == runId)
+            return r.get();
+    return nullptr;
+}
+
+CurvePlot::Series* CurvePlot::findSeries(const QString& runId, const QString& series) const
+{
+    for (const auto& s : m_series)
+        if (s->run->id == runId && s->name == series)
+            return s.get();
+    return nullptr;
+}
+
+CurvePlot::Series* CurvePlot::ensureSeries(Run& run, const QString& series)
+{
+    if (Series* existing = findSeries(run.id, series))
+        return existing;
+    if (!m_declaredSeries.contains(series))
+        declareSeries(series, series);
+    auto s = std::make_unique<Series>();
+    s->run = &run;
+    s->name = series;
+    s->faint = addGraph(xAxis, yAxis);
+    s->faint->setLayer(m_faintLayer);
+    s->faint->setVisible(false);
+    s->line = addGraph(xAxis, yAxis);
+    styleSeries(*s);
+    m_series.push_back(std::move(s));
+    return m_series.back().get();
+}
+
+int CurvePlot::seriesIndex(const QString& series) const
+{
+    return static_cast<int>(std::max<qsizetype>(0, m_declaredSeries.indexOf(series)));
+}
+
+QString CurvePlot::legendName(const Series& s) const
+{
+    const qsizetype index = m_declaredSeries.indexOf(s.name);
+    const QString display = index >= 0 ? m_displayNames[index] : s.name;
+    return display.isEmpty() ? s.run->label : s.run->label + QStringLiteral(" · ") + display;
+}
+
+void CurvePlot::styleSeries(Series& s)
+{
+    const int index = seriesIndex(s.name);
+    QPen pen(s.run->color, kLineWidth, kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]);
+    pen.setCapStyle(Qt::FlatCap);
+    s.line->setPen(pen);
+    s.line->setName(legendName(s));
+    QColor faint = s.run->color;
+    faint.setAlpha(kFaintAlpha);
+    s.faint->setPen(QPen(faint, 1.0));
+}
+
+void CurvePlot::rebuildLegend()
+{
+    m_legendDirty = false;
+    legend->clearItems();
+    for (const auto& run : m_runs) {
+        for (const QString& name : std::as_const(m_declaredSeries)) {
+            const Series* s = findSeries(run->id, name);
+            if (!s || s->points.isEmpty())
+                continue;
+            s->line->addToLegend();
+            if (auto* item = legend->itemWithPlottable(s->line))
+                item->setTextColor(s->visible ? kTextColor : kHiddenTextColor);
+        }
+    }
+    legend->setVisible(legend->itemCount() > 0);
+}
+
+// ---- view settings ----------------------------------------------------------------
+
+void CurvePlot::setSmoothing(double weight)
+{
+    weight = curvemath::clampSmoothing(weight);
+    if (weight == m_smoothing)
+        return;
+    m_smoothing = weight;
+    for (const auto& s : m_series)
+        s->dirty = true;
+    scheduleRefresh();
+}
+
+double CurvePlot::smoothing() const { return m_smoothing; }
+
+void CurvePlot::setLogScale(bool on)
+{
+    if (on == m_logScale)
+        return;
+    m_logScale = on;
+    m_settingRange = true;
+    yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    m_valueTicker->setLogarithmic(on);
+    m_settingRange = false;
+    m_refitY = true;  // a linear range rarely suits a log axis and the other way round
+    setHover(Readout());
+    scheduleRefresh();
+    Q_EMIT logScaleChanged(on);
+}
+
+bool CurvePlot::logScale() const { return m_logScale; }
+
+void CurvePlot::setXAxisMode(XAxisMode mode)
+{
+    if (mode == m_xMode)
+        return;
+    m_xMode = mode;
+    for (const auto& s : m_series)
+        s->dirty = true;
+    configureXAxis();
+    m_autoFit = true;  // the old x range means nothing in the new units
+    setHover(Readout());
+    scheduleRefresh();
+}
+
+CurvePlot::XAxisMode CurvePlot::xAxisMode() const { return m_xMode; }
+
+void CurvePlot::setRubberBandZoom(bool on)
+{
+    if (on == m_rubberBand)
+        return;
+    m_rubberBand = on;
+    Q_EMIT rubberBandZoomChanged(on);
+}
+
+bool CurvePlot::rubberBandZoom() const { return m_rubberBand; }
+
+void CurvePlot::setSeriesVisible(const QString& runId, const QString& series, bool visible)
+{
+    Series* s = findSeries(runId, series);
+    if (!s || s->visible == visible)
+        return;
+    s->visible = visible;
+    if (!visible && m_hover.runId == runId && m_hover.series == series)
+        setHover(Readout());
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+bool CurvePlot::isSeriesVisible(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s && s->visible;
+}
+
+void CurvePlot::setLegendAlignment(Qt::Alignment alignment)
+{
+    m_legendAlignment = alignment;
+    if (alignment)
+        m_placedLegendAlignment = alignment;
+    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
+    scheduleRefresh();
+}
+
+Qt::Alignment CurvePlot::legendAlignment() const { return m_placedLegendAlignment; }
+
+void CurvePlot::placeLegend()
+{
+    if (m_legendAlignment || !legend->visible())
+        return;
+    // Candidate places in order of preference; the legend goes to the one the
+    // fewest drawn segments cross, and stays put unless another is clearly
+    // emptier, so it does not hop about while data streams in.
+    static constexpr std::array<Qt::Alignment::Int, 8> kPlaces = {
+        Qt::AlignTop | Qt::AlignRight,     Qt::AlignTop | Qt::AlignLeft,   Qt::AlignBottom | Qt::AlignRight,
+        Qt::AlignBottom | Qt::AlignLeft,   Qt::AlignVCenter | Qt::AlignRight, Qt::AlignVCenter | Qt::AlignLeft,
+        Qt::AlignTop | Qt::AlignHCenter,   Qt::AlignBottom | Qt::AlignHCenter};
+    const QRectF area = axisRect()->insetLayout()->rect();
+    const QSizeF size = legend->minimumOuterSizeHint();
+    std::array<QRectF, kPlaces.size()> rects;
+    for (std::size_t i = 0; i < kPlaces.size(); ++i) {
+        const Qt::Alignment a(kPlaces[i]);
+        const double x = a & Qt::AlignLeft    ? area.left()
+                         : a & Qt::AlignRight ? area.right() - size.width()
+                                              : area.center().x() - size.width() / 2;
+        const double y = a & Qt::AlignTop      ? area.top()
+                         : a & Qt::AlignBottom ? area.bottom() - size.height()
+                                               : area.center().y() - size.height() / 2;
+        rects[i] = QRectF(QPointF(x, y), size).adjusted(-3, -3, 3, 3);
+    }
+    std::array<int, kPlaces.size()> crossings{};
+    auto count = [&](const QPointF& a, const QPointF& b) {
+        const QRectF box = QRectF(a, b).normalized();
+        for (std::size_t i = 0; i < rects.size(); ++i) {
+            const QRectF& r = rects[i];
+            if (!box.intersects(r) && !r.contains(a))
+                continue;
+            if (r.contains(a) || r.contains(b)) {
+                ++crossings[i];
+                continue;
+            }
+            const QLineF segment(a, b);
+            const std::array<QLineF, 4> edges = {
+                QLineF(r.topLeft(), r.topRight()), QLineF(r.topRight(), r.bottomRight()),
+                QLineF(r.bottomRight(), r.bottomLeft()), QLineF(r.bottomLeft(), r.topLeft())};
+            for (const QLineF& edge : edges) {
+                if (segment.intersects(edge, nullptr) == QLineF::BoundedIntersection) {
+                    ++crossings[i];
+                    break;
+                }
+            }
+        }
+    };
+    // Parameters mode: each run's label, from its marker to the label's far end.
+    for (const auto& run : m_runs) {
+        const QCPItemText* label = run->markerLabel;
+        if (!label || !label->visible())
+            continue;
+        const QPointF at = label->position->pixelPosition();
+        const double width = QFontMetrics(label->font()).horizontalAdvance(label->text()) + 8;
+        const bool leftward = label->positionAlignment() & Qt::AlignRight;
+        count(at, at + QPointF(leftward ? -width : width, -8));
+    }
+    for (const auto& s : m_series) {
+        for (const QCPGraph* graph : {s->line, s->faint}) {
+            if (!graph->visible())
+                continue;
+            QPointF previous;
+            bool havePrevious = false;
+            for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
+                if (std::isnan(it->value) || (m_logScale && it->value <= 0)) {
+                    havePrevious = false;
+                    continue;
+                }
+                const QPointF p(xAxis->coordToPixel(it->key), yAxis->coordToPixel(it->value));
+                if (graph->lineStyle() == QCPGraph::lsNone)  // a marker: its whole disc
+                    count(p - QPointF(6, 6), p + QPointF(6, 6));
+                else
+                    count(havePrevious ? previous : p, p);
+                previous = p;
+                havePrevious = true;
+            }
+        }
+    }
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < crossings.size(); ++i)
+        if (crossings[i] < crossings[best])
+            best = i;
+    std::size_t current = 0;
+    while (current < kPlaces.size() && Qt::Alignment(kPlaces[current]) != m_placedLegendAlignment)
+        ++current;
+    // Move only for a clearly emptier place (a fifth fewer crossings).
+    if (current < kPlaces.size() && 5 * crossings[best] >= 4 * crossings[current])
+        return;
+    m_placedLegendAlignment = Qt::Alignment(kPlaces[best]);
+    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
+}
+
+void CurvePlot::configureXAxis()
+{
+    switch (m_xMode) {
+    case XAxisMode::Step:
+        xAxis->setTicker(QSharedPointer<SiAxisTicker>::create());
+        xAxis->setLabel(tr("step"));
+        break;
+    case XAxisMode::Time:
+        xAxis->setTicker(QSharedPointer<QCPAxisTickerTime>::create());
+        xAxis->setLabel(tr("time"));
+        updateTimeTickerFormat();
+        break;
+    case XAxisMode::Parameters:
+        xAxis->setTicker(QSharedPointer<SiAxisTicker>::create());
+        xAxis->setLabel(tr("parameters"));
+        break;
+    }
+}
+
+void CurvePlot::updateTimeTickerFormat()
+{
+    auto ticker = qSharedPointerDynamicCast<QCPAxisTickerTime>(xAxis->ticker());
+    if (!ticker)
+        return;
+    // The largest unit shown is not wrapped, so it needs no leading zero.
+    const double upper = std::max(std::abs(xAxis->range().lower), std::abs(xAxis->range().upper));
+    if (upper < 3600) {
+        ticker->setTimeFormat(QStringLiteral("%m:%s"));
+        ticker->setFieldWidth(QCPAxisTickerTime::tuMinutes, 1);
+    } else if (upper < 86400) {
+        ticker->setTimeFormat(QStringLiteral("%h:%m:%s"));
+        ticker->setFieldWidth(QCPAxisTickerTime::tuHours, 1);
+    } else {
+        ticker->setTimeFormat(QStringLiteral("%d d %h:%m"));
+        ticker->setFieldWidth(QCPAxisTickerTime::tuDays, 1);
+    }
+}
+
+// ---- refresh: derived arrays, ranges, decimation -------------------------------------------
+
+void CurvePlot::scheduleRefresh()
+{
+    if (!m_refreshTimer.isActive())
+        m_refreshTimer.start();  // not restarted: a steady stream of appends still refreshes every 40 ms
+}
+
+void CurvePlot::onRefreshTimer()
+{
+    if (isVisible())
+        refreshNow();  // a hidden chart catches up in showEvent
+}
+
+void CurvePlot::onRangeChanged()
+{
+    if (m_settingRange)
+        return;  // this class fitted the view and decimates right after
+    m_autoFit = false;  // the user panned or zoomed: stop following the data
+    scheduleRefresh();   // decimate for the new range
+}
+
+void CurvePlot::refreshNow()
+{
+    m_refreshTimer.stop();
+    for (const auto& s : m_series)
+        if (s->dirty)
+            rebuildDerived(*s);
+    if (m_legendDirty)
+        rebuildLegend();
+    if (m_autoFit || m_refitY)
+        fitRanges(m_autoFit, true);
+    m_refitY = false;
+    if (m_xMode == XAxisMode::Time)
+        updateTimeTickerFormat();
+    updateLayout();  // so the axis rect has the width this replot draws at
+    updateDisplay();
+    replot();
+}
+
+void CurvePlot::rebuildDerived(Series& s) const
+{
+    s.dirty = false;
+    const QVector<CurvePoint>& points = s.points;
+
+    // Smoothing runs in step order, whatever order the points came in.
+    QVector<qsizetype> order;
+    order.reserve(points.size());
+    bool stepSorted = true;
+    for (qsizetype i = 0; i < points.size(); ++i) {
+        if (!std::isfinite(points[i].step))
+            continue;
+        if (!order.isEmpty() && points[i].step < points[order.back()].step)
+            stepSorted = false;
+        order.append(i);
+    }
+    if (!stepSorted)
+        std::stable_sort(order.begin(), order.end(),
+                         [&points](qsizetype a, qsizetype b) { return points[a].step < points[b].step; });
+
+    QVector<double> raw(order.size());
+    for (qsizetype i = 0; i < order.size(); ++i)
+        raw[i] = points[order[i]].value;
+    QVector<double> smooth = curvemath::smoothEma(raw, m_smoothing);
+
+    if (m_xMode != XAxisMode::Time) {  // Step, and Parameters (which needs the last value by step)
+        s.keys.resize(order.size());
+        for (qsizetype i = 0; i < order.size(); ++i)
+            s.keys[i] = points[order[i]].step;
+        s.raw = std::move(raw);
+        s.smooth = std::move(smooth);
+        s.source = std::move(order);
+        return;
+    }
+
+    // Time: keep points with a finite time, sorted by it (a resumed run may restart its clock).
+    QVector<qsizetype> byTime;
+    byTime.reserve(order.size());
+    bool timeSorted = true;
+    for (qsizetype i = 0; i < order.size(); ++i) {
+        const double t = points[order[i]].seconds;
+        if (!std::isfinite(t))
+            continue;
+        if (!byTime.isEmpty() && t < points[order[byTime.back()]].seconds)
+            timeSorted = false;
+        byTime.append(i);
+    }
+    if (!timeSorted)
+        std::stable_sort(byTime.begin(), byTime.end(), [&](qsizetype a, qsizetype b) {
+            return points[order[a]].seconds < points[order[b]].seconds;
+        });
+    s.keys.resize(byTime.size());
+    s.raw.resize(byTime.size());
+    s.smooth.resize(byTime.size());
+    s.source.resize(byTime.size());
+    for (qsizetype i = 0; i < byTime.size(); ++i) {
+        const qsizetype k = byTime[i];
+        s.source[i] = order[k];
+        s.keys[i] = points[order[k]].seconds;
+        s.raw[i] = raw[k];
+        s.smooth[i] = smooth[k];
+    }
+}
+
+bool CurvePlot::isShown(const Series& s) const { return s.visible && !s.keys.isEmpty(); }
+
+bool CurvePlot::markerValue(const Series& s, double* value) const
+{
+    if (!isShown(s) || !(s.run->parameters > 0) || !std::isfinite(s.run->parameters))
+        return false;
+    for (qsizetype i = s.smooth.size() - 1; i >= 0; --i) {
+        const double v = s.smooth[i];
+        if (std::isfinite(v) && (!m_logScale || v > 0)) {
+            *value = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+void CurvePlot::fitRanges(bool fitX, bool fitY)
+{
+    double xLo = std::numeric_limits<double>::infinity(), xHi = -xLo;
+    double yLo = xLo, yHi = -xLo;
+    auto takeY = [&](double v) {
+        if (std::isfinite(v) && (!m_logScale || v > 0)) {
+            yLo = std::min(yLo, v);
+            yHi = std::max(yHi, v);
+        }
+    };
+    for (const auto& s : m_series) {
+        if (m_xMode == XAxisMode::Parameters) {
+            double v = 0;
+            if (!markerValue(*s, &v))
+                continue;
+            xLo = std::min(xLo, s->run->parameters);
+            xHi = std::max(xHi, s->run->parameters);
+            takeY(v);
+            continue;
+        }
+        if (!isShown(*s))
+            continue;
+        xLo = std::min(xLo, s->keys.front());
+        xHi = std::max(xHi, s->keys.back());
+        for (const double v : std::as_const(s->raw))
+            takeY(v);
+        if (m_smoothing > 0)
+            for (const double v : std::as_const(s->smooth))
+                takeY(v);
+    }
+
+    m_settingRange = true;
+    if (fitX && xLo <= xHi) {
+        if (m_xMode == XAxisMode::Parameters) {
+            const double pad = xHi > xLo ? kMarkerHeadroom * (xHi - xLo) : 0.1 * std::abs(xHi) + 1;
+            xAxis->setRange(xLo - pad, xHi + pad);
+        } else if (xHi > xLo) {
+            xAxis->setRange(xLo, xHi);
+        } else {
+            xAxis->setRange(xLo - 1, xHi + 1);
+        }
+    }
+    if (fitY && yLo <= yHi) {
+        const double headroom = m_xMode == XAxisMode::Parameters ? kMarkerHeadroom : kYHeadroom;
+        if (m_logScale) {
+            const double factor = yHi > yLo ? std::pow(yHi / yLo, headroom) : 2.0;
+            yAxis->setRange(yLo / factor, yHi * factor);
+        } else {
+            const double span = yHi - yLo;
+            const double pad = span > 0 ? headroom * span : (yHi != 0 ? 0.1 * std::abs(yHi) : 1.0);
+            yAxis->setRange(yLo - pad, yHi + pad);
+        }
+    }
+    m_settingRange = false;
+}
+
+void CurvePlot::updateDisplay()
+{
+    const bool parameters = m_xMode == XAxisMode::Parameters;
+    const QCPRange view = xAxis->range();
+    // Decimate one view width either side too, so a pan shows data at once,
+    // at the same resolution: three widths, three times the columns.
+    const double span = view.size();
+    const int columns = 3 * std::max(1, axisRect()->width());
+    QVector<double> keys, values;
+
+    for (const auto& s : m_series) {
+        const int index = seriesIndex(s->name);
+        s->line->setVisible(s->visible);
+        if (parameters) {
+            s->faint->setVisible(false);
+            s->faint->data()->clear();
+            s->line->setLineStyle(QCPGraph::lsNone);
+            // The first series (train) filled, the others hollow, like solid and dashed lines.
+            const auto shape = kMarkerShapes[static_cast<std::size_t>(index) % kMarkerShapes.size()];
+            s->line->setScatterStyle(
+                QCPScatterStyle(shape, QPen(s->run->color, 2), index == 0 ? s->run->color : Qt::white, 9));
+            double v = 0;
+            if (markerValue(*s, &v))
+                s->line->setData(QVector<double>{s->run->parameters}, QVector<double>{v}, true);
+            else
+                s->line->data()->clear();
+            continue;
+        }
+
+        s->line->setLineStyle(QCPGraph::lsLine);
+        // A lone point has no line to draw: give it a dot.
+        s->line->setScatterStyle(s->keys.size() == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, 5)
+                                                     : QCPScatterStyle(QCPScatterStyle::ssNone));
+        if (!isShown(*s)) {
+            s->line->data()->clear();
+            s->faint->data()->clear();
+            s->faint->setVisible(false);
+            continue;
+        }
+        curvemath::decimateMinMax(s->keys, m_smoothing > 0 ? s->smooth : s->raw, view.lower - span,
+                                  view.upper + span, columns, m_logScale, &keys, &values);
+        s->line->setData(keys, values, true);
+        // Qt strokes lines wider than one pixel through a slow path: a dense
+        // line (min/max zigzags) costs tens of milliseconds per replot at 1.6 px
+        // and two at 1 px. Sparse lines (about 3 px or more per segment) get the width.
+        QPen pen = s->line->pen();
+        pen.setWidthF(keys.size() <= axisRect()->width() ? kLineWidth : 1.0);
+        s->line->setPen(pen);
+        const bool faint = m_smoothing > 0;
+        s->faint->setVisible(faint);
+        if (faint) {
+            curvemath::decimateMinMax(s->keys, s->raw, view.lower - span, view.upper + span, columns, m_logScale,
+                                      &keys, &values);
+            s->faint->setData(keys, values, true);
+        } else {
+            s->faint->data()->clear();
+        }
+    }
+    updateParameterLabels();
+    placeLegend();
+}
+
+void CurvePlot::updateParameterLabels()
+{
+    const bool parameters = m_xMode == XAxisMode::Parameters;
+    for (const auto& run : m_runs) {
+        const Series* marked = nullptr;
+        if (parameters) {
+            for (const QString& name : std::as_const(m_declaredSeries)) {
+                const Series* s = findSeries(run->id, name);
+                if (s && s->visible && s->line->data()->size() == 1) {
+                    marked = s;
+                    break;
+                }
+            }
+        }
+        if (!marked) {
+            if (run->markerLabel)
+                run->markerLabel->setVisible(false);
+            continue;
+        }
+        if (!run->markerLabel) {
+            run->markerLabel = new QCPItemText(this);
+            run->markerLabel->setFont(smallFont(font(), 8, true));
+            run->markerLabel->setClipToAxisRect(true);
+        }
+        QCPItemText* label = run->markerLabel;
+        const double x = marked->line->data()->begin()->key;
+        const double y = marked->line->data()->begin()->value;
+        label->setVisible(true);
+        label->setText(run->label);
+        label->setColor(run->color.darker(130));
+        label->position->setCoords(x, y);
+        // Beside the marker, on the side with more room.
+        const bool rightHalf = xAxis->coordToPixel(x) > axisRect()->center().x();
+        label->setPositionAlignment((rightHalf ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom);
+        label->setPadding(rightHalf ? QMargins(0, 0, 8, 4) : QMargins(8, 0, 0, 4));
+    }
+}
+
+// ---- events ---------------------------------------------------------------------------
+
+void CurvePlot::mousePressEvent(QMouseEvent* event)
+{
+    Q_EMIT activated();
+    setHover(Readout());
+    if (event->button() == Qt::LeftButton) {
+        const bool band = m_rubberBand || event->modifiers().testFlag(Qt::ShiftModifier);
+        setSelectionRectMode(band ? QCP::srmZoom : QCP::srmNone);
+    }
+    QCustomPlot::mousePressEvent(event);
+}
+
+void CurvePlot::mouseMoveEvent(QMouseEvent* event)
+{
+    QCustomPlot::mouseMoveEvent(event);
+    if (event->buttons() == Qt::NoButton)
+        setHover(readoutAt(event->position()));
+}
+
+void CurvePlot::mouseDoubleClickEvent(QMouseEvent* event)
+{
+    QCustomPlot::mouseDoubleClickEvent(event);
+    if (event->button() == Qt::LeftButton)
+        resetView();
+}
+
+void CurvePlot::resizeEvent(QResizeEvent* event)
+{
+    QCustomPlot::resizeEvent(event);
+    scheduleRefresh();  // the decimation depends on the width
+}
+
+void CurvePlot::showEvent(QShowEvent* event)
+{
+    QCustomPlot::showEvent(event);
+    scheduleRefresh();
+}
+
+void CurvePlot::leaveEvent(QEvent* event)
+{
+    QCustomPlot::leaveEvent(event);
+    setHover(Readout());
+}
+
+void CurvePlot::focusInEvent(QFocusEvent* event)
+{
+    QCustomPlot::focusInEvent(event);
+    Q_EMIT activated();
+}
+
+void CurvePlot::contextMenuEvent(QContextMenuEvent* event)
+{
+    QMenu menu(this);
+    menu.addAction(tr("Reset view"), this, &CurvePlot::resetView);
+    QAction* log = menu.addAction(tr("Logarithmic y axis"));
+    log->setCheckable(true);
+    log->setChecked(m_logScale);
+    connect(log, &QAction::toggled, this, &CurvePlot::setLogScale);
+    QAction* band = menu.addAction(tr("Drag draws a zoom rectangle"));
+    band->setCheckable(true);
+    band->setChecked(m_rubberBand);
+    connect(band, &QAction::toggled, this, &CurvePlot::setRubberBandZoom);
+    menu.addSeparator();
+    menu.addAction(tr("Export image…"), this, [this] {
+        askAndExport({tr("PNG image (*.png)"), tr("PDF document (*.pdf)"), tr("SVG image (*.svg)")});
+    });
+    menu.addAction(tr("Export CSV…"), this, [this] { askAndExport({tr("CSV table of the raw points (*.csv)")}); });
+    Q_EMIT activated();
+    menu.exec(event->globalPos());
+}
+
+// ---- hover read-out ----------------------------------------------------------------------
+
+CurvePlot::Readout CurvePlot::readoutAt(const QPointF& pixel) const
+{
+    Readout best;
+    if (!axisRect()->rect().contains(pixel.toPoint()))
+        return best;
+    double bestDistance = std::numeric_limits<double>::infinity();
+    const Series* bestSeries = nullptr;
+    qsizetype bestIndex = -1;
+    auto consider = [&](const Series& s, qsizetype i, double key, double value) {
+        if (!std::isfinite(value) || (m_logScale && value <= 0))
+            return;
+        const double dx = xAxis->coordToPixel(key) - pixel.x();
+        const double dy = yAxis->coordToPixel(value) - pixel.y();
+        const double distance = dx * dx + dy * dy;
+        if (distance < bestDistance) {
+            bestDistance = distance;
+            bestSeries = &s;
+            bestIndex = i;
+        }
+    };
+
+    for (const auto& s : m_series) {
+        if (!isShown(*s))
+            continue;
+        if (m_xMode == XAxisMode::Parameters) {
+            if (s->line->data()->size() == 1)
+                consider(*s, s->keys.size() - 1, s->line->data()->begin()->key, s->line->data()->begin()->value);
+            continue;
+        }
+        const QVector<double>& values = m_smoothing > 0 ? s->smooth : s->raw;
+        double lo = xAxis->pixelToCoord(pixel.x() - kHoverRadiusPx);
+        double hi = xAxis->pixelToCoord(pixel.x() + kHoverRadiusPx);
+        if (lo > hi)
+            std::swap(lo, hi);
+        const qsizetype first = std::lower_bound(s->keys.cbegin(), s->keys.cend(), lo) - s->keys.cbegin();
+        const qsizetype last = std::upper_bound(s->keys.cbegin(), s->keys.cend(), hi) - s->keys.cbegin();
+        const qsizetype stride = std::max<qsizetype>(1, (last - first) / kHoverMaxCandidates);
+        for (qsizetype i = first; i < last; i += stride)
+            consider(*s, i, s->keys[i], values[i]);
+        // The nearest points outside the window, for sparse series.
+        if (first > 0)
+            consider(*s, first - 1, s->keys[first - 1], values[first - 1]);
+        if (last < s->keys.size())
+            consider(*s, last, s->keys[last], values[last]);
+    }
+    if (!bestSeries)
+        return best;
+
+    // In Parameters mode the marker is the last point by step; find the one whose EMA it shows.
+    if (m_xMode == XAxisMode::Parameters) {
+        double v = 0;
+        markerValue(*bestSeries, &v);
+        for (qsizetype i = bestSeries->smooth.size() - 1; i >= 0; --i) {
+            if (bestSeries->smooth[i] == v) {
+                bestIndex = i;
+                break;
+            }
+        }
+    }
+    const CurvePoint& point = bestSeries->points[bestSeries->source[bestIndex]];
+    best.valid = true;
+    best.runId = bestSeries->run->id;
+    best.series = bestSeries->name;
+    best.name = legendName(*bestSeries);
+    best.x = m_xMode == XAxisMode::Parameters ? bestSeries->run->parameters : bestSeries->keys[bestIndex];
+    best.step = point.step;
+    best.seconds = point.seconds;
+    best.raw = bestSeries->raw[bestIndex];
+    best.smoothed = bestSeries->smooth[bestIndex];
+    return best;
+}
+
+CurvePlot::Readout CurvePlot::hoverReadout() const { return m_hover; }
+
+QString CurvePlot::hoverText() const { return m_hoverLabel->visible() ? m_hoverLabel->text() : QString(); }
+
+QString CurvePlot::readoutText(const Readout& r) const
+{
+    QStringList lines{r.name};
+    if (m_xMode == XAxisMode::Parameters) {
+        lines << tr("parameters %1 (%2)")
+                     .arg(curvemath::formatCount(r.x), QLocale().toString(static_cast<qlonglong>(std::llround(r.x))));
+        lines << (m_smoothing > 0 ? tr("last smoothed value %1 (step %2)") : tr("last value %1 (step %2)"))
+                     .arg(formatValue(r.smoothed))
+                     .arg(static_cast<qlonglong>(std::llround(r.step)));
+        return lines.join(QLatin1Char('\n'));
+    }
+    lines << tr("step %1 · %2")
+                 .arg(static_cast<qlonglong>(std::llround(r.step)))
+                 .arg(curvemath::formatDuration(r.seconds));
+    if (m_smoothing > 0)
+        lines << tr("value %1 · smoothed %2").arg(formatValue(r.raw), formatValue(r.smoothed));
+    else
+        lines << tr("value %1").arg(formatValue(r.raw));
+    return lines.join(QLatin1Char('\n'));
+}
+
+void CurvePlot::setHover(const Readout& readout)
+{
+    const bool wasShown = m_hoverLabel->visible();
+    m_hover = readout;
+    m_tracer->setVisible(readout.valid);
+    m_hoverLabel->setVisible(readout.valid);
+    if (!readout.valid) {
+        if (wasShown)
+            m_hoverLayer->replot();
+        return;
+    }
+    const Series* s = findSeries(readout.runId, readout.series);
+    const QColor color = s ? s->run->color : kTextColor;
+    const double y = (m_xMode == XAxisMode::Parameters || m_smoothing > 0) ? readout.smoothed : readout.raw;
+    m_tracer->position->setCoords(readout.x, y);
+    m_tracer->setPen(QPen(color, 1.5));
+    m_tracer->setBrush(QColor(255, 255, 255, 160));
+
+    const QString text = readoutText(readout);
+    m_hoverLabel->setText(text);
+    // Beside the point, flipped to stay inside the axis rect.
+    const QPointF at(xAxis->coordToPixel(readout.x), yAxis->coordToPixel(y));
+    const QMargins padding = m_hoverLabel->padding();
+    const QSize textSize =
+        QFontMetrics(m_hoverLabel->font()).boundingRect(QRect(0, 0, 2000, 2000), Qt::AlignLeft, text).size();
+    const QSize size = textSize + QSize(padding.left() + padding.right(), padding.top() + padding.bottom());
+    const QRect area = axisRect()->rect();
+    constexpr double kOffset = 10;
+    const bool left = at.x() + kOffset + size.width() > area.right();
+    const bool below = at.y() - kOffset - size.height() < area.top();
+    m_hoverLabel->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft)
+                                       | (below ? Qt::AlignTop : Qt::AlignBottom));
+    m_hoverLabel->position->setCoords(at.x() + (left ? -kOffset : kOffset), at.y() + (below ? kOffset : -kOffset));
+    m_hoverLayer->replot();
+}
+
+// ---- read-outs for tests ------------------------------------------------------------------
+
+int CurvePlot::displayedPointCount(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->line->data()->size() : 0;
+}
+
+int CurvePlot::displayedRawPointCount(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s && s->faint->visible() ? s->faint->data()->size() : 0;
+}
+
+QVector<QPointF> CurvePlot::displayedPoints(const QString& runId, const QString& series) const
+{
+    QVector<QPointF> out;
+    if (const Series* s = findSeries(runId, series)) {
+        for (auto it = s->line->data()->constBegin(); it != s->line->data()->constEnd(); ++it)
+            out.append(QPointF(it->key, it->value));
+    }
+    return out;
+}
+
+QVector<CurvePlot::ParameterMarker> CurvePlot::parameterMarkers() const
+{
+    QVector<ParameterMarker> markers;
+    if (m_xMode != XAxisMode::Parameters)
+        return markers;
+    for (const auto& s : m_series) {
+        if (s->line->visible() && s->line->data()->size() == 1)
+            markers.append({s->run->id, s->name, s->line->data()->begin()->key, s->line->data()->begin()->value});
+    }
+    return markers;
+}
+
+QColor CurvePlot::seriesColor(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->line->pen().color() : QColor();
+}
+
+Qt::PenStyle CurvePlot::seriesPenStyle(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->line->pen().style() : Qt::NoPen;
+}
+
+QCPGraph* CurvePlot::lineGraph(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->line : nullptr;
+}
+
+QCPGraph* CurvePlot::rawGraph(const QString& runId, const QString& series) const
+{
+    const Series* s = findSeries(runId, series);
+    return s ? s->faint : nullptr;
+}
+
+// ---- view and export ----------------------------------------------------------------------
+
+void CurvePlot::resetView()
+{
+    m_autoFit = true;
+    refreshNow();
+}
+
+bool CurvePlot::exportImage(const QString& path, QString* error)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix != QLatin1String("png") && suffix != QLatin1String("pdf") && suffix != QLatin1String("svg")) {
+        if (error)
+            *error = tr("Unknown image format \"%1\": use .png, .pdf or .svg.").arg(suffix);
+        return false;
+    }
+    setHover(Readout());
+    refreshNow();
+    // A chart that was never laid out exports at a readable default size.
+    const int width = isVisible() && this->width() >= 200 ? this->width() : 800;
+    const int height = isVisible() && this->height() >= 150 ? this->height() : 500;
+    bool ok = false;
+    if (suffix == QLatin1String("png"))
+        ok = savePng(path, width, height, 2.0);
+    else if (suffix == QLatin1String("pdf"))
+        ok = savePdf(path, width, height, QCP::epAllowCosmetic, QStringLiteral("WideLab"), title());
+    else
+        ok = writeSvg(path, width, height);
+    if (!ok && error)
+        *error = tr("Could not write %1.").arg(QDir::toNativeSeparators(path));
+    return ok;
+}
+
+bool CurvePlot::writeSvg(const QString& path, int width, int height)
+{
+    QFile::remove(path);  // so a stale file cannot pass for success below
+    QSvgGenerator generator;
+    generator.setFileName(path);
+    generator.setSize(QSize(width, height));
+    generator.setViewBox(QRect(0, 0, width, height));
+    generator.setTitle(title());
+    generator.setDescription(tr("WideLab training curves"));
+    QCPPainter painter;
+    if (!painter.begin(&generator))
+        return false;
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    toPainter(&painter, width, height);
+    painter.end();
+    return QFileInfo(path).size() > 0;  // QSvgGenerator reports write errors only as warnings
+}
+
+bool CurvePlot::exportCsv(const QString& path, QString* error) const
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) {
+        if (error)
+            *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        return false;
+    }
+    QByteArray chunk = "run_id,run,series,step,seconds,value\n";
+    for (const auto& run : m_runs) {
+        const QByteArray runFields = csvField(run->id) + ',' + csvField(run->label) + ',';
+        for (const QString& name : std::as_const(m_declaredSeries)) {
+            const Series* s = findSeries(run->id, name);
+            if (!s || !s->visible)
+                continue;
+            const QByteArray prefix = runFields + csvField(name) + ',';
+            for (const CurvePoint& p : s->points) {
+                chunk += prefix + csvNumber(p.step) + ',' + csvNumber(p.seconds) + ',' + csvNumber(p.value) + '\n';
+                if (chunk.size() > (1 << 16)) {
+                    file.write(chunk);
+                    chunk.clear();
+                }
+            }
+        }
+    }
+    file.write(chunk);
+    if (!file.commit()) {
+        if (error)
+            *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
+        return false;
+    }
+    return true;
+}
+
+void CurvePlot::exportWithDialog()
+{
+    askAndExport({tr("PNG image (*.png)"), tr("PDF document (*.pdf)"), tr("SVG image (*.svg)"),
+                  tr("CSV table of the raw points (*.csv)")});
+}
+
+void CurvePlot::askAndExport(const QStringList& filters)
+{
+    QString base = title().toLower();
+    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("_"));
+    if (base.isEmpty() || base == QLatin1String("_"))
+        base = QStringLiteral("chart");
+    static const QRegularExpression suffixPattern(QStringLiteral("\\*\\.(\\w+)"));
+    const QString firstSuffix = suffixPattern.match(filters.value(0)).captured(1);
+    if (m_exportDirectory.isEmpty())
+        m_exportDirectory = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
+    QString chosenFilter;
+    QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(title()),
+                                                QDir(m_exportDirectory).filePath(base + QLatin1Char('.') + firstSuffix),
+                                                filters.join(QStringLiteral(";;")), &chosenFilter);
+    if (path.isEmpty())
+        return;
+    if (QFileInfo(path).suffix().isEmpty())
+        path += QLatin1Char('.') + suffixPattern.match(chosenFilter).captured(1);
+    m_exportDirectory = QFileInfo(path).absolutePath();
+    QString error;
+    const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
+    const bool ok = csv ? exportCsv(path, &error) : exportImage(path, &error);
+    if (!ok)
+        QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+}  // namespace widelab

@@ -1,0 +1,224 @@
+// defines: widelab::CurvePlot, one training-curve chart: every point kept, a
+// min/max-decimated display, debiased EMA smoothing, log y, pan/zoom/rubber band,
+// a hover read-out, x by step, time or parameter count, PNG/PDF/SVG/CSV export
+#pragma once
+
+#include "CurvePoint.h"
+
+#include <qcustomplot.h>
+
+#include <QTimer>
+
+#include <memory>
+#include <vector>
+
+namespace widelab {
+
+class ValueAxisTicker;
+
+// A QCustomPlot that owns its data. A series is one metric of one run (run x
+// series); a run has one colour, its series differ by line style in the order
+// they were declared (solid, dashed, dotted, dash-dotted).
+//
+// Every appended point is stored. The graphs are handed a min/max decimation of
+// the visible x range (at most 2 points per pixel column, see
+// curvemath::decimateMinMax), rebuilt on a 40 ms single-shot timer after
+// appends, range changes and resizes, so a 100k-point series stays fluid and a
+// burst of appends costs one replot.
+//
+// Until the user pans or zooms, the view follows the data (fits all of it);
+// resetView() and a double-click return to that.
+class CurvePlot : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    enum class XAxisMode {
+        Step,        // x = optimiser step
+        Time,        // x = seconds since the run started, labelled h:mm:ss
+        Parameters,  // one marker per run and series: x = the run's parameter count, y = last smoothed value
+    };
+    Q_ENUM(XAxisMode)
+
+    // What the hover read-out names: the nearest point (in pixels) of the
+    // nearest visible series. In Parameters mode: the nearest marker.
+    struct Readout {
+        bool valid = false;
+        QString runId;
+        QString series;    // the metric, e.g. "validation_loss"
+        QString name;      // as in the legend, e.g. "wide 1x48 · validation"
+        double x = 0;      // in the current x mode (step, seconds or parameters)
+        double step = 0;
+        double seconds = 0;
+        double raw = 0;       // the logged value
+        double smoothed = 0;  // the EMA at that point (equals raw when smoothing is 0)
+    };
+
+    // One marker as Parameters mode hands it to the graph.
+    struct ParameterMarker {
+        QString runId;
+        QString series;
+        double parameters = 0;
+        double value = 0;
+    };
+
+    explicit CurvePlot(QWidget* parent = nullptr);
+    ~CurvePlot() override;
+
+    // The title above the chart; also the suggested export file name.
+    void setTitle(const QString& title);
+    QString title() const;
+
+    // Declares a series this chart draws; the declaration order picks the line
+    // style. displayName follows the run label in the legend ("run · train");
+    // empty: the run label alone. Series appended without a declaration are
+    // declared then, under their own name.
+    void declareSeries(const QString& series, const QString& displayName = QString());
+    QStringList seriesNames() const;
+
+    // A run with its colour and parameter count (<= 0: unknown, no marker in
+    // Parameters mode). Adding a run again updates label, colour and count.
+    void addRun(const QString& runId, const QString& label, const QColor& color, double parameterCount = 0);
+    void removeRun(const QString& runId);
+    void clearRun(const QString& runId);  // drops the run's points, keeps the run
+    QStringList runs() const;
+    bool hasRun(const QString& runId) const;
+
+    // Stores the points (any order; the display sorts by x). Ignored for a run
+    // that was not added.
+    void appendPoints(const QString& runId, const QString& series, const QVector<CurvePoint>& points);
+    QVector<CurvePoint> points(const QString& runId, const QString& series) const;
+
+    // EMA weight, clamped to [0, 0.999] (curvemath::smoothEma, debiased). Above
+    // 0 the raw series stays visible behind the smoothed one, faintly.
+    void setSmoothing(double weight);
+    double smoothing() const;
+
+    // Logarithmic y; values <= 0 are not drawn then (gaps).
+    void setLogScale(bool on);
+    bool logScale() const;
+
+    void setXAxisMode(XAxisMode mode);
+    XAxisMode xAxisMode() const;
+
+    // On: a plain left drag draws a zoom rectangle instead of panning.
+    // Shift + left drag draws one in either case.
+    void setRubberBandZoom(bool on);
+    bool rubberBandZoom() const;
+
+    // Hidden series are neither drawn, hovered, fitted nor exported; a click on
+    // a legend entry toggles its series.
+    void setSeriesVisible(const QString& runId, const QString& series, bool visible);
+    bool isSeriesVisible(const QString& runId, const QString& series) const;
+
+    // Where the legend sits inside the axis rect. Empty (the default): at each
+    // refresh, whichever of the four corners and four edge middles the fewest
+    // drawn segments cross (preferring top right).
+    void setLegendAlignment(Qt::Alignment alignment);
+    Qt::Alignment legendAlignment() const;  // where it is now
+
+    // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
+    // the pixels). false with *error set when the suffix is unknown or the file
+    // cannot be written.
+    bool exportImage(const QString& path, QString* error = nullptr);
+    // Every stored point of every visible series, one row each, as
+    //   run_id,run,series,step,seconds,value
+    // (run = the run's label; series = the metric name), runs in the order
+    // added, series in declaration order, points in the order appended.
+    // Numbers are written in the shortest form that reads back to the same
+    // double; fields holding a comma, quote or line break are quoted (RFC 4180).
+    bool exportCsv(const QString& path, QString* error = nullptr) const;
+
+    // The read-out for a widget pixel (no state changes), and the one shown now.
+    Readout readoutAt(const QPointF& pixel) const;
+    Readout hoverReadout() const;
+    QString hoverText() const;  // the text of the hover label; empty when hidden
+
+    // What the graphs were handed at the last refresh (tests, diagnostics).
+    int displayedPointCount(const QString& runId, const QString& series) const;     // the main line
+    int displayedRawPointCount(const QString& runId, const QString& series) const;  // the faint raw line, 0 when hidden
+    QVector<QPointF> displayedPoints(const QString& runId, const QString& series) const;
+    QVector<ParameterMarker> parameterMarkers() const;
+    QColor seriesColor(const QString& runId, const QString& series) const;     // the main line's pen
+    Qt::PenStyle seriesPenStyle(const QString& runId, const QString& series) const;
+    QCPGraph* lineGraph(const QString& runId, const QString& series) const;
+    QCPGraph* rawGraph(const QString& runId, const QString& series) const;
+
+public Q_SLOTS:
+    // Fits all data of the visible series (x exactly, y with 5 % headroom) and
+    // follows new data again until the next pan or zoom.
+    void resetView();
+    // Applies pending data and view changes and replots now, instead of on the timer.
+    void refreshNow();
+    // Asks for a file name (PNG, PDF, SVG or CSV) and exports; reports failure in a message box.
+    void exportWithDialog();
+
+Q_SIGNALS:
+    // The user clicked into this chart or gave it focus (CurvesView's "current chart").
+    void activated();
+    void logScaleChanged(bool on);
+    void rubberBandZoomChanged(bool on);
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseDoubleClickEvent(QMouseEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+    void focusInEvent(QFocusEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
+
+private:
+    struct Run;
+    struct Series;
+
+    Run* findRun(const QString& runId) const;
+    Series* findSeries(const QString& runId, const QString& series) const;
+    Series* ensureSeries(Run& run, const QString& series);
+    int seriesIndex(const QString& series) const;
+    QString legendName(const Series& s) const;
+    void styleSeries(Series& s);
+    void rebuildLegend();
+    void scheduleRefresh();
+    void onRefreshTimer();
+    void onRangeChanged();
+    void rebuildDerived(Series& s) const;
+    bool isShown(const Series& s) const;
+    bool markerValue(const Series& s, double* value) const;
+    void fitRanges(bool fitX, bool fitY);
+    void updateDisplay();
+    void updateParameterLabels();
+    void placeLegend();
+    void configureXAxis();
+    void updateTimeTickerFormat();
+    void setHover(const Readout& readout);
+    QString readoutText(const Readout& r) const;
+    bool writeSvg(const QString& path, int width, int height);
+    void askAndExport(const QStringList& filters);
+
+    std::vector<std::unique_ptr<Run>> m_runs;
+    std::vector<std::unique_ptr<Series>> m_series;
+    QStringList m_declaredSeries;
+    QStringList m_displayNames;
+    QCPTextElement* m_title = nullptr;
+    QCPItemTracer* m_tracer = nullptr;
+    QCPItemText* m_hoverLabel = nullptr;
+    QCPLayer* m_faintLayer = nullptr;
+    QCPLayer* m_hoverLayer = nullptr;
+    QSharedPointer<ValueAxisTicker> m_valueTicker;
+    QTimer m_refreshTimer;
+    QString m_exportDirectory;
+    Readout m_hover;
+    double m_smoothing = 0;
+    bool m_logScale = false;
+    bool m_rubberBand = false;
+    bool m_autoFit = true;
+    bool m_settingRange = false;  // true while this class moves the axes, so only the user's moves stop auto-fit
+    bool m_refitY = false;        // fit y at the next refresh even when not following the data
+    bool m_legendDirty = false;
+    XAxisMode m_xMode = XAxisMode::Step;
+    Qt::Alignment m_legendAlignment;  // fixed by setLegendAlignment; empty: placed automatically
+    Qt::Alignment m_placedLegendAlignment = Qt::AlignTop | Qt::AlignRight;
+};
+
+}  // namespace widelab

@@ -1,0 +1,103 @@
+// defines: widelab::CurvesView, the training-curves panel: a grid of CurvePlots
+// (loss, accuracy, balance loss, learning rate, gradient norm, tokens/s) under
+// shared controls (smoothing, log y, x axis, reset view, export)
+#pragma once
+
+#include "CurvePlot.h"
+#include "CurvePoint.h"
+
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QGridLayout;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QToolButton;
+
+namespace widelab {
+
+// The app hands it plain data: runs (each gets the next free palette colour,
+// the same in every chart) and points per metric. Metrics and their charts:
+//   loss                "loss" (train, solid), "validation_loss" (dashed)
+//   accuracy            "accuracy" (train, solid), "validation_accuracy" (dashed)
+//   balance_loss        "balance_loss"
+//   learning_rate       "learning_rate"
+//   gradient_norm       "gradient_norm"
+//   tokens_per_second   "tokens_per_second"
+// Points of other metrics, or of runs not added, are ignored.
+// The controls set every chart; each chart's context menu can still change its own.
+class CurvesView : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit CurvesView(QWidget* parent = nullptr);
+    ~CurvesView() override;
+
+    // A new run takes the palette colour fewest current runs use (the lowest
+    // such index). Adding a known run again updates its label and parameter count.
+    void addRun(const QString& runId, const QString& label, double parameterCount);
+    void removeRun(const QString& runId);
+    void appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points);
+    void clearRun(const QString& runId);  // e.g. before reloading from disk
+    QStringList runs() const;
+    QColor runColor(const QString& runId) const;  // invalid for an unknown run
+
+    // "loss", "accuracy", "balance_loss", "learning_rate", "gradient_norm",
+    // "tokens_per_second"; nullptr for another key.
+    CurvePlot* chart(const QString& chartKey) const;
+    QStringList chartKeys() const;
+    QString chartKeyForMetric(const QString& metric) const;  // empty when no chart draws it
+    // The chart the user last clicked (the loss chart at first): what the export button exports.
+    CurvePlot* currentChart() const;
+
+    void setSmoothing(double weight);  // [0, 0.999], shown by the slider
+    double smoothing() const;
+    void setLogScale(bool on);
+    bool logScale() const;
+    void setXAxisMode(CurvePlot::XAxisMode mode);
+    CurvePlot::XAxisMode xAxisMode() const;
+
+public Q_SLOTS:
+    void resetViews();
+    // Ask for a file name and export the chart (PNG, PDF, SVG or CSV).
+    void exportChart(const QString& chartKey);
+    void exportCurrentChart();
+
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
+private:
+    struct RunEntry {
+        QString id;
+        int colorIndex = 0;
+    };
+
+    void addChart(const QString& key, const QString& title, const QStringList& metrics,
+                  const QStringList& displayNames);
+    void setCurrentChart(CurvePlot* chart);
+    void relayout();
+    void applySmoothingFromSlider(int value);
+
+    QVector<RunEntry> m_runs;
+    QStringList m_chartKeys;
+    QVector<CurvePlot*> m_charts;
+    QStringList m_metrics;        // metric names, parallel to m_metricCharts
+    QVector<int> m_metricCharts;  // index into m_charts
+    CurvePlot* m_current = nullptr;
+    int m_columns = 0;
+
+    QSlider* m_smoothingSlider = nullptr;
+    QLabel* m_smoothingValue = nullptr;
+    QCheckBox* m_logScale = nullptr;
+    QComboBox* m_xAxis = nullptr;
+    QPushButton* m_reset = nullptr;
+    QToolButton* m_export = nullptr;
+    QWidget* m_chartArea = nullptr;
+    QGridLayout* m_grid = nullptr;
+};
+
+}  // namespace widelab
