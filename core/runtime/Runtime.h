@@ -2,7 +2,9 @@
 // the LibTorch runtime settings WideLab makes explicit
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace widelab {
 
@@ -18,6 +20,16 @@ void preferPassiveOpenMpWait(char** argv);
 // Sets the intra-op thread count; 0 means every core. Returns the count in use.
 int setComputeThreads(int threads);
 int computeThreads();
+// A device training can run on, as `train.device` names it.
+struct DeviceInfo {
+    std::string id;          // "cpu", "cuda:0", ...
+    std::string label;       // "CPU (2 cores)", "GPU 0: NVIDIA H100 80GB HBM3 (79.1 GiB)"
+    std::int64_t memoryBytes = 0;  // GPUs: total memory, when the linked LibTorch can tell
+};
+
+// The CPU and each GPU the linked LibTorch can use.
+std::vector<DeviceInfo> availableDevices();
+
 // One line: LibTorch version, threads, OpenMP wait policy, and whether CUDA is usable.
 std::string runtimeSummary();
 

@@ -4,6 +4,15 @@
 
 namespace widelab {
 
+void TrainingControl::reset()
+{
+    m_stop.store(false);
+    m_paused.store(false);
+    m_checkpoint.store(false);
+    std::lock_guard lock(m_mutex);
+    m_probes.clear();
+}
+
 void TrainingControl::requestStop()
 {
     m_stop.store(true);

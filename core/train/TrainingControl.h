@@ -20,6 +20,8 @@ public:
     // which cannot call requestStop() (not async-signal-safe).
     explicit TrainingControl(const std::atomic<bool>* externalStop) : m_externalStop(externalStop) {}
 
+    // Clears every request, for the next run (call only while no run uses it).
+    void reset();
     void requestStop();
     void setPaused(bool paused);
     void requestCheckpoint();
