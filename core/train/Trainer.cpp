@@ -552,6 +552,15 @@ TrainSummary Trainer::run(TrainingControl& control)
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
             try {
                 const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
+                char line[160];
+                std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f, accuracy %.1f%%",
+                              static_cast<long long>(result.step), result.loss, 100.0 * result.accuracy);
+                std::string text = line;
+                if (result.perplexity > 0.0) {
+                    std::snprintf(line, sizeof line, ", perplexity %.2f", result.perplexity);
+                    text += line;
+                }
+                message("info", text);
                 if (result.loss < m_state.bestValidationLoss) {
                     m_state.bestValidationLoss = result.loss;
                     widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, m_state);

@@ -1,0 +1,35 @@
+// defines: ConfigAssessment, assessDocument, deviceChoices: what the window shows
+// about a configuration as the user edits it (problems by key, cost, diagram)
+#pragma once
+
+#include "ArchitectureSketch.h"
+#include "ConfigTypes.h"
+
+#include <QJsonObject>
+#include <QList>
+#include <QString>
+
+namespace widelab {
+
+struct ConfigAssessment {
+    bool valid = false;
+    QList<FieldIssue> issues;      // every problem, by dotted key
+    CostSummary cost;              // meaningful when valid
+    ArchitectureSketch sketch;     // meaningful when valid
+    QJsonObject complete;          // when valid: the document with every default written out
+    QString name;                  // the document's name, when valid
+};
+
+// Validates `document` as the core does before training (data files must exist)
+// and, when it is valid, computes its cost and sketch. Never throws.
+ConfigAssessment assessDocument(const QJsonObject& document);
+
+// "auto", then the CPU and each GPU the linked LibTorch can use.
+QList<DeviceChoice> deviceChoices();
+
+// Parameters, gradients, optimiser state and the activations kept for the
+// backward pass of one training step, in bytes (fp32): an estimate to within a
+// small factor, for the configuration panel.
+qint64 estimateTrainingMemory(const QJsonObject& completeDocument, qint64 storedParameters);
+
+}  // namespace widelab

@@ -1,0 +1,39 @@
+// defines: RunStarted, the metatype declarations of what crosses from the training
+// thread to the window: the core's plain-data snapshots (no tensors), by value
+#pragma once
+
+#include "train/Snapshot.h"
+
+#include <QMetaType>
+#include <QString>
+#include <QStringList>
+
+namespace widelab {
+
+// What the window learns once a run has been set up on the training thread.
+struct RunStarted {
+    QString directory;
+    QString name;
+    QString device;
+    qint64 step = 0;        // the step the run starts from (above 0 when resumed)
+    qint64 totalSteps = 0;
+    QStringList log;        // the run's log so far (log.txt), earlier sessions' lines included
+};
+
+// What to train: a run document (JSON text) into a directory, new or resumed.
+struct TrainingRequest {
+    QString documentJson;
+    QString directory;
+    bool resume = false;
+};
+
+// Registers the types below for queued connections; call once before connecting.
+void registerEngineTypes();
+
+}  // namespace widelab
+
+Q_DECLARE_METATYPE(widelab::RunStarted)
+Q_DECLARE_METATYPE(widelab::TrainingRequest)
+Q_DECLARE_METATYPE(widelab::TrainingSnapshot)
+Q_DECLARE_METATYPE(widelab::EvaluationResult)
+Q_DECLARE_METATYPE(widelab::ProbeResult)

@@ -1,0 +1,727 @@
+#include "MainWindow.h"
+
+#include "ConfigAssessment.h"
+#include "ConfigPanel.h"
+#include "CurvesView.h"
+#include "LogPanel.h"
+#include "config/Presets.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDateTime>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSaveFile>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace widelab {
+namespace {
+
+constexpr int kRecentLimit = 10;
+
+QString humanBytes(double bytes)
+{
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    while (bytes >= 1024.0 && unit < 4) {
+        bytes /= 1024.0;
+        ++unit;
+    }
+    return QStringLiteral("%1 %2").arg(bytes, 0, 'f', unit == 0 ? 0 : 1).arg(QLatin1String(units[unit]));
+}
+
+QString humanDuration(double seconds)
+{
+    if (!std::isfinite(seconds) || seconds < 0)
+        return QStringLiteral("–");
+    const auto s = static_cast<qint64>(seconds + 0.5);
+    if (s >= 3600)
+        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
+    if (s >= 60)
+        return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1 s").arg(s);
+}
+
+QJsonObject readJsonObject(const QString& file, QString* error)
+{
+    QFile in(file);
+    if (!in.open(QIODevice::ReadOnly)) {
+        *error = QObject::tr("%1 cannot be read: %2").arg(QDir::toNativeSeparators(file), in.errorString());
+        return {};
+    }
+    QJsonParseError parse{};
+    const QJsonDocument document = QJsonDocument::fromJson(in.readAll(), &parse);
+    if (parse.error != QJsonParseError::NoError || !document.isObject()) {
+        *error = QObject::tr("%1 is not a JSON object: %2 at byte %3")
+                     .arg(QDir::toNativeSeparators(file), parse.errorString())
+                     .arg(parse.offset);
+        return {};
+    }
+    return document.object();
+}
+
+// The parts of a document that make a run what it is: resuming ignores the
+// rest (the run's length, its device and threads, its name).
+QJsonObject identity(QJsonObject document)
+{
+    document.remove(QStringLiteral("name"));
+    document.remove(QStringLiteral("description"));
+    QJsonObject train = document.value(QStringLiteral("train")).toObject();
+    for (const char* key : {"steps", "device", "threads"})
+        train.remove(QLatin1String(key));
+    document.insert(QStringLiteral("train"), train);
+    return document;
+}
+
+QString slug(const QString& text)
+{
+    QString s = text.toLower();
+    s.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
+    s = s.mid(0, 40);
+    while (s.startsWith(QLatin1Char('-')))
+        s.remove(0, 1);
+    while (s.endsWith(QLatin1Char('-')))
+        s.chop(1);
+    return s.isEmpty() ? QStringLiteral("run") : s;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(parent)
+{
+    QSettings settings;
+    m_runsRoot = !runsRoot.isEmpty() ? runsRoot
+                                     : settings.value(QStringLiteral("runsRoot"),
+                                                      QDir::home().filePath(QStringLiteral("WideLab/runs")))
+                                           .toString();
+    setObjectName(QStringLiteral("MainWindow"));
+
+    auto* tabs = new QTabWidget(this);
+    tabs->setDocumentMode(true);
+    m_curves = new CurvesView(tabs);
+    tabs->addTab(m_curves, tr("&Curves"));
+    setCentralWidget(tabs);
+
+    buildActions();
+    buildDocks();
+    buildMenus();
+
+    m_stateLabel = new QLabel(tr("Idle"), this);
+    m_stepLabel = new QLabel(this);
+    m_speedLabel = new QLabel(this);
+    m_leftLabel = new QLabel(this);
+    m_deviceLabel = new QLabel(this);
+    m_memoryLabel = new QLabel(this);
+    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_memoryLabel})
+        statusBar()->addPermanentWidget(label);
+    m_stateLabel->setAccessibleName(tr("Training state"));
+    m_stepLabel->setAccessibleName(tr("Step"));
+    m_speedLabel->setAccessibleName(tr("Tokens per second"));
+    m_leftLabel->setAccessibleName(tr("Time left"));
+    m_deviceLabel->setAccessibleName(tr("Device"));
+    m_memoryLabel->setAccessibleName(tr("Memory in use"));
+
+    m_assessTimer.setSingleShot(true);
+    m_assessTimer.setInterval(150);
+    connect(&m_assessTimer, &QTimer::timeout, this, &MainWindow::assess);
+    connect(m_panel, &ConfigPanel::documentChanged, this, [this] {
+        m_modified = true;
+        updateTitle();
+        m_assessTimer.start();
+    });
+    connect(m_panel, &ConfigPanel::presetChosen, this, [this](const QString& name) { openConfiguration(name); });
+
+    connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
+    connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
+    connect(&m_controller, &TrainingController::snapshot, this, &MainWindow::onSnapshot);
+    connect(&m_controller, &TrainingController::evaluation, this, &MainWindow::onEvaluation);
+    connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
+    connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
+
+    QStringList presets;
+    for (const std::string& name : listPresets())
+        presets.append(QString::fromStdString(name));
+    m_panel->setPresets(presets);
+    m_panel->setDevices(deviceChoices());
+
+    restoreLayout();
+    openConfiguration(QStringLiteral("widenet"));
+    m_modified = false;
+    updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildActions()
+{
+    auto add = [this](const QString& name, const QString& text, const QKeySequence& shortcut, auto slot) {
+        auto* action = new QAction(text, this);
+        action->setObjectName(name);
+        if (!shortcut.isEmpty())
+            action->setShortcut(shortcut);
+        connect(action, &QAction::triggered, this, slot);
+        m_actions.insert(name, action);
+        return action;
+    };
+    add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence::Open, [this] {
+        const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"), QFileInfo(m_configFile).path(),
+                                                          tr("WideLab configurations (*.json)"));
+        if (!file.isEmpty())
+            openConfiguration(file);
+    });
+    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence::Save, [this] {
+        if (m_configFile.isEmpty() || m_configFile.startsWith(QLatin1Char(':')))
+            m_actions.value(QStringLiteral("saveAs"))->trigger();
+        else
+            saveConfiguration(m_configFile);
+    });
+    add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence::SaveAs, [this] {
+        const QString file = QFileDialog::getSaveFileName(this, tr("Save Configuration"),
+                                                          QDir::home().filePath(slug(windowTitle()) + ".json"),
+                                                          tr("WideLab configurations (*.json)"));
+        if (!file.isEmpty())
+            saveConfiguration(file);
+    });
+    add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
+        if (!dir.isEmpty())
+            openRun(dir);
+    });
+    add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_runsRoot);
+        if (!dir.isEmpty())
+            addRunToComparison(dir);
+    });
+    add(QStringLiteral("runsFolder"), tr("Runs &Folder..."), QKeySequence(), [this] {
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_runsRoot);
+        if (!dir.isEmpty()) {
+            m_runsRoot = dir;
+            QSettings().setValue(QStringLiteral("runsRoot"), dir);
+        }
+    });
+    add(QStringLiteral("exportChart"), tr("&Export Chart..."), QKeySequence(tr("Ctrl+E")),
+        [this] { m_curves->exportCurrentChart(); });
+    add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+
+    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { startTraining(); });
+    add(QStringLiteral("pause"), tr("&Pause"), QKeySequence(tr("F6")), [this] {
+        if (m_controller.state() == TrainingController::State::Paused)
+            m_controller.resume();
+        else
+            m_controller.pause();
+    });
+    add(QStringLiteral("stop"), tr("S&top"), QKeySequence(tr("Shift+F5")), [this] { m_controller.stop(); });
+    add(QStringLiteral("checkpoint"), tr("Save &Checkpoint Now"), QKeySequence(tr("F7")),
+        [this] { m_controller.saveCheckpoint(); });
+    add(QStringLiteral("resetView"), tr("&Reset Chart Views"), QKeySequence(tr("Ctrl+0")),
+        [this] { m_curves->resetViews(); });
+    m_actions.value(QStringLiteral("start"))->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    m_actions.value(QStringLiteral("pause"))->setIcon(style()->standardIcon(QStyle::SP_MediaPause));
+    m_actions.value(QStringLiteral("stop"))->setIcon(style()->standardIcon(QStyle::SP_MediaStop));
+    m_actions.value(QStringLiteral("checkpoint"))->setIcon(style()->standardIcon(QStyle::SP_DialogSaveButton));
+
+    auto* toolbar = addToolBar(tr("Training"));
+    toolbar->setObjectName(QStringLiteral("trainingToolBar"));
+    toolbar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    for (const char* name : {"start", "pause", "stop", "checkpoint"})
+        toolbar->addAction(m_actions.value(QLatin1String(name)));
+    m_startReason = new QLabel(this);
+    m_startReason->setObjectName(QStringLiteral("startReason"));
+    m_startReason->setAccessibleName(tr("Why training cannot start"));
+    m_startReason->setContentsMargins(12, 0, 12, 0);
+    m_startReason->setStyleSheet(QStringLiteral("color: palette(link);"));
+    toolbar->addWidget(m_startReason);
+}
+
+void MainWindow::buildDocks()
+{
+    m_panel = new ConfigPanel(this);
+    m_configDock = new QDockWidget(tr("Configuration"), this);
+    m_configDock->setObjectName(QStringLiteral("configurationDock"));
+    m_configDock->setWidget(m_panel);
+    addDockWidget(Qt::LeftDockWidgetArea, m_configDock);
+
+    m_log = new LogPanel(this);
+    m_logDock = new QDockWidget(tr("Log"), this);
+    m_logDock->setObjectName(QStringLiteral("logDock"));
+    m_logDock->setWidget(m_log);
+    addDockWidget(Qt::BottomDockWidgetArea, m_logDock);
+
+    auto* runs = new QWidget(this);
+    auto* layout = new QVBoxLayout(runs);
+    layout->setContentsMargins(4, 4, 4, 4);
+    m_runsList = new QListWidget(runs);
+    m_runsList->setAccessibleName(tr("Runs shown in the charts"));
+    m_runsList->setToolTip(tr("Tick a run to draw it in the charts; the colour is the run's in every chart."));
+    layout->addWidget(m_runsList);
+    auto* buttons = new QHBoxLayout;
+    auto* add = new QPushButton(tr("Add..."), runs);
+    add->setAccessibleName(tr("Add a run to the comparison"));
+    auto* remove = new QPushButton(tr("Remove"), runs);
+    remove->setAccessibleName(tr("Remove the selected run from the window"));
+    buttons->addWidget(add);
+    buttons->addWidget(remove);
+    layout->addLayout(buttons);
+    connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
+    connect(remove, &QPushButton::clicked, this, [this] {
+        QListWidgetItem* item = m_runsList->currentItem();
+        if (!item)
+            return;
+        const QString id = item->data(Qt::UserRole).toString();
+        if (id == m_currentRun && m_controller.busy())
+            return;  // the run in training stays
+        m_curves->removeRun(id);
+        m_records.remove(id);
+        delete item;
+    });
+    connect(m_runsList, &QListWidget::itemChanged, this, &MainWindow::onRunItemChanged);
+    m_runsDock = new QDockWidget(tr("Runs"), this);
+    m_runsDock->setObjectName(QStringLiteral("runsDock"));
+    m_runsDock->setWidget(runs);
+    addDockWidget(Qt::RightDockWidgetArea, m_runsDock);
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(m_actions.value(QStringLiteral("open")));
+    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    file->addAction(m_actions.value(QStringLiteral("save")));
+    file->addAction(m_actions.value(QStringLiteral("saveAs")));
+    file->addSeparator();
+    file->addAction(m_actions.value(QStringLiteral("openRun")));
+    file->addAction(m_actions.value(QStringLiteral("compare")));
+    file->addAction(m_actions.value(QStringLiteral("runsFolder")));
+    file->addSeparator();
+    file->addAction(m_actions.value(QStringLiteral("exportChart")));
+    file->addSeparator();
+    file->addAction(m_actions.value(QStringLiteral("quit")));
+    rebuildRecentMenu();
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    for (const char* name : {"start", "pause", "stop", "checkpoint"})
+        run->addAction(m_actions.value(QLatin1String(name)));
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(m_actions.value(QStringLiteral("resetView")));
+    view->addSeparator();
+    const QList<QPair<QDockWidget*, QString>> docks{
+        {m_configDock, tr("Ctrl+1")}, {m_logDock, tr("Ctrl+2")}, {m_runsDock, tr("Ctrl+3")}};
+    for (const auto& [dock, key] : docks) {
+        QAction* toggle = dock->toggleViewAction();
+        toggle->setShortcut(QKeySequence(key));
+        view->addAction(toggle);
+    }
+}
+
+void MainWindow::restoreLayout()
+{
+    QSettings settings;
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
+        resize(1400, 900);
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+}
+
+QAction* MainWindow::action(const QString& name) const { return m_actions.value(name); }
+
+const RunRecord* MainWindow::record(const QString& runId) const
+{
+    const auto it = m_records.constFind(runId);
+    return it == m_records.constEnd() ? nullptr : &it.value();
+}
+
+void MainWindow::showProblem(const QString& title, const QString& text)
+{
+    statusBar()->showMessage(text, 10000);
+    // Window-modal and asynchronous: training and the event loop go on.
+    auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setObjectName(QStringLiteral("problem"));
+    box->open();
+}
+
+void MainWindow::setDocument(const QJsonObject& document, bool modified)
+{
+    m_panel->setDocument(document);
+    m_modified = modified;
+    assess();
+    updateTitle();
+}
+
+bool MainWindow::openConfiguration(const QString& fileOrPreset)
+{
+    QString file = fileOrPreset;
+    if (!QFileInfo::exists(file)) {
+        try {
+            file = QString::fromStdString(resolveConfigPath(fileOrPreset.toStdString()).string());
+        } catch (const std::exception& error) {
+            showProblem(tr("Cannot Open Configuration"), QString::fromStdString(error.what()));
+            return false;
+        }
+    }
+    if (QFileInfo(file).isDir())
+        return openRun(file);
+    QString error;
+    const QJsonObject document = readJsonObject(file, &error);
+    if (!error.isEmpty()) {
+        showProblem(tr("Cannot Open Configuration"), error);
+        return false;
+    }
+    m_configFile = file;
+    m_openRun.clear();
+    const ConfigAssessment assessment = assessDocument(document);
+    setDocument(assessment.valid ? assessment.complete : document, false);
+    rememberRecent(file);
+    return true;
+}
+
+bool MainWindow::saveConfiguration(const QString& file)
+{
+    QSaveFile out(file);
+    if (!out.open(QIODevice::WriteOnly)
+        || out.write(QJsonDocument(m_panel->document()).toJson(QJsonDocument::Indented)) < 0 || !out.commit()) {
+        showProblem(tr("Cannot Save Configuration"),
+                    tr("%1 cannot be written: %2").arg(QDir::toNativeSeparators(file), out.errorString()));
+        return false;
+    }
+    m_configFile = file;
+    m_modified = false;
+    updateTitle();
+    rememberRecent(file);
+    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(file)), 5000);
+    return true;
+}
+
+RunRecord& MainWindow::addRecord(RunRecord record)
+{
+    auto* item = new QListWidgetItem(record.label);
+    item->setData(Qt::UserRole, record.id);
+    item->setToolTip(QDir::toNativeSeparators(record.directory));
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    const QSignalBlocker block(m_runsList);
+    item->setCheckState(Qt::Checked);
+    m_runsList->addItem(item);
+    const QString id = record.id;
+    m_records.insert(id, std::move(record));
+    RunRecord& stored = m_records[id];
+    showRecord(stored);
+    item->setForeground(m_curves->runColor(id));
+    return stored;
+}
+
+void MainWindow::showRecord(const RunRecord& record)
+{
+    m_curves->addRun(record.id, record.label, record.parameters);
+    m_curves->clearRun(record.id);
+    appendCurves(record.id, record.curves);
+}
+
+void MainWindow::appendCurves(const QString& runId, const CurveBatch& batch)
+{
+    for (auto it = batch.begin(); it != batch.end(); ++it)
+        m_curves->appendPoints(runId, it.key(), it.value());
+}
+
+void MainWindow::onRunItemChanged(QListWidgetItem* item)
+{
+    const QString id = item->data(Qt::UserRole).toString();
+    const auto it = m_records.constFind(id);
+    if (it == m_records.constEnd())
+        return;
+    if (item->checkState() == Qt::Checked)
+        showRecord(it.value());
+    else
+        m_curves->removeRun(id);
+}
+
+bool MainWindow::addRunToComparison(const QString& directory)
+{
+    const QString absolute = QDir(directory).absolutePath();
+    for (const RunRecord& record : std::as_const(m_records))
+        if (record.directory == absolute)
+            return true;  // already shown
+    RunRecord record;
+    QString error;
+    if (!loadRunRecord(absolute, record, &error)) {
+        showProblem(tr("Cannot Open Run"), error);
+        return false;
+    }
+    QString configError;
+    const QJsonObject config = readJsonObject(QDir(absolute).filePath(QStringLiteral("config.json")), &configError);
+    const ConfigAssessment assessment = assessDocument(config);
+    record.id = absolute;
+    record.label = QFileInfo(absolute).fileName();
+    record.parameters = static_cast<double>(assessment.cost.stored);
+    addRecord(std::move(record));
+    return true;
+}
+
+bool MainWindow::openRun(const QString& directory)
+{
+    const QString absolute = QDir(directory).absolutePath();
+    QString error;
+    const QJsonObject config = readJsonObject(QDir(absolute).filePath(QStringLiteral("config.json")), &error);
+    if (!error.isEmpty()) {
+        showProblem(tr("Cannot Open Run"),
+                    tr("%1 is not a WideLab run: %2").arg(QDir::toNativeSeparators(absolute), error));
+        return false;
+    }
+    if (!addRunToComparison(absolute))
+        return false;
+    m_configFile.clear();
+    setDocument(config, false);
+    m_openRun = absolute;
+    m_openRunDocument = m_complete;
+    m_currentRun = absolute;
+    loadLog(absolute);
+    if (const RunRecord* r = record(absolute))
+        m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
+    rememberRecent(absolute);
+    updateActions();
+    return true;
+}
+
+void MainWindow::loadLog(const QString& directory)
+{
+    QFile in(QDir(directory).filePath(QStringLiteral("log.txt")));
+    if (!in.open(QIODevice::ReadOnly | QIODevice::Text))
+        return;
+    m_log->clear();
+    m_log->appendSpdlogLines(QString::fromUtf8(in.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts));
+}
+
+void MainWindow::assess()
+{
+    m_assessTimer.stop();
+    const ConfigAssessment assessment = assessDocument(m_panel->document());
+    m_panel->setIssues(assessment.issues);
+    if (assessment.valid) {
+        m_complete = assessment.complete;
+        m_storedParameters = assessment.cost.stored;
+        m_panel->setCost(assessment.cost);
+        m_panel->setArchitecture(assessment.sketch);
+        m_startBlocked.clear();
+    } else {
+        m_complete = QJsonObject();
+        const FieldIssue& first = assessment.issues.first();
+        m_startBlocked = (first.key.isEmpty() ? first.reason : first.key + QStringLiteral(": ") + first.reason);
+        if (assessment.issues.size() > 1)
+            m_startBlocked += tr(" (and %n more)", nullptr, static_cast<int>(assessment.issues.size() - 1));
+    }
+    updateActions();
+}
+
+bool MainWindow::startTraining()
+{
+    if (m_assessTimer.isActive())
+        assess();
+    if (m_controller.busy()) {
+        m_startBlocked = tr("a run is in progress");
+        return false;
+    }
+    if (m_complete.isEmpty())
+        return false;
+    // The open run continues when the document is still its own; anything else is a new run.
+    const bool resume = !m_openRun.isEmpty() && identity(m_complete) == identity(m_openRunDocument)
+                        && QDir(m_openRun).exists(QStringLiteral("checkpoints"))
+                        && !QDir(m_openRun + QStringLiteral("/checkpoints"))
+                                .entryList({QStringLiteral("step-*.pt")}, QDir::Files)
+                                .isEmpty();
+    QString directory = m_openRun;
+    if (!resume) {
+        const QString name = m_complete.value(QStringLiteral("name")).toString();
+        const QString base = slug(name.isEmpty() ? QFileInfo(m_configFile).completeBaseName() : name) + QLatin1Char('-')
+                             + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+        directory = QDir(m_runsRoot).filePath(base);
+        for (int n = 2; QFileInfo::exists(directory); ++n)
+            directory = QDir(m_runsRoot).filePath(base + QStringLiteral("-%1").arg(n));
+        if (!QDir().mkpath(directory)) {
+            showProblem(tr("Cannot Start"), tr("The run folder %1 cannot be created.").arg(QDir::toNativeSeparators(directory)));
+            return false;
+        }
+        RunRecord record;
+        record.id = directory;
+        record.label = QFileInfo(directory).fileName();
+        record.directory = directory;
+        record.parameters = static_cast<double>(m_storedParameters);
+        addRecord(std::move(record));
+        statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
+    }
+    m_currentRun = directory;
+    m_openRun = directory;
+    m_openRunDocument = m_complete;
+    const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
+    return m_controller.start(json, directory, resume);
+}
+
+void MainWindow::onStateChanged(TrainingController::State state)
+{
+    static const QHash<TrainingController::State, QString> names{
+        {TrainingController::State::Idle, tr("Idle")},
+        {TrainingController::State::Starting, tr("Starting: preparing data and model")},
+        {TrainingController::State::Running, tr("Training")},
+        {TrainingController::State::Paused, tr("Paused")},
+        {TrainingController::State::Stopping, tr("Stopping: saving a checkpoint")}};
+    m_stateLabel->setText(names.value(state));
+    m_panel->setReadOnly(state != TrainingController::State::Idle);
+    updateActions();
+}
+
+void MainWindow::onStarted(const RunStarted& run)
+{
+    m_totalSteps = run.totalSteps;
+    m_log->clear();
+    m_log->appendSpdlogLines(run.log);
+    m_deviceLabel->setText(run.device);
+    m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
+    updateTitle();
+}
+
+void MainWindow::onSnapshot(const TrainingSnapshot& s)
+{
+    auto it = m_records.find(m_currentRun);
+    if (it == m_records.end())
+        return;
+    const CurveBatch added = it->addTraining(s);
+    if (m_curves->runs().contains(m_currentRun))
+        appendCurves(m_currentRun, added);
+    m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
+    m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
+    m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
+    m_memoryLabel->setText(humanBytes(static_cast<double>(s.memoryBytes)));
+}
+
+void MainWindow::onEvaluation(const EvaluationResult& result)
+{
+    auto it = m_records.find(m_currentRun);
+    if (it == m_records.end())
+        return;
+    const CurveBatch added = it->addEvaluation(result);
+    if (m_curves->runs().contains(m_currentRun))
+        appendCurves(m_currentRun, added);
+}
+
+void MainWindow::onFinished(const QString& outcome, const QString& message)
+{
+    m_leftLabel->clear();
+    if (outcome == QLatin1String("failed"))
+        showProblem(tr("Training Could Not Run"), message);
+    else if (outcome == QLatin1String("non-finite"))
+        showProblem(tr("Training Stopped"), message);
+    else
+        statusBar()->showMessage(message, 10000);
+    if (m_closeWhenIdle)
+        close();
+}
+
+void MainWindow::updateActions()
+{
+    const auto state = m_controller.state();
+    const bool idle = state == TrainingController::State::Idle;
+    const bool live = state == TrainingController::State::Running || state == TrainingController::State::Paused;
+    QAction* start = m_actions.value(QStringLiteral("start"));
+    const bool canStart = idle && !m_complete.isEmpty();
+    start->setEnabled(canStart);
+    const bool continues = !m_openRun.isEmpty() && identity(m_complete) == identity(m_openRunDocument);
+    start->setText(continues ? tr("&Continue") : tr("&Start"));
+    const QString reason = idle ? m_startBlocked : QString();
+    start->setToolTip(reason.isEmpty() ? start->text().remove(QLatin1Char('&')) + QStringLiteral(" (F5)")
+                                       : tr("Cannot start: %1").arg(reason));
+    m_startReason->setText(reason.isEmpty() ? QString() : tr("Cannot start: %1").arg(reason));
+    QAction* pause = m_actions.value(QStringLiteral("pause"));
+    pause->setEnabled(live || state == TrainingController::State::Starting);
+    pause->setText(state == TrainingController::State::Paused ? tr("&Resume") : tr("&Pause"));
+    pause->setIcon(style()->standardIcon(state == TrainingController::State::Paused ? QStyle::SP_MediaPlay
+                                                                                     : QStyle::SP_MediaPause));
+    m_actions.value(QStringLiteral("stop"))->setEnabled(!idle && state != TrainingController::State::Stopping);
+    m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live);
+    m_actions.value(QStringLiteral("open"))->setEnabled(idle);
+    m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
+    m_recentMenu->setEnabled(idle);
+}
+
+void MainWindow::updateTitle()
+{
+    QString name = m_complete.value(QStringLiteral("name")).toString();
+    if (name.isEmpty())
+        name = m_configFile.isEmpty() ? tr("Untitled") : QFileInfo(m_configFile).completeBaseName();
+    setWindowTitle(QStringLiteral("%1[*] - WideLab").arg(name));
+    setWindowModified(m_modified);
+}
+
+void MainWindow::rememberRecent(const QString& path)
+{
+    QSettings settings;
+    QStringList recent = settings.value(QStringLiteral("recent")).toStringList();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    recent.removeAll(absolute);
+    recent.prepend(absolute);
+    while (recent.size() > kRecentLimit)
+        recent.removeLast();
+    settings.setValue(QStringLiteral("recent"), recent);
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu()
+{
+    m_recentMenu->clear();
+    const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
+    int index = 1;
+    for (const QString& path : recent) {
+        const bool run = QFileInfo(path).isDir();
+        QAction* open = m_recentMenu->addAction(
+            QStringLiteral("&%1 %2%3").arg(index % 10).arg(QDir::toNativeSeparators(path), run ? tr(" (run)") : QString()));
+        connect(open, &QAction::triggered, this, [this, path, run] { run ? openRun(path) : openConfiguration(path); });
+        ++index;
+    }
+    m_recentMenu->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (m_controller.busy()) {
+        event->ignore();
+        if (m_closeWhenIdle)
+            return;  // already stopping
+        auto* box = new QMessageBox(QMessageBox::Question, tr("Training Is Running"),
+                                    tr("Stop training and close? A checkpoint is saved first, so the run can be "
+                                       "continued later."),
+                                    QMessageBox::NoButton, this);
+        box->setObjectName(QStringLiteral("closeQuestion"));
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        QPushButton* stop = box->addButton(tr("Stop and Close"), QMessageBox::AcceptRole);
+        box->addButton(QMessageBox::Cancel);
+        box->setDefaultButton(stop);
+        connect(stop, &QPushButton::clicked, this, [this] {
+            m_closeWhenIdle = true;
+            m_controller.stop();
+        });
+        box->open();
+        return;
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    event->accept();
+}
+
+}  // namespace widelab

@@ -1,0 +1,118 @@
+// defines: MainWindow: the coordinator of the desktop app: menus and shortcuts,
+// the configuration panel, the curves, the log and the runs list, joined to a
+// TrainingController. Each view is its own class; this one only wires them.
+#pragma once
+
+#include "RunRecord.h"
+#include "TrainingController.h"
+
+#include <QHash>
+#include <QJsonObject>
+#include <QMainWindow>
+#include <QTimer>
+
+class QAction;
+class QDockWidget;
+class QLabel;
+class QListWidget;
+class QListWidgetItem;
+class QMenu;
+class QMessageBox;
+
+namespace widelab {
+
+class ConfigPanel;
+class CurvesView;
+class LogPanel;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    // `runsRoot`: where new runs go (empty: the remembered folder, by default ~/WideLab/runs).
+    explicit MainWindow(const QString& runsRoot = QString(), QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Each returns false, after telling the user why, when the file or run cannot be used.
+    bool openConfiguration(const QString& fileOrPreset);
+    bool openRun(const QString& directory);
+    bool addRunToComparison(const QString& directory);
+    bool saveConfiguration(const QString& file);
+
+    // Starts (or continues) training what the panel shows; false with the reason
+    // in startBlockedReason() when it cannot start.
+    bool startTraining();
+    QString startBlockedReason() const { return m_startBlocked; }
+    QString runsRoot() const { return m_runsRoot; }
+
+    // For tests and automation.
+    TrainingController& controller() { return m_controller; }
+    ConfigPanel* configPanel() const { return m_panel; }
+    CurvesView* curves() const { return m_curves; }
+    LogPanel* log() const { return m_log; }
+    QListWidget* runsList() const { return m_runsList; }
+    QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
+    const RunRecord* record(const QString& runId) const;
+    QString currentRunId() const { return m_currentRun; }
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+
+private:
+    void buildActions();
+    void buildMenus();
+    void buildDocks();
+    void restoreLayout();
+    void assess();
+    void setDocument(const QJsonObject& document, bool modified);
+    void updateActions();
+    void updateTitle();
+    void showProblem(const QString& title, const QString& text);
+    void rememberRecent(const QString& path);
+    void rebuildRecentMenu();
+
+    RunRecord& addRecord(RunRecord record);
+    void showRecord(const RunRecord& record);
+    void appendCurves(const QString& runId, const CurveBatch& batch);
+    void loadLog(const QString& directory);
+
+    void onStateChanged(TrainingController::State state);
+    void onStarted(const RunStarted& run);
+    void onSnapshot(const TrainingSnapshot& snapshot);
+    void onEvaluation(const EvaluationResult& result);
+    void onFinished(const QString& outcome, const QString& message);
+    void onRunItemChanged(QListWidgetItem* item);
+
+    TrainingController m_controller;
+    ConfigPanel* m_panel = nullptr;
+    CurvesView* m_curves = nullptr;
+    LogPanel* m_log = nullptr;
+    QListWidget* m_runsList = nullptr;
+    QDockWidget* m_configDock = nullptr;
+    QDockWidget* m_logDock = nullptr;
+    QDockWidget* m_runsDock = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QHash<QString, QAction*> m_actions;
+    QLabel* m_startReason = nullptr;
+    QLabel* m_stateLabel = nullptr;
+    QLabel* m_stepLabel = nullptr;
+    QLabel* m_speedLabel = nullptr;
+    QLabel* m_leftLabel = nullptr;
+    QLabel* m_deviceLabel = nullptr;
+    QLabel* m_memoryLabel = nullptr;
+
+    QTimer m_assessTimer;
+    QJsonObject m_complete;        // the panel's document with defaults, when valid
+    qint64 m_storedParameters = 0;
+    QString m_startBlocked;
+    QString m_configFile;          // where the configuration was opened from or saved to
+    bool m_modified = false;
+    QString m_runsRoot;
+    QString m_openRun;             // a run directory that Start continues, if the document is its own
+    QJsonObject m_openRunDocument; // that run's config.json
+    QHash<QString, RunRecord> m_records;
+    QString m_currentRun;          // the run training now (or last)
+    qint64 m_totalSteps = 0;
+    bool m_closeWhenIdle = false;
+};
+
+}  // namespace widelab

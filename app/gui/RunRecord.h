@@ -1,0 +1,51 @@
+// defines: RunRecord, loadRunRecord: one run's curves as the window keeps them,
+// filled live from snapshots or read back from RUN_DIR/metrics.jsonl
+#pragma once
+
+#include "CurvePoint.h"
+
+#include <QHash>
+#include <QString>
+#include <QVector>
+
+namespace widelab {
+
+struct TrainingSnapshot;
+struct EvaluationResult;
+
+// Metric names as in metrics.jsonl: loss, accuracy, balance_loss, learning_rate,
+// gradient_norm, tokens_per_second, validation_loss, validation_accuracy.
+using CurveBatch = QHash<QString, QVector<CurvePoint>>;
+
+class RunRecord {
+public:
+    QString id;          // unique in the window
+    QString label;       // legend text
+    QString directory;
+    double parameters = 0;  // stored parameters, for comparisons against size
+    CurveBatch curves;   // every point, in step order
+
+    // Each returns the points it appended, for the views to draw.
+    CurveBatch addTraining(const TrainingSnapshot& snapshot);
+    CurveBatch addEvaluation(const EvaluationResult& result);
+    // A line of metrics.jsonl (train and eval lines; others are ignored).
+    CurveBatch addMetricsLine(const QByteArray& line);
+
+    double lastStep() const { return m_lastStep; }
+    double lastSeconds() const { return m_lastSeconds; }
+
+private:
+    CurveBatch addTrainingValues(double step, double seconds, const QHash<QString, double>& values);
+    CurveBatch addEvaluationValues(double step, double loss, double accuracy);
+
+    double m_lastStep = 0;
+    double m_lastSeconds = 0;
+    double m_secondsOffset = 0;  // a resumed run's clock restarts at 0: the time before it
+    double m_sessionSeconds = 0; // the last wall time of the current session
+};
+
+// Reads RUN_DIR/metrics.jsonl (a missing file gives an empty record; a damaged
+// line is skipped). Returns false with `error` set when the directory is not a run.
+bool loadRunRecord(const QString& directory, RunRecord& record, QString* error);
+
+}  // namespace widelab

@@ -1,0 +1,97 @@
+#include "TrainingController.h"
+
+#include "TrainingWorker.h"
+#include "train/TrainingControl.h"
+
+namespace widelab {
+
+TrainingController::TrainingController(QObject* parent) : QObject(parent)
+{
+    registerEngineTypes();
+    m_thread.setObjectName(QStringLiteral("training"));
+    m_control = std::make_shared<TrainingControl>();
+    m_worker = new TrainingWorker(m_control);
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    connect(this, &TrainingController::trainRequested, m_worker, &TrainingWorker::train);
+    connect(m_worker, &TrainingWorker::started, this, [this](const RunStarted& run) {
+        if (m_state == State::Starting)
+            setState(m_control->paused() ? State::Paused : State::Running);
+        Q_EMIT started(run);
+    });
+    connect(m_worker, &TrainingWorker::snapshot, this, &TrainingController::snapshot);
+    connect(m_worker, &TrainingWorker::evaluation, this, &TrainingController::evaluation);
+    connect(m_worker, &TrainingWorker::probe, this, &TrainingController::probed);
+    connect(m_worker, &TrainingWorker::message, this, &TrainingController::message);
+    connect(m_worker, &TrainingWorker::finished, this, [this](const QString& outcome, const QString& text) {
+        setState(State::Idle);
+        Q_EMIT finished(outcome, text);
+    });
+    m_thread.start();
+}
+
+TrainingController::~TrainingController()
+{
+    m_control->requestStop();
+    m_thread.quit();  // handled once the worker's train() has returned
+    m_thread.wait();
+}
+
+bool TrainingController::start(const QString& documentJson, const QString& directory, bool resume)
+{
+    if (busy())
+        return false;
+    // A fresh control per run: a stop or pause left from the last run must not leak in.
+    m_control->reset();
+    m_directory = directory;
+    setState(State::Starting);
+    Q_EMIT trainRequested(TrainingRequest{documentJson, directory, resume});
+    return true;
+}
+
+void TrainingController::pause()
+{
+    if (m_state != State::Running && m_state != State::Starting)
+        return;
+    m_control->setPaused(true);
+    if (m_state == State::Running)
+        setState(State::Paused);
+}
+
+void TrainingController::resume()
+{
+    if (m_state != State::Paused)
+        return;
+    m_control->setPaused(false);
+    setState(State::Running);
+}
+
+void TrainingController::stop()
+{
+    if (!busy() || m_state == State::Stopping)
+        return;
+    m_control->requestStop();
+    setState(State::Stopping);
+}
+
+void TrainingController::saveCheckpoint()
+{
+    if (m_state == State::Running || m_state == State::Paused)
+        m_control->requestCheckpoint();
+}
+
+void TrainingController::probe(const QString& text)
+{
+    if (m_state == State::Running || m_state == State::Paused)
+        m_control->requestProbe(text.toStdString());
+}
+
+void TrainingController::setState(State state)
+{
+    if (state == m_state)
+        return;
+    m_state = state;
+    Q_EMIT stateChanged(state);
+}
+
+}  // namespace widelab

@@ -1,0 +1,62 @@
+// defines: TrainingController: owns the training thread and its worker; the window
+// starts, pauses, resumes, stops and checkpoints runs through it, never blocking
+#pragma once
+
+#include "EngineTypes.h"
+
+#include <QObject>
+#include <QString>
+#include <QThread>
+
+#include <memory>
+
+namespace widelab {
+
+class TrainingControl;
+class TrainingWorker;
+
+class TrainingController : public QObject {
+    Q_OBJECT
+public:
+    enum class State { Idle, Starting, Running, Paused, Stopping };
+    Q_ENUM(State)
+
+    explicit TrainingController(QObject* parent = nullptr);
+    // Stops a run in progress and waits for the thread: the run saves a checkpoint first.
+    ~TrainingController() override;
+
+    State state() const { return m_state; }
+    bool busy() const { return m_state != State::Idle; }
+    QString directory() const { return m_directory; }
+
+    // Starts training `documentJson` into `directory` (resume: continue the run
+    // there). Returns false, doing nothing, while a run is in progress.
+    bool start(const QString& documentJson, const QString& directory, bool resume);
+    void pause();
+    void resume();
+    void stop();
+    void saveCheckpoint();
+    void probe(const QString& text);
+
+Q_SIGNALS:
+    void stateChanged(widelab::TrainingController::State state);
+    void started(const widelab::RunStarted& run);
+    void snapshot(const widelab::TrainingSnapshot& snapshot);
+    void evaluation(const widelab::EvaluationResult& result);
+    void probed(const widelab::ProbeResult& result);
+    void message(const QString& level, const QString& text);
+    void finished(const QString& outcome, const QString& message);
+
+    void trainRequested(const widelab::TrainingRequest& request);  // to the worker, queued
+
+private:
+    void setState(State state);
+
+    QThread m_thread;
+    TrainingWorker* m_worker = nullptr;  // lives on m_thread; deleted when it finishes
+    std::shared_ptr<TrainingControl> m_control;
+    State m_state = State::Idle;
+    QString m_directory;
+};
+
+}  // namespace widelab

@@ -1,0 +1,105 @@
+// Torch first: Qt's `slots` macro would break its headers (this file is built
+// with QT_NO_KEYWORDS as well).
+#include "train/Trainer.h"
+#include "config/ConfigError.h"
+#include "data/Tokenizer.h"
+
+#include "TrainingWorker.h"
+
+#include <c10/util/Exception.h>
+
+#include <QDir>
+#include <QFile>
+
+#include <new>
+
+namespace widelab {
+namespace {
+
+// Forwards the core's observer calls as the worker's signals (queued to the window).
+class SignalObserver : public TrainingObserver {
+public:
+    explicit SignalObserver(TrainingWorker& worker) : m_worker(worker) {}
+    void onSnapshot(const TrainingSnapshot& s) override { Q_EMIT m_worker.snapshot(s); }
+    void onEvaluation(const EvaluationResult& r) override { Q_EMIT m_worker.evaluation(r); }
+    void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.probe(p); }
+    void onMessage(const std::string& level, const std::string& text) override
+    {
+        Q_EMIT m_worker.message(QString::fromStdString(level), QString::fromStdString(text));
+    }
+
+private:
+    TrainingWorker& m_worker;
+};
+
+QString outcomeName(TrainOutcome outcome)
+{
+    switch (outcome) {
+    case TrainOutcome::Completed: return QStringLiteral("completed");
+    case TrainOutcome::Stopped: return QStringLiteral("stopped");
+    case TrainOutcome::NonFinite: return QStringLiteral("non-finite");
+    }
+    return QStringLiteral("failed");
+}
+
+}  // namespace
+
+void registerEngineTypes()
+{
+    qRegisterMetaType<RunStarted>();
+    qRegisterMetaType<TrainingSnapshot>();
+    qRegisterMetaType<EvaluationResult>();
+    qRegisterMetaType<ProbeResult>();
+    qRegisterMetaType<TrainingRequest>();
+}
+
+TrainingWorker::TrainingWorker(std::shared_ptr<TrainingControl> control, QObject* parent)
+    : QObject(parent), m_control(std::move(control))
+{
+}
+
+TrainingWorker::~TrainingWorker() = default;
+
+void TrainingWorker::train(const TrainingRequest& request)
+{
+    // Every failure becomes a message: nothing thrown may leave this thread.
+    auto fail = [&](const QString& text) {
+        Q_EMIT message(QStringLiteral("error"), text);
+        Q_EMIT finished(QStringLiteral("failed"), text);
+    };
+    try {
+        TrainerOptions options;
+        options.resume = request.resume;
+        RunDocument document = parseRunDocument(request.documentJson.toStdString(), "the configuration");
+        Trainer trainer(std::move(document), request.directory.toStdString(), options);
+        SignalObserver observer(*this);
+        trainer.addObserver(&observer);
+        // What the trainer logged while it set up came before the observer: read it
+        // here, on this thread, before anything else can be logged.
+        QStringList log;
+        QFile logFile(QDir(request.directory).filePath(QStringLiteral("log.txt")));
+        if (logFile.open(QIODevice::ReadOnly | QIODevice::Text))
+            log = QString::fromUtf8(logFile.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        Q_EMIT started(RunStarted{request.directory, QString::fromStdString(trainer.document().name),
+                                  QString::fromStdString(trainer.device().str()), trainer.step(),
+                                  trainer.totalSteps(), log});
+        const TrainSummary summary = trainer.run(*m_control);
+        Q_EMIT finished(outcomeName(summary.outcome), QString::fromStdString(summary.message));
+    } catch (const ConfigError& error) {
+        fail(QString::fromStdString(error.what()));
+    } catch (const std::bad_alloc&) {
+        fail(tr("Out of memory. Try a smaller batch, a shorter sequence or a smaller model; the checkpoints "
+                "written so far are kept."));
+    } catch (const c10::Error& error) {
+        const std::string what = error.what_without_backtrace();
+        if (what.find("out of memory") != std::string::npos)
+            fail(tr("The device ran out of memory. Try a smaller batch, a shorter sequence or a smaller model; "
+                    "the checkpoints written so far are kept."));
+        else
+            fail(tr("LibTorch reported an error: %1").arg(QString::fromStdString(what.substr(0, what.find('\n')))));
+    } catch (const std::exception& error) {
+        fail(QString::fromStdString(error.what()));
+    }
+}
+
+}  // namespace widelab

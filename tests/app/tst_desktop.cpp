@@ -1,0 +1,350 @@
+// Tests of the desktop app (app/gui): the training controller's start, pause,
+// resume, stop and teardown sequences on a real training thread, and the main
+// window driven as a user drives it: validation that blocks Start, a short
+// training run with live curves, reopening the run, and closing mid-run.
+// Runs offscreen (QT_QPA_PLATFORM=offscreen); no torch header is included here.
+#include "ConfigAssessment.h"
+#include "ConfigPanel.h"
+#include "CurvePlot.h"
+#include "CurvesView.h"
+#include "LogPanel.h"
+#include "MainWindow.h"
+#include "TrainingController.h"
+
+#include <QAction>
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using namespace widelab;
+
+namespace {
+
+// A ListOps run small enough for a test: two blocks of width 32 with four experts.
+QJsonObject tinyDocument(int steps, int logEvery = 2)
+{
+    const QByteArray json = QStringLiteral(R"({
+        "name": "tiny",
+        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
+                  "num_classes": 10, "experts": 4, "top_k": 2, "pooling": "mean",
+                  "share_attention": true, "share_ffn": true},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256,
+                 "validation_size": 64, "test_size": 64},
+        "train": {"steps": %1, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5,
+                  "log_every": %2, "eval_every": 10, "checkpoint_every": 1000, "threads": 1}})")
+                                .arg(steps)
+                                .arg(logEvery)
+                                .toUtf8();
+    return QJsonDocument::fromJson(json).object();
+}
+
+QString compact(const QJsonObject& object) { return QString::fromUtf8(QJsonDocument(object).toJson(QJsonDocument::Compact)); }
+
+QStringList checkpoints(const QString& run)
+{
+    return QDir(run + QStringLiteral("/checkpoints")).entryList({QStringLiteral("step-*.pt")}, QDir::Files, QDir::Name);
+}
+
+int metricLines(const QString& run, const QString& type)
+{
+    QFile in(run + QStringLiteral("/metrics.jsonl"));
+    if (!in.open(QIODevice::ReadOnly))
+        return 0;
+    int count = 0;
+    while (!in.atEnd())
+        count += QJsonDocument::fromJson(in.readLine()).object().value(QStringLiteral("type")).toString() == type;
+    return count;
+}
+
+}  // namespace
+
+class TestDesktop : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void controllerStartsPausesResumesAndStops();
+    void controllerRefusesASecondStartAndReportsFailures();
+    void destroyingTheControllerSavesTheRun();
+    void assessmentMarksFieldsAndCountsParameters();
+    void invalidConfigurationBlocksStart();
+    void trainingThroughTheWindowDrawsCurvesAndReopens();
+    void closingDuringTrainingAsksThenStopsAndSaves();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void TestDesktop::initTestCase()
+{
+    QVERIFY(m_dir.isValid());
+    // Keep the user's settings out of it.
+    QStandardPaths::setTestModeEnabled(true);
+    QCoreApplication::setOrganizationName(QStringLiteral("WideLabTests"));
+    QSettings().clear();
+}
+
+void TestDesktop::controllerStartsPausesResumesAndStops()
+{
+    TrainingController controller;
+    QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    const QString run = m_dir.filePath(QStringLiteral("controller"));
+    QVERIFY(controller.start(compact(tinyDocument(100000, 1)), run, false));
+    QCOMPARE(controller.state(), TrainingController::State::Starting);
+    QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 3, 60000);
+    QCOMPARE(controller.state(), TrainingController::State::Running);
+
+    controller.pause();
+    QCOMPARE(controller.state(), TrainingController::State::Paused);
+    // At most the step in flight finishes; then nothing arrives while paused.
+    QTest::qWait(300);
+    const qsizetype paused = snapshots.count();
+    QTest::qWait(500);
+    QCOMPARE(snapshots.count(), paused);
+
+    controller.saveCheckpoint();  // served while paused
+    QTRY_VERIFY_WITH_TIMEOUT(!checkpoints(run).isEmpty(), 30000);
+
+    controller.resume();
+    QCOMPARE(controller.state(), TrainingController::State::Running);
+    QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() > paused + 2, 30000);
+
+    controller.stop();
+    QCOMPARE(controller.state(), TrainingController::State::Stopping);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.first().at(0).toString(), QStringLiteral("stopped"));
+    QCOMPARE(controller.state(), TrainingController::State::Idle);
+    const auto last = snapshots.last().at(0).value<TrainingSnapshot>();
+    QVERIFY(checkpoints(run).contains(QStringLiteral("step-%1.pt").arg(last.step, 8, 10, QLatin1Char('0'))));
+
+    // The same controller trains again, continuing the run: no leftover stop or pause.
+    QVERIFY(controller.start(compact(tinyDocument(last.step + 3, 1)), run, true));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
+    QCOMPARE(snapshots.last().at(0).value<TrainingSnapshot>().step, last.step + 3);
+}
+
+void TestDesktop::controllerRefusesASecondStartAndReportsFailures()
+{
+    TrainingController controller;
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    const QString run = m_dir.filePath(QStringLiteral("busy"));
+    QVERIFY(controller.start(compact(tinyDocument(100000)), run, false));
+    QVERIFY(!controller.start(compact(tinyDocument(10)), m_dir.filePath(QStringLiteral("other")), false));
+    controller.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+
+    // A language model on a file that is not there: the run fails with the key and the file.
+    QJsonObject document = tinyDocument(10);
+    QJsonObject task = document.value(QStringLiteral("task")).toObject();
+    task.insert(QStringLiteral("kind"), QStringLiteral("language_model"));
+    task.insert(QStringLiteral("path"), m_dir.filePath(QStringLiteral("no-such-file.txt")));
+    document.insert(QStringLiteral("task"), task);
+    QVERIFY(controller.start(compact(document), m_dir.filePath(QStringLiteral("failing")), false));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
+    QCOMPARE(finished.last().at(0).toString(), QStringLiteral("failed"));
+    const QString message = finished.last().at(1).toString();
+    QVERIFY2(message.contains(QStringLiteral("task.path")) && message.contains(QStringLiteral("no-such-file.txt")),
+             qPrintable(message));
+    QCOMPARE(controller.state(), TrainingController::State::Idle);
+
+    // A run directory another run holds: the lock's message reaches the user.
+    QVERIFY(controller.start(compact(tinyDocument(100000)), m_dir.filePath(QStringLiteral("held")), false));
+    QTRY_COMPARE_WITH_TIMEOUT(controller.state(), TrainingController::State::Running, 60000);
+    TrainingController second;
+    QSignalSpy secondFinished(&second, &TrainingController::finished);
+    QVERIFY(second.start(compact(tinyDocument(100000)), m_dir.filePath(QStringLiteral("held")), true));
+    QTRY_COMPARE_WITH_TIMEOUT(secondFinished.count(), 1, 60000);
+    QVERIFY2(secondFinished.first().at(1).toString().contains(QStringLiteral("in use by another training run")),
+             qPrintable(secondFinished.first().at(1).toString()));
+    controller.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 3, 60000);
+}
+
+void TestDesktop::destroyingTheControllerSavesTheRun()
+{
+    const QString run = m_dir.filePath(QStringLiteral("teardown"));
+    {
+        TrainingController controller;
+        QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+        QVERIFY(controller.start(compact(tinyDocument(100000, 1)), run, false));
+        QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 2, 60000);
+    }  // the destructor stops the run and waits for its checkpoint
+    QCOMPARE(checkpoints(run).size(), 1);
+}
+
+void TestDesktop::assessmentMarksFieldsAndCountsParameters()
+{
+    // WideNet's sharing: attention and MoE once, LayerNorms per block. By hand:
+    // token 20*32 + position 40*32 = 1920; attention 3*32*32+96 + 32*32+32 = 4224;
+    // experts 4*(64*32+64) + 4*(32*64+32) = 16768; router 4*32 = 128;
+    // LayerNorms 2 blocks * 2 * 64 = 256 and the final 64; classifier 32*10+10 = 330.
+    const ConfigAssessment tiny = assessDocument(tinyDocument(10));
+    QVERIFY(tiny.valid);
+    QCOMPARE(tiny.cost.stored, qint64{1920 + 4224 + 16768 + 128 + 256 + 64 + 330});
+    QCOMPARE(tiny.sketch.layers, 2);
+    QVERIFY(tiny.sketch.shareAttention && tiny.sketch.shareFfn && !tiny.sketch.shareLayerNorm);
+    QCOMPARE(tiny.sketch.experts, 4);
+
+    QJsonObject broken = tinyDocument(10);
+    QJsonObject model = broken.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("top_k"), 5);
+    model.insert(QStringLiteral("expertz"), 3);
+    broken.insert(QStringLiteral("model"), model);
+    const ConfigAssessment bad = assessDocument(broken);
+    QVERIFY(!bad.valid);
+    QStringList keys;
+    for (const FieldIssue& issue : bad.issues)
+        keys.append(issue.key);
+    QVERIFY2(keys.contains(QStringLiteral("model.top_k")), qPrintable(keys.join(QLatin1Char(' '))));
+    QVERIFY2(keys.contains(QStringLiteral("model.expertz")), qPrintable(keys.join(QLatin1Char(' '))));
+}
+
+void TestDesktop::invalidConfigurationBlocksStart()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-invalid")));
+    const QString file = m_dir.filePath(QStringLiteral("tiny.json"));
+    QFile out(file);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(tinyDocument(10)).toJson());
+    out.close();
+    QVERIFY(window.openConfiguration(file));
+    QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+
+    // Two experts with top-2 is fine; then one expert fewer than top_k asks for is not.
+    auto* experts = qobject_cast<QAbstractSpinBox*>(window.configPanel()->field(QStringLiteral("model.experts")));
+    QVERIFY(experts);
+    auto* topK = window.configPanel()->field(QStringLiteral("model.top_k"));
+    QVERIFY(topK);
+    QJsonObject document = window.configPanel()->document();
+    QJsonObject model = document.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("experts"), 2);
+    model.insert(QStringLiteral("top_k"), 3);
+    document.insert(QStringLiteral("model"), model);
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QTRY_VERIFY(!window.action(QStringLiteral("start"))->isEnabled());
+    QVERIFY2(window.startBlockedReason().contains(QStringLiteral("model.top_k")), qPrintable(window.startBlockedReason()));
+    QVERIFY(window.action(QStringLiteral("start"))->toolTip().contains(QStringLiteral("model.top_k")));
+    QVERIFY(!window.startTraining());
+    QVERIFY(window.runsList()->count() == 0);
+
+    // Typing a valid number back into the experts field (as a user does) unblocks Start.
+    experts->setFocus();
+    experts->selectAll();
+    QTest::keyClicks(experts, QStringLiteral("4"));
+    QTest::keyClick(experts, Qt::Key_Tab);
+    QTRY_VERIFY(window.action(QStringLiteral("start"))->isEnabled());
+    QVERIFY(window.startBlockedReason().isEmpty());
+}
+
+void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("runs-window"));
+    QString runDirectory;
+    int lossPoints = 0;
+    {
+        MainWindow window(runs);
+        window.show();
+        const QString file = m_dir.filePath(QStringLiteral("tiny20.json"));
+        QFile out(file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(QJsonDocument(tinyDocument(20)).toJson());
+        out.close();
+        QVERIFY(window.openConfiguration(file));
+        QSignalSpy finished(&window.controller(), &TrainingController::finished);
+        window.action(QStringLiteral("start"))->trigger();
+        QVERIFY(window.configPanel()->isReadOnly());
+        QVERIFY(!window.action(QStringLiteral("start"))->isEnabled());
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+        QCOMPARE(finished.first().at(0).toString(), QStringLiteral("completed"));
+        QVERIFY(!window.configPanel()->isReadOnly());
+
+        runDirectory = window.currentRunId();
+        QVERIFY(runDirectory.startsWith(runs));
+        // 20 steps logged every 2: ten training points, two validation points (steps 10, 20).
+        CurvePlot* loss = window.curves()->chart(QStringLiteral("loss"));
+        QVERIFY(loss);
+        lossPoints = static_cast<int>(loss->points(runDirectory, QStringLiteral("loss")).size());
+        QCOMPARE(lossPoints, 10);
+        QCOMPARE(loss->points(runDirectory, QStringLiteral("validation_loss")).size(), qsizetype{2});
+        QCOMPARE(loss->points(runDirectory, QStringLiteral("loss")).last().step, 20.0);
+        QCOMPARE(metricLines(runDirectory, QStringLiteral("train")), 10);
+        // The log panel shows the run's log: the set-up line written before the
+        // window was listening, then each validation as it happened.
+        const QStringList logLines = window.log()->visibleLines();
+        QVERIFY2(!logLines.isEmpty() && logLines.first().contains(QStringLiteral("device cpu")),
+                 qPrintable(logLines.join(QLatin1Char('\n'))));
+        QCOMPARE(logLines.filter(QStringLiteral("validation at step")).size(), 2);
+        // Start now continues this run: the document is still its own.
+        QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Continue"));
+    }
+    // Reopened in a new window: the same curves, read from the run directory.
+    MainWindow reopened(runs);
+    QVERIFY(reopened.openRun(runDirectory));
+    CurvePlot* loss = reopened.curves()->chart(QStringLiteral("loss"));
+    QCOMPARE(static_cast<int>(loss->points(runDirectory, QStringLiteral("loss")).size()), lossPoints);
+    QCOMPARE(reopened.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("tiny"));
+    QCOMPARE(reopened.log()->visibleLines().filter(QStringLiteral("validation at step 20")).size(), 1);
+
+    // Overlaid with a second run: both in the charts, each its own colour.
+    const QString other = m_dir.filePath(QStringLiteral("controller"));  // trained by the first test
+    QVERIFY(reopened.addRunToComparison(other));
+    QCOMPARE(reopened.curves()->runs().size(), 2);
+    QVERIFY(reopened.curves()->runColor(runDirectory) != reopened.curves()->runColor(QDir(other).absolutePath()));
+    QVERIFY(!loss->points(QDir(other).absolutePath(), QStringLiteral("loss")).isEmpty());
+    // Unticking a run in the runs list takes it out of the charts.
+    QListWidgetItem* item = reopened.runsList()->item(1);
+    item->setCheckState(Qt::Unchecked);
+    QCOMPARE(reopened.curves()->runs().size(), 1);
+
+    // Not a run: a clear message, nothing added.
+    QVERIFY(!reopened.addRunToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
+    QCOMPARE(reopened.runsList()->count(), 2);
+}
+
+void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
+{
+    auto* window = new MainWindow(m_dir.filePath(QStringLiteral("runs-close")));
+    window->setAttribute(Qt::WA_DeleteOnClose, false);
+    window->show();
+    const QString file = m_dir.filePath(QStringLiteral("long.json"));
+    QFile out(file);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(tinyDocument(100000, 1)).toJson());
+    out.close();
+    QVERIFY(window->openConfiguration(file));
+    QVERIFY(window->startTraining());
+    QSignalSpy snapshots(&window->controller(), &TrainingController::snapshot);
+    QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 2, 60000);
+
+    QVERIFY(!window->close());  // refused for now: the question is asked
+    auto* question = window->findChild<QMessageBox*>(QStringLiteral("closeQuestion"));
+    QVERIFY(question);
+    QVERIFY(window->isVisible());
+    QVERIFY(window->controller().busy());  // still training while the user decides
+    QPushButton* stop = nullptr;
+    for (QAbstractButton* button : question->buttons())
+        if (button->text() == QStringLiteral("Stop and Close"))
+            stop = qobject_cast<QPushButton*>(button);
+    QVERIFY(stop);
+    stop->click();
+    QTRY_VERIFY_WITH_TIMEOUT(!window->isVisible(), 60000);
+    QVERIFY(!window->controller().busy());
+    QCOMPARE(checkpoints(window->currentRunId()).size(), 1);
+    delete window;
+}
+
+QTEST_MAIN(TestDesktop)
+#include "tst_desktop.moc"
