@@ -302,6 +302,8 @@ void Trainer::loadLatestCheckpoint()
             message("warning", std::string(error.what()) + "; trying " + candidates[i + 1].filename().string());
             continue;
         }
+        if (candidates[i].filename() != "best.pt")
+            m_savedStep = m_state.step;
         if (!m_options.readOnly)
             message("info", "resumed from " + candidates[i].filename().string() + " at step "
                                 + std::to_string(m_state.step));
@@ -588,7 +590,8 @@ TrainSummary Trainer::run(TrainingControl& control)
     // Steps since the last snapshot are reported too, so the curves reach the stop.
     if (interval.steps > 0)
         publish(interval);
-    saveCheckpoint();
+    if (m_savedStep != m_state.step)  // not when the last step's checkpoint is already written
+        saveCheckpoint();
     summary.step = m_state.step;
     summary.message = summary.outcome == TrainOutcome::Stopped ? "stopped at step " + std::to_string(m_state.step)
                                                                 : "completed " + std::to_string(m_state.step) + " steps";
@@ -784,6 +787,7 @@ void Trainer::saveCheckpoint()
 {
     const std::filesystem::path file = m_directory / "checkpoints" / checkpointName(m_state.step);
     widelab::saveCheckpoint(file, *m_model, *m_optimizer, m_state);
+    m_savedStep = m_state.step;
     auto files = checkpoints();
     while (static_cast<std::int64_t>(files.size()) > m_run.train.keepLast) {
         std::filesystem::remove(files.front());

@@ -111,6 +111,7 @@ private:
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     CheckpointState m_state;
+    std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from
 
     std::vector<TrainingObserver*> m_observers;
     std::ofstream m_metrics;

@@ -66,6 +66,14 @@ std::string readText(const std::filesystem::path& file)
     return text.str();
 }
 
+int occurrences(const std::string& text, const std::string& part)
+{
+    int count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size()))
+        ++count;
+    return count;
+}
+
 // Waits up to `seconds` for `condition`, checking every 10 ms.
 template <typename Condition>
 bool waitFor(Condition condition, double seconds = 60.0)
@@ -326,6 +334,9 @@ void TestTrainer::resumeTrimsMetricsAndEvalWritesNothing()
     const std::filesystem::path run = fresh(dir, "run");
     std::atomic<bool> stop{false};
     Trainer(tinyRun(R"({"train": {"keep_last": 5}})"), run).run(stop);
+    // The last step is a checkpoint step: its checkpoint is written once, not again at the end.
+    const std::string log = readText(run / "log.txt");
+    QCOMPARE(occurrences(log, "checkpoint step-00000020.pt"), 1);
     std::filesystem::remove(run / "checkpoints" / "step-00000020.pt");
     QCOMPARE(metricLines(run, "train").size(), std::size_t{20});
     {
