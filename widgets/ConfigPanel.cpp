@@ -19,6 +19,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QSplitter>
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QStyle>
@@ -207,7 +208,24 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent)
         field->labelWidget->setMinimumWidth(labelWidth);
     contentLayout->addStretch(1);
     m_scroll->setWidget(content);
-    outer->addWidget(m_scroll, 1);
+
+    // The diagram stays in view above the form, so that it follows every edit
+    // the user makes further down; the splitter between them is theirs to move.
+    auto* architecture = new QGroupBox(tr("Architecture"), this);
+    architecture->setAccessibleName(tr("Architecture"));
+    auto* architectureLayout = new QVBoxLayout(architecture);
+    architectureLayout->setContentsMargins(4, 4, 4, 4);
+    m_diagram = new ArchitectureDiagram(architecture);
+    m_diagram->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+    architectureLayout->addWidget(m_diagram);
+    auto* split = new QSplitter(Qt::Vertical, this);
+    split->setObjectName(QStringLiteral("widelabConfigSplit"));
+    split->setChildrenCollapsible(false);
+    split->addWidget(architecture);
+    split->addWidget(m_scroll);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
+    outer->addWidget(split, 1);
 
     m_loading = true;
     for (auto& field : m_fields)
@@ -378,16 +396,6 @@ void ConfigPanel::addDevice(QFormLayout* form, const QString& key, const QString
 void ConfigPanel::buildForm(QVBoxLayout* content)
 {
     auto place = [content](QFormLayout* form) { content->addWidget(form->parentWidget()); };
-
-    {
-        auto* group = new QGroupBox(tr("Architecture"));
-        group->setAccessibleName(tr("Architecture"));
-        auto* layout = new QVBoxLayout(group);
-        layout->setContentsMargins(4, 4, 4, 4);
-        m_diagram = new ArchitectureDiagram(group);
-        layout->addWidget(m_diagram);
-        content->addWidget(group);
-    }
 
     QFormLayout* f = addGroup(tr("Run"));
     addText(f, "name", tr("Name"), tr("A short name for the run, shown in lists and plots."));

@@ -24,6 +24,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
@@ -31,6 +32,7 @@
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <cmath>
 
 namespace widelab {
@@ -336,9 +338,15 @@ void MainWindow::buildMenus()
 void MainWindow::restoreLayout()
 {
     QSettings settings;
-    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray()))
-        resize(1400, 900);
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    if (!restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray())) {
+        const QRect available = screen() ? screen()->availableGeometry() : QRect(0, 0, 1600, 1000);
+        resize(std::min(1600, available.width() * 9 / 10), std::min(1000, available.height() * 9 / 10));
+    }
+    if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray())) {
+        // First start: the charts get the room, the log a few lines.
+        resizeDocks({m_configDock, m_runsDock}, {440, 240}, Qt::Horizontal);
+        resizeDocks({m_logDock}, {150}, Qt::Vertical);
+    }
 }
 
 QAction* MainWindow::action(const QString& name) const { return m_actions.value(name); }
@@ -534,15 +542,12 @@ bool MainWindow::startTraining()
 {
     if (m_assessTimer.isActive())
         assess();
-    if (m_controller.busy()) {
-        m_startBlocked = tr("a run is in progress");
+    if (m_controller.busy())
         return false;
-    }
-    if (m_complete.isEmpty())
+    if (m_complete.isEmpty() || !startBlockedReason().isEmpty())
         return false;
     // The open run continues when the document is still its own; anything else is a new run.
-    const bool resume = !m_openRun.isEmpty() && identity(m_complete) == identity(m_openRunDocument)
-                        && QDir(m_openRun).exists(QStringLiteral("checkpoints"))
+    const bool resume = continuesOpenRun() && QDir(m_openRun).exists(QStringLiteral("checkpoints"))
                         && !QDir(m_openRun + QStringLiteral("/checkpoints"))
                                 .entryList({QStringLiteral("step-*.pt")}, QDir::Files)
                                 .isEmpty();
@@ -571,6 +576,25 @@ bool MainWindow::startTraining()
     m_openRunDocument = m_complete;
     const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
     return m_controller.start(json, directory, resume);
+}
+
+bool MainWindow::continuesOpenRun() const
+{
+    return !m_openRun.isEmpty() && !m_complete.isEmpty() && identity(m_complete) == identity(m_openRunDocument);
+}
+
+QString MainWindow::startBlockedReason() const
+{
+    if (m_controller.busy())
+        return tr("a run is in progress");
+    if (!m_startBlocked.isEmpty())
+        return m_startBlocked;
+    // Continuing a run that has done all its steps would only write its last checkpoint again.
+    const RunRecord* open = continuesOpenRun() ? record(m_openRun) : nullptr;
+    const qint64 steps = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
+    if (open && static_cast<qint64>(open->lastStep()) >= steps)
+        return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
+    return QString();
 }
 
 void MainWindow::onStateChanged(TrainingController::State state)
@@ -639,11 +663,9 @@ void MainWindow::updateActions()
     const bool idle = state == TrainingController::State::Idle;
     const bool live = state == TrainingController::State::Running || state == TrainingController::State::Paused;
     QAction* start = m_actions.value(QStringLiteral("start"));
-    const bool canStart = idle && !m_complete.isEmpty();
-    start->setEnabled(canStart);
-    const bool continues = !m_openRun.isEmpty() && identity(m_complete) == identity(m_openRunDocument);
-    start->setText(continues ? tr("&Continue") : tr("&Start"));
-    const QString reason = idle ? m_startBlocked : QString();
+    const QString reason = idle ? startBlockedReason() : QString();
+    start->setEnabled(idle && reason.isEmpty());
+    start->setText(continuesOpenRun() ? tr("&Continue") : tr("&Start"));
     start->setToolTip(reason.isEmpty() ? start->text().remove(QLatin1Char('&')) + QStringLiteral(" (F5)")
                                        : tr("Cannot start: %1").arg(reason));
     m_startReason->setText(reason.isEmpty() ? QString() : tr("Cannot start: %1").arg(reason));

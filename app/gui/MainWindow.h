@@ -41,7 +41,7 @@ public:
     // Starts (or continues) training what the panel shows; false with the reason
     // in startBlockedReason() when it cannot start.
     bool startTraining();
-    QString startBlockedReason() const { return m_startBlocked; }
+    QString startBlockedReason() const;
     QString runsRoot() const { return m_runsRoot; }
 
     // For tests and automation.
@@ -65,6 +65,7 @@ private:
     void assess();
     void setDocument(const QJsonObject& document, bool modified);
     void updateActions();
+    bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
     void updateTitle();
     void showProblem(const QString& title, const QString& text);
     void rememberRecent(const QString& path);

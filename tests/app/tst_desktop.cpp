@@ -287,8 +287,30 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QVERIFY2(!logLines.isEmpty() && logLines.first().contains(QStringLiteral("device cpu")),
                  qPrintable(logLines.join(QLatin1Char('\n'))));
         QCOMPARE(logLines.filter(QStringLiteral("validation at step")).size(), 2);
-        // Start now continues this run: the document is still its own.
-        QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Continue"));
+        // The run has done its 20 steps: Start would continue it, and says why it cannot.
+        QAction* start = window.action(QStringLiteral("start"));
+        QCOMPARE(start->text(), QStringLiteral("&Continue"));
+        QVERIFY(!start->isEnabled());
+        QVERIFY2(window.startBlockedReason().contains(QStringLiteral("done all its 20 steps")),
+                 qPrintable(window.startBlockedReason()));
+        // Raising train.steps continues the same run from its checkpoint.
+        QJsonObject document = window.configPanel()->document();
+        QJsonObject train = document.value(QStringLiteral("train")).toObject();
+        train.insert(QStringLiteral("steps"), 24);
+        document.insert(QStringLiteral("train"), train);
+        window.configPanel()->setDocument(document);
+        Q_EMIT window.configPanel()->documentChanged();
+        QTRY_VERIFY(start->isEnabled());
+        QCOMPARE(start->text(), QStringLiteral("&Continue"));
+        start->trigger();
+        QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+        QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
+        QCOMPARE(window.currentRunId(), runDirectory);
+        QCOMPARE(window.runsList()->count(), 1);
+        lossPoints = static_cast<int>(loss->points(runDirectory, QStringLiteral("loss")).size());
+        QCOMPARE(lossPoints, 12);
+        QCOMPARE(loss->points(runDirectory, QStringLiteral("loss")).last().step, 24.0);
+        QVERIFY(!window.log()->visibleLines().filter(QStringLiteral("resumed from step-00000020.pt")).isEmpty());
     }
     // Reopened in a new window: the same curves, read from the run directory.
     MainWindow reopened(runs);
