@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The first command of the README: install what is missing, build, and train a
-# preset (default: widenet) into runs/PRESET with the command-line trainer.
-# Ctrl-C saves a checkpoint; running the command again resumes the run.
+# preset (default: widenet).
+#
+# With a display, the desktop app opens and starts training the preset at once
+# (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
+# command-line trainer trains it into runs/PRESET with a progress bar: Ctrl-C
+# saves a checkpoint, and running the command again resumes the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset="${1:-widenet}"
 packaging/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build --parallel "$(nproc)" --target widelab-cli
+cmake --build build --parallel "$(nproc)" --target widelab-cli widelab
 build/app/cli/widelab-cli params "$preset"
+if [[ -z "${WIDELAB_CLI:-}" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]]; then
+  exec build/app/gui/widelab "$preset" --train --runs runs
+fi
 resume=()
 if compgen -G "runs/$preset/checkpoints/step-*.pt" >/dev/null; then
   resume=(--resume)
