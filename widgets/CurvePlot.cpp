@@ -38,10 +38,19 @@ constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine
 constexpr std::array<QCPScatterStyle::ScatterShape, 4> kMarkerShapes = {
     QCPScatterStyle::ssDisc, QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangle};
 
-const QColor kAxisColor(110, 110, 110);
-const QColor kTextColor(50, 50, 50);
-const QColor kGridColor(228, 228, 228);
-const QColor kHiddenTextColor(170, 170, 170);
+// `a` moved towards `b` by `t` (0: a, 1: b).
+QColor blend(const QColor& a, const QColor& b, double t)
+{
+    return QColor::fromRgbF(static_cast<float>(a.redF() + (b.redF() - a.redF()) * t),
+                            static_cast<float>(a.greenF() + (b.greenF() - a.greenF()) * t),
+                            static_cast<float>(a.blueF() + (b.blueF() - a.blueF()) * t));
+}
+
+QColor withAlpha(QColor color, int alpha)
+{
+    color.setAlpha(alpha);
+    return color;
+}
 
 // The shortest decimal text that reads back to the same double.
 QByteArray csvNumber(double value)
@@ -119,22 +128,14 @@ CurvePlot::CurvePlot(QWidget* parent)
 
     plotLayout()->insertRow(0);
     m_title = new QCPTextElement(this, QString(), smallFont(font(), 10, true));
-    m_title->setTextColor(kTextColor);
     m_title->setMargins(QMargins(0, 4, 0, 0));
     plotLayout()->addElement(0, 0, m_title);
 
     for (QCPAxis* axis : {xAxis, yAxis}) {
-        axis->setBasePen(QPen(kAxisColor));
-        axis->setTickPen(QPen(kAxisColor));
-        axis->setSubTickPen(QPen(kAxisColor));
-        axis->setTickLabelColor(kTextColor);
-        axis->setLabelColor(kTextColor);
         axis->setTickLabelFont(smallFont(font(), 8));
         axis->setLabelFont(smallFont(font(), 8));
         axis->setTickLengthOut(0);
         axis->setSubTickLengthOut(0);
-        axis->grid()->setPen(QPen(kGridColor, 0));
-        axis->grid()->setZeroLinePen(QPen(kGridColor.darker(115), 0));
     }
     xAxis->setLabelPadding(2);
     m_valueTicker = QSharedPointer<ValueAxisTicker>::create();
@@ -143,9 +144,6 @@ CurvePlot::CurvePlot(QWidget* parent)
 
     legend->setVisible(false);
     legend->setFont(smallFont(font(), 8));
-    legend->setTextColor(kTextColor);
-    legend->setBrush(QColor(255, 255, 255, 215));
-    legend->setBorderPen(QPen(QColor(205, 205, 205)));
     legend->setIconSize(22, 11);
     legend->setRowSpacing(-2);
     legend->setMargins(QMargins(5, 3, 5, 3));
@@ -162,9 +160,6 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_hoverLabel->setTextAlignment(Qt::AlignLeft);
     m_hoverLabel->setPadding(QMargins(6, 4, 6, 4));
     m_hoverLabel->setFont(smallFont(font(), 8));
-    m_hoverLabel->setColor(kTextColor);
-    m_hoverLabel->setBrush(QColor(255, 255, 255, 235));
-    m_hoverLabel->setPen(QPen(QColor(170, 170, 170)));
     m_hoverLabel->setClipToAxisRect(false);
     m_hoverLabel->setVisible(false);
 
@@ -187,6 +182,48 @@ CurvePlot::CurvePlot(QWidget* parent)
             });
 
     configureXAxis();
+    applyPalette();
+}
+
+void CurvePlot::applyPalette()
+{
+    // Light or dark, as the system's palette is: text and background from it,
+    // the rest mixed between the two.
+    const QPalette pal = palette();
+    const QColor background = pal.color(QPalette::Base);
+    const QColor text = pal.color(QPalette::Text);
+    m_colors.text = blend(text, background, 0.2);
+    m_colors.axis = blend(text, background, 0.55);
+    m_colors.grid = blend(text, background, 0.9);
+    m_colors.hiddenText = blend(text, background, 0.65);
+    m_colors.background = background;
+
+    setBackground(background);
+    m_title->setTextColor(m_colors.text);
+    for (QCPAxis* axis : {xAxis, yAxis}) {
+        axis->setBasePen(QPen(m_colors.axis));
+        axis->setTickPen(QPen(m_colors.axis));
+        axis->setSubTickPen(QPen(m_colors.axis));
+        axis->setTickLabelColor(m_colors.text);
+        axis->setLabelColor(m_colors.text);
+        axis->grid()->setPen(QPen(m_colors.grid, 0));
+        axis->grid()->setZeroLinePen(QPen(blend(text, background, 0.8), 0));
+    }
+    legend->setTextColor(m_colors.text);
+    legend->setBrush(withAlpha(background, 215));
+    legend->setBorderPen(QPen(blend(text, background, 0.8)));
+    m_hoverLabel->setColor(m_colors.text);
+    m_hoverLabel->setBrush(withAlpha(background, 235));
+    m_hoverLabel->setPen(QPen(m_colors.hiddenText));
+    m_legendDirty = true;
+    scheduleRefresh();
+}
+
+void CurvePlot::changeEvent(QEvent* event)
+{
+    QCustomPlot::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange)
+        applyPalette();
 }
 
 CurvePlot::~CurvePlot() = default;
@@ -372,7 +409,7 @@ void CurvePlot::rebuildLegend()
                 continue;
             s->line->addToLegend();
             if (auto* item = legend->itemWithPlottable(s->line))
-                item->setTextColor(s->visible ? kTextColor : kHiddenTextColor);
+                item->setTextColor(s->visible ? m_colors.text : m_colors.hiddenText);
         }
     }
     legend->setVisible(legend->itemCount() > 0);
@@ -1053,11 +1090,11 @@ void CurvePlot::setHover(const Readout& readout)
         return;
     }
     const Series* s = findSeries(readout.runId, readout.series);
-    const QColor color = s ? s->run->color : kTextColor;
+    const QColor color = s ? s->run->color : m_colors.text;
     const double y = (m_xMode == XAxisMode::Parameters || m_smoothing > 0) ? readout.smoothed : readout.raw;
     m_tracer->position->setCoords(readout.x, y);
     m_tracer->setPen(QPen(color, 1.5));
-    m_tracer->setBrush(QColor(255, 255, 255, 160));
+    m_tracer->setBrush(withAlpha(m_colors.background, 160));
 
     const QString text = readoutText(readout);
     m_hoverLabel->setText(text);

@@ -167,8 +167,16 @@ protected:
     void leaveEvent(QEvent* event) override;
     void focusInEvent(QFocusEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
+    void changeEvent(QEvent* event) override;  // a new palette (light or dark) recolours the chart
 
 private:
+    // The chart's own colours, derived from the widget's palette.
+    struct Colors {
+        QColor text, axis, grid, hiddenText, background;
+    };
+    void applyPalette();
+    Colors m_colors;
+
     struct Run;
     struct Series;
 

@@ -68,6 +68,7 @@ private Q_SLOTS:
     void imagesCarryTheRightMagic();
     void imageExportRejectsUnknownSuffixes();
     void runsCanBeClearedAndRemoved();
+    void aDarkPaletteGivesADarkChart();
 };
 
 void TestCurvePlot::smoothedLineIsTheDebiasedEmaAndRawStaysFaint()
@@ -670,6 +671,25 @@ void TestCurvePlot::runsCanBeClearedAndRemoved()
     QCOMPARE(plot.graphCount(), 2);
     QCOMPARE(plot.legend->itemCount(), 0);
     QVERIFY(plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss")) == nullptr);
+}
+
+void TestCurvePlot::aDarkPaletteGivesADarkChart()
+{
+    CurvePlot plot;
+    plot.resize(320, 220);
+    const QImage light = plot.toPixmap(320, 220).toImage();
+    QVERIFY(light.pixelColor(2, 2).lightness() > 200);  // the default palette is light here
+
+    QPalette dark = plot.palette();
+    dark.setColor(QPalette::Base, QColor(30, 30, 30));
+    dark.setColor(QPalette::Text, QColor(230, 230, 230));
+    plot.setPalette(dark);
+    const QImage image = plot.toPixmap(320, 220).toImage();
+    QVERIFY2(image.pixelColor(2, 2).lightness() < 60, qPrintable(image.pixelColor(2, 2).name()));
+    // Text stays readable on it: light labels, a grid between the two.
+    QVERIFY(plot.xAxis->tickLabelColor().lightness() > 150);
+    const int grid = plot.xAxis->grid()->pen().color().lightness();
+    QVERIFY(grid > 30 && grid < 150);
 }
 
 QTEST_MAIN(TestCurvePlot)
