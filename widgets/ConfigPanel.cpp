@@ -208,6 +208,10 @@ ConfigPanel::ConfigPanel(QWidget* parent) : QWidget(parent)
         field->labelWidget->setMinimumWidth(labelWidth);
     contentLayout->addStretch(1);
     m_scroll->setWidget(content);
+    // Narrower than its fields, the form would be cut off at the right (it never
+    // scrolls sideways): the panel asks for the room its widest row needs.
+    m_scroll->setMinimumWidth(content->minimumSizeHint().width()
+                              + m_scroll->verticalScrollBar()->sizeHint().width());
 
     // The diagram stays in view above the form, so that it follows every edit
     // the user makes further down; the splitter between them is theirs to move.

@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
@@ -106,6 +107,27 @@ class TestConfigPanel : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void aNarrowPanelNeverCutsOffItsFields()
+    {
+        // The form does not scroll sideways: squeezed, the panel keeps the width
+        // its fields need instead of clipping them at the right.
+        ConfigPanel panel;
+        panel.setDocument(completeWideNet());
+        panel.resize(120, 700);
+        panel.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&panel));
+        auto* scroll = panel.findChild<QScrollArea*>();
+        QVERIFY(scroll);
+        const int visibleWidth = scroll->viewport()->width();
+        for (const QString& key : {QStringLiteral("name"), QStringLiteral("model.experts"), QStringLiteral("task.kind"),
+                                   QStringLiteral("train.device")}) {
+            QWidget* editor = panel.field(key);
+            QVERIFY2(editor, qPrintable(key));
+            const int right = editor->mapTo(scroll->viewport(), QPoint(editor->width(), 0)).x();
+            QVERIFY2(right <= visibleWidth, qPrintable(QStringLiteral("%1 ends at %2 of %3").arg(key).arg(right).arg(visibleWidth)));
+        }
+    }
+
     void everyKeyOfTheDocumentHasAnEditor()
     {
         ConfigPanel panel;
