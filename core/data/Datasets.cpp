@@ -637,7 +637,8 @@ void TextFile::addTexts(VocabularyBuilder& builder) const
         try {
             builder.add(data.substr(start, end - start));
         } catch (const InvalidUtf8& e) {
-            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(start + e.offset()));
+            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(start + e.offset())
+                            + " (word and character tokenizers need UTF-8 text; the byte tokenizer takes any file)");
         }
         start = end;
     }

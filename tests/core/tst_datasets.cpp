@@ -616,10 +616,12 @@ void TestDatasets::invalidUtf8NamesTheOffset()
     QVERIFY(!std::filesystem::exists(file.cachePath(word)));
     for (const auto& entry : std::filesystem::directory_iterator(dir.path().toStdString()))
         QVERIFY2(entry.path() == path, entry.path().c_str());
-    // Building a vocabulary says the same.
+    // Building a vocabulary says the same, and both say what takes such a file.
     VocabularyBuilder builder(TokenizerKind::Character);
     const std::string builderMessage = dataErrorOf([&] { file.addTexts(builder); });
     QVERIFY2(contains(builderMessage, path.string()) && contains(builderMessage, "byte 13"), builderMessage.c_str());
+    QVERIFY2(contains(message, "byte tokenizer takes any file"), message.c_str());
+    QVERIFY2(contains(builderMessage, "byte tokenizer takes any file"), builderMessage.c_str());
     // The byte tokenizer takes the file as it is.
     const auto dataset = file.dataset(Split::Train, Tokenizer::bytes(), 100, kAllTrain);
     QVERIFY(dataset->get(0).ids == bytesOf(content.substr(0, content.size() - 1)));
