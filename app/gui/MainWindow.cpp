@@ -547,10 +547,7 @@ bool MainWindow::startTraining()
     if (m_complete.isEmpty() || !startBlockedReason().isEmpty())
         return false;
     // The open run continues when the document is still its own; anything else is a new run.
-    const bool resume = continuesOpenRun() && QDir(m_openRun).exists(QStringLiteral("checkpoints"))
-                        && !QDir(m_openRun + QStringLiteral("/checkpoints"))
-                                .entryList({QStringLiteral("step-*.pt")}, QDir::Files)
-                                .isEmpty();
+    const bool resume = continuesOpenRun();
     QString directory = m_openRun;
     if (!resume) {
         const QString name = m_complete.value(QStringLiteral("name")).toString();
@@ -580,7 +577,11 @@ bool MainWindow::startTraining()
 
 bool MainWindow::continuesOpenRun() const
 {
-    return !m_openRun.isEmpty() && !m_complete.isEmpty() && identity(m_complete) == identity(m_openRunDocument);
+    // A run that failed before its first checkpoint has nothing to continue from.
+    return !m_openRun.isEmpty() && !m_complete.isEmpty() && identity(m_complete) == identity(m_openRunDocument)
+           && !QDir(QDir(m_openRun).filePath(QStringLiteral("checkpoints")))
+                   .entryList({QStringLiteral("step-*.pt")}, QDir::Files)
+                   .isEmpty();
 }
 
 QString MainWindow::startBlockedReason() const

@@ -78,6 +78,7 @@ private Q_SLOTS:
     void destroyingTheControllerSavesTheRun();
     void assessmentMarksFieldsAndCountsParameters();
     void invalidConfigurationBlocksStart();
+    void aBadDataFileIsAMessageAndTheRunStays();
     void trainingThroughTheWindowDrawsCurvesAndReopens();
     void closingDuringTrainingAsksThenStopsAndSaves();
 
@@ -334,6 +335,54 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     // Not a run: a clear message, nothing added.
     QVERIFY(!reopened.addRunToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
     QCOMPARE(reopened.runsList()->count(), 2);
+}
+
+void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
+{
+    // A language model on a file that is not UTF-8, read with the word tokenizer:
+    // valid as a configuration, it fails once training reads the file.
+    const QString data = m_dir.filePath(QStringLiteral("notes.bin"));
+    QFile bytes(data);
+    QVERIFY(bytes.open(QIODevice::WriteOnly));
+    bytes.write(QByteArray("some words \xFF\xFE then more words\n").repeated(20));
+    bytes.close();
+    QJsonObject document = tinyDocument(10);
+    QJsonObject model = document.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("head"), QStringLiteral("language_model"));
+    model.insert(QStringLiteral("vocab_size"), 64);
+    document.insert(QStringLiteral("model"), model);
+    document.insert(QStringLiteral("task"), QJsonObject{{QStringLiteral("kind"), QStringLiteral("language_model")},
+                                                         {QStringLiteral("path"), data},
+                                                         {QStringLiteral("tokenizer"), QStringLiteral("word")}});
+    const QString file = m_dir.filePath(QStringLiteral("bad-data.json"));
+    QFile out(file);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(document).toJson());
+    out.close();
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-bad-data")));
+    window.show();
+    QVERIFY(window.openConfiguration(file));
+    QVERIFY2(window.startBlockedReason().isEmpty(), qPrintable(window.startBlockedReason()));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.first().at(0).toString(), QStringLiteral("failed"));
+
+    // Told in words, naming the file, the place and what would work; the window goes on.
+    auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
+    QVERIFY(problem);
+    QVERIFY2(problem->text().contains(data) && problem->text().contains(QStringLiteral("invalid UTF-8"))
+                 && problem->text().contains(QStringLiteral("byte tokenizer")),
+             qPrintable(problem->text()));
+    QVERIFY(!window.controller().busy());
+    QVERIFY(!window.configPanel()->isReadOnly());
+    // The run stays listed with its log; with no checkpoint there is nothing to
+    // continue, so Start starts afresh.
+    QCOMPARE(window.runsList()->count(), 1);
+    QVERIFY(QFileInfo::exists(window.currentRunId() + QStringLiteral("/log.txt")));
+    QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Start"));
+    QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
 }
 
 void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
