@@ -98,7 +98,12 @@ QString slug(const QString& text)
 {
     QString s = text.toLower();
     s.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
-    s = s.mid(0, 40);
+    // Short enough to read in a legend: whole words up to 24 characters.
+    constexpr int kLongest = 24;
+    if (s.size() > kLongest) {
+        const int cut = static_cast<int>(s.left(kLongest + 1).lastIndexOf(QLatin1Char('-')));
+        s = s.left(cut > 0 ? cut : kLongest);
+    }
     while (s.startsWith(QLatin1Char('-')))
         s.remove(0, 1);
     while (s.endsWith(QLatin1Char('-')))

@@ -19,6 +19,7 @@
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -347,6 +348,7 @@ void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
     bytes.write(QByteArray("some words \xFF\xFE then more words\n").repeated(20));
     bytes.close();
     QJsonObject document = tinyDocument(10);
+    document.insert(QStringLiteral("name"), QStringLiteral("Transformer 6x8 (Wide Attention, laptop scale)"));
     QJsonObject model = document.value(QStringLiteral("model")).toObject();
     model.insert(QStringLiteral("head"), QStringLiteral("language_model"));
     model.insert(QStringLiteral("vocab_size"), 64);
@@ -381,6 +383,10 @@ void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
     // continue, so Start starts afresh.
     QCOMPARE(window.runsList()->count(), 1);
     QVERIFY(QFileInfo::exists(window.currentRunId() + QStringLiteral("/log.txt")));
+    // Named after the configuration, in whole words short enough for a legend, and the time.
+    const QString folder = QFileInfo(window.currentRunId()).fileName();
+    QVERIFY2(QRegularExpression(QStringLiteral("^transformer-6x8-wide-\\d{8}-\\d{6}$")).match(folder).hasMatch(),
+             qPrintable(folder));
     QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Start"));
     QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
 }
