@@ -13,11 +13,10 @@
 namespace widelab {
 namespace {
 
+// `amount` of `colour` over `background`.
 QColor mix(const QColor& colour, const QColor& background, double amount)
 {
-    return QColor::fromRgbF(colour.redF() * amount + background.redF() * (1 - amount),
-                            colour.greenF() * amount + background.greenF() * (1 - amount),
-                            colour.blueF() * amount + background.blueF() * (1 - amount));
+    return palette::blend(background, colour, amount);
 }
 
 QColor moduleColour(const DiagramItem& item)

@@ -1,6 +1,7 @@
 #include "CurvePlot.h"
 
 #include "CurveMath.h"
+#include "Palette.h"
 #include "SiAxisTicker.h"
 #include "ValueAxisTicker.h"
 
@@ -38,13 +39,7 @@ constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine
 constexpr std::array<QCPScatterStyle::ScatterShape, 4> kMarkerShapes = {
     QCPScatterStyle::ssDisc, QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangle};
 
-// `a` moved towards `b` by `t` (0: a, 1: b).
-QColor blend(const QColor& a, const QColor& b, double t)
-{
-    return QColor::fromRgbF(static_cast<float>(a.redF() + (b.redF() - a.redF()) * t),
-                            static_cast<float>(a.greenF() + (b.greenF() - a.greenF()) * t),
-                            static_cast<float>(a.blueF() + (b.blueF() - a.blueF()) * t));
-}
+using palette::blend;
 
 QColor withAlpha(QColor color, int alpha)
 {

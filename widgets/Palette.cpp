@@ -29,4 +29,11 @@ QColor seriesColor(int index)
 QColor sharedColor() { return QColor::fromRgba(kSeries[1]); }
 QColor individualColor() { return QColor::fromRgba(kSeries[0]); }
 
+QColor blend(const QColor& from, const QColor& to, double t)
+{
+    auto channel = [t](float a, float b) { return static_cast<float>(a + (b - a) * t); };
+    return QColor::fromRgbF(channel(from.redF(), to.redF()), channel(from.greenF(), to.greenF()),
+                            channel(from.blueF(), to.blueF()));
+}
+
 }  // namespace widelab::palette

@@ -1,4 +1,4 @@
-// defines: palette::seriesColor, palette::seriesCount: the colours WideLab gives
+// defines: palette::seriesColor, palette::seriesCount, palette::blend: the colours WideLab gives
 // runs, series and experts, safe for the common forms of colour blindness
 #pragma once
 
@@ -14,5 +14,10 @@ QColor seriesColor(int index);
 // The colour for "shared across blocks" and "individual per block" in diagrams.
 QColor sharedColor();
 QColor individualColor();
+
+// `from` moved towards `to` by `t` (0: from, 1: to), opaque: how the views mix
+// their greys and tints from the widget palette's text and base colours, so
+// that they follow a light or a dark theme.
+QColor blend(const QColor& from, const QColor& to, double t);
 
 }  // namespace widelab::palette
