@@ -590,12 +590,12 @@ void ConfigPanel::buildForm(QVBoxLayout* content)
     addInt(f, "train.checkpoint_every", tr("Checkpoint every"), 1, kBig, 200, tr("Steps between checkpoints."));
     addInt(f, "train.keep_last", tr("Checkpoints kept"), 1, 1000, 3, tr("Older checkpoints are deleted."));
     addInt(f, "train.probe_every", tr("Probe every"), 0, kBig, 0,
-           tr("Steps between inspections of the probe texts (attention, routing, prediction); 0: only on "
-              "request."),
-           tr("on request"));
+           tr("Steps between inspections of the probe texts (attention, routing, prediction); 0: with every "
+              "validation."),
+           tr("with validation"));
     addLines(f, "train.probes", tr("Probe texts"),
              tr("Texts inspected during training, one per line: their attention maps, expert routing and "
-                "prediction."));
+                "prediction. Empty: a short validation example. Texts added in the Attention view join them."));
     place(f);
 }
 

@@ -107,4 +107,27 @@ std::vector<PathWeights> pathWeights(const WideTransformerImpl& model)
     return all;
 }
 
+std::vector<std::pair<std::string, std::string>> UnusedExpertWatch::update(const std::vector<RoutingStats>& routing,
+                                                                          std::int64_t step)
+{
+    std::vector<std::pair<std::string, std::string>> messages;
+    for (const RoutingStats& stats : routing) {
+        std::vector<int>& idle = m_idle[stats.block];
+        idle.resize(stats.tokensPerExpert.size(), 0);
+        for (std::size_t expert = 0; expert < stats.tokensPerExpert.size(); ++expert) {
+            const std::string which = "expert " + std::to_string(expert) + " of block " + std::to_string(stats.block);
+            if (stats.tokensPerExpert[expert] > 0) {
+                if (idle[expert] >= m_deadAfter)
+                    messages.emplace_back("info", which + " receives tokens again at step " + std::to_string(step));
+                idle[expert] = 0;
+            } else if (++idle[expert] == m_deadAfter) {
+                messages.emplace_back("warning", which + " received no tokens in the last "
+                                                     + std::to_string(m_deadAfter) + " measurements (to step "
+                                                     + std::to_string(step) + ")");
+            }
+        }
+    }
+    return messages;
+}
+
 }  // namespace widelab

@@ -60,8 +60,8 @@ struct TrainConfig {
     std::int64_t evalBatches = 20;            // 0: the whole validation split
     std::int64_t checkpointEvery = 200;
     std::int64_t keepLast = 3;
-    std::int64_t probeEvery = 0;              // 0: probes only on request
-    std::vector<std::string> probes;          // texts inspected during training
+    std::int64_t probeEvery = 0;              // 0: with every validation
+    std::vector<std::string> probes;          // texts inspected during training (empty: a validation example)
 };
 
 // A run: the model with its task and training. Missing sections take defaults.

@@ -227,6 +227,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
             trimMetrics(metricsFile, m_state.step);
     } else {
         m_state.scheduleSteps = m_totalSteps;
+        if (m_run.train.probes.empty())
+            m_run.train.probes.push_back(defaultProbeText());
         // A new run: whatever an earlier, checkpoint-less attempt left goes.
         std::error_code ignored;
         std::filesystem::remove(metricsFile, ignored);
@@ -235,6 +237,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         writeFileAtomically(m_directory / "tokenizer.json", m_tokenizer->toJson().dump() + "\n");
         writeFileAtomically(m_directory / "labels.json", nlohmann::json(m_labels).dump() + "\n");
     }
+    if (m_options.resume && m_run.train.probes.empty())  // a run from before probes had a default
+        keepProbe(defaultProbeText());
     if (!m_options.readOnly)
         m_metrics.open(metricsFile, std::ios::app);
     message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_train->size())
@@ -255,7 +259,7 @@ void Trainer::checkResumedDocument()
         nlohmann::json json = document.toJson();
         for (const char* key : {"name", "description"})
             json.erase(key);
-        for (const char* key : {"steps", "device", "threads"})
+        for (const char* key : {"steps", "device", "threads", "probes", "probe_every"})
             json["train"].erase(key);
         return json;
     };
@@ -272,11 +276,20 @@ void Trainer::checkResumedDocument()
     }
     if (!issues.empty())
         throw ConfigError(std::move(issues));
-    if (saved.train.steps != m_run.train.steps) {
+    // Probes do not change training: the run keeps its own and gains the document's new ones.
+    std::vector<std::string> probes = saved.train.probes;
+    for (const std::string& text : m_run.train.probes)
+        if (std::find(probes.begin(), probes.end(), text) == probes.end())
+            probes.push_back(text);
+    m_run.train.probes = probes;
+    const bool probesChanged = probes != saved.train.probes;
+    if (saved.train.steps != m_run.train.steps)
         message("info", "the run now lasts " + std::to_string(m_run.train.steps) + " steps (was "
                             + std::to_string(saved.train.steps) + ")");
+    if (saved.train.steps != m_run.train.steps || probesChanged) {
         nlohmann::json updated = savedJson;
         updated["train"]["steps"] = m_run.train.steps;
+        updated["train"]["probes"] = probes;
         writeFileAtomically(m_directory / "config.json", updated.dump(2) + "\n");
     }
 }
@@ -475,9 +488,11 @@ void Trainer::serveRequests(TrainingControl& control, Interval& interval)
     const double start = nowSeconds();
     if (control.takeCheckpointRequest())
         saveCheckpoint();
-    for (const std::string& text : control.takeProbeRequests()) {
+    for (const TrainingControl::ProbeRequest& request : control.takeProbeRequests()) {
         try {
-            probe(text);
+            probe(request.text);
+            if (request.keep)
+                keepProbe(request.text);
         } catch (const std::exception& error) {
             message("warning", std::string("probe skipped: ") + error.what());
         }
@@ -574,7 +589,8 @@ TrainSummary Trainer::run(TrainingControl& control)
         }
         if (m_state.step % t.checkpointEvery == 0)
             saveCheckpoint();
-        if (t.probeEvery > 0 && m_state.step % t.probeEvery == 0) {
+        const std::int64_t probeEvery = t.probeEvery > 0 ? t.probeEvery : t.evalEvery;
+        if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps) {
             for (const auto& text : t.probes) {
                 try {
                     probe(text);
@@ -697,8 +713,11 @@ void Trainer::publish(Interval& interval)
     s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
     s.memoryBytes = residentBytes();
 
-    if (m_run.model.isMoe())
+    if (m_run.model.isMoe()) {
         s.routing = routingStats(interval.trace, m_run.model.experts);
+        for (const auto& [level, text] : m_unusedExperts.update(s.routing, m_state.step))
+            message(level, text);
+    }
     std::vector<torch::Tensor> gammas, betas;
     for (const BlockNorms& norms : m_model->blockNorms()) {
         s.attentionGamma.push_back(toFloats(norms.attentionGamma));
@@ -759,6 +778,39 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
     for (auto* observer : m_observers)
         observer->onEvaluation(result);
     return result;
+}
+
+// A short validation example, so that a run shows attention and routing on its
+// own kind of text before the user types one: the shortest of the first few,
+// cut to a length whose attention maps stay readable.
+std::string Trainer::defaultProbeText() const
+{
+    constexpr std::int64_t kCandidates = 64;
+    constexpr std::size_t kMaxTokens = 40;
+    std::vector<std::int64_t> best;
+    for (std::int64_t i = 0; i < std::min(kCandidates, m_validation->size()); ++i) {
+        std::vector<std::int64_t> ids = m_validation->get(i).ids;
+        if (i == 0 || ids.size() < best.size())
+            best = std::move(ids);
+    }
+    if (best.size() > kMaxTokens)
+        best.resize(kMaxTokens);
+    return m_tokenizer->decode(best);
+}
+
+// A probe the user asked the run to keep: inspected with the others from now
+// on, and written into config.json so that it stays with the run.
+void Trainer::keepProbe(const std::string& text)
+{
+    std::vector<std::string>& probes = m_run.train.probes;
+    if (std::find(probes.begin(), probes.end(), text) != probes.end())
+        return;
+    probes.push_back(text);
+    if (m_options.readOnly)
+        return;
+    nlohmann::json saved = readRunDocument(m_directory).toJson();
+    saved["train"]["probes"] = probes;
+    writeFileAtomically(m_directory / "config.json", saved.dump(2) + "\n");
 }
 
 ProbeResult Trainer::probe(const std::string& text)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "Checkpoint.h"
+#include "Measurements.h"
 #include "RunConfig.h"
 #include "Snapshot.h"
 #include "TrainingControl.h"
@@ -85,6 +86,8 @@ private:
     void buildOptimizer();
     void trainStep(Interval& interval, bool measure);
     void publish(Interval& interval);
+    std::string defaultProbeText() const;
+    void keepProbe(const std::string& text);
     void record(const nlohmann::json& line);
     void message(const std::string& level, const std::string& text);
     std::optional<std::string> firstNonFinite(const torch::Tensor& loss) const;
@@ -117,6 +120,7 @@ private:
     std::ofstream m_metrics;
     std::shared_ptr<spdlog::logger> m_log;
     double m_startSeconds = 0.0;
+    UnusedExpertWatch m_unusedExperts;
 };
 
 }  // namespace widelab

@@ -34,10 +34,10 @@ void TrainingControl::requestCheckpoint()
     m_wake.notify_all();
 }
 
-void TrainingControl::requestProbe(std::string text)
+void TrainingControl::requestProbe(std::string text, bool keep)
 {
     std::lock_guard lock(m_mutex);
-    m_probes.push_back(std::move(text));
+    m_probes.push_back({std::move(text), keep});
     m_wake.notify_all();
 }
 
@@ -46,7 +46,7 @@ bool TrainingControl::stopRequested() const
     return m_stop.load() || (m_externalStop != nullptr && m_externalStop->load());
 }
 
-std::vector<std::string> TrainingControl::takeProbeRequests()
+std::vector<TrainingControl::ProbeRequest> TrainingControl::takeProbeRequests()
 {
     std::lock_guard lock(m_mutex);
     return std::exchange(m_probes, {});

@@ -25,14 +25,21 @@ public:
     void requestStop();
     void setPaused(bool paused);
     void requestCheckpoint();
-    void requestProbe(std::string text);
+    // Inspects `text` at the next step boundary; with keep, the run also keeps
+    // the text among its probes (config.json's train.probes) and inspects it
+    // with the others from then on.
+    void requestProbe(std::string text, bool keep = false);
 
     bool stopRequested() const;
     bool paused() const { return m_paused.load(); }
 
     // The trainer's side.
     bool takeCheckpointRequest() { return m_checkpoint.exchange(false); }
-    std::vector<std::string> takeProbeRequests();
+    struct ProbeRequest {
+        std::string text;
+        bool keep = false;
+    };
+    std::vector<ProbeRequest> takeProbeRequests();
     bool hasRequests() const;
     // Blocks while paused, until resumed, stopped, or a request arrives (or
     // `poll` passes, so an external stop flag is seen).
@@ -45,7 +52,7 @@ private:
     std::atomic<bool> m_checkpoint{false};
     mutable std::mutex m_mutex;
     std::condition_variable m_wake;
-    std::vector<std::string> m_probes;  // guarded by m_mutex
+    std::vector<ProbeRequest> m_probes;  // guarded by m_mutex
 };
 
 }  // namespace widelab

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -103,6 +104,8 @@ private Q_SLOTS:
     void existingRunIsNotOverwritten();
     void resumeTrimsMetricsAndEvalWritesNothing();
     void resumeKeepsTheRunsOwnConfiguration();
+    void probesStayWithTheRun();
+    void deadExpertsAreReportedOnce();
     void oneTrainerPerRunDirectory();
     void truncatedLatestCheckpointFallsBack();
     void controlPausesServesRequestsAndStops();
@@ -394,6 +397,62 @@ void TestTrainer::resumeKeepsTheRunsOwnConfiguration()
     QCOMPARE(readRunDocument(run).train.steps, std::int64_t{30});
     const std::string log = readText(run / "log.txt");
     QVERIFY2(log.find("schedule now spans 30 steps instead of 10") != std::string::npos, log.c_str());
+}
+
+void TestTrainer::probesStayWithTheRun()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = fresh(dir, "run");
+    // No probe texts given: a short validation example is probed with every
+    // validation (steps 10 and 20) and written into config.json.
+    TrainingControl control;
+    control.requestProbe("[MAX 4 [MIN 2 7 ] 1 ]", true);  // served before the first step
+    Trainer(tinyRun(), run).run(control);
+    std::vector<std::string> probes = readRunDocument(run).train.probes;
+    QCOMPARE(probes.size(), std::size_t{2});
+    const std::string example = probes[0];
+    QCOMPARE(probes[1], std::string("[MAX 4 [MIN 2 7 ] 1 ]"));
+    QVERIFY(!example.empty());
+    QVERIFY2(occurrences(example, " ") < 40, example.c_str());  // at most 40 tokens
+    std::map<std::string, std::vector<std::int64_t>> steps;
+    for (const nlohmann::json& line : metricLines(run, "probe"))
+        steps[line["text"].get<std::string>()].push_back(line["step"].get<std::int64_t>());
+    QCOMPARE(steps[example], (std::vector<std::int64_t>{10, 20}));
+    QCOMPARE(steps["[MAX 4 [MIN 2 7 ] 1 ]"], (std::vector<std::int64_t>{0, 10, 20}));
+
+    // Probes do not change training: a resume whose document lists others is
+    // the same run, and the run gains them.
+    TrainerOptions resume;
+    resume.resume = true;
+    resume.steps = 30;
+    Trainer(tinyRun(R"({"train": {"probes": ["[MIN 1 2 ]"], "probe_every": 5}})"), run, resume).run(control);
+    probes = readRunDocument(run).train.probes;
+    QCOMPARE(probes, (std::vector<std::string>{example, "[MAX 4 [MIN 2 7 ] 1 ]", "[MIN 1 2 ]"}));
+    steps.clear();
+    for (const nlohmann::json& line : metricLines(run, "probe"))
+        steps[line["text"].get<std::string>()].push_back(line["step"].get<std::int64_t>());
+    QCOMPARE(steps["[MIN 1 2 ]"], (std::vector<std::int64_t>{25, 30}));
+}
+
+void TestTrainer::deadExpertsAreReportedOnce()
+{
+    auto stats = [](std::vector<std::int64_t> tokens) {
+        RoutingStats s;
+        s.block = 1;
+        s.tokensPerExpert = std::move(tokens);
+        return std::vector<RoutingStats>{s};
+    };
+    UnusedExpertWatch watch(3);
+    QVERIFY(watch.update(stats({5, 0, 3}), 10).empty());  // once is chance
+    QVERIFY(watch.update(stats({5, 0, 3}), 20).empty());
+    auto messages = watch.update(stats({5, 0, 3}), 30);
+    QCOMPARE(messages.size(), std::size_t{1});
+    QCOMPARE(messages[0].first, std::string("warning"));
+    QCOMPARE(messages[0].second, std::string("expert 1 of block 1 received no tokens in the last 3 measurements (to step 30)"));
+    QVERIFY(watch.update(stats({5, 0, 3}), 40).empty());  // said once
+    messages = watch.update(stats({5, 2, 0}), 50);
+    QCOMPARE(messages.size(), std::size_t{1});
+    QCOMPARE(messages[0].second, std::string("expert 1 of block 1 receives tokens again at step 50"));
 }
 
 void TestTrainer::oneTrainerPerRunDirectory()
