@@ -4,6 +4,7 @@
 #include "Palette.h"
 #include "SiAxisTicker.h"
 #include "ValueAxisTicker.h"
+#include "ViewExport.h"
 
 #include <QContextMenuEvent>
 #include <QDir>
@@ -40,29 +41,13 @@ constexpr std::array<QCPScatterStyle::ScatterShape, 4> kMarkerShapes = {
     QCPScatterStyle::ssDisc, QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangle};
 
 using palette::blend;
+using viewexport::csvField;
+using viewexport::csvNumber;
 
 QColor withAlpha(QColor color, int alpha)
 {
     color.setAlpha(alpha);
     return color;
-}
-
-// The shortest decimal text that reads back to the same double.
-QByteArray csvNumber(double value)
-{
-    std::array<char, 64> buffer{};
-    const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
-    return QByteArray(buffer.data(), static_cast<qsizetype>(result.ptr - buffer.data()));
-}
-
-QByteArray csvField(const QString& text)
-{
-    QByteArray utf8 = text.toUtf8();
-    if (utf8.contains(',') || utf8.contains('"') || utf8.contains('\n') || utf8.contains('\r')) {
-        utf8.replace("\"", "\"\"");
-        utf8 = '"' + utf8 + '"';
-    }
-    return utf8;
 }
 
 QString formatValue(double value) { return QString::number(value, 'g', 5); }
@@ -1263,23 +1248,10 @@ void CurvePlot::exportWithDialog()
 
 void CurvePlot::askAndExport(const QStringList& filters)
 {
-    QString base = title().toLower();
-    base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("_"));
-    if (base.isEmpty() || base == QLatin1String("_"))
-        base = QStringLiteral("chart");
-    static const QRegularExpression suffixPattern(QStringLiteral("\\*\\.(\\w+)"));
-    const QString firstSuffix = suffixPattern.match(filters.value(0)).captured(1);
-    if (m_exportDirectory.isEmpty())
-        m_exportDirectory = QStandardPaths::writableLocation(QStandardPaths::PicturesLocation);
-    QString chosenFilter;
-    QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(title()),
-                                                QDir(m_exportDirectory).filePath(base + QLatin1Char('.') + firstSuffix),
-                                                filters.join(QStringLiteral(";;")), &chosenFilter);
+    const QString path = viewexport::askExportPath(this, title().isEmpty() ? tr("chart") : title(), filters,
+                                                   m_exportDirectory);
     if (path.isEmpty())
         return;
-    if (QFileInfo(path).suffix().isEmpty())
-        path += QLatin1Char('.') + suffixPattern.match(chosenFilter).captured(1);
-    m_exportDirectory = QFileInfo(path).absolutePath();
     QString error;
     const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
     const bool ok = csv ? exportCsv(path, &error) : exportImage(path, &error);

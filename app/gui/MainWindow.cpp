@@ -3,7 +3,9 @@
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
 #include "CurvesView.h"
+#include "InsightsView.h"
 #include "LogPanel.h"
+#include "SavedRunProbe.h"
 #include "config/Presets.h"
 
 #include <QAction>
@@ -29,6 +31,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QThread>
 #include <QToolBar>
 #include <QVBoxLayout>
 
@@ -122,11 +125,17 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
                                            .toString();
     setObjectName(QStringLiteral("MainWindow"));
 
-    auto* tabs = new QTabWidget(this);
-    tabs->setDocumentMode(true);
-    m_curves = new CurvesView(tabs);
-    tabs->addTab(m_curves, tr("&Curves"));
-    setCentralWidget(tabs);
+    m_tabs = new QTabWidget(this);
+    m_tabs->setDocumentMode(true);
+    m_curves = new CurvesView(m_tabs);
+    m_tabs->addTab(m_curves, tr("&Curves"));
+    m_insights = new InsightsView(m_tabs);
+    m_tabs->addTab(m_insights, tr("&Insights"));
+    m_tabs->setTabToolTip(1, tr("Attention heads, expert load, LayerNorm divergence and path weights, live"));
+    setCentralWidget(m_tabs);
+    connect(m_insights, &InsightsView::probeRequested, this, &MainWindow::probeRuns);
+    connect(m_insights, &InsightsView::liveChanged, this,
+            [this](bool live) { m_actions.value(QStringLiteral("live"))->setChecked(live); });
 
     buildActions();
     buildDocks();
@@ -161,6 +170,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
     connect(&m_controller, &TrainingController::snapshot, this, &MainWindow::onSnapshot);
     connect(&m_controller, &TrainingController::evaluation, this, &MainWindow::onEvaluation);
+    connect(&m_controller, &TrainingController::probed, this, &MainWindow::onProbe);
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
 
@@ -176,7 +186,11 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     updateTitle();
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow()
+{
+    for (QThread* job : std::as_const(m_probeJobs))
+        job->wait();
+}
 
 void MainWindow::buildActions()
 {
@@ -225,8 +239,28 @@ void MainWindow::buildActions()
             QSettings().setValue(QStringLiteral("runsRoot"), dir);
         }
     });
-    add(QStringLiteral("exportChart"), tr("&Export Chart..."), QKeySequence(tr("Ctrl+E")),
-        [this] { m_curves->exportCurrentChart(); });
+    add(QStringLiteral("exportChart"), tr("&Export Chart or View..."), QKeySequence(tr("Ctrl+E")),
+        [this] { exportView(false); });
+    add(QStringLiteral("exportData"), tr("Export View &Data (CSV)..."), QKeySequence(tr("Ctrl+Shift+E")),
+        [this] { exportView(true); });
+    const QStringList views{tr("&Curves"), tr("&Attention"), tr("E&xperts"), tr("&LayerNorm"), tr("Pa&ths")};
+    for (int i = 0; i < views.size(); ++i)
+        add(QStringLiteral("view%1").arg(i), views[i], QKeySequence(tr("Alt+%1").arg(i + 1)), [this, i] {
+            m_tabs->setCurrentIndex(i == 0 ? 0 : 1);
+            if (i > 0)
+                m_insights->setPage(InsightsView::Page(i - 1));
+        });
+    QAction* live = add(QStringLiteral("live"), tr("&Live"), QKeySequence(tr("Ctrl+L")),
+                        [this](bool on) { m_insights->setLive(on); });
+    live->setCheckable(true);
+    live->setChecked(true);
+    add(QStringLiteral("stepBack"), tr("Step &Back"), QKeySequence(tr("Alt+Left")), [this] { m_insights->stepBy(-1); });
+    add(QStringLiteral("stepForward"), tr("Step &Forward"), QKeySequence(tr("Alt+Right")),
+        [this] { m_insights->stepBy(1); });
+    add(QStringLiteral("addProbe"), tr("Add &Probe..."), QKeySequence(tr("Ctrl+Shift+P")), [this] {
+        m_tabs->setCurrentWidget(m_insights);
+        m_insights->askForProbe();
+    });
     add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
 
     add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { startTraining(); });
@@ -297,6 +331,7 @@ void MainWindow::buildDocks()
         if (id == m_currentRun && m_controller.busy())
             return;  // the run in training stays
         m_curves->removeRun(id);
+        m_insights->removeRun(id);
         m_records.remove(id);
         delete item;
     });
@@ -320,6 +355,7 @@ void MainWindow::buildMenus()
     file->addAction(m_actions.value(QStringLiteral("runsFolder")));
     file->addSeparator();
     file->addAction(m_actions.value(QStringLiteral("exportChart")));
+    file->addAction(m_actions.value(QStringLiteral("exportData")));
     file->addSeparator();
     file->addAction(m_actions.value(QStringLiteral("quit")));
     rebuildRecentMenu();
@@ -329,6 +365,12 @@ void MainWindow::buildMenus()
         run->addAction(m_actions.value(QLatin1String(name)));
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < 5; ++i)
+        view->addAction(m_actions.value(QStringLiteral("view%1").arg(i)));
+    view->addSeparator();
+    for (const char* name : {"live", "stepBack", "stepForward", "addProbe"})
+        view->addAction(m_actions.value(QLatin1String(name)));
+    view->addSeparator();
     view->addAction(m_actions.value(QStringLiteral("resetView")));
     view->addSeparator();
     const QList<QPair<QDockWidget*, QString>> docks{
@@ -438,6 +480,7 @@ RunRecord& MainWindow::addRecord(RunRecord record)
     RunRecord& stored = m_records[id];
     showRecord(stored);
     item->setForeground(m_curves->runColor(id));
+    m_insights->addRun(id, stored.label, stored.insights);
     return stored;
 }
 
@@ -505,6 +548,7 @@ bool MainWindow::openRun(const QString& directory)
     m_openRun = absolute;
     m_openRunDocument = m_complete;
     m_currentRun = absolute;
+    m_insights->setCurrentRun(absolute);
     loadLog(absolute);
     if (const RunRecord* r = record(absolute))
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
@@ -576,6 +620,7 @@ bool MainWindow::startTraining()
     m_currentRun = directory;
     m_openRun = directory;
     m_openRunDocument = m_complete;
+    m_insights->setCurrentRun(directory);
     const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
     return m_controller.start(json, directory, resume);
 }
@@ -619,6 +664,11 @@ void MainWindow::onStateChanged(TrainingController::State state)
 void MainWindow::onStarted(const RunStarted& run)
 {
     m_totalSteps = run.totalSteps;
+    // A resumed run retraces the steps after its checkpoint.
+    if (auto it = m_records.find(m_currentRun); it != m_records.end()) {
+        it->insights->truncateAfter(run.step);
+        m_insights->historyChanged(m_currentRun);
+    }
     m_log->clear();
     m_log->appendSpdlogLines(run.log);
     m_deviceLabel->setText(run.device);
@@ -634,6 +684,7 @@ void MainWindow::onSnapshot(const TrainingSnapshot& s)
     const CurveBatch added = it->addTraining(s);
     if (m_curves->runs().contains(m_currentRun))
         appendCurves(m_currentRun, added);
+    m_insights->historyChanged(m_currentRun);
     m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
     m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
     m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
@@ -648,6 +699,74 @@ void MainWindow::onEvaluation(const EvaluationResult& result)
     const CurveBatch added = it->addEvaluation(result);
     if (m_curves->runs().contains(m_currentRun))
         appendCurves(m_currentRun, added);
+}
+
+void MainWindow::onProbe(const ProbeResult& result) { addCapture(m_currentRun, result); }
+
+void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
+{
+    auto it = m_records.find(runId);
+    if (it == m_records.end())
+        return;  // the run was removed from the window meanwhile
+    it->addProbe(result);
+    m_insights->historyChanged(runId);
+}
+
+// The run in training probes the text itself (and keeps it); a run on disk is
+// probed from its newest checkpoint on a thread of its own.
+void MainWindow::probeRuns(const QStringList& runIds, const QString& text)
+{
+    for (const QString& id : runIds) {
+        const bool training = id == m_currentRun && (m_controller.state() == TrainingController::State::Running
+                                                     || m_controller.state() == TrainingController::State::Paused);
+        if (training) {
+            m_controller.probe(text, true);
+            continue;
+        }
+        const RunRecord* r = record(id);
+        if (r == nullptr || r->directory.isEmpty())
+            continue;
+        if (id == m_currentRun && m_controller.busy()) {
+            statusBar()->showMessage(tr("The run is starting or stopping; add the probe again in a moment."), 8000);
+            continue;
+        }
+        const QString directory = r->directory;
+        statusBar()->showMessage(tr("Probing %1 with \"%2\"…").arg(r->label, text));
+        QThread* job = QThread::create([this, id, directory, text] {
+            QString error;
+            const std::optional<ProbeResult> result = probeSavedRun(directory, text, true, &error);
+            QMetaObject::invokeMethod(this, [this, id, result, error] {
+                if (result) {
+                    addCapture(id, *result);
+                    statusBar()->showMessage(tr("Probed at step %1").arg(result->step), 5000);
+                } else {
+                    showProblem(tr("Cannot Probe the Run"), error);
+                }
+            }, Qt::QueuedConnection);
+        });
+        job->setParent(this);  // waited for in the destructor before it is deleted
+        m_probeJobs.append(job);
+        connect(job, &QThread::finished, this, [this, job] {
+            m_probeJobs.removeAll(job);
+            job->deleteLater();
+        });
+        job->start();
+    }
+}
+
+void MainWindow::exportView(bool csv)
+{
+    if (m_tabs->currentWidget() == m_insights) {
+        if (csv)
+            m_insights->exportCsvWithDialog();
+        else
+            m_insights->exportImageWithDialog();
+    } else if (csv) {
+        if (CurvePlot* chart = m_curves->currentChart())
+            chart->exportWithDialog();
+    } else {
+        m_curves->exportCurrentChart();
+    }
 }
 
 void MainWindow::onFinished(const QString& outcome, const QString& message)

@@ -18,11 +18,14 @@ class QListWidget;
 class QListWidgetItem;
 class QMenu;
 class QMessageBox;
+class QTabWidget;
+class QThread;
 
 namespace widelab {
 
 class ConfigPanel;
 class CurvesView;
+class InsightsView;
 class LogPanel;
 
 class MainWindow : public QMainWindow {
@@ -48,6 +51,8 @@ public:
     TrainingController& controller() { return m_controller; }
     ConfigPanel* configPanel() const { return m_panel; }
     CurvesView* curves() const { return m_curves; }
+    InsightsView* insights() const { return m_insights; }
+    QTabWidget* centralTabs() const { return m_tabs; }
     LogPanel* log() const { return m_log; }
     QListWidget* runsList() const { return m_runsList; }
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
@@ -80,12 +85,19 @@ private:
     void onStarted(const RunStarted& run);
     void onSnapshot(const TrainingSnapshot& snapshot);
     void onEvaluation(const EvaluationResult& result);
+    void onProbe(const ProbeResult& result);
+    void probeRuns(const QStringList& runIds, const QString& text);
+    void addCapture(const QString& runId, const ProbeResult& result);
+    void exportView(bool csv);
     void onFinished(const QString& outcome, const QString& message);
     void onRunItemChanged(QListWidgetItem* item);
 
     TrainingController m_controller;
     ConfigPanel* m_panel = nullptr;
+    QTabWidget* m_tabs = nullptr;
     CurvesView* m_curves = nullptr;
+    InsightsView* m_insights = nullptr;
+    QList<QThread*> m_probeJobs;   // probes of saved runs in flight; waited for on close
     LogPanel* m_log = nullptr;
     QListWidget* m_runsList = nullptr;
     QDockWidget* m_configDock = nullptr;

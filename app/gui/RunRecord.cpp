@@ -1,5 +1,7 @@
 #include "RunRecord.h"
 
+#include "InsightConvert.h"
+
 #include "train/Snapshot.h"
 
 #include <QDir>
@@ -47,6 +49,7 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
 
 CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
 {
+    insights->addState(toModelState(s));
     return addTrainingValues(static_cast<double>(s.step), s.wallSeconds,
                              {{QStringLiteral("loss"), s.loss},
                               {QStringLiteral("accuracy"), s.accuracy},
@@ -63,6 +66,8 @@ CurveBatch RunRecord::addEvaluation(const EvaluationResult& r)
     return addEvaluationValues(static_cast<double>(r.step), r.loss, r.accuracy);
 }
 
+void RunRecord::addProbe(const ProbeResult& probe) { insights->addCapture(toProbeCapture(probe)); }
+
 CurveBatch RunRecord::addMetricsLine(const QByteArray& line)
 {
     const QJsonObject json = QJsonDocument::fromJson(line).object();
@@ -72,7 +77,12 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& line)
         QHash<QString, double> values;
         for (const char* name : kTrainingMetrics)
             values.insert(QLatin1String(name), json.value(QLatin1String(name)).toDouble());
+        insights->addState(modelStateFromJson(json));
         return addTrainingValues(step, json.value(QStringLiteral("wall_seconds")).toDouble(), values);
+    }
+    if (type == QLatin1String("probe")) {
+        insights->addCapture(probeCaptureFromJson(json));
+        return {};
     }
     if (type == QLatin1String("eval") && json.value(QStringLiteral("split")).toString() == QLatin1String("validation"))
         return addEvaluationValues(step, json.value(QStringLiteral("loss")).toDouble(),

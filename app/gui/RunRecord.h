@@ -3,15 +3,19 @@
 #pragma once
 
 #include "CurvePoint.h"
+#include "InsightHistory.h"
 
 #include <QHash>
 #include <QString>
 #include <QVector>
 
+#include <memory>
+
 namespace widelab {
 
 struct TrainingSnapshot;
 struct EvaluationResult;
+struct ProbeResult;
 
 // Metric names as in metrics.jsonl: loss, accuracy, balance_loss, learning_rate,
 // gradient_norm, tokens_per_second, validation_loss, validation_accuracy.
@@ -24,11 +28,14 @@ public:
     QString directory;
     double parameters = 0;  // stored parameters, for comparisons against size
     CurveBatch curves;   // every point, in step order
+    // What the interpretability views draw: model states and probe captures.
+    std::shared_ptr<InsightHistory> insights = std::make_shared<InsightHistory>();
 
     // Each returns the points it appended, for the views to draw.
     CurveBatch addTraining(const TrainingSnapshot& snapshot);
     CurveBatch addEvaluation(const EvaluationResult& result);
-    // A line of metrics.jsonl (train and eval lines; others are ignored).
+    void addProbe(const ProbeResult& probe);
+    // A line of metrics.jsonl (train, eval and probe lines; others are ignored).
     CurveBatch addMetricsLine(const QByteArray& line);
 
     double lastStep() const { return m_lastStep; }

@@ -80,10 +80,10 @@ void TrainingController::saveCheckpoint()
         m_control->requestCheckpoint();
 }
 
-void TrainingController::probe(const QString& text)
+void TrainingController::probe(const QString& text, bool keep)
 {
     if (m_state == State::Running || m_state == State::Paused)
-        m_control->requestProbe(text.toStdString());
+        m_control->requestProbe(text.toStdString(), keep);
 }
 
 void TrainingController::setState(State state)

@@ -36,7 +36,8 @@ public:
     void resume();
     void stop();
     void saveCheckpoint();
-    void probe(const QString& text);
+    // Inspects `text` at the next step; with keep, the run keeps it among its probes.
+    void probe(const QString& text, bool keep = false);
 
 Q_SIGNALS:
     void stateChanged(widelab::TrainingController::State state);

@@ -98,6 +98,7 @@ std::vector<PathWeights> pathWeights(const WideTransformerImpl& model)
             PathWeights p;
             p.block = block;
             p.sublayer = attention ? "attention" : "ffn";
+            p.paths = c.paths;
             p.alpha.assign(weights.begin(), weights.end() - 1);
             p.beta = weights.back();
             p.diversity = pathDiversity({p.alpha.begin(), p.alpha.begin() + c.paths});
@@ -115,7 +116,9 @@ std::vector<std::pair<std::string, std::string>> UnusedExpertWatch::update(const
         std::vector<int>& idle = m_idle[stats.block];
         idle.resize(stats.tokensPerExpert.size(), 0);
         for (std::size_t expert = 0; expert < stats.tokensPerExpert.size(); ++expert) {
-            const std::string which = "expert " + std::to_string(expert) + " of block " + std::to_string(stats.block);
+            // Numbered from 1, as the app's views number them.
+            const std::string which =
+                "expert " + std::to_string(expert + 1) + " of block " + std::to_string(stats.block + 1);
             if (stats.tokensPerExpert[expert] > 0) {
                 if (idle[expert] >= m_deadAfter)
                     messages.emplace_back("info", which + " receives tokens again at step " + std::to_string(step));

@@ -23,7 +23,8 @@ std::vector<float> toFloats(const torch::Tensor& tensor);
 // Watches routing for dead experts. An expert that receives no token in one
 // measured batch may be chance; one that receives none in `deadAfter`
 // measurements in a row is dead: update() says so once (a warning), and again
-// when it receives tokens later (info). Returns (level, message) pairs.
+// when it receives tokens later (info). Returns (level, message) pairs; blocks
+// and experts are numbered from 1 in them.
 class UnusedExpertWatch {
 public:
     explicit UnusedExpertWatch(int deadAfter = 3) : m_deadAfter(deadAfter) {}

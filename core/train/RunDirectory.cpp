@@ -1,8 +1,11 @@
 #include "RunDirectory.h"
 
 #include "Measurements.h"
+#include "RunLock.h"
 
+#include <algorithm>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -41,6 +44,25 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     std::ostringstream text;
     text << std::ifstream(configFile).rdbuf();
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
+}
+
+bool keepProbeText(const std::filesystem::path& directory, const std::string& text)
+{
+    std::unique_ptr<RunLock> lock;
+    try {
+        lock = std::make_unique<RunLock>(directory);
+    } catch (const CheckpointError&) {
+        return false;
+    }
+    RunDocument document = readRunDocument(directory);
+    std::vector<std::string>& probes = document.train.probes;
+    if (std::find(probes.begin(), probes.end(), text) == probes.end()) {
+        nlohmann::json json = document.toJson();
+        probes.push_back(text);
+        json["train"]["probes"] = probes;
+        writeFileAtomically(directory / "config.json", json.dump(2) + "\n");
+    }
+    return true;
 }
 
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)

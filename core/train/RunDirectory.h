@@ -35,6 +35,11 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
 // CheckpointError naming the missing or broken piece.
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which = "latest");
 
+// Adds `text` to the run's probes (config.json's train.probes) unless it is
+// there; false, changing nothing, while a trainer holds the run (that trainer
+// keeps the probes it is asked for itself).
+bool keepProbeText(const std::filesystem::path& directory, const std::string& text);
+
 // Runs `text` through the model (evaluation mode, no gradient) and records
 // attention maps, expert choices and the prediction.
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,

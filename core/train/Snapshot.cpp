@@ -14,8 +14,12 @@ nlohmann::json toJson(const TrainingSnapshot& s)
                            {"load_vs_fair", r.loadVsFair}});
     nlohmann::json paths = nlohmann::json::array();
     for (const auto& p : s.paths)
-        paths.push_back({{"block", p.block}, {"sublayer", p.sublayer}, {"alpha", p.alpha}, {"beta", p.beta},
-                         {"diversity", p.diversity}});
+        paths.push_back({{"block", p.block}, {"sublayer", p.sublayer}, {"paths", p.paths}, {"alpha", p.alpha},
+                         {"beta", p.beta}, {"diversity", p.diversity}});
+    auto divergence = [](const LayerNormDivergence& d) {
+        return nlohmann::json{{"gamma_all_pairs", d.gammaAllPairs}, {"beta_all_pairs", d.betaAllPairs},
+                              {"gamma_elementwise", d.gammaElementwise}, {"beta_elementwise", d.betaElementwise}};
+    };
     return {
         {"type", "train"},
         {"step", s.step},
@@ -33,9 +37,8 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"routing", routing},
         {"layernorm", {{"attention_gamma", s.attentionGamma}, {"attention_beta", s.attentionBeta},
                        {"ffn_gamma", s.ffnGamma}, {"ffn_beta", s.ffnBeta}}},
-        {"divergence", {{"gamma_all_pairs", s.divergence.gammaAllPairs}, {"beta_all_pairs", s.divergence.betaAllPairs},
-                        {"gamma_elementwise", s.divergence.gammaElementwise},
-                        {"beta_elementwise", s.divergence.betaElementwise}}},
+        {"divergence", divergence(s.divergence)},
+        {"attention_divergence", divergence(s.attentionDivergence)},
         {"paths", paths},
     };
 }

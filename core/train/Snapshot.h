@@ -25,12 +25,13 @@ struct RoutingStats {
 struct PathWeights {
     std::int64_t block = 0;
     std::string sublayer;        // "attention" or "ffn"
+    std::int64_t paths = 0;      // raw paths; alpha holds them, then one extra feature per path when enabled
     std::vector<float> alpha;    // raw paths, then extra features
     float beta = 1.0f;
     double diversity = 0.0;      // over the raw paths (PathCombiner.h: pathDiversity)
 };
 
-// WideNet Eq. 9 for the LayerNorm before the FFN/MoE, over N blocks of width M.
+// WideNet Eq. 9 for one LayerNorm position, over N blocks of width M.
 // allPairs: the equation as printed, element i of block j against every element m
 // of every other block n, averaged over i: 1/(M^2 N^2) sum_j sum_i sum_{n!=j} sum_m |g_ji - g_nm|.
 // elementwise: the same element in every other block: 1/(M N^2) sum_j sum_m sum_{n!=j} |g_jm - g_nm|.
@@ -54,7 +55,8 @@ struct TrainingSnapshot {
     double measurementSeconds = 0.0;    // time spent measuring in this interval
     std::vector<RoutingStats> routing;
     std::vector<std::vector<float>> ffnGamma, ffnBeta, attentionGamma, attentionBeta;  // per block
-    LayerNormDivergence divergence;
+    LayerNormDivergence divergence;           // the LayerNorm before the FFN/MoE (the paper's)
+    LayerNormDivergence attentionDivergence;  // the LayerNorm before attention
     std::vector<PathWeights> paths;
 };
 

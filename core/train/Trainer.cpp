@@ -530,6 +530,8 @@ TrainSummary Trainer::run(TrainingControl& control)
         }
         return std::nullopt;
     };
+    if (m_state.step == 0)  // the untrained model, where the views' replay starts
+        probeAll();
     while (m_state.step < m_totalSteps) {
         if (control.hasRequests() || control.paused()) {
             if (auto error = unsavedStepsNonFinite())
@@ -590,15 +592,8 @@ TrainSummary Trainer::run(TrainingControl& control)
         if (m_state.step % t.checkpointEvery == 0)
             saveCheckpoint();
         const std::int64_t probeEvery = t.probeEvery > 0 ? t.probeEvery : t.evalEvery;
-        if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps) {
-            for (const auto& text : t.probes) {
-                try {
-                    probe(text);
-                } catch (const std::exception& error) {
-                    message("warning", std::string("probe skipped: ") + error.what());
-                }
-            }
-        }
+        if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps)
+            probeAll();
         interval.started += nowSeconds() - pauseStart;  // not training time
     }
     if (auto error = unsavedStepsNonFinite())
@@ -718,7 +713,7 @@ void Trainer::publish(Interval& interval)
         for (const auto& [level, text] : m_unusedExperts.update(s.routing, m_state.step))
             message(level, text);
     }
-    std::vector<torch::Tensor> gammas, betas;
+    std::vector<torch::Tensor> gammas, betas, attentionGammas, attentionBetas;
     for (const BlockNorms& norms : m_model->blockNorms()) {
         s.attentionGamma.push_back(toFloats(norms.attentionGamma));
         s.attentionBeta.push_back(toFloats(norms.attentionBeta));
@@ -726,8 +721,11 @@ void Trainer::publish(Interval& interval)
         s.ffnBeta.push_back(toFloats(norms.ffnBeta));
         gammas.push_back(norms.ffnGamma.detach());
         betas.push_back(norms.ffnBeta.detach());
+        attentionGammas.push_back(norms.attentionGamma.detach());
+        attentionBetas.push_back(norms.attentionBeta.detach());
     }
     s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
+    s.attentionDivergence = layerNormDivergence(torch::stack(attentionGammas), torch::stack(attentionBetas));
     s.paths = pathWeights(*m_model);
     s.measurementSeconds = nowSeconds() - measureStart;
 
@@ -778,6 +776,18 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
     for (auto* observer : m_observers)
         observer->onEvaluation(result);
     return result;
+}
+
+// Every probe text of the run; one that cannot be probed is skipped with a warning.
+void Trainer::probeAll()
+{
+    for (const std::string& text : m_run.train.probes) {
+        try {
+            probe(text);
+        } catch (const std::exception& error) {
+            message("warning", std::string("probe skipped: ") + error.what());
+        }
+    }
 }
 
 // A short validation example, so that a run shows attention and routing on its

@@ -87,6 +87,7 @@ private:
     void trainStep(Interval& interval, bool measure);
     void publish(Interval& interval);
     std::string defaultProbeText() const;
+    void probeAll();
     void keepProbe(const std::string& text);
     void record(const nlohmann::json& line);
     void message(const std::string& level, const std::string& text);

@@ -403,8 +403,8 @@ void TestTrainer::probesStayWithTheRun()
 {
     QTemporaryDir dir;
     const std::filesystem::path run = fresh(dir, "run");
-    // No probe texts given: a short validation example is probed with every
-    // validation (steps 10 and 20) and written into config.json.
+    // No probe texts given: a short validation example is probed at the start
+    // and with every validation (steps 10 and 20), and written into config.json.
     TrainingControl control;
     control.requestProbe("[MAX 4 [MIN 2 7 ] 1 ]", true);  // served before the first step
     Trainer(tinyRun(), run).run(control);
@@ -417,7 +417,7 @@ void TestTrainer::probesStayWithTheRun()
     std::map<std::string, std::vector<std::int64_t>> steps;
     for (const nlohmann::json& line : metricLines(run, "probe"))
         steps[line["text"].get<std::string>()].push_back(line["step"].get<std::int64_t>());
-    QCOMPARE(steps[example], (std::vector<std::int64_t>{10, 20}));
+    QCOMPARE(steps[example], (std::vector<std::int64_t>{0, 10, 20}));
     QCOMPARE(steps["[MAX 4 [MIN 2 7 ] 1 ]"], (std::vector<std::int64_t>{0, 10, 20}));
 
     // Probes do not change training: a resume whose document lists others is
@@ -448,11 +448,11 @@ void TestTrainer::deadExpertsAreReportedOnce()
     auto messages = watch.update(stats({5, 0, 3}), 30);
     QCOMPARE(messages.size(), std::size_t{1});
     QCOMPARE(messages[0].first, std::string("warning"));
-    QCOMPARE(messages[0].second, std::string("expert 1 of block 1 received no tokens in the last 3 measurements (to step 30)"));
+    QCOMPARE(messages[0].second, std::string("expert 2 of block 2 received no tokens in the last 3 measurements (to step 30)"));
     QVERIFY(watch.update(stats({5, 0, 3}), 40).empty());  // said once
     messages = watch.update(stats({5, 2, 0}), 50);
     QCOMPARE(messages.size(), std::size_t{1});
-    QCOMPARE(messages[0].second, std::string("expert 1 of block 1 receives tokens again at step 50"));
+    QCOMPARE(messages[0].second, std::string("expert 2 of block 2 receives tokens again at step 50"));
 }
 
 void TestTrainer::oneTrainerPerRunDirectory()

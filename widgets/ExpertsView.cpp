@@ -1,0 +1,331 @@
+#include "ExpertsView.h"
+
+#include "MatrixView.h"
+#include "Palette.h"
+#include "ViewExport.h"
+
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+namespace widelab {
+
+using viewexport::csvField;
+using viewexport::csvNumber;
+
+namespace {
+
+constexpr int kMaxTimeColumns = 300;
+
+QString percent(double share) { return QString::number(100.0 * share, 'f', 1) + QLatin1Char('%'); }
+
+double busiest(const ExpertLoad& load)
+{
+    return load.loadVsFair.isEmpty() ? 0.0 : *std::max_element(load.loadVsFair.begin(), load.loadVsFair.end());
+}
+
+}  // namespace
+
+ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
+{
+    m_empty = new QLabel(tr("This model has no experts: every block has one dense FFN, so nothing is routed."), this);
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_body = new QWidget(this);
+
+    m_share = new MatrixView;
+    m_share->setAccessibleName(tr("Share of tokens per block and expert"));
+    m_overTime = new MatrixView;
+    m_overTime->setAccessibleName(tr("Share of tokens over training"));
+    m_routing = new MatrixView;
+    m_routing->setAccessibleName(tr("Expert of each probe token in each block"));
+    m_table = new QTableWidget;
+    m_table->setAccessibleName(tr("Dropped tokens, unused experts and balance per block"));
+    m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_flags = new QLabel;
+    m_flags->setWordWrap(true);
+    m_flags->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_timeBlock = new QComboBox;
+    m_timeBlock->setAccessibleName(tr("Block shown over time"));
+
+    auto* timeBox = new QWidget;
+    auto* timeLayout = new QVBoxLayout(timeBox);
+    timeLayout->setContentsMargins(0, 0, 0, 0);
+    auto* timeControls = new QHBoxLayout;
+    auto* timeLabel = new QLabel(tr("Over time, &block:"));
+    timeLabel->setBuddy(m_timeBlock);
+    timeControls->addWidget(timeLabel);
+    timeControls->addWidget(m_timeBlock);
+    timeControls->addStretch(1);
+    timeLayout->addLayout(timeControls);
+    timeLayout->addWidget(m_overTime, 1);
+
+    auto* tableBox = new QWidget;
+    auto* tableLayout = new QVBoxLayout(tableBox);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(m_flags);
+    tableLayout->addWidget(m_table, 1);
+
+    auto* top = new QSplitter(Qt::Horizontal);
+    top->addWidget(m_share);
+    top->addWidget(timeBox);
+    auto* bottom = new QSplitter(Qt::Horizontal);
+    bottom->addWidget(tableBox);
+    bottom->addWidget(m_routing);
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(top);
+    split->addWidget(bottom);
+    auto* bodyLayout = new QVBoxLayout(m_body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    bodyLayout->addWidget(split);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_empty);
+    layout->addWidget(m_body, 1);
+    connect(m_timeBlock, &QComboBox::currentIndexChanged, this, &ExpertsView::refresh);
+}
+
+void ExpertsView::setTimeBlock(int block) { m_timeBlock->setCurrentIndex(m_timeBlock->findData(block)); }
+
+void ExpertsView::refresh()
+{
+    const ModelState* state = m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
+    if (state != nullptr)
+        m_state = *state;
+    else
+        m_state.reset();
+    const bool routed = m_state && !m_state->routing.isEmpty();
+    const bool anyState = m_primary.valid() && !m_primary.history->states().isEmpty();
+    m_empty->setVisible(!routed);
+    m_body->setVisible(routed);
+    m_warnings.clear();
+    if (!routed) {
+        m_empty->setText(anyState || !m_primary.valid()
+                             ? tr("This model has no experts: every block has one dense FFN, so nothing is routed.")
+                             : tr("No measurement yet: expert load appears with the first training snapshot."));
+        return;
+    }
+    const int blocks = static_cast<int>(m_state->routing.size());
+    if (m_timeBlock->count() != blocks + 1) {
+        const QSignalBlocker block(m_timeBlock);
+        m_timeBlock->clear();
+        m_timeBlock->addItem(tr("mean of all"), -1);
+        for (const ExpertLoad& load : m_state->routing)
+            m_timeBlock->addItem(tr("block %1").arg(load.block + 1), load.block);
+    }
+    showShare(*m_state);
+    showOverTime(*m_primary.history, m_state->step);
+    showTable(*m_state);
+    const ProbeCapture* capture =
+        m_primary.history->captureAt(m_probe.isEmpty() ? m_primary.history->probeTexts().value(0) : m_probe, m_step);
+    showRouting(capture, static_cast<int>(m_state->routing.front().tokensPerExpert.size()));
+}
+
+void ExpertsView::showShare(const ModelState& state)
+{
+    MatrixView::Matrix m;
+    m.rows = static_cast<int>(state.routing.size());
+    m.cols = static_cast<int>(state.routing.front().tokensPerExpert.size());
+    m.rowTitle = tr("block");
+    m.columnTitle = tr("expert");
+    for (int e = 0; e < m.cols; ++e)
+        m.columnLabels.push_back(QString::number(e + 1));
+    for (const ExpertLoad& load : state.routing) {
+        m.rowLabels.push_back(QString::number(load.block + 1));
+        for (int e = 0; e < m.cols; ++e) {
+            m.values.push_back(static_cast<float>(load.share(e)));
+            m.cellTexts.push_back(percent(load.share(e)));
+        }
+    }
+    m.low = 0;
+    m.high = std::max(1e-6f, *std::max_element(m.values.begin(), m.values.end()));
+    m.valueName = tr("share");
+    m.valueScale = 100;
+    m.valueSuffix = QStringLiteral("%");
+    m.decimals = 1;
+    const QVector<ExpertLoad> routing = state.routing;
+    m_share->setReadout([routing](int row, int col) {
+        const ExpertLoad& load = routing[row];
+        return tr("block %1, expert %2: %3 of the tokens (%4 tokens, %5× a fair share)")
+            .arg(load.block + 1)
+            .arg(col + 1)
+            .arg(percent(load.share(col)))
+            .arg(load.tokensPerExpert.value(col))
+            .arg(QString::number(load.loadVsFair.value(col), 'f', 2));
+    });
+    m_share->setTitle(tr("Share of tokens routed, step %1").arg(state.step));
+    m_share->setMatrix(std::move(m));
+}
+
+void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
+{
+    const int block = m_timeBlock->currentData().toInt();
+    QVector<const ModelState*> states;
+    for (const ModelState& state : history.states())
+        if (state.step <= upTo && !state.routing.isEmpty())
+            states.push_back(&state);
+    // At most kMaxTimeColumns columns, spread evenly over the run, the newest last.
+    if (states.size() > kMaxTimeColumns) {
+        QVector<const ModelState*> sampled;
+        for (int i = 0; i < kMaxTimeColumns; ++i)
+            sampled.push_back(states[qsizetype(double(i) * (states.size() - 1) / (kMaxTimeColumns - 1))]);
+        states = sampled;
+    }
+    if (states.isEmpty()) {
+        m_overTime->clear();
+        return;
+    }
+    const int experts = static_cast<int>(states.back()->routing.front().tokensPerExpert.size());
+    MatrixView::Matrix m;
+    m.rows = experts;
+    m.cols = static_cast<int>(states.size());
+    m.rowTitle = tr("expert");
+    m.columnTitle = tr("step");
+    for (int e = 0; e < experts; ++e)
+        m.rowLabels.push_back(QString::number(e + 1));
+    for (const ModelState* state : states)
+        m.columnLabels.push_back(QString::number(state->step));
+    m.values.resize(qsizetype(m.rows) * m.cols);
+    for (int c = 0; c < m.cols; ++c) {
+        const QVector<ExpertLoad>& routing = states[c]->routing;
+        for (int e = 0; e < experts; ++e) {
+            double share = 0;
+            int counted = 0;
+            for (const ExpertLoad& load : routing)
+                if (block < 0 || load.block == block) {
+                    share += load.share(e);
+                    ++counted;
+                }
+            m.values[qsizetype(e) * m.cols + c] = counted > 0 ? float(share / counted) : 0.0f;
+        }
+    }
+    m.low = 0;
+    m.high = std::max(1e-6f, *std::max_element(m.values.begin(), m.values.end()));
+    m.valueName = tr("share");
+    m.valueScale = 100;
+    m.valueSuffix = QStringLiteral("%");
+    m.decimals = 1;
+    m_overTime->setReadout({});
+    m_overTime->setTitle(block < 0 ? tr("Share of tokens over training, mean of all blocks")
+                                   : tr("Share of tokens over training, block %1").arg(block + 1));
+    m_overTime->setMatrix(std::move(m));
+}
+
+void ExpertsView::showTable(const ModelState& state)
+{
+    int choices = 0;
+    for (const ExpertLoad& load : state.routing)
+        choices = std::max(choices, static_cast<int>(load.droppedPercentPerChoice.size()));
+    QStringList headers{tr("Block")};
+    for (int k = 0; k < choices; ++k)
+        headers << tr("Dropped, choice %1").arg(k + 1);
+    headers << tr("Unused experts") << tr("Router entropy (nats)") << tr("Busiest / fair share");
+    m_table->setColumnCount(static_cast<int>(headers.size()));
+    m_table->setHorizontalHeaderLabels(headers);
+    m_table->setRowCount(static_cast<int>(state.routing.size()));
+    const QColor flagged = palette::blend(palette().color(QPalette::Base), palette::seriesColor(0), 0.25);
+    for (int row = 0; row < state.routing.size(); ++row) {
+        const ExpertLoad& load = state.routing[row];
+        QStringList problems;
+        if (load.unusedExperts > 0) {
+            QStringList idle;
+            for (int e = 0; e < load.tokensPerExpert.size(); ++e)
+                if (load.tokensPerExpert[e] == 0)
+                    idle << QString::number(e + 1);
+            problems << tr("block %1: expert %2 received no tokens").arg(load.block + 1).arg(idle.join(QStringLiteral(", ")));
+        }
+        if (busiest(load) > kImbalance)
+            problems << tr("block %1: the busiest expert has %2× its fair share")
+                            .arg(load.block + 1)
+                            .arg(QString::number(busiest(load), 'f', 1));
+        m_warnings << problems;
+        QStringList cells{(problems.isEmpty() ? QString() : QStringLiteral("⚠ ")) + QString::number(load.block + 1)};
+        for (int k = 0; k < choices; ++k)
+            cells << QString::number(load.droppedPercentPerChoice.value(k), 'f', 1) + QLatin1Char('%');
+        cells << QString::number(load.unusedExperts) << QString::number(load.routerEntropy, 'f', 3)
+              << QString::number(busiest(load), 'f', 2) + QStringLiteral("×");
+        for (int col = 0; col < cells.size(); ++col) {
+            auto* item = new QTableWidgetItem(cells[col]);
+            item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (!problems.isEmpty()) {
+                item->setBackground(flagged);
+                item->setToolTip(problems.join(QLatin1Char('\n')));
+            }
+            m_table->setItem(row, col, item);
+        }
+    }
+    m_flags->setText(m_warnings.isEmpty()
+                         ? tr("Step %1: every expert receives tokens; no block is out of balance.").arg(state.step)
+                         : QStringLiteral("⚠ ") + tr("Step %1: ").arg(state.step) + m_warnings.join(QStringLiteral("; ")));
+}
+
+void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
+{
+    if (capture == nullptr || capture->experts.isEmpty()) {
+        m_routing->clear(tr("No probe captured yet: the route of each probe token appears with the first capture."));
+        return;
+    }
+    MatrixView::Matrix m;
+    m.scale = MatrixView::Scale::Categorical;
+    m.rows = static_cast<int>(capture->experts.size());
+    m.cols = capture->tokenCount();
+    m.rowTitle = tr("block");
+    m.columnTitle = tr("token");
+    for (const QString& token : capture->tokens)
+        m.columnLabels.push_back(visibleToken(token));
+    for (int b = 0; b < m.rows; ++b) {
+        m.rowLabels.push_back(QString::number(b + 1));
+        for (int t = 0; t < m.cols; ++t) {
+            const int first = capture->experts[b].value(t).value(0, -1);
+            m.categories.push_back(first);
+            m.cellTexts.push_back(first < 0 ? QStringLiteral("–") : QString::number(first + 1));
+        }
+    }
+    const QVector<QVector<QVector<int>>> choices = capture->experts;
+    const QStringList tokens = capture->tokens;
+    m_routing->setReadout([choices, tokens](int row, int col) {
+        QStringList picked;
+        const QVector<int> chosen = choices[row].value(col);
+        for (int k = 0; k < chosen.size(); ++k)
+            picked << (chosen[k] < 0 ? tr("choice %1 dropped").arg(k + 1)
+                                     : tr("choice %1: expert %2").arg(k + 1).arg(chosen[k] + 1));
+        return tr("block %1, token %2 \"%3\": %4")
+            .arg(row + 1)
+            .arg(col)
+            .arg(visibleToken(tokens.value(col)))
+            .arg(picked.join(QStringLiteral(", ")));
+    });
+    m_routing->setTitle(tr("First-choice expert of each probe token, step %1 (of %2 experts)").arg(capture->step).arg(experts));
+    m_routing->setMatrix(std::move(m));
+}
+
+QString ExpertsView::exportTitle() const { return tr("experts %1 step %2").arg(m_primary.label).arg(m_state ? m_state->step : 0); }
+
+QByteArray ExpertsView::csv() const
+{
+    QByteArray out = "run,step,block,expert,tokens,share,load_vs_fair,router_entropy,unused_experts,dropped_percent_per_choice\n";
+    if (!m_state)
+        return out;
+    for (const ExpertLoad& load : m_state->routing) {
+        QStringList dropped;
+        for (double d : load.droppedPercentPerChoice)
+            dropped << QString::fromLatin1(csvNumber(d));
+        for (int e = 0; e < load.tokensPerExpert.size(); ++e)
+            out += csvField(m_primary.label) + ',' + QByteArray::number(m_state->step) + ','
+                   + QByteArray::number(load.block + 1) + ',' + QByteArray::number(e + 1) + ','
+                   + QByteArray::number(load.tokensPerExpert[e]) + ',' + csvNumber(load.share(e)) + ','
+                   + csvNumber(load.loadVsFair.value(e)) + ',' + csvNumber(load.routerEntropy) + ','
+                   + QByteArray::number(load.unusedExperts) + ',' + csvField(dropped.join(QLatin1Char(' '))) + '\n';
+    }
+    return out;
+}
+
+}  // namespace widelab

@@ -1,0 +1,58 @@
+// defines: widelab::ExpertsView, expert load and routing: the share of tokens
+// each expert of each block receives, now and over time, dropped tokens, dead
+// experts and imbalance flagged, and which expert each probe token goes to
+#pragma once
+
+#include "InsightPage.h"
+
+#include <optional>
+
+class QComboBox;
+class QLabel;
+class QTableWidget;
+
+namespace widelab {
+
+class MatrixView;
+
+class ExpertsView : public InsightPage {
+    Q_OBJECT
+public:
+    // A block is flagged when its busiest expert gets more than this many times its fair share.
+    static constexpr double kImbalance = 2.0;
+
+    explicit ExpertsView(QWidget* parent = nullptr);
+
+    void refresh() override;
+    QString exportTitle() const override;
+    QWidget* exportArea() override { return m_body; }
+    QByteArray csv() const override;
+
+    // -1: the mean over blocks.
+    void setTimeBlock(int block);
+    MatrixView* shareMap() const { return m_share; }
+    MatrixView* timeMap() const { return m_overTime; }
+    MatrixView* routingMap() const { return m_routing; }
+    QTableWidget* table() const { return m_table; }
+    // The flags at the shown step, one line each.
+    QStringList warnings() const { return m_warnings; }
+
+private:
+    void showShare(const ModelState& state);
+    void showOverTime(const InsightHistory& history, qint64 upTo);
+    void showTable(const ModelState& state);
+    void showRouting(const ProbeCapture* capture, int experts);
+
+    QWidget* m_body = nullptr;
+    QLabel* m_empty = nullptr;
+    QLabel* m_flags = nullptr;
+    QComboBox* m_timeBlock = nullptr;
+    MatrixView* m_share = nullptr;
+    MatrixView* m_overTime = nullptr;
+    MatrixView* m_routing = nullptr;
+    QTableWidget* m_table = nullptr;
+    QStringList m_warnings;
+    std::optional<ModelState> m_state;  // a copy: the history may move its states
+};
+
+}  // namespace widelab

@@ -1,0 +1,268 @@
+#include "HeadGrid.h"
+
+#include "ColorScale.h"
+#include "Palette.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QToolTip>
+
+#include <algorithm>
+#include <cmath>
+
+namespace widelab {
+
+namespace {
+
+constexpr double kGap = 10;
+
+QFont smallFont(const QFont& base)
+{
+    QFont font = base;
+    font.setPointSizeF(std::max(7.0, base.pointSizeF() * 0.8));
+    return font;
+}
+
+}  // namespace
+
+HeadGrid::HeadGrid(QWidget* parent) : QWidget(parent)
+{
+    setMouseTracking(true);
+    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+}
+
+void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
+{
+    m_maps.clear();
+    m_weights.clear();
+    m_tokens.clear();
+    m_max = 1;
+    m_hover = Hit();
+    if (capture != nullptr && layer >= 0 && layer < capture->layers()) {
+        const int n = capture->tokenCount();
+        for (const QString& token : capture->tokens)
+            m_tokens.push_back(visibleToken(token));
+        float max = 0;
+        for (const QVector<float>& map : capture->attention[layer])
+            for (float w : map)
+                max = std::max(max, w);
+        m_max = max > 0 ? max : 1;
+        for (const QVector<float>& map : capture->attention[layer]) {
+            if (map.size() < static_cast<qsizetype>(n) * n)
+                continue;
+            m_weights.push_back(map);
+            m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_max));
+        }
+    }
+    updateHeight();
+    update();
+}
+
+void HeadGrid::setCellSize(int pixels)
+{
+    m_cell = std::clamp(pixels, 24, 1200);
+    updateHeight();
+    update();
+}
+
+bool HeadGrid::showsLabels() const
+{
+    return tokens() > 0 && double(m_cell) / tokens() >= kMinLabelPixels;
+}
+
+double HeadGrid::gutter() const
+{
+    if (!showsLabels())
+        return 4;
+    const QFontMetricsF metrics(smallFont(font()));
+    double width = 0;
+    for (const QString& token : m_tokens)
+        width = std::max(width, metrics.horizontalAdvance(token));
+    return std::min(width + 8, 90.0);
+}
+
+double HeadGrid::topLabels() const
+{
+    if (!showsLabels())
+        return 0;
+    const QFontMetricsF metrics(smallFont(font()));
+    double width = 0;
+    for (const QString& token : m_tokens)
+        width = std::max(width, metrics.horizontalAdvance(token));
+    return std::min(width + 6, 90.0);
+}
+
+double HeadGrid::headerHeight() const { return QFontMetricsF(smallFont(font())).height() + 4; }
+
+int HeadGrid::columnsFor(int width) const
+{
+    const int fit = static_cast<int>((width - gutter() + kGap) / (m_cell + kGap));
+    return std::clamp(fit, 1, std::max(1, heads()));
+}
+
+int HeadGrid::columns() const { return columnsFor(width()); }
+
+int HeadGrid::heightFor(int width) const
+{
+    if (heads() == 0)
+        return 60;
+    const int rows = (heads() + columnsFor(width) - 1) / columnsFor(width);
+    return static_cast<int>(topLabels() + rows * (headerHeight() + m_cell + kGap) + 4);
+}
+
+int HeadGrid::fittingCellSize(const QSize& area, int minimum) const
+{
+    if (heads() == 0)
+        return m_cell;
+    HeadGrid probe;  // measures with the same labels at each candidate size
+    probe.m_tokens = m_tokens;
+    probe.m_maps = m_maps;
+    probe.setFont(font());
+    for (int cell = std::min(area.width(), area.height()); cell > minimum; cell -= 4) {
+        probe.m_cell = cell;
+        if (probe.heightFor(area.width()) <= area.height())
+            return cell;
+    }
+    return minimum;
+}
+
+void HeadGrid::updateHeight()
+{
+    setMinimumHeight(heightFor(std::max(width(), m_cell + 100)));
+    updateGeometry();
+}
+
+QSize HeadGrid::sizeHint() const
+{
+    const int w = static_cast<int>(gutter() + std::min(heads(), 4) * (m_cell + kGap));
+    return {std::max(w, 200), heightFor(std::max(w, 200))};
+}
+
+QRectF HeadGrid::mapRect(int head) const
+{
+    if (head < 0 || head >= heads())
+        return {};
+    const int cols = columns();
+    const int row = head / cols;
+    const int col = head % cols;
+    const double x = gutter() + col * (m_cell + kGap);
+    const double y = topLabels() + row * (headerHeight() + m_cell + kGap) + headerHeight();
+    return {x, y, double(m_cell), double(m_cell)};
+}
+
+HeadGrid::Hit HeadGrid::hitAt(const QPointF& position) const
+{
+    const int n = tokens();
+    for (int head = 0; head < heads() && n > 0; ++head) {
+        const QRectF r = mapRect(head);
+        if (!r.contains(position))
+            continue;
+        Hit hit;
+        hit.head = head;
+        hit.query = std::clamp(static_cast<int>((position.y() - r.top()) / r.height() * n), 0, n - 1);
+        hit.key = std::clamp(static_cast<int>((position.x() - r.left()) / r.width() * n), 0, n - 1);
+        return hit;
+    }
+    return {};
+}
+
+QString HeadGrid::readout(const Hit& hit) const
+{
+    if (!hit.valid() || hit.head >= m_weights.size())
+        return {};
+    const int n = tokens();
+    const float weight = m_weights[hit.head].value(hit.query * n + hit.key);
+    return tr("head %1: query %2 \"%3\" → key %4 \"%5\": %6")
+        .arg(hit.head + 1)
+        .arg(hit.query)
+        .arg(m_tokens.value(hit.query))
+        .arg(hit.key)
+        .arg(m_tokens.value(hit.key))
+        .arg(QString::number(weight, 'f', 3));
+}
+
+void HeadGrid::paintEvent(QPaintEvent* event)
+{
+    QPainter painter(this);
+    const QColor text = palette().color(QPalette::Text);
+    painter.fillRect(rect(), palette().color(QPalette::Base));
+    if (heads() == 0)
+        return;
+    const QFont small = smallFont(font());
+    const QFontMetricsF metrics(small);
+    painter.setFont(small);
+    const int n = tokens();
+    const double step = double(m_cell) / n;
+    const bool labels = showsLabels();
+    const int cols = columns();
+    for (int head = 0; head < heads(); ++head) {
+        const QRectF r = mapRect(head);
+        const QRectF framed = r.adjusted(0, -headerHeight(), 0, 0);
+        if (!framed.intersects(event->rect()))
+            continue;
+        painter.setPen(text);
+        painter.drawText(QRectF(r.left(), r.top() - headerHeight(), r.width(), headerHeight() - 2),
+                         Qt::AlignLeft | Qt::AlignBottom, tr("head %1").arg(head + 1));
+        painter.drawImage(r, m_maps[head]);
+        if (m_hover.head == head) {
+            painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
+            painter.setBrush(Qt::NoBrush);
+            painter.drawRect(r.adjusted(-1, -1, 1, 1));
+            painter.drawRect(QRectF(r.left() + m_hover.key * step, r.top() + m_hover.query * step, step, step));
+        }
+        if (!labels)
+            continue;
+        painter.setPen(text);
+        if (head % cols == 0)  // query labels left of each grid row
+            for (int q = 0; q < n; ++q)
+                painter.drawText(QRectF(0, r.top() + q * step, gutter() - 6, step), Qt::AlignRight | Qt::AlignVCenter,
+                                 metrics.elidedText(m_tokens[q], Qt::ElideRight, gutter() - 6));
+        if (head < cols)  // key labels, upright, once above the grid
+            for (int k = 0; k < n; ++k) {
+                painter.save();
+                painter.translate(r.left() + (k + 0.5) * step, r.top() - headerHeight() - 2);
+                painter.rotate(-90);
+                painter.drawText(QRectF(0, -step / 2, topLabels() - 4, step), Qt::AlignLeft | Qt::AlignVCenter,
+                                 metrics.elidedText(m_tokens[k], Qt::ElideRight, topLabels() - 4));
+                painter.restore();
+            }
+    }
+}
+
+void HeadGrid::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    const int needed = heightFor(width());
+    if (minimumHeight() != needed)
+        setMinimumHeight(needed);
+}
+
+void HeadGrid::mouseMoveEvent(QMouseEvent* event)
+{
+    const Hit hit = hitAt(event->position());
+    if (hit.head != m_hover.head || hit.query != m_hover.query || hit.key != m_hover.key) {
+        m_hover = hit;
+        update();
+    }
+    if (hit.valid())
+        QToolTip::showText(event->globalPosition().toPoint(), readout(hit) + tr("\nclick to enlarge"), this);
+    else
+        QToolTip::hideText();
+}
+
+void HeadGrid::mousePressEvent(QMouseEvent* event)
+{
+    const Hit hit = hitAt(event->position());
+    if (event->button() == Qt::LeftButton && hit.valid())
+        Q_EMIT headClicked(hit.head);
+    QWidget::mousePressEvent(event);
+}
+
+void HeadGrid::leaveEvent(QEvent* event)
+{
+    m_hover = Hit();
+    update();
+    QWidget::leaveEvent(event);
+}
+
+}  // namespace widelab

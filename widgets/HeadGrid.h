@@ -1,0 +1,74 @@
+// defines: widelab::HeadGrid, every head's attention map of one layer side by
+// side, at a zoom the user picks, with token labels and a hover read-out
+#pragma once
+
+#include "InsightHistory.h"
+
+#include <QImage>
+#include <QVector>
+#include <QWidget>
+
+namespace widelab {
+
+// Heads are laid out in as many columns as the width allows, each map a square
+// of cellSize() pixels (query rows, key columns). Key labels run once above the
+// grid and query labels once left of each grid row, when a token row is at least
+// kMinLabelPixels tall; below that the hover read-out names the tokens. All maps
+// share one colour range, 0 to the layer's largest weight, so heads compare.
+class HeadGrid : public QWidget {
+    Q_OBJECT
+public:
+    static constexpr int kMinLabelPixels = 8;
+
+    struct Hit {
+        int head = -1, query = -1, key = -1;
+        bool valid() const { return head >= 0; }
+    };
+
+    explicit HeadGrid(QWidget* parent = nullptr);
+
+    // Copies the layer's maps out of `capture` (nullptr: nothing to draw).
+    void setCapture(const ProbeCapture* capture, int layer);
+    int heads() const { return static_cast<int>(m_maps.size()); }
+    int tokens() const { return static_cast<int>(m_tokens.size()); }
+    float maxWeight() const { return m_max; }
+
+    void setCellSize(int pixels);
+    int cellSize() const { return m_cell; }
+    // The largest cell size (not below `minimum`) at which every head fits in `area`.
+    int fittingCellSize(const QSize& area, int minimum) const;
+    int columns() const;
+    QRectF mapRect(int head) const;
+    Hit hitAt(const QPointF& position) const;
+    QString readout(const Hit& hit) const;
+    bool showsLabels() const;
+    int heightFor(int width) const;
+
+    QSize sizeHint() const override;
+
+Q_SIGNALS:
+    void headClicked(int head);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void leaveEvent(QEvent* event) override;
+
+private:
+    int columnsFor(int width) const;
+    double gutter() const;       // left of each grid row: query labels
+    double topLabels() const;    // above the grid: key labels
+    double headerHeight() const; // above each map: "head N"
+    void updateHeight();
+
+    QVector<QImage> m_maps;
+    QVector<QVector<float>> m_weights;
+    QStringList m_tokens;
+    float m_max = 1;
+    int m_cell = 120;
+    Hit m_hover;
+};
+
+}  // namespace widelab

@@ -1,0 +1,180 @@
+#include "InsightHistory.h"
+
+#include <algorithm>
+
+namespace widelab {
+
+namespace {
+
+// Halves the density of the older half of `items` once it holds more than `limit`.
+template <typename T>
+void thin(QVector<T>& items, int limit)
+{
+    if (items.size() <= limit)
+        return;
+    const qsizetype older = items.size() / 2;
+    QVector<T> kept;
+    kept.reserve(items.size() - older / 2);
+    for (qsizetype i = 0; i < items.size(); ++i)
+        if (i >= older || i % 2 == 0)
+            kept.push_back(std::move(items[i]));
+    items = std::move(kept);
+}
+
+// Inserts `item` in step order; an item of the same step is replaced.
+template <typename T>
+void insertByStep(QVector<T>& items, T item)
+{
+    auto at = std::lower_bound(items.begin(), items.end(), item.step,
+                               [](const T& held, qint64 step) { return held.step < step; });
+    if (at != items.end() && at->step == item.step)
+        *at = std::move(item);
+    else
+        items.insert(at, std::move(item));
+}
+
+// The last item with step <= `step` (any, when step < 0).
+template <typename T>
+const T* lastAtOrBefore(const QVector<T>& items, qint64 step)
+{
+    if (items.isEmpty())
+        return nullptr;
+    if (step < 0)
+        return &items.back();
+    auto after = std::upper_bound(items.begin(), items.end(), step,
+                                  [](qint64 s, const T& held) { return s < held.step; });
+    return after == items.begin() ? nullptr : &*(after - 1);
+}
+
+}  // namespace
+
+QString visibleToken(const QString& token)
+{
+    QString shown = token;
+    shown.replace(QLatin1Char('\n'), QChar(0x23CE));
+    shown.replace(QLatin1Char('\t'), QChar(0x21E5));
+    if (shown.trimmed().isEmpty())
+        shown.replace(QLatin1Char(' '), QChar(0x2423));
+    return shown;
+}
+
+qint64 ExpertLoad::totalTokens() const
+{
+    qint64 total = 0;
+    for (qint64 tokens : tokensPerExpert)
+        total += tokens;
+    return total;
+}
+
+double ExpertLoad::share(int expert) const
+{
+    const qint64 total = totalTokens();
+    if (total <= 0 || expert < 0 || expert >= tokensPerExpert.size())
+        return 0;
+    return static_cast<double>(tokensPerExpert[expert]) / static_cast<double>(total);
+}
+
+QString PathWeightState::featureName(int index) const
+{
+    if (index < paths)
+        return QStringLiteral("path %1").arg(index + 1);
+    return QStringLiteral("mean without path %1").arg(index - paths + 1);
+}
+
+float ProbeCapture::weight(int layer, int head, int query, int key) const
+{
+    const int n = tokenCount();
+    if (layer < 0 || layer >= layers() || head < 0 || head >= attention[layer].size() || query < 0 || query >= n
+        || key < 0 || key >= n)
+        return 0;
+    const QVector<float>& map = attention[layer][head];
+    const qsizetype at = static_cast<qsizetype>(query) * n + key;
+    return at < map.size() ? map[at] : 0.0f;
+}
+
+QVector<float> ProbeCapture::meanOverHeads(int layer) const
+{
+    const int n = tokenCount();
+    QVector<float> mean(static_cast<qsizetype>(n) * n, 0.0f);
+    if (layer < 0 || layer >= layers() || attention[layer].isEmpty())
+        return mean;
+    for (const QVector<float>& map : attention[layer])
+        for (qsizetype i = 0; i < std::min(map.size(), mean.size()); ++i)
+            mean[i] += map[i];
+    const float heads = static_cast<float>(attention[layer].size());
+    for (float& value : mean)
+        value /= heads;
+    return mean;
+}
+
+void InsightHistory::addState(ModelState state)
+{
+    insertByStep(m_states, std::move(state));
+    thin(m_states, kMaxStates);
+    ++m_revision;
+}
+
+void InsightHistory::addCapture(ProbeCapture capture)
+{
+    if (!m_texts.contains(capture.text))
+        m_texts.push_back(capture.text);
+    QVector<ProbeCapture>& list = m_captures[capture.text];
+    insertByStep(list, std::move(capture));
+    thin(list, kMaxCapturesPerText);
+    ++m_revision;
+}
+
+void InsightHistory::truncateAfter(qint64 step)
+{
+    auto later = [step](const auto& item) { return item.step > step; };
+    m_states.erase(std::remove_if(m_states.begin(), m_states.end(), later), m_states.end());
+    for (auto& list : m_captures)
+        list.erase(std::remove_if(list.begin(), list.end(), later), list.end());
+    ++m_revision;
+}
+
+void InsightHistory::clear()
+{
+    m_states.clear();
+    m_texts.clear();
+    m_captures.clear();
+    ++m_revision;
+}
+
+const QVector<ProbeCapture>& InsightHistory::captures(const QString& text) const
+{
+    static const QVector<ProbeCapture> none;
+    auto it = m_captures.constFind(text);
+    return it == m_captures.constEnd() ? none : *it;
+}
+
+const ModelState* InsightHistory::stateAt(qint64 step) const
+{
+    return lastAtOrBefore(m_states, step);
+}
+
+const ProbeCapture* InsightHistory::captureAt(const QString& text, qint64 step) const
+{
+    return lastAtOrBefore(captures(text), step);
+}
+
+QVector<qint64> InsightHistory::steps() const
+{
+    QVector<qint64> all;
+    for (const ModelState& state : m_states)
+        all.push_back(state.step);
+    for (const auto& list : m_captures)
+        for (const ProbeCapture& capture : list)
+            all.push_back(capture.step);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return all;
+}
+
+qint64 InsightHistory::lastStep() const
+{
+    const QVector<qint64> all = steps();
+    return all.isEmpty() ? -1 : all.back();
+}
+
+}  // namespace widelab

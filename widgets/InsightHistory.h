@@ -1,0 +1,113 @@
+// defines: ExpertLoad, NormState, PathWeightState, ModelState, ProbeCapture,
+// InsightHistory: what the interpretability views draw, as plain Qt data (app/
+// converts the core's snapshots and probes into it), kept over a run's steps
+#pragma once
+
+#include <QHash>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+namespace widelab {
+
+// Routing of one block that routes, over one measured batch.
+struct ExpertLoad {
+    int block = 0;
+    QVector<qint64> tokensPerExpert;          // kept assignments, every choice
+    QVector<double> droppedPercentPerChoice;  // [top_k]
+    int unusedExperts = 0;
+    double routerEntropy = 0;                 // nats
+    QVector<double> loadVsFair;               // tokens / (S * K / E)
+
+    qint64 totalTokens() const;
+    double share(int expert) const;           // of the block's kept assignments, 0..1
+};
+
+// WideNet Eq. 9 for one LayerNorm position, in both readings (core/train/Snapshot.h).
+struct Divergence {
+    double gammaAllPairs = 0, betaAllPairs = 0;
+    double gammaElementwise = 0, betaElementwise = 0;
+};
+
+// LayerNorm parameters of every block at one step, per position.
+struct NormState {
+    QVector<QVector<float>> attentionGamma, attentionBeta, ffnGamma, ffnBeta;  // [block][channel]
+    Divergence attention, ffn;
+};
+
+// Learnable weights of one multi-path sublayer.
+struct PathWeightState {
+    int block = 0;
+    QString sublayer;       // "attention" or "ffn"
+    int paths = 0;          // raw paths; alpha holds them, then the extra features
+    QVector<float> alpha;
+    float beta = 1;
+    double diversity = 0;
+
+    QString featureName(int index) const;  // "path 2", "mean without path 2"
+};
+
+struct ModelState {
+    qint64 step = 0;
+    QVector<ExpertLoad> routing;       // empty for a dense model
+    NormState norms;
+    QVector<PathWeightState> paths;    // empty for a one-path model
+};
+
+// What the model did with one probe text at one step.
+struct ProbeCapture {
+    qint64 step = 0;
+    QString text;
+    QStringList tokens;
+    QVector<QVector<QVector<float>>> attention;  // [layer][head]: tokens x tokens, row = query, row-major
+    QVector<QVector<QVector<int>>> experts;      // [block][token][choice], -1: dropped
+    QVector<float> prediction;
+    QStringList predictionLabels;
+
+    int tokenCount() const { return static_cast<int>(tokens.size()); }
+    int layers() const { return static_cast<int>(attention.size()); }
+    int heads() const { return attention.isEmpty() ? 0 : static_cast<int>(attention.front().size()); }
+    // The weight query -> key of a head (0 outside the map).
+    float weight(int layer, int head, int query, int key) const;
+    // The mean over heads of a layer, tokens x tokens.
+    QVector<float> meanOverHeads(int layer) const;
+};
+
+// A token as a label: line breaks, tabs and lone spaces made visible.
+QString visibleToken(const QString& token);
+
+// A run's model states and probe captures, in step order. Every state and
+// capture added is kept until there are more than the limits below; then every
+// second one of the older half goes, so a long run keeps its whole span at a
+// coarser grain and memory stays bounded.
+class InsightHistory {
+public:
+    static constexpr int kMaxStates = 4000;
+    static constexpr int kMaxCapturesPerText = 300;
+
+    void addState(ModelState state);      // a state for a step already held replaces it
+    void addCapture(ProbeCapture capture);
+    void truncateAfter(qint64 step);      // a resumed run retraces the steps after its checkpoint
+    void clear();
+
+    const QVector<ModelState>& states() const { return m_states; }
+    QStringList probeTexts() const { return m_texts; }     // in the order first seen
+    const QVector<ProbeCapture>& captures(const QString& text) const;
+    // The newest state (capture) at or before `step`; step < 0: the newest. nullptr when none.
+    const ModelState* stateAt(qint64 step) const;
+    const ProbeCapture* captureAt(const QString& text, qint64 step) const;
+    // Every step something was recorded at, ascending: the scrubber's stops.
+    QVector<qint64> steps() const;
+    qint64 lastStep() const;  // -1 when empty
+    bool isEmpty() const { return m_states.isEmpty() && m_texts.isEmpty(); }
+    // Increases with every change, so views can tell whether to redraw.
+    quint64 revision() const { return m_revision; }
+
+private:
+    QVector<ModelState> m_states;
+    QStringList m_texts;
+    QHash<QString, QVector<ProbeCapture>> m_captures;
+    quint64 m_revision = 0;
+};
+
+}  // namespace widelab

@@ -1,0 +1,46 @@
+// defines: widelab::PathsView, the learnable weights of multi-path sublayers:
+// alpha of every path and feature and beta of every sublayer against step, and
+// path diversity against depth (the multi-path paper's |d| figure)
+#pragma once
+
+#include "InsightPage.h"
+
+class QComboBox;
+class QCustomPlot;
+class QLabel;
+
+namespace widelab {
+
+class CurvePlot;
+
+class PathsView : public InsightPage {
+    Q_OBJECT
+public:
+    explicit PathsView(QWidget* parent = nullptr);
+
+    void refresh() override;
+    QString exportTitle() const override;
+    QWidget* exportArea() override { return m_body; }
+    QByteArray csv() const override;
+
+    void setBlock(int block);  // 0-based
+    void setSublayer(const QString& sublayer);  // "attention" or "ffn"
+    CurvePlot* alphaPlot() const { return m_alpha; }
+    CurvePlot* betaPlot() const { return m_beta; }
+    QCustomPlot* diversityPlot() const { return m_diversity; }
+
+private:
+    void showCurves();
+    void showDiversity();
+
+    QLabel* m_empty = nullptr;
+    QWidget* m_body = nullptr;
+    QComboBox* m_block = nullptr;
+    QComboBox* m_sublayer = nullptr;
+    CurvePlot* m_alpha = nullptr;
+    CurvePlot* m_beta = nullptr;
+    QCustomPlot* m_diversity = nullptr;
+    QString m_curvesKey;
+};
+
+}  // namespace widelab
