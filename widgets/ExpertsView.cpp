@@ -80,6 +80,10 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(tableBox);
     bottom->addWidget(m_routing);
+    bottom->setStretchFactor(0, 1);
+    bottom->setStretchFactor(1, 1);
+    top->setStretchFactor(0, 1);
+    top->setStretchFactor(1, 1);
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
     split->addWidget(bottom);

@@ -78,7 +78,9 @@ void MatrixView::rebuild()
 {
     const Matrix& m = m_matrix;
     m_image = QImage();
-    if (m.rows <= 0 || m.cols <= 0 || m.values.size() < static_cast<qsizetype>(m.rows) * m.cols)
+    const qsizetype cells = static_cast<qsizetype>(m.rows) * m.cols;
+    if (m.rows <= 0 || m.cols <= 0
+        || (m.scale == Scale::Categorical ? m.categories.size() : m.values.size()) < cells)
         return;
     switch (m.scale) {
     case Scale::Sequential: {

@@ -58,18 +58,20 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     bodyLayout->setContentsMargins(0, 0, 0, 0);
     bodyLayout->addWidget(split);
 
-    auto* controls = new QHBoxLayout;
-    auto* blockLabel = new QLabel(tr("α of &block"), this);
+    m_controls = new QWidget(this);
+    auto* controls = new QHBoxLayout(m_controls);
+    controls->setContentsMargins(0, 0, 0, 0);
+    auto* blockLabel = new QLabel(tr("α of &block"), m_controls);
     blockLabel->setBuddy(m_block);
     controls->addWidget(blockLabel);
     controls->addWidget(m_block);
-    auto* sublayerLabel = new QLabel(tr("&sublayer"), this);
+    auto* sublayerLabel = new QLabel(tr("&sublayer"), m_controls);
     sublayerLabel->setBuddy(m_sublayer);
     controls->addWidget(sublayerLabel);
     controls->addWidget(m_sublayer);
     controls->addStretch(1);
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(controls);
+    layout->addWidget(m_controls);
     layout->addWidget(m_empty);
     layout->addWidget(m_body, 1);
     connect(m_block, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
@@ -85,8 +87,7 @@ void PathsView::refresh()
     const bool paths = last != nullptr && !last->paths.isEmpty();
     m_empty->setVisible(!paths);
     m_body->setVisible(paths);
-    m_block->setEnabled(paths);
-    m_sublayer->setEnabled(paths);
+    m_controls->setVisible(paths);
     if (!paths) {
         m_empty->setText(last == nullptr && m_primary.valid()
                              ? tr("No measurement yet: path weights appear with the first training snapshot.")

@@ -34,6 +34,7 @@ private:
     void showDiversity();
 
     QLabel* m_empty = nullptr;
+    QWidget* m_controls = nullptr;
     QWidget* m_body = nullptr;
     QComboBox* m_block = nullptr;
     QComboBox* m_sublayer = nullptr;
