@@ -3,17 +3,23 @@
 // window driven as a user drives it: validation that blocks Start, a short
 // training run with live curves, reopening the run, and closing mid-run.
 // Runs offscreen (QT_QPA_PLATFORM=offscreen); no torch header is included here.
+#include "AttentionView.h"
 #include "ConfigAssessment.h"
+#include "ExpertsView.h"
+#include "InsightConvert.h"
+#include "InsightsView.h"
 #include "ConfigPanel.h"
 #include "CurvePlot.h"
 #include "CurvesView.h"
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "TrainingController.h"
+#include "train/Snapshot.h"
 
 #include <QAction>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QListWidget>
@@ -81,6 +87,7 @@ private Q_SLOTS:
     void invalidConfigurationBlocksStart();
     void aBadDataFileIsAMessageAndTheRunStays();
     void trainingThroughTheWindowDrawsCurvesAndReopens();
+    void snapshotsAndMetricsLinesGiveTheSameInsights();
     void closingDuringTrainingAsksThenStopsAndSaves();
 
 private:
@@ -289,6 +296,29 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QVERIFY2(!logLines.isEmpty() && logLines.first().contains(QStringLiteral("device cpu")),
                  qPrintable(logLines.join(QLatin1Char('\n'))));
         QCOMPARE(logLines.filter(QStringLiteral("validation at step")).size(), 2);
+        // The insight views got every snapshot and the default probe at the
+        // start and with each validation.
+        const RunRecord* live = window.record(runDirectory);
+        QVERIFY(live);
+        QCOMPARE(live->insights->states().size(), qsizetype{10});
+        QCOMPARE(live->insights->states().last().routing.size(), qsizetype{2});  // both blocks route
+        QCOMPARE(live->insights->probeTexts().size(), qsizetype{1});
+        const QString probe = live->insights->probeTexts().first();
+        QList<qint64> captured;
+        for (const ProbeCapture& c : live->insights->captures(probe))
+            captured << c.step;
+        QCOMPARE(captured, (QList<qint64>{0, 10, 20}));
+        window.action(QStringLiteral("view1"))->trigger();  // Alt+2: attention
+        QCOMPARE(window.centralTabs()->currentWidget(), static_cast<QWidget*>(window.insights()));
+        window.insights()->refreshNow();
+        const ProbeCapture* shown = window.insights()->attention()->primaryPane()->capture();
+        QVERIFY(shown);
+        QCOMPARE(shown->step, qint64{20});
+        QCOMPARE(shown->heads(), 4);
+        window.insights()->setStep(10);  // frozen on an earlier step
+        QCOMPARE(window.insights()->attention()->primaryPane()->capture()->step, qint64{10});
+        window.action(QStringLiteral("live"))->trigger();
+        QCOMPARE(window.insights()->shownStep(), qint64{-1});
         // The run has done its 20 steps: Start would continue it, and says why it cannot.
         QAction* start = window.action(QStringLiteral("start"));
         QCOMPARE(start->text(), QStringLiteral("&Continue"));
@@ -313,6 +343,10 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QCOMPARE(lossPoints, 12);
         QCOMPARE(loss->points(runDirectory, QStringLiteral("loss")).last().step, 24.0);
         QVERIFY(!window.log()->visibleLines().filter(QStringLiteral("resumed from step-00000020.pt")).isEmpty());
+        captured.clear();
+        for (const ProbeCapture& c : window.record(runDirectory)->insights->captures(probe))
+            captured << c.step;
+        QCOMPARE(captured, (QList<qint64>{0, 10, 20, 24}));
     }
     // Reopened in a new window: the same curves, read from the run directory.
     MainWindow reopened(runs);
@@ -321,6 +355,23 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     QCOMPARE(static_cast<int>(loss->points(runDirectory, QStringLiteral("loss")).size()), lossPoints);
     QCOMPARE(reopened.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("tiny"));
     QCOMPARE(reopened.log()->visibleLines().filter(QStringLiteral("validation at step 20")).size(), 1);
+    // The insights read back from metrics.jsonl: 12 states, 4 captures.
+    const RunRecord* read = reopened.record(runDirectory);
+    QCOMPARE(read->insights->states().size(), qsizetype{12});
+    QCOMPARE(read->insights->captures(read->insights->probeTexts().value(0)).size(), qsizetype{4});
+    QCOMPARE(reopened.insights()->currentRun(), runDirectory);
+    // A text probed on the saved run: read from its newest checkpoint off the
+    // GUI thread, shown at that checkpoint's step, and kept in config.json.
+    const QString text = QStringLiteral("[MAX 1 [MIN 2 3 ] ]");
+    Q_EMIT reopened.insights()->probeRequested({runDirectory}, text);
+    QTRY_COMPARE_WITH_TIMEOUT(read->insights->captures(text).size(), qsizetype{1}, 30000);
+    QCOMPARE(read->insights->captures(text).first().step, qint64{24});
+    QFile config(runDirectory + QStringLiteral("/config.json"));
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    const QJsonArray probes =
+        QJsonDocument::fromJson(config.readAll()).object().value(QStringLiteral("train")).toObject().value(QStringLiteral("probes")).toArray();
+    QCOMPARE(probes.size(), 2);
+    QCOMPARE(probes.last().toString(), text);
 
     // Overlaid with a second run: both in the charts, each its own colour.
     const QString other = m_dir.filePath(QStringLiteral("controller"));  // trained by the first test
@@ -336,6 +387,83 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     // Not a run: a clear message, nothing added.
     QVERIFY(!reopened.addRunToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
     QCOMPARE(reopened.runsList()->count(), 2);
+}
+
+// The views see the same data live (converted from the core's snapshot) and
+// read back (parsed from the metrics.jsonl line the core writes for it).
+void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
+{
+    TrainingSnapshot s;
+    s.step = 30;
+    RoutingStats r;
+    r.block = 1;
+    r.tokensPerExpert = {5, 0, 7};
+    r.droppedPercentPerChoice = {12.5, 40.0};
+    r.unusedExperts = 1;
+    r.routerEntropy = 0.75;
+    r.loadVsFair = {1.25, 0.0, 1.75};
+    s.routing = {r};
+    s.attentionGamma = {{1.0f, 0.5f}, {2.0f, 1.5f}};
+    s.attentionBeta = {{0.0f, -0.25f}, {0.25f, 0.5f}};
+    s.ffnGamma = {{1.0f, 1.0f}, {0.75f, 1.25f}};
+    s.ffnBeta = {{0.125f, 0.0f}, {0.0f, -0.125f}};
+    s.divergence = {0.25, 0.125, 0.5, 0.0625};
+    s.attentionDivergence = {1.5, 2.5, 3.5, 4.5};
+    PathWeights p;
+    p.block = 0;
+    p.sublayer = "ffn";
+    p.paths = 2;
+    p.alpha = {0.5f, 0.25f, 0.125f, 0.0625f};
+    p.beta = 0.75f;
+    p.diversity = 0.375;
+    s.paths = {p};
+
+    ProbeResult probe;
+    probe.step = 30;
+    probe.text = "a b";
+    probe.tokens = {"a", "b"};
+    probe.attention = {{{{0.25f, 0.75f}, {1.0f, 0.0f}}}};  // one layer, one head
+    probe.experts = {{{2, -1}, {0, 1}}};
+    probe.prediction = {0.125f, 0.875f};
+    probe.predictionLabels = {"0", "1"};
+
+    const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(s).dump())).object();
+    for (const ModelState& state : {toModelState(s), modelStateFromJson(line)}) {
+        QCOMPARE(state.step, qint64{30});
+        QCOMPARE(state.routing.size(), qsizetype{1});
+        QCOMPARE(state.routing[0].block, 1);
+        QCOMPARE(state.routing[0].tokensPerExpert, (QVector<qint64>{5, 0, 7}));
+        QCOMPARE(state.routing[0].droppedPercentPerChoice, (QVector<double>{12.5, 40.0}));
+        QCOMPARE(state.routing[0].unusedExperts, 1);
+        QCOMPARE(state.routing[0].routerEntropy, 0.75);
+        QCOMPARE(state.routing[0].loadVsFair, (QVector<double>{1.25, 0.0, 1.75}));
+        QCOMPARE(state.routing[0].share(2), 7.0 / 12.0);
+        QCOMPARE(state.norms.attentionGamma, (QVector<QVector<float>>{{1.0f, 0.5f}, {2.0f, 1.5f}}));
+        QCOMPARE(state.norms.ffnBeta, (QVector<QVector<float>>{{0.125f, 0.0f}, {0.0f, -0.125f}}));
+        QCOMPARE(state.norms.ffn.gammaAllPairs, 0.25);
+        QCOMPARE(state.norms.ffn.betaElementwise, 0.0625);
+        QCOMPARE(state.norms.attention.gammaElementwise, 3.5);
+        QCOMPARE(state.paths.size(), qsizetype{1});
+        QCOMPARE(state.paths[0].sublayer, QStringLiteral("ffn"));
+        QCOMPARE(state.paths[0].paths, 2);
+        QCOMPARE(state.paths[0].alpha, (QVector<float>{0.5f, 0.25f, 0.125f, 0.0625f}));
+        QCOMPARE(state.paths[0].featureName(3), QStringLiteral("mean without path 2"));
+        QCOMPARE(state.paths[0].beta, 0.75f);
+        QCOMPARE(state.paths[0].diversity, 0.375);
+    }
+    const QJsonObject probeLine = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
+    for (const ProbeCapture& c : {toProbeCapture(probe), probeCaptureFromJson(probeLine)}) {
+        QCOMPARE(c.step, qint64{30});
+        QCOMPARE(c.text, QStringLiteral("a b"));
+        QCOMPARE(c.tokens, (QStringList{"a", "b"}));
+        QCOMPARE(c.layers(), 1);
+        QCOMPARE(c.heads(), 1);
+        QCOMPARE(c.weight(0, 0, 0, 1), 0.75f);  // row = query
+        QCOMPARE(c.weight(0, 0, 1, 0), 1.0f);
+        QCOMPARE(c.experts, (QVector<QVector<QVector<int>>>{{{2, -1}, {0, 1}}}));
+        QCOMPARE(c.prediction, (QVector<float>{0.125f, 0.875f}));
+        QCOMPARE(c.predictionLabels, (QStringList{"0", "1"}));
+    }
 }
 
 void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
