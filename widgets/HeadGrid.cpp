@@ -65,64 +65,51 @@ void HeadGrid::setCellSize(int pixels)
     update();
 }
 
-bool HeadGrid::showsLabels() const
-{
-    return tokens() > 0 && double(m_cell) / tokens() >= kMinLabelPixels;
-}
+bool HeadGrid::showsLabels(int cell) const { return tokens() > 0 && double(cell) / tokens() >= kMinLabelPixels; }
 
-double HeadGrid::gutter() const
+bool HeadGrid::showsLabels() const { return showsLabels(m_cell); }
+
+double HeadGrid::labelExtent() const
 {
-    if (!showsLabels())
-        return 4;
     const QFontMetricsF metrics(smallFont(font()));
     double width = 0;
     for (const QString& token : m_tokens)
         width = std::max(width, metrics.horizontalAdvance(token));
-    return std::min(width + 8, 90.0);
+    return width;
 }
 
-double HeadGrid::topLabels() const
-{
-    if (!showsLabels())
-        return 0;
-    const QFontMetricsF metrics(smallFont(font()));
-    double width = 0;
-    for (const QString& token : m_tokens)
-        width = std::max(width, metrics.horizontalAdvance(token));
-    return std::min(width + 6, 90.0);
-}
+double HeadGrid::gutter(int cell) const { return showsLabels(cell) ? std::min(labelExtent() + 8, 90.0) : 4.0; }
+
+double HeadGrid::topLabels(int cell) const { return showsLabels(cell) ? std::min(labelExtent() + 6, 90.0) : 0.0; }
 
 double HeadGrid::headerHeight() const { return QFontMetricsF(smallFont(font())).height() + 4; }
 
-int HeadGrid::columnsFor(int width) const
+int HeadGrid::columnsFor(int width, int cell) const
 {
-    const int fit = static_cast<int>((width - gutter() + kGap) / (m_cell + kGap));
+    const int fit = static_cast<int>((width - gutter(cell) + kGap) / (cell + kGap));
     return std::clamp(fit, 1, std::max(1, heads()));
 }
 
-int HeadGrid::columns() const { return columnsFor(width()); }
+int HeadGrid::columns() const { return columnsFor(width(), m_cell); }
 
-int HeadGrid::heightFor(int width) const
+int HeadGrid::heightFor(int width, int cell) const
 {
     if (heads() == 0)
         return 60;
-    const int rows = (heads() + columnsFor(width) - 1) / columnsFor(width);
-    return static_cast<int>(topLabels() + rows * (headerHeight() + m_cell + kGap) + 4);
+    const int columns = columnsFor(width, cell);
+    const int rows = (heads() + columns - 1) / columns;
+    return static_cast<int>(topLabels(cell) + rows * (headerHeight() + cell + kGap) + 4);
 }
+
+int HeadGrid::heightFor(int width) const { return heightFor(width, m_cell); }
 
 int HeadGrid::fittingCellSize(const QSize& area, int minimum) const
 {
     if (heads() == 0)
         return m_cell;
-    HeadGrid probe;  // measures with the same labels at each candidate size
-    probe.m_tokens = m_tokens;
-    probe.m_maps = m_maps;
-    probe.setFont(font());
-    for (int cell = std::min(area.width(), area.height()); cell > minimum; cell -= 4) {
-        probe.m_cell = cell;
-        if (probe.heightFor(area.width()) <= area.height())
+    for (int cell = std::min(area.width(), area.height()); cell > minimum; cell -= 4)
+        if (heightFor(area.width(), cell) <= area.height())
             return cell;
-    }
     return minimum;
 }
 
@@ -134,7 +121,7 @@ void HeadGrid::updateHeight()
 
 QSize HeadGrid::sizeHint() const
 {
-    const int w = static_cast<int>(gutter() + std::min(heads(), 4) * (m_cell + kGap));
+    const int w = static_cast<int>(gutter(m_cell) + std::min(heads(), 4) * (m_cell + kGap));
     return {std::max(w, 200), heightFor(std::max(w, 200))};
 }
 
@@ -145,8 +132,8 @@ QRectF HeadGrid::mapRect(int head) const
     const int cols = columns();
     const int row = head / cols;
     const int col = head % cols;
-    const double x = gutter() + col * (m_cell + kGap);
-    const double y = topLabels() + row * (headerHeight() + m_cell + kGap) + headerHeight();
+    const double x = gutter(m_cell) + col * (m_cell + kGap);
+    const double y = topLabels(m_cell) + row * (headerHeight() + m_cell + kGap) + headerHeight();
     return {x, y, double(m_cell), double(m_cell)};
 }
 
@@ -215,15 +202,15 @@ void HeadGrid::paintEvent(QPaintEvent* event)
         painter.setPen(text);
         if (head % cols == 0)  // query labels left of each grid row
             for (int q = 0; q < n; ++q)
-                painter.drawText(QRectF(0, r.top() + q * step, gutter() - 6, step), Qt::AlignRight | Qt::AlignVCenter,
-                                 metrics.elidedText(m_tokens[q], Qt::ElideRight, gutter() - 6));
+                painter.drawText(QRectF(0, r.top() + q * step, gutter(m_cell) - 6, step), Qt::AlignRight | Qt::AlignVCenter,
+                                 metrics.elidedText(m_tokens[q], Qt::ElideRight, gutter(m_cell) - 6));
         if (head < cols)  // key labels, upright, once above the grid
             for (int k = 0; k < n; ++k) {
                 painter.save();
                 painter.translate(r.left() + (k + 0.5) * step, r.top() - headerHeight() - 2);
                 painter.rotate(-90);
-                painter.drawText(QRectF(0, -step / 2, topLabels() - 4, step), Qt::AlignLeft | Qt::AlignVCenter,
-                                 metrics.elidedText(m_tokens[k], Qt::ElideRight, topLabels() - 4));
+                painter.drawText(QRectF(0, -step / 2, topLabels(m_cell) - 4, step), Qt::AlignLeft | Qt::AlignVCenter,
+                                 metrics.elidedText(m_tokens[k], Qt::ElideRight, topLabels(m_cell) - 4));
                 painter.restore();
             }
     }

@@ -57,10 +57,14 @@ protected:
     void leaveEvent(QEvent* event) override;
 
 private:
-    int columnsFor(int width) const;
-    double gutter() const;       // left of each grid row: query labels
-    double topLabels() const;    // above the grid: key labels
-    double headerHeight() const; // above each map: "head N"
+    // The layout at a given map size (cellSize() for the one shown).
+    bool showsLabels(int cell) const;
+    int columnsFor(int width, int cell) const;
+    int heightFor(int width, int cell) const;
+    double gutter(int cell) const;     // left of each grid row: query labels
+    double topLabels(int cell) const;  // above the grid: key labels
+    double labelExtent() const;        // the longest token label
+    double headerHeight() const;       // above each map: "head N"
     void updateHeight();
 
     QVector<QImage> m_maps;
