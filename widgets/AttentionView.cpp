@@ -230,6 +230,9 @@ void AttentionView::refresh()
     const QString nothing = tr("No probe captured yet. Training probes its texts with every validation; "
                                "add a text with Add probe…");
     const InsightSource* sources[2] = {&m_primary, &m_comparison};
+    // Both runs on the same text: the chosen one, else the first run's first.
+    const QString text =
+        !m_probe.isEmpty() || !m_primary.valid() ? m_probe : m_primary.history->probeTexts().value(0);
     int layers = 1, heads = 1;
     for (int i = 0; i < 2; ++i) {
         const InsightSource& source = *sources[i];
@@ -240,13 +243,12 @@ void AttentionView::refresh()
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), tr("No run to show."));
             continue;
         }
-        const QString text = m_probe.isEmpty() ? source.history->probeTexts().value(0) : m_probe;
         const ProbeCapture* capture = source.history->captureAt(text, m_step);
         QString why = nothing;
         if (capture == nullptr && !source.history->captures(text).isEmpty())
             why = tr("The first capture of this text is after step %1.").arg(m_step);
-        else if (capture == nullptr && !m_probe.isEmpty())
-            why = tr("%1 has no capture of \"%2\" yet; Add probe… inspects it.").arg(source.label, m_probe);
+        else if (capture == nullptr && !text.isEmpty())
+            why = tr("%1 has no capture of \"%2\" yet; Add probe… inspects it.").arg(source.label, text);
         pane->show(capture, source.label, layer(), mode(), head(), m_zoom->value(), why);
         if (i == 0 && capture != nullptr) {
             layers = capture->layers();
@@ -276,10 +278,10 @@ QByteArray AttentionView::csv() const
 {
     QByteArray out = "run,step,probe,layer,head,query_index,query,key_index,key,weight\n";
     for (const AttentionPane* pane : m_panes) {
-        const ProbeCapture* c = pane->isVisible() ? pane->capture() : nullptr;
+        const InsightSource& source = pane == m_panes[0] ? m_primary : m_comparison;
+        const ProbeCapture* c = source.valid() ? pane->capture() : nullptr;
         if (c == nullptr)
             continue;
-        const InsightSource& source = pane == m_panes[0] ? m_primary : m_comparison;
         const QByteArray prefix = csvField(source.label) + ',' + QByteArray::number(c->step) + ',' + csvField(c->text) + ',';
         const int n = c->tokenCount();
         for (int l = 0; l < c->layers(); ++l)

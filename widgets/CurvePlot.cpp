@@ -143,6 +143,10 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_hoverLabel->setClipToAxisRect(false);
     m_hoverLabel->setVisible(false);
 
+    m_marker = new QCPItemStraightLine(this);
+    m_marker->setLayer(m_hoverLayer);
+    m_marker->setVisible(false);
+
     m_refreshTimer.setSingleShot(true);
     m_refreshTimer.setInterval(kRefreshIntervalMs);
     connect(&m_refreshTimer, &QTimer::timeout, this, &CurvePlot::onRefreshTimer);
@@ -191,6 +195,7 @@ void CurvePlot::applyPalette()
     }
     legend->setTextColor(m_colors.text);
     legend->setBrush(withAlpha(background, 215));
+    m_marker->setPen(QPen(pal.color(QPalette::Highlight), 1.5, Qt::DashLine));
     legend->setBorderPen(QPen(blend(text, background, 0.8)));
     m_hoverLabel->setColor(m_colors.text);
     m_hoverLabel->setBrush(withAlpha(background, 235));
@@ -437,7 +442,7 @@ void CurvePlot::setXAxisMode(XAxisMode mode)
     configureXAxis();
     m_autoFit = true;  // the old x range means nothing in the new units
     setHover(Readout());
-    scheduleRefresh();
+    setStepMarker(m_markerStep);  // shown in Step mode only
 }
 
 CurvePlot::XAxisMode CurvePlot::xAxisMode() const { return m_xMode; }
@@ -1160,6 +1165,18 @@ void CurvePlot::resetView()
 {
     m_autoFit = true;
     refreshNow();
+}
+
+void CurvePlot::setStepMarker(double step)
+{
+    m_markerStep = step;
+    const bool shown = std::isfinite(step) && m_xMode == XAxisMode::Step;
+    m_marker->setVisible(shown);
+    if (shown) {
+        m_marker->point1->setCoords(step, 0);
+        m_marker->point2->setCoords(step, 1);
+    }
+    scheduleRefresh();
 }
 
 bool CurvePlot::exportImage(const QString& path, QString* error)

@@ -9,6 +9,7 @@
 
 #include <QTimer>
 
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -128,6 +129,11 @@ public:
     // double; fields holding a comma, quote or line break are quoted (RFC 4180).
     bool exportCsv(const QString& path, QString* error = nullptr) const;
 
+    // A vertical line at `step` (the step a view is frozen on), drawn in Step
+    // mode; NaN removes it.
+    void setStepMarker(double step);
+    double stepMarker() const { return m_markerStep; }
+
     // The read-out for a widget pixel (no state changes), and the one shown now.
     Readout readoutAt(const QPointF& pixel) const;
     Readout hoverReadout() const;
@@ -211,6 +217,8 @@ private:
     QCPTextElement* m_title = nullptr;
     QCPItemTracer* m_tracer = nullptr;
     QCPItemText* m_hoverLabel = nullptr;
+    QCPItemStraightLine* m_marker = nullptr;
+    double m_markerStep = std::numeric_limits<double>::quiet_NaN();
     QCPLayer* m_faintLayer = nullptr;
     QCPLayer* m_hoverLayer = nullptr;
     QSharedPointer<ValueAxisTicker> m_valueTicker;

@@ -55,6 +55,7 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     m_flags->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_timeBlock = new QComboBox;
     m_timeBlock->setAccessibleName(tr("Block shown over time"));
+    m_timeBlock->setSizeAdjustPolicy(QComboBox::AdjustToContents);
 
     auto* timeBox = new QWidget;
     auto* timeLayout = new QVBoxLayout(timeBox);

@@ -139,10 +139,13 @@ void InsightsView::addRun(const QString& runId, const QString& label, std::share
 
 void InsightsView::removeRun(const QString& runId)
 {
+    const QString current = currentRun();
     m_runs.remove(runId);
     m_order.removeAll(runId);
     rebuildRunCombos();
     refreshNow();
+    if (currentRun() != current)
+        Q_EMIT currentRunChanged(currentRun());
 }
 
 QStringList InsightsView::runs() const { return m_order; }
@@ -201,6 +204,12 @@ qint64 InsightsView::shownStep() const { return isLive() ? -1 : m_frozenStep; }
 
 void InsightsView::setStep(qint64 step)
 {
+    // The newest recorded step at or before `step` (the first one, before it).
+    updateScrubber();
+    if (!m_steps.isEmpty()) {
+        auto after = std::upper_bound(m_steps.begin(), m_steps.end(), step);
+        step = after == m_steps.begin() ? m_steps.front() : *(after - 1);
+    }
     m_frozenStep = step;
     const bool wasLive = isLive();
     {

@@ -11,6 +11,8 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <limits>
+
 namespace widelab {
 
 using viewexport::csvField;
@@ -90,6 +92,8 @@ void LayerNormView::refresh()
 {
     showCurves();
     showMaps();
+    const ModelState* shown = m_step >= 0 && m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
+    m_divergence->setStepMarker(shown ? double(shown->step) : std::numeric_limits<double>::quiet_NaN());
 }
 
 void LayerNormView::showCurves()

@@ -12,6 +12,8 @@
 
 #include <qcustomplot.h>
 
+#include <limits>
+
 namespace widelab {
 
 using viewexport::csvField;
@@ -106,6 +108,9 @@ void PathsView::refresh()
     }
     showCurves();
     showDiversity();
+    const ModelState* shown = m_step >= 0 ? m_primary.history->stateAt(m_step) : nullptr;
+    for (CurvePlot* plot : {m_alpha, m_beta})
+        plot->setStepMarker(shown ? double(shown->step) : std::numeric_limits<double>::quiet_NaN());
 }
 
 void PathsView::showCurves()
