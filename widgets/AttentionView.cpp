@@ -17,6 +17,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -87,7 +88,7 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
 }
 
 void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, int layer, Mode mode, int head,
-                         int cellSize, const QString& why)
+                         int cellSize, bool perHead, const QString& why)
 {
     if (capture != nullptr)
         m_capture = *capture;
@@ -116,6 +117,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     switch (mode) {
     case Mode::Grid:
         m_grid->setCellSize(cellSize);
+        m_grid->setScalePerHead(perHead);
         m_grid->setCapture(capture, m_layer);
         m_stack->setCurrentWidget(m_gridArea);
         break;
@@ -163,6 +165,12 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     m_zoom->setToolTip(tr("Size of each head's map; labels appear when a token has room"));
     m_fit = new QPushButton(tr("Fit"), this);
     m_fit->setToolTip(tr("The largest maps at which every head is in view"));
+    m_scale = new QComboBox(this);
+    m_scale->addItem(tr("One colour range for the layer"));
+    m_scale->addItem(tr("Each head its own range"));
+    m_scale->setAccessibleName(tr("Colour range of the maps"));
+    m_scale->setToolTip(tr("One range: heads compare by strength. Each head its own: every head's pattern shows, "
+                           "however weak its weights."));
     m_legend = new QLabel(this);
 
     auto* controls = new QHBoxLayout;
@@ -179,6 +187,7 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     controls->addWidget(zoomLabel);
     controls->addWidget(m_zoom, 1);
     controls->addWidget(m_fit);
+    controls->addWidget(m_scale);
     controls->addWidget(m_legend);
 
     m_split = new QSplitter(Qt::Horizontal, this);
@@ -200,8 +209,12 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     connect(m_layer, &QSpinBox::valueChanged, this, &AttentionView::refresh);
     connect(m_head, &QSpinBox::valueChanged, this, &AttentionView::refresh);
     connect(m_mode, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
-    connect(m_zoom, &QSlider::valueChanged, this, &AttentionView::refresh);
+    connect(m_zoom, &QSlider::valueChanged, this, [this] {
+        m_fitting = false;  // the user's size from now on
+        refresh();
+    });
     connect(m_fit, &QPushButton::clicked, this, &AttentionView::fitCells);
+    connect(m_scale, &QComboBox::currentIndexChanged, this, &AttentionView::refresh);
 }
 
 void AttentionView::setLayer(int layer) { m_layer->setValue(layer + 1); }
@@ -209,7 +222,14 @@ int AttentionView::layer() const { return m_layer->value() - 1; }
 void AttentionView::setMode(AttentionPane::Mode mode) { m_mode->setCurrentIndex(m_mode->findData(int(mode))); }
 AttentionPane::Mode AttentionView::mode() const { return AttentionPane::Mode(m_mode->currentData().toInt()); }
 int AttentionView::head() const { return m_head->value() - 1; }
-void AttentionView::setCellSize(int pixels) { m_zoom->setValue(pixels); }
+void AttentionView::setCellSize(int pixels)
+{
+    m_fitting = false;
+    if (pixels == m_zoom->value())
+        refresh();
+    else
+        m_zoom->setValue(pixels);  // refreshes
+}
 
 void AttentionView::showHead(int head)
 {
@@ -217,12 +237,15 @@ void AttentionView::showHead(int head)
     setMode(AttentionPane::Mode::Head);
 }
 
+void AttentionView::setScalePerHead(bool perHead) { m_scale->setCurrentIndex(perHead ? 1 : 0); }
+
 void AttentionView::fitCells()
 {
-    const AttentionPane* pane = m_panes[0];
-    const QSize area = pane->gridArea()->viewport()->size();
-    setCellSize(pane->grid()->fittingCellSize(area, kMinCell));
-    setMode(AttentionPane::Mode::Grid);
+    m_fitting = true;
+    if (mode() != AttentionPane::Mode::Grid)
+        setMode(AttentionPane::Mode::Grid);  // refreshes
+    else
+        refresh();
 }
 
 void AttentionView::refresh()
@@ -240,7 +263,7 @@ void AttentionView::refresh()
         pane->setVisible(i == 0 || source.valid());
         if (!source.valid()) {
             if (i == 0)
-                pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), tr("No run to show."));
+                pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));
             continue;
         }
         const ProbeCapture* capture = source.history->captureAt(text, m_step);
@@ -249,11 +272,22 @@ void AttentionView::refresh()
             why = tr("The first capture of this text is after step %1.").arg(m_step);
         else if (capture == nullptr && !text.isEmpty())
             why = tr("%1 has no capture of \"%2\" yet; Add probe… inspects it.").arg(source.label, text);
-        pane->show(capture, source.label, layer(), mode(), head(), m_zoom->value(), why);
+        const bool perHead = m_scale->currentIndex() == 1;
+        pane->show(capture, source.label, layer(), mode(), head(), m_zoom->value(), perHead, why);
+        if (m_fitting && capture != nullptr && mode() == AttentionPane::Mode::Grid) {
+            // Each pane's maps as large as lets all its heads be seen at once.
+            const int cell = pane->grid()->fittingCellSize(pane->gridArea()->viewport()->size(), kMinCell);
+            pane->grid()->setCellSize(cell);
+            if (i == 0) {
+                const QSignalBlocker block(m_zoom);
+                m_zoom->setValue(cell);
+            }
+        }
         if (i == 0 && capture != nullptr) {
             layers = capture->layers();
             heads = capture->heads();
-            m_legend->setText(tr("colour: 0 … %1").arg(QString::number(pane->grid()->maxWeight(), 'f', 2)));
+            m_legend->setText(perHead ? tr("0 … each head's largest weight")
+                                      : tr("0 … %1").arg(QString::number(pane->grid()->maxWeight(), 'f', 2)));
         }
     }
     const QSignalBlocker layerBlock(m_layer), headBlock(m_head);
@@ -261,10 +295,13 @@ void AttentionView::refresh()
     m_head->setRange(1, std::max(1, heads));
     m_head->setEnabled(mode() == AttentionPane::Mode::Head);
     m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid);
-    if (m_fitPending && m_panes[0]->capture() != nullptr && isVisible()) {
-        m_fitPending = false;
-        fitCells();
-    }
+}
+
+void AttentionView::resizeEvent(QResizeEvent* event)
+{
+    InsightPage::resizeEvent(event);
+    if (m_fitting)  // after the layout has given the panes their new size
+        QTimer::singleShot(0, this, &AttentionView::refresh);
 }
 
 QString AttentionView::exportTitle() const

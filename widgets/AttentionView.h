@@ -32,8 +32,9 @@ public:
     explicit AttentionPane(QWidget* parent = nullptr);
 
     // Shows `capture` (nullptr: `why` instead) at `layer` (clamped to the model's layers).
+    // perHead: each map in the grid spans its own range (HeadGrid::setScalePerHead).
     void show(const ProbeCapture* capture, const QString& runLabel, int layer, Mode mode, int head, int cellSize,
-              const QString& why);
+              bool perHead, const QString& why);
     int shownLayer() const { return m_layer; }
     const ProbeCapture* capture() const { return m_capture ? &*m_capture : nullptr; }
 
@@ -76,13 +77,15 @@ public:
     void showHead(int head);    // enlarges a head (0-based)
     int head() const;
     void setCellSize(int pixels);
-    void fitCells();            // the largest maps at which every head is in view
+    void fitCells();
+    void setScalePerHead(bool perHead);            // the largest maps at which every head is in view
 
     AttentionPane* primaryPane() const { return m_panes[0]; }
     AttentionPane* comparisonPane() const { return m_panes[1]; }
 
 protected:
     void keyPressEvent(QKeyEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     QSpinBox* m_layer = nullptr;
@@ -90,10 +93,11 @@ private:
     QSpinBox* m_head = nullptr;
     QSlider* m_zoom = nullptr;
     QPushButton* m_fit = nullptr;
+    QComboBox* m_scale = nullptr;
     QLabel* m_legend = nullptr;
     QSplitter* m_split = nullptr;
     AttentionPane* m_panes[2] = {nullptr, nullptr};
-    bool m_fitPending = true;  // the first capture shown fits its heads in view
+    bool m_fitting = true;  // maps sized to fit their pane, not to the zoom slider
 };
 
 }  // namespace widelab

@@ -50,13 +50,16 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
         for (const QVector<float>& map : capture->attention[layer]) {
             if (map.size() < static_cast<qsizetype>(n) * n)
                 continue;
+            const float own = *std::max_element(map.begin(), map.end());
             m_weights.push_back(map);
-            m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_max));
+            m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_perHead && own > 0 ? own : m_max));
         }
     }
     updateHeight();
     update();
 }
+
+void HeadGrid::setScalePerHead(bool perHead) { m_perHead = perHead; }
 
 void HeadGrid::setCellSize(int pixels)
 {

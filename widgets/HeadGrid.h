@@ -13,8 +13,10 @@ namespace widelab {
 // Heads are laid out in as many columns as the width allows, each map a square
 // of cellSize() pixels (query rows, key columns). Key labels run once above the
 // grid and query labels once left of each grid row, when a token row is at least
-// kMinLabelPixels tall; below that the hover read-out names the tokens. All maps
-// share one colour range, 0 to the layer's largest weight, so heads compare.
+// kMinLabelPixels tall; below that the hover read-out names the tokens. By
+// default all maps share one colour range, 0 to the layer's largest weight, so
+// heads compare; with setScalePerHead each map spans 0 to its own largest
+// weight, so a head whose weights are all small still shows its pattern.
 class HeadGrid : public QWidget {
     Q_OBJECT
 public:
@@ -32,6 +34,9 @@ public:
     int heads() const { return static_cast<int>(m_maps.size()); }
     int tokens() const { return static_cast<int>(m_tokens.size()); }
     float maxWeight() const { return m_max; }
+
+    void setScalePerHead(bool perHead);
+    bool scalesPerHead() const { return m_perHead; }
 
     void setCellSize(int pixels);
     int cellSize() const { return m_cell; }
@@ -71,6 +76,7 @@ private:
     QVector<QVector<float>> m_weights;
     QStringList m_tokens;
     float m_max = 1;
+    bool m_perHead = false;
     int m_cell = 120;
     Hit m_hover;
 };

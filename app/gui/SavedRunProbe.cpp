@@ -15,7 +15,7 @@ std::optional<ProbeResult> probeSavedRun(const QString& directory, const QString
                                         opened.document.sequenceLength());
         result.step = opened.state.step;
         if (keep)
-            keepProbeText(path, text.toStdString());
+            keepProbe(path, result);
         return result;
     } catch (const std::exception& failure) {
         if (error)

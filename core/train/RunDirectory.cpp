@@ -46,8 +46,9 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
 }
 
-bool keepProbeText(const std::filesystem::path& directory, const std::string& text)
+bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result)
 {
+    const std::string& text = result.text;
     std::unique_ptr<RunLock> lock;
     try {
         lock = std::make_unique<RunLock>(directory);
@@ -62,6 +63,8 @@ bool keepProbeText(const std::filesystem::path& directory, const std::string& te
         json["train"]["probes"] = probes;
         writeFileAtomically(directory / "config.json", json.dump(2) + "\n");
     }
+    std::ofstream metrics(directory / "metrics.jsonl", std::ios::app);
+    metrics << toJson(result).dump() << '\n';
     return true;
 }
 

@@ -35,10 +35,11 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
 // CheckpointError naming the missing or broken piece.
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which = "latest");
 
-// Adds `text` to the run's probes (config.json's train.probes) unless it is
-// there; false, changing nothing, while a trainer holds the run (that trainer
-// keeps the probes it is asked for itself).
-bool keepProbeText(const std::filesystem::path& directory, const std::string& text);
+// Keeps a probe of a run that is not training: its text joins the run's probes
+// (config.json's train.probes) and the result is appended to metrics.jsonl, as
+// a trainer does with its own probes. false, changing nothing, while a trainer
+// holds the run (that trainer keeps the probes it is asked for itself).
+bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result);
 
 // Runs `text` through the model (evaluation mode, no gradient) and records
 // attention maps, expert choices and the prediction.

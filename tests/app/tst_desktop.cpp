@@ -372,6 +372,11 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QJsonDocument::fromJson(config.readAll()).object().value(QStringLiteral("train")).toObject().value(QStringLiteral("probes")).toArray();
     QCOMPARE(probes.size(), 2);
     QCOMPARE(probes.last().toString(), text);
+    // ... and its capture with the run's metrics: a window opened later shows it.
+    MainWindow again(runs);
+    QVERIFY(again.openRun(runDirectory));
+    QCOMPARE(again.record(runDirectory)->insights->captures(text).size(), qsizetype{1});
+    QCOMPARE(again.record(runDirectory)->insights->captures(text).first().step, qint64{24});
 
     // Overlaid with a second run: both in the charts, each its own colour.
     const QString other = m_dir.filePath(QStringLiteral("controller"));  // trained by the first test

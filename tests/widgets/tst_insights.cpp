@@ -187,6 +187,7 @@ private Q_SLOTS:
     void matrixCellGeometryAndReadout();
     void matrixCategoricalAndDivergingColours();
     void headGridHitsReadoutsAndClicks();
+    void headGridColourRangeOfTheLayerOrEachHead();
     void tokenFlowLinesFollowTheFocus();
     void predictionBarsSortAndLabel();
 
@@ -573,6 +574,33 @@ void TestInsights::matrixCategoricalAndDivergingColours()
 }
 
 // --- HeadGrid, TokenFlowView, PredictionBars ----------------------------------
+
+// Head 1 peaks at 1.0, head 2 at 0.25: in one range for the layer head 2's
+// peak is a quarter of the way up the scale; in each head's own range it is at the top.
+void TestInsights::headGridColourRangeOfTheLayerOrEachHead()
+{
+    const Map strong{1.0f, 0.0f, 0.0f, 1.0f};
+    const Map weak{0.25f, 0.0f, 0.0f, 0.25f};
+    const ProbeCapture capture = captureOf(5, QStringLiteral("a b"), {QStringLiteral("a"), QStringLiteral("b")},
+                                           {{strong, weak}});
+    for (const bool perHead : {false, true}) {
+        HeadGrid grid;
+        grid.setScalePerHead(perHead);
+        grid.setCapture(&capture, 0);
+        grid.setCellSize(80);
+        grid.resize(400, std::max(300, grid.minimumHeight()));
+        const QImage image = grid.grab().toImage();
+        auto colourAt = [&](int head, int query, int key) {
+            const QRectF r = grid.mapRect(head);
+            const QPointF centre(r.left() + (key + 0.5) * r.width() / 2, r.top() + (query + 0.5) * r.height() / 2);
+            return QColor(image.pixel(centre.toPoint()));
+        };
+        QCOMPARE(colourAt(0, 0, 0), QColor(colorscale::sequential(1.0)));
+        QCOMPARE(colourAt(0, 0, 1), QColor(colorscale::sequential(0.0)));
+        QCOMPARE(colourAt(1, 1, 1), QColor(colorscale::sequential(perHead ? 1.0 : 0.25)));
+        QCOMPARE(colourAt(1, 1, 0), QColor(colorscale::sequential(0.0)));
+    }
+}
 
 void TestInsights::headGridHitsReadoutsAndClicks()
 {
