@@ -48,9 +48,14 @@ void TokenFlowView::setFocusToken(int token, bool left)
 
 double TokenFlowView::rowHeight() const
 {
-    const double available = height() - 40.0;
-    const double wanted = QFontMetricsF(font()).height() + 2;
-    return m_tokens.isEmpty() ? wanted : std::min(wanted, available / m_tokens.size());
+    // Rows spread over the height, up to kMaxRow pixels, so that lines are told apart.
+    constexpr double kMaxRow = 28;
+    const double available = height() - 40.0 - legendHeight();
+    const double least = QFontMetricsF(font()).height() + 2;
+    if (m_tokens.isEmpty())
+        return least;
+    const double share = available / m_tokens.size();
+    return share < least ? share : std::min(share, kMaxRow);
 }
 
 QRectF TokenFlowView::tokenRect(int token, bool left) const
@@ -116,6 +121,8 @@ void TokenFlowView::paintEvent(QPaintEvent*)
     }
     painter.setRenderHint(QPainter::Antialiasing, false);
     const QFontMetricsF metrics(font());
+    if (m_focus >= 0)
+        paintHeadLegend(painter);
     for (const bool left : {true, false})
         for (int token = 0; token < m_tokens.size(); ++token) {
             const QRectF r = tokenRect(token, left);
@@ -125,6 +132,39 @@ void TokenFlowView::paintEvent(QPaintEvent*)
             painter.drawText(r.adjusted(4, 0, -4, 0), (left ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter,
                              metrics.elidedText(m_tokens[token], Qt::ElideRight, r.width() - 8));
         }
+}
+
+double TokenFlowView::legendItemWidth() const
+{
+    return QFontMetricsF(font()).horizontalAdvance(QStringLiteral("h00")) + 18;
+}
+
+int TokenFlowView::legendColumns() const { return std::max(1, static_cast<int>((width() - 16) / legendItemWidth())); }
+
+// Room kept under the tokens for the head colours, shown or not, so rows do not jump.
+double TokenFlowView::legendHeight() const
+{
+    if (m_maps.isEmpty())
+        return 0;
+    const int rows = (static_cast<int>(m_maps.size()) + legendColumns() - 1) / legendColumns();
+    return rows * (QFontMetricsF(font()).height() + 2) + 8;
+}
+
+// Which colour is which head, in rows under the tokens.
+void TokenFlowView::paintHeadLegend(QPainter& painter) const
+{
+    const QFontMetricsF metrics(font());
+    const double item = legendItemWidth();
+    const int perRow = legendColumns();
+    const double y = height() - legendHeight() + 4;
+    painter.setPen(palette().color(QPalette::Text));
+    for (int head = 0; head < m_maps.size(); ++head) {
+        const double x = 8 + (head % perRow) * item;
+        const double top = y + (head / perRow) * (metrics.height() + 2);
+        painter.fillRect(QRectF(x, top + 3, 12, metrics.height() - 6), colorscale::categorical(head));
+        painter.drawText(QRectF(x + 15, top, item - 15, metrics.height()), Qt::AlignLeft | Qt::AlignVCenter,
+                         QStringLiteral("h%1").arg(head + 1));
+    }
 }
 
 void TokenFlowView::mouseMoveEvent(QMouseEvent* event)

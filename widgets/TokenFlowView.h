@@ -6,6 +6,8 @@
 
 #include <QWidget>
 
+class QPainter;
+
 namespace widelab {
 
 // At rest it draws the mean over heads, every query to every key, each line as
@@ -41,6 +43,10 @@ protected:
 
 private:
     double rowHeight() const;
+    void paintHeadLegend(QPainter& painter) const;
+    double legendItemWidth() const;
+    int legendColumns() const;
+    double legendHeight() const;
 
     QStringList m_tokens;
     QVector<QVector<float>> m_maps;  // [head] tokens x tokens
