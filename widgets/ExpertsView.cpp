@@ -229,12 +229,18 @@ void ExpertsView::showTable(const ModelState& state)
     int choices = 0;
     for (const ExpertLoad& load : state.routing)
         choices = std::max(choices, static_cast<int>(load.droppedPercentPerChoice.size()));
-    QStringList headers{tr("Block")};
-    for (int k = 0; k < choices; ++k)
-        headers << tr("Dropped, choice %1").arg(k + 1);
-    headers << tr("Unused experts") << tr("Router entropy (nats)") << tr("Busiest / fair share");
+    QStringList headers{tr("Block")}, tips{QString()};
+    for (int k = 0; k < choices; ++k) {
+        headers << tr("Dropped %1").arg(k + 1);
+        tips << tr("Tokens whose choice %1 was dropped for lack of capacity").arg(k + 1);
+    }
+    headers << tr("Unused") << tr("Entropy") << tr("Busiest");
+    tips << tr("Experts that received no token") << tr("Mean entropy of the router's distribution, in nats")
+         << tr("The busiest expert's tokens over a fair share (S·K/E)");
     m_table->setColumnCount(static_cast<int>(headers.size()));
     m_table->setHorizontalHeaderLabels(headers);
+    for (int col = 0; col < tips.size(); ++col)
+        m_table->horizontalHeaderItem(col)->setToolTip(tips[col]);
     m_table->setRowCount(static_cast<int>(state.routing.size()));
     const QColor flagged = palette::blend(palette().color(QPalette::Base), palette::seriesColor(0), 0.25);
     for (int row = 0; row < state.routing.size(); ++row) {

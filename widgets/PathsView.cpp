@@ -41,7 +41,9 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     m_sublayer->setAccessibleName(tr("Sublayer"));
 
     m_alpha = new CurvePlot;
+    // One colour per path: its own weight solid, that of the mean of the others dashed.
     m_alpha->declareSeries(QStringLiteral("alpha"), QString());
+    m_alpha->declareSeries(QStringLiteral("feature"), tr("mean of the others"));
     m_beta = new CurvePlot;
     m_beta->setTitle(tr("β: the weight of each sublayer's input (its residual)"));
     m_beta->declareSeries(QStringLiteral("beta"), QString());
@@ -53,6 +55,8 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     auto* curves = new QSplitter(Qt::Horizontal);
     curves->addWidget(m_alpha);
     curves->addWidget(m_beta);
+    curves->setStretchFactor(0, 1);
+    curves->setStretchFactor(1, 1);
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(curves);
     split->addWidget(m_diversity);
@@ -137,15 +141,19 @@ void PathsView::showCurves()
             if (p.block != block || p.sublayer != sublayer)
                 continue;
             for (int f = 0; f < p.alpha.size(); ++f) {
-                const QString name = p.featureName(f);
-                if (!alpha.contains(name))
-                    alphaOrder << name;
-                alpha[name].push_back({double(state.step), 0.0, p.alpha[f]});
+                // Feature f >= paths is the mean of every path but f - paths.
+                const QString path = p.featureName(f < p.paths ? f : f - p.paths);
+                const QString series = f < p.paths ? QStringLiteral("alpha") : QStringLiteral("feature");
+                if (!alphaOrder.contains(path))
+                    alphaOrder << path;
+                alpha[path + QLatin1Char('/') + series].push_back({double(state.step), 0.0, p.alpha[f]});
             }
         }
     for (int i = 0; i < alphaOrder.size(); ++i) {
         m_alpha->addRun(alphaOrder[i], alphaOrder[i], palette::seriesColor(i));
-        m_alpha->appendPoints(alphaOrder[i], QStringLiteral("alpha"), alpha[alphaOrder[i]]);
+        for (const QString& series : {QStringLiteral("alpha"), QStringLiteral("feature")})
+            if (const auto points = alpha.value(alphaOrder[i] + QLatin1Char('/') + series); !points.isEmpty())
+                m_alpha->appendPoints(alphaOrder[i], series, points);
     }
     for (int i = 0; i < betaOrder.size(); ++i) {
         const QStringList parts = betaOrder[i].split(QLatin1Char(' '));

@@ -1,6 +1,8 @@
 // defines: widelab::PathsView, the learnable weights of multi-path sublayers:
 // alpha of every path and feature and beta of every sublayer against step, and
-// path diversity against depth (the multi-path paper's |d| figure)
+// path diversity against depth (the multi-path paper's |d| figure). In the
+// alpha chart each path is a run of its own colour: series "alpha" its weight,
+// "feature" the weight of the extra feature that leaves it out, when there is one.
 #pragma once
 
 #include "InsightPage.h"

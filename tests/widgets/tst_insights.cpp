@@ -1232,23 +1232,26 @@ void TestInsights::pathsCurvesAndDiversity()
         return out;
     };
 
-    // Block 1's attention (the defaults): one run per feature.
-    const QStringList features{QStringLiteral("path 1"), QStringLiteral("path 2"),
-                               QStringLiteral("mean without path 1"), QStringLiteral("mean without path 2")};
-    QCOMPARE(view.alphaPlot()->runs(), features);
-    const QString alpha = QStringLiteral("alpha");
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[0], alpha), Curve{{10, 0.5}, {20, 1.5}}));
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[1], alpha), Curve{{10, 0.25}, {20, 0.25}}));
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[2], alpha), Curve{{10, 0.125}, {20, 0.125}}));
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[3], alpha), Curve{{10, 0.0625}, {20, 0.0625}}));
+    // Block 1's attention (the defaults): one run per path, its weight ("alpha")
+    // and that of the extra feature leaving it out ("feature", alpha[paths + k]).
+    const QStringList paths{QStringLiteral("path 1"), QStringLiteral("path 2")};
+    QCOMPARE(view.alphaPlot()->runs(), paths);
+    const QString alpha = QStringLiteral("alpha"), feature = QStringLiteral("feature");
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[0], alpha), Curve{{10, 0.5}, {20, 1.5}}));
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[1], alpha), Curve{{10, 0.25}, {20, 0.25}}));
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[0], feature), Curve{{10, 0.125}, {20, 0.125}}));
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[1], feature), Curve{{10, 0.0625}, {20, 0.0625}}));
+    QCOMPARE(view.alphaPlot()->seriesPenStyle(paths[0], alpha), Qt::SolidLine);
+    QCOMPARE(view.alphaPlot()->seriesPenStyle(paths[0], feature), Qt::DashLine);
+    QCOMPARE(view.alphaPlot()->seriesColor(paths[1], alpha), view.alphaPlot()->seriesColor(paths[1], feature));
 
     // Block 2's FFN.
     view.setBlock(1);
     view.setSublayer(QStringLiteral("ffn"));
-    QCOMPARE(view.alphaPlot()->runs(), features);
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[0], alpha), Curve{{10, 7}, {20, 7}}));
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[2], alpha), Curve{{10, 9}, {20, 10}}));
-    QVERIFY(sameCurve(curve(view.alphaPlot(), features[3], alpha), Curve{{10, 10}, {20, 10}}));
+    QCOMPARE(view.alphaPlot()->runs(), paths);
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[0], alpha), Curve{{10, 7}, {20, 7}}));
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[0], feature), Curve{{10, 9}, {20, 10}}));
+    QVERIFY(sameCurve(curve(view.alphaPlot(), paths[1], feature), Curve{{10, 10}, {20, 10}}));
 
     // Beta: one run per sublayer (2 blocks x attention, FFN), each with its own values.
     QCOMPARE(view.betaPlot()->runs().size(), 4);
