@@ -81,10 +81,8 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(tableBox);
     bottom->addWidget(m_routing);
-    bottom->setStretchFactor(0, 1);
-    bottom->setStretchFactor(1, 1);
-    top->setStretchFactor(0, 1);
-    top->setStretchFactor(1, 1);
+    bottom->setSizes({1000, 1000});  // halves, whatever the contents ask for
+    top->setSizes({1000, 1000});  // halves, whatever the contents ask for
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
     split->addWidget(bottom);

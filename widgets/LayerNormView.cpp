@@ -61,8 +61,7 @@ LayerNormView::LayerNormView(QWidget* parent) : InsightPage(parent)
     auto* split = new QSplitter(Qt::Horizontal);
     split->addWidget(m_divergence);
     split->addWidget(maps);
-    split->setStretchFactor(0, 1);
-    split->setStretchFactor(1, 1);
+    split->setSizes({1000, 1000});  // halves, whatever the contents ask for
     auto* bodyLayout = new QVBoxLayout(m_body);
     bodyLayout->setContentsMargins(0, 0, 0, 0);
     bodyLayout->addWidget(split);

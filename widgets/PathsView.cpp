@@ -55,8 +55,7 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     auto* curves = new QSplitter(Qt::Horizontal);
     curves->addWidget(m_alpha);
     curves->addWidget(m_beta);
-    curves->setStretchFactor(0, 1);
-    curves->setStretchFactor(1, 1);
+    curves->setSizes({1000, 1000});  // halves, whatever the contents ask for
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(curves);
     split->addWidget(m_diversity);
