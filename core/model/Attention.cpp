@@ -1,5 +1,6 @@
 #include "Attention.h"
 
+#include "BatchedMatmul.h"
 #include "Init.h"
 
 #include <torch/nn/functional/dropout.h>
@@ -42,10 +43,10 @@ torch::Tensor attentionInHeadBlocks(const torch::Tensor& q, const torch::Tensor&
         const torch::Tensor mask = bias.defined() ? maskIn(bias, q.scalar_type())[bias.size(0) == 1 ? 0 : b] : bias;
         for (std::int64_t g = 0; g < G; g += block) {
             const std::int64_t heads = std::min(block, G - g);
-            torch::Tensor scores = torch::matmul(q[b].narrow(0, g, heads), kT[b].narrow(0, g, heads)).mul_(scale);
+            torch::Tensor scores = batchedMatmul(q[b].narrow(0, g, heads), kT[b].narrow(0, g, heads)).mul_(scale);
             if (mask.defined())
                 scores.add_(mask);  // [1, T, T] or [1, 1, T]
-            context[b].narrow(0, g, heads).copy_(torch::matmul(torch::softmax(scores, -1), v[b].narrow(0, g, heads)));
+            context[b].narrow(0, g, heads).copy_(batchedMatmul(torch::softmax(scores, -1), v[b].narrow(0, g, heads)));
         }
     }
     return context;
@@ -93,7 +94,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     if (!context.defined() && chunked)
         context = attentionInHeadBlocks(q, k, v, bias, scale, kScoreChunkElements);
     if (!context.defined()) {
-        torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+        torch::Tensor scores = batchedMatmul(q, k.transpose(-2, -1)) * scale;
         if (bias.defined())
             scores.add_(maskIn(bias, scores.scalar_type()));
         torch::Tensor probs = torch::softmax(scores, -1);  // [B, n*H, T, T]
@@ -101,13 +102,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
             *weights = probs;
         if (dropout > 0.0)
             probs = torch::dropout(probs, dropout, true);
-        context = torch::matmul(probs, v);
+        context = batchedMatmul(probs, v);
     }
 
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =
         context.view({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
-    const torch::Tensor out = torch::baddbmm(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
+    const torch::Tensor out = batchedAddMatmul(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
     return out.view({n, B, T, D});
 }
 
