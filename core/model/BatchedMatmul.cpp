@@ -11,7 +11,9 @@ namespace {
 bool loopOverBatch(const torch::Tensor& a)
 {
 #if TORCH_VERSION_MAJOR < 2
-    return a.is_cpu();
+    // Inference only, for now: in training steps the loop measured slower than
+    // bmm (docs/performance.md), its autograd graph being G nodes per product.
+    return a.is_cpu() && !torch::GradMode::is_enabled();
 #else
     (void)a;
     return false;
@@ -26,11 +28,14 @@ torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b)
         return torch::matmul(a, b);
     // Flatten the leading dimensions: [G, N, K] x [G, K, M] -> [G, N, M].
     const std::int64_t N = a.size(-2), K = a.size(-1), M = b.size(-1);
-    const torch::Tensor a3 = a.reshape({-1, N, K}), b3 = b.reshape({-1, K, M});
+    // unbind, not a3[g]: its backward stacks the G gradients once, where G
+    // separate selects would each write a zero-filled gradient of all of a3.
+    const std::vector<torch::Tensor> as = a.reshape({-1, N, K}).unbind(0);
+    const std::vector<torch::Tensor> bs = b.reshape({-1, K, M}).unbind(0);
     std::vector<torch::Tensor> products;
-    products.reserve(static_cast<std::size_t>(a3.size(0)));
-    for (std::int64_t g = 0; g < a3.size(0); ++g)
-        products.push_back(torch::mm(a3[g], b3[g]));
+    products.reserve(as.size());
+    for (std::size_t g = 0; g < as.size(); ++g)
+        products.push_back(torch::mm(as[g], bs[g]));
     std::vector<std::int64_t> shape(a.sizes().begin(), a.sizes().end());
     shape.back() = M;
     return torch::stack(products).view(shape);

@@ -9,8 +9,8 @@ namespace widelab {
 // a: [..., N, K], b: [..., K, M] with equal leading dimensions -> [..., N, M].
 // LibTorch 1.13 built with a generic BLAS (Debian) runs CPU bmm 10-30x slower
 // than the same products one torch::mm at a time (measured in
-// docs/performance.md), forward and backward; there, this loops over the batch
-// with mm (differentiable, backward is mm too). Elsewhere it is torch::matmul.
+// docs/performance.md); there, without autograd (inference), this loops over
+// the batch with mm. Elsewhere, and in training, it is torch::matmul.
 torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b);
 
 // bias + a b for a: [U, N, K], b: [U, K, M], bias broadcastable to [U, N, M].
