@@ -8,6 +8,7 @@
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/Runtime.h"
+#include "train/Benchmark.h"
 
 #include <torch/torch.h>
 
@@ -28,6 +29,9 @@ usage:
   widelab-cli presets [--json]          the shipped presets
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
+  widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
+                    [--threads N] [--json]
+                                        throughput, FLOP/s against the measured matmul peak, phases
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]
                                         train (Ctrl-C saves a checkpoint and stops)
   widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]
@@ -226,6 +230,68 @@ int forward(const Arguments& a, std::ostream& out)
     return 0;
 }
 
+std::string fixed(double value, int decimals)
+{
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", decimals, value);
+    return text;
+}
+
+int bench(const Arguments& a, std::ostream& out)
+{
+    const std::string source = a.single("CONFIG");
+    const ModelDocument document = loadDocument(source);
+    const std::string mode = a.text("--mode", "train");
+    if (mode != "train" && mode != "infer")
+        throw UsageError("--mode: \"" + mode + "\" is not train or infer");
+    BenchmarkOptions options;
+    options.train = mode == "train";
+    options.batch = a.integer("--batch", 16, 1, 65536);
+    options.sequence = a.integer("--seq", std::min<std::int64_t>(document.model.maxLen, 256), 1, 1 << 20);
+    options.steps = a.integer("--steps", 10, 1, 100000);
+    options.warmup = a.integer("--warmup", 2, 0, 100000);
+    setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
+
+    const BenchmarkResult r = runBenchmark(document.model, options);
+    if (a.has("--json")) {
+        nlohmann::json json = r.toJson();
+        json["name"] = title(document, source);
+        json["runtime"] = runtimeSummary();
+        out << json.dump(2) << "\n";
+        return 0;
+    }
+    out << title(document, source) << ": " << r.mode << ", batch " << r.batch << " x " << r.sequence << " tokens, median of "
+        << r.steps << " steps after " << r.warmup << " warm-up\n";
+    out << runtimeSummary() << "\n";
+    if (!r.blasFile.empty())
+        out << "BLAS library: " << r.blasFile << "\n";
+    out << "\n";
+    TextTable summary({"measure", "value"});
+    summary.addRow({"step time (median)", fixed(1e3 * r.medianStepSeconds, 1) + " ms"});
+    summary.addRow({"tokens/s", groupDigits(static_cast<std::int64_t>(r.tokensPerSecond))});
+    summary.addRow({"model FLOPs per step", shortCount(r.flopsPerStep) + (options.train ? " (3x forward)" : " (forward)")});
+    if (document.model.isMoe())
+        summary.addRow({"  with expert buffers full", shortCount(r.flopsPerStepAtCapacity)});
+    summary.addRow({"achieved", fixed(r.achievedFlops / 1e9, 1) + " GFLOP/s"});
+    summary.addRow({"fp32 matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(options.peakSize)
+                                            + "^2 mm, best of 5)"});
+    summary.addRow({"achieved / peak", fixed(100.0 * r.peakRatio, 1) + " %"});
+    out << summary.render() << "\n";
+
+    double total = 0.0;
+    for (const auto& phase : r.phases)
+        total += phase.second;
+    TextTable phases({"phase", "ms/step", "share"});
+    for (const auto& [name, seconds] : r.phases)
+        phases.addRow({name, fixed(1e3 * seconds, 2), fixed(total > 0.0 ? 100.0 * seconds / total : 0.0, 1) + " %"});
+    out << phases.render();
+    out << "attention, ffn_experts, routing_dispatch_combine and paths_residual are forward time only; the\n"
+           "backward pass of all of them is one phase. other: embedding, LayerNorms, head, loss, zero_grad.\n";
+    if (!r.warning.empty())
+        out << r.warning << "\n";
+    return 0;
+}
+
 int runCommand(const std::string& command, const std::vector<std::string>& rest, std::ostream& out, std::ostream& err)
 {
     // Each command takes only the options that mean something to it.
@@ -293,6 +359,10 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return presets(Arguments(rest, {"--json"}, {}), out);
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
+        if (command == "bench")
+            return bench(Arguments(rest, {"--json"},
+                                   {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads"}),
+                         out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
         throw UsageError("unknown command \"" + command + "\"");

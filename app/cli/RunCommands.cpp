@@ -1,6 +1,7 @@
 #include "RunCommands.h"
 
 #include "config/Presets.h"
+#include "runtime/Runtime.h"
 #include "train/RunDirectory.h"
 #include "train/Trainer.h"
 
@@ -148,6 +149,9 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     out << "training " << title << " on "
         << trainer.device().str() << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
         << "\n";
+    out << runtimeSummary() << "\n";
+    if (const BlasInfo blas = blasLibrary(); blas.reference)
+        err << slowMatmulWarning(0.0, computeThreads(), blas) << "\n";
 
     StopOnSignals signals;
     const TrainSummary summary = trainer.run(g_stop);

@@ -1,5 +1,6 @@
 #include "Attention.h"
 
+#include "BatchedMatmul.h"
 #include "Init.h"
 
 #include <torch/nn/functional/dropout.h>
@@ -7,6 +8,7 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace widelab {
@@ -19,6 +21,35 @@ torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype)
     if (!bias.defined() || bias.scalar_type() == dtype)
         return bias;
     return (dtype == torch::kHalf ? bias.clamp_min(-3.0e4) : bias).to(dtype);
+}
+
+// Without autograd (inference), when all heads' [T, T] scores would exceed
+// this many elements (16 MB in fp32), heads are processed a block at a time so
+// that only one block's scores exist at once and stay in cache.
+constexpr std::int64_t kScoreChunkElements = std::int64_t{1} << 22;
+
+// softmax(q k^T * scale + bias) v for a block of heads at a time, so that at
+// most `chunkElements` scores exist at once; the same result as the full
+// product, for inference on long sequences. q, k, v: [B, G, T, A]; bias:
+// broadcastable to [B, 1, T, T] or undefined. Returns [B, G, T, A].
+torch::Tensor attentionInHeadBlocks(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    const torch::Tensor& bias, double scale, std::int64_t chunkElements)
+{
+    const std::int64_t B = q.size(0), G = q.size(1), T = q.size(2);
+    const std::int64_t block = std::max<std::int64_t>(1, chunkElements / (T * T));
+    torch::Tensor context = torch::empty(q.sizes(), q.options());
+    const torch::Tensor kT = k.transpose(-2, -1);
+    for (std::int64_t b = 0; b < B; ++b) {
+        const torch::Tensor mask = bias.defined() ? maskIn(bias, q.scalar_type())[bias.size(0) == 1 ? 0 : b] : bias;
+        for (std::int64_t g = 0; g < G; g += block) {
+            const std::int64_t heads = std::min(block, G - g);
+            torch::Tensor scores = batchedMatmul(q[b].narrow(0, g, heads), kT[b].narrow(0, g, heads)).mul_(scale);
+            if (mask.defined())
+                scores.add_(mask);  // [1, T, T] or [1, 1, T]
+            context[b].narrow(0, g, heads).copy_(batchedMatmul(torch::softmax(scores, -1), v[b].narrow(0, g, heads)));
+        }
+    }
+    return context;
 }
 
 }  // namespace
@@ -57,8 +88,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                                  : at::scaled_dot_product_attention(q, k, v, c10::nullopt, dropout);
     }
 #endif
+    const double scale = 1.0 / std::sqrt(static_cast<double>(A));
+    const bool chunked = !weights && dropout == 0.0 && !torch::GradMode::is_enabled()
+                         && B * n * H * T * T > kScoreChunkElements;
+    if (!context.defined() && chunked)
+        context = attentionInHeadBlocks(q, k, v, bias, scale, kScoreChunkElements);
     if (!context.defined()) {
-        torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(A)));
+        torch::Tensor scores = batchedMatmul(q, k.transpose(-2, -1)) * scale;
         if (bias.defined())
             scores.add_(maskIn(bias, scores.scalar_type()));
         torch::Tensor probs = torch::softmax(scores, -1);  // [B, n*H, T, T]
@@ -66,13 +102,13 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
             *weights = probs;
         if (dropout > 0.0)
             probs = torch::dropout(probs, dropout, true);
-        context = torch::matmul(probs, v);
+        context = batchedMatmul(probs, v);
     }
 
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =
         context.view({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
-    const torch::Tensor out = torch::baddbmm(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
+    const torch::Tensor out = batchedAddMatmul(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
     return out.view({n, B, T, D});
 }
 

@@ -1,5 +1,6 @@
 #include "FeedForward.h"
 
+#include "BatchedMatmul.h"
 #include "Init.h"
 
 #include <torch/nn/functional/activation.h>
@@ -38,13 +39,13 @@ torch::Tensor FeedForwardImpl::forwardShared(const torch::Tensor& x)
     const torch::Tensor h = activate(
         torch::addmm(bIn.view({units * hidden}), x, wIn.view({units * hidden, dModel}).t()), activation);  // [N, U*M]
     const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                            // [U, N, M]
-    return torch::baddbmm(bOut.unsqueeze(1), perUnit, wOut.transpose(1, 2));                             // [U, N, D]
+    return batchedAddMatmul(bOut.unsqueeze(1), perUnit, wOut.transpose(1, 2));                             // [U, N, D]
 }
 
 torch::Tensor FeedForwardImpl::forwardEach(const torch::Tensor& x)
 {
-    const torch::Tensor h = activate(torch::baddbmm(bIn.unsqueeze(1), x, wIn.transpose(1, 2)), activation);  // [U, C, M]
-    return torch::baddbmm(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
+    const torch::Tensor h = activate(batchedAddMatmul(bIn.unsqueeze(1), x, wIn.transpose(1, 2)), activation);  // [U, C, M]
+    return batchedAddMatmul(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
 }
 
 }  // namespace widelab

@@ -1,9 +1,12 @@
 #include "Router.h"
 
+#include "runtime/PhaseTimer.h"
+
 #include <c10/core/impl/LocalDispatchKeySet.h>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace widelab {
 
@@ -120,14 +123,17 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     // Every (token, choice) has a buffer row. Dropped ones are written to a spare
     // row past the experts' rows and read back from any row with weight zero,
     // which needs no data-dependent shapes and so no host synchronisation.
+    std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
     const torch::Tensor slotRow = routing.expert * C + routing.slot;                                // [S, K]
     const torch::Tensor writeRow = torch::where(routing.kept, slotRow, torch::full_like(slotRow, E * C)).reshape({-1});
     const torch::Tensor readRow = torch::where(routing.kept, slotRow, torch::zeros_like(slotRow)).reshape({-1});
     const torch::Tensor token = torch::arange(S, routing.expert.options()).unsqueeze(1).expand({S, K}).reshape({-1});
 
     const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, x.index_select(0, token));
+    timed.emplace(Phase::FeedForward);
     const torch::Tensor expertOut =
         experts.forwardEach(buffer.narrow(0, 0, E * C).view({E, C, D})).reshape({E * C, D});
+    timed.emplace(Phase::Routing);
 
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = (routing.gates * routing.kept.to(routing.gates.dtype())).reshape({-1, 1});

@@ -1,6 +1,7 @@
 #include "WideTransformer.h"
 
 #include "Init.h"
+#include "runtime/PhaseTimer.h"
 
 #include <torch/nn/functional/loss.h>
 
@@ -148,7 +149,12 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
         auto& lnAttention = *m_lnAttention->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
         torch::Tensor weights;
         const bool wantWeights = blockTrace && trace->captureAttention;
-        const torch::Tensor attended = attention.forward(lnAttention.forward(h), bias, wantWeights ? &weights : nullptr);
+        const torch::Tensor normed = lnAttention.forward(h);
+        torch::Tensor attended;
+        {
+            const PhaseScope timed(Phase::Attention);
+            attended = attention.forward(normed, bias, wantWeights ? &weights : nullptr);
+        }
         if (wantWeights)
             blockTrace->attention = weights.detach();
         h = sublayer(h, attended, i, true);
@@ -162,6 +168,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
             transformed = moe.view({1, B, T, D});
         } else {
             auto& ffn = *m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>();
+            const PhaseScope timed(Phase::FeedForward);
             transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
         }
         h = sublayer(h, transformed, i, false);
@@ -174,6 +181,7 @@ torch::Tensor WideTransformerImpl::sublayer(const torch::Tensor& h, const torch:
                                            bool attention)
 {
     const ModelConfig& c = m_config;
+    const PhaseScope timed(Phase::Paths);
     const torch::Tensor paths = c.dropout > 0.0 && is_training() ? torch::dropout(raw, c.dropout, true) : raw;
     if (!c.isMultiPath())
         return h + paths[0];
@@ -186,11 +194,15 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
                                               torch::Tensor& balanceLoss, BlockTrace* trace)
 {
     const ModelConfig& c = m_config;
-    const torch::Tensor tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
-    if (c.routesAt(block)) {
-        const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
-        groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
-        balanceLoss = balanceLoss + groupRouting.balanceLoss;
+    torch::Tensor tokens;
+    {
+        const PhaseScope timed(Phase::Routing);
+        tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
+        if (c.routesAt(block)) {
+            const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
+            groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
+            balanceLoss = balanceLoss + groupRouting.balanceLoss;
+        }
     }
     auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
     const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts);
@@ -205,6 +217,7 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
     }
     if (!tokenIndex.defined())
         return y;
+    const PhaseScope timed(Phase::Routing);
     return torch::zeros_like(x).index_copy(0, tokenIndex, y);
 }
 

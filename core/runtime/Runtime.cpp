@@ -10,8 +10,13 @@
 #define WIDELAB_CUDA_PROPERTIES 1
 #endif
 
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include <unistd.h>
@@ -44,9 +49,73 @@ std::string runtimeSummary()
     std::string summary = "LibTorch " TORCH_VERSION ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads")
                           + " (OpenMP "
                           + (policy ? std::string(policy) : std::string("default")) + " wait), ";
+    const BlasInfo blas = blasLibrary();
+    summary += "BLAS: " + blas.name + ", ";
     summary += torch::cuda::is_available() ? std::to_string(torch::cuda::device_count()) + " CUDA device(s)"
                                            : "no CUDA";
     return summary;
+}
+
+BlasInfo blasLibrary()
+{
+    // Debian switches BLAS through alternatives, so every library is "libblas.so.3"
+    // somewhere: the directory it lives in names the implementation.
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    BlasInfo found{"unknown", "", false};
+    while (std::getline(maps, line)) {
+        const auto slash = line.find('/');
+        if (slash == std::string::npos)
+            continue;
+        const std::string file = line.substr(slash);
+        const std::string base = file.substr(file.rfind('/') + 1);
+        if (file.find("openblas") != std::string::npos)
+            return {"OpenBLAS", file, false};
+        if (file.find("libmkl") != std::string::npos)
+            return {"MKL", file, false};
+        if (file.find("blis") != std::string::npos)
+            return {"BLIS", file, false};
+        if (base.rfind("libblas.so", 0) == 0 && file.find("/blas/") != std::string::npos)
+            found = {"reference BLAS", file, true};
+    }
+    return found;
+}
+
+double measureMatmulPeak(std::int64_t size, int repeats)
+{
+    torch::NoGradGuard noGrad;
+    const torch::Tensor a = torch::randn({size, size});
+    const torch::Tensor b = torch::randn({size, size});
+    torch::Tensor c = torch::mm(a, b);
+    double best = 0.0;
+    for (int i = 0; i < repeats; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        torch::mm_out(c, a, b);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        best = std::max(best, 2.0 * static_cast<double>(size) * size * size / std::max(seconds, 1e-9));
+    }
+    return best;
+}
+
+std::string slowMatmulWarning(double peakFlops, int threads, const BlasInfo& blas)
+{
+    const double perThread = peakFlops / std::max(1, threads);
+    char text[320];
+    if (blas.reference) {
+        std::snprintf(text, sizeof text,
+                      "warning: LibTorch runs on the reference BLAS (%s), %.1f GFLOP/s; install an optimised one "
+                      "(Debian: apt install libopenblas0-pthread) for ~50x faster matrix products",
+                      blas.file.c_str(), peakFlops / 1e9);
+        return text;
+    }
+    if (perThread < 5e9) {
+        std::snprintf(text, sizeof text,
+                      "warning: matrix products run at %.1f GFLOP/s (%.1f per thread), far below this CPU's "
+                      "capability: is the machine busy, or is a slow BLAS (%s) in use?",
+                      peakFlops / 1e9, perThread / 1e9, blas.name.c_str());
+        return text;
+    }
+    return {};
 }
 
 std::vector<DeviceInfo> availableDevices()

@@ -1,5 +1,6 @@
-// defines: preferPassiveOpenMpWait, setComputeThreads, computeThreads, runtimeSummary:
-// the LibTorch runtime settings WideLab makes explicit
+// defines: preferPassiveOpenMpWait, setComputeThreads, computeThreads, runtimeSummary,
+// blasLibrary, measureMatmulPeak, slowMatmulWarning: the LibTorch runtime settings
+// WideLab makes explicit, and what its matrix products run on
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,25 @@ struct DeviceInfo {
 // The CPU and each GPU the linked LibTorch can use.
 std::vector<DeviceInfo> availableDevices();
 
-// One line: LibTorch version, threads, OpenMP wait policy, and whether CUDA is usable.
+// One line: LibTorch version, threads, OpenMP wait policy, BLAS, and whether CUDA is usable.
 std::string runtimeSummary();
+
+// The BLAS library this process has loaded, from /proc/self/maps: "OpenBLAS",
+// "reference BLAS", "MKL", "BLIS", or "unknown" (e.g. not Linux), with the file.
+struct BlasInfo {
+    std::string name;
+    std::string file;
+    bool reference = false;  // Netlib's reference BLAS: correct, but ~50x slower than OpenBLAS
+};
+BlasInfo blasLibrary();
+
+// The best fp32 FLOP/s of `repeats` [size x size] x [size x size] CPU products
+// (2 * size^3 FLOPs each) on the current threads, after one untimed product.
+double measureMatmulPeak(std::int64_t size = 1024, int repeats = 5);
+
+// A warning when matrix products run far below what this CPU should do (under
+// 5 GFLOP/s per thread, the reference BLAS's speed), or when the reference BLAS
+// is loaded; empty when all is well.
+std::string slowMatmulWarning(double peakFlops, int threads, const BlasInfo& blas);
 
 }  // namespace widelab

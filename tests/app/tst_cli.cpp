@@ -164,6 +164,9 @@ private Q_SLOTS:
     void presetsJson();
     void forward_data();
     void forward();
+    void bench_data();
+    void bench();
+    void benchText();
 
     void groupDigits_data();
     void groupDigits();
@@ -467,6 +470,79 @@ void TestCli::forward()
     } else {
         QVERIFY2(balance > 0.0 && balance <= maxBalance, qPrintable(line));
     }
+}
+
+// ---------------------------------------------------------------- bench
+
+void TestCli::bench_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QString>("mode");
+
+    QTest::newRow("transformer-1x48, train") << "transformer-1x48" << "train";
+    QTest::newRow("widenet, train") << "widenet" << "train";
+    QTest::newRow("multipath-3x4-features, infer") << "multipath-3x4-features" << "infer";
+}
+
+// The JSON report is complete and consistent with itself; nothing is timed.
+void TestCli::bench()
+{
+    QFETCH(QString, preset);
+    QFETCH(QString, mode);
+
+    const CliResult result = cli({"bench", preset, "--mode", mode, "--batch", "2", "--seq", "8", "--steps", "2",
+                                  "--warmup", "1", "--threads", "1", "--json"});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.err.isEmpty(), qPrintable(result.err));
+    const nlohmann::json r = nlohmann::json::parse(result.out.toStdString());
+
+    QCOMPARE(r.at("mode").get<std::string>(), mode.toStdString());
+    QCOMPARE(r.at("batch").get<int>(), 2);
+    QCOMPARE(r.at("sequence").get<int>(), 8);
+    QCOMPARE(r.at("threads").get<int>(), 1);
+    QCOMPARE(r.at("step_seconds").size(), std::size_t{2});
+    QVERIFY(!r.at("blas").get<std::string>().empty());
+    QVERIFY(r.at("runtime").get<std::string>().find("BLAS: ") != std::string::npos);
+
+    const double step = r.at("step_seconds_median").get<double>();
+    const double tokensPerSecond = r.at("tokens_per_second").get<double>();
+    const double achieved = r.at("achieved_flops").get<double>();
+    const double peak = r.at("peak_flops").get<double>();
+    QVERIFY(step > 0.0 && peak > 0.0);
+    QVERIFY(std::abs(tokensPerSecond * step - 16.0) < 1e-6 * 16.0);
+    QVERIFY(std::abs(achieved * step - r.at("flops_per_step").get<double>()) < 1e-6 * achieved * step);
+    QVERIFY(std::abs(r.at("peak_ratio").get<double>() - achieved / peak) < 1e-9 * achieved / peak);
+
+    // Model FLOPs: the forward count per token over 8 tokens (9 with a CLS
+    // token) of each of 2 sequences, three times over when training.
+    const double passes = mode == QStringLiteral("train") ? 3.0 : 1.0;
+    const double perPosition = passes * 2.0 * r.at("forward_flops_per_token").get<double>();
+    const double flops = r.at("flops_per_step").get<double>();
+    QVERIFY2(flops >= 8.0 * perPosition * (1 - 1e-9) && flops <= 9.0 * perPosition * (1 + 1e-9),
+             qPrintable(result.out));
+    QVERIFY(r.at("flops_per_step_at_capacity").get<double>() >= flops * (1 - 1e-9));
+
+    const auto& phases = r.at("phase_seconds_per_step");
+    for (const char* name : {"attention", "ffn_experts", "routing_dispatch_combine", "paths_residual", "backward",
+                             "optimizer", "measurement", "other"}) {
+        QVERIFY2(phases.contains(name), name);
+        QVERIFY2(phases.at(name).get<double>() >= 0.0, name);
+    }
+    QVERIFY(phases.at("attention").get<double>() > 0.0);
+    QCOMPARE(phases.at("routing_dispatch_combine").get<double>() > 0.0, preset == QStringLiteral("widenet"));
+    QCOMPARE(phases.at("optimizer").get<double>() > 0.0, mode == QStringLiteral("train"));
+}
+
+void TestCli::benchText()
+{
+    const CliResult result =
+        cli({"bench", "transformer-1x48", "--batch", "1", "--seq", "4", "--steps", "1", "--warmup", "0"});
+    QCOMPARE(result.code, 0);
+    for (const char* expected : {"tokens/s", "achieved / peak", "fp32 matmul peak", "BLAS: ", "routing_dispatch_combine"})
+        QVERIFY2(result.out.contains(QLatin1String(expected)), qPrintable(result.out));
+
+    const CliResult wrongMode = cli({"bench", "transformer-1x48", "--mode", "fast"});
+    QCOMPARE(wrongMode.code, 2);
 }
 
 // ---------------------------------------------------------------- TextTable

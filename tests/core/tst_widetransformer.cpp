@@ -46,6 +46,7 @@ private Q_SLOTS:
     void pathWeightsStartAsInThePaper_data();
     void pathWeightsStartAsInThePaper();
     void fusedPathsEqualSeparateAttentions();
+    void headBlocksEqualAllHeadsAtOnce();
     void everyParameterGetsAGradient_data();
     void everyParameterGetsAGradient();
     void individualLayerNormsDiffer();
@@ -292,6 +293,24 @@ void TestWideTransformer::fusedPathsEqualSeparateAttentions()
         single->outWeight[0].copy_(fused->outWeight[p]);
         single->outBias[0].copy_(fused->outBias[p]);
         QVERIFY(torch::allclose(out[p], single->forward(x, {})[0], 1e-5, 1e-6));
+    }
+}
+
+void TestWideTransformer::headBlocksEqualAllHeadsAtOnce()
+{
+    // Inference whose scores would pass 2^22 elements takes the heads a block at
+    // a time (here 3 blocks: 3 + 3 + 1 heads of 1100 x 1100 scores); the result
+    // must equal the same heads at once, as computed with autograd on.
+    torch::manual_seed(7);
+    const std::int64_t T = 1100, D = 8;
+    Attention attention(AttentionOptions{D, 7, 4, 1, 0.0});
+    const torch::Tensor x = torch::randn({1, T, D});
+    const torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);
+    const torch::Tensor causal = torch::zeros({1, 1, T, T}).masked_fill(future, -1e9);
+    for (const torch::Tensor& bias : {torch::Tensor(), causal}) {
+        const torch::Tensor all = attention->forward(x, bias).detach();
+        torch::NoGradGuard noGrad;
+        QVERIFY(torch::allclose(attention->forward(x, bias), all, 1e-5, 1e-6));
     }
 }
 

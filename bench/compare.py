@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""WideLab (widelab-cli bench) against the eager PyTorch model (widelab_torch.py).
+
+Runs the two sides alternately, one process per side per round, so that a
+machine that gets busier or quieter during the run affects both alike, and
+prints each side's median tokens/s over the rounds and their ratio.
+
+Usage:
+    python3 bench/compare.py CONFIG [CONFIG ...] [--mode train|infer] [--batch B]
+                             [--seq T] [--steps N] [--warmup W] [--rounds R]
+                             [--threads N] [--json]
+
+Each CONFIG is a JSON file or a preset name. Both sides build the model with
+max_len raised to --seq, use AdamW (lr 1e-4) when training, and the same
+number of threads. widelab-cli sets OMP_WAIT_POLICY=PASSIVE for itself when
+the environment has no policy (core/runtime/Runtime.h); the Python side runs
+with the environment as given, as a researcher's script would.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.environ.get("WIDELAB_CLI", os.path.join(HERE, "..", "build", "app", "cli", "widelab-cli"))
+PYTHON_MODEL = os.path.join(HERE, "widelab_torch.py")
+
+
+def run_json(command):
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)
+
+
+def common_options(args):
+    options = ["--mode", args.mode, "--batch", str(args.batch), "--steps", str(args.steps),
+               "--warmup", str(args.warmup), "--threads", str(args.threads), "--json"]
+    if args.seq:
+        options += ["--seq", str(args.seq)]
+    return options
+
+
+def compare(config, args):
+    options = common_options(args)
+    widelab, torch_side = [], []
+    for _ in range(args.rounds):
+        widelab.append(run_json([CLI, "bench", config] + options))
+        torch_side.append(run_json([sys.executable, PYTHON_MODEL, config] + options))
+    ours = statistics.median(r["tokens_per_second"] for r in widelab)
+    theirs = statistics.median(r["tokens_per_second"] for r in torch_side)
+    last = widelab[-1]
+    return {
+        "config": config,
+        "name": last["name"],
+        "mode": args.mode,
+        "batch": last["batch"],
+        "sequence": last["sequence"],
+        "rounds": args.rounds,
+        "widelab_tokens_per_second": ours,
+        "torch_tokens_per_second": theirs,
+        "ratio": ours / theirs,
+        "widelab_step_ms": 1e3 * statistics.median(r["step_seconds_median"] for r in widelab),
+        "torch_step_ms": 1e3 * statistics.median(r["step_seconds_median"] for r in torch_side),
+        "widelab_peak_ratio": statistics.median(r["peak_ratio"] for r in widelab),
+        "peak_gflops": statistics.median(r["peak_flops"] for r in widelab) / 1e9,
+        "torch_parameters": torch_side[-1]["parameters"],
+        "widelab_runs": widelab,
+        "torch_runs": torch_side,
+    }
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("configs", nargs="+")
+    parser.add_argument("--mode", choices=["train", "infer"], default="train")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seq", type=int)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=0, help="0: every core")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    results = [compare(config, args) for config in args.configs]
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    header = f"{'config':<28} {'mode':<5} {'B x T':>10} {'WideLab tok/s':>14} {'PyTorch tok/s':>14} {'ratio':>6} {'of peak':>8}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        shape = f"{r['batch']}x{r['sequence']}"
+        print(f"{r['config']:<28} {r['mode']:<5} {shape:>10} {r['widelab_tokens_per_second']:>14,.0f} "
+              f"{r['torch_tokens_per_second']:>14,.0f} {r['ratio']:>5.2f}x {100 * r['widelab_peak_ratio']:>7.1f}%")
+    print(f"median of {args.rounds} alternating rounds per side; matmul peak "
+          f"{statistics.median(r['peak_gflops'] for r in results):.0f} GFLOP/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,62 @@
+// defines: Phase, PhaseTimer (opt-in wall-clock totals per phase of a training
+// step, for `widelab-cli bench`) and PhaseScope (the RAII timer the model uses)
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <string>
+
+namespace widelab {
+
+// What a PhaseScope measures. The scopes never nest, so the totals add up.
+enum class Phase {
+    Attention,  // attention sublayers' forward: qkv, scores, softmax, mixing, output projection
+    FeedForward,  // dense FFN forward, or the expert products of a mixture
+    Routing,    // router, top-k, slots, balance loss, dispatch copy and combine (forward)
+    Paths,      // residual, dropout and path combination after each sublayer (forward)
+    Backward,   // the whole backward pass (autograd does not run through the scopes)
+    Optimizer,  // optimizer step
+    Measurement,  // reading the loss back as a number
+    Count
+};
+
+const char* phaseName(Phase phase);
+
+// Process-wide totals. Off by default; while off a PhaseScope costs one relaxed
+// atomic load. Meant for one training thread: enable it only in the benchmark.
+class PhaseTimer {
+public:
+    static void setEnabled(bool enabled) { s_enabled.store(enabled, std::memory_order_relaxed); }
+    static bool enabled() { return s_enabled.load(std::memory_order_relaxed); }
+    static void reset() { s_seconds.fill(0.0); }
+    static void add(Phase phase, double seconds) { s_seconds[static_cast<std::size_t>(phase)] += seconds; }
+    static double seconds(Phase phase) { return s_seconds[static_cast<std::size_t>(phase)]; }
+
+private:
+    static std::atomic<bool> s_enabled;
+    static std::array<double, static_cast<std::size_t>(Phase::Count)> s_seconds;
+};
+
+class PhaseScope {
+public:
+    explicit PhaseScope(Phase phase) : m_phase(phase), m_on(PhaseTimer::enabled())
+    {
+        if (m_on)
+            m_start = std::chrono::steady_clock::now();
+    }
+    ~PhaseScope()
+    {
+        if (m_on)
+            PhaseTimer::add(m_phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count());
+    }
+    PhaseScope(const PhaseScope&) = delete;
+    PhaseScope& operator=(const PhaseScope&) = delete;
+
+private:
+    Phase m_phase;
+    bool m_on;
+    std::chrono::steady_clock::time_point m_start;
+};
+
+}  // namespace widelab
