@@ -163,6 +163,7 @@ void InsightsView::rebuildRunCombos()
     }
     m_run->setCurrentIndex(std::max(0, m_run->findData(current)));
     m_compare->setCurrentIndex(std::max(0, m_compare->findData(compared)));
+    m_addProbe->setEnabled(!m_order.isEmpty());  // a probe needs a run to inspect it
     updateProbes();
 }
 
@@ -319,6 +320,8 @@ void InsightsView::showEvent(QShowEvent* event)
 
 void InsightsView::askForProbe()
 {
+    if (m_order.isEmpty())
+        return;  // nothing to inspect it with: the button is disabled too
     bool ok = false;
     const QString text = QInputDialog::getText(this, tr("Add probe"),
                                                tr("A text to inspect with %1%2: attention, routing and prediction.")
