@@ -46,23 +46,30 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
 }
 
+std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, const std::vector<std::string>& texts)
+{
+    RunDocument document = readRunDocument(directory);
+    std::vector<std::string> probes = document.train.probes;
+    for (const std::string& text : texts)
+        if (std::find(probes.begin(), probes.end(), text) == probes.end())
+            probes.push_back(text);
+    if (probes != document.train.probes) {
+        nlohmann::json json = document.toJson();
+        json["train"]["probes"] = probes;
+        writeFileAtomically(directory / "config.json", json.dump(2) + "\n");
+    }
+    return probes;
+}
+
 bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result)
 {
-    const std::string& text = result.text;
     std::unique_ptr<RunLock> lock;
     try {
         lock = std::make_unique<RunLock>(directory);
     } catch (const CheckpointError&) {
         return false;
     }
-    RunDocument document = readRunDocument(directory);
-    std::vector<std::string>& probes = document.train.probes;
-    if (std::find(probes.begin(), probes.end(), text) == probes.end()) {
-        nlohmann::json json = document.toJson();
-        probes.push_back(text);
-        json["train"]["probes"] = probes;
-        writeFileAtomically(directory / "config.json", json.dump(2) + "\n");
-    }
+    addProbeTexts(directory, {result.text});
     std::ofstream metrics(directory / "metrics.jsonl", std::ios::app);
     metrics << toJson(result).dump() << '\n';
     return true;

@@ -35,6 +35,11 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
 // CheckpointError naming the missing or broken piece.
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which = "latest");
 
+// Adds the texts not yet among the run's probes (config.json's train.probes),
+// in order, rewriting config.json only when one is new; returns the run's
+// probes. The caller holds the run (a trainer, or keepProbe below).
+std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, const std::vector<std::string>& texts);
+
 // Keeps a probe of a run that is not training: its text joins the run's probes
 // (config.json's train.probes) and the result is appended to metrics.jsonl, as
 // a trainer does with its own probes. false, changing nothing, while a trainer

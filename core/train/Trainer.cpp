@@ -276,22 +276,15 @@ void Trainer::checkResumedDocument()
     }
     if (!issues.empty())
         throw ConfigError(std::move(issues));
-    // Probes do not change training: the run keeps its own and gains the document's new ones.
-    std::vector<std::string> probes = saved.train.probes;
-    for (const std::string& text : m_run.train.probes)
-        if (std::find(probes.begin(), probes.end(), text) == probes.end())
-            probes.push_back(text);
-    m_run.train.probes = probes;
-    const bool probesChanged = probes != saved.train.probes;
-    if (saved.train.steps != m_run.train.steps)
+    if (saved.train.steps != m_run.train.steps) {
         message("info", "the run now lasts " + std::to_string(m_run.train.steps) + " steps (was "
                             + std::to_string(saved.train.steps) + ")");
-    if (saved.train.steps != m_run.train.steps || probesChanged) {
         nlohmann::json updated = savedJson;
         updated["train"]["steps"] = m_run.train.steps;
-        updated["train"]["probes"] = probes;
         writeFileAtomically(m_directory / "config.json", updated.dump(2) + "\n");
     }
+    // Probes do not change training: the run keeps its own and gains the document's new ones.
+    m_run.train.probes = addProbeTexts(m_directory, m_run.train.probes);
 }
 
 // The requested checkpoint; for "latest", the newest one that can be read: a
@@ -813,14 +806,12 @@ std::string Trainer::defaultProbeText() const
 void Trainer::keepProbe(const std::string& text)
 {
     std::vector<std::string>& probes = m_run.train.probes;
-    if (std::find(probes.begin(), probes.end(), text) != probes.end())
+    if (m_options.readOnly) {
+        if (std::find(probes.begin(), probes.end(), text) == probes.end())
+            probes.push_back(text);
         return;
-    probes.push_back(text);
-    if (m_options.readOnly)
-        return;
-    nlohmann::json saved = readRunDocument(m_directory).toJson();
-    saved["train"]["probes"] = probes;
-    writeFileAtomically(m_directory / "config.json", saved.dump(2) + "\n");
+    }
+    probes = addProbeTexts(m_directory, {text});
 }
 
 ProbeResult Trainer::probe(const std::string& text)
