@@ -253,9 +253,7 @@ void AttentionView::refresh()
     const QString nothing = tr("No probe captured yet. Training probes its texts with every validation; "
                                "add a text with Add probe…");
     const InsightSource* sources[2] = {&m_primary, &m_comparison};
-    // Both runs on the same text: the chosen one, else the first run's first.
-    const QString text =
-        !m_probe.isEmpty() || !m_primary.valid() ? m_probe : m_primary.history->probeTexts().value(0);
+    const QString text = probeText();  // the same for both runs
     int layers = 1, heads = 1;
     for (int i = 0; i < 2; ++i) {
         const InsightSource& source = *sources[i];

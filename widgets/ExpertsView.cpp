@@ -127,8 +127,7 @@ void ExpertsView::refresh()
     showShare(*m_state);
     showOverTime(*m_primary.history, m_state->step);
     showTable(*m_state);
-    const ProbeCapture* capture =
-        m_primary.history->captureAt(m_probe.isEmpty() ? m_primary.history->probeTexts().value(0) : m_probe, m_step);
+    const ProbeCapture* capture = m_primary.history->captureAt(probeText(), m_step);
     showRouting(capture, static_cast<int>(m_state->routing.front().tokensPerExpert.size()));
 }
 
@@ -143,9 +142,10 @@ void ExpertsView::showShare(const ModelState& state)
         m.columnLabels.push_back(QString::number(e + 1));
     for (const ExpertLoad& load : state.routing) {
         m.rowLabels.push_back(QString::number(load.block + 1));
+        const QVector<double> shares = load.shares();
         for (int e = 0; e < m.cols; ++e) {
-            m.values.push_back(static_cast<float>(load.share(e)));
-            m.cellTexts.push_back(percent(load.share(e)));
+            m.values.push_back(static_cast<float>(shares.value(e)));
+            m.cellTexts.push_back(percent(shares.value(e)));
         }
     }
     m.low = 0;
@@ -198,17 +198,19 @@ void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
         m.columnLabels.push_back(QString::number(state->step));
     m.values.resize(qsizetype(m.rows) * m.cols);
     for (int c = 0; c < m.cols; ++c) {
-        const QVector<ExpertLoad>& routing = states[c]->routing;
-        for (int e = 0; e < experts; ++e) {
-            double share = 0;
-            int counted = 0;
-            for (const ExpertLoad& load : routing)
-                if (block < 0 || load.block == block) {
-                    share += load.share(e);
-                    ++counted;
-                }
-            m.values[qsizetype(e) * m.cols + c] = counted > 0 ? float(share / counted) : 0.0f;
+        // The mean over the chosen blocks of each expert's share.
+        QVector<double> sum(experts, 0.0);
+        int counted = 0;
+        for (const ExpertLoad& load : states[c]->routing) {
+            if (block >= 0 && load.block != block)
+                continue;
+            const QVector<double> shares = load.shares();
+            for (int e = 0; e < experts; ++e)
+                sum[e] += shares.value(e);
+            ++counted;
         }
+        for (int e = 0; e < experts; ++e)
+            m.values[qsizetype(e) * m.cols + c] = counted > 0 ? float(sum[e] / counted) : 0.0f;
     }
     m.low = 0;
     m.high = std::max(1e-6f, *std::max_element(m.values.begin(), m.values.end()));
@@ -327,10 +329,11 @@ QByteArray ExpertsView::csv() const
         QStringList dropped;
         for (double d : load.droppedPercentPerChoice)
             dropped << QString::fromLatin1(csvNumber(d));
+        const QVector<double> shares = load.shares();
         for (int e = 0; e < load.tokensPerExpert.size(); ++e)
             out += csvField(m_primary.label) + ',' + QByteArray::number(m_state->step) + ','
                    + QByteArray::number(load.block + 1) + ',' + QByteArray::number(e + 1) + ','
-                   + QByteArray::number(load.tokensPerExpert[e]) + ',' + csvNumber(load.share(e)) + ','
+                   + QByteArray::number(load.tokensPerExpert[e]) + ',' + csvNumber(shares[e]) + ','
                    + csvNumber(load.loadVsFair.value(e)) + ',' + csvNumber(load.routerEntropy) + ','
                    + QByteArray::number(load.unusedExperts) + ',' + csvField(dropped.join(QLatin1Char(' '))) + '\n';
     }

@@ -55,6 +55,7 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
             m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_perHead && own > 0 ? own : m_max));
         }
     }
+    measureLabels();
     updateHeight();
     update();
 }
@@ -72,18 +73,18 @@ bool HeadGrid::showsLabels(int cell) const { return tokens() > 0 && double(cell)
 
 bool HeadGrid::showsLabels() const { return showsLabels(m_cell); }
 
-double HeadGrid::labelExtent() const
+// Measured once per capture or font, not in every layout query of a paint.
+void HeadGrid::measureLabels()
 {
     const QFontMetricsF metrics(smallFont(font()));
-    double width = 0;
+    m_labelExtent = 0;
     for (const QString& token : m_tokens)
-        width = std::max(width, metrics.horizontalAdvance(token));
-    return width;
+        m_labelExtent = std::max(m_labelExtent, metrics.horizontalAdvance(token));
 }
 
-double HeadGrid::gutter(int cell) const { return showsLabels(cell) ? std::min(labelExtent() + 8, 90.0) : 4.0; }
+double HeadGrid::gutter(int cell) const { return showsLabels(cell) ? std::min(m_labelExtent + 8, 90.0) : 4.0; }
 
-double HeadGrid::topLabels(int cell) const { return showsLabels(cell) ? std::min(labelExtent() + 6, 90.0) : 0.0; }
+double HeadGrid::topLabels(int cell) const { return showsLabels(cell) ? std::min(m_labelExtent + 6, 90.0) : 0.0; }
 
 double HeadGrid::headerHeight() const { return QFontMetricsF(smallFont(font())).height() + 4; }
 
@@ -216,6 +217,15 @@ void HeadGrid::paintEvent(QPaintEvent* event)
                                  metrics.elidedText(m_tokens[k], Qt::ElideRight, topLabels(m_cell) - 4));
                 painter.restore();
             }
+    }
+}
+
+void HeadGrid::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() == QEvent::FontChange) {
+        measureLabels();
+        updateHeight();
     }
 }
 

@@ -57,6 +57,7 @@ Q_SIGNALS:
 protected:
     void paintEvent(QPaintEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
+    void changeEvent(QEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     void leaveEvent(QEvent* event) override;
@@ -68,7 +69,7 @@ private:
     int heightFor(int width, int cell) const;
     double gutter(int cell) const;     // left of each grid row: query labels
     double topLabels(int cell) const;  // above the grid: key labels
-    double labelExtent() const;        // the longest token label
+    void measureLabels();              // m_labelExtent from the tokens and the font
     double headerHeight() const;       // above each map: "head N"
     void updateHeight();
 
@@ -76,6 +77,7 @@ private:
     QVector<QVector<float>> m_weights;
     QStringList m_tokens;
     float m_max = 1;
+    double m_labelExtent = 0;  // the widest token label, in pixels
     bool m_perHead = false;
     int m_cell = 120;
     Hit m_hover;

@@ -74,6 +74,16 @@ double ExpertLoad::share(int expert) const
     return static_cast<double>(tokensPerExpert[expert]) / static_cast<double>(total);
 }
 
+QVector<double> ExpertLoad::shares() const
+{
+    const double total = static_cast<double>(totalTokens());
+    QVector<double> out(tokensPerExpert.size(), 0.0);
+    if (total > 0)
+        for (qsizetype e = 0; e < out.size(); ++e)
+            out[e] = static_cast<double>(tokensPerExpert[e]) / total;
+    return out;
+}
+
 QString PathWeightState::featureName(int index) const
 {
     if (index < paths)

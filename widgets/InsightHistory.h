@@ -21,6 +21,7 @@ struct ExpertLoad {
 
     qint64 totalTokens() const;
     double share(int expert) const;           // of the block's kept assignments, 0..1
+    QVector<double> shares() const;           // every expert's, the total summed once
 };
 
 // WideNet Eq. 9 for one LayerNorm position, in both readings (core/train/Snapshot.h).

@@ -44,6 +44,12 @@ public:
     virtual QByteArray csv() const = 0;
 
 protected:
+    // The text the page shows: the one set, else the shown run's first probe.
+    QString probeText() const
+    {
+        return !m_probe.isEmpty() || !m_primary.valid() ? m_probe : m_primary.history->probeTexts().value(0);
+    }
+
     InsightSource m_primary, m_comparison;
     qint64 m_step = -1;
     QString m_probe;

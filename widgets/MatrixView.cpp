@@ -205,8 +205,6 @@ QString MatrixView::formatValue(double value) const
     return QString::number(value * m_matrix.valueScale, 'f', m_matrix.decimals) + m_matrix.valueSuffix;
 }
 
-double MatrixView::scaledLow() const { return m_low; }
-double MatrixView::scaledHigh() const { return m_high; }
 QString MatrixView::scaleLowText() const { return formatValue(m_low); }
 QString MatrixView::scaleHighText() const { return formatValue(m_high); }
 

@@ -81,8 +81,6 @@ private:
     void rebuild();   // image and scale from the matrix
     void relayout();  // rectangles from the size and labels
     void setHover(QPoint cell);
-    double scaledLow() const;
-    double scaledHigh() const;
     QString formatValue(double value) const;
 
     Matrix m_matrix;
