@@ -1,6 +1,7 @@
 #include "Attention.h"
 
 #include "BatchedMatmul.h"
+#include "Dropout.h"
 #include "Init.h"
 
 #include <torch/nn/functional/dropout.h>
@@ -94,14 +95,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     if (!context.defined() && chunked)
         context = attentionInHeadBlocks(q, k, v, bias, scale, kScoreChunkElements);
     if (!context.defined()) {
-        torch::Tensor scores = batchedMatmul(q, k.transpose(-2, -1)) * scale;
+        // Scaled in q, [T, A], not in the scores, [T, T].
+        torch::Tensor scores = batchedMatmul(q * scale, k.transpose(-2, -1));
         if (bias.defined())
             scores.add_(maskIn(bias, scores.scalar_type()));
         torch::Tensor probs = torch::softmax(scores, -1);  // [B, n*H, T, T]
         if (weights)
             *weights = probs;
-        if (dropout > 0.0)
-            probs = torch::dropout(probs, dropout, true);
+        probs = applyDropout(probs, dropout, dropout > 0.0);
         context = batchedMatmul(probs, v);
     }
 

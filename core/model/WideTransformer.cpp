@@ -1,5 +1,6 @@
 #include "WideTransformer.h"
 
+#include "Dropout.h"
 #include "Init.h"
 #include "runtime/PhaseTimer.h"
 
@@ -134,8 +135,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
     if (trace)
         trace->tokenIndex = tokenIndex.defined() ? tokenIndex : torch::arange(B * T, ids.options().dtype(torch::kLong));
 
-    if (c.dropout > 0.0 && is_training())
-        h = torch::dropout(h, c.dropout, true);
+    h = applyDropout(h, c.dropout, is_training());
 
     torch::Tensor balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
     Routing groupRouting;
@@ -182,7 +182,7 @@ torch::Tensor WideTransformerImpl::sublayer(const torch::Tensor& h, const torch:
 {
     const ModelConfig& c = m_config;
     const PhaseScope timed(Phase::Paths);
-    const torch::Tensor paths = c.dropout > 0.0 && is_training() ? torch::dropout(raw, c.dropout, true) : raw;
+    const torch::Tensor paths = applyDropout(raw, c.dropout, is_training());
     if (!c.isMultiPath())
         return h + paths[0];
     const auto& combiners = attention ? m_pathAttention : m_pathFfn;
