@@ -7,6 +7,7 @@
 #include "LogPanel.h"
 #include "SavedRunProbe.h"
 #include "config/Presets.h"
+#include "runtime/Runtime.h"
 
 #include <QAction>
 #include <QApplication>
@@ -188,8 +189,51 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
 
 MainWindow::~MainWindow()
 {
-    for (QThread* job : std::as_const(m_probeJobs))
+    for (QThread* job : std::as_const(m_jobs))
         job->wait();
+}
+
+void MainWindow::startJob(QThread* job)
+{
+    job->setParent(this);  // waited for in the destructor before it is deleted
+    m_jobs.append(job);
+    connect(job, &QThread::finished, this, [this, job] {
+        m_jobs.removeAll(job);
+        job->deleteLater();
+    });
+    job->start();
+}
+
+void MainWindow::checkRuntime()
+{
+    const int threads = computeThreads();
+    startJob(QThread::create([this, threads] {
+        setComputeThreads(threads);  // this thread's count, as the GUI thread's, for the summary
+        const BlasInfo blas = blasLibrary();
+        const double peak = measureMatmulPeak(512, 3);
+        const QString summary = QString::fromStdString(runtimeSummary());
+        const QString warning = QString::fromStdString(slowMatmulWarning(peak, threads, blas));
+        QMetaObject::invokeMethod(this, [this, summary, peak, warning] {
+            m_runtimeReport = tr("%1; fp32 matrix products measured at %2 GFLOP/s").arg(summary).arg(peak / 1e9, 0, 'f', 1);
+            m_log->appendLine(QStringLiteral("info"), m_runtimeReport);
+            if (warning.isEmpty())
+                return;
+            m_runtimeReport += QLatin1Char('\n') + warning;
+            m_log->appendLine(QStringLiteral("warning"), warning);
+            statusBar()->showMessage(warning, 60000);
+        }, Qt::QueuedConnection);
+    }));
+}
+
+void MainWindow::showAbout()
+{
+    QMessageBox::about(this, tr("About WideLab"),
+                       tr("<p><b>WideLab %1</b>: configure, train and inspect wide Transformers "
+                          "(WideNet, Multi-Path Transformer, Wide Attention).</p><p>%2</p>")
+                           .arg(QApplication::applicationVersion(),
+                                m_runtimeReport.isEmpty() ? tr("Checking what matrix products run on…")
+                                                          : m_runtimeReport.toHtmlEscaped().replace(
+                                                                QLatin1Char('\n'), QStringLiteral("<br>"))));
 }
 
 void MainWindow::buildActions()
@@ -262,6 +306,7 @@ void MainWindow::buildActions()
         m_insights->askForProbe();
     });
     add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
+    add(QStringLiteral("about"), tr("&About WideLab"), QKeySequence(), [this] { showAbout(); });
 
     add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { startTraining(); });
     add(QStringLiteral("pause"), tr("&Pause"), QKeySequence(tr("F6")), [this] {
@@ -380,6 +425,9 @@ void MainWindow::buildMenus()
         toggle->setShortcut(QKeySequence(key));
         view->addAction(toggle);
     }
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(m_actions.value(QStringLiteral("about")));
 }
 
 void MainWindow::restoreLayout()
@@ -744,13 +792,7 @@ void MainWindow::probeRuns(const QStringList& runIds, const QString& text)
                 }
             }, Qt::QueuedConnection);
         });
-        job->setParent(this);  // waited for in the destructor before it is deleted
-        m_probeJobs.append(job);
-        connect(job, &QThread::finished, this, [this, job] {
-            m_probeJobs.removeAll(job);
-            job->deleteLater();
-        });
-        job->start();
+        startJob(job);
     }
 }
 

@@ -47,6 +47,13 @@ public:
     QString startBlockedReason() const;
     QString runsRoot() const { return m_runsRoot; }
 
+    // Checks on a worker thread what matrix products run on (LibTorch, threads,
+    // BLAS, a measured fp32 product speed) and writes it to the log; a slow or
+    // reference BLAS is also a warning in the log and the status bar. The
+    // report stays in Help > About. main() calls it once the window shows.
+    void checkRuntime();
+    QString runtimeReport() const { return m_runtimeReport; }
+
     // For tests and automation.
     TrainingController& controller() { return m_controller; }
     ConfigPanel* configPanel() const { return m_panel; }
@@ -89,6 +96,8 @@ private:
     void probeRuns(const QStringList& runIds, const QString& text);
     void addCapture(const QString& runId, const ProbeResult& result);
     void exportView(bool csv);
+    void startJob(QThread* job);   // runs it, keeps it in m_jobs until it ends
+    void showAbout();
     void onFinished(const QString& outcome, const QString& message);
     void onRunItemChanged(QListWidgetItem* item);
 
@@ -97,7 +106,7 @@ private:
     QTabWidget* m_tabs = nullptr;
     CurvesView* m_curves = nullptr;
     InsightsView* m_insights = nullptr;
-    QList<QThread*> m_probeJobs;   // probes of saved runs in flight; waited for on close
+    QList<QThread*> m_jobs;        // worker threads in flight (probes, runtime check); waited for on close
     LogPanel* m_log = nullptr;
     QListWidget* m_runsList = nullptr;
     QDockWidget* m_configDock = nullptr;
@@ -113,6 +122,7 @@ private:
     QLabel* m_deviceLabel = nullptr;
     QLabel* m_memoryLabel = nullptr;
 
+    QString m_runtimeReport;       // checkRuntime()'s findings, warning included
     QTimer m_assessTimer;
     QJsonObject m_complete;        // the panel's document with defaults, when valid
     qint64 m_storedParameters = 0;

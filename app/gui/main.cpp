@@ -30,6 +30,7 @@ int main(int argc, char** argv)
 
     widelab::MainWindow window(parser.value(runs));
     window.show();
+    window.checkRuntime();
     const QStringList what = parser.positionalArguments();
     if (!what.isEmpty()) {
         const QString target = what.first();

@@ -14,6 +14,7 @@
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "TrainingController.h"
+#include "runtime/Runtime.h"
 #include "train/Snapshot.h"
 
 #include <QAction>
@@ -89,6 +90,7 @@ private Q_SLOTS:
     void trainingThroughTheWindowDrawsCurvesAndReopens();
     void snapshotsAndMetricsLinesGiveTheSameInsights();
     void closingDuringTrainingAsksThenStopsAndSaves();
+    void theWindowReportsWhatProductsRunOn();
 
 private:
     QTemporaryDir m_dir;
@@ -557,4 +559,21 @@ void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
 }
 
 QTEST_MAIN(TestDesktop)
+void TestDesktop::theWindowReportsWhatProductsRunOn()
+{
+    // The check runs on a worker thread; its report names the threads in use and
+    // the BLAS, lands in the log, and is what Help > About shows.
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-runtime")));
+    QVERIFY(window.action(QStringLiteral("about")));
+    window.checkRuntime();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.runtimeReport().isEmpty(), 30000);
+    const QString report = window.runtimeReport();
+    const int threads = computeThreads();
+    QVERIFY2(report.contains(QStringLiteral(", %1 thread").arg(threads)), qPrintable(report));
+    QVERIFY2(report.contains(QStringLiteral("BLAS: ")) && report.contains(QStringLiteral("GFLOP/s")), qPrintable(report));
+    const QStringList logged = window.log()->visibleLines().filter(QStringLiteral("GFLOP/s"));
+    QCOMPARE(logged.size(), 1);
+    QVERIFY(logged.first().contains(report.section(QLatin1Char('\n'), 0, 0)));
+}
+
 #include "tst_desktop.moc"
