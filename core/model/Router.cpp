@@ -127,9 +127,11 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const torch::Tensor slotRow = routing.expert * C + routing.slot;                                // [S, K]
     const torch::Tensor writeRow = torch::where(routing.kept, slotRow, torch::full_like(slotRow, E * C)).reshape({-1});
     const torch::Tensor readRow = torch::where(routing.kept, slotRow, torch::zeros_like(slotRow)).reshape({-1});
-    const torch::Tensor token = torch::arange(S, routing.expert.options()).unsqueeze(1).expand({S, K}).reshape({-1});
+    // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
+    // sum over the choices, where gathering by token index would scatter back.
+    const torch::Tensor perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
 
-    const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, x.index_select(0, token));
+    const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, perChoice);
     timed.emplace(Phase::FeedForward);
     const torch::Tensor expertOut =
         experts.forwardEach(buffer.narrow(0, 0, E * C).view({E, C, D})).reshape({E * C, D});
@@ -138,7 +140,7 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = (routing.gates * routing.kept.to(routing.gates.dtype())).reshape({-1, 1});
     const torch::Tensor contribution = (expertOut.index_select(0, readRow) * weight).to(x.scalar_type());
-    return torch::zeros({S, D}, x.options()).index_add_(0, token, contribution);
+    return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
 }
 
 }  // namespace widelab
