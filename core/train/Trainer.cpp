@@ -266,7 +266,9 @@ void Trainer::checkResumedDocument()
     std::vector<ConfigIssue> issues;
     const nlohmann::json savedJson = saved.toJson(), givenJson = m_run.toJson();
     for (const std::string& key : differingKeys(comparable(saved), comparable(m_run))) {
-        const nlohmann::json::json_pointer pointer("/" + std::regex_replace(key, std::regex("\\."), "/"));
+        std::string path = "/";  // appended, not "/" + ...: GCC 12 warns falsely on that (bug 105329)
+        path += std::regex_replace(key, std::regex("\\."), "/");
+        const nlohmann::json::json_pointer pointer(path);
         const auto shown = [&](const nlohmann::json& json) {
             return json.contains(pointer) ? json.at(pointer).dump() : std::string("absent");
         };
