@@ -208,7 +208,6 @@ void MainWindow::checkRuntime()
 {
     const int threads = computeThreads();
     startJob(QThread::create([this, threads] {
-        setComputeThreads(threads);  // this thread's count, as the GUI thread's, for the summary
         const BlasInfo blas = blasLibrary();
         const double peak = measureMatmulPeak(512, 3);
         const QString summary = QString::fromStdString(runtimeSummary());

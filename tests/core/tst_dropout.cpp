@@ -99,12 +99,22 @@ void TestDropout::gradientIsTheMaskTimesTheScale()
     out.backward(upstream);
     const torch::Tensor expected = torch::where(kept, upstream * scale[0].item<double>(), torch::zeros_like(upstream));
     QVERIFY(torch::allclose(x.grad(), expected, 1e-6, 1e-7));
+
+    // In double the scale is applied in double: 1 / (1 - 3277 / 65536) exactly, by hand.
+    const torch::Tensor xd = (torch::rand({200, 50}, torch::kDouble) + 0.5).requires_grad_(true);
+    const torch::Tensor outd = applyDropout(xd, 0.05, true);
+    const double exact = 65536.0 / (65536.0 - 3277.0);
+    const torch::Tensor keptd = outd.ne(0);
+    QVERIFY(torch::allclose(outd.masked_select(keptd), xd.detach().masked_select(keptd) * exact, 1e-15, 0));
+    outd.sum().backward();
+    QVERIFY(torch::allclose(xd.grad(), keptd.to(torch::kDouble) * exact, 1e-15, 0));
 }
 
 void TestDropout::seededByTorchAndIndependentOfThreads()
 {
     const torch::Tensor x = torch::ones({5, 40000});  // 13 chunks
     const int threads = at::get_num_threads();
+    at::set_num_threads(4);  // the chunks split over 4 threads, then all on 1
     torch::manual_seed(4);
     const torch::Tensor first = applyDropout(x, 0.3, true), second = applyDropout(x, 0.3, true);
     QVERIFY(!torch::equal(first, second));
