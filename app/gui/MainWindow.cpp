@@ -213,7 +213,8 @@ void MainWindow::checkRuntime()
         const QString summary = QString::fromStdString(runtimeSummary());
         const QString warning = QString::fromStdString(slowMatmulWarning(peak, threads, blas));
         QMetaObject::invokeMethod(this, [this, summary, peak, warning] {
-            m_runtimeReport = tr("%1; fp32 matrix products measured at %2 GFLOP/s").arg(summary).arg(peak / 1e9, 0, 'f', 1);
+            m_runtimeReport =
+                tr("%1; fp32 matrix products measured at %2 GFLOP/s").arg(summary).arg(peak / 1e9, 0, 'f', 1);
             m_log->appendLine(QStringLiteral("info"), m_runtimeReport);
             if (warning.isEmpty())
                 return;

@@ -4,7 +4,6 @@
 #include "Dropout.h"
 #include "Init.h"
 
-#include <torch/nn/functional/dropout.h>
 #include <torch/nn/init.h>
 
 #include <torch/version.h>
@@ -39,12 +38,13 @@ torch::Tensor attentionInHeadBlocks(const torch::Tensor& q, const torch::Tensor&
     const std::int64_t B = q.size(0), G = q.size(1), T = q.size(2);
     const std::int64_t block = std::max<std::int64_t>(1, chunkElements / (T * T));
     torch::Tensor context = torch::empty(q.sizes(), q.options());
+    const torch::Tensor qScaled = q * scale;  // [T, A] scaled, not each block's [T, T] scores
     const torch::Tensor kT = k.transpose(-2, -1);
     for (std::int64_t b = 0; b < B; ++b) {
         const torch::Tensor mask = bias.defined() ? maskIn(bias, q.scalar_type())[bias.size(0) == 1 ? 0 : b] : bias;
         for (std::int64_t g = 0; g < G; g += block) {
             const std::int64_t heads = std::min(block, G - g);
-            torch::Tensor scores = batchedMatmul(q[b].narrow(0, g, heads), kT[b].narrow(0, g, heads)).mul_(scale);
+            torch::Tensor scores = batchedMatmul(qScaled[b].narrow(0, g, heads), kT[b].narrow(0, g, heads));
             if (mask.defined())
                 scores.add_(mask);  // [1, T, T] or [1, 1, T]
             context[b].narrow(0, g, heads).copy_(batchedMatmul(torch::softmax(scores, -1), v[b].narrow(0, g, heads)));

@@ -16,8 +16,8 @@ namespace widelab {
 // the mask comes from a hash of each element's position, 16 bits per element,
 // in fixed chunks, so it does not depend on the thread count. The drop
 // probability is p rounded to a multiple of 2^-16 (below 2^-17 nothing is
-// dropped), and the scale matches it exactly. The backward pass multiplies by the saved one-byte mask. Other
-// devices use torch::dropout.
+// dropped), and the scale matches it exactly. The backward pass multiplies by
+// the saved one-byte mask. Other devices use torch::dropout.
 torch::Tensor applyDropout(const torch::Tensor& x, double p, bool training);
 
 }  // namespace widelab
