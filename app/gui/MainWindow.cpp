@@ -215,14 +215,27 @@ void MainWindow::checkRuntime()
         QMetaObject::invokeMethod(this, [this, summary, peak, warning] {
             m_runtimeReport =
                 tr("%1; fp32 matrix products measured at %2 GFLOP/s").arg(summary).arg(peak / 1e9, 0, 'f', 1);
-            m_log->appendLine(QStringLiteral("info"), m_runtimeReport);
-            if (warning.isEmpty())
-                return;
-            m_runtimeReport += QLatin1Char('\n') + warning;
-            m_log->appendLine(QStringLiteral("warning"), warning);
-            statusBar()->showMessage(warning, 60000);
+            if (!warning.isEmpty()) {
+                m_runtimeReport += QLatin1Char('\n') + warning;
+                statusBar()->showMessage(warning, 60000);
+            }
+            appendRuntimeReport();
         }, Qt::QueuedConnection);
     }));
+}
+
+void MainWindow::appendRuntimeReport()
+{
+    const QStringList lines = m_runtimeReport.split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    for (int i = 0; i < lines.size(); ++i)
+        m_log->appendLine(i == 0 ? QStringLiteral("info") : QStringLiteral("warning"), lines[i]);
+}
+
+void MainWindow::showRunLog(const QStringList& spdlogLines)
+{
+    m_log->clear();
+    appendRuntimeReport();
+    m_log->appendSpdlogLines(spdlogLines);
 }
 
 void MainWindow::showAbout()
@@ -610,8 +623,7 @@ void MainWindow::loadLog(const QString& directory)
     QFile in(QDir(directory).filePath(QStringLiteral("log.txt")));
     if (!in.open(QIODevice::ReadOnly | QIODevice::Text))
         return;
-    m_log->clear();
-    m_log->appendSpdlogLines(QString::fromUtf8(in.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts));
+    showRunLog(QString::fromUtf8(in.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts));
 }
 
 void MainWindow::assess()
@@ -717,8 +729,7 @@ void MainWindow::onStarted(const RunStarted& run)
         it->insights->truncateAfter(run.step);
         m_insights->historyChanged(m_currentRun);
     }
-    m_log->clear();
-    m_log->appendSpdlogLines(run.log);
+    showRunLog(run.log);
     m_deviceLabel->setText(run.device);
     m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
     updateTitle();

@@ -97,6 +97,8 @@ private:
     void addCapture(const QString& runId, const ProbeResult& result);
     void exportView(bool csv);
     void startJob(QThread* job);   // runs it, keeps it in m_jobs until it ends
+    void appendRuntimeReport();    // m_runtimeReport into the log: the line, then any warning
+    void showRunLog(const QStringList& spdlogLines);  // a run's log, after the runtime report
     void showAbout();
     void onFinished(const QString& outcome, const QString& message);
     void onRunItemChanged(QListWidgetItem* item);

@@ -574,6 +574,21 @@ void TestDesktop::theWindowReportsWhatProductsRunOn()
     const QStringList logged = window.log()->visibleLines().filter(QStringLiteral("GFLOP/s"));
     QCOMPARE(logged.size(), 1);
     QVERIFY(logged.first().contains(report.section(QLatin1Char('\n'), 0, 0)));
+
+    // A run's log replaces the panel's lines; the report stays first.
+    const QString file = m_dir.filePath(QStringLiteral("tiny-runtime.json"));
+    QFile out(file);
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(QJsonDocument(tinyDocument(4)).toJson());
+    out.close();
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    const QStringList lines = window.log()->visibleLines();
+    QVERIFY2(lines.size() > 1 && lines.first().contains(QStringLiteral("GFLOP/s")), qPrintable(lines.join('\n')));
+    QCOMPARE(lines.filter(QStringLiteral("GFLOP/s")).size(), 1);
+    QVERIFY(!lines.filter(QStringLiteral("device cpu")).isEmpty());
 }
 
 QTEST_MAIN(TestDesktop)
