@@ -1,5 +1,6 @@
 // widelab-cli: a thin shell around runCli (Commands.cpp).
 #include "Commands.h"
+#include "runtime/CpuBlockCache.h"
 #include "runtime/Runtime.h"
 
 #include <iostream>
@@ -7,6 +8,7 @@
 int main(int argc, char** argv)
 {
     widelab::preferPassiveOpenMpWait(argv);
+    widelab::installCpuBlockCache();
     const std::vector<std::string> args(argv + 1, argv + argc);
     return widelab::runCli(args, std::cout, std::cerr);
 }

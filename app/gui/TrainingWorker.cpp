@@ -3,6 +3,7 @@
 #include "train/Trainer.h"
 #include "config/ConfigError.h"
 #include "data/Tokenizer.h"
+#include "runtime/CpuBlockCache.h"
 
 #include "TrainingWorker.h"
 
@@ -100,6 +101,9 @@ void TrainingWorker::train(const TrainingRequest& request)
     } catch (const std::exception& error) {
         fail(QString::fromStdString(error.what()));
     }
+    // The run's activations are idle now that its trainer is gone: the app
+    // should not hold them until the next run.
+    releaseCpuBlockCache();
 }
 
 }  // namespace widelab

@@ -1,6 +1,7 @@
 // widelab: the desktop app. `widelab [CONFIG.json | PRESET] [--train]` opens a
 // configuration (and starts training it); `widelab RUN_DIR` reopens a run.
 #include "MainWindow.h"
+#include "runtime/CpuBlockCache.h"
 #include "runtime/Runtime.h"
 
 #include <QApplication>
@@ -11,6 +12,7 @@
 int main(int argc, char** argv)
 {
     widelab::preferPassiveOpenMpWait(argv);
+    widelab::installCpuBlockCache();
     widelab::setComputeThreads(0);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("WideLab"));

@@ -1,5 +1,7 @@
 #include "Runtime.h"
 
+#include "CpuBlockCache.h"
+
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -51,6 +53,7 @@ std::string runtimeSummary()
                           + (policy ? std::string(policy) : std::string("default")) + " wait), ";
     const BlasInfo blas = blasLibrary();
     summary += "BLAS: " + blas.name + ", ";
+    summary += cpuBlockCacheInstalled() ? "CPU block cache, " : "no CPU block cache, ";
     summary += torch::cuda::is_available() ? std::to_string(torch::cuda::device_count()) + " CUDA device(s)"
                                            : "no CUDA";
     return summary;

@@ -31,7 +31,8 @@ struct DeviceInfo {
 // The CPU and each GPU the linked LibTorch can use.
 std::vector<DeviceInfo> availableDevices();
 
-// One line: LibTorch version, threads, OpenMP wait policy, BLAS, and whether CUDA is usable.
+// One line: LibTorch version, threads, OpenMP wait policy, BLAS, whether the CPU
+// block cache (CpuBlockCache.h) is installed, and whether CUDA is usable.
 std::string runtimeSummary();
 
 // The BLAS library this process has loaded, from /proc/self/maps: "OpenBLAS",

@@ -1,0 +1,198 @@
+#include "CpuBlockCache.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <new>
+#include <vector>
+
+namespace widelab {
+namespace {
+
+constexpr std::size_t kAlignment = 64;  // what LibTorch's own CPU allocator guarantees
+
+// Every allocation starts with this header, one alignment unit before the data
+// LibTorch sees: LibTorch frees some buffers through Allocator::raw_deleter,
+// one function for every size, which must tell a cached block from a small one.
+struct BlockHeader {
+    std::size_t size;  // bytes after the header: the size class, or the request
+    bool cached;
+};
+static_assert(sizeof(BlockHeader) <= kAlignment);
+
+void* dataOf(BlockHeader* header) { return reinterpret_cast<char*>(header) + kAlignment; }
+BlockHeader* headerOf(void* data) { return reinterpret_cast<BlockHeader*>(static_cast<char*>(data) - kAlignment); }
+
+BlockHeader* newBlock(std::size_t size, bool cached)
+{
+    const std::size_t total = (kAlignment + size + kAlignment - 1) / kAlignment * kAlignment;
+    void* memory = std::aligned_alloc(kAlignment, total);
+    if (!memory)
+        return nullptr;
+    return new (memory) BlockHeader{size, cached};
+}
+
+// The cached blocks, live and idle, behind a mutex: tensors are freed on any thread.
+class BlockPool {
+public:
+    BlockHeader* take(std::size_t bytes)
+    {
+        const std::size_t size = cpuBlockClass(bytes);
+        std::lock_guard lock(m_mutex);
+        SizeClass& sizeClass = m_classes[size];
+        sizeClass.lastRequest = ++m_clock;
+        BlockHeader* block = nullptr;
+        if (!sizeClass.idle.empty()) {
+            block = sizeClass.idle.back();  // the most recently freed: likeliest still in cache
+            sizeClass.idle.pop_back();
+            m_stats.idleBytes -= size;
+            ++m_stats.reused;
+        } else {
+            block = newBlock(size, true);
+            if (!block) {  // give the idle blocks back and try once more
+                returnIdle(0);
+                block = newBlock(size, true);
+            }
+            TORCH_CHECK(block, "CPU out of memory: WideLab's block cache could not allocate ", size, " bytes (",
+                        m_stats.liveBytes, " bytes in tensors)");
+            ++m_stats.fresh;
+        }
+        m_stats.liveBytes += size;
+        m_stats.peakLiveBytes = std::max(m_stats.peakLiveBytes, m_stats.liveBytes);
+        return block;
+    }
+
+    void put(BlockHeader* block)
+    {
+        std::lock_guard lock(m_mutex);
+        m_stats.liveBytes -= block->size;
+        m_classes[block->size].idle.push_back(block);
+        m_stats.idleBytes += block->size;
+        returnIdle(m_stats.peakLiveBytes);
+    }
+
+    CpuBlockCacheStats stats()
+    {
+        std::lock_guard lock(m_mutex);
+        return m_stats;
+    }
+
+    void releaseAll()
+    {
+        std::lock_guard lock(m_mutex);
+        returnIdle(0);
+    }
+
+private:
+    struct SizeClass {
+        std::vector<BlockHeader*> idle;
+        std::uint64_t lastRequest = 0;
+    };
+
+    // While more than `limit` bytes are idle, frees the idle blocks of the size
+    // class requested least recently. Called with the mutex held.
+    void returnIdle(std::size_t limit)
+    {
+        while (m_stats.idleBytes > limit) {
+            auto oldest = m_classes.end();
+            for (auto it = m_classes.begin(); it != m_classes.end(); ++it) {
+                if (!it->second.idle.empty()
+                    && (oldest == m_classes.end() || it->second.lastRequest < oldest->second.lastRequest))
+                    oldest = it;
+            }
+            std::free(oldest->second.idle.back());
+            oldest->second.idle.pop_back();
+            m_stats.idleBytes -= oldest->first;
+            ++m_stats.returned;
+        }
+    }
+
+    std::mutex m_mutex;
+    std::map<std::size_t, SizeClass> m_classes;  // by block size
+    CpuBlockCacheStats m_stats;
+    std::uint64_t m_clock = 0;
+};
+
+// Never destroyed: tensors freed during static destruction still find it.
+BlockPool& pool()
+{
+    static auto* blocks = new BlockPool;
+    return *blocks;
+}
+
+void giveBack(void* data)
+{
+    if (!data)
+        return;
+    BlockHeader* block = headerOf(data);
+    if (block->cached)
+        pool().put(block);
+    else
+        std::free(block);
+}
+
+class CachingCpuAllocator final : public c10::Allocator {
+public:
+    // LibTorch 1.x and 2.0-2.2 declare allocate() const, later versions
+    // non-const: defining both overrides whichever the headers declare.
+    c10::DataPtr allocate(std::size_t bytes) const { return serve(bytes); }
+    c10::DataPtr allocate(std::size_t bytes) { return serve(bytes); }
+    c10::DeleterFnPtr raw_deleter() const override { return &giveBack; }
+    // Pure virtual in the newer versions; a plain member in the older.
+    void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+
+private:
+    static c10::DataPtr serve(std::size_t bytes)
+    {
+        const c10::Device cpu(c10::DeviceType::CPU);
+        if (bytes == 0)
+            return {nullptr, nullptr, &giveBack, cpu};
+        BlockHeader* block = bytes >= kMinBlockBytes ? pool().take(bytes) : newBlock(bytes, false);
+        TORCH_CHECK(block, "CPU out of memory: could not allocate ", bytes, " bytes");
+        void* data = dataOf(block);
+        return {data, data, &giveBack, cpu};
+    }
+};
+
+bool g_installed = false;
+
+}  // namespace
+
+std::size_t cpuBlockClass(std::size_t bytes)
+{
+    const std::size_t step = std::max(std::bit_floor(std::max<std::size_t>(bytes, 1)) / 8, kAlignment);
+    return (bytes + step - 1) / step * step;
+}
+
+bool installCpuBlockCache()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const char* setting = std::getenv("WIDELAB_CPU_BLOCK_CACHE");
+        if (setting && std::string_view(setting) == "0")
+            return;
+        // Owned by no one: LibTorch keeps the pointer for the life of the process.
+        static auto* allocator = new CachingCpuAllocator;
+        c10::SetCPUAllocator(allocator, std::numeric_limits<std::uint8_t>::max());
+        g_installed = c10::GetCPUAllocator() == allocator;
+    });
+    return g_installed;
+}
+
+bool cpuBlockCacheInstalled() { return g_installed; }
+
+CpuBlockCacheStats cpuBlockCacheStats() { return pool().stats(); }
+
+void releaseCpuBlockCache() { pool().releaseAll(); }
+
+}  // namespace widelab

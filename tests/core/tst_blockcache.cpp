@@ -1,0 +1,211 @@
+// Tests of runtime/CpuBlockCache: size classes worked out by hand, reuse of a
+// freed block, no sharing between live tensors, the bound on idle memory, many
+// threads, and training that gives the same numbers with the cache as without.
+#include "model/WideTransformer.h"
+#include "runtime/CpuBlockCache.h"
+
+#include "TestSupport.h"
+
+#include <QtTest>
+
+#include <set>
+#include <thread>
+
+using namespace widelab;
+
+namespace {
+
+constexpr std::int64_t kMiB = std::int64_t{1} << 20;
+
+// A float tensor of `bytes` bytes (a multiple of 4).
+torch::Tensor tensorOfBytes(std::int64_t bytes) { return torch::empty({bytes / 4}, torch::kFloat); }
+
+// Losses and final parameters of a few AdamW steps of a small WideNet with
+// dropout, from a fixed seed: activations of 64 KiB to 1 MiB, freed and
+// allocated again every step.
+std::vector<torch::Tensor> trainSmallWideNet()
+{
+    torch::manual_seed(7);
+    const ModelConfig config =
+        test::modelConfig(R"({"vocab_size": 50, "max_len": 64, "d_model": 64, "heads": 4, "ffn_dim": 128,
+                             "layers": 3, "dropout": 0.1, "num_classes": 5, "experts": 4, "top_k": 2,
+                             "share_attention": true, "share_ffn": true})");
+    WideTransformer model(config);
+    model->train();
+    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-3));
+    std::vector<torch::Tensor> results;
+    for (int step = 0; step < 4; ++step) {
+        const torch::Tensor ids = torch::randint(0, 50, {8, 64}, torch::kLong);
+        const torch::Tensor labels = torch::randint(0, 5, {8}, torch::kLong);
+        optimizer.zero_grad();
+        const ModelOutput out = model->forward(ids);
+        const torch::Tensor loss = torch::cross_entropy_loss(out.logits, labels) + out.balanceLoss;
+        loss.backward();
+        optimizer.step();
+        results.push_back(loss.detach().clone());
+    }
+    for (const torch::Tensor& p : model->parameters())
+        results.push_back(p.detach().clone());
+    return results;
+}
+
+}  // namespace
+
+class TestBlockCache : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void sizeClassesAreAnEighthOfAPowerOfTwoApart();
+    void trainingGivesTheSameNumbersWithTheCache();
+    void aFreedBlockServesTheNextRequestOfItsClass();
+    void smallRequestsBypassTheCache();
+    void liveTensorsNeverShareABlock();
+    void idleMemoryIsBoundedByThePeakInUse();
+    void manyThreadsAllocateAndFree();
+};
+
+void TestBlockCache::sizeClassesAreAnEighthOfAPowerOfTwoApart()
+{
+    // By hand: 64 KiB is a power of two (its own class); just above it the step
+    // is 64 KiB / 8 = 8 KiB; above 1 MiB it is 128 KiB.
+    QCOMPARE(cpuBlockClass(65536), std::size_t{65536});
+    QCOMPARE(cpuBlockClass(65537), std::size_t{65536 + 8192});
+    QCOMPARE(cpuBlockClass(73728), std::size_t{73728});
+    QCOMPARE(cpuBlockClass(1048577), std::size_t{1048576 + 131072});
+    QCOMPARE(cpuBlockClass(1000000), std::size_t{1048576});  // step 65536: 16 steps
+    QCOMPARE(cpuBlockClass(200 * 1000 * 1000), std::size_t{201326592});  // step 2^24: 12 steps
+    std::size_t previous = 0;
+    for (std::size_t bytes = kMinBlockBytes; bytes < (std::size_t{1} << 34); bytes = bytes * 9 / 7 + 13) {
+        const std::size_t size = cpuBlockClass(bytes);
+        QVERIFY2(size >= bytes && size - bytes <= bytes / 8, qPrintable(QString::number(bytes)));
+        QCOMPARE(size % 64, std::size_t{0});
+        QVERIFY(size >= previous);
+        previous = size;
+    }
+}
+
+void TestBlockCache::trainingGivesTheSameNumbersWithTheCache()
+{
+    // Runs first, before anything installs the cache.
+    QVERIFY(!cpuBlockCacheInstalled());
+    const std::vector<torch::Tensor> withoutCache = trainSmallWideNet();
+
+    qunsetenv("WIDELAB_CPU_BLOCK_CACHE");
+    QVERIFY(installCpuBlockCache());
+    QVERIFY(cpuBlockCacheInstalled());
+    const std::uint64_t reusedBefore = cpuBlockCacheStats().reused;
+    const std::vector<torch::Tensor> withCache = trainSmallWideNet();
+    QVERIFY2(cpuBlockCacheStats().reused > reusedBefore + 100, "the training steps reused no blocks");
+
+    QCOMPARE(withCache.size(), withoutCache.size());
+    for (std::size_t i = 0; i < withCache.size(); ++i)
+        QVERIFY2(torch::equal(withCache[i], withoutCache[i]), qPrintable(QString("result %1 differs").arg(i)));
+}
+
+void TestBlockCache::aFreedBlockServesTheNextRequestOfItsClass()
+{
+    QVERIFY(installCpuBlockCache());
+    void* first = nullptr;
+    {
+        const torch::Tensor t = tensorOfBytes(1000000);
+        first = t.data_ptr();
+        QCOMPARE(reinterpret_cast<std::uintptr_t>(first) % 64, std::uintptr_t{0});
+    }
+    const CpuBlockCacheStats before = cpuBlockCacheStats();
+    // 1,010,000 bytes are in the same 1 MiB class as 1,000,000.
+    const torch::Tensor again = tensorOfBytes(1010000);
+    QCOMPARE(again.data_ptr(), first);
+    const CpuBlockCacheStats after = cpuBlockCacheStats();
+    QCOMPARE(after.reused, before.reused + 1);
+    QCOMPARE(after.fresh, before.fresh);
+    QCOMPARE(after.liveBytes, before.liveBytes + 1048576);
+    QCOMPARE(after.idleBytes, before.idleBytes - 1048576);
+}
+
+void TestBlockCache::smallRequestsBypassTheCache()
+{
+    QVERIFY(installCpuBlockCache());
+    const CpuBlockCacheStats before = cpuBlockCacheStats();
+    const torch::Tensor small = tensorOfBytes(kMinBlockBytes - 64);
+    const CpuBlockCacheStats after = cpuBlockCacheStats();
+    QCOMPARE(after.liveBytes, before.liveBytes);
+    QCOMPARE(after.reused + after.fresh, before.reused + before.fresh);
+    small.fill_(3.0f);
+    QCOMPARE(small.sum().item<double>(), 3.0 * static_cast<double>(small.numel()));
+}
+
+void TestBlockCache::liveTensorsNeverShareABlock()
+{
+    QVERIFY(installCpuBlockCache());
+    // Freed and taken again in between, so that the idle lists are in play.
+    std::vector<torch::Tensor> kept;
+    std::set<const void*> blocks;
+    for (int i = 0; i < 40; ++i) {
+        torch::Tensor t = tensorOfBytes(kMiB + 4 * (i % 5));
+        if (i % 3 == 0)
+            continue;  // freed at once
+        t.fill_(static_cast<float>(i));
+        QVERIFY2(blocks.insert(t.data_ptr()).second, "two live tensors got the same block");
+        kept.push_back(t);
+    }
+    int index = 0;
+    for (int i = 0; i < 40; ++i) {
+        if (i % 3 == 0)
+            continue;
+        QCOMPARE(kept[index].min().item<float>(), static_cast<float>(i));
+        QCOMPARE(kept[index].max().item<float>(), static_cast<float>(i));
+        ++index;
+    }
+}
+
+void TestBlockCache::idleMemoryIsBoundedByThePeakInUse()
+{
+    QVERIFY(installCpuBlockCache());
+    releaseCpuBlockCache();
+    QCOMPARE(cpuBlockCacheStats().idleBytes, std::size_t{0});
+
+    // Twenty sizes of distinct classes, one at a time: without the bound 210 MiB
+    // would stay idle, far more than was ever in use at once.
+    const CpuBlockCacheStats start = cpuBlockCacheStats();
+    void* last = nullptr;
+    for (std::int64_t mib = 1; mib <= 20; ++mib) {
+        const torch::Tensor t = tensorOfBytes(mib * kMiB);
+        last = t.data_ptr();
+    }
+    const CpuBlockCacheStats after = cpuBlockCacheStats();
+    QVERIFY(after.peakLiveBytes >= start.liveBytes + 20 * kMiB);
+    QVERIFY2(after.idleBytes <= after.peakLiveBytes, "idle blocks exceed the peak in use");
+    QVERIFY2(after.returned > start.returned, "nothing went back to the system");
+    // The least recently requested classes went first: the last one is still there.
+    const torch::Tensor again = tensorOfBytes(20 * kMiB);
+    QCOMPARE(again.data_ptr(), last);
+
+    releaseCpuBlockCache();
+    QCOMPARE(cpuBlockCacheStats().idleBytes, std::size_t{0});
+}
+
+void TestBlockCache::manyThreadsAllocateAndFree()
+{
+    QVERIFY(installCpuBlockCache());
+    const std::size_t liveBefore = cpuBlockCacheStats().liveBytes;
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w) {
+        threads.emplace_back([w, &wrong] {
+            for (int i = 0; i < 200; ++i) {
+                const float value = static_cast<float>(w * 1000 + i);
+                torch::Tensor a = torch::full({(i % 7 + 1) * 20000}, value);
+                const torch::Tensor b = a + 1.0f;  // allocated while `a` is live
+                if (a.max().item<float>() != value || b.min().item<float>() != value + 1.0f)
+                    ++wrong;
+            }
+        });
+    }
+    for (std::thread& t : threads)
+        t.join();
+    QCOMPARE(wrong.load(), 0);
+    QCOMPARE(cpuBlockCacheStats().liveBytes, liveBefore);
+}
+
+QTEST_GUILESS_MAIN(TestBlockCache)
+#include "tst_blockcache.moc"
