@@ -5,16 +5,17 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
-#include <string>
-#include <string_view>
 #include <new>
-#include <vector>
+#include <string_view>
+
+#include <sys/mman.h>
 
 namespace widelab {
 namespace {
@@ -25,21 +26,41 @@ constexpr std::size_t kAlignment = 64;  // what LibTorch's own CPU allocator gua
 // LibTorch sees: LibTorch frees some buffers through Allocator::raw_deleter,
 // one function for every size, which must tell a cached block from a small one.
 struct BlockHeader {
-    std::size_t size;  // bytes after the header: the size class, or the request
+    std::uint64_t magic;  // kMagic: a block of this allocator
+    std::size_t size;     // bytes after the header: the size class, or the request
     bool cached;
+    BlockHeader* nextIdle;  // the size class's idle list, so that freeing never allocates
 };
+constexpr std::uint64_t kMagic = 0x57'69'64'65'4c'61'62'21;  // "WideLab!"
 static_assert(sizeof(BlockHeader) <= kAlignment);
 
 void* dataOf(BlockHeader* header) { return reinterpret_cast<char*>(header) + kAlignment; }
 BlockHeader* headerOf(void* data) { return reinterpret_cast<BlockHeader*>(static_cast<char*>(data) - kAlignment); }
 
+// Small blocks come from the C heap. Cached blocks are mapped on their own:
+// from the heap, the ones given back would sit between small live ones,
+// unreturnable, and the process's memory would creep up over a long run.
 BlockHeader* newBlock(std::size_t size, bool cached)
 {
-    const std::size_t total = (kAlignment + size + kAlignment - 1) / kAlignment * kAlignment;
-    void* memory = std::aligned_alloc(kAlignment, total);
-    if (!memory)
-        return nullptr;
-    return new (memory) BlockHeader{size, cached};
+    void* memory = nullptr;
+    if (cached) {
+        memory = mmap(nullptr, kAlignment + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (memory == MAP_FAILED)
+            return nullptr;
+    } else {
+        memory = std::aligned_alloc(kAlignment, (kAlignment + size + kAlignment - 1) / kAlignment * kAlignment);
+        if (!memory)
+            return nullptr;
+    }
+    return new (memory) BlockHeader{kMagic, size, cached, nullptr};
+}
+
+void deleteBlock(BlockHeader* block)
+{
+    if (block->cached)
+        munmap(block, kAlignment + block->size);
+    else
+        std::free(block);
 }
 
 // The cached blocks, live and idle, behind a mutex: tensors are freed on any thread.
@@ -52,12 +73,16 @@ public:
         SizeClass& sizeClass = m_classes[size];
         sizeClass.lastRequest = ++m_clock;
         BlockHeader* block = nullptr;
-        if (!sizeClass.idle.empty()) {
-            block = sizeClass.idle.back();  // the most recently freed: likeliest still in cache
-            sizeClass.idle.pop_back();
+        if (sizeClass.idle) {
+            block = sizeClass.idle;  // the most recently freed: likeliest still in cache
+            sizeClass.idle = block->nextIdle;
             m_stats.idleBytes -= size;
             ++m_stats.reused;
         } else {
+            // Idle blocks of other classes make room first: live and idle together
+            // stay within the peak, or within what is live plus this block.
+            const std::size_t needed = m_stats.liveBytes + size;
+            returnIdle(m_stats.peakLiveBytes > needed ? m_stats.peakLiveBytes - needed : 0);
             block = newBlock(size, true);
             if (!block) {  // give the idle blocks back and try once more
                 returnIdle(0);
@@ -75,8 +100,10 @@ public:
     void put(BlockHeader* block)
     {
         std::lock_guard lock(m_mutex);
+        SizeClass& sizeClass = m_classes.find(block->size)->second;  // made by take()
+        block->nextIdle = sizeClass.idle;
+        sizeClass.idle = block;
         m_stats.liveBytes -= block->size;
-        m_classes[block->size].idle.push_back(block);
         m_stats.idleBytes += block->size;
         returnIdle(m_stats.peakLiveBytes);
     }
@@ -95,7 +122,7 @@ public:
 
 private:
     struct SizeClass {
-        std::vector<BlockHeader*> idle;
+        BlockHeader* idle = nullptr;  // most recently freed first
         std::uint64_t lastRequest = 0;
     };
 
@@ -106,12 +133,13 @@ private:
         while (m_stats.idleBytes > limit) {
             auto oldest = m_classes.end();
             for (auto it = m_classes.begin(); it != m_classes.end(); ++it) {
-                if (!it->second.idle.empty()
+                if (it->second.idle
                     && (oldest == m_classes.end() || it->second.lastRequest < oldest->second.lastRequest))
                     oldest = it;
             }
-            std::free(oldest->second.idle.back());
-            oldest->second.idle.pop_back();
+            BlockHeader* block = oldest->second.idle;
+            oldest->second.idle = block->nextIdle;
+            deleteBlock(block);
             m_stats.idleBytes -= oldest->first;
             ++m_stats.returned;
         }
@@ -135,21 +163,25 @@ void giveBack(void* data)
     if (!data)
         return;
     BlockHeader* block = headerOf(data);
+    TORCH_INTERNAL_ASSERT(block->magic == kMagic, "memory freed through WideLab's block cache that it did not "
+                                                  "allocate: install the cache before any LibTorch work");
     if (block->cached)
         pool().put(block);
     else
-        std::free(block);
+        deleteBlock(block);
 }
 
 class CachingCpuAllocator final : public c10::Allocator {
 public:
-    // LibTorch 1.x and 2.0-2.2 declare allocate() const, later versions
-    // non-const: defining both overrides whichever the headers declare.
+    // LibTorch 1.x and early 2.x declare allocate() const, later versions
+    // non-const: defining both overrides whichever the headers declare. No
+    // `override` on any member, as it cannot go on these two.
     c10::DataPtr allocate(std::size_t bytes) const { return serve(bytes); }
     c10::DataPtr allocate(std::size_t bytes) { return serve(bytes); }
-    c10::DeleterFnPtr raw_deleter() const override { return &giveBack; }
     // Pure virtual in the newer versions; a plain member in the older.
     void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
+    // One deleter for every block: LibTorch's raw_allocate/raw_deallocate need it.
+    c10::DeleterFnPtr raw_deleter() const { return &giveBack; }
 
 private:
     static c10::DataPtr serve(std::size_t bytes)
@@ -157,6 +189,8 @@ private:
         const c10::Device cpu(c10::DeviceType::CPU);
         if (bytes == 0)
             return {nullptr, nullptr, &giveBack, cpu};
+        // As LibTorch's own allocator: a "size" past this is a negative number cast.
+        TORCH_CHECK(static_cast<std::ptrdiff_t>(bytes) >= 0, "CPU out of memory: cannot allocate ", bytes, " bytes");
         BlockHeader* block = bytes >= kMinBlockBytes ? pool().take(bytes) : newBlock(bytes, false);
         TORCH_CHECK(block, "CPU out of memory: could not allocate ", bytes, " bytes");
         void* data = dataOf(block);
@@ -164,7 +198,7 @@ private:
     }
 };
 
-bool g_installed = false;
+std::atomic<bool> g_installed = false;
 
 }  // namespace
 

@@ -16,13 +16,17 @@ namespace widelab {
 // power of two apart (at most 12.5 % slack), and hands the most recently freed
 // block of the class back. Smaller requests are plain aligned allocations.
 //
-// Idle blocks are bounded: past the largest number of bytes ever live in
-// cached blocks, the blocks of the size classes requested least recently go
-// back to the system, so the process holds at most twice its peak.
+// Idle blocks are bounded: before a request takes new memory, and whenever
+// more bytes are idle than were ever live in cached blocks at once, the blocks
+// of the size classes requested least recently go back to the system. Live and
+// idle together stay within the peak in use, or what is live plus the request.
 //
-// Installs once, process-wide, replacing LibTorch's CPU allocator for tensors
-// created afterwards (earlier tensors keep their own deleter); returns false
-// when WIDELAB_CPU_BLOCK_CACHE=0 in the environment asked it not to.
+// Installs once, process-wide and for good, replacing LibTorch's CPU allocator;
+// call it first thing in main(), before any LibTorch work: buffers LibTorch
+// allocated raw before it would otherwise come back to it. Returns false when
+// WIDELAB_CPU_BLOCK_CACHE=0 in the environment asked it not to, which is the
+// setting for sanitizer and profiler runs (reused blocks hide use-after-free
+// from a sanitizer, and the profiler sees no CPU memory events).
 bool installCpuBlockCache();
 bool cpuBlockCacheInstalled();
 
