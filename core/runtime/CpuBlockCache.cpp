@@ -21,6 +21,7 @@ namespace widelab {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // what LibTorch's own CPU allocator guarantees
+constexpr std::size_t kLargestFit = 2;  // a request may take an idle block up to this many times its size
 
 // Every allocation starts with this header, one alignment unit before the data
 // LibTorch sees: LibTorch frees some buffers through Allocator::raw_deleter,
@@ -70,19 +71,14 @@ public:
     {
         const std::size_t size = cpuBlockClass(bytes);
         std::lock_guard lock(m_mutex);
-        SizeClass& sizeClass = m_classes[size];
-        sizeClass.lastRequest = ++m_clock;
-        BlockHeader* block = nullptr;
-        if (sizeClass.idle) {
-            block = sizeClass.idle;  // the most recently freed: likeliest still in cache
-            sizeClass.idle = block->nextIdle;
-            m_stats.idleBytes -= size;
+        m_classes[size].lastRequest = ++m_clock;
+        BlockHeader* block = takeIdle(size);
+        if (block) {
             ++m_stats.reused;
         } else {
-            // Idle blocks of other classes make room first: live and idle together
-            // stay within the peak, or within what is live plus this block.
-            const std::size_t needed = m_stats.liveBytes + size;
-            returnIdle(m_stats.peakLiveBytes > needed ? m_stats.peakLiveBytes - needed : 0);
+            // Idle blocks of other classes make room first, as in put(): idle
+            // and new memory together stay within the peak in use.
+            returnIdle(m_stats.peakLiveBytes > size ? m_stats.peakLiveBytes - size : 0);
             block = newBlock(size, true);
             if (!block) {  // give the idle blocks back and try once more
                 returnIdle(0);
@@ -92,7 +88,7 @@ public:
                         m_stats.liveBytes, " bytes in tensors)");
             ++m_stats.fresh;
         }
-        m_stats.liveBytes += size;
+        m_stats.liveBytes += block->size;
         m_stats.peakLiveBytes = std::max(m_stats.peakLiveBytes, m_stats.liveBytes);
         return block;
     }
@@ -125,6 +121,24 @@ private:
         BlockHeader* idle = nullptr;  // most recently freed first
         std::uint64_t lastRequest = 0;
     };
+
+    // An idle block of the class `size`, or else of the smallest class up to
+    // kLargestFit times larger: batches of varying length ask for ever new
+    // sizes, and a slightly larger block beats mapping a new one. Null when
+    // there is none. Called with the mutex held.
+    BlockHeader* takeIdle(std::size_t size)
+    {
+        for (auto it = m_classes.lower_bound(size); it != m_classes.end() && it->first <= size * kLargestFit; ++it) {
+            BlockHeader* block = it->second.idle;
+            if (!block)
+                continue;
+            it->second.idle = block->nextIdle;  // the most recently freed: likeliest still in cache
+            it->second.lastRequest = m_clock;
+            m_stats.idleBytes -= block->size;
+            return block;
+        }
+        return nullptr;
+    }
 
     // While more than `limit` bytes are idle, frees the idle blocks of the size
     // class requested least recently. Called with the mutex held.

@@ -14,12 +14,13 @@ namespace widelab {
 // of activations, a quarter of the step time of a wide model here. The cache
 // keeps freed blocks of at least kMinBlockBytes, in size classes an eighth of a
 // power of two apart (at most 12.5 % slack), and hands the most recently freed
-// block of the class back. Smaller requests are plain aligned allocations.
+// block of the class back, or of the smallest class with one up to twice as
+// large (batches of varying length ask for new sizes all the time). Smaller requests are plain aligned allocations.
 //
-// Idle blocks are bounded: before a request takes new memory, and whenever
-// more bytes are idle than were ever live in cached blocks at once, the blocks
-// of the size classes requested least recently go back to the system. Live and
-// idle together stay within the peak in use, or what is live plus the request.
+// Idle blocks are bounded: whenever more bytes would be idle (or idle and newly
+// taken) than were ever live in cached blocks at once, the blocks of the size
+// classes requested least recently go back to the system. Live and idle
+// together stay within twice the peak in use.
 //
 // Installs once, process-wide and for good, replacing LibTorch's CPU allocator;
 // call it first thing in main(), before any LibTorch work: buffers LibTorch

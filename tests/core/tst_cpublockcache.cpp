@@ -63,6 +63,7 @@ private Q_SLOTS:
     void sizeClassesAreAnEighthOfAPowerOfTwoApart();
     void trainingGivesTheSameNumbersWithTheCache();
     void aFreedBlockServesTheNextRequestOfItsClass();
+    void aRequestMayTakeABlockUpToTwiceItsSize();
     void smallRequestsBypassTheCache();
     void liveTensorsNeverShareABlock();
     void rawAllocationsComeBackThroughTheRawDeleter();
@@ -126,6 +127,27 @@ void TestBlockCache::aFreedBlockServesTheNextRequestOfItsClass()
     QCOMPARE(after.fresh, before.fresh);
     QCOMPARE(after.liveBytes, before.liveBytes + 1048576);
     QCOMPARE(after.idleBytes, before.idleBytes - 1048576);
+}
+
+void TestBlockCache::aRequestMayTakeABlockUpToTwiceItsSize()
+{
+    QVERIFY(installCpuBlockCache());
+    releaseCpuBlockCache();
+    void* block = nullptr;
+    {
+        const torch::Tensor t = tensorOfBytes(8 * kMiB);
+        block = t.data_ptr();
+    }
+    {
+        // 5 MiB: the 8 MiB block is less than twice as large.
+        const torch::Tensor t = tensorOfBytes(5 * kMiB);
+        QCOMPARE(t.data_ptr(), block);
+        QCOMPARE(cpuBlockCacheStats().idleBytes, std::size_t{0});
+    }
+    // 3 MiB: the 8 MiB block is more than twice as large, and stays idle.
+    const torch::Tensor t = tensorOfBytes(3 * kMiB);
+    QVERIFY(t.data_ptr() != block);
+    QCOMPARE(cpuBlockCacheStats().idleBytes, std::size_t(8 * kMiB));
 }
 
 void TestBlockCache::smallRequestsBypassTheCache()
