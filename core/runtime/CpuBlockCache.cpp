@@ -21,6 +21,7 @@ namespace widelab {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // what LibTorch's own CPU allocator guarantees
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 constexpr std::size_t kLargestFit = 2;  // a request may take an idle block up to this many times its size
 
 // Every allocation starts with this header, one alignment unit before the data
@@ -48,6 +49,11 @@ BlockHeader* newBlock(std::size_t size, bool cached)
         memory = mmap(nullptr, kAlignment + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (memory == MAP_FAILED)
             return nullptr;
+        // Large blocks in 2 MiB pages where the kernel has them (transparent
+        // huge pages, "madvise" mode on Debian): 1/512 of the page faults and
+        // fewer TLB misses over the attention probabilities.
+        if (size >= kHugePageBytes)
+            madvise(memory, kAlignment + size, MADV_HUGEPAGE);
     } else {
         memory = std::aligned_alloc(kAlignment, (kAlignment + size + kAlignment - 1) / kAlignment * kAlignment);
         if (!memory)
