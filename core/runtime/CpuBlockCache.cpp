@@ -31,6 +31,7 @@ struct BlockHeader {
     std::uint64_t magic;  // kMagic: a block of this allocator
     std::size_t size;     // bytes after the header: the size class, or the request
     bool cached;
+    bool idle;              // cached blocks: in an idle list, not in a tensor
     BlockHeader* nextIdle;  // the size class's idle list, so that freeing never allocates
 };
 constexpr std::uint64_t kMagic = 0x57'69'64'65'4c'61'62'21;  // "WideLab!"
@@ -59,7 +60,7 @@ BlockHeader* newBlock(std::size_t size, bool cached)
         if (!memory)
             return nullptr;
     }
-    return new (memory) BlockHeader{kMagic, size, cached, nullptr};
+    return new (memory) BlockHeader{kMagic, size, cached, false, nullptr};
 }
 
 void deleteBlock(BlockHeader* block)
@@ -102,7 +103,9 @@ public:
     void put(BlockHeader* block)
     {
         std::lock_guard lock(m_mutex);
+        TORCH_INTERNAL_ASSERT(!block->idle, "a block freed twice in WideLab's block cache");
         SizeClass& sizeClass = m_classes.find(block->size)->second;  // made by take()
+        block->idle = true;
         block->nextIdle = sizeClass.idle;
         sizeClass.idle = block;
         m_stats.liveBytes -= block->size;
@@ -140,6 +143,7 @@ private:
                 continue;
             it->second.idle = block->nextIdle;  // the most recently freed: likeliest still in cache
             it->second.lastRequest = m_clock;
+            block->idle = false;
             m_stats.idleBytes -= block->size;
             return block;
         }
@@ -159,8 +163,8 @@ private:
             }
             BlockHeader* block = oldest->second.idle;
             oldest->second.idle = block->nextIdle;
+            m_stats.idleBytes -= block->size;
             deleteBlock(block);
-            m_stats.idleBytes -= oldest->first;
             ++m_stats.returned;
         }
     }

@@ -15,12 +15,16 @@ namespace widelab {
 // keeps freed blocks of at least kMinBlockBytes, in size classes an eighth of a
 // power of two apart (at most 12.5 % slack), and hands the most recently freed
 // block of the class back, or of the smallest class with one up to twice as
-// large (batches of varying length ask for new sizes all the time). Smaller requests are plain aligned allocations.
+// large (batches of varying length ask for new sizes all the time). Smaller
+// requests are plain aligned allocations.
 //
 // Idle blocks are bounded: whenever more bytes would be idle (or idle and newly
 // taken) than were ever live in cached blocks at once, the blocks of the size
 // classes requested least recently go back to the system. Live and idle
-// together stay within twice the peak in use.
+// together stay within twice that peak. The peak counts blocks, not tensors:
+// a tensor may hold a block up to 2.25x its size (class slack, then a larger
+// class), so the bound is loose; the 10,000-step run in docs/performance.md
+// shows what it comes to in practice.
 //
 // Installs once, process-wide and for good, replacing LibTorch's CPU allocator;
 // call it first thing in main(), before any LibTorch work: buffers LibTorch
