@@ -56,6 +56,13 @@ QJsonObject tinyDocument(int steps, int logEvery = 2)
     return QJsonDocument::fromJson(json).object();
 }
 
+// Writes `document` to `path`; false when the file cannot be written.
+bool writeJson(const QString& path, const QJsonObject& document)
+{
+    QFile out(path);
+    return out.open(QIODevice::WriteOnly) && out.write(QJsonDocument(document).toJson()) > 0;
+}
+
 QString compact(const QJsonObject& object) { return QString::fromUtf8(QJsonDocument(object).toJson(QJsonDocument::Compact)); }
 
 QStringList checkpoints(const QString& run)
@@ -226,10 +233,7 @@ void TestDesktop::invalidConfigurationBlocksStart()
 {
     MainWindow window(m_dir.filePath(QStringLiteral("runs-invalid")));
     const QString file = m_dir.filePath(QStringLiteral("tiny.json"));
-    QFile out(file);
-    QVERIFY(out.open(QIODevice::WriteOnly));
-    out.write(QJsonDocument(tinyDocument(10)).toJson());
-    out.close();
+    QVERIFY(writeJson(file, tinyDocument(10)));
     QVERIFY(window.openConfiguration(file));
     QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
 
@@ -269,10 +273,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         MainWindow window(runs);
         window.show();
         const QString file = m_dir.filePath(QStringLiteral("tiny20.json"));
-        QFile out(file);
-        QVERIFY(out.open(QIODevice::WriteOnly));
-        out.write(QJsonDocument(tinyDocument(20)).toJson());
-        out.close();
+        QVERIFY(writeJson(file, tinyDocument(20)));
         QVERIFY(window.openConfiguration(file));
         QSignalSpy finished(&window.controller(), &TrainingController::finished);
         window.action(QStringLiteral("start"))->trigger();
@@ -492,10 +493,7 @@ void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
                                                          {QStringLiteral("path"), data},
                                                          {QStringLiteral("tokenizer"), QStringLiteral("word")}});
     const QString file = m_dir.filePath(QStringLiteral("bad-data.json"));
-    QFile out(file);
-    QVERIFY(out.open(QIODevice::WriteOnly));
-    out.write(QJsonDocument(document).toJson());
-    out.close();
+    QVERIFY(writeJson(file, document));
 
     MainWindow window(m_dir.filePath(QStringLiteral("runs-bad-data")));
     window.show();
@@ -532,10 +530,7 @@ void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
     window->setAttribute(Qt::WA_DeleteOnClose, false);
     window->show();
     const QString file = m_dir.filePath(QStringLiteral("long.json"));
-    QFile out(file);
-    QVERIFY(out.open(QIODevice::WriteOnly));
-    out.write(QJsonDocument(tinyDocument(100000, 1)).toJson());
-    out.close();
+    QVERIFY(writeJson(file, tinyDocument(100000, 1)));
     QVERIFY(window->openConfiguration(file));
     QVERIFY(window->startTraining());
     QSignalSpy snapshots(&window->controller(), &TrainingController::snapshot);
@@ -577,10 +572,7 @@ void TestDesktop::theWindowReportsWhatProductsRunOn()
 
     // A run's log replaces the panel's lines; the report stays first.
     const QString file = m_dir.filePath(QStringLiteral("tiny-runtime.json"));
-    QFile out(file);
-    QVERIFY(out.open(QIODevice::WriteOnly));
-    out.write(QJsonDocument(tinyDocument(4)).toJson());
-    out.close();
+    QVERIFY(writeJson(file, tinyDocument(4)));
     QVERIFY(window.openConfiguration(file));
     QSignalSpy finished(&window.controller(), &TrainingController::finished);
     QVERIFY(window.startTraining());
