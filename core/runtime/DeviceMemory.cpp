@@ -1,10 +1,9 @@
 #include "DeviceMemory.h"
 
-// Official CUDA builds of LibTorch ship the caching allocator's header; Debian's
-// CPU build does not, and there every device is the CPU.
-#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+// A CUDA build of LibTorch (CMakeLists.txt decides) has the caching allocator;
+// with Debian's CPU build every device is the CPU.
+#ifdef WIDELAB_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
-#define WIDELAB_CUDA_ALLOCATOR 1
 #endif
 
 #include <cstdio>
@@ -33,7 +32,7 @@ DeviceMemory processMemory()
 
 DeviceMemory deviceMemory(const c10::Device& device)
 {
-#ifdef WIDELAB_CUDA_ALLOCATOR
+#ifdef WIDELAB_TORCH_CUDA
     if (device.is_cuda()) {
         namespace allocator = c10::cuda::CUDACachingAllocator;
         constexpr auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
@@ -53,7 +52,7 @@ DeviceMemory deviceMemory(const c10::Device& device)
 
 void resetPeakDeviceMemory(const c10::Device& device)
 {
-#ifdef WIDELAB_CUDA_ALLOCATOR
+#ifdef WIDELAB_TORCH_CUDA
     if (device.is_cuda())
         c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
 #endif
@@ -62,7 +61,7 @@ void resetPeakDeviceMemory(const c10::Device& device)
 
 void releaseCachedDeviceMemory(const c10::Device& device)
 {
-#ifdef WIDELAB_CUDA_ALLOCATOR
+#ifdef WIDELAB_TORCH_CUDA
     if (device.is_cuda())
         c10::cuda::CUDACachingAllocator::emptyCache();
 #endif

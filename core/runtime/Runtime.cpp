@@ -5,11 +5,9 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
-// Official CUDA builds of LibTorch ship these, with the CUDA runtime's headers;
-// Debian's CPU build ships neither.
-#if __has_include(<ATen/cuda/CUDAContext.h>) && __has_include(<cuda_runtime_api.h>)
+// A CUDA build of LibTorch (CMakeLists.txt decides) has the device properties.
+#ifdef WIDELAB_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
-#define WIDELAB_CUDA_PROPERTIES 1
 #endif
 
 #include <torch/torch.h>
@@ -132,7 +130,7 @@ std::vector<DeviceInfo> availableDevices()
         return devices;
     for (std::size_t i = 0; i < torch::cuda::device_count(); ++i) {
         DeviceInfo gpu{"cuda:" + std::to_string(i), "GPU " + std::to_string(i), 0};
-#ifdef WIDELAB_CUDA_PROPERTIES
+#ifdef WIDELAB_TORCH_CUDA
         const cudaDeviceProp* properties = at::cuda::getDeviceProperties(static_cast<int>(i));
         gpu.memoryBytes = static_cast<std::int64_t>(properties->totalGlobalMem);
         char memory[32];
