@@ -7,16 +7,21 @@
 #include "config/Presets.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
+#include "runtime/DeviceMemory.h"
 #include "runtime/Runtime.h"
+#include "train/MemoryEstimate.h"
+#include "train/RunConfig.h"
 #include "train/Benchmark.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 
 namespace widelab {
 namespace {
@@ -123,14 +128,34 @@ std::string title(const ModelDocument& document, const std::string& fallback)
     return document.name.empty() ? fallback : document.name;
 }
 
+// What training the document would hold on a GPU (bf16 as train.bf16 says) and
+// on the CPU; none for a document without a valid train section.
+std::optional<std::pair<MemoryEstimate, MemoryEstimate>> trainingMemory(const std::string& source,
+                                                                        std::int64_t stored)
+{
+    try {
+        std::ifstream in(resolveConfigPath(source), std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        const RunDocument run = parseRunDocument(text.str(), source, /*requireDataFiles=*/false);
+        return std::make_pair(estimateTrainingMemory(run, stored, true), estimateTrainingMemory(run, stored, false));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 int params(const Arguments& a, std::ostream& out)
 {
     const std::string source = a.single("CONFIG");
     const ModelDocument document = loadDocument(source);
     const ModelCost cost = modelCost(document.model);
+    const auto memory = trainingMemory(source, cost.total.stored);
     if (a.has("--json")) {
         nlohmann::json json = cost.toJson();
         json["name"] = document.name;
+        if (memory) {
+            json["training_memory_bytes"] = {{"cuda", memory->first.totalBytes()}, {"cpu", memory->second.totalBytes()}};
+        }
         out << json.dump(2) << "\n";
         return 0;
     }
@@ -155,6 +180,10 @@ int params(const Arguments& a, std::ostream& out)
     if (document.model.isMoe())
         out << ", " << shortCount(cost.flopsPerTokenAtCapacity) << " with expert buffers at capacity";
     out << "\n";
+    if (memory)
+        out << "training memory, estimated: " << formatBytes(memory->first.totalBytes()) << " on a GPU, "
+            << formatBytes(memory->second.totalBytes()) << " on the CPU (weights, gradients and optimizer state "
+            << formatBytes(memory->first.parameterBytes) << ")\n";
     return 0;
 }
 
@@ -371,6 +400,10 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         return 2;
     } catch (const ConfigError& error) {
         err << error.what() << "\n";
+        return 1;
+    } catch (const c10::Error& error) {  // LibTorch's own: its first line, without the C++ backtrace
+        const std::string what = error.what_without_backtrace();
+        err << "widelab-cli " << command << ": " << what.substr(0, what.find('\n')) << "\n";
         return 1;
     } catch (const std::exception& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n";
