@@ -1,8 +1,11 @@
 #include "DeviceMemory.h"
 
 // Official CUDA builds of LibTorch ship the caching allocator's header; Debian's
-// CPU build does not, and there every device is the CPU.
-#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>)
+// CPU build does not, and there every device is the CPU. Debian's 1.13 does ship
+// c10/cuda's headers, but not the generated macros they include, so a machine
+// with the CUDA toolkit's headers on the include path must not take this branch.
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>) && __has_include(<cuda_runtime_api.h>) \
+    && __has_include(<c10/cuda/impl/cuda_cmake_macros.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
 #define WIDELAB_CUDA_ALLOCATOR 1
 #endif
