@@ -5,9 +5,11 @@
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
-// Official CUDA builds of LibTorch ship these, with the CUDA runtime's headers;
-// Debian's CPU build ships neither.
-#if __has_include(<ATen/cuda/CUDAContext.h>) && __has_include(<cuda_runtime_api.h>)
+// Official CUDA builds of LibTorch ship these, with the CUDA runtime's headers.
+// Debian's CPU build ships ATen/cuda's headers but not the generated macros they
+// include, which a machine with the CUDA toolkit's headers installed would reach.
+#if __has_include(<ATen/cuda/CUDAContext.h>) && __has_include(<cuda_runtime_api.h>) \
+    && __has_include(<c10/cuda/impl/cuda_cmake_macros.h>)
 #include <ATen/cuda/CUDAContext.h>
 #define WIDELAB_CUDA_PROPERTIES 1
 #endif
