@@ -29,6 +29,7 @@ SIDES = ("widelab", "eager", "compile")
 MFU_TARGET = 0.40
 ROUTING_TARGET = 0.10
 MFU_FAMILY = "deep-6x8"
+FAMILY_ORDER = ["deep-6x8", "wide-1x48", "widenet", "vit-moe", "multipath"]  # run.sh's order
 
 
 # ---------------------------------------------------------------- collect
@@ -111,7 +112,8 @@ def collect(work):
         "tests": None if test_stage is None else {
             "status": test_stage["status"], "summary": test_stage["note"],
             "failed": failed_tests(os.path.join(work, "logs", "ctest.log"))},
-        "bench": list(families.values()),
+        "bench": sorted(families.values(), key=lambda e: FAMILY_ORDER.index(e["family"])
+                        if e["family"] in FAMILY_ORDER else len(FAMILY_ORDER)),
         "train": [training_record(work, p) for p in sorted(glob.glob(os.path.join(work, "train", "*.status.json")))],
     }
 
