@@ -35,8 +35,9 @@ usage:
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
-                    [--threads N] [--json]
-                                        throughput, FLOP/s against the measured matmul peak, phases
+                    [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--peak-tflops F] [--json]
+                                        throughput, MFU against the measured matmul peak (and
+                                        a nominal one), peak memory, phases
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]
                                         train (Ctrl-C saves a checkpoint and stops)
   widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]
@@ -103,6 +104,25 @@ public:
         if (value < min || value > max)
             throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".."
                              + std::to_string(max));
+        return value;
+    }
+
+    double real(const std::string& name, double fallback, double min, double max) const
+    {
+        const auto it = m_values.find(name);
+        if (it == m_values.end())
+            return fallback;
+        std::size_t used = 0;
+        double value = 0.0;
+        try {
+            value = std::stod(it->second, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != it->second.size() || it->second.empty())
+            throw UsageError(name + ": expected a number, got \"" + it->second + "\"");
+        if (!(value >= min && value <= max))
+            throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".." + std::to_string(max));
         return value;
     }
 
@@ -279,9 +299,17 @@ int bench(const Arguments& a, std::ostream& out)
     options.sequence = a.integer("--seq", std::min<std::int64_t>(document.model.maxLen, 256), 1, 1 << 20);
     options.steps = a.integer("--steps", 10, 1, 100000);
     options.warmup = a.integer("--warmup", 2, 0, 100000);
+    options.device = a.text("--device", "cpu");
+    options.bf16 = a.has("--bf16");
+    options.nominalPeakFlops = 1e12 * a.real("--peak-tflops", 0.0, 0.0, 1e6);
     setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
 
-    const BenchmarkResult r = runBenchmark(document.model, options);
+    BenchmarkResult r;
+    try {
+        r = runBenchmark(document.model, options);
+    } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+    }
     if (a.has("--json")) {
         nlohmann::json json = r.toJson();
         json["name"] = title(document, source);
@@ -289,8 +317,8 @@ int bench(const Arguments& a, std::ostream& out)
         out << json.dump(2) << "\n";
         return 0;
     }
-    out << title(document, source) << ": " << r.mode << ", batch " << r.batch << " x " << r.sequence << " tokens, median of "
-        << r.steps << " steps after " << r.warmup << " warm-up\n";
+    out << title(document, source) << ": " << r.mode << " on " << r.device << " in " << r.dtype << ", batch " << r.batch
+        << " x " << r.sequence << " tokens, median of " << r.steps << " steps after " << r.warmup << " warm-up\n";
     out << runtimeSummary() << "\n";
     if (!r.blasFile.empty())
         out << "BLAS library: " << r.blasFile << "\n";
@@ -302,9 +330,18 @@ int bench(const Arguments& a, std::ostream& out)
     if (document.model.isMoe())
         summary.addRow({"  with expert buffers full", shortCount(r.flopsPerStepAtCapacity)});
     summary.addRow({"achieved", fixed(r.achievedFlops / 1e9, 1) + " GFLOP/s"});
-    summary.addRow({"fp32 matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(options.peakSize)
-                                            + "^2 mm, best of 5)"});
-    summary.addRow({"achieved / peak", fixed(100.0 * r.peakRatio, 1) + " %"});
+    summary.addRow({r.peakDtype + " matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(r.peakSize)
+                                                      + "^2 mm, best of 5)"});
+    summary.addRow({"achieved / peak (MFU)", fixed(100.0 * r.peakRatio, 1) + " %"});
+    if (r.nominalPeakFlops > 0.0)
+        summary.addRow({"achieved / nominal " + fixed(r.nominalPeakFlops / 1e12, 0) + " TFLOP/s",
+                        fixed(100.0 * r.nominalPeakRatio, 1) + " %"});
+    const bool cuda = r.device.rfind("cuda", 0) == 0;
+    summary.addRow({cuda ? "peak allocated (CUDA allocator)" : "peak resident (process)", formatBytes(r.peakAllocatedBytes)});
+    if (cuda)
+        summary.addRow({"peak reserved (CUDA allocator)", formatBytes(r.peakReservedBytes)});
+    if (r.moeRoutingShare >= 0.0)
+        summary.addRow({"routing+dispatch+combine / MoE layer", fixed(100.0 * r.moeRoutingShare, 1) + " % (forward)"});
     out << summary.render() << "\n";
 
     double total = 0.0;
@@ -316,6 +353,10 @@ int bench(const Arguments& a, std::ostream& out)
     out << phases.render();
     out << "attention, ffn_experts, routing_dispatch_combine and paths_residual are forward time only; the\n"
            "backward pass of all of them is one phase. other: embedding, LayerNorms, head, loss, zero_grad.\n";
+    if (cuda)
+        out << "On CUDA the phases come from a second pass of " << r.steps
+            << " steps whose scopes synchronise the device (" << fixed(1e3 * r.phaseStepSeconds, 1)
+            << " ms per step there).\n";
     if (!r.warning.empty())
         out << r.warning << "\n";
     return 0;
@@ -389,8 +430,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         if (command == "bench")
-            return bench(Arguments(rest, {"--json"},
-                                   {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads"}),
+            return bench(Arguments(rest, {"--json", "--bf16"},
+                                   {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads", "--device",
+                                    "--peak-tflops"}),
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);

@@ -12,7 +12,7 @@
 #include "data/ListOps.h"
 #include "log/RunLog.h"
 #include "runtime/DeviceMemory.h"
-#include "runtime/MixedPrecision.h"
+#include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
 
 #include <torch/cuda.h>
@@ -592,7 +592,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor mask = batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
     ModelOutput output;
     {
-        const MixedPrecision bf16(m_device.is_cuda() && t.bf16);
+        const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
         output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, mask, trace)
                                                 : m_model->forward(batch.ids, mask);
     }

@@ -16,7 +16,7 @@
 #include "TestSupport.h"
 #include "model/WideTransformer.h"
 #include "runtime/DeviceMemory.h"
-#include "runtime/MixedPrecision.h"
+#include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
 #include "train/Checkpoint.h"
 #include "train/RunDirectory.h"
@@ -266,7 +266,7 @@ void TestCuda::bf16KeepsTheRouterInFp32()
     const torch::Tensor fp32Logits = model->inspect(ids, {}, fp32Trace).logits;
     torch::Tensor bf16Logits;
     {
-        const MixedPrecision bf16(device.is_cuda());
+        const AutocastScope bf16(device.type(), torch::kBFloat16, device.is_cuda());
         bf16Logits = model->inspect(ids, {}, bf16Trace).logits;
     }
     if (device.is_cuda())
