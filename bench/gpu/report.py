@@ -76,16 +76,29 @@ def training_record(work, status_path):
                     continue  # a line cut short by a kill
                 (train if row.get("type") == "train" else evals if row.get("type") == "eval" else []).append(row)
     record = {"preset": preset, "status": status.get("status", "unknown"), "limit_s": status.get("limit_s"),
-              "steps_logged": len(train)}
+              "steps_logged": len(train), "estimated_memory_bytes": status.get("estimated_memory_bytes")}
     if train:
         first, last = train[0], train[-1]
         record["first"] = {"step": first.get("step"), "loss": first.get("loss")}
         record["last"] = {"step": last.get("step"), "loss": last.get("loss"),
                           "tokens_per_second": last.get("tokens_per_second"),
-                          "memory_bytes": last.get("memory_bytes")}
+                          "memory_bytes": last.get("memory_bytes"),
+                          "memory_peak_bytes": last.get("memory_peak_bytes"),
+                          "memory_kind": last.get("memory_kind")}
     if evals:
         record["last_eval"] = {k: evals[-1].get(k) for k in ("step", "split", "loss", "accuracy")}
     return record
+
+
+def memory_against_estimate(record):
+    """The run's measured peak (the CUDA allocator's, on a GPU) against the
+    configuration panel's estimate for it (`widelab-cli params --json`)."""
+    last, estimate = record.get("last") or {}, record.get("estimated_memory_bytes")
+    peak = last.get("memory_peak_bytes")
+    if not peak or not estimate:
+        return "–"
+    gib = 1024 ** 3
+    return f"{peak / gib:.2f} / {estimate / gib:.2f} GiB ({peak / estimate:.2f}x, {last.get('memory_kind', '?')})"
 
 
 def collect(work):
@@ -271,9 +284,10 @@ def markdown(results):
                          f"{last['loss']:.3f} (step {last['step']})" if last else "–", fell,
                          f"{ev['loss']:.3f} / {100 * ev['accuracy']:.1f} %" if ev and ev.get("loss") is not None
                          and ev.get("accuracy") is not None else "–",
-                         f"{last['tokens_per_second']:,.0f}" if last and last.get("tokens_per_second") else "–"])
+                         f"{last['tokens_per_second']:,.0f}" if last and last.get("tokens_per_second") else "–",
+                         memory_against_estimate(t)])
         out.append(table(["preset", "status", "last step", "first loss", "last loss", "fell", "last eval loss / acc",
-                          "tok/s (last)"], rows))
+                          "tok/s (last)", "peak memory / panel's estimate"], rows))
         out.append("\nTraining ran beside the test build and ctest, so its tokens/s are not benchmark figures; "
                    "a preset that ran out of its time share was stopped with SIGINT (checkpoint saved).")
     return "\n".join(out) + "\n"

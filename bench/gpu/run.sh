@@ -289,14 +289,18 @@ stage_train() { # runs in the background while the tests build and run
   n=${#presets[@]}
   log "== train: ${n} paper-scale presets, ${train_steps} steps each, until $((stop_at - start_epoch)) s"
   for preset in "${presets[@]}"; do
-    local left=$((stop_at - $(date +%s))) share config rc
+    local left=$((stop_at - $(date +%s))) share config rc estimate
     share=$((left / (n - i)))
     ((share > 60)) && share=60
     i=$((i + 1))
     config=$(train_config "$preset")
     rc=$(run_boxed "$share" "$logs/train-$preset.log" "$cli" train "$config" --out "$work/train/$preset" \
       --steps "$train_steps" --device "$device")
-    echo "{\"preset\": \"$preset\", \"status\": \"$(describe_rc "$rc")\", \"limit_s\": $share}" \
+    # The configuration panel's estimate for this run on a GPU, to set against the measured peak.
+    estimate=$("$cli" params "$config" --json 2>/dev/null \
+      | "$python" -c 'import json,sys; print(json.load(sys.stdin).get("training_memory_bytes", {}).get("cuda", "null"))' \
+      || echo null)
+    echo "{\"preset\": \"$preset\", \"status\": \"$(describe_rc "$rc")\", \"limit_s\": $share, \"estimated_memory_bytes\": $estimate}" \
       >"$work/train/$preset.status.json"
     log "train $preset: $(describe_rc "$rc") ($share s at most) $(tail -1 "$logs/train-$preset.log" | cut -c1-120)"
   done

@@ -331,9 +331,16 @@ void TestCuda::resumeContinuesTheRun()
         whole.run(stop);
     }
     {
-        Trainer first(tinyRun(testDevice(), R"({"train": {"steps": 10}})"), fresh(dir, "parts"));
+        // The same run, stopped after step 10 (a stop saves a checkpoint).
+        Trainer first(tinyRun(testDevice()), fresh(dir, "parts"));
         std::atomic<bool> stop{false};
-        first.run(stop);
+        struct StopAt : TrainingObserver {
+            std::atomic<bool>& flag;
+            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
+            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 10; }
+        } stopAt(stop);
+        first.addObserver(&stopAt);
+        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Stopped));
     }
     if (device.is_cuda()) {
         torch::serialize::InputArchive archive;
@@ -344,7 +351,6 @@ void TestCuda::resumeContinuesTheRun()
     {
         TrainerOptions options;
         options.resume = true;
-        options.steps = 20;
         Trainer second(readRunDocument(fresh(dir, "parts")), fresh(dir, "parts"), options);
         QCOMPARE(second.step(), std::int64_t{10});
         std::atomic<bool> stop{false};
@@ -371,6 +377,7 @@ void TestCuda::nonFiniteStopNamesTheFirstBadStep()
                                                        "log_every": 10, "checkpoint_every": 1000,
                                                        "eval_every": 1000}})"),
                     fresh(dir, "run"));
+    QCOMPARE(trainer.device().type(), device.type());
     std::atomic<bool> stop{false};
     const TrainSummary summary = trainer.run(stop);
     QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::NonFinite));
