@@ -390,6 +390,16 @@ void TestCli::helpAndVersion()
     const CliResult version = cli({"--version"});
     QCOMPARE(version.code, 0);
     QVERIFY2(version.out.startsWith(QStringLiteral("widelab-cli 0.1.0 (")), qPrintable(version.out));
+    QVERIFY2(!version.out.contains(QStringLiteral("disabled:")), qPrintable(version.out));
+    // WIDELAB_DISABLE is read once per process: the binary, in an environment of its own.
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("WIDELAB_DISABLE"), QStringLiteral("fused_adamw,unknown,fused_attention"));
+    process.setProcessEnvironment(environment);
+    process.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("--version")});
+    QVERIFY(process.waitForFinished(60000));
+    const QString disabled = QString::fromUtf8(process.readAllStandardOutput());
+    QVERIFY2(disabled.contains(QStringLiteral("disabled: fused_attention,fused_adamw, ")), qPrintable(disabled));
 }
 
 // ---------------------------------------------------------------- presets
