@@ -1,0 +1,178 @@
+#include "RunFollower.h"
+
+#include <QDir>
+#include <QFileInfo>
+
+#include <algorithm>
+
+namespace widelab {
+namespace {
+
+QString humanAge(qint64 seconds)
+{
+    if (seconds < 120)
+        return QObject::tr("%1 s").arg(seconds);
+    if (seconds < 120 * 60)
+        return QObject::tr("%1 min").arg(seconds / 60);
+    return QObject::tr("%1 h").arg(seconds / 3600);
+}
+
+QString stepsOf(const RunStatus& s)
+{
+    return s.totalSteps > 0 ? QObject::tr("step %1 / %2").arg(s.step).arg(s.totalSteps)
+                            : QObject::tr("step %1").arg(s.step);
+}
+
+}  // namespace
+
+RunFollower::RunFollower(const QString& directory, LineTail metrics, LineTail log, QObject* parent)
+    : QObject(parent),
+      m_directory(QDir(directory).absolutePath()),
+      m_reader(std::make_unique<FollowReader>(m_directory, std::move(metrics), std::move(log)))
+{
+    qRegisterMetaType<FollowUpdate>();
+    m_thread.setObjectName(QStringLiteral("RunFollower"));
+    m_context = new QObject;
+    m_context->moveToThread(&m_thread);
+    m_thread.start();
+    m_sinceWatch.start();
+    m_timer.setInterval(1000);
+    connect(&m_timer, &QTimer::timeout, this, &RunFollower::lookNow);
+    m_timer.start();
+    QTimer::singleShot(0, this, &RunFollower::lookNow);
+}
+
+RunFollower::~RunFollower()
+{
+    m_timer.stop();
+    m_thread.quit();
+    m_thread.wait();  // a look in progress finishes; its result is dropped with this object
+    delete m_context;
+}
+
+void RunFollower::setInterval(int milliseconds) { m_timer.setInterval(std::max(10, milliseconds)); }
+
+void RunFollower::setEndGrace(int milliseconds) { m_endGraceMs = std::max(0, milliseconds); }
+
+void RunFollower::setStaleAfter(int seconds)
+{
+    m_staleAfter = std::max(1, seconds);
+    updateState();
+}
+
+bool RunFollower::tailing() const
+{
+    if (m_state != State::Ended && m_state != State::Gone)
+        return true;
+    return m_sinceEnd.isValid() && m_sinceEnd.elapsed() < m_endGraceMs;
+}
+
+// One look at a time on the follower's thread; the result comes back queued.
+void RunFollower::lookNow()
+{
+    if (m_looking) {
+        updateState();  // the clock moves on even while a look hangs on a slow mount
+        return;
+    }
+    m_looking = true;
+    FollowReader* reader = m_reader.get();
+    const bool tail = tailing();
+    QMetaObject::invokeMethod(m_context, [this, reader, tail] {
+        FollowUpdate update = reader->look(tail);
+        QMetaObject::invokeMethod(this, [this, update = std::move(update)] { take(update); }, Qt::QueuedConnection);
+    }, Qt::QueuedConnection);
+}
+
+void RunFollower::take(const FollowUpdate& update)
+{
+    m_looking = false;
+    ++m_looks;
+    if (update.statusChanged) {
+        const bool firstLook = m_looks == 1;
+        const bool newBeat = update.status && (!m_status || m_status->updated != update.status->updated
+                                               || m_status->state != update.status->state);
+        if (newBeat && !firstLook) {
+            m_changeSeen = true;
+            m_sinceChange.start();
+        }
+        m_status = update.status;
+        m_statusError = update.statusError;
+    }
+    if (!update.metrics.isEmpty() || update.metricsRestarted)
+        Q_EMIT metricsLines(update.metrics, update.metricsRestarted);
+    if (!update.log.isEmpty() || update.logRestarted)
+        Q_EMIT logLines(update.log, update.logRestarted);
+    const QString error = update.errors.join(QLatin1Char('\n'));
+    if (error != m_lastError && !error.isEmpty())
+        Q_EMIT readError(error);
+    m_lastError = error;
+    updateState();
+    if (update.more)
+        QTimer::singleShot(0, this, &RunFollower::lookNow);
+}
+
+qint64 RunFollower::secondsSinceUpdate() const
+{
+    if (m_changeSeen)
+        return m_sinceChange.elapsed() / 1000;  // this computer's clock: the server's may be off
+    const qint64 wall = QDateTime::currentSecsSinceEpoch() - (m_status ? m_status->updated : 0);
+    return std::max(wall, m_sinceWatch.elapsed() / 1000);
+}
+
+void RunFollower::updateState()
+{
+    State state = State::Unknown;
+    if (m_status) {
+        const RunStatus& s = *m_status;
+        const bool here = QString::fromStdString(s.host) == QString::fromStdString(localHostName());
+        if (hasEnded(s.state))
+            state = State::Ended;
+        else if (here && !processExists(s.pid))
+            state = State::Gone;
+        else if (s.state == RunState::Training && secondsSinceUpdate() > m_staleAfter)
+            state = State::Stale;
+        else
+            state = s.state == RunState::Paused ? State::Paused : State::Training;
+    }
+    const State before = m_state;
+    m_state = state;
+    if ((state == State::Ended || state == State::Gone) && state != before)
+        m_sinceEnd.start();
+    const QString description = this->description();
+    if (state == before && description == m_description)
+        return;
+    m_description = description;
+    Q_EMIT stateChanged();
+}
+
+QString RunFollower::description() const
+{
+    const QString run = QFileInfo(m_directory).fileName();
+    if (!m_status)
+        return m_statusError.isEmpty() ? QString() : tr("Following %1 (its status.json cannot be read)").arg(run);
+    const RunStatus& s = *m_status;
+    const QString host = QString::fromStdString(s.host);
+    const QString who = tr("%1 (process %2)").arg(host).arg(s.pid);
+    switch (m_state) {
+    case State::Unknown:
+        break;
+    case State::Training:
+        return tr("Following %1: training on %2, %3").arg(run, who, stepsOf(s));
+    case State::Paused:
+        return tr("Following %1: paused on %2 at %3").arg(run, who, stepsOf(s));
+    case State::Stale:
+        return tr("Following %1: stale, no update from %2 for %3 (at %4)")
+            .arg(run, who, humanAge(secondsSinceUpdate()), stepsOf(s));
+    case State::Gone:
+        return tr("%1: the trainer on %2 is gone without a last word, at %3").arg(run, who, stepsOf(s));
+    case State::Ended:
+        if (s.state == RunState::Finished)
+            return tr("%1 finished on %2: %3").arg(run, host, stepsOf(s));
+        if (s.state == RunState::Stopped)
+            return tr("%1 stopped on %2 at %3").arg(run, host, stepsOf(s));
+        return tr("%1 failed on %2 at %3: %4").arg(run, host, stepsOf(s), QString::fromStdString(s.message));
+    }
+    return QString();
+}
+
+}  // namespace widelab
