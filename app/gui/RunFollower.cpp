@@ -156,10 +156,12 @@ QString RunFollower::description() const
     switch (m_state) {
     case State::Unknown:
         break;
+    // Training and paused leave the step to the lines, which are newer than the
+    // heartbeat (written every few seconds): the window shows it beside this.
     case State::Training:
-        return tr("Following %1: training on %2, %3").arg(run, who, stepsOf(s));
+        return tr("Following %1: training on %2").arg(run, who);
     case State::Paused:
-        return tr("Following %1: paused on %2 at %3").arg(run, who, stepsOf(s));
+        return tr("Following %1: paused on %2").arg(run, who);
     case State::Stale:
         return tr("Following %1: stale, no update from %2 for %3 (at %4)")
             .arg(run, who, humanAge(secondsSinceUpdate()), stepsOf(s));

@@ -48,8 +48,8 @@ public:
     State state() const { return m_state; }
     const std::optional<RunStatus>& status() const { return m_status; }
     // One line for the status bar: "Following wide: training on gpu-7 (process
-    // 4242), step 1200 / 5000", "... finished ...", "... no update for 3 min ...";
-    // empty while no status.json is known.
+    // 4242)", "wide finished on gpu-7: step 5000 / 5000", "... stale, no update
+    // from ... for 3 min ..."; empty while no status.json is known.
     QString description() const;
     QString statusError() const { return m_statusError; }
     bool tailing() const;  // the files are still read (not ended, or within the grace period)
