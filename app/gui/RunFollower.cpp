@@ -25,16 +25,34 @@ QString stepsOf(const RunStatus& s)
 
 }  // namespace
 
+// The follower's thread's side: runs looks and says what they found. A signal,
+// not a call back into the follower, so that a look finishing after the
+// follower is gone reports to no one.
+class FollowLooker : public QObject {
+    Q_OBJECT
+public:
+    explicit FollowLooker(std::unique_ptr<FollowReader> reader) : m_reader(std::move(reader)) {}
+    void look(bool tailFiles) { Q_EMIT looked(m_reader->look(tailFiles)); }
+
+Q_SIGNALS:
+    void looked(const widelab::FollowUpdate& update);
+
+private:
+    std::unique_ptr<FollowReader> m_reader;
+};
+
 RunFollower::RunFollower(const QString& directory, LineTail metrics, LineTail log, QObject* parent)
-    : QObject(parent),
-      m_directory(QDir(directory).absolutePath()),
-      m_reader(std::make_unique<FollowReader>(m_directory, std::move(metrics), std::move(log)))
+    : QObject(parent), m_directory(QDir(directory).absolutePath())
 {
     qRegisterMetaType<FollowUpdate>();
-    m_thread.setObjectName(QStringLiteral("RunFollower"));
-    m_context = new QObject;
-    m_context->moveToThread(&m_thread);
-    m_thread.start();
+    m_thread = new QThread;  // no parent: see the destructor
+    m_thread->setObjectName(QStringLiteral("RunFollower"));
+    m_looker = new FollowLooker(std::make_unique<FollowReader>(m_directory, std::move(metrics), std::move(log)));
+    m_looker->moveToThread(m_thread);
+    connect(m_looker, &FollowLooker::looked, this, &RunFollower::take);  // queued: another thread
+    connect(m_thread, &QThread::finished, m_looker, &QObject::deleteLater);
+    connect(m_thread, &QThread::finished, m_thread, &QObject::deleteLater);
+    m_thread->start();
     m_sinceWatch.start();
     m_timer.setInterval(1000);
     connect(&m_timer, &QTimer::timeout, this, &RunFollower::lookNow);
@@ -45,9 +63,11 @@ RunFollower::RunFollower(const QString& directory, LineTail metrics, LineTail lo
 RunFollower::~RunFollower()
 {
     m_timer.stop();
-    m_thread.quit();
-    m_thread.wait();  // a look in progress finishes; its result is dropped with this object
-    delete m_context;
+    disconnect(m_looker, nullptr, this, nullptr);
+    m_thread->quit();
+    // An idle thread ends at once. One stuck in a look on a hung mount is left to
+    // end when the look returns (it then deletes itself), rather than freeze the window.
+    m_thread->wait(QDeadlineTimer(1000));
 }
 
 void RunFollower::setInterval(int milliseconds) { m_timer.setInterval(std::max(10, milliseconds)); }
@@ -75,12 +95,9 @@ void RunFollower::lookNow()
         return;
     }
     m_looking = true;
-    FollowReader* reader = m_reader.get();
+    FollowLooker* looker = m_looker;
     const bool tail = tailing();
-    QMetaObject::invokeMethod(m_context, [this, reader, tail] {
-        FollowUpdate update = reader->look(tail);
-        QMetaObject::invokeMethod(this, [this, update = std::move(update)] { take(update); }, Qt::QueuedConnection);
-    }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(looker, [looker, tail] { looker->look(tail); }, Qt::QueuedConnection);
 }
 
 void RunFollower::take(const FollowUpdate& update)
@@ -156,17 +173,16 @@ QString RunFollower::description() const
     switch (m_state) {
     case State::Unknown:
         break;
-    // Training and paused leave the step to the lines, which are newer than the
-    // heartbeat (written every few seconds): the window shows it beside this.
+    // While the run may go on, the step is left to the lines, which are newer than
+    // the heartbeat (written every few seconds): the window shows it beside this.
     case State::Training:
         return tr("Following %1: training on %2").arg(run, who);
     case State::Paused:
         return tr("Following %1: paused on %2").arg(run, who);
     case State::Stale:
-        return tr("Following %1: stale, no update from %2 for %3 (at %4)")
-            .arg(run, who, humanAge(secondsSinceUpdate()), stepsOf(s));
+        return tr("Following %1: stale, no update from %2 for %3").arg(run, who, humanAge(secondsSinceUpdate()));
     case State::Gone:
-        return tr("%1: the trainer on %2 is gone without a last word, at %3").arg(run, who, stepsOf(s));
+        return tr("%1: the trainer on %2 is gone without a last word").arg(run, who);
     case State::Ended:
         if (s.state == RunState::Finished)
             return tr("%1 finished on %2: %3").arg(run, host, stepsOf(s));
@@ -178,3 +194,5 @@ QString RunFollower::description() const
 }
 
 }  // namespace widelab
+
+#include "RunFollower.moc"

@@ -19,7 +19,7 @@ namespace widelab {
 
 // The GUI thread only starts looks and takes their results: a look (stat, read)
 // runs on the follower's thread, one at a time, so a slow or hung mount never
-// blocks the window. Polling, not file notifications: those do not cross NFS or
+// blocks the window, not even when the follower is destroyed. Polling, not file notifications: those do not cross NFS or
 // sshfs. While the trainer reports training or paused (or no status.json says
 // otherwise) the files are read every interval; once the run has ended and the
 // last lines are in (a grace period after the end), only status.json is looked
@@ -71,9 +71,10 @@ private:
     qint64 secondsSinceUpdate() const;
 
     QString m_directory;
-    QThread m_thread;
-    QObject* m_context = nullptr;             // lives on m_thread; looks run in its event loop
-    std::unique_ptr<FollowReader> m_reader;   // used on m_thread only
+    // Both may outlive this object by the length of a look stuck on a hung mount:
+    // the thread then ends on its own and deletes both.
+    QThread* m_thread = nullptr;
+    class FollowLooker* m_looker = nullptr;   // lives on m_thread, owns the FollowReader
     QTimer m_timer;
     bool m_looking = false;
     qint64 m_looks = 0;

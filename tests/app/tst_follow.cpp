@@ -11,6 +11,7 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -27,6 +28,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace widelab;
@@ -134,6 +136,7 @@ private Q_SLOTS:
     void initTestCase();
     void aFollowerReadsWhatAnotherProcessWrites();
     void aFollowerReportsEveryStateOfTheTrainer();
+    void aLookStuckOnAHungMountHoldsNeitherTheWindowNorItsEnd();
     void theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume();
 
 private:
@@ -252,6 +255,32 @@ void TestFollow::aFollowerReportsEveryStateOfTheTrainer()
     QTRY_COMPARE(follower.state(), RunFollower::State::Training);
     QTRY_COMPARE(lines, 2);
     QVERIFY(changes.count() >= 7);
+}
+
+void TestFollow::aLookStuckOnAHungMountHoldsNeitherTheWindowNorItsEnd()
+{
+    // Opening a FIFO for reading blocks until a writer comes: as a read on an
+    // sshfs mount whose server stopped answering does.
+    const QString run = m_dir.filePath(QStringLiteral("hung"));
+    QVERIFY(QDir().mkpath(run));
+    const QString fifo = run + QStringLiteral("/metrics.jsonl");
+    QCOMPARE(::mkfifo(qPrintable(fifo), 0600), 0);
+
+    auto* follower = new RunFollower(run);
+    follower->setInterval(20);
+    QTest::qWait(300);  // the event loop runs: the window is not blocked
+    QCOMPARE(follower->looks(), qint64{0});  // the first look is still stuck
+
+    QElapsedTimer clock;
+    clock.start();
+    delete follower;
+    QVERIFY2(clock.elapsed() < 5000, "destroying the follower waited for the stuck look");
+
+    // The writer comes; the look returns to no one and its thread ends.
+    const int writer = ::open(qPrintable(fifo), O_WRONLY | O_NONBLOCK);
+    QVERIFY(writer >= 0);
+    ::close(writer);
+    QTest::qWait(200);
 }
 
 void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
