@@ -10,8 +10,16 @@ padding masks are not supported (the benchmark feeds full sequences).
 
 Usage:
     python3 bench/widelab_torch.py CONFIG [--mode train|infer] [--batch B] [--seq T]
-                                   [--steps N] [--warmup W] [--threads N] [--json]
+                                   [--steps N] [--warmup W] [--threads N]
+                                   [--device cpu|cuda|cuda:N] [--bf16] [--compile] [--json]
     python3 bench/widelab_torch.py CONFIG --params [--seq T]
+
+--bf16 runs forward and loss under torch.autocast to bfloat16, the router in
+fp32 as WideLab does; --compile runs the model through torch.compile (PyTorch 2),
+compiling during the warm-up steps, which the timed steps exclude. On CUDA every
+timed step lies between two torch.cuda.synchronize() calls, and peak memory is
+the caching allocator's (max_memory_allocated/reserved); on the CPU both are the
+process's peak resident set, as `widelab-cli bench` reports it.
 
 CONFIG is a JSON file or a preset name; it is resolved (defaults filled in) by
 `widelab-cli check`, so both sides read the configuration the same way. Set
@@ -25,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -64,7 +73,7 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).view(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, T, T]
         if self.causal:
-            future = torch.ones(T, T, dtype=torch.bool).triu(1)
+            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
             scores = scores.masked_fill(future, float("-inf"))
         weights = self.dropout(scores.softmax(dim=-1))
         context = (weights @ v).transpose(1, 2).reshape(B, T, self.heads * self.head_dim)
@@ -109,8 +118,13 @@ class Router(nn.Module):
         self.gate = nn.Linear(d_model, experts, bias=False)
 
     def forward(self, x, cfg, training):
+        # The router decides in fp32 even under autocast, as WideLab's does.
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            return self.route(x.float(), cfg, training)
+
+    def route(self, x, cfg, training):
         S, E, K = x.shape[0], cfg["experts"], cfg["top_k"]
-        logits = self.gate(x.float())
+        logits = self.gate(x)
         if training and cfg["router_noise_std"] > 0:
             logits = logits + torch.randn_like(logits) * cfg["router_noise_std"]
         probs = logits.softmax(dim=-1)
@@ -121,7 +135,7 @@ class Router(nn.Module):
         factor = cfg["capacity_factor"] if training else cfg["eval_capacity_factor"]
         capacity = S if factor <= 0 else max(1, min(S, math.ceil(K * factor * S / E)))
         # Slot of each (token, choice) in its expert: a running count in serving order.
-        order = torch.arange(S)
+        order = torch.arange(S, device=x.device)
         if cfg["routing_priority"] == "batch":
             order = torch.sort(probs.max(dim=-1).values, descending=True, stable=True).indices
         served = expert[order]  # [S, K] in priority order
@@ -226,9 +240,9 @@ class WideLabTorch(nn.Module):
         if self.cls is not None:
             h = torch.cat([self.cls.expand(h.shape[0], 1, -1), h], dim=1)
         B, T, D = h.shape
-        h = self.dropout(h + self.position(torch.arange(T)))
+        h = self.dropout(h + self.position(torch.arange(T, device=h.device)))
 
-        balance_loss = torch.zeros(())
+        balance_loss = torch.zeros((), device=h.device)
         routing = None
         L, G = cfg["layers"], cfg["routing_groups"]
         for i in range(L):
@@ -263,41 +277,74 @@ def trainable_parameters(model):
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def run(cfg, mode, batch, seq, steps, warmup):
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def peak_memory(device):
+    """(allocated, reserved) peaks in bytes: the CUDA caching allocator's, or the
+    process's peak resident set for both on the CPU (as DeviceMemory.h)."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return rss, rss
+
+
+def run(cfg, mode, batch, seq, steps, warmup, device, bf16=False, compiled=False):
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
-    model = WideLabTorch(cfg)
+    model = WideLabTorch(cfg).to(device)
     train = mode == "train"
     model.train(train)
-    ids = torch.randint(cfg["vocab_size"], (batch, seq))
+    parameters = trainable_parameters(model)
+    forward = torch.compile(model) if compiled else model
+    # Drawn on the CPU, so that every device sees the same tokens.
+    ids = torch.randint(cfg["vocab_size"], (batch, seq)).to(device)
     lm = cfg["head"] == "language_model"
     targets = torch.randint(cfg["vocab_size"], (batch, seq)) if lm else torch.randint(cfg["num_classes"], (batch,))
+    targets = targets.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def autocast():
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16)
 
     def step():
         if not train:
-            with torch.no_grad():
-                logits, _ = model(ids)
-                return logits.mean().item()
+            with torch.no_grad(), autocast():
+                logits, _ = forward(ids)
+            return logits.float().mean().item()
         optimizer.zero_grad()
-        logits, balance_loss = model(ids)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-        loss = loss + cfg["balance_loss_weight"] * balance_loss
+        with autocast():
+            logits, balance_loss = forward(ids)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+            loss = loss + cfg["balance_loss_weight"] * balance_loss
         loss.backward()
         optimizer.step()
         return loss.item()
 
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
+    def timed_step():
+        synchronize(device)
         start = time.perf_counter()
         loss = step()
-        times.append(time.perf_counter() - start)
+        synchronize(device)
+        return time.perf_counter() - start, loss
+
+    # With --compile the first warm-up steps compile: they are reported, not timed.
+    warmup_seconds = [timed_step()[0] for _ in range(warmup)]
+    times, loss = [], float("nan")
+    for _ in range(steps):
+        seconds, loss = timed_step()
+        times.append(seconds)
     median = statistics.median(times)
-    return {"mode": mode, "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
-            "threads": torch.get_num_threads(), "parameters": trainable_parameters(model),
-            "step_seconds": times, "step_seconds_median": median,
-            "tokens_per_second": batch * seq / median, "loss": loss}
+    allocated, reserved = peak_memory(device)
+    return {"mode": mode, "device": str(device), "dtype": "bf16" if bf16 else "fp32", "compile": compiled,
+            "torch": torch.__version__, "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
+            "threads": torch.get_num_threads(), "parameters": parameters,
+            "warmup_seconds": warmup_seconds, "step_seconds": times, "step_seconds_median": median,
+            "tokens_per_second": batch * seq / median,
+            "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "loss": loss}
 
 
 def main(argv):
@@ -309,6 +356,9 @@ def main(argv):
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast for forward and loss")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--params", action="store_true", help="print the trainable parameter count and exit")
     args = parser.parse_args(argv)
@@ -319,14 +369,27 @@ def main(argv):
     if args.params:
         print(trainable_parameters(WideLabTorch(cfg)))
         return 0
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: torch {torch.__version__} has no usable CUDA device")
+    if device.type not in ("cpu", "cuda"):
+        parser.error(f"--device {args.device}: only cpu and cuda are supported")
+    if args.compile:
+        if not hasattr(torch, "compile"):
+            parser.error(f"--compile needs PyTorch 2.0 or newer; this is torch {torch.__version__}")
+        if args.warmup < 1:
+            parser.error("--compile needs at least one warm-up step, in which it compiles")
     torch.set_num_threads(args.threads or os.cpu_count())
-    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup)
+    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup, device, args.bf16, args.compile)
     result["name"] = name
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{name}: {args.mode}, batch {args.batch} x {seq} tokens, {result['threads']} threads: "
-              f"{1e3 * result['step_seconds_median']:.1f} ms per step, {result['tokens_per_second']:,.0f} tokens/s")
+        side = "torch.compile" if args.compile else "eager"
+        print(f"{name}: {args.mode} on {result['device']} in {result['dtype']} ({side}), batch {args.batch} x {seq} "
+              f"tokens, {result['threads']} threads: {1e3 * result['step_seconds_median']:.1f} ms per step, "
+              f"{result['tokens_per_second']:,.0f} tokens/s, peak memory {result['peak_allocated_bytes'] / 2**20:,.0f} MiB "
+              f"(warm-up {sum(result['warmup_seconds']):.1f} s)")
     return 0
 
 

@@ -8,16 +8,19 @@
 # saves a checkpoint, and running the command again resumes the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+#
+# WIDELAB_LIBTORCH=pip builds against PyPI's LibTorch 2.x with CUDA (see
+# build.sh), for a machine with an NVIDIA GPU.
 preset="${1:-widenet}"
+build="$(packaging/build-dir.sh)"
 packaging/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build --parallel "$(nproc)" --target widelab-cli widelab
-build/app/cli/widelab-cli params "$preset"
+WIDELAB_TARGETS="widelab-cli widelab" packaging/build.sh
+"$build"/app/cli/widelab-cli params "$preset"
 if [[ -z "${WIDELAB_CLI:-}" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]]; then
-  exec build/app/gui/widelab "$preset" --train --runs runs
+  exec "$build"/app/gui/widelab "$preset" --train --runs runs
 fi
 resume=()
 if compgen -G "runs/$preset/checkpoints/step-*.pt" >/dev/null; then
   resume=(--resume)
 fi
-exec build/app/cli/widelab-cli train "$preset" --out "runs/$preset" "${resume[@]}"
+exec "$build"/app/cli/widelab-cli train "$preset" --out "runs/$preset" "${resume[@]}"

@@ -7,16 +7,21 @@
 #include "config/Presets.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
+#include "runtime/DeviceMemory.h"
 #include "runtime/Runtime.h"
+#include "train/MemoryEstimate.h"
+#include "train/RunConfig.h"
 #include "train/Benchmark.h"
 
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 
 namespace widelab {
 namespace {
@@ -30,8 +35,9 @@ usage:
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
-                    [--threads N] [--json]
-                                        throughput, FLOP/s against the measured matmul peak, phases
+                    [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--peak-tflops F] [--json]
+                                        throughput, MFU against the measured matmul peak (and
+                                        a nominal one), peak memory, phases
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]
                                         train (Ctrl-C saves a checkpoint and stops)
   widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]
@@ -101,6 +107,25 @@ public:
         return value;
     }
 
+    double real(const std::string& name, double fallback, double min, double max) const
+    {
+        const auto it = m_values.find(name);
+        if (it == m_values.end())
+            return fallback;
+        std::size_t used = 0;
+        double value = 0.0;
+        try {
+            value = std::stod(it->second, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != it->second.size() || it->second.empty())
+            throw UsageError(name + ": expected a number, got \"" + it->second + "\"");
+        if (!(value >= min && value <= max))
+            throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".." + std::to_string(max));
+        return value;
+    }
+
     std::string single(const std::string& what) const
     {
         if (m_positional.size() != 1)
@@ -123,14 +148,34 @@ std::string title(const ModelDocument& document, const std::string& fallback)
     return document.name.empty() ? fallback : document.name;
 }
 
+// What training the document would hold on a GPU (bf16 as train.bf16 says) and
+// on the CPU; none for a document without a valid train section.
+std::optional<std::pair<MemoryEstimate, MemoryEstimate>> trainingMemory(const std::string& source,
+                                                                        std::int64_t stored)
+{
+    try {
+        std::ifstream in(resolveConfigPath(source), std::ios::binary);
+        std::ostringstream text;
+        text << in.rdbuf();
+        const RunDocument run = parseRunDocument(text.str(), source, /*requireDataFiles=*/false);
+        return std::make_pair(estimateTrainingMemory(run, stored, true), estimateTrainingMemory(run, stored, false));
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
 int params(const Arguments& a, std::ostream& out)
 {
     const std::string source = a.single("CONFIG");
     const ModelDocument document = loadDocument(source);
     const ModelCost cost = modelCost(document.model);
+    const auto memory = trainingMemory(source, cost.total.stored);
     if (a.has("--json")) {
         nlohmann::json json = cost.toJson();
         json["name"] = document.name;
+        if (memory) {
+            json["training_memory_bytes"] = {{"cuda", memory->first.totalBytes()}, {"cpu", memory->second.totalBytes()}};
+        }
         out << json.dump(2) << "\n";
         return 0;
     }
@@ -155,6 +200,10 @@ int params(const Arguments& a, std::ostream& out)
     if (document.model.isMoe())
         out << ", " << shortCount(cost.flopsPerTokenAtCapacity) << " with expert buffers at capacity";
     out << "\n";
+    if (memory)
+        out << "training memory, estimated: " << formatBytes(memory->first.totalBytes()) << " on a GPU, "
+            << formatBytes(memory->second.totalBytes()) << " on the CPU (weights, gradients and optimizer state "
+            << formatBytes(memory->first.parameterBytes) << ")\n";
     return 0;
 }
 
@@ -250,9 +299,17 @@ int bench(const Arguments& a, std::ostream& out)
     options.sequence = a.integer("--seq", std::min<std::int64_t>(document.model.maxLen, 256), 1, 1 << 20);
     options.steps = a.integer("--steps", 10, 1, 100000);
     options.warmup = a.integer("--warmup", 2, 0, 100000);
+    options.device = a.text("--device", "cpu");
+    options.bf16 = a.has("--bf16");
+    options.nominalPeakFlops = 1e12 * a.real("--peak-tflops", 0.0, 0.0, 1e6);
     setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
 
-    const BenchmarkResult r = runBenchmark(document.model, options);
+    BenchmarkResult r;
+    try {
+        r = runBenchmark(document.model, options);
+    } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+    }
     if (a.has("--json")) {
         nlohmann::json json = r.toJson();
         json["name"] = title(document, source);
@@ -260,8 +317,8 @@ int bench(const Arguments& a, std::ostream& out)
         out << json.dump(2) << "\n";
         return 0;
     }
-    out << title(document, source) << ": " << r.mode << ", batch " << r.batch << " x " << r.sequence << " tokens, median of "
-        << r.steps << " steps after " << r.warmup << " warm-up\n";
+    out << title(document, source) << ": " << r.mode << " on " << r.device << " in " << r.dtype << ", batch " << r.batch
+        << " x " << r.sequence << " tokens, median of " << r.steps << " steps after " << r.warmup << " warm-up\n";
     out << runtimeSummary() << "\n";
     if (!r.blasFile.empty())
         out << "BLAS library: " << r.blasFile << "\n";
@@ -273,9 +330,18 @@ int bench(const Arguments& a, std::ostream& out)
     if (document.model.isMoe())
         summary.addRow({"  with expert buffers full", shortCount(r.flopsPerStepAtCapacity)});
     summary.addRow({"achieved", fixed(r.achievedFlops / 1e9, 1) + " GFLOP/s"});
-    summary.addRow({"fp32 matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(options.peakSize)
-                                            + "^2 mm, best of 5)"});
-    summary.addRow({"achieved / peak", fixed(100.0 * r.peakRatio, 1) + " %"});
+    summary.addRow({r.peakDtype + " matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(r.peakSize)
+                                                      + "^2 mm, best of 5)"});
+    summary.addRow({"achieved / peak (MFU)", fixed(100.0 * r.peakRatio, 1) + " %"});
+    if (r.nominalPeakFlops > 0.0)
+        summary.addRow({"achieved / nominal " + fixed(r.nominalPeakFlops / 1e12, 0) + " TFLOP/s",
+                        fixed(100.0 * r.nominalPeakRatio, 1) + " %"});
+    const bool cuda = r.device.rfind("cuda", 0) == 0;
+    summary.addRow({cuda ? "peak allocated (CUDA allocator)" : "peak resident (process)", formatBytes(r.peakAllocatedBytes)});
+    if (cuda)
+        summary.addRow({"peak reserved (CUDA allocator)", formatBytes(r.peakReservedBytes)});
+    if (r.moeRoutingShare >= 0.0)
+        summary.addRow({"routing+dispatch+combine / MoE layer", fixed(100.0 * r.moeRoutingShare, 1) + " % (forward)"});
     out << summary.render() << "\n";
 
     double total = 0.0;
@@ -287,6 +353,10 @@ int bench(const Arguments& a, std::ostream& out)
     out << phases.render();
     out << "attention, ffn_experts, routing_dispatch_combine and paths_residual are forward time only; the\n"
            "backward pass of all of them is one phase. other: embedding, LayerNorms, head, loss, zero_grad.\n";
+    if (cuda)
+        out << "On CUDA the phases come from a second pass of " << r.steps
+            << " steps whose scopes synchronise the device (" << fixed(1e3 * r.phaseStepSeconds, 1)
+            << " ms per step there).\n";
     if (!r.warning.empty())
         out << r.warning << "\n";
     return 0;
@@ -360,8 +430,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         if (command == "bench")
-            return bench(Arguments(rest, {"--json"},
-                                   {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads"}),
+            return bench(Arguments(rest, {"--json", "--bf16"},
+                                   {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads", "--device",
+                                    "--peak-tflops"}),
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
@@ -371,6 +442,10 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         return 2;
     } catch (const ConfigError& error) {
         err << error.what() << "\n";
+        return 1;
+    } catch (const c10::Error& error) {  // LibTorch's own: its first line, without the C++ backtrace
+        const std::string what = error.what_without_backtrace();
+        err << "widelab-cli " << command << ": " << what.substr(0, what.find('\n')) << "\n";
         return 1;
     } catch (const std::exception& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n";

@@ -157,7 +157,7 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     const TrainSummary summary = trainer.run(g_stop);
     if (terminal)
         out << "\n";
-    if (summary.outcome == TrainOutcome::NonFinite) {
+    if (summary.outcome == TrainOutcome::NonFinite || summary.outcome == TrainOutcome::OutOfMemory) {
         err << summary.message << "\n";
         return 1;
     }

@@ -27,9 +27,4 @@ ConfigAssessment assessDocument(const QJsonObject& document);
 // "auto", then the CPU and each GPU the linked LibTorch can use.
 QList<DeviceChoice> deviceChoices();
 
-// Parameters, gradients, optimiser state and the activations kept for the
-// backward pass of one training step, in bytes (fp32): an estimate to within a
-// small factor, for the configuration panel.
-qint64 estimateTrainingMemory(const QJsonObject& completeDocument, qint64 storedParameters);
-
 }  // namespace widelab

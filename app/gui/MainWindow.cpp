@@ -953,6 +953,8 @@ void MainWindow::onFinished(const QString& outcome, const QString& message)
         showProblem(tr("Training Could Not Run"), message);
     else if (outcome == QLatin1String("non-finite"))
         showProblem(tr("Training Stopped"), message);
+    else if (outcome == QLatin1String("out-of-memory"))
+        showProblem(tr("Out of Memory"), message);
     else
         statusBar()->showMessage(message, 10000);
     if (m_closeWhenIdle)

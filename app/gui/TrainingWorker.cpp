@@ -39,6 +39,7 @@ QString outcomeName(TrainOutcome outcome)
     case TrainOutcome::Completed: return QStringLiteral("completed");
     case TrainOutcome::Stopped: return QStringLiteral("stopped");
     case TrainOutcome::NonFinite: return QStringLiteral("non-finite");
+    case TrainOutcome::OutOfMemory: return QStringLiteral("out-of-memory");
     }
     return QStringLiteral("failed");
 }
@@ -93,11 +94,7 @@ void TrainingWorker::train(const TrainingRequest& request)
                 "written so far are kept."));
     } catch (const c10::Error& error) {
         const std::string what = error.what_without_backtrace();
-        if (what.find("out of memory") != std::string::npos)
-            fail(tr("The device ran out of memory. Try a smaller batch, a shorter sequence or a smaller model; "
-                    "the checkpoints written so far are kept."));
-        else
-            fail(tr("LibTorch reported an error: %1").arg(QString::fromStdString(what.substr(0, what.find('\n')))));
+        fail(tr("LibTorch reported an error: %1").arg(QString::fromStdString(what.substr(0, what.find('\n')))));
     } catch (const std::exception& error) {
         fail(QString::fromStdString(error.what()));
     }

@@ -3,6 +3,7 @@
 #include "BatchedMatmul.h"
 #include "Dropout.h"
 #include "Init.h"
+#include "runtime/FastPaths.h"
 
 #include <torch/nn/init.h>
 
@@ -84,7 +85,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     torch::Tensor context;  // [B, n*H, T, A]
 #if TORCH_VERSION_MAJOR >= 2
     // LibTorch 2.x: a fused kernel that never stores the [T, T] probabilities.
-    if (!weights) {
+    if (!weights && fastPathEnabled(FastPath::FusedAttention)) {
         context = bias.defined() ? at::scaled_dot_product_attention(q, k, v, maskIn(bias, q.scalar_type()), dropout)
                                  : at::scaled_dot_product_attention(q, k, v, c10::nullopt, dropout);
     }

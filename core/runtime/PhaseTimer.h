@@ -25,16 +25,33 @@ const char* phaseName(Phase phase);
 
 // Process-wide totals. Off by default; while off a PhaseScope costs one relaxed
 // atomic load. Meant for one training thread: enable it only in the benchmark.
+//
+// A GPU runs kernels asynchronously, so a scope that reads the host's clock
+// times the queueing of its work, not the work. `synchronize`, when given,
+// waits for the device: scopes call it as they open and close, costing a
+// round trip each, so the steps timed with it are not the steps timed for
+// throughput. Never set in training.
 class PhaseTimer {
 public:
-    static void setEnabled(bool enabled) { s_enabled.store(enabled, std::memory_order_relaxed); }
+    using SynchronizeFunction = void (*)();
+    static void setEnabled(bool enabled, SynchronizeFunction synchronize = nullptr)
+    {
+        s_synchronize = enabled ? synchronize : nullptr;
+        s_enabled.store(enabled, std::memory_order_relaxed);
+    }
     static bool enabled() { return s_enabled.load(std::memory_order_relaxed); }
+    static void synchronize()
+    {
+        if (s_synchronize)
+            s_synchronize();
+    }
     static void reset() { s_seconds.fill(0.0); }
     static void add(Phase phase, double seconds) { s_seconds[static_cast<std::size_t>(phase)] += seconds; }
     static double seconds(Phase phase) { return s_seconds[static_cast<std::size_t>(phase)]; }
 
 private:
     static std::atomic<bool> s_enabled;
+    static SynchronizeFunction s_synchronize;  // set and read by the one benchmark thread
     static std::array<double, static_cast<std::size_t>(Phase::Count)> s_seconds;
 };
 
@@ -42,13 +59,17 @@ class PhaseScope {
 public:
     explicit PhaseScope(Phase phase) : m_phase(phase), m_on(PhaseTimer::enabled())
     {
-        if (m_on)
+        if (m_on) {
+            PhaseTimer::synchronize();
             m_start = std::chrono::steady_clock::now();
+        }
     }
     ~PhaseScope()
     {
-        if (m_on)
-            PhaseTimer::add(m_phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count());
+        if (!m_on)
+            return;
+        PhaseTimer::synchronize();
+        PhaseTimer::add(m_phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count());
     }
     PhaseScope(const PhaseScope&) = delete;
     PhaseScope& operator=(const PhaseScope&) = delete;

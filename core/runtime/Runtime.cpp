@@ -1,15 +1,14 @@
 #include "Runtime.h"
 
 #include "CpuBlockCache.h"
+#include "FastPaths.h"
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
-// Official CUDA builds of LibTorch ship these, with the CUDA runtime's headers;
-// Debian's CPU build ships neither.
-#if __has_include(<ATen/cuda/CUDAContext.h>) && __has_include(<cuda_runtime_api.h>)
+// A CUDA build of LibTorch (CMakeLists.txt decides) has the device properties.
+#ifdef WIDELAB_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>
-#define WIDELAB_CUDA_PROPERTIES 1
 #endif
 
 #include <torch/torch.h>
@@ -54,6 +53,8 @@ std::string runtimeSummary()
     const BlasInfo blas = blasLibrary();
     summary += "BLAS: " + blas.name + ", ";
     summary += cpuBlockCacheInstalled() ? "CPU block cache, " : "no CPU block cache, ";
+    if (const std::string off = disabledFastPaths(); !off.empty())
+        summary += "disabled: " + off + ", ";
     summary += torch::cuda::is_available() ? std::to_string(torch::cuda::device_count()) + " CUDA device(s)"
                                            : "no CUDA";
     return summary;
@@ -130,9 +131,10 @@ std::vector<DeviceInfo> availableDevices()
     devices.push_back({"cpu", "CPU (" + std::to_string(cores) + " cores)", 0});
     if (!torch::cuda::is_available())
         return devices;
-    for (std::size_t i = 0; i < torch::cuda::device_count(); ++i) {
+    const auto count = static_cast<std::size_t>(torch::cuda::device_count());  // size_t in 1.x, DeviceIndex in 2.x
+    for (std::size_t i = 0; i < count; ++i) {
         DeviceInfo gpu{"cuda:" + std::to_string(i), "GPU " + std::to_string(i), 0};
-#ifdef WIDELAB_CUDA_PROPERTIES
+#ifdef WIDELAB_TORCH_CUDA
         const cudaDeviceProp* properties = at::cuda::getDeviceProperties(static_cast<int>(i));
         gpu.memoryBytes = static_cast<std::int64_t>(properties->totalGlobalMem);
         char memory[32];

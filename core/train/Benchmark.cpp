@@ -1,14 +1,17 @@
 #include "Benchmark.h"
 
+#include "BenchmarkDevice.h"
+#include "FusedAdamW.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
+#include "runtime/Autocast.h"
+#include "runtime/DeviceMemory.h"
 #include "runtime/PhaseTimer.h"
 #include "runtime/Runtime.h"
 
-#include <torch/optim/adamw.h>
-
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <numeric>
 
 namespace widelab {
@@ -28,6 +31,88 @@ double median(std::vector<double> values)
     return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+double mean(const std::vector<double>& values)
+{
+    return values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
+
+// PhaseTimer takes a plain function; the benchmark runs on one device at a time.
+c10::DeviceIndex g_phaseDevice = -1;
+void synchronizePhaseDevice()
+{
+    synchronizeDevice(c10::Device(c10::kCUDA, g_phaseDevice));
+}
+
+// Analytic FLOPs of one step at the benchmark's own length (the accounting
+// counts max_len positions): forward per token x positions x batch, x3 when
+// training (backward ~2x forward).
+void countFlops(const ModelConfig& c, const BenchmarkOptions& options, BenchmarkResult& r)
+{
+    ModelConfig atLength = c;
+    atLength.maxLen = options.sequence;
+    const ModelCost cost = modelCost(atLength);
+    const double tokens = static_cast<double>(atLength.positions()) * static_cast<double>(options.batch);
+    const double passes = options.train ? 3.0 : 1.0;
+    r.forwardFlopsPerToken = cost.flopsPerToken;
+    r.flopsPerStep = passes * cost.flopsPerToken * tokens;
+    r.flopsPerStepAtCapacity = passes * cost.flopsPerTokenAtCapacity * tokens;
+}
+
+// Runs `count` steps, each timed between two synchronisations of the device,
+// and returns their seconds. With `phases`, PhaseTimer is reset and enabled for
+// them, its scopes synchronising on CUDA.
+std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t count, const c10::Device& device,
+                              bool phases)
+{
+    if (phases) {
+        PhaseTimer::reset();
+        g_phaseDevice = device.has_index() ? device.index() : 0;
+        PhaseTimer::setEnabled(true, device.is_cuda() ? &synchronizePhaseDevice : nullptr);
+    }
+    std::vector<double> seconds;
+    for (std::int64_t i = 0; i < count; ++i) {
+        synchronizeDevice(device);
+        const auto start = std::chrono::steady_clock::now();
+        step();
+        synchronizeDevice(device);
+        seconds.push_back(secondsSince(start));
+    }
+    if (phases)
+        PhaseTimer::setEnabled(false);
+    return seconds;
+}
+
+// PhaseTimer's totals per step over `stepSeconds`, then "other": the rest of
+// the mean step. Mixtures also get the routing share of their MoE layers.
+void readPhases(const std::vector<double>& stepSeconds, bool moe, BenchmarkResult& r)
+{
+    const double steps = static_cast<double>(std::max<std::size_t>(1, stepSeconds.size()));
+    r.phaseStepSeconds = mean(stepSeconds);
+    double accounted = 0.0;
+    for (int p = 0; p < static_cast<int>(Phase::Count); ++p) {
+        const double seconds = PhaseTimer::seconds(static_cast<Phase>(p)) / steps;
+        accounted += seconds;
+        r.phases.emplace_back(phaseName(static_cast<Phase>(p)), seconds);
+    }
+    r.phases.emplace_back("other", std::max(0.0, r.phaseStepSeconds - accounted));
+    const double routing = PhaseTimer::seconds(Phase::Routing), experts = PhaseTimer::seconds(Phase::FeedForward);
+    if (moe && routing + experts > 0.0)
+        r.moeRoutingShare = routing / (routing + experts);
+}
+
+// The dense peak in the step's dtype, and the MFU against it (and against the
+// nominal peak when one was given).
+void measurePeak(const c10::Device& device, const BenchmarkOptions& options, BenchmarkResult& r)
+{
+    const c10::ScalarType dtype = options.bf16 ? c10::kBFloat16 : c10::kFloat;
+    r.peakSize = options.peakSize > 0 ? options.peakSize : (device.is_cuda() ? 8192 : 1024);
+    r.peakDtype = shortDtypeName(dtype);
+    r.peakFlops = measureDeviceMatmulPeak(device, dtype, r.peakSize);
+    r.peakRatio = r.achievedFlops / r.peakFlops;
+    r.nominalPeakFlops = options.nominalPeakFlops;
+    r.nominalPeakRatio = options.nominalPeakFlops > 0.0 ? r.achievedFlops / options.nominalPeakFlops : 0.0;
+}
+
 }  // namespace
 
 ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence)
@@ -39,11 +124,14 @@ ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence)
 
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options)
 {
+    const c10::Device device = benchmarkDevice(options.device);
     const ModelConfig c = benchmarkConfig(config, options.sequence);
     const std::int64_t B = options.batch, T = options.sequence;
 
     BenchmarkResult r;
     r.mode = options.train ? "train" : "infer";
+    r.device = device.str();
+    r.dtype = options.bf16 ? "bf16" : "fp32";
     r.batch = B;
     r.sequence = T;
     r.steps = options.steps;
@@ -52,37 +140,41 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     const BlasInfo blas = blasLibrary();
     r.blas = blas.name;
     r.blasFile = blas.file;
+    countFlops(c, options, r);
 
-    // FLOPs at the benchmark's own length: the accounting counts max_len positions.
-    ModelConfig atLength = c;
-    atLength.maxLen = T;
-    const ModelCost cost = modelCost(atLength);
-    const double positions = static_cast<double>(atLength.positions());
-    const double passes = options.train ? 3.0 : 1.0;
-    r.forwardFlopsPerToken = cost.flopsPerToken;
-    r.flopsPerStep = passes * cost.flopsPerToken * positions * static_cast<double>(B);
-    r.flopsPerStepAtCapacity = passes * cost.flopsPerTokenAtCapacity * positions * static_cast<double>(B);
-
+    resetPeakDeviceMemory(device);
     torch::manual_seed(0);
     WideTransformer model(c);
+    model->to(device);
     model->train(options.train);
-    const torch::Tensor ids = torch::randint(c.vocabSize, {B, T}, torch::kLong);
-    const torch::Tensor targets = c.head == HeadKind::Classification
-                                      ? torch::randint(c.numClasses, {B}, torch::kLong)
-                                      : torch::randint(c.vocabSize, {B, T}, torch::kLong);
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(options.learningRate));
+    // Drawn on the CPU, so that every device sees the same tokens.
+    const torch::Tensor ids = torch::randint(c.vocabSize, {B, T}, torch::kLong).to(device);
+    const torch::Tensor targets = (c.head == HeadKind::Classification
+                                       ? torch::randint(c.numClasses, {B}, torch::kLong)
+                                       : torch::randint(c.vocabSize, {B, T}, torch::kLong))
+                                      .to(device);
+    // The trainer's optimizer: LibTorch 2.x's fused kernel unless WIDELAB_DISABLE=fused_adamw.
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(model->parameters());
+    FusedAdamW optimizer(groups, torch::optim::AdamWOptions(options.learningRate));
 
+    // One step. Autocast covers forward and loss; backward runs outside it.
     const auto step = [&] {
         if (!options.train) {
             torch::NoGradGuard noGrad;
+            const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
             const ModelOutput output = model->forward(ids);
             const PhaseScope timed(Phase::Measurement);
-            r.loss = output.logits.mean().item<double>();
+            r.loss = output.logits.to(torch::kFloat).mean().item<double>();
             return;
         }
         optimizer.zero_grad();
-        const ModelOutput output = model->forward(ids);
-        const torch::Tensor loss = taskLoss(c, output.logits, targets) + c.balanceLossWeight * output.balanceLoss;
+        torch::Tensor loss;
+        {
+            const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
+            const ModelOutput output = model->forward(ids);
+            loss = taskLoss(c, output.logits, targets) + c.balanceLossWeight * output.balanceLoss;
+        }
         {
             const PhaseScope timed(Phase::Backward);
             loss.backward();
@@ -95,35 +187,27 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         r.loss = loss.item<double>();
     };
 
-    for (std::int64_t i = 0; i < options.warmup; ++i)
-        step();
-    PhaseTimer::reset();
-    PhaseTimer::setEnabled(true);
-    for (std::int64_t i = 0; i < options.steps; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        step();
-        r.stepSeconds.push_back(secondsSince(start));
-    }
-    PhaseTimer::setEnabled(false);
-
+    timeSteps(step, options.warmup, device, false);
+    // On the CPU the phase scopes cost nothing measurable, so the timed steps
+    // give the phases too; on CUDA the scopes synchronise and get their own pass.
+    const bool separatePhasePass = device.is_cuda();
+    r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass);
     r.medianStepSeconds = median(r.stepSeconds);
     r.tokensPerSecond = static_cast<double>(B * T) / r.medianStepSeconds;
     r.achievedFlops = r.flopsPerStep / r.medianStepSeconds;
+    readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true) : r.stepSeconds, c.isMoe(), r);
 
-    const double steps = static_cast<double>(std::max<std::int64_t>(1, options.steps));
-    const double meanStep = std::accumulate(r.stepSeconds.begin(), r.stepSeconds.end(), 0.0) / steps;
-    double accounted = 0.0;
-    for (int p = 0; p < static_cast<int>(Phase::Count); ++p) {
-        const double seconds = PhaseTimer::seconds(static_cast<Phase>(p)) / steps;
-        accounted += seconds;
-        r.phases.emplace_back(phaseName(static_cast<Phase>(p)), seconds);
-    }
-    r.phases.emplace_back("other", std::max(0.0, meanStep - accounted));
+    // Read before the peak measurement allocates its matrices.
+    const DeviceMemory memory = deviceMemory(device);
+    r.peakAllocatedBytes = memory.peakAllocated;
+    r.peakReservedBytes = memory.peakReserved;
 
     // Measured last, so the model's steps do not run on caches the peak warmed.
-    r.peakFlops = measureMatmulPeak(options.peakSize);
-    r.peakRatio = r.achievedFlops / r.peakFlops;
-    r.warning = slowMatmulWarning(r.peakFlops, r.threads, blas);
+    measurePeak(device, options, r);
+    if (device.is_cpu()) {
+        const double fp32Peak = options.bf16 ? measureMatmulPeak(r.peakSize) : r.peakFlops;
+        r.warning = slowMatmulWarning(fp32Peak, r.threads, blas);
+    }
     return r;
 }
 
@@ -132,7 +216,10 @@ nlohmann::json BenchmarkResult::toJson() const
     nlohmann::json phaseJson = nlohmann::json::object();
     for (const auto& [name, seconds] : phases)
         phaseJson[name] = seconds;
+    const auto orNull = [](double value, bool present) { return present ? nlohmann::json(value) : nlohmann::json(); };
     return {{"mode", mode},
+            {"device", device},
+            {"dtype", dtype},
             {"batch", batch},
             {"sequence", sequence},
             {"tokens_per_step", batch * sequence},
@@ -149,8 +236,17 @@ nlohmann::json BenchmarkResult::toJson() const
             {"flops_per_step_at_capacity", flopsPerStepAtCapacity},
             {"achieved_flops", achievedFlops},
             {"peak_flops", peakFlops},
+            {"peak_size", peakSize},
+            {"peak_dtype", peakDtype},
             {"peak_ratio", peakRatio},
+            {"mfu", peakRatio},
+            {"nominal_peak_flops", orNull(nominalPeakFlops, nominalPeakFlops > 0.0)},
+            {"mfu_nominal", orNull(nominalPeakRatio, nominalPeakFlops > 0.0)},
+            {"peak_allocated_bytes", peakAllocatedBytes},
+            {"peak_reserved_bytes", peakReservedBytes},
             {"phase_seconds_per_step", phaseJson},
+            {"phase_step_seconds", phaseStepSeconds},
+            {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
             {"loss", loss},
             {"warning", warning}};
 }

@@ -1,6 +1,7 @@
 // defines: BenchmarkOptions, BenchmarkResult, runBenchmark(): timed training or
-// inference steps of a model on random tokens, with achieved FLOP/s against the
-// measured matrix-product peak and a per-phase breakdown (`widelab-cli bench`)
+// inference steps of a model on random tokens, on the CPU or a CUDA device, in
+// fp32 or under bf16 autocast, with achieved FLOP/s against the measured
+// matrix-product peak (MFU), peak memory and a per-phase breakdown (`widelab-cli bench`)
 #pragma once
 
 #include "config/ModelConfig.h"
@@ -20,12 +21,17 @@ struct BenchmarkOptions {
     std::int64_t sequence = 256;  // tokens per sequence, not counting a CLS token
     std::int64_t steps = 10;    // timed steps; the step time reported is their median
     std::int64_t warmup = 2;    // untimed steps first (allocation, caches)
-    std::int64_t peakSize = 1024;  // matrix size of the peak measurement
+    std::int64_t peakSize = 0;  // matrix size of the peak measurement; 0: 1024 on the CPU, 8192 on CUDA
     double learningRate = 1e-4;  // AdamW, as the Python reference uses
+    std::string device = "cpu";  // cpu, cuda, cuda:N
+    bool bf16 = false;          // bf16 autocast for forward and loss (the router stays fp32)
+    double nominalPeakFlops = 0.0;  // the device's dense peak from its data sheet; 0: none
 };
 
 struct BenchmarkResult {
     std::string mode;           // "train" or "infer"
+    std::string device;         // "cpu", "cuda:0", ...
+    std::string dtype;          // "fp32", or "bf16" under autocast
     std::int64_t batch = 0, sequence = 0, steps = 0, warmup = 0;
     int threads = 0;
     std::string blas, blasFile;
@@ -38,19 +44,33 @@ struct BenchmarkResult {
     double flopsPerStep = 0.0;
     double flopsPerStepAtCapacity = 0.0;  // mixtures: expert buffers counted full
     double achievedFlops = 0.0;        // flopsPerStep / median step
-    double peakFlops = 0.0;            // best fp32 [n x n] mm in this process
-    double peakRatio = 0.0;            // achieved / peak
-    // Seconds per step (mean over timed steps) of each phase, in PhaseTimer's
-    // names, then "other" (embedding, LayerNorms, head, loss, zero_grad).
+    double peakFlops = 0.0;            // best [n x n] mm in this process, in the step's dtype
+    std::int64_t peakSize = 0;         // n
+    std::string peakDtype;             // "fp32" or "bf16"
+    double peakRatio = 0.0;            // achieved / peak: the MFU against the measured peak
+    double nominalPeakFlops = 0.0;     // as given, 0 when none
+    double nominalPeakRatio = 0.0;     // achieved / nominal peak, 0 when none
+    // Memory since the process started, as deviceMemory() counts it: the CUDA
+    // allocator's peaks, or the process's resident high-water mark on the CPU.
+    std::int64_t peakAllocatedBytes = 0, peakReservedBytes = 0;
+    // Seconds per step (mean over the steps timed for phases) of each phase, in
+    // PhaseTimer's names, then "other" (embedding, LayerNorms, head, loss,
+    // zero_grad). On the CPU these are the timed steps; on CUDA a separate pass
+    // of as many steps whose scopes synchronise (PhaseTimer.h).
     std::vector<std::pair<std::string, double>> phases;
+    double phaseStepSeconds = 0.0;     // mean step of the pass the phases come from
+    // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
+    // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
+    double moeRoutingShare = -1.0;
     double loss = 0.0;                 // last step's loss (training) or mean logit (inference)
     std::string warning;               // slowMatmulWarning, empty when none
 
     nlohmann::json toJson() const;
 };
 
-// Builds the model (max_len raised to `sequence` when shorter), runs warm-up and
-// timed steps on random tokens, single process, current thread settings.
+// Builds the model (max_len raised to `sequence` when shorter) on the device,
+// runs warm-up and timed steps on random tokens, single process, current thread
+// settings. Throws std::invalid_argument for a device that cannot be used.
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options);
 
 // The configuration runBenchmark builds for a sequence length.

@@ -83,6 +83,24 @@ void moveStateToParameters(torch::optim::Optimizer& optimizer)
     }
 }
 
+c10::Device modelDevice(WideTransformerImpl& model)
+{
+    const auto parameters = model.parameters();
+    return parameters.empty() ? c10::Device(c10::kCPU) : parameters.front().device();
+}
+
+// A handle to the device's default generator (shared with every other handle).
+at::Generator cudaGenerator(const c10::Device& device)
+{
+    return at::globalContext().defaultGenerator(device);
+}
+
+void restoreGenerator(at::Generator generator, const torch::Tensor& state)
+{
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state);
+}
+
 }  // namespace
 
 void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
@@ -119,6 +137,8 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("best_validation_loss", torch::tensor(state.bestValidationLoss, torch::kFloat64));
     archive.write("schedule_steps", torch::tensor(state.scheduleSteps));
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
+    if (const auto device = modelDevice(model); device.is_cuda())  // dropout and router noise draw on the GPU
+        archive.write("rng_cuda", cudaGenerator(device).get_state());
     for (const auto& item : model.named_parameters())
         archive.write("model/" + item.key(), item.value().detach().to(torch::kCPU));
     for (const auto& item : model.named_buffers())
@@ -191,9 +211,12 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
             optimizer->load(optimizerArchive);
             moveStateToParameters(*optimizer);
         }
-        at::Generator generator = at::detail::getDefaultCPUGenerator();  // a handle to the shared generator
-        std::lock_guard<std::mutex> lock(generator.mutex());
-        generator.set_state(rng);
+        restoreGenerator(at::detail::getDefaultCPUGenerator(), rng);
+        // A GPU run's generator state, restored when the run resumes on a GPU
+        // (on the CPU there is no such generator to restore).
+        torch::Tensor rngCuda;
+        if (const auto device = modelDevice(model); device.is_cuda() && archive.try_read("rng_cuda", rngCuda))
+            restoreGenerator(cudaGenerator(device), rngCuda);
     } catch (const c10::Error& e) {
         throw CheckpointUnreadable(file.string() + ": incomplete checkpoint: " + firstLine(e.what_without_backtrace()));
     }

@@ -36,7 +36,8 @@ struct CheckpointState {
 // Writes `file` atomically: a temporary file beside it, flushed to disk, then
 // renamed over it, so that a kill at any moment leaves the previous file whole.
 // Holds the model's parameters and buffers, the optimiser's state, `state`, the
-// CPU random generator's state and the model configuration.
+// CPU random generator's state (and the GPU's, for a model on a GPU) and the
+// model configuration.
 void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
                     const torch::optim::Optimizer& optimizer, const CheckpointState& state);
 

@@ -51,7 +51,14 @@ struct TrainingSnapshot {
     double gradientNorm = 0.0;          // before clipping
     double tokensPerSecond = 0.0;
     double stepSeconds = 0.0;
-    std::int64_t memoryBytes = 0;       // resident memory (CPU) or allocated (CUDA)
+    // The run's memory (DeviceMemory.h): on a GPU the CUDA allocator's bytes in
+    // tensors and held from the driver, with their peaks since the run started;
+    // on the CPU the process's resident set (both) and its high-water mark.
+    std::string memoryKind = "rss";     // "cuda" or "rss"
+    std::int64_t memoryBytes = 0;       // allocated (CUDA) or resident (CPU)
+    std::int64_t memoryReservedBytes = 0;
+    std::int64_t memoryPeakBytes = 0;
+    std::int64_t memoryPeakReservedBytes = 0;
     double measurementSeconds = 0.0;    // time spent measuring in this interval
     std::vector<RoutingStats> routing;
     std::vector<std::vector<float>> ffnGamma, ffnBeta, attentionGamma, attentionBeta;  // per block

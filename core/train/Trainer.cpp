@@ -1,18 +1,21 @@
 #include "Trainer.h"
 
+#include "FusedAdamW.h"
+#include "GradientHealth.h"
 #include "Lamb.h"
 #include "Measurements.h"
+#include "OutOfMemory.h"
 #include "RunDirectory.h"
 #include "RunLock.h"
 #include "RunStatusWriter.h"
 #include "Schedule.h"
 #include "data/Batch.h"
 #include "data/ListOps.h"
+#include "log/RunLog.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
 
-#include <ATen/autocast_mode.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
@@ -31,17 +34,6 @@ namespace {
 double nowSeconds()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::int64_t residentBytes()
-{
-    long pages = 0, resident = 0;
-    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
-        if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
-        std::fclose(statm);
-    }
-    return static_cast<std::int64_t>(resident) * 4096;
 }
 
 torch::Device resolveDevice(const std::string& name)
@@ -94,52 +86,6 @@ torch::Tensor correct(const torch::Tensor& logits, const Batch& batch, bool lang
     return torch::stack({hits.sum().to(torch::kFloat64), batch.mask.sum().to(torch::kFloat64)});
 }
 
-// Scales the gradients to a global norm of at most `maxNorm` (<= 0: never) and
-// returns the norm before scaling, all on the device.
-torch::Tensor clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm)
-{
-    std::vector<torch::Tensor> squares;
-    for (const auto& p : parameters)
-        if (p.grad().defined())
-            squares.push_back(p.grad().detach().to(torch::kFloat32).pow(2).sum());
-    if (squares.empty())
-        return torch::zeros({}, torch::kFloat64);
-    const torch::Tensor norm = torch::stack(squares).sum().sqrt();
-    if (maxNorm > 0.0) {
-        const torch::Tensor scale = (maxNorm / (norm + 1e-6)).clamp_max(1.0);
-        for (const auto& p : parameters)
-            if (p.grad().defined())
-                p.grad().detach().mul_(scale.to(p.grad().dtype()));
-    }
-    return norm.to(torch::kFloat64);
-}
-
-// bf16 autocast on CUDA for one forward pass. Leaving it drops autocast's cache
-// of low-precision weight copies, which would otherwise outlive the step and
-// feed the next steps stale weights.
-class MixedPrecision {
-public:
-    explicit MixedPrecision(bool enabled) : m_enabled(enabled)
-    {
-        if (!m_enabled)
-            return;
-        at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-        at::autocast::set_enabled(true);
-    }
-    ~MixedPrecision()
-    {
-        if (!m_enabled)
-            return;
-        at::autocast::set_enabled(false);
-        at::autocast::clear_cache();
-    }
-    MixedPrecision(const MixedPrecision&) = delete;
-    MixedPrecision& operator=(const MixedPrecision&) = delete;
-
-private:
-    bool m_enabled;
-};
-
 // Host tensors to the device; pinned and asynchronous for a GPU, so that the
 // copy does not wait for the steps still queued there.
 torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
@@ -172,9 +118,7 @@ void trimMetrics(const std::filesystem::path& file, std::int64_t step)
 struct Trainer::Interval {
     double started = nowSeconds();
     torch::Tensor sums;        // [6]: loss, task, balance, hits, counted, gradient norm
-    torch::Tensor allFinite;   // [] bool: every step's loss and gradients were finite
     std::int64_t steps = 0, tokens = 0;
-    std::int64_t firstStep = 0;
     ForwardTrace trace;        // routing of the interval's last, measured step
 };
 
@@ -207,10 +151,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (!hasRun && m_options.resume)
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
-    m_log = m_options.readOnly ? std::make_shared<spdlog::logger>("run")
-                               : std::make_shared<spdlog::logger>("run", std::make_shared<spdlog::sinks::basic_file_sink_mt>(
-                                                                             (m_directory / "log.txt").string()));
-    m_log->flush_on(spdlog::level::info);
+    m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : m_directory / "log.txt");
     if (m_options.resume && !m_options.readOnly)
         checkResumedDocument();
 
@@ -218,7 +159,19 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
     torch::manual_seed(static_cast<std::uint64_t>(train.seed));
     m_model = WideTransformer(m_run.model);
-    m_model->to(m_device);
+    try {
+        m_model->to(m_device);
+    } catch (const std::exception& error) {
+        if (!isOutOfMemory(error))
+            throw;
+        releaseCachedDeviceMemory(m_device);
+        throw std::runtime_error(outOfMemoryMessage("moving the model to " + m_device.str(), m_device, m_run.model,
+                                                    train.batchSize, m_run.sequenceLength()));
+    }
+    std::vector<std::string> parameterNames;
+    for (const auto& item : m_model->named_parameters())
+        parameterNames.push_back(item.key());
+    m_nonFinite = std::make_unique<NonFiniteWatch>(std::move(parameterNames));
     buildOptimizer();
     m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
@@ -429,7 +382,7 @@ void Trainer::buildOptimizer()
     case OptimizerKind::AdamW: {
         const auto options =
             torch::optim::AdamWOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay);
-        m_optimizer = std::make_unique<torch::optim::AdamW>(groups(options), options);
+        m_optimizer = std::make_unique<FusedAdamW>(groups(options), options);
         break;
     }
     case OptimizerKind::Lamb: {
@@ -449,7 +402,7 @@ void Trainer::addObserver(TrainingObserver* observer) { m_observers.push_back(ob
 
 void Trainer::message(const std::string& level, const std::string& text)
 {
-    m_log->log(spdlog::level::from_str(level), text);
+    m_log->write(level, text);
     for (auto* observer : m_observers)
         observer->onMessage(level, text);
 }
@@ -460,18 +413,6 @@ void Trainer::record(const nlohmann::json& line)
         return;
     m_metrics << line.dump() << '\n';
     m_metrics.flush();
-}
-
-std::optional<std::string> Trainer::firstNonFinite(const torch::Tensor& loss) const
-{
-    if (!torch::isfinite(loss).all().item<bool>())
-        return std::string("the loss");
-    for (const auto& item : m_model->named_parameters()) {
-        const torch::Tensor& grad = item.value().grad();
-        if (grad.defined() && !torch::isfinite(grad).all().item<bool>())
-            return "the gradient of " + item.key();
-    }
-    return std::nullopt;
 }
 
 TrainSummary Trainer::run(const std::atomic<bool>& stop)
@@ -519,12 +460,25 @@ TrainSummary Trainer::run(TrainingControl& control)
         m_status->ended(RunState::Failed, m_state.step, summary.message);
         return summary;
     };
+    // Out of memory ends the run without saving either (an optimizer step may
+    // have been cut short): the run and its last checkpoint stay as they were.
+    auto outOfMemory = [&](const std::string& where) {
+        releaseCachedDeviceMemory(m_device);
+        summary.outcome = TrainOutcome::OutOfMemory;
+        summary.message = outOfMemoryMessage(where, m_device, m_run.model, t.batchSize, m_run.sequenceLength())
+                          + "; the run and its last checkpoint"
+                          + (m_savedStep >= 0 ? " (step " + std::to_string(m_savedStep) + ")" : std::string())
+                          + " are kept";
+        summary.step = m_state.step;
+        message("error", summary.message);
+        return summary;
+    };
     // On a GPU, steps between measured ones are checked only before anything is saved.
     auto unsavedStepsNonFinite = [&]() -> std::optional<std::domain_error> {
         if (!m_device.is_cuda() || interval.steps == 0)
             return std::nullopt;
         try {
-            stopIfNonFinite(torch::ones({}, torch::kBool), torch::zeros({}), interval);
+            stopIfNonFinite();
         } catch (const std::domain_error& error) {
             return error;
         }
@@ -562,6 +516,10 @@ TrainSummary Trainer::run(TrainingControl& control)
             trainStep(interval, measure);
         } catch (const std::domain_error& error) {
             return stopped(error);  // the last good checkpoint stays as it is
+        } catch (const std::exception& error) {
+            if (!isOutOfMemory(error))
+                throw;
+            return outOfMemory("training step " + std::to_string(m_state.step + 1));
         }
         if (measure)
             publish(interval);
@@ -592,6 +550,10 @@ TrainSummary Trainer::run(TrainingControl& control)
             } catch (const Interrupted&) {
                 summary.outcome = TrainOutcome::Stopped;
                 break;
+            } catch (const std::exception& error) {
+                if (!isOutOfMemory(error))
+                    throw;
+                return outOfMemory("the validation at step " + std::to_string(m_state.step));
             }
         }
         if (m_state.step % t.checkpointEvery == 0)
@@ -642,21 +604,21 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor mask = batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
     ModelOutput output;
     {
-        const MixedPrecision bf16(m_device.is_cuda() && t.bf16);
+        const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
         output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, mask, trace)
                                                 : m_model->forward(batch.ids, mask);
     }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
     const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
     loss.backward();
-    const torch::Tensor norm = clipGradients(m_model->parameters(), t.gradientClip);
-    const torch::Tensor finite = torch::isfinite(loss.detach()).logical_and(torch::isfinite(norm));
+    const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip);
+    m_nonFinite->observe(m_state.step + 1, loss, norms);
 
     // On the CPU every step is checked before the update (it costs nothing). On a
     // GPU the check waits for the step, so it runs on measured steps and before
     // anything is saved; a bad step in between is found there, by its number.
     if (!m_device.is_cuda() || measure)
-        stopIfNonFinite(finite, loss, interval);
+        stopIfNonFinite();
     m_optimizer->step();
     ++m_state.step;
     m_state.samplerPosition = m_sampler->position();
@@ -665,31 +627,16 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                              task.detach().to(torch::kFloat64),
                                                              output.balanceLoss.detach().to(torch::kFloat64)}),
                                                correct(output.logits.detach(), batch, languageModel),
-                                               norm.view({1})});
-    if (interval.steps == 0) {
-        interval.sums = stepSums;
-        interval.allFinite = finite;
-        interval.firstStep = m_state.step;
-    } else {
-        interval.sums = interval.sums + stepSums;
-        interval.allFinite = interval.allFinite.logical_and(finite);
-    }
+                                               norms.total.view({1})});
+    interval.sums = interval.steps == 0 ? stepSums : interval.sums + stepSums;
     interval.tokens += batch.tokens;
     ++interval.steps;
 }
 
-void Trainer::stopIfNonFinite(const torch::Tensor& finite, const torch::Tensor& loss, const Interval& interval)
+void Trainer::stopIfNonFinite()
 {
-    const bool stepFinite = finite.item<bool>();
-    const bool intervalFinite = !interval.allFinite.defined() || interval.allFinite.item<bool>();
-    if (stepFinite && intervalFinite)
-        return;
-    const std::string where = stepFinite ? "between steps " + std::to_string(interval.firstStep) + " and "
-                                               + std::to_string(m_state.step)
-                                         : "step " + std::to_string(m_state.step + 1);
-    const std::string what = stepFinite ? std::string("a loss or gradient") : firstNonFinite(loss).value_or("the gradient norm");
-    throw std::domain_error(where + ": " + what + " is not finite (NaN or Inf); training stopped, the last checkpoint "
-                            "is intact");
+    if (const auto problem = m_nonFinite->firstProblem())
+        throw std::domain_error(*problem + "; training stopped, the last checkpoint is intact");
 }
 
 void Trainer::publish(Interval& interval)
@@ -713,7 +660,12 @@ void Trainer::publish(Interval& interval)
                                   m_state.step - 1);
     s.stepSeconds = elapsed / steps;
     s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
-    s.memoryBytes = residentBytes();
+    const DeviceMemory memory = deviceMemory(m_device);
+    s.memoryKind = memory.cuda ? "cuda" : "rss";
+    s.memoryBytes = memory.allocated;
+    s.memoryReservedBytes = memory.reserved;
+    s.memoryPeakBytes = memory.peakAllocated;
+    s.memoryPeakReservedBytes = memory.peakReserved;
 
     if (m_run.model.isMoe()) {
         s.routing = routingStats(interval.trace, m_run.model.experts);

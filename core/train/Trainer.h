@@ -19,10 +19,6 @@
 #include <memory>
 #include <optional>
 
-namespace spdlog {
-class logger;
-}
-
 namespace widelab {
 
 struct TrainerOptions {
@@ -36,7 +32,7 @@ struct TrainerOptions {
     bool readOnly = false;                 // evaluate a run without writing into its directory
 };
 
-enum class TrainOutcome { Completed, Stopped, NonFinite };
+enum class TrainOutcome { Completed, Stopped, NonFinite, OutOfMemory };
 
 struct TrainSummary {
     TrainOutcome outcome = TrainOutcome::Completed;
@@ -91,10 +87,9 @@ private:
     void keepProbe(const std::string& text);
     void record(const nlohmann::json& line);
     void message(const std::string& level, const std::string& text);
-    std::optional<std::string> firstNonFinite(const torch::Tensor& loss) const;
-    // Throws std::domain_error naming the step when `finite` is false, or the
-    // interval so far held a non-finite step.
-    void stopIfNonFinite(const torch::Tensor& finite, const torch::Tensor& loss, const Interval& interval);
+    // Throws std::domain_error naming the first non-finite step since the run
+    // started and its first non-finite tensor (waits for the device).
+    void stopIfNonFinite();
     std::vector<std::filesystem::path> checkpoints() const;
 
     RunDocument m_run;
@@ -115,12 +110,13 @@ private:
 
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
+    std::unique_ptr<class NonFiniteWatch> m_nonFinite;
     CheckpointState m_state;
     std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from
 
     std::vector<TrainingObserver*> m_observers;
     std::ofstream m_metrics;
-    std::shared_ptr<spdlog::logger> m_log;
+    std::unique_ptr<class RunLog> m_log;
     double m_startSeconds = 0.0;
     UnusedExpertWatch m_unusedExperts;
 };

@@ -10,6 +10,8 @@
 
 #include <QProcess>
 
+#include <torch/cuda.h>
+
 #include <csignal>
 #include <cmath>
 #include <fstream>
@@ -167,6 +169,7 @@ private Q_SLOTS:
     void bench_data();
     void bench();
     void benchText();
+    void benchDevice();
 
     void groupDigits_data();
     void groupDigits();
@@ -531,6 +534,54 @@ void TestCli::bench()
     QVERIFY(phases.at("attention").get<double>() > 0.0);
     QCOMPARE(phases.at("routing_dispatch_combine").get<double>() > 0.0, preset == QStringLiteral("widenet"));
     QCOMPARE(phases.at("optimizer").get<double>() > 0.0, mode == QStringLiteral("train"));
+
+    QCOMPARE(r.at("device").get<std::string>(), std::string("cpu"));
+    QCOMPARE(r.at("dtype").get<std::string>(), std::string("fp32"));
+    QCOMPARE(r.at("peak_dtype").get<std::string>(), std::string("fp32"));
+    QCOMPARE(r.at("mfu").get<double>(), r.at("peak_ratio").get<double>());
+    QVERIFY(r.at("mfu_nominal").is_null());
+    QVERIFY(r.at("peak_allocated_bytes").get<double>() > 0.0);
+    QCOMPARE(r.at("moe_routing_share").is_null(), preset != QStringLiteral("widenet"));
+}
+
+// --device takes only a device this LibTorch can use, else it is a usage
+// error; --bf16 runs under autocast (on the CPU too) and the JSON says so.
+// Where CUDA is usable, the same on the GPU: the allocator's peaks, the
+// routing share from the synchronised phase pass, the nominal MFU.
+void TestCli::benchDevice()
+{
+    const QStringList common = {"bench", "widenet", "--batch", "2", "--seq", "8", "--steps", "2",
+                                "--warmup", "1", "--threads", "1", "--json"};
+    const CliResult bf16 = cli(common + QStringList{"--bf16"});
+    QCOMPARE(bf16.code, 0);
+    const nlohmann::json cpu = nlohmann::json::parse(bf16.out.toStdString());
+    QCOMPARE(cpu.at("dtype").get<std::string>(), std::string("bf16"));
+    QCOMPARE(cpu.at("peak_dtype").get<std::string>(), std::string("bf16"));
+    QVERIFY(std::isfinite(cpu.at("loss").get<double>()));
+
+    const CliResult badName = cli({"bench", "widenet", "--device", "gpu0"});
+    QCOMPARE(badName.code, 2);
+    QVERIFY2(badName.err.contains(QLatin1String("--device")), qPrintable(badName.err));
+    const CliResult badPeak = cli({"bench", "widenet", "--peak-tflops", "fast"});
+    QCOMPARE(badPeak.code, 2);
+
+    if (!torch::cuda::is_available()) {
+        const CliResult noCuda = cli({"bench", "widenet", "--device", "cuda"});
+        QCOMPARE(noCuda.code, 2);
+        QVERIFY2(noCuda.err.contains(QLatin1String("CUDA")), qPrintable(noCuda.err));
+        return;
+    }
+    const CliResult gpu = cli(common + QStringList{"--device", "cuda", "--bf16", "--peak-tflops", "1000"});
+    QCOMPARE(gpu.code, 0);
+    const nlohmann::json r = nlohmann::json::parse(gpu.out.toStdString());
+    QCOMPARE(r.at("device").get<std::string>(), std::string("cuda:0"));
+    QCOMPARE(r.at("dtype").get<std::string>(), std::string("bf16"));
+    QVERIFY(std::isfinite(r.at("loss").get<double>()));
+    const double allocated = r.at("peak_allocated_bytes").get<double>();
+    QVERIFY(allocated > 0.0 && allocated <= r.at("peak_reserved_bytes").get<double>());
+    const double share = r.at("moe_routing_share").get<double>();
+    QVERIFY(share > 0.0 && share < 1.0);
+    QVERIFY(std::abs(r.at("mfu_nominal").get<double>() - r.at("achieved_flops").get<double>() / 1e15) < 1e-9);
 }
 
 void TestCli::benchText()

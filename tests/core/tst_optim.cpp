@@ -2,6 +2,7 @@
 // Python reference in tests/reference/optim_reference.py, its checkpointing through a torch::serialize
 // archive, and the learning-rate schedules at steps worked out by hand in the comments.
 #include "TestSupport.h"
+#include "train/FusedAdamW.h"
 #include "train/Lamb.h"
 #include "train/Schedule.h"
 
@@ -40,7 +41,7 @@ bool approxEqual(double actual, double expected, double relative = 1e-12)
 const LambParamState& lambState(const torch::optim::Optimizer& optimizer, const torch::Tensor& param)
 {
     return static_cast<const LambParamState&>(
-        *optimizer.state().at(c10::guts::to_string(param.unsafeGetTensorImpl())));
+        *optimizer.state().at(optimizerStateKey(optimizer.state(), param)));
 }
 
 // Runs tests/reference/optim_reference.py (next to WIDELAB_REFERENCE_SCRIPT) on a case and returns what it wrote.
@@ -143,6 +144,11 @@ private Q_SLOTS:
     void lambOptionsRoundTrip();
     void lambClosureAndMissingGradients();
     void lambRejectsInvalidOptions();
+
+    void fusedAdamWHandStep();
+    void fusedAdamWMatchesAdamW_data();
+    void fusedAdamWMatchesAdamW();
+    void fusedAdamWCheckpointsLoadInAdamW();
 
     void schedule_data();
     void schedule();
@@ -404,6 +410,106 @@ void TestOptim::lambRejectsInvalidOptions()
 // ---------------------------------------------------------------------------------------------------------------
 // Schedules
 // ---------------------------------------------------------------------------------------------------------------
+
+// One step by hand: w = 1, g = 0.5, lr 0.1, weight decay 0.01, betas (0.9, 0.999).
+// m = 0.05, v = 0.00025; bias-corrected 0.5 and 0.25, so the Adam step is
+// lr * 0.5 / sqrt(0.25) = 0.1, and the decoupled decay takes w to 0.999 first.
+void TestOptim::fusedAdamWHandStep()
+{
+    const torch::Tensor w = torch::ones({1}).requires_grad_(true);
+    w.mutable_grad() = torch::full({1}, 0.5);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{w});
+    const auto options = torch::optim::AdamWOptions(0.1).betas({0.9, 0.999}).eps(1e-8).weight_decay(0.01);
+    FusedAdamW optimizer(groups, options);
+    optimizer.step();
+    QVERIFY2(std::abs(w.item<double>() - 0.899) < 1e-6, std::to_string(w.item<double>()).c_str());
+}
+
+void TestOptim::fusedAdamWMatchesAdamW_data()
+{
+    QTest::addColumn<bool>("amsgrad");
+    QTest::newRow("adamw") << false;
+    QTest::newRow("amsgrad") << true;
+}
+
+// Two groups with their own rates and decay, ten steps of random gradients, one
+// parameter without a gradient for the first steps: LibTorch's AdamW and the
+// fused kernel (LibTorch 2.x; with 1.x FusedAdamW is AdamW) agree to rounding.
+void TestOptim::fusedAdamWMatchesAdamW()
+{
+    QFETCH(bool, amsgrad);
+    torch::manual_seed(7);
+    const torch::Tensor matrix = torch::randn({3, 4}), vector = torch::randn({5});
+    auto makeGroups = [&](const std::vector<torch::Tensor>& params) {
+        std::vector<torch::optim::OptimizerParamGroup> groups;
+        groups.emplace_back(std::vector<torch::Tensor>{params[0]},
+                            std::make_unique<torch::optim::AdamWOptions>(
+                                torch::optim::AdamWOptions(0.01).weight_decay(0.1).amsgrad(amsgrad)));
+        groups.emplace_back(std::vector<torch::Tensor>{params[1]},
+                            std::make_unique<torch::optim::AdamWOptions>(
+                                torch::optim::AdamWOptions(0.03).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.0)
+                                    .amsgrad(amsgrad)));
+        return groups;
+    };
+    const std::vector<torch::Tensor> plainParams{matrix.clone().requires_grad_(true), vector.clone().requires_grad_(true)};
+    const std::vector<torch::Tensor> fusedParams{matrix.clone().requires_grad_(true), vector.clone().requires_grad_(true)};
+    torch::optim::AdamW plain(makeGroups(plainParams), torch::optim::AdamWOptions(0.01).amsgrad(amsgrad));
+    FusedAdamW fused(makeGroups(fusedParams), torch::optim::AdamWOptions(0.01).amsgrad(amsgrad));
+    const auto grads = randomGradients(10, torch::kFloat32);
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+        const std::size_t count = t < 3 ? 1 : 2;  // the vector has no gradient in the first three steps
+        for (std::size_t i = 0; i < count; ++i) {
+            plainParams[i].mutable_grad() = grads[t][i].clone();
+            fusedParams[i].mutable_grad() = grads[t][i].clone();
+        }
+        plain.step();
+        fused.step();
+    }
+    for (std::size_t i = 0; i < plainParams.size(); ++i) {
+        QVERIFY(!torch::equal(fusedParams[i], i == 0 ? matrix : vector));  // it moved
+        const double error = test::relativeError(fusedParams[i].detach(), plainParams[i].detach());
+        QVERIFY2(error < 1e-6, ("parameter " + std::to_string(i) + ": " + std::to_string(error)).c_str());
+    }
+}
+
+// The state is AdamW's: a checkpoint of FusedAdamW continues in AdamW.
+void TestOptim::fusedAdamWCheckpointsLoadInAdamW()
+{
+    torch::manual_seed(8);
+    const torch::Tensor w = torch::randn({4, 4}).requires_grad_(true);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<torch::Tensor>{w});
+    FusedAdamW fused(groups, torch::optim::AdamWOptions(0.05));
+    for (int t = 0; t < 4; ++t) {
+        w.mutable_grad() = torch::randn({4, 4});
+        fused.step();
+    }
+    std::stringstream stream;
+    {
+        torch::serialize::OutputArchive archive;
+        fused.save(archive);
+        archive.save_to(stream);
+    }
+    const torch::Tensor copy = w.detach().clone().requires_grad_(true);
+    std::vector<torch::optim::OptimizerParamGroup> copyGroups;
+    copyGroups.emplace_back(std::vector<torch::Tensor>{copy});
+    torch::optim::AdamW plain(copyGroups, torch::optim::AdamWOptions(0.05));
+    {
+        torch::serialize::InputArchive archive;
+        archive.load_from(stream);
+        plain.load(archive);
+    }
+    const auto& state = static_cast<const torch::optim::AdamWParamState&>(
+        *plain.state().at(optimizerStateKey(plain.state(), copy)));
+    QCOMPARE(state.step(), std::int64_t(4));
+    const torch::Tensor grad = torch::randn({4, 4});
+    w.mutable_grad() = grad.clone();
+    copy.mutable_grad() = grad.clone();
+    fused.step();
+    plain.step();
+    QVERIFY(test::relativeError(copy.detach(), w.detach()) < 1e-6);
+}
 
 void TestOptim::schedule_data()
 {

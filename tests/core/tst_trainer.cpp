@@ -5,8 +5,11 @@
 #include "config/Presets.h"
 #include "train/Checkpoint.h"
 #include "train/Measurements.h"
+#include "train/MemoryEstimate.h"
 #include "train/RunDirectory.h"
 #include "train/Trainer.h"
+
+#include <torch/version.h>
 
 #include <QtTest>
 
@@ -111,6 +114,8 @@ private Q_SLOTS:
     void controlPausesServesRequestsAndStops();
     void stopDuringEvaluationEndsTheRun();
     void nonFiniteLossStopsAndKeepsTheCheckpoint();
+    void outOfMemoryIsAMessageNotACrash();
+    void memoryEstimateByHand();
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
 };
@@ -618,6 +623,52 @@ void TestTrainer::nonFiniteLossStopsAndKeepsTheCheckpoint()
     QCOMPARE(opened.state.step, summary.step);
     for (const auto& p : opened.model->parameters())
         QVERIFY(torch::isfinite(p).all().item<bool>());
+}
+
+// A language model whose logits for one batch ([32, 512, 2^20] floats, 64 TiB)
+// can be allocated nowhere: the step fails to allocate, and the trainer says
+// what did not fit and what to change, and returns instead of throwing.
+void TestTrainer::outOfMemoryIsAMessageNotACrash()
+{
+    const std::filesystem::path text = "/usr/share/common-licenses/GPL-3";
+    if (!std::filesystem::exists(text))
+        QSKIP("no licence text on this machine");
+    QTemporaryDir dir;
+    const RunDocument run = parseRunDocument(nlohmann::json{
+        {"model", {{"vocab_size", 1 << 20}, {"max_len", 512}, {"d_model", 8}, {"layers", 1}, {"heads", 1},
+                   {"ffn_dim", 8}, {"dropout", 0.0}, {"head", "language_model"}}},
+        {"task", {{"kind", "language_model"}, {"path", text.string()}, {"tokenizer", "byte"}}},
+        {"train", {{"steps", 2}, {"batch_size", 32}, {"eval_every", 2}, {"checkpoint_every", 2},
+                   {"threads", 1}}}}.dump());
+    Trainer trainer(run, fresh(dir, "oom"));
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = trainer.run(stop);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::OutOfMemory));
+    for (const char* part : {"out of memory on cpu in training step 1", "batch of 32 x 512 tokens",
+                             "train.batch_size", "are kept"})
+        QVERIFY2(summary.message.find(part) != std::string::npos, (part + std::string(": ") + summary.message).c_str());
+    QCOMPARE(summary.step, std::int64_t{0});
+    QVERIFY(std::filesystem::exists(fresh(dir, "oom") / "config.json"));  // the run stays
+}
+
+// tinyRun: batch 16 x 40 tokens, d 32, 4 heads of 8, ffn 64, 2 layers, AdamW.
+// Kept per token and block: 4 d + 4 A + 2 M = 128 + 128 + 128 = 384 floats,
+// over 640 tokens; scores 16 x 4 heads x 2 x 40^2 unless attention is fused.
+void TestTrainer::memoryEstimateByHand()
+{
+    const RunDocument run = tinyRun();
+    const std::int64_t stored = 12345;
+    const MemoryEstimate cpu = estimateTrainingMemory(run, stored, false);
+    QCOMPARE(cpu.parameterBytes, std::int64_t{16 * 12345});
+    const std::int64_t scores = TORCH_VERSION_MAJOR >= 2 ? 0 : 16 * 4 * 2 * 40 * 40;
+    QCOMPARE(cpu.activationBytes, std::int64_t{4 * 2 * (640 * 384 + scores)});
+    // bf16 on a GPU halves the activations; without bf16 it does not.
+    QCOMPARE(estimateTrainingMemory(run, stored, true).activationBytes, cpu.activationBytes / 2);
+    const RunDocument fp32 = tinyRun(R"({"train": {"bf16": false}})");
+    QCOMPARE(estimateTrainingMemory(fp32, stored, true).activationBytes, cpu.activationBytes);
+    // SGD keeps one momentum instead of two moments.
+    const RunDocument sgd = tinyRun(R"({"train": {"optimizer": "sgd"}})");
+    QCOMPARE(estimateTrainingMemory(sgd, stored, false).parameterBytes, std::int64_t{12 * 12345});
 }
 
 void TestTrainer::languageModelOnATextFile()

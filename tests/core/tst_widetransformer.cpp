@@ -4,6 +4,7 @@
 #include "TestSupport.h"
 #include "model/Attention.h"
 #include "model/WideTransformer.h"
+#include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
 
 #include <ATen/autocast_mode.h>
@@ -165,18 +166,14 @@ void TestWideTransformer::mixedPrecisionKeepsTheRouterInFp32()
     model->eval();
     const torch::Tensor ids = torch::randint(17, {2, 6}, torch::kLong);
     const torch::Tensor mask = torch::arange(6).unsqueeze(0) < torch::tensor({6, 4}).unsqueeze(1);
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(torch::kBFloat16);
     ForwardTrace trace;
     ModelOutput out;
     try {
+        const AutocastScope bf16(torch::kCPU, torch::kBFloat16);
         out = model->inspect(ids, mask, trace);
     } catch (const std::exception& error) {
-        at::autocast::set_cpu_enabled(false);
         QFAIL(error.what());
     }
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
     QVERIFY(torch::isfinite(out.logits).all().item<bool>());
     QCOMPARE(trace.blocks[0].probs.scalar_type(), torch::kFloat32);
     QCOMPARE(trace.blocks[0].gates.scalar_type(), torch::kFloat32);

@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""The GPU suite's results: collected from bench/gpu/run.sh's records, and as
+the Markdown tables of docs/gpu.md, with issue 14's targets met or missed.
+
+Usage:
+    python3 bench/gpu/report.py collect WORK_DIR --out results.json
+    python3 bench/gpu/report.py markdown results.json           # tables on stdout
+    python3 bench/gpu/report.py results.json                    # the same
+
+The targets (issue 14), for bf16 training at d_model 1024 on one GPU:
+  - tokens/s at least torch.compile's, for every family;
+  - MFU at least 40 % for the dense deep model (deep 6x8);
+  - routing + dispatch + combine under 10 % of the MoE layers' time;
+  - peak memory no more than eager PyTorch's.
+
+MFU is model FLOPs per second (WideLab's analytic count, `widelab-cli params`)
+over the dense bf16 peak measured in the same process (the best 8192^2 matmul);
+the eager and torch.compile sides are given the same FLOPs and peak.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import sys
+
+SIDES = ("widelab", "eager", "compile")
+MFU_TARGET = 0.40
+ROUTING_TARGET = 0.10
+MFU_FAMILY = "deep-6x8"
+FAMILY_ORDER = ["deep-6x8", "wide-1x48", "widenet", "vit-moe", "multipath"]  # run.sh's order
+
+
+# ---------------------------------------------------------------- collect
+def read_json(path, default=None):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def failed_tests(ctest_log):
+    """Names after ctest's "The following tests FAILED:" line."""
+    names, listing = [], False
+    for line in read_text(ctest_log).splitlines():
+        if "The following tests FAILED" in line:
+            listing = True
+        elif listing and " - " in line:
+            names.append(line.split(" - ", 1)[1].strip())
+        elif listing and line.strip() and "Errors while running" in line:
+            break
+    return names
+
+
+def training_record(work, status_path):
+    status = read_json(status_path, {})
+    preset = status.get("preset", os.path.basename(status_path).split(".")[0])
+    train, evals = [], []
+    metrics = os.path.join(work, "train", preset, "metrics.jsonl")
+    if os.path.exists(metrics):
+        with open(metrics) as f:
+            for line in f:
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue  # a line cut short by a kill
+                (train if row.get("type") == "train" else evals if row.get("type") == "eval" else []).append(row)
+    record = {"preset": preset, "status": status.get("status", "unknown"), "limit_s": status.get("limit_s"),
+              "steps_logged": len(train)}
+    if train:
+        first, last = train[0], train[-1]
+        record["first"] = {"step": first.get("step"), "loss": first.get("loss")}
+        record["last"] = {"step": last.get("step"), "loss": last.get("loss"),
+                          "tokens_per_second": last.get("tokens_per_second"),
+                          "memory_bytes": last.get("memory_bytes")}
+    if evals:
+        record["last_eval"] = {k: evals[-1].get(k) for k in ("step", "split", "loss", "accuracy")}
+    return record
+
+
+def collect(work):
+    stages = [read_json(p) for p in sorted(glob.glob(os.path.join(work, "stages", "*.json")))]
+    order = {name: i for i, name in enumerate(("setup", "build", "test", "train", "bench"))}
+    stages = sorted((s for s in stages if s), key=lambda s: order.get(s["stage"], 99))
+
+    families = {}
+    for path in sorted(glob.glob(os.path.join(work, "bench", "*.status.json"))):
+        family, side = os.path.basename(path)[: -len(".status.json")].rsplit(".", 1)
+        status = read_json(path, {})
+        entry = families.setdefault(family, {"family": family, "config": status.get("config"), "sides": {}})
+        entry["config"] = entry["config"] or status.get("config")
+        result = read_json(os.path.join(work, "bench", f"{family}.{side}.json"))
+        entry["sides"][side] = {"status": status.get("status", "unknown"), "limit_s": status.get("limit_s"),
+                                "result": result}
+
+    test_stage = next((s for s in stages if s["stage"] == "test"), None)
+    return {
+        "meta": dict(read_json(os.path.join(work, "meta.json"), {}),
+                     environment=read_text(os.path.join(work, "torch.txt")),
+                     packages=read_text(os.path.join(work, "packages.txt")).splitlines()),
+        "stages": stages,
+        "tests": None if test_stage is None else {
+            "status": test_stage["status"], "summary": test_stage["note"],
+            "failed": failed_tests(os.path.join(work, "logs", "ctest.log"))},
+        "bench": sorted(families.values(), key=lambda e: FAMILY_ORDER.index(e["family"])
+                        if e["family"] in FAMILY_ORDER else len(FAMILY_ORDER)),
+        "train": [training_record(work, p) for p in sorted(glob.glob(os.path.join(work, "train", "*.status.json")))],
+    }
+
+
+# ---------------------------------------------------------------- figures
+def side_result(entry, side):
+    return (entry["sides"].get(side) or {}).get("result")
+
+
+def side_status(entry, side):
+    return (entry["sides"].get(side) or {}).get("status", "not run")
+
+
+def mfu(entry, side):
+    """Model FLOP/s over the measured peak; the FLOPs and peak are WideLab's."""
+    ours, result = side_result(entry, "widelab"), side_result(entry, side)
+    if not ours or not result or not ours.get("peak_flops"):
+        return None
+    return ours["flops_per_step"] / result["step_seconds_median"] / ours["peak_flops"]
+
+
+def fmt_tokens(result):
+    return f"{result['tokens_per_second']:,.0f}" if result else "–"
+
+
+def fmt_percent(value):
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def fmt_gib(result):
+    return "–" if not result or result.get("peak_allocated_bytes") is None else \
+        f"{result['peak_allocated_bytes'] / 2**30:.2f}"
+
+
+def missing(entry, *sides):
+    """Why a figure is absent: the first side without a result, and its status."""
+    for side in sides:
+        if not side_result(entry, side):
+            return f"no data ({side}: {side_status(entry, side)})"
+    return None
+
+
+# Each target: a verdict text, "met (...)" or "missed by ... (...)", or why there is none.
+def target_throughput(entry):
+    why = missing(entry, "widelab", "compile")
+    if why:
+        return why
+    ratio = side_result(entry, "widelab")["tokens_per_second"] / side_result(entry, "compile")["tokens_per_second"]
+    return f"met ({ratio:.2f}x)" if ratio >= 1 else f"missed by {100 * (1 - ratio):.0f} % ({ratio:.2f}x)"
+
+
+def target_mfu(entry):
+    if entry["family"] != MFU_FAMILY:
+        return "(dense deep model only)"
+    why = missing(entry, "widelab")
+    if why:
+        return why
+    value = mfu(entry, "widelab")
+    if value >= MFU_TARGET:
+        return f"met ({100 * value:.1f} %)"
+    return f"missed by {100 * (MFU_TARGET - value):.1f} points ({100 * value:.1f} %)"
+
+
+def target_routing(entry):
+    result = side_result(entry, "widelab")
+    if not result:
+        return missing(entry, "widelab")
+    share = result.get("moe_routing_share")
+    if share is None:
+        return "(mixtures only)"
+    if share < ROUTING_TARGET:
+        return f"met ({100 * share:.1f} %)"
+    return f"missed by {100 * (share - ROUTING_TARGET):.1f} points ({100 * share:.1f} %)"
+
+
+def target_memory(entry):
+    why = missing(entry, "widelab", "eager")
+    if why:
+        return why
+    ratio = side_result(entry, "widelab")["peak_allocated_bytes"] / side_result(entry, "eager")["peak_allocated_bytes"]
+    return f"met ({ratio:.2f}x)" if ratio <= 1 else f"missed by {100 * (ratio - 1):.0f} % ({ratio:.2f}x)"
+
+
+# ---------------------------------------------------------------- markdown
+def table(header, rows, numeric=True):
+    """A Markdown table; with `numeric`, every column but the first is right-aligned."""
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join("---:" if numeric and i > 0 else "---" for i in range(len(header))) + " |"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(results):
+    meta = results.get("meta", {})
+    out = []
+    first = next((side_result(e, "widelab") for e in results.get("bench", []) if side_result(e, "widelab")), None)
+    smoke = " **(smoke run: tiny models on the CPU, not figures)**" if meta.get("smoke") else ""
+    out.append(f"Run of {meta.get('started', '?')} on `{meta.get('device', '?')}`{smoke}, commit "
+               f"`{str(meta.get('commit', '?'))[:10]}`, batch {meta.get('batch', '?')} x {meta.get('sequence', '?')} "
+               f"tokens, bf16 autocast, training (AdamW).")
+    if meta.get("environment"):
+        out.append(f"\nEnvironment: `{meta['environment']}`")
+    if first:
+        nominal = first.get("nominal_peak_flops")
+        out.append(f"\nMeasured dense {first.get('peak_dtype', '?')} peak: {first['peak_flops'] / 1e12:.1f} TFLOP/s "
+                   f"(best {first.get('peak_size', '?')}^2 matmul in the WideLab process)"
+                   + (f"; nominal {nominal / 1e12:.0f} TFLOP/s" if nominal else "") + ".")
+
+    out.append("\n### Stages\n")
+    out.append(table(["stage", "status", "seconds", "note"],
+                     [[s["stage"], s["status"], f"{s['seconds']:.0f}", s.get("note", "")]
+                      for s in results.get("stages", [])], numeric=False))
+    tests = results.get("tests")
+    if tests:
+        out.append(f"\nTests: {tests.get('summary') or tests.get('status')}"
+                   + (f"; failed: {', '.join(tests['failed'])}" if tests.get("failed") else ""))
+
+    bench = results.get("bench", [])
+    if bench:
+        out.append("\n### Throughput, MFU and memory\n")
+        rows = []
+        for e in bench:
+            w, g, c = (side_result(e, s) for s in SIDES)
+            share = (w or {}).get("moe_routing_share")
+            rows.append([e["family"], fmt_tokens(w), fmt_tokens(g), fmt_tokens(c),
+                         fmt_percent(mfu(e, "widelab")), fmt_percent(mfu(e, "eager")), fmt_percent(mfu(e, "compile")),
+                         fmt_gib(w), fmt_gib(g), fmt_gib(c),
+                         "–" if share is None else f"{100 * share:.1f} %",
+                         f"{sum(c['warmup_seconds']):.0f}" if c else side_status(e, "compile")])
+        out.append(table(["family", "WideLab tok/s", "eager tok/s", "compile tok/s", "WideLab MFU", "eager MFU",
+                          "compile MFU", "WideLab GiB", "eager GiB", "compile GiB", "routing share",
+                          "compile warm-up s"], rows))
+        out.append("\nGiB: peak allocated by the CUDA caching allocator (peak resident set on the CPU). "
+                   "Routing share: routing + dispatch + combine over the MoE layers' forward time, from a "
+                   "second, synchronised pass.")
+
+        out.append("\n### Targets\n")
+        out.append(table(["family", "tok/s >= torch.compile", "MFU >= 40 % (deep)", "routing < 10 % of MoE",
+                          "memory <= eager"],
+                         [[e["family"], target_throughput(e), target_mfu(e), target_routing(e), target_memory(e)]
+                          for e in bench], numeric=False))
+
+    train = results.get("train", [])
+    if train:
+        out.append("\n### Training the paper-scale presets\n")
+        rows = []
+        for t in train:
+            first, last = t.get("first"), t.get("last")
+            fell = "–"
+            if first and last and last["loss"] is not None and first["loss"] is not None:
+                fell = "yes" if last["loss"] < first["loss"] else "no"
+            ev = t.get("last_eval")
+            rows.append([t["preset"], t["status"], last["step"] if last else "–",
+                         f"{first['loss']:.3f} (step {first['step']})" if first else "–",
+                         f"{last['loss']:.3f} (step {last['step']})" if last else "–", fell,
+                         f"{ev['loss']:.3f} / {100 * ev['accuracy']:.1f} %" if ev and ev.get("loss") is not None
+                         and ev.get("accuracy") is not None else "–",
+                         f"{last['tokens_per_second']:,.0f}" if last and last.get("tokens_per_second") else "–"])
+        out.append(table(["preset", "status", "last step", "first loss", "last loss", "fell", "last eval loss / acc",
+                          "tok/s (last)"], rows))
+        out.append("\nTraining ran beside the test build and ctest, so its tokens/s are not benchmark figures; "
+                   "a preset that ran out of its time share was stopped with SIGINT (checkpoint saved).")
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    if argv and argv[0] not in ("collect", "markdown"):
+        argv = ["markdown"] + argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    c = commands.add_parser("collect", help="records of a run.sh work folder -> results.json")
+    c.add_argument("work")
+    c.add_argument("--out", required=True)
+    m = commands.add_parser("markdown", help="results.json -> Markdown tables")
+    m.add_argument("results")
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        results = collect(args.work)
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(results, f, indent=1)
+        os.replace(tmp, args.out)
+        return 0
+    with open(args.results) as f:
+        sys.stdout.write(markdown(json.load(f)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

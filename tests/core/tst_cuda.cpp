@@ -1,0 +1,431 @@
+// tst_cuda: the GPU path against the CPU. Each case runs on the device that
+// WIDELAB_TEST_DEVICE names ("cuda" when unset) and is skipped, saying why,
+// where there is none, so a CPU-only machine lists every case as skipped.
+// WIDELAB_TEST_DEVICE=cpu runs the cases CPU against CPU, which checks the
+// cases themselves on a machine without a GPU.
+//
+// Tolerances: both sides compute in fp32 (TF32 is switched off here), so they
+// differ only in the order of additions. A GPU kernel sums a reduction in
+// blocks and a CPU kernel in another order; over the few hundred terms of these
+// small models that moves a result by a few units of fp32's 6e-8, and the
+// errors compound over the layers and the backward pass: 1e-4 relative is over
+// a hundred times what that gives, and far below what a real bug gives (a
+// wrong mask, a lost residual or a missing gradient are errors of order 1).
+#include <torch/torch.h>
+
+#include "TestSupport.h"
+#include "model/WideTransformer.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/Autocast.h"
+#include "runtime/Runtime.h"
+#include "train/Checkpoint.h"
+#include "train/RunDirectory.h"
+#include "train/Trainer.h"
+
+#ifdef WIDELAB_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cstdlib>
+#include <fstream>
+
+using namespace widelab;
+
+namespace {
+
+#ifdef WIDELAB_TORCH_CUDA
+constexpr bool kCudaBuild = true;
+#else
+constexpr bool kCudaBuild = false;
+#endif
+
+std::string testDevice()
+{
+    const char* name = std::getenv("WIDELAB_TEST_DEVICE");
+    return name && *name ? name : "cuda";
+}
+
+// The device to test, or a reason to skip.
+std::optional<torch::Device> deviceUnderTest(QString* reason)
+{
+    const torch::Device device(testDevice());
+    if (device.is_cuda() && !torch::cuda::is_available()) {
+        *reason = QStringLiteral("no CUDA device: this LibTorch (%1) %2")
+                      .arg(QStringLiteral(TORCH_VERSION))
+                      .arg(kCudaBuild ? QStringLiteral("has CUDA, but no GPU is present")
+                                                    : QStringLiteral("is a CPU-only build"));
+        return std::nullopt;
+    }
+    return device;
+}
+
+#define REQUIRE_DEVICE(device)                                 \
+    QString skipReason;                                        \
+    const auto device##Found = deviceUnderTest(&skipReason);   \
+    if (!device##Found)                                        \
+        QSKIP(qPrintable(skipReason));                         \
+    const torch::Device device = *device##Found
+
+std::filesystem::path fresh(const QTemporaryDir& dir, const char* name)
+{
+    return std::filesystem::path(dir.path().toStdString()) / name;
+}
+
+RunDocument tinyRun(const std::string& device, const std::string& overrides = "{}")
+{
+    nlohmann::json json = nlohmann::json::parse(R"({
+        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
+                  "dropout": 0.1, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 64,
+                 "test_size": 64},
+        "train": {"steps": 20, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5, "log_every": 1,
+                  "eval_every": 10, "checkpoint_every": 10, "threads": 1}})");
+    json["train"]["device"] = device;
+    json.merge_patch(nlohmann::json::parse(overrides));
+    return parseRunDocument(json.dump());
+}
+
+std::vector<nlohmann::json> trainLines(const std::filesystem::path& run)
+{
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(run / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json json = nlohmann::json::parse(line);
+        if (json["type"] == "train")
+            lines.push_back(json);
+    }
+    return lines;
+}
+
+// A small model of each family, without dropout or router noise so that the
+// two devices compute the same function.
+std::vector<std::pair<const char*, const char*>> families()
+{
+    return {
+        {"dense", R"({"vocab_size": 30, "max_len": 16, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64})"},
+        {"widenet", R"({"vocab_size": 30, "max_len": 16, "d_model": 32, "layers": 3, "heads": 4, "ffn_dim": 64,
+                        "experts": 4, "top_k": 2, "share_attention": true, "share_ffn": true})"},
+        {"multipath", R"({"vocab_size": 30, "max_len": 16, "d_model": 32, "layers": 2, "heads": 2, "ffn_dim": 32,
+                          "paths": 3, "path_extra_features": true})"},
+        {"language model", R"({"vocab_size": 30, "max_len": 16, "d_model": 32, "layers": 2, "heads": 4,
+                               "ffn_dim": 64, "head": "language_model", "experts": 2, "top_k": 1})"},
+    };
+}
+
+ModelConfig familyConfig(const char* json)
+{
+    return test::modelConfig(json, R"({"dropout": 0.0, "router_noise_std": 0.0})");
+}
+
+// Two models with the same weights: one on the CPU, one on `device`.
+std::pair<WideTransformer, WideTransformer> twins(const ModelConfig& config, const torch::Device& device)
+{
+    torch::manual_seed(11);
+    WideTransformer cpu(config);
+    torch::manual_seed(11);
+    WideTransformer other(config);
+    other->to(device);
+    return {cpu, other};
+}
+
+}  // namespace
+
+class TestCuda : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void deviceChoiceIsChecked();
+    void forwardAndGradientsMatchCpu_data();
+    void forwardAndGradientsMatchCpu();
+    void routingDecisionsMatchCpu();
+    void bf16KeepsTheRouterInFp32();
+    void memoryIsTheAllocators();
+    void shortTrainingLearns();
+    void resumeContinuesTheRun();
+    void nonFiniteStopNamesTheFirstBadStep();
+    void outOfMemoryKeepsTheRun();
+};
+
+void TestCuda::initTestCase()
+{
+    torch::set_num_threads(1);
+#ifdef WIDELAB_TORCH_CUDA
+    at::globalContext().setAllowTF32CuBLAS(false);  // fp32 on both sides (see the tolerances above)
+#endif
+    qInfo("device under test: %s", testDevice().c_str());
+}
+
+// Not skipped: "cuda:N" names a device that must exist, here or not.
+void TestCuda::deviceChoiceIsChecked()
+{
+    QTemporaryDir dir;
+    const std::string absent = "cuda:" + std::to_string(torch::cuda::device_count());
+    try {
+        Trainer trainer(tinyRun(absent), fresh(dir, "run"));
+        QFAIL("a device that does not exist was accepted");
+    } catch (const ConfigError& error) {
+        const std::string what = error.what();
+        QVERIFY2(what.find("train.device") != std::string::npos, what.c_str());
+        QVERIFY2(what.find(absent) != std::string::npos, what.c_str());
+    }
+}
+
+void TestCuda::forwardAndGradientsMatchCpu_data()
+{
+    QTest::addColumn<QByteArray>("json");
+    for (const auto& [name, json] : families())
+        QTest::newRow(name) << QByteArray(json);
+}
+
+void TestCuda::forwardAndGradientsMatchCpu()
+{
+    REQUIRE_DEVICE(device);
+    QFETCH(QByteArray, json);
+    const ModelConfig config = familyConfig(json.constData());
+    auto [cpu, other] = twins(config, device);
+    torch::manual_seed(3);
+    const torch::Tensor ids = torch::randint(1, config.vocabSize, {3, 12});
+    torch::Tensor mask = torch::ones({3, 12}, torch::kBool);
+    mask.index_put_({2, torch::indexing::Slice(8)}, false);  // a padded example
+    const torch::Tensor targets = config.head == HeadKind::LanguageModel ? torch::randint(0, config.vocabSize, {3, 12})
+                                                                          : torch::randint(0, config.numClasses, {3});
+    auto lossOf = [&](WideTransformer& model, const torch::Device& on) {
+        const ModelOutput out = model->forward(ids.to(on), mask.to(on));
+        return std::make_pair(out.logits,
+                              taskLoss(config, out.logits, targets.to(on), mask.to(on)) + 0.01 * out.balanceLoss);
+    };
+    auto [cpuLogits, cpuLoss] = lossOf(cpu, torch::kCPU);
+    auto [logits, loss] = lossOf(other, device);
+    QCOMPARE(logits.device().type(), device.type());
+    const double logitError = test::relativeError(logits.cpu(), cpuLogits);
+    QVERIFY2(logitError < 1e-4, std::to_string(logitError).c_str());
+    cpuLoss.backward();
+    loss.backward();
+    const auto cpuParameters = cpu->named_parameters();
+    const auto parameters = other->named_parameters();
+    for (const auto& item : cpuParameters) {
+        const torch::Tensor& expected = item.value().grad();
+        const torch::Tensor& got = parameters[item.key()].grad();
+        QVERIFY2(expected.defined() == got.defined(), item.key().c_str());
+        if (!expected.defined())
+            continue;
+        const double error = test::relativeError(got.cpu(), expected);
+        QVERIFY2(error < 1e-4, (item.key() + ": " + std::to_string(error)).c_str());
+    }
+}
+
+// Eval mode (no router noise): every token picks the same experts on both
+// devices, except where its k-th and (k+1)-th choices tie to rounding.
+void TestCuda::routingDecisionsMatchCpu()
+{
+    REQUIRE_DEVICE(device);
+    const ModelConfig config = familyConfig(families()[1].second);
+    auto [cpu, other] = twins(config, device);
+    cpu->eval();
+    other->eval();
+    torch::manual_seed(4);
+    const torch::Tensor ids = torch::randint(1, config.vocabSize, {4, 16});
+    ForwardTrace cpuTrace, trace;
+    torch::NoGradGuard noGrad;
+    cpu->inspect(ids, {}, cpuTrace);
+    other->inspect(ids.to(device), {}, trace);
+    QCOMPARE(trace.blocks.size(), cpuTrace.blocks.size());
+    std::int64_t compared = 0;
+    for (std::size_t b = 0; b < cpuTrace.blocks.size(); ++b) {
+        const BlockTrace &want = cpuTrace.blocks[b], &got = trace.blocks[b];
+        if (!want.routed)
+            continue;
+        const torch::Tensor sorted = std::get<0>(want.probs.sort(-1, /*descending=*/true));  // [S, E]
+        const torch::Tensor margin = sorted.select(1, config.topK - 1) - sorted.select(1, config.topK);
+        const torch::Tensor clear = margin.gt(1e-4);  // [S]
+        const torch::Tensor same = std::get<0>(got.expert.cpu().sort(-1)).eq(std::get<0>(want.expert.sort(-1))).all(-1);
+        QVERIFY2(same.logical_or(clear.logical_not()).all().item<bool>(), ("block " + std::to_string(b)).c_str());
+        compared += clear.sum().item<std::int64_t>();
+    }
+    QVERIFY2(compared > 32, std::to_string(compared).c_str());  // the check compared real decisions
+}
+
+// Under bf16 autocast the router's probabilities stay fp32, and the logits stay
+// within bf16's rounding of the fp32 model's: 8 significant bits give about
+// 4e-3 per operation, compounding over a few layers to a few percent.
+void TestCuda::bf16KeepsTheRouterInFp32()
+{
+    REQUIRE_DEVICE(device);
+    const ModelConfig config = familyConfig(families()[1].second);
+    torch::manual_seed(12);
+    WideTransformer model(config);
+    model->to(device);
+    model->eval();
+    const torch::Tensor ids = torch::randint(1, config.vocabSize, {4, 16}).to(device);
+    torch::NoGradGuard noGrad;
+    ForwardTrace fp32Trace, bf16Trace;
+    const torch::Tensor fp32Logits = model->inspect(ids, {}, fp32Trace).logits;
+    torch::Tensor bf16Logits;
+    {
+        const AutocastScope bf16(device.type(), torch::kBFloat16, device.is_cuda());
+        bf16Logits = model->inspect(ids, {}, bf16Trace).logits;
+    }
+    if (device.is_cuda())
+        QCOMPARE(bf16Logits.scalar_type(), torch::kBFloat16);
+    for (const BlockTrace& block : bf16Trace.blocks)
+        if (block.routed)
+            QCOMPARE(block.probs.scalar_type(), torch::kFloat32);
+    const double error = test::relativeError(bf16Logits.to(torch::kFloat32).cpu(), fp32Logits.cpu());
+    QVERIFY2(error < 5e-2, std::to_string(error).c_str());
+}
+
+// On a GPU, metrics.jsonl reports the CUDA allocator's bytes, not the process's.
+void TestCuda::memoryIsTheAllocators()
+{
+    REQUIRE_DEVICE(device);
+    QTemporaryDir dir;
+    Trainer trainer(tinyRun(testDevice(), R"({"train": {"steps": 3}})"), fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    trainer.run(stop);
+    const auto lines = trainLines(fresh(dir, "run"));
+    QVERIFY(!lines.empty());
+    const nlohmann::json& last = lines.back();
+    QCOMPARE(last["memory_kind"].get<std::string>(), std::string(device.is_cuda() ? "cuda" : "rss"));
+    const auto allocated = last["memory_bytes"].get<std::int64_t>();
+    QVERIFY(allocated > 0);
+    QVERIFY(last["memory_reserved_bytes"].get<std::int64_t>() >= allocated);
+    QVERIFY(last["memory_peak_bytes"].get<std::int64_t>() >= allocated);
+    if (device.is_cuda())  // a tiny model: far below what the process holds (its CUDA context alone is larger)
+        QVERIFY(allocated < 256 << 20);
+}
+
+void TestCuda::shortTrainingLearns()
+{
+    REQUIRE_DEVICE(device);
+    QTemporaryDir dir;
+    Trainer trainer(tinyRun(testDevice(), R"({"train": {"steps": 60, "eval_every": 60, "bf16": true}})"),
+                    fresh(dir, "run"));
+    QCOMPARE(trainer.device().type(), device.type());
+    std::atomic<bool> stop{false};
+    QCOMPARE(static_cast<int>(trainer.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
+    const auto train = trainLines(fresh(dir, "run"));
+    QCOMPARE(train.size(), std::size_t{60});
+    double first = 0, last = 0;
+    for (std::size_t i = 0; i < 10; ++i) {
+        first += train[i]["task_loss"].get<double>() / 10;
+        last += train[train.size() - 1 - i]["task_loss"].get<double>() / 10;
+    }
+    QVERIFY2(last < first - 0.2, qPrintable(QStringLiteral("loss %1 -> %2").arg(first).arg(last)));
+}
+
+// Ten steps, a stop, ten more after a resume: the losses follow the
+// uninterrupted run's (exactly on the CPU; to rounding on a GPU, whose atomic
+// additions are not ordered, see docs/run-directory.md). Dropout draws on the
+// device's generator, whose state the checkpoint carries.
+void TestCuda::resumeContinuesTheRun()
+{
+    REQUIRE_DEVICE(device);
+    QTemporaryDir dir;
+    {
+        Trainer whole(tinyRun(testDevice()), fresh(dir, "whole"));
+        std::atomic<bool> stop{false};
+        whole.run(stop);
+    }
+    {
+        Trainer first(tinyRun(testDevice(), R"({"train": {"steps": 10}})"), fresh(dir, "parts"));
+        std::atomic<bool> stop{false};
+        first.run(stop);
+    }
+    if (device.is_cuda()) {
+        torch::serialize::InputArchive archive;
+        archive.load_from((fresh(dir, "parts") / "checkpoints" / "step-00000010.pt").string());
+        torch::Tensor state;
+        QVERIFY(archive.try_read("rng_cuda", state));
+    }
+    {
+        TrainerOptions options;
+        options.resume = true;
+        options.steps = 20;
+        Trainer second(readRunDocument(fresh(dir, "parts")), fresh(dir, "parts"), options);
+        QCOMPARE(second.step(), std::int64_t{10});
+        std::atomic<bool> stop{false};
+        second.run(stop);
+    }
+    const auto whole = trainLines(fresh(dir, "whole")), parts = trainLines(fresh(dir, "parts"));
+    QCOMPARE(parts.size(), whole.size());
+    const double tolerance = device.is_cuda() ? 1e-3 : 0.0;
+    for (std::size_t i = 10; i < whole.size(); ++i) {
+        const double want = whole[i]["loss"].get<double>(), got = parts[i]["loss"].get<double>();
+        QVERIFY2(std::abs(got - want) <= tolerance * std::abs(want),
+                 qPrintable(QStringLiteral("step %1: %2 against %3").arg(i + 1).arg(got).arg(want)));
+    }
+}
+
+// SGD at a rate of 100 diverges. Measured only every 10 steps, a GPU run still
+// names the first step that went wrong and keeps the last finite checkpoint.
+void TestCuda::nonFiniteStopNamesTheFirstBadStep()
+{
+    REQUIRE_DEVICE(device);
+    QTemporaryDir dir;
+    Trainer trainer(tinyRun(testDevice(), R"({"train": {"optimizer": "sgd", "learning_rate": 100, "warmup_steps": 0,
+                                                       "schedule": "constant", "gradient_clip": 0, "steps": 200,
+                                                       "log_every": 10, "checkpoint_every": 1000,
+                                                       "eval_every": 1000}})"),
+                    fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = trainer.run(stop);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::NonFinite));
+    QVERIFY2(summary.message.rfind("step ", 0) == 0, summary.message.c_str());
+    const std::int64_t named = std::stoll(summary.message.substr(5));
+    QVERIFY2(named >= 1 && named <= summary.step + 1, summary.message.c_str());
+    QVERIFY2(summary.message.find("the loss") != std::string::npos
+                 || summary.message.find("the gradient of ") != std::string::npos,
+             summary.message.c_str());
+    QVERIFY(!latestCheckpoint(fresh(dir, "run")).has_value());  // nothing non-finite was saved
+}
+
+// A step that does not fit ends the run with a message naming what did not fit;
+// the run and its last checkpoint stay, and resume from there.
+void TestCuda::outOfMemoryKeepsTheRun()
+{
+    REQUIRE_DEVICE(device);
+#ifdef WIDELAB_TORCH_CUDA
+    if (!device.is_cuda())
+        QSKIP("a memory cap exists for CUDA devices only; tst_trainer covers the CPU");
+    QTemporaryDir dir;
+    const char* big = R"({"train": {"steps": 5, "batch_size": 256, "checkpoint_every": 5, "eval_every": 1000}})";
+    {
+        Trainer first(tinyRun(testDevice(), big), fresh(dir, "run"));
+        std::atomic<bool> stop{false};
+        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
+    }
+    namespace allocator = c10::cuda::CUDACachingAllocator;
+    allocator::emptyCache();
+    const auto index = device.has_index() ? device.index() : c10::DeviceIndex{0};
+    const std::int64_t total = availableDevices().at(static_cast<std::size_t>(index) + 1).memoryBytes;
+    // Room for the weights and the optimizer state (a few MiB) but not for a
+    // step's activations at batch 256 (tens of MiB, each over 1 MiB).
+    const double cap = static_cast<double>(deviceMemory(device).reserved + (24 << 20));
+    allocator::setMemoryFraction(cap / static_cast<double>(total), index);
+    struct Uncap {
+        c10::DeviceIndex index;
+        ~Uncap() { c10::cuda::CUDACachingAllocator::setMemoryFraction(1.0, index); }
+    } uncap{index};
+    TrainerOptions options;
+    options.resume = true;
+    options.steps = 10;
+    Trainer second(readRunDocument(fresh(dir, "run")), fresh(dir, "run"), options);
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = second.run(stop);
+    QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::OutOfMemory));
+    for (const char* part : {"out of memory on cuda", "training step 6", "batch of 256 x", "train.batch_size",
+                             "last checkpoint (step 5)"})
+        QVERIFY2(summary.message.find(part) != std::string::npos, (part + std::string(": ") + summary.message).c_str());
+    QCOMPARE(latestCheckpoint(fresh(dir, "run"))->filename().string(), std::string("step-00000005.pt"));
+    QCOMPARE(openRun(fresh(dir, "run")).state.step, std::int64_t{5});
+#else
+    QSKIP("this LibTorch has no CUDA; tst_trainer covers running out of memory on the CPU");
+#endif
+}
+
+QTEST_GUILESS_MAIN(TestCuda)
+#include "tst_cuda.moc"
