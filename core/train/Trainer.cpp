@@ -471,6 +471,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                           + " are kept";
         summary.step = m_state.step;
         message("error", summary.message);
+        m_status->ended(RunState::Failed, m_state.step, summary.message);
         return summary;
     };
     // On a GPU, steps between measured ones are checked only before anything is saved.
