@@ -189,6 +189,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
 
 MainWindow::~MainWindow()
 {
+    m_follower.reset();
     for (QThread* job : std::as_const(m_jobs))
         job->wait();
 }
@@ -388,6 +389,8 @@ void MainWindow::buildDocks()
         const QString id = item->data(Qt::UserRole).toString();
         if (id == m_currentRun && m_controller.busy())
             return;  // the run in training stays
+        if (m_follower && m_follower->directory() == id)
+            stopFollowing();
         m_curves->removeRun(id);
         m_insights->removeRun(id);
         m_records.remove(id);
@@ -504,6 +507,7 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
     }
     m_configFile = file;
     m_openRun.clear();
+    stopFollowing();
     const ConfigAssessment assessment = assessDocument(document);
     setDocument(assessment.valid ? assessment.complete : document, false);
     rememberRecent(file);
@@ -570,15 +574,28 @@ void MainWindow::onRunItemChanged(QListWidgetItem* item)
         m_curves->removeRun(id);
 }
 
-bool MainWindow::addRunToComparison(const QString& directory)
+bool MainWindow::addRunToComparison(const QString& directory) { return addSavedRun(directory, nullptr); }
+
+// With `metricsTail`, the run is read afresh even when shown already, and the
+// tail ends where the reading stopped, for a follower to go on from there.
+bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail)
 {
     const QString absolute = QDir(directory).absolutePath();
-    for (const RunRecord& record : std::as_const(m_records))
-        if (record.directory == absolute)
-            return true;  // already shown
+    for (auto it = m_records.begin(); it != m_records.end(); ++it) {
+        if (it->directory != absolute)
+            continue;
+        if (metricsTail) {
+            it->restart();
+            loadRunRecord(absolute, *it, nullptr, metricsTail);
+            if (m_curves->runs().contains(it->id))
+                showRecord(*it);
+            m_insights->historyChanged(it->id);
+        }
+        return true;  // already shown
+    }
     RunRecord record;
     QString error;
-    if (!loadRunRecord(absolute, record, &error)) {
+    if (!loadRunRecord(absolute, record, &error, metricsTail)) {
         showProblem(tr("Cannot Open Run"), error);
         return false;
     }
@@ -602,7 +619,8 @@ bool MainWindow::openRun(const QString& directory)
                     tr("%1 is not a WideLab run: %2").arg(QDir::toNativeSeparators(absolute), error));
         return false;
     }
-    if (!addRunToComparison(absolute))
+    LineTail metricsTail;
+    if (!addSavedRun(absolute, &metricsTail))
         return false;
     m_configFile.clear();
     setDocument(config, false);
@@ -610,20 +628,121 @@ bool MainWindow::openRun(const QString& directory)
     m_openRunDocument = m_complete;
     m_currentRun = absolute;
     m_insights->setCurrentRun(absolute);
-    loadLog(absolute);
+    LineTail logTail = loadLog(absolute);
     if (const RunRecord* r = record(absolute))
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
     rememberRecent(absolute);
+    // Another process may be training it (a server, the directory mounted here):
+    // what it writes from now on comes in as it is written.
+    follow(absolute, std::move(metricsTail), std::move(logTail));
     updateActions();
     return true;
 }
 
-void MainWindow::loadLog(const QString& directory)
+// Shows RUN_DIR/log.txt (when there is one) up to its last complete line, and
+// returns where it stopped.
+LineTail MainWindow::loadLog(const QString& directory)
 {
-    QFile in(QDir(directory).filePath(QStringLiteral("log.txt")));
-    if (!in.open(QIODevice::ReadOnly | QIODevice::Text))
+    const QString file = QDir(directory).filePath(QStringLiteral("log.txt"));
+    LineTail tail(file.toStdString());
+    QStringList lines;
+    for (LineTail::Update update = tail.poll();; update = tail.poll()) {
+        for (const std::string& line : update.lines)
+            lines.append(QString::fromUtf8(line));
+        if (!update.more)
+            break;
+    }
+    if (QFileInfo::exists(file))
+        showRunLog(lines);
+    return tail;
+}
+
+void MainWindow::follow(const QString& directory, LineTail metrics, LineTail log)
+{
+    stopFollowing();
+    m_follower = std::make_unique<RunFollower>(directory, std::move(metrics), std::move(log));
+    m_follower->setInterval(m_followInterval);
+    connect(m_follower.get(), &RunFollower::metricsLines, this, &MainWindow::onFollowedMetrics);
+    connect(m_follower.get(), &RunFollower::logLines, this, [this](const QStringList& lines, bool fromStart) {
+        if (fromStart)
+            showRunLog(lines);
+        else
+            m_log->appendSpdlogLines(lines);
+    });
+    connect(m_follower.get(), &RunFollower::stateChanged, this, &MainWindow::onFollowedState);
+    connect(m_follower.get(), &RunFollower::readError, this,
+            [this](const QString& error) { statusBar()->showMessage(error, 10000); });
+}
+
+void MainWindow::stopFollowing()
+{
+    if (!m_follower)
         return;
-    showRunLog(QString::fromUtf8(in.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts));
+    m_follower.reset();
+    m_stateLabel->setStyleSheet(QString());
+    m_stateLabel->setToolTip(QString());
+    if (m_controller.state() == TrainingController::State::Idle)
+        m_stateLabel->setText(tr("Idle"));
+}
+
+// New lines of the followed run: appended, or, after a resume trimmed the file,
+// the record rebuilt from the lines that remain.
+void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, bool fromStart)
+{
+    const QString id = m_follower ? m_follower->directory() : QString();
+    auto it = m_records.find(id);
+    if (it == m_records.end())
+        return;
+    if (fromStart)
+        it->restart();
+    CurveBatch added;
+    for (const QByteArray& line : lines) {
+        const CurveBatch batch = it->addMetricsLine(line);
+        for (auto series = batch.begin(); series != batch.end(); ++series)
+            added[series.key()] += series.value();
+    }
+    if (m_curves->runs().contains(id)) {
+        if (fromStart)
+            showRecord(*it);
+        else
+            appendCurves(id, added);
+    }
+    m_insights->historyChanged(id);
+    if (const QVector<CurvePoint> speed = added.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
+        m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
+    showFollowedStep();
+}
+
+void MainWindow::onFollowedState()
+{
+    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
+        return;
+    const QString text = m_follower->description();
+    m_stateLabel->setText(text.isEmpty() ? tr("Idle") : text);
+    m_stateLabel->setToolTip(m_follower->statusError());
+    const RunFollower::State state = m_follower->state();
+    const bool failed = m_follower->status() && m_follower->status()->state == RunState::Failed;
+    m_stateLabel->setStyleSheet(state == RunFollower::State::Stale || state == RunFollower::State::Gone
+                                    ? QStringLiteral("color: #a15c00; font-weight: bold;")
+                                : failed ? QStringLiteral("color: #b3261e; font-weight: bold;")
+                                         : QString());
+    showFollowedStep();
+    updateActions();
+}
+
+// The newest step the lines or the trainer's status tell of.
+void MainWindow::showFollowedStep()
+{
+    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
+        return;
+    const RunRecord* r = record(m_follower->directory());
+    qint64 step = r ? static_cast<qint64>(r->lastStep()) : 0;
+    qint64 total = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
+    if (const auto& status = m_follower->status()) {
+        step = std::max<qint64>(step, status->step);
+        total = status->totalSteps > 0 ? status->totalSteps : total;
+    }
+    m_stepLabel->setText(total > 0 ? tr("Step %1 / %2").arg(step).arg(total) : tr("Step %1").arg(step));
 }
 
 void MainWindow::assess()
@@ -677,6 +796,7 @@ bool MainWindow::startTraining()
         addRecord(std::move(record));
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
+    stopFollowing();  // this window writes the run now
     m_currentRun = directory;
     m_openRun = directory;
     m_openRunDocument = m_complete;
@@ -700,6 +820,10 @@ QString MainWindow::startBlockedReason() const
         return tr("a run is in progress");
     if (!m_startBlocked.isEmpty())
         return m_startBlocked;
+    if (m_follower && m_follower->trainerActive() && continuesOpenRun()) {
+        const RunStatus& s = *m_follower->status();
+        return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
+    }
     // Continuing a run that has done all its steps would only write its last checkpoint again.
     const RunRecord* open = continuesOpenRun() ? record(m_openRun) : nullptr;
     const qint64 steps = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();

@@ -3,6 +3,7 @@
 // TrainingController. Each view is its own class; this one only wires them.
 #pragma once
 
+#include "RunFollower.h"
 #include "RunRecord.h"
 #include "TrainingController.h"
 
@@ -10,6 +11,8 @@
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QTimer>
+
+#include <memory>
 
 class QAction;
 class QDockWidget;
@@ -65,6 +68,11 @@ public:
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
     const RunRecord* record(const QString& runId) const;
     QString currentRunId() const { return m_currentRun; }
+    // The follower of the open run (null while none is open, or while this
+    // window trains it); `milliseconds` between its looks, for runs opened later.
+    RunFollower* follower() const { return m_follower.get(); }
+    void setFollowInterval(int milliseconds) { m_followInterval = milliseconds; }
+    QLabel* stateLabel() const { return m_stateLabel; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -86,7 +94,13 @@ private:
     RunRecord& addRecord(RunRecord record);
     void showRecord(const RunRecord& record);
     void appendCurves(const QString& runId, const CurveBatch& batch);
-    void loadLog(const QString& directory);
+    bool addSavedRun(const QString& directory, LineTail* metricsTail);
+    LineTail loadLog(const QString& directory);
+    void follow(const QString& directory, LineTail metrics, LineTail log);
+    void stopFollowing();
+    void onFollowedMetrics(const QList<QByteArray>& lines, bool fromStart);
+    void onFollowedState();
+    void showFollowedStep();
 
     void onStateChanged(TrainingController::State state);
     void onStarted(const RunStarted& run);
@@ -138,6 +152,8 @@ private:
     QString m_currentRun;          // the run training now (or last)
     qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
+    std::unique_ptr<RunFollower> m_follower;  // the open run, written by another process or not
+    int m_followInterval = 1000;
 };
 
 }  // namespace widelab

@@ -5,7 +5,6 @@
 #include "train/Snapshot.h"
 
 #include <QDir>
-#include <QFile>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -45,6 +44,16 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
     added[QStringLiteral("validation_loss")].append(lossPoint);
     added[QStringLiteral("validation_accuracy")].append(accuracyPoint);
     return added;
+}
+
+void RunRecord::restart()
+{
+    curves.clear();
+    insights->clear();
+    m_lastStep = 0;
+    m_lastSeconds = 0;
+    m_secondsOffset = 0;
+    m_sessionSeconds = 0;
 }
 
 CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
@@ -90,7 +99,7 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& line)
     return {};
 }
 
-bool loadRunRecord(const QString& directory, RunRecord& record, QString* error)
+bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail)
 {
     const QDir dir(directory);
     if (!QFileInfo::exists(dir.filePath(QStringLiteral("config.json")))) {
@@ -99,11 +108,15 @@ bool loadRunRecord(const QString& directory, RunRecord& record, QString* error)
         return false;
     }
     record.directory = dir.absolutePath();
-    QFile metrics(dir.filePath(QStringLiteral("metrics.jsonl")));
-    if (!metrics.open(QIODevice::ReadOnly))
-        return true;  // a run that has not logged yet
-    while (!metrics.atEnd())
-        record.addMetricsLine(metrics.readLine());
+    LineTail metrics(dir.filePath(QStringLiteral("metrics.jsonl")).toStdString());
+    for (LineTail::Update update = metrics.poll();; update = metrics.poll()) {
+        for (const std::string& line : update.lines)
+            record.addMetricsLine(QByteArray::fromStdString(line));
+        if (!update.more)
+            break;  // a missing file too: a run that has not logged yet
+    }
+    if (tail)
+        *tail = std::move(metrics);
     return true;
 }
 

@@ -11,6 +11,8 @@
 
 #include <memory>
 
+#include "train/LineTail.h"
+
 namespace widelab {
 
 struct TrainingSnapshot;
@@ -38,6 +40,10 @@ public:
     // A line of metrics.jsonl (train, eval and probe lines; others are ignored).
     CurveBatch addMetricsLine(const QByteArray& line);
 
+    // Drops every point, state and capture, keeping id, label, directory and
+    // parameters: the record is then rebuilt from a replaced or trimmed file.
+    void restart();
+
     double lastStep() const { return m_lastStep; }
     double lastSeconds() const { return m_lastSeconds; }
 
@@ -52,7 +58,9 @@ private:
 };
 
 // Reads RUN_DIR/metrics.jsonl (a missing file gives an empty record; a damaged
-// line is skipped). Returns false with `error` set when the directory is not a run.
-bool loadRunRecord(const QString& directory, RunRecord& record, QString* error);
+// line is skipped; a last line still being written is left for later). Returns
+// false with `error` set when the directory is not a run. `tail`, when given,
+// ends where the reading stopped, for a RunFollower to go on from there.
+bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail = nullptr);
 
 }  // namespace widelab

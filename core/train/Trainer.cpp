@@ -7,6 +7,7 @@
 #include "OutOfMemory.h"
 #include "RunDirectory.h"
 #include "RunLock.h"
+#include "RunStatusWriter.h"
 #include "Schedule.h"
 #include "data/Batch.h"
 #include "data/ListOps.h"
@@ -140,6 +141,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     std::filesystem::create_directories(m_directory / "checkpoints");
     if (!m_options.readOnly)
         m_lock = std::make_unique<RunLock>(m_directory);
+    // status.json, for windows following the run: who trains it, how far it got.
+    m_status = std::make_unique<RunStatusWriter>(m_options.readOnly ? std::filesystem::path() : m_directory, m_totalSteps);
+    addObserver(m_status.get());
     const bool hasRun = !checkpoints().empty();
     if (hasRun && !m_options.resume)
         throw CheckpointError(m_directory.string() + " already holds a run with checkpoints; continue it with --resume "
@@ -453,6 +457,7 @@ TrainSummary Trainer::run(TrainingControl& control)
         summary.message = error.what();
         summary.step = m_state.step;
         message("error", summary.message);
+        m_status->ended(RunState::Failed, m_state.step, summary.message);
         return summary;
     };
     // Out of memory ends the run without saving either (an optimizer step may
@@ -466,6 +471,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                           + " are kept";
         summary.step = m_state.step;
         message("error", summary.message);
+        m_status->ended(RunState::Failed, m_state.step, summary.message);
         return summary;
     };
     // On a GPU, steps between measured ones are checked only before anything is saved.
@@ -479,6 +485,7 @@ TrainSummary Trainer::run(TrainingControl& control)
         }
         return std::nullopt;
     };
+    m_status->training(m_state.step);
     if (m_state.step == 0)  // the untrained model, where the views' replay starts
         probeAll();
     while (m_state.step < m_totalSteps) {
@@ -488,14 +495,17 @@ TrainSummary Trainer::run(TrainingControl& control)
             serveRequests(control, interval);
             if (control.paused()) {
                 message("info", "paused at step " + std::to_string(m_state.step));
+                m_status->paused(m_state.step);
                 const double pauseStart = nowSeconds();
                 while (control.paused() && !control.stopRequested()) {
                     control.waitWhilePaused();
                     serveRequests(control, interval);
                 }
                 interval.started += nowSeconds() - pauseStart;
-                if (!control.stopRequested())
+                if (!control.stopRequested()) {
                     message("info", "resumed at step " + std::to_string(m_state.step));
+                    m_status->training(m_state.step);
+                }
             }
         }
         if (control.stopRequested()) {
@@ -514,6 +524,7 @@ TrainSummary Trainer::run(TrainingControl& control)
         }
         if (measure)
             publish(interval);
+        m_status->progress(m_state.step);
         const bool saving = m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps
                             || m_state.step % t.checkpointEvery == 0;
         if (saving) {
@@ -564,6 +575,8 @@ TrainSummary Trainer::run(TrainingControl& control)
     summary.message = summary.outcome == TrainOutcome::Stopped ? "stopped at step " + std::to_string(m_state.step)
                                                                 : "completed " + std::to_string(m_state.step) + " steps";
     message("info", summary.message);
+    m_status->ended(summary.outcome == TrainOutcome::Stopped ? RunState::Stopped : RunState::Finished, m_state.step,
+                    summary.message);
     return summary;
 }
 

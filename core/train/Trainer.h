@@ -98,6 +98,7 @@ private:
     std::int64_t m_totalSteps = 0;
     torch::Device m_device{torch::kCPU};
     std::unique_ptr<class RunLock> m_lock;
+    std::unique_ptr<class RunStatusWriter> m_status;  // status.json; destroyed before the lock is released
     const TrainingControl* m_control = nullptr;  // during run()
 
     std::unique_ptr<Tokenizer> m_tokenizer;
