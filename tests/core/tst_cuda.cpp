@@ -74,18 +74,12 @@ std::filesystem::path fresh(const QTemporaryDir& dir, const char* name)
     return std::filesystem::path(dir.path().toStdString()) / name;
 }
 
+// test::tinyRun on `device`.
 RunDocument tinyRun(const std::string& device, const std::string& overrides = "{}")
 {
-    nlohmann::json json = nlohmann::json::parse(R"({
-        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
-                  "dropout": 0.1, "num_classes": 10},
-        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 64,
-                 "test_size": 64},
-        "train": {"steps": 20, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5, "log_every": 1,
-                  "eval_every": 10, "checkpoint_every": 10, "threads": 1}})");
-    json["train"]["device"] = device;
-    json.merge_patch(nlohmann::json::parse(overrides));
-    return parseRunDocument(json.dump());
+    nlohmann::json patch = nlohmann::json::parse(overrides);
+    patch["train"]["device"] = device;
+    return test::tinyRun(patch.dump());
 }
 
 std::vector<nlohmann::json> trainLines(const std::filesystem::path& run)

@@ -29,18 +29,7 @@ using namespace widelab;
 namespace {
 
 // A tiny ListOps run that a test can afford: short expressions, few examples.
-RunDocument tinyRun(const std::string& overrides = "{}")
-{
-    nlohmann::json json = nlohmann::json::parse(R"({
-        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
-                  "dropout": 0.1, "num_classes": 10},
-        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 64,
-                 "test_size": 64},
-        "train": {"steps": 20, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5, "log_every": 1,
-                  "eval_every": 10, "checkpoint_every": 10, "threads": 1}})");
-    json.merge_patch(nlohmann::json::parse(overrides));
-    return parseRunDocument(json.dump());
-}
+using test::tinyRun;
 
 std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
 {

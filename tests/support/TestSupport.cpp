@@ -30,6 +30,19 @@ ModelConfig modelConfig(const std::string& base, const std::string& overrides)
     return config;
 }
 
+RunDocument tinyRun(const std::string& overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(R"({
+        "model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4, "ffn_dim": 64,
+                  "dropout": 0.1, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 256, "validation_size": 64,
+                 "test_size": 64},
+        "train": {"steps": 20, "batch_size": 16, "learning_rate": 0.003, "warmup_steps": 5, "log_every": 1,
+                  "eval_every": 10, "checkpoint_every": 10, "threads": 1}})");
+    json.merge_patch(nlohmann::json::parse(overrides));
+    return parseRunDocument(json.dump());
+}
+
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets()
 {
     std::vector<std::pair<std::string, ModelDocument>> presets;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "config/ModelConfig.h"
+#include "train/RunConfig.h"
 
 #include <map>
 #include <string>
@@ -19,6 +20,11 @@ double relativeError(const torch::Tensor& a, const torch::Tensor& b);
 // A `model` section: `base` with the keys of `overrides` replacing its own.
 // Throws std::runtime_error listing the problems when it does not validate.
 ModelConfig modelConfig(const std::string& base, const std::string& overrides = "{}");
+
+// A run document of a tiny model on a small ListOps task (20 steps, batch 16,
+// a checkpoint and a validation every 10 steps, one thread), with the keys of
+// `overrides` merged in (JSON merge patch).
+RunDocument tinyRun(const std::string& overrides = "{}");
 
 // Every preset shipped in resources/presets, by file stem.
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets();
