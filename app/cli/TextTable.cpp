@@ -50,20 +50,26 @@ std::string TextTable::render() const
     for (const auto w : widths)
         lineWidth += w + 2;
 
+    // Appended piece by piece: GCC 12 warns falsely on temporaries such as
+    // pad + cell (bug 105329), with LibTorch 2.x's headers in the unit.
     std::string out;
     for (const auto& row : m_rows) {
         if (row.empty()) {
-            out += std::string(lineWidth > 2 ? lineWidth - 2 : 0, '-') + "\n";
+            out.append(lineWidth > 2 ? lineWidth - 2 : 0, '-');
+            out += '\n';
             continue;
         }
-        std::string line;
         for (std::size_t i = 0; i < row.size(); ++i) {
-            const std::string pad(widths[i] - row[i].size(), ' ');
-            line += i == 0 ? row[i] + pad : pad + row[i];
+            const std::size_t pad = widths[i] - row[i].size();
+            if (i > 0)
+                out.append(pad, ' ');
+            out += row[i];
+            if (i == 0)
+                out.append(pad, ' ');
             if (i + 1 < row.size())
-                line += "  ";
+                out += "  ";
         }
-        out += line + "\n";
+        out += '\n';
     }
     return out;
 }
