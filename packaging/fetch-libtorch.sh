@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # The version the GPU machines we measure on run (docs/gpu.md); CUDA 13 wheels.
 version="${WIDELAB_TORCH_VERSION:-2.11.0}"
 target=".deps/torch-$version"
-prefix="$PWD/$target/torch/share/cmake"
+prefix="$PWD/$target/torch"
 
 if [[ -f "$target/.complete" ]]; then
   echo "$prefix"
@@ -40,7 +40,7 @@ rm -rf "$target"
 # Debian's externally-managed marker does not apply to it.
 PIP_BREAK_SYSTEM_PACKAGES=1 "$python" -m pip install --quiet --no-compile --disable-pip-version-check --root-user-action=ignore \
   --target "$target" "torch==$version" >&2
-if [[ ! -f "$prefix/Torch/TorchConfig.cmake" ]]; then
+if [[ ! -f "$prefix/share/cmake/Torch/TorchConfig.cmake" ]]; then
   echo "fetch-libtorch: $target has no torch/share/cmake/Torch/TorchConfig.cmake; is torch==$version a LibTorch 2.x wheel?" >&2
   exit 1
 fi
