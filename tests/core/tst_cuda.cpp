@@ -388,8 +388,8 @@ void TestCuda::nonFiniteStopNamesTheFirstBadStep()
 // the run and its last checkpoint stay, and resume from there.
 void TestCuda::outOfMemoryKeepsTheRun()
 {
-    REQUIRE_DEVICE(device);
 #ifdef WIDELAB_TORCH_CUDA
+    REQUIRE_DEVICE(device);
     if (!device.is_cuda())
         QSKIP("a memory cap exists for CUDA devices only; tst_trainer covers the CPU");
     QTemporaryDir dir;
