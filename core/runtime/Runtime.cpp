@@ -82,6 +82,9 @@ BlasInfo blasLibrary()
         if (base.rfind("libblas.so", 0) == 0 && file.find("/blas/") != std::string::npos)
             found = {"reference BLAS", file, true};
     }
+    // PyPI's LibTorch links MKL into libtorch_cpu.so: no file of its own is mapped.
+    if (found.name == "unknown" && at::hasMKL())
+        return {"MKL", "linked into LibTorch", false};
     return found;
 }
 
