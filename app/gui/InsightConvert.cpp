@@ -1,5 +1,6 @@
 #include "InsightConvert.h"
 
+#include "data/ByteText.h"
 #include "train/Snapshot.h"
 
 #include <QJsonArray>
@@ -104,7 +105,7 @@ ProbeCapture toProbeCapture(const ProbeResult& p)
 {
     ProbeCapture c;
     c.step = p.step;
-    c.text = QString::fromStdString(p.text);
+    c.text = QString::fromStdString(legibleBytes(p.text));
     for (const std::string& token : p.tokens)
         c.tokens.push_back(QString::fromStdString(token));
     c.attention = flatMaps(p.attention);

@@ -1,5 +1,7 @@
 #include "JsonSection.h"
 
+#include "data/ByteText.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -187,6 +189,28 @@ void JsonSection::read(const std::string& key, std::vector<std::string>& out)
         strings.push_back((*value)[i].get<std::string>());
     }
     out = std::move(strings);
+}
+
+void JsonSection::readByteStrings(const std::string& key, std::vector<std::string>& out)
+{
+    const nlohmann::json* value = find(key);
+    if (!value)
+        return;
+    if (!value->is_array()) {
+        addIssue(key, "expected an array of strings, got " + describe(*value));
+        return;
+    }
+    std::vector<std::string> texts;
+    for (std::size_t i = 0; i < value->size(); ++i) {
+        std::optional<std::string> bytes = bytesFromJson((*value)[i]);
+        if (!bytes) {
+            addIssue(key, "item " + std::to_string(i) + ": expected a string or {\"hex\": \"...\"} (two hex digits "
+                              "a byte), got " + describe((*value)[i]));
+            return;
+        }
+        texts.push_back(std::move(*bytes));
+    }
+    out = std::move(texts);
 }
 
 std::optional<std::size_t> JsonSection::choiceIndex(const std::string& key, const std::vector<std::string>& names)

@@ -31,6 +31,9 @@ public:
     void read(const std::string& key, bool& out);
     void read(const std::string& key, std::string& out);
     void read(const std::string& key, std::vector<std::string>& out);  // an array of strings
+    // An array of byte sequences, each as data/ByteText's bytesToJson writes it: a
+    // string, or {"hex": "..."} for bytes that are not UTF-8.
+    void readByteStrings(const std::string& key, std::vector<std::string>& out);
 
     // A string that must be one of `names`; stores the matching index in `out`.
     template <typename Enum>

@@ -1,5 +1,7 @@
 #include "Tokenizer.h"
 
+#include "ByteText.h"
+
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -9,12 +11,6 @@ namespace {
 
 const std::vector<std::string> kKindNames = {"byte", "character", "word", "fixed"};
 constexpr std::int64_t kByteVocab = Tokenizer::kFirstToken + 256;
-
-std::string hexByte(unsigned char c)
-{
-    static constexpr char kDigits[] = "0123456789abcdef";
-    return std::string("\\x") + kDigits[c >> 4] + kDigits[c & 15];
-}
 
 // `token` with ASCII control characters written "\xNN".
 std::string displayText(std::string_view token)

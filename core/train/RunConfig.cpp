@@ -1,6 +1,7 @@
 #include "RunConfig.h"
 
 #include "config/JsonSection.h"
+#include "data/ByteText.h"
 
 #include <fstream>
 #include <regex>
@@ -70,7 +71,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read("checkpoint_every", t.checkpointEvery, 1, kBig);
     s.read("keep_last", t.keepLast, 1, 1000);
     s.read("probe_every", t.probeEvery, 0, kBig);
-    s.read("probes", t.probes);
+    s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
 }
@@ -145,6 +146,9 @@ nlohmann::json RunDocument::toJson() const
         {"test_size", task.testSize},
         {"seed", task.seed},
     };
+    nlohmann::json probesJson = nlohmann::json::array();
+    for (const std::string& probe : train.probes)
+        probesJson.push_back(bytesToJson(probe));
     json["train"] = {
         {"optimizer", nameOf(kOptimizers, train.optimizer)},
         {"learning_rate", train.learningRate},
@@ -170,7 +174,7 @@ nlohmann::json RunDocument::toJson() const
         {"checkpoint_every", train.checkpointEvery},
         {"keep_last", train.keepLast},
         {"probe_every", train.probeEvery},
-        {"probes", train.probes},
+        {"probes", probesJson},
     };
     return json;
 }

@@ -2,11 +2,13 @@
 
 #include "Measurements.h"
 #include "RunLock.h"
+#include "data/ByteText.h"
 
 #include <algorithm>
 #include <fstream>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 
 namespace widelab {
@@ -46,6 +48,26 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
 }
 
+std::vector<std::string> readRunLabels(const std::filesystem::path& directory)
+{
+    const std::filesystem::path file = directory / "labels.json";
+    if (!std::filesystem::exists(file))
+        return {};
+    const nlohmann::json json = readJson(file);
+    if (!json.is_array())
+        throw DataError(file.string() + ": expected an array of class names");
+    std::vector<std::string> labels;
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < json.size(); ++i) {
+        if (!json[i].is_string() || json[i].get_ref<const std::string&>().empty())
+            throw DataError(file.string() + ": class " + std::to_string(i) + " is not a non-empty string");
+        labels.push_back(json[i].get<std::string>());
+        if (!seen.insert(labels.back()).second)
+            throw DataError(file.string() + ": class name \"" + labels.back() + "\" appears twice");
+    }
+    return labels;
+}
+
 std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, const std::vector<std::string>& texts)
 {
     RunDocument document = readRunDocument(directory);
@@ -54,9 +76,8 @@ std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, c
         if (std::find(probes.begin(), probes.end(), text) == probes.end())
             probes.push_back(text);
     if (probes != document.train.probes) {
-        nlohmann::json json = document.toJson();
-        json["train"]["probes"] = probes;
-        writeFileAtomically(directory / "config.json", json.dump(2) + "\n");
+        document.train.probes = probes;
+        writeFileAtomically(directory / "config.json", document.toJson().dump(2) + "\n");
     }
     return probes;
 }
@@ -79,8 +100,7 @@ OpenedRun openRun(const std::filesystem::path& directory, const std::string& whi
 {
     OpenedRun opened{readRunDocument(directory), Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {},
                      nullptr, {}, {}};
-    if (std::filesystem::exists(directory / "labels.json"))
-        opened.labels = readJson(directory / "labels.json").get<std::vector<std::string>>();
+    opened.labels = readRunLabels(directory);
 
     if (which == "latest") {
         const auto latest = latestCheckpoint(directory);
@@ -102,7 +122,7 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     const ModelConfig& c = model.config();
     std::vector<std::int64_t> ids = tokenizer.encode(text);
     if (ids.empty())
-        throw DataError("the text \"" + text + "\" has no token");
+        throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
     if (static_cast<std::int64_t>(ids.size()) > maxLength)
         ids.resize(static_cast<std::size_t>(maxLength));
 

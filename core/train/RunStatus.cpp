@@ -115,7 +115,7 @@ std::optional<RunStatus> readRunStatus(const std::filesystem::path& directory, s
 
 void writeRunStatus(const std::filesystem::path& directory, const RunStatus& status)
 {
-    writeFileAtomically(directory / "status.json", toJson(status).dump() + "\n");
+    writeFileAtomically(directory / "status.json", toJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 std::string localHostName()

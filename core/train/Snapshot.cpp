@@ -1,5 +1,7 @@
 #include "Snapshot.h"
 
+#include "data/ByteText.h"
+
 namespace widelab {
 
 nlohmann::json toJson(const TrainingSnapshot& s)
@@ -55,7 +57,7 @@ nlohmann::json toJson(const EvaluationResult& r)
 
 nlohmann::json toJson(const ProbeResult& r)
 {
-    return {{"type", "probe"},   {"step", r.step},           {"text", r.text},
+    return {{"type", "probe"},   {"step", r.step},           {"text", legibleBytes(r.text)},
             {"tokens", r.tokens}, {"attention", r.attention}, {"experts", r.experts},
             {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
 }

@@ -1,0 +1,78 @@
+#include "ByteText.h"
+
+#include "Tokenizer.h"
+
+namespace widelab {
+namespace {
+
+constexpr char kDigits[] = "0123456789abcdef";
+
+int hexValue(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+}  // namespace
+
+std::string hexByte(unsigned char c) { return std::string("\\x") + kDigits[c >> 4] + kDigits[c & 15]; }
+
+std::string legibleBytes(std::string_view bytes)
+{
+    std::string text;
+    text.reserve(bytes.size());
+    for (std::size_t i = 0; i < bytes.size();) {
+        std::size_t length = 1;
+        if (static_cast<unsigned char>(bytes[i]) >= 0x80)
+            detail::decodeUtf8(bytes, i, length);
+        if (length == 0) {
+            text += hexByte(static_cast<unsigned char>(bytes[i]));
+            ++i;
+            continue;
+        }
+        text.append(bytes.substr(i, length));
+        i += length;
+    }
+    return text;
+}
+
+nlohmann::json bytesToJson(std::string_view bytes)
+{
+    if (findInvalidUtf8(bytes) == std::string_view::npos)
+        return std::string(bytes);
+    std::string hex;
+    hex.reserve(2 * bytes.size());
+    for (const char ch : bytes) {
+        const auto c = static_cast<unsigned char>(ch);
+        hex += kDigits[c >> 4];
+        hex += kDigits[c & 15];
+    }
+    return {{"hex", hex}};
+}
+
+std::optional<std::string> bytesFromJson(const nlohmann::json& value)
+{
+    if (value.is_string())
+        return value.get<std::string>();
+    if (!value.is_object() || value.size() != 1 || !value.contains("hex") || !value.at("hex").is_string())
+        return std::nullopt;
+    const std::string& hex = value.at("hex").get_ref<const std::string&>();
+    if (hex.size() % 2 != 0)
+        return std::nullopt;
+    std::string bytes;
+    bytes.reserve(hex.size() / 2);
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+        const int high = hexValue(hex[i]), low = hexValue(hex[i + 1]);
+        if (high < 0 || low < 0)
+            return std::nullopt;
+        bytes += static_cast<char>(high * 16 + low);
+    }
+    return bytes;
+}
+
+}  // namespace widelab
