@@ -120,7 +120,8 @@ std::string unquote(std::string_view raw)
 
 class ListOpsDataset : public Dataset {
 public:
-    ListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed)
+    ListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed,
+                   const std::function<void(std::int64_t)>& progress)
     {
         const Tokenizer tokenizer = listOpsTokenizer();
         ListOpsGenerator generator(options, seed);
@@ -131,6 +132,8 @@ public:
             tokenizer.encodeTo(example.text, [&](std::int64_t id) { m_ids.push_back(static_cast<std::uint8_t>(id)); });
             m_offsets.push_back(m_ids.size());
             m_labels.push_back(static_cast<std::uint8_t>(example.label));
+            if (progress && (i + 1) % kListOpsProgressEvery == 0)
+                progress(i + 1);
         }
         m_ids.shrink_to_fit();
     }
@@ -211,8 +214,16 @@ std::string toString(Split split)
     return "unknown";
 }
 
+std::int64_t listOpsMemoryBytes(const ListOpsOptions& options, std::int64_t count)
+{
+    // Per example: its offset, its label and at most maxLength token bytes.
+    const double perExample = static_cast<double>(sizeof(std::size_t) + 1) + static_cast<double>(options.maxLength);
+    return static_cast<std::int64_t>(std::min(9.0e18, perExample * static_cast<double>(std::max<std::int64_t>(0, count))));
+}
+
 std::unique_ptr<Dataset> makeListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed,
-                                            Split split, std::int64_t sequenceLength)
+                                            Split split, std::int64_t sequenceLength,
+                                            const std::function<void(std::int64_t)>& progress)
 {
     checkSequenceLength(sequenceLength);
     if (options.maxLength > sequenceLength)
@@ -220,7 +231,8 @@ std::unique_ptr<Dataset> makeListOpsDataset(const ListOpsOptions& options, std::
                                     + " exceeds the sequence length " + std::to_string(sequenceLength));
     if (count < 0)
         throw std::invalid_argument("ListOps: negative example count " + std::to_string(count));
-    return std::make_unique<ListOpsDataset>(options, count, mixSeed(seed, 1 + static_cast<std::uint64_t>(split)));
+    return std::make_unique<ListOpsDataset>(options, count, mixSeed(seed, 1 + static_cast<std::uint64_t>(split)),
+                                            progress);
 }
 
 // ---- ClassificationFile ----
@@ -265,7 +277,29 @@ struct Field {
     bool quoted = false;
 };
 
-// Reads the CSV field at `p` and moves `p` past its terminator: ',' , '\n' or the end of the file (0).
+// Line ends: "\n", "\r\n" and a lone "\r" (old Mac files) all end a line.
+bool isLineEnd(char c) { return c == '\n' || c == '\r'; }
+
+// Moves `p` past the line end at data[p] ("\r\n" counts once).
+void skipLineEnd(std::string_view data, std::size_t& p)
+{
+    if (data[p] == '\r' && p + 1 < data.size() && data[p + 1] == '\n')
+        ++p;
+    ++p;
+}
+
+// The line ends in `text`.
+std::int64_t countLineEnds(std::string_view text)
+{
+    std::int64_t count = 0;
+    for (std::size_t p = 0; p < text.size(); ++p)
+        if (text[p] == '\n' || (text[p] == '\r' && (p + 1 == text.size() || text[p + 1] != '\n')))
+            ++count;
+    return count;
+}
+
+// Reads the CSV field at `p` and moves `p` past its terminator: ',' , a line end
+// (reported as '\n') or the end of the file (0).
 Field readCsvField(std::string_view data, std::size_t& p, std::int64_t& line, char& terminator,
                    const std::filesystem::path& path)
 {
@@ -285,28 +319,26 @@ Field readCsvField(std::string_view data, std::size_t& p, std::int64_t& line, ch
                 }
                 break;
             }
-            if (data[p] == '\n')
-                ++line;
         }
         field.end = p++;
-        if (p < n && data[p] == '\r' && (p + 1 == n || data[p + 1] == '\n'))
-            ++p;
-        if (p < n && data[p] != ',' && data[p] != '\n')
+        line += countLineEnds(data.substr(field.begin, field.end - field.begin));
+        if (p < n && data[p] != ',' && !isLineEnd(data[p]))
             throw DataError(where(path, line) + "unexpected character after a closing quote (a quote inside a "
                                                 "quoted field is written \"\")");
     } else {
         field.begin = p;
-        while (p < n && data[p] != ',' && data[p] != '\n')
+        while (p < n && data[p] != ',' && !isLineEnd(data[p]))
             ++p;
         field.end = p;
-        if (field.end > field.begin && data[field.end - 1] == '\r' && (p >= n || data[p] == '\n'))
-            --field.end;
     }
-    terminator = p < n ? data[p] : '\0';
-    if (p < n) {
-        if (data[p] == '\n')
-            ++line;
+    terminator = '\0';
+    if (p < n && data[p] == ',') {
+        terminator = ',';
         ++p;
+    } else if (p < n) {
+        terminator = '\n';
+        skipLineEnd(data, p);
+        ++line;
     }
     return field;
 }
@@ -357,6 +389,38 @@ public:
         m_state.rows.push_back(row);
     }
 
+    // Turns the labels seen into the given classes (a run's labels.json), each label
+    // by its name; a decimal label also by its number when the classes are 0..C-1.
+    void assignClasses(const std::vector<std::string>& classes)
+    {
+        bool numbered = true;
+        for (std::size_t c = 0; c < classes.size() && numbered; ++c)
+            numbered = classes[c] == std::to_string(c);
+        detail::StringMap<std::int32_t> index;
+        for (std::size_t c = 0; c < classes.size(); ++c)
+            index.emplace(classes[c], static_cast<std::int32_t>(c));
+        std::vector<std::int32_t> classOf(m_names.size());
+        for (std::size_t i = 0; i < m_names.size(); ++i) {
+            const std::string& name = m_names[i];
+            if (const auto found = index.find(name); found != index.end()) {
+                classOf[i] = found->second;
+                continue;
+            }
+            const bool decimal = !name.empty() && name.size() <= 6
+                                 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (numbered && decimal && std::stoll(name) < static_cast<std::int64_t>(classes.size())) {
+                classOf[i] = static_cast<std::int32_t>(std::stoll(name));
+                continue;
+            }
+            throw DataError(where(m_state.path, m_firstLines[i]) + "label \"" + name + "\" is not one of the run's "
+                            + std::to_string(classes.size()) + " classes (its labels.json fixes them for the life of "
+                            "the run; a new class needs a new run)");
+        }
+        m_state.labels = classes;
+        for (Row& row : m_state.rows)
+            row.label = classOf[static_cast<std::size_t>(row.label)];
+    }
+
     // Turns the labels seen into classes: their numbers when all are decimal numbers, else their sorted order.
     void assignClasses()
     {
@@ -401,7 +465,7 @@ private:
         const std::size_t bad = findInvalidUtf8(raw);
         if (bad == std::string_view::npos)
             return;
-        const auto line = field.line + std::count(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+        const auto line = field.line + countLineEnds(raw.substr(0, bad));
         throw DataError(where(m_state.path, line) + "invalid UTF-8 at byte "
                         + std::to_string(field.begin + bad) + " of the file");
     }
@@ -421,17 +485,20 @@ void scanTsv(std::string_view data, std::size_t start, const std::filesystem::pa
     for (std::size_t p = start; p < data.size();) {
         ++line;
         const std::size_t begin = p;
-        std::size_t end = data.find('\n', p);
-        p = end == std::string_view::npos ? data.size() : end + 1;
+        std::size_t end = data.find_first_of("\r\n", p);
         if (end == std::string_view::npos)
-            end = data.size();
-        if (end > begin && data[end - 1] == '\r')
-            --end;
+            end = p = data.size();
+        else
+            skipLineEnd(data, p = end);
         if (end == begin)
             continue;  // an empty line
         const std::size_t tab = data.substr(begin, end - begin).find('\t');
-        if (tab == std::string_view::npos)
-            throw DataError(where(path, line) + "no tab between label and text");
+        if (tab == std::string_view::npos) {
+            const bool commas = data.substr(begin, end - begin).find(',') != std::string_view::npos;
+            throw DataError(where(path, line) + "no tab between label and text"
+                            + (commas ? " (the file is read as TSV; a comma-separated file needs the extension .csv)"
+                                      : ""));
+        }
         rows.add({begin, begin + tab, line, false}, {begin + tab + 1, end, line, false});
     }
 }
@@ -488,7 +555,8 @@ private:
 
 }  // namespace
 
-ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed)
+ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed,
+                                       const std::vector<std::string>& classes)
 {
     checkFractions(fractions);
     auto state = std::make_shared<State>(path);
@@ -505,7 +573,10 @@ ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFraction
         scanTsv(data, start, path, rows);
     if (state->rows.empty())
         throw DataError(path.string() + ": no rows");
-    rows.assignClasses();
+    if (classes.empty())
+        rows.assignClasses();
+    else
+        rows.assignClasses(classes);
     m_state = std::move(state);
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,25 +42,33 @@ struct SplitFractions {
 // split is derived from (seed, split), so the splits come from unrelated streams. Tokens come from
 // listOpsTokenizer(). Throws std::invalid_argument when options.maxLength exceeds sequenceLength (truncation
 // would change the answer), and what generateListOps throws.
+// `progress`, when given, is called with the examples generated so far every kListOpsProgressEvery of them.
+constexpr std::int64_t kListOpsProgressEvery = 1 << 16;
 std::unique_ptr<Dataset> makeListOpsDataset(const ListOpsOptions& options, std::int64_t count, std::uint64_t seed,
-                                            Split split, std::int64_t sequenceLength);
+                                            Split split, std::int64_t sequenceLength,
+                                            const std::function<void(std::int64_t)>& progress = {});
+// At most what `count` ListOps examples hold in memory.
+std::int64_t listOpsMemoryBytes(const ListOpsOptions& options, std::int64_t count);
 
 // Classification from a file: TSV ("label<TAB>text", the text being the rest of the line) or CSV ("label,text",
 // RFC 4180: a field in double quotes may hold commas, newlines and "" for a quote; exactly two fields a row),
-// chosen by extension (.csv is CSV; .tsv and anything else TSV). Lines end in "\n" or "\r\n"; empty lines and a
+// chosen by extension (.csv is CSV; .tsv and anything else TSV). Lines end in "\n", "\r\n" or a lone "\r"; empty lines and a
 // leading UTF-8 byte order mark are skipped; a first row whose label is "label" (any case) is a header, skipped.
 // Labels (trimmed of whitespace) are integers 0..C-1 when every label is a decimal number (C = largest + 1, at
-// most 100000), else strings mapped to classes in sorted (byte) order; labels() lists the class names.
+// most 100000), else strings mapped to classes in sorted (byte) order; labels() lists the class names. Given
+// `classes` (a run's labels.json: the mapping for the life of a run), labels are those classes instead, found by
+// name (a decimal label also by number when the classes are "0".."C-1"); a label not among them is an error.
 // Rows are assigned to splits from a hash of (seed, row index) with the given fractions: deterministic, and
 // independent of the other rows (row index: data rows counted from 0, without header and empty lines).
 // Texts longer than sequenceLength tokens are truncated to it.
 // Errors (DataError "FILE:LINE: reason"): a missing or empty file, no rows, a row without a separator, a CSV row
 // with more than two fields, an unclosed quote, an empty label, an empty or blank text, invalid UTF-8 (on the
-// line of the bad byte). Fractions out of range: std::invalid_argument.
+// line of the bad byte), a label not among the given classes. Fractions out of range: std::invalid_argument.
 // The file is memory-mapped and scanned once; what stays in memory is the row index (24 bytes a row).
 class ClassificationFile {
 public:
-    ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed);
+    ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed,
+                       const std::vector<std::string>& classes = {});
 
     const std::vector<std::string>& labels() const;
     std::int64_t rows() const;             // data rows, all splits
