@@ -38,9 +38,10 @@ usage:
                     [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--peak-tflops F] [--json]
                                         throughput, MFU against the measured matmul peak (and
                                         a nominal one), peak memory, phases
-  widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]
-                                        train (Ctrl-C saves a checkpoint and stops)
-  widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]
+  widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
+                                        train (Ctrl-C saves a checkpoint and stops; --force:
+                                        even when the memory estimate exceeds what is available)
+  widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
                                         continue a run as it was configured
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
                        [--device D] [--threads N] [--json]
@@ -368,7 +369,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     const bool train = command == "train", eval = command == "eval";
     std::vector<std::string> flags, options;
     if (train) {
-        flags = {"--resume"};
+        flags = {"--resume", "--force"};
         options = {"--out", "--steps", "--device", "--threads"};
     } else if (eval) {
         flags = {"--json"};
@@ -390,6 +391,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
     r.threads = a.integer("--threads", -1, 0, 4096);
     r.resume = a.has("--resume");
+    r.force = train && a.has("--force");
     r.json = a.has("--json");
     try {
         if (command == "train")

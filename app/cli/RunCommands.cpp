@@ -124,8 +124,8 @@ std::string top(const std::vector<float>& values, const std::vector<std::string>
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() > 1 || (a.positional.empty() && !a.resume) || a.out.empty())
-        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N]\n"
-                            "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N]");
+        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]\n"
+                            "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]");
     // Resuming without a configuration continues the run as RUN_DIR/config.json says;
     // with one, the trainer checks that it is the run's own.
     RunDocument run = a.positional.empty() ? readRunDocument(a.out)
@@ -138,6 +138,7 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         options.device = a.device;
     if (a.threads >= 0)
         options.threads = a.threads;
+    options.force = a.force;
 
     Trainer trainer(std::move(run), a.out, options);
     const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);

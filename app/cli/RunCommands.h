@@ -25,6 +25,7 @@ struct RunArguments {
     std::int64_t steps = -1;    // --steps
     std::int64_t threads = -1;  // --threads
     bool resume = false;
+    bool force = false;         // --force: train even when the memory estimate says it will not fit
     bool json = false;
 };
 

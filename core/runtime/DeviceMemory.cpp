@@ -4,9 +4,13 @@
 // with Debian's CPU build every device is the CPU.
 #ifdef WIDELAB_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -28,7 +32,50 @@ DeviceMemory processMemory()
     return memory;
 }
 
+// The first number in `file`, or -1 (absent, or "max": no limit).
+std::int64_t numberIn(const std::filesystem::path& file)
+{
+    std::ifstream in(file);
+    long long value = -1;
+    if (!(in >> value))
+        return -1;
+    return value;
+}
+
+std::int64_t availableHostMemory()
+{
+    std::int64_t available = -1;
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string line; std::getline(meminfo, line);) {
+        long long kib = 0;
+        if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1)
+            available = kib * 1024;
+    }
+    // cgroup v2: what the container may still take.
+    const std::int64_t limit = numberIn("/sys/fs/cgroup/memory.max");
+    const std::int64_t used = numberIn("/sys/fs/cgroup/memory.current");
+    if (limit > 0 && used >= 0 && (available < 0 || limit - used < available))
+        available = std::max<std::int64_t>(0, limit - used);
+    return std::max<std::int64_t>(0, available);
+}
+
 }  // namespace
+
+std::int64_t availableMemory(const c10::Device& device)
+{
+#ifdef WIDELAB_TORCH_CUDA
+    if (device.is_cuda()) {
+        const c10::cuda::CUDAGuard guard(device);
+        std::size_t free = 0, total = 0;
+        if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+            cudaGetLastError();  // clear it: the question failed, not the run
+            return 0;
+        }
+        return static_cast<std::int64_t>(free);
+    }
+#endif
+    return device.is_cuda() ? 0 : availableHostMemory();
+}
 
 DeviceMemory deviceMemory(const c10::Device& device)
 {

@@ -30,6 +30,11 @@ void resetPeakDeviceMemory(const c10::Device& device);
 // out-of-memory error, so that a retry or another process can use them).
 void releaseCachedDeviceMemory(const c10::Device& device);
 
+// What a run could still allocate on `device`: on a GPU, the driver's free
+// memory; on the CPU, the kernel's MemAvailable, or less where a cgroup limit
+// (a container) leaves less. 0 when it cannot be told.
+std::int64_t availableMemory(const c10::Device& device);
+
 // "1.23 GiB", "512.0 MiB": sizes for messages.
 std::string formatBytes(std::int64_t bytes);
 

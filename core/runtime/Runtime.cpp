@@ -20,6 +20,7 @@
 #include <fstream>
 #include <thread>
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 namespace widelab {
@@ -33,12 +34,37 @@ void preferPassiveOpenMpWait(char** argv)
     // Only reached when exec failed: carry on with the spinning default.
 }
 
+namespace {
+
+// A function of whichever BLAS is loaded, looked up at run time: WideLab links
+// LibTorch, not a BLAS, and Debian switches BLAS implementations underneath.
+template <typename Function>
+Function* blasFunction(const char* name)
+{
+    return reinterpret_cast<Function*>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
 int setComputeThreads(int threads)
 {
     if (threads <= 0)
         threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(threads);
+    if (auto* openblas = blasFunction<void(int)>("openblas_set_num_threads"))
+        openblas(threads);
+    if (auto* blis = blasFunction<void(long)>("bli_thread_set_num_threads"))
+        blis(threads);
     return at::get_num_threads();
+}
+
+int blasThreads()
+{
+    if (auto* openblas = blasFunction<int()>("openblas_get_num_threads"))
+        return openblas();
+    if (auto* blis = blasFunction<long()>("bli_thread_get_num_threads"))
+        return static_cast<int>(blis());
+    return 0;
 }
 
 int computeThreads() { return at::get_num_threads(); }
@@ -51,7 +77,10 @@ std::string runtimeSummary()
                           + " (OpenMP "
                           + (policy ? std::string(policy) : std::string("default")) + " wait), ";
     const BlasInfo blas = blasLibrary();
-    summary += "BLAS: " + blas.name + ", ";
+    summary += "BLAS: " + blas.name;
+    if (const int own = blasThreads(); own > 0)
+        summary += " (" + std::to_string(own) + (own == 1 ? " thread)" : " threads)");
+    summary += ", ";
     summary += cpuBlockCacheInstalled() ? "CPU block cache, " : "no CPU block cache, ";
     if (const std::string off = disabledFastPaths(); !off.empty())
         summary += "disabled: " + off + ", ";

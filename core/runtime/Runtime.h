@@ -18,9 +18,14 @@ namespace widelab {
 // only when no re-execution happened (policy already set, or exec failed).
 void preferPassiveOpenMpWait(char** argv);
 
-// Sets the intra-op thread count; 0 means every core. Returns the count in use.
+// Sets the thread count of every pool that computes: LibTorch's intra-op pool
+// (and with it OpenMP's and MKL's) and the BLAS's own (OpenBLAS, BLIS), which
+// otherwise follow OMP_NUM_THREADS or OPENBLAS_NUM_THREADS as the process
+// started; 0 means every core. Returns LibTorch's count in use.
 int setComputeThreads(int threads);
 int computeThreads();
+// The BLAS's own thread count, or 0 when the BLAS has no pool WideLab can see.
+int blasThreads();
 // A device training can run on, as `train.device` names it.
 struct DeviceInfo {
     std::string id;          // "cpu", "cuda:0", ...

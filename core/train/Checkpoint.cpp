@@ -136,6 +136,8 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("sampler_position", torch::tensor(state.samplerPosition));
     archive.write("best_validation_loss", torch::tensor(state.bestValidationLoss, torch::kFloat64));
     archive.write("schedule_steps", torch::tensor(state.scheduleSteps));
+    archive.write("interval_sums", torch::tensor(state.intervalSums, torch::kFloat64));
+    archive.write("interval_steps", torch::tensor(state.intervalSteps));
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
     if (const auto device = modelDevice(model); device.is_cuda())  // dropout and router noise draw on the GPU
         archive.write("rng_cuda", cudaGenerator(device).get_state());
@@ -191,6 +193,12 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         torch::Tensor scheduleSteps;
         if (archive.try_read("schedule_steps", scheduleSteps))  // checkpoints written before it was recorded lack it
             state.scheduleSteps = scheduleSteps.item<std::int64_t>();
+        torch::Tensor intervalSums, intervalSteps;  // nor these
+        if (archive.try_read("interval_sums", intervalSums) && archive.try_read("interval_steps", intervalSteps)) {
+            const torch::Tensor sums = intervalSums.to(torch::kFloat64).contiguous();
+            state.intervalSums.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+            state.intervalSteps = intervalSteps.item<std::int64_t>();
+        }
 
         torch::NoGradGuard noGrad;
         auto restore = [&](const std::string& name, torch::Tensor& target, bool buffer) {

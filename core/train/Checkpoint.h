@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace widelab {
 
@@ -31,6 +32,12 @@ struct CheckpointState {
     std::int64_t samplerPosition = 0;      // training examples handed out so far
     double bestValidationLoss = std::numeric_limits<double>::infinity();
     std::int64_t scheduleSteps = 0;        // the steps the learning-rate schedule spans (0: not recorded)
+    // What the trainer has measured since its last metrics line (sums of loss,
+    // task loss, balance loss, hits, counted, gradient norm over intervalSteps
+    // steps): a run stopped between two lines resumes them, so that it writes the
+    // lines an uninterrupted run writes. Empty when no step is pending.
+    std::vector<double> intervalSums;
+    std::int64_t intervalSteps = 0;
 };
 
 // Writes `file` atomically: a temporary file beside it, flushed to disk, then

@@ -1,8 +1,22 @@
 #include "MemoryEstimate.h"
 
+#include "runtime/DeviceMemory.h"
+
 #include <torch/version.h>
 
+#include <algorithm>
+
 namespace widelab {
+namespace {
+
+// Bytes as a count; an absurd configuration's figure saturates instead of overflowing.
+std::int64_t bytes(double value)
+{
+    constexpr double kMax = 9.0e18;
+    return static_cast<std::int64_t>(std::min(value, kMax));
+}
+
+}  // namespace
 
 MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t storedParameters, bool cuda)
 {
@@ -27,11 +41,29 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
     const double perBlock = paths * (tokens * (4.0 * d + 4.0 * attention + 2.0 * ffn * chosen) + scores);
     const double activationBytes = cuda && t.bf16 ? 2.0 : 4.0;
 
+    // The loss reads fp32 logits: a language model's, one row of the vocabulary
+    // per token; a classifier's, one row of the classes per sequence.
+    const double logits = m.head == HeadKind::LanguageModel ? tokens * static_cast<double>(m.vocabSize)
+                                                            : batch * static_cast<double>(m.numClasses);
+
     MemoryEstimate estimate;
-    estimate.parameterBytes = static_cast<std::int64_t>(4.0 * parameterCopies * static_cast<double>(storedParameters));
-    estimate.activationBytes =
-        static_cast<std::int64_t>(activationBytes * static_cast<double>(m.layers) * perBlock);
+    estimate.parameterBytes = bytes(4.0 * parameterCopies * static_cast<double>(storedParameters));
+    estimate.activationBytes = bytes(activationBytes * static_cast<double>(m.layers) * perBlock);
+    estimate.headBytes = bytes(2.0 * 4.0 * logits);
     return estimate;
+}
+
+std::string memoryShortfall(const RunDocument& run, const MemoryEstimate& need, std::int64_t available,
+                            const std::string& device)
+{
+    if (available <= 0 || need.totalBytes() <= available)
+        return {};
+    return "the run needs about " + formatBytes(need.totalBytes()) + " on " + device + " (weights, gradients and "
+           "optimizer state " + formatBytes(need.parameterBytes) + ", activations " + formatBytes(need.activationBytes)
+           + ", logits " + formatBytes(need.headBytes) + " for a batch of " + std::to_string(run.train.batchSize)
+           + " x " + std::to_string(run.sequenceLength()) + " tokens), more than the " + formatBytes(available)
+           + " available there; lower train.batch_size, task.sequence_length or the model's size, or insist "
+             "(widelab-cli train --force) to try anyway";
 }
 
 }  // namespace widelab

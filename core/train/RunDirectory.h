@@ -30,6 +30,12 @@ RunDocument readRunDocument(const std::filesystem::path& directory);
 // The newest step-*.pt in directory/checkpoints, if any.
 std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory);
 
+// The run's classes, RUN_DIR/labels.json: written when the run starts, the
+// mapping from labels to classes for the life of the run. Empty when the file
+// is absent (a run from before it was written); DataError naming the file when
+// it is not an array of distinct, non-empty strings.
+std::vector<std::string> readRunLabels(const std::filesystem::path& directory);
+
 // Reads config.json, tokenizer.json, labels.json and a checkpoint ("latest",
 // "best", or a file name in checkpoints/). Throws ConfigError, DataError or
 // CheckpointError naming the missing or broken piece.

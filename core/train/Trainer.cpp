@@ -4,6 +4,7 @@
 #include "GradientHealth.h"
 #include "Lamb.h"
 #include "Measurements.h"
+#include "MemoryEstimate.h"
 #include "OutOfMemory.h"
 #include "RunDirectory.h"
 #include "RunLock.h"
@@ -11,6 +12,7 @@
 #include "Schedule.h"
 #include "data/Batch.h"
 #include "data/ListOps.h"
+#include "model/ParameterCount.h"
 #include "log/RunLog.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Autocast.h"
@@ -119,6 +121,7 @@ struct Trainer::Interval {
     double started = nowSeconds();
     torch::Tensor sums;        // [6]: loss, task, balance, hits, counted, gradient norm
     std::int64_t steps = 0, tokens = 0;
+    std::int64_t resumedSteps = 0;  // of `steps`, those run before a resume (in the sums, not timed)
     ForwardTrace trace;        // routing of the interval's last, measured step
 };
 
@@ -137,6 +140,13 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         m_run.task.path = std::filesystem::absolute(m_run.task.path).lexically_normal().string();
     m_device = resolveDevice(train.device);
     setComputeThreads(static_cast<int>(train.threads));
+    if (!m_options.readOnly && !m_options.force) {
+        const MemoryEstimate need =
+            estimateTrainingMemory(m_run, modelCost(m_run.model).total.stored, m_device.is_cuda());
+        if (const std::string shortfall = memoryShortfall(m_run, need, availableMemory(m_device), m_device.str());
+            !shortfall.empty())
+            throw InsufficientMemory(shortfall);
+    }
 
     std::filesystem::create_directories(m_directory / "checkpoints");
     if (!m_options.readOnly)
@@ -176,9 +186,14 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
     const std::filesystem::path metricsFile = m_directory / "metrics.jsonl";
+    m_interval = std::make_unique<Interval>();
     if (m_options.resume) {
         loadLatestCheckpoint();
         m_sampler->seek(m_state.samplerPosition);
+        if (m_state.intervalSteps > 0 && m_state.intervalSums.size() == 6) {
+            m_interval->sums = torch::tensor(m_state.intervalSums, torch::kFloat64).to(m_device);
+            m_interval->steps = m_interval->resumedSteps = m_state.intervalSteps;
+        }
         // Lines written after this checkpoint describe steps that will run again.
         if (!m_options.readOnly)
             trimMetrics(metricsFile, m_state.step);
@@ -319,15 +334,38 @@ void Trainer::prepareData()
         listops.minLength = task.minLength;
         listops.maxLength = task.maxLength;
         m_tokenizer = std::make_unique<Tokenizer>(listOpsTokenizer());
-        m_train = makeListOpsDataset(listops, task.trainSize, seed, Split::Train, length);
-        m_validation = makeListOpsDataset(listops, task.validationSize, seed, Split::Validation, length);
-        m_test = makeListOpsDataset(listops, task.testSize, seed, Split::Test, length);
+        // Generated up front, in memory: refused when it cannot fit, reported as it goes when it is long.
+        const std::int64_t needed = listOpsMemoryBytes(listops, task.trainSize + task.validationSize + task.testSize);
+        if (const std::int64_t available = availableMemory(torch::kCPU); available > 0 && needed > available)
+            throw ConfigError({{"task.train_size", std::to_string(task.trainSize) + " ListOps examples (with the "
+                                                       "validation and test splits) take up to " + formatBytes(needed)
+                                                       + " of memory, more than the " + formatBytes(available)
+                                                       + " available; lower task.train_size or task.max_length"}});
+        auto generate = [&](std::int64_t count, Split split) {
+            double shown = nowSeconds();
+            auto progress = [&](std::int64_t done) {
+                if (nowSeconds() - shown < 5.0)
+                    return;
+                shown = nowSeconds();
+                message("info", "generating the ListOps " + toString(split) + " split: "
+                                    + std::to_string(100 * done / count) + "% (" + std::to_string(done) + " of "
+                                    + std::to_string(count) + " examples)");
+            };
+            return makeListOpsDataset(listops, count, seed, split, length, progress);
+        };
+        m_train = generate(task.trainSize, Split::Train);
+        m_validation = generate(task.validationSize, Split::Validation);
+        m_test = generate(task.testSize, Split::Test);
         for (int value = 0; value < 10; ++value)
             m_labels.push_back(std::to_string(value));
         break;
     }
     case TaskKind::Classification: {
-        m_classificationFile = std::make_unique<ClassificationFile>(task.path, fractions, seed);
+        // A run keeps the classes it started with (labels.json): a file that gained
+        // a label must not renumber them under the trained model.
+        const std::vector<std::string> classes = m_options.resume ? readRunLabels(m_directory)
+                                                                  : std::vector<std::string>();
+        m_classificationFile = std::make_unique<ClassificationFile>(task.path, fractions, seed, classes);
         chooseTokenizer([&](VocabularyBuilder& builder) { m_classificationFile->addTrainingTexts(builder); });
         m_labels = m_classificationFile->labels();
         if (static_cast<std::int64_t>(m_labels.size()) > m_run.model.numClasses)
@@ -411,7 +449,9 @@ void Trainer::record(const nlohmann::json& line)
 {
     if (!m_metrics.is_open())
         return;
-    m_metrics << line.dump() << '\n';
+    // Texts in a line are valid UTF-8 by construction (data/ByteText); should one
+    // slip through, the line is still written, with U+FFFD for the bad bytes.
+    m_metrics << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     m_metrics.flush();
 }
 
@@ -450,7 +490,8 @@ TrainSummary Trainer::run(TrainingControl& control)
     } release{m_control};
     const TrainConfig& t = m_run.train;
     TrainSummary summary;
-    Interval interval;
+    Interval& interval = *m_interval;
+    interval.started = nowSeconds();
     // A non-finite step ends the run without saving: the last good checkpoint stays.
     auto stopped = [&](const std::domain_error& error) {
         summary.outcome = TrainOutcome::NonFinite;
@@ -546,7 +587,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                 message("info", text);
                 if (result.loss < m_state.bestValidationLoss) {
                     m_state.bestValidationLoss = result.loss;
-                    widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, m_state);
+                    widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, stateToSave());
                 }
             } catch (const Interrupted&) {
                 summary.outcome = TrainOutcome::Stopped;
@@ -566,9 +607,11 @@ TrainSummary Trainer::run(TrainingControl& control)
     }
     if (auto error = unsavedStepsNonFinite())
         return stopped(*error);
-    // Steps since the last snapshot are reported too, so the curves reach the stop.
+    // Steps since the last snapshot are shown too, so the curves reach the stop. A
+    // stopped run keeps them for its checkpoint, not metrics.jsonl: resumed, it
+    // writes the lines an uninterrupted run writes.
     if (interval.steps > 0)
-        publish(interval);
+        publish(interval, /*record=*/summary.outcome != TrainOutcome::Stopped);
     if (m_savedStep != m_state.step)  // not when the last step's checkpoint is already written
         saveCheckpoint();
     summary.step = m_state.step;
@@ -640,11 +683,12 @@ void Trainer::stopIfNonFinite()
         throw std::domain_error(*problem + "; training stopped, the last checkpoint is intact");
 }
 
-void Trainer::publish(Interval& interval)
+void Trainer::publish(Interval& interval, bool recorded)
 {
     const double measureStart = nowSeconds();
     const double elapsed = measureStart - interval.started;
     const double steps = static_cast<double>(std::max<std::int64_t>(1, interval.steps));
+    const double timedSteps = static_cast<double>(std::max<std::int64_t>(1, interval.steps - interval.resumedSteps));
     const torch::Tensor sumsOnHost = interval.sums.to(torch::kCPU);
     const double* sums = sumsOnHost.data_ptr<double>();  // loss, task, balance, hits, counted, gradient norm
     TrainingSnapshot s;
@@ -659,7 +703,7 @@ void Trainer::publish(Interval& interval)
                                                   m_run.train.warmupSteps, m_totalSteps,
                                                   m_run.train.minLearningRateRatio},
                                   m_state.step - 1);
-    s.stepSeconds = elapsed / steps;
+    s.stepSeconds = elapsed / timedSteps;
     s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
     const DeviceMemory memory = deviceMemory(m_device);
     s.memoryKind = memory.cuda ? "cuda" : "rss";
@@ -689,10 +733,24 @@ void Trainer::publish(Interval& interval)
     s.paths = pathWeights(*m_model);
     s.measurementSeconds = nowSeconds() - measureStart;
 
-    record(toJson(s));
+    if (recorded)
+        record(toJson(s));
     for (auto* observer : m_observers)
         observer->onSnapshot(s);
-    interval = Interval{};
+    if (recorded)
+        interval = Interval{};
+}
+
+CheckpointState Trainer::stateToSave() const
+{
+    CheckpointState state = m_state;
+    state.intervalSums.clear();
+    state.intervalSteps = m_interval->steps;
+    if (m_interval->steps > 0) {
+        const torch::Tensor sums = m_interval->sums.to(torch::kCPU, torch::kFloat64).contiguous();
+        state.intervalSums.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
+    }
+    return state;
 }
 
 EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
@@ -763,9 +821,28 @@ std::string Trainer::defaultProbeText() const
         if (i == 0 || ids.size() < best.size())
             best = std::move(ids);
     }
-    if (best.size() > kMaxTokens)
-        best.resize(kMaxTokens);
-    return m_tokenizer->decode(best);
+    // Byte tokens: a window of UTF-8 text may start inside a character, and the
+    // cut must not end inside one (at most three continuation bytes follow a lead).
+    const bool bytes = m_tokenizer->kind() == TokenizerKind::Byte;
+    auto continuation = [&](std::int64_t id) {
+        const std::int64_t byte = id - Tokenizer::kFirstToken;
+        return bytes && byte >= 0x80 && byte < 0xc0;
+    };
+    std::size_t begin = 0;
+    while (begin < 3 && begin + 1 < best.size() && continuation(best[begin]))
+        ++begin;
+    std::size_t end = std::min(best.size(), begin + kMaxTokens);
+    std::size_t lead = end;  // the last character's first byte, if it is among the last four
+    while (lead > begin && end - lead < 4 && continuation(best[lead - 1]))
+        --lead;
+    if (bytes && lead > begin && end - lead < 4) {
+        const std::int64_t first = best[lead - 1] - Tokenizer::kFirstToken;
+        const std::size_t length = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1;
+        if (lead - 1 + length > end && lead - 1 > begin)
+            end = lead - 1;  // that character does not fit: cut before it
+    }
+    return m_tokenizer->decode({best.begin() + static_cast<std::ptrdiff_t>(begin),
+                                best.begin() + static_cast<std::ptrdiff_t>(end)});
 }
 
 // A probe the user asked the run to keep: inspected with the others from now
@@ -806,7 +883,7 @@ std::vector<std::filesystem::path> Trainer::checkpoints() const
 void Trainer::saveCheckpoint()
 {
     const std::filesystem::path file = m_directory / "checkpoints" / checkpointName(m_state.step);
-    widelab::saveCheckpoint(file, *m_model, *m_optimizer, m_state);
+    widelab::saveCheckpoint(file, *m_model, *m_optimizer, stateToSave());
     m_savedStep = m_state.step;
     auto files = checkpoints();
     while (static_cast<std::int64_t>(files.size()) > m_run.train.keepLast) {

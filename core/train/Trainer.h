@@ -30,6 +30,16 @@ struct TrainerOptions {
     std::optional<std::int64_t> threads;   // overrides train.threads
     std::string checkpoint = "latest";     // with resume: "latest", "best" or a file name in checkpoints/
     bool readOnly = false;                 // evaluate a run without writing into its directory
+    // Train even when the memory estimate exceeds what the device has available
+    // (the estimate is first-order; an allocation that fails still ends cleanly).
+    bool force = false;
+};
+
+// A run whose memory estimate exceeds what its device has available, refused
+// before anything is allocated (TrainerOptions::force skips the check).
+class InsufficientMemory : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 enum class TrainOutcome { Completed, Stopped, NonFinite, OutOfMemory };
@@ -81,7 +91,10 @@ private:
     void prepareData();
     void buildOptimizer();
     void trainStep(Interval& interval, bool measure);
-    void publish(Interval& interval);
+    // A snapshot of the interval to the observers; `recorded`: also to
+    // metrics.jsonl, and the interval starts anew.
+    void publish(Interval& interval, bool recorded = true);
+    CheckpointState stateToSave() const;  // m_state with the pending interval
     std::string defaultProbeText() const;
     void probeAll();
     void keepProbe(const std::string& text);
@@ -112,6 +125,7 @@ private:
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     std::unique_ptr<class NonFiniteWatch> m_nonFinite;
     CheckpointState m_state;
+    std::unique_ptr<Interval> m_interval;  // measured since the last metrics line
     std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from
 
     std::vector<TrainingObserver*> m_observers;
