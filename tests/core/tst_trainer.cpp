@@ -629,7 +629,9 @@ void TestTrainer::outOfMemoryIsAMessageNotACrash()
         {"task", {{"kind", "language_model"}, {"path", text.string()}, {"tokenizer", "byte"}}},
         {"train", {{"steps", 2}, {"batch_size", 32}, {"eval_every", 2}, {"checkpoint_every", 2},
                    {"threads", 1}}}}.dump());
-    Trainer trainer(run, fresh(dir, "oom"));
+    TrainerOptions insist;  // past the memory estimate, which refuses this run up front
+    insist.force = true;
+    Trainer trainer(run, fresh(dir, "oom"), insist);
     std::atomic<bool> stop{false};
     const TrainSummary summary = trainer.run(stop);
     QCOMPARE(static_cast<int>(summary.outcome), static_cast<int>(TrainOutcome::OutOfMemory));
