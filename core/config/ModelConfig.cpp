@@ -168,19 +168,6 @@ nlohmann::json ModelConfig::toJson() const
     };
 }
 
-nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
-{
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-        // nlohmann's message carries line and column; drop its "[json.exception...]" prefix.
-        std::string message = error.what();
-        if (const auto cut = message.find("] "); cut != std::string::npos)
-            message = message.substr(cut + 2);
-        throw ConfigError({{"", (origin.empty() ? std::string() : origin + ": ") + "not valid JSON: " + message}});
-    }
-}
-
 ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
                                 const std::vector<std::string>& otherSections)
 {

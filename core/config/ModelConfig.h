@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ConfigError.h"
+#include "JsonText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -103,10 +104,10 @@ struct ModelDocument {
 };
 
 // The pieces of document reading, for documents with more sections:
-// parseJsonText throws ConfigError for malformed JSON; readModelDocument reads
-// name, description and model, appending problems (keys other than these and
-// `otherSections` are unknown); throwIfAny throws ConfigError when there are problems.
-nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
+// parseJsonText (config/JsonText.h) throws ConfigError for malformed JSON;
+// readModelDocument reads name, description and model, appending problems (keys
+// other than these and `otherSections` are unknown); throwIfAny throws
+// ConfigError when there are problems.
 ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
                                 const std::vector<std::string>& otherSections);
 void throwIfAny(std::vector<ConfigIssue> issues, const std::string& origin);

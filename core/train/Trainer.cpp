@@ -104,8 +104,8 @@ void trimMetrics(const std::filesystem::path& file, std::int64_t step)
         return;
     std::string kept;
     for (std::string line; std::getline(in, line);) {
-        const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
-        if (!json.is_discarded() && json.value("step", std::int64_t{0}) <= step)
+        const std::optional<nlohmann::json> json = tryParseJsonText(line);
+        if (json && json->is_object() && json->value("step", std::int64_t{0}) <= step)
             kept += line + "\n";
     }
     writeFileAtomically(file, kept);
@@ -301,8 +301,10 @@ void Trainer::prepareData()
 
     auto chooseTokenizer = [&](auto&& streamTexts) {
         if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
-            std::ifstream in(savedTokenizer);
-            m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromJson(nlohmann::json::parse(in)));
+            std::ostringstream text;
+            text << std::ifstream(savedTokenizer, std::ios::binary).rdbuf();
+            m_tokenizer = std::make_unique<Tokenizer>(
+                Tokenizer::fromJson(parseJsonText(text.str(), savedTokenizer.string())));
         } else if (task.tokenizer == TokenizerChoice::Byte) {
             m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
         } else {
