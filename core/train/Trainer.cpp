@@ -38,8 +38,7 @@ double nowSeconds()
 
 torch::Device resolveDevice(const std::string& name)
 {
-    static const std::regex valid(R"(auto|cpu|cuda(:[0-9]{1,3})?)");
-    if (!std::regex_match(name, valid))
+    if (!isDeviceName(name))  // a --device override skips the document's check
         throw ConfigError({{"train.device", "\"" + name + "\" is not auto, cpu, cuda or cuda:N"}});
     if (name == "cpu")
         return torch::kCPU;
@@ -152,6 +151,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
     m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : m_directory / "log.txt");
+    for (const ConfigIssue& warning : m_run.warnings)
+        message("warning", warning.text());
     if (m_options.resume && !m_options.readOnly)
         checkResumedDocument();
 
