@@ -30,7 +30,8 @@ const char* kUsage = R"(WideLab command-line tool
 
 usage:
   widelab-cli params CONFIG [--json]    parameter and FLOP accounting of a model
-  widelab-cli check CONFIG              validate a configuration, print it resolved
+  widelab-cli check CONFIG              validate a run configuration as train does, print it
+                                        resolved (warnings on stderr)
   widelab-cli presets [--json]          the shipped presets
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
@@ -144,6 +145,13 @@ ModelDocument loadDocument(const std::string& nameOrPath)
     return loadModelDocument(resolveConfigPath(nameOrPath));
 }
 
+// Warnings go to the error stream, so that what a command prints stays usable.
+void printWarnings(const std::vector<ConfigIssue>& warnings, std::ostream& err)
+{
+    for (const ConfigIssue& warning : warnings)
+        err << "warning: " << warning.text() << "\n";
+}
+
 std::string title(const ModelDocument& document, const std::string& fallback)
 {
     return document.name.empty() ? fallback : document.name;
@@ -165,10 +173,11 @@ std::optional<std::pair<MemoryEstimate, MemoryEstimate>> trainingMemory(const st
     }
 }
 
-int params(const Arguments& a, std::ostream& out)
+int params(const Arguments& a, std::ostream& out, std::ostream& err)
 {
     const std::string source = a.single("CONFIG");
     const ModelDocument document = loadDocument(source);
+    printWarnings(document.warnings, err);
     const ModelCost cost = modelCost(document.model);
     const auto memory = trainingMemory(source, cost.total.stored);
     if (a.has("--json")) {
@@ -208,15 +217,14 @@ int params(const Arguments& a, std::ostream& out)
     return 0;
 }
 
-int check(const Arguments& a, std::ostream& out)
+// The whole run document, checked as `train` checks it before it starts (the
+// data file must be there and readable; its contents are the trainer's), and
+// printed resolved: what check accepts, train accepts.
+int check(const Arguments& a, std::ostream& out, std::ostream& err)
 {
-    const ModelDocument document = loadDocument(a.single("CONFIG"));
-    nlohmann::json json = {{"model", document.model.toJson()}};
-    if (!document.description.empty())
-        json = {{"description", document.description}, {"model", json["model"]}};
-    if (!document.name.empty())
-        json["name"] = document.name;
-    out << json.dump(2) << "\n";
+    const RunDocument run = loadRunDocument(resolveConfigPath(a.single("CONFIG")));
+    printWarnings(run.warnings, err);
+    out << run.toJson().dump(2) << "\n";
     return 0;
 }
 
@@ -424,9 +432,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     try {
         if (command == "params")
-            return params(Arguments(rest, {"--json"}, {}), out);
+            return params(Arguments(rest, {"--json"}, {}), out, err);
         if (command == "check")
-            return check(Arguments(rest, {}, {}), out);
+            return check(Arguments(rest, {}, {}), out, err);
         if (command == "presets")
             return presets(Arguments(rest, {"--json"}, {}), out);
         if (command == "forward")

@@ -130,6 +130,8 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     // with one, the trainer checks that it is the run's own.
     RunDocument run = a.positional.empty() ? readRunDocument(a.out)
                                            : loadRunDocument(resolveConfigPath(a.positional.front()));
+    for (const ConfigIssue& warning : run.warnings)  // the trainer logs them too
+        err << "warning: " << warning.text() << "\n";
     TrainerOptions options;
     options.resume = a.resume;
     if (a.steps > 0)

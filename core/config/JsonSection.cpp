@@ -95,20 +95,28 @@ void JsonSection::addIssue(const std::string& key, std::string reason)
 
 bool JsonSection::has(const std::string& key) const
 {
-    return m_valid && m_object.contains(key) && !m_object.at(key).is_null();
+    return m_valid && m_object.contains(key);
 }
 
-const nlohmann::json* JsonSection::find(const std::string& key)
+const nlohmann::json* JsonSection::find(const std::string& key, const std::string& defaultText)
 {
     m_known.push_back(key);
     if (!has(key))
         return nullptr;
-    return &m_object.at(key);
+    const nlohmann::json& value = m_object.at(key);
+    if (value.is_null()) {
+        // null is not "the default": a document that says null for a key most
+        // likely meant something, and silently training with the default would hide it.
+        addIssue(key, "null is not allowed; remove the key to use the default"
+                          + (defaultText.empty() ? std::string() : " " + defaultText));
+        return nullptr;
+    }
+    return &value;
 }
 
 void JsonSection::read(const std::string& key, std::int64_t& out, std::int64_t min, std::int64_t max)
 {
-    const nlohmann::json* value = find(key);
+    const nlohmann::json* value = find(key, numberText(out));
     if (!value)
         return;
     std::int64_t number = 0;
@@ -131,7 +139,7 @@ void JsonSection::read(const std::string& key, std::int64_t& out, std::int64_t m
 
 void JsonSection::read(const std::string& key, double& out, double min, double max)
 {
-    const nlohmann::json* value = find(key);
+    const nlohmann::json* value = find(key, numberText(out));
     if (!value)
         return;
     if (!value->is_number()) {
@@ -149,7 +157,7 @@ void JsonSection::read(const std::string& key, double& out, double min, double m
 
 void JsonSection::read(const std::string& key, bool& out)
 {
-    const nlohmann::json* value = find(key);
+    const nlohmann::json* value = find(key, out ? "true" : "false");
     if (!value)
         return;
     if (!value->is_boolean()) {
@@ -161,7 +169,12 @@ void JsonSection::read(const std::string& key, bool& out)
 
 void JsonSection::read(const std::string& key, std::string& out)
 {
-    const nlohmann::json* value = find(key);
+    read(key, out, out.empty() ? std::string() : nlohmann::json(out).dump());
+}
+
+void JsonSection::read(const std::string& key, std::string& out, const std::string& defaultText)
+{
+    const nlohmann::json* value = find(key, defaultText);
     if (!value)
         return;
     if (!value->is_string()) {
@@ -173,7 +186,7 @@ void JsonSection::read(const std::string& key, std::string& out)
 
 void JsonSection::read(const std::string& key, std::vector<std::string>& out)
 {
-    const nlohmann::json* value = find(key);
+    const nlohmann::json* value = find(key, out.empty() ? std::string() : nlohmann::json(out).dump());
     if (!value)
         return;
     if (!value->is_array()) {
@@ -213,11 +226,12 @@ void JsonSection::readByteStrings(const std::string& key, std::vector<std::strin
     out = std::move(texts);
 }
 
-std::optional<std::size_t> JsonSection::choiceIndex(const std::string& key, const std::vector<std::string>& names)
+std::optional<std::size_t> JsonSection::choiceIndex(const std::string& key, const std::vector<std::string>& names,
+                                                    std::size_t current)
 {
     std::string text;
     const std::size_t before = m_issues.size();
-    read(key, text);
+    read(key, text, current < names.size() ? "\"" + names[current] + "\"" : std::string());
     if (m_issues.size() != before || !has(key))
         return std::nullopt;
     const auto it = std::find(names.begin(), names.end(), text);

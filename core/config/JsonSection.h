@@ -23,9 +23,11 @@ public:
     // dotted prefix used in messages ("model"). Issues go to `issues`.
     JsonSection(const nlohmann::json& object, std::string path, std::vector<ConfigIssue>& issues);
 
+    // Whether the object holds `key`, null included (every reader reports a null).
     bool has(const std::string& key) const;
 
-    // Each reader leaves `out` untouched when the key is absent or invalid.
+    // Each reader leaves `out` untouched when the key is absent or invalid. A
+    // null value is an issue naming the default (`out` as it stands).
     void read(const std::string& key, std::int64_t& out, std::int64_t min, std::int64_t max);
     void read(const std::string& key, double& out, double min, double max);
     void read(const std::string& key, bool& out);
@@ -39,7 +41,7 @@ public:
     template <typename Enum>
     void readChoice(const std::string& key, Enum& out, const std::vector<std::string>& names)
     {
-        if (auto index = choiceIndex(key, names))
+        if (auto index = choiceIndex(key, names, static_cast<std::size_t>(out)))
             out = static_cast<Enum>(*index);
     }
 
@@ -50,8 +52,12 @@ public:
     std::string keyPath(const std::string& key) const;
 
 private:
-    const nlohmann::json* find(const std::string& key);
-    std::optional<std::size_t> choiceIndex(const std::string& key, const std::vector<std::string>& names);
+    // The value of `key`; nullptr when absent or null (a null is reported,
+    // naming `defaultText` as the default).
+    const nlohmann::json* find(const std::string& key, const std::string& defaultText);
+    void read(const std::string& key, std::string& out, const std::string& defaultText);
+    std::optional<std::size_t> choiceIndex(const std::string& key, const std::vector<std::string>& names,
+                                           std::size_t current);
 
     const nlohmann::json& m_object;
     std::string m_path;

@@ -1,7 +1,9 @@
 #include "ModelConfig.h"
 
 #include "JsonSection.h"
+#include "model/ParameterCount.h"
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -25,12 +27,43 @@ constexpr std::int64_t kMaxPaths = 64;
 
 std::string number(std::int64_t value) { return std::to_string(value); }
 
+// Keys given in the document that the model as configured never uses: the
+// document reads as if they mattered, so each is a warning naming the reason.
+// A key at its default (the value its absence gives, as in a resolved document
+// such as a run's config.json) says nothing and is not reported.
+void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSection& s,
+                std::vector<ConfigIssue>& warnings)
+{
+    const nlohmann::json resolved = c.toJson();
+    auto atDefault = [&](const char* key) {
+        nlohmann::json without = model;
+        without.erase(key);
+        std::vector<ConfigIssue> ignored;
+        return ModelConfig::fromJson(without, ignored).toJson().at(key) == resolved.at(key);
+    };
+    auto unused = [&](std::initializer_list<const char*> keys, const std::string& why) {
+        for (const char* key : keys)
+            if (s.has(key) && !atDefault(key))
+                warnings.push_back({s.keyPath(key), "has no effect " + why});
+    };
+    if (!c.isMoe())
+        unused({"top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std", "balance_loss_weight",
+                "routing_groups", "routing_priority", "renormalize_gates", "share_router"},
+               "without a mixture of experts (" + s.keyPath("experts") + " is 1)");
+    if (c.isMoe() && c.capacityFactor <= 0.0 && c.evalCapacityFactor <= 0.0)
+        unused({"routing_priority"}, "when no token is ever dropped (capacity_factor and eval_capacity_factor <= 0)");
+    if (c.isMoe() && c.routingGroups == 1)
+        unused({"share_router"}, "with one routing group: only the first block routes");
+    if (c.head == HeadKind::LanguageModel)
+        unused({"pooling", "pooler", "num_classes"}, "with a language-model head");
+}
+
 }  // namespace
 
 std::string toString(Activation activation) { return kActivations.at(static_cast<std::size_t>(activation)); }
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<ConfigIssue>& issues,
-                                  const std::string& path)
+                                  const std::string& path, std::vector<ConfigIssue>* warnings)
 {
     ModelConfig c;
     const std::size_t issuesBefore = issues.size();
@@ -89,6 +122,35 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     for (std::size_t i = issuesBefore; i < issues.size(); ++i)
         unreadable.insert(issues[i].key);
     c.validate(issues, path, unreadable);
+    if (issues.size() != issuesBefore)
+        return c;
+
+    // The size as a whole. Each key's bound keeps every count below 2^60 (the
+    // largest, L * E * 2 * D * M, is 2^10 * 2^12 * 2 * 2^16 * 2^20 = 2^59), so
+    // the accounting itself cannot overflow; what it counts is then bounded.
+    const ModelCost cost = modelCost(c);
+    if (cost.total.stored > kMaxModelParameters) {
+        const CostRow* largest = &cost.parts.front();
+        for (const CostRow& row : cost.parts)
+            if (row.stored > largest->stored)
+                largest = &row;
+        const std::string key = largest->part == "embeddings" ? "vocab_size"
+                                : largest->part == "attention" ? "heads"
+                                : largest->part == "experts" || largest->part == "router" ? "experts"
+                                : largest->part == "ffn"  ? "ffn_dim"
+                                : largest->part == "head" ? (c.head == HeadKind::LanguageModel ? "vocab_size" : "num_classes")
+                                : largest->part == "path weights" ? "paths"
+                                                                  : "d_model";
+        char text[200];
+        std::snprintf(text, sizeof text, "the model would have %.3g parameters (%s: %.3g), more than the %.0g WideLab builds",
+                      static_cast<double>(cost.total.stored), largest->part.c_str(),
+                      static_cast<double>(largest->stored), static_cast<double>(kMaxModelParameters));
+        s.addIssue(key, text);
+        return c;
+    }
+
+    if (warnings)
+        warnUnused(c, model, s, *warnings);
     return c;
 }
 
@@ -168,19 +230,6 @@ nlohmann::json ModelConfig::toJson() const
     };
 }
 
-nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
-{
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-        // nlohmann's message carries line and column; drop its "[json.exception...]" prefix.
-        std::string message = error.what();
-        if (const auto cut = message.find("] "); cut != std::string::npos)
-            message = message.substr(cut + 2);
-        throw ConfigError({{"", (origin.empty() ? std::string() : origin + ": ") + "not valid JSON: " + message}});
-    }
-}
-
 ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
                                 const std::vector<std::string>& otherSections)
 {
@@ -191,7 +240,7 @@ ModelDocument readModelDocument(const nlohmann::json& document, std::vector<Conf
     if (!top.has("model") && document.is_object())
         issues.push_back({"model", "missing: the document needs a \"model\" object"});
     else if (document.is_object())
-        result.model = ModelConfig::fromJson(document.at("model"), issues, "model");
+        result.model = ModelConfig::fromJson(document.at("model"), issues, "model", &result.warnings);
     std::vector<std::string> allowed = {"model"};
     allowed.insert(allowed.end(), otherSections.begin(), otherSections.end());
     top.rejectUnknownKeys(allowed);

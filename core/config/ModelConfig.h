@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ConfigError.h"
+#include "JsonText.h"
 
 #include <nlohmann/json.hpp>
 
@@ -84,9 +85,10 @@ struct ModelConfig {
 
     // Reads the `model` object, filling defaults that depend on other keys. Every
     // problem is appended to `issues` (nothing is thrown); the result is only
-    // meaningful when no issue was added.
+    // meaningful when no issue was added. Keys given without effect (routing
+    // options of a dense model, ...) are appended to `warnings` when given.
     static ModelConfig fromJson(const nlohmann::json& model, std::vector<ConfigIssue>& issues,
-                                const std::string& path = "model");
+                                const std::string& path = "model", std::vector<ConfigIssue>* warnings = nullptr);
     // Every key, resolved (defaults written out).
     nlohmann::json toJson() const;
     // Cross-key checks; appends to `issues`. Rules that read a key listed in
@@ -95,18 +97,23 @@ struct ModelConfig {
                   const std::set<std::string>& unreadable = {}) const;
 };
 
+// The most stored parameters a model may have: far beyond what one machine
+// trains, and far below where any count in int64 overflows.
+inline constexpr std::int64_t kMaxModelParameters = 1'000'000'000'000;
+
 // A WideLab document: {"name", "description", "model": {...}}.
 struct ModelDocument {
     std::string name;
     std::string description;
     ModelConfig model;
+    std::vector<ConfigIssue> warnings;  // accepted, but probably not what was meant
 };
 
 // The pieces of document reading, for documents with more sections:
-// parseJsonText throws ConfigError for malformed JSON; readModelDocument reads
-// name, description and model, appending problems (keys other than these and
-// `otherSections` are unknown); throwIfAny throws ConfigError when there are problems.
-nlohmann::json parseJsonText(const std::string& text, const std::string& origin);
+// parseJsonText (config/JsonText.h) throws ConfigError for malformed JSON;
+// readModelDocument reads name, description and model, appending problems (keys
+// other than these and `otherSections` are unknown) and filling the result's
+// warnings; throwIfAny throws ConfigError when there are problems.
 ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,
                                 const std::vector<std::string>& otherSections);
 void throwIfAny(std::vector<ConfigIssue> issues, const std::string& origin);

@@ -1,6 +1,7 @@
 #include "Checkpoint.h"
 
 #include "Lamb.h"
+#include "config/JsonText.h"
 
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
@@ -173,7 +174,7 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
     if (format.item<std::int64_t>() != kFormat)
         throw CheckpointError(file.string() + ": checkpoint format " + std::to_string(format.item<std::int64_t>())
                               + ", this WideLab reads format " + std::to_string(kFormat));
-    const nlohmann::json saved = nlohmann::json::parse(tensorText(config), nullptr, false);
+    const nlohmann::json saved = tryParseJsonText(tensorText(config)).value_or(nlohmann::json::value_t::discarded);
     const nlohmann::json current = model.config().toJson();
     if (saved.is_discarded() || saved != current)
         throw CheckpointError(file.string() + ": a checkpoint of another architecture: "

@@ -2,11 +2,14 @@
 
 #include "config/JsonSection.h"
 #include "data/ByteText.h"
+#include "data/ListOps.h"
+#include "data/Tokenizer.h"
 
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace widelab {
 namespace {
@@ -17,6 +20,8 @@ const std::vector<std::string> kOptimizers = {"adamw", "lamb", "sgd"};
 const std::vector<std::string> kSchedules = {"constant", "warmup_cosine", "inverse_sqrt", "warmup_rsqrt"};
 
 constexpr std::int64_t kBig = std::int64_t{1} << 40;
+// ListOps is generated up front, about one byte per token: at most 4 GiB of it.
+constexpr double kMaxListOpsTokens = 4294967296.0;
 
 template <typename Enum>
 const std::string& nameOf(const std::vector<std::string>& names, Enum value)
@@ -98,6 +103,18 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
                                           + std::to_string(run.sequenceLength())
                                           + " (task.sequence_length or model.max_len); a truncated expression "
                                             "has no label");
+        const std::int64_t vocabulary = listOpsTokenizer().vocabSize();
+        if (model.vocabSize < vocabulary)
+            report("model.vocab_size", std::to_string(model.vocabSize) + " is smaller than the ListOps vocabulary ("
+                                           + std::to_string(vocabulary) + " tokens)");
+        const double tokens = static_cast<double>(task.trainSize + task.validationSize + task.testSize)
+                              * static_cast<double>(task.maxLength);
+        if (tokens > kMaxListOpsTokens)
+            report("task.train_size", "ListOps is generated up front: " + std::to_string(task.trainSize) + " + "
+                                          + std::to_string(task.validationSize) + " + " + std::to_string(task.testSize)
+                                          + " examples of up to " + std::to_string(task.maxLength)
+                                          + " tokens exceed the 2^32 tokens WideLab generates; lower the sizes or "
+                                            "task.max_length");
     } else {
         if (task.path.empty()) {
             report("task.path", "missing: " + kind + " reads its data from a file");
@@ -105,7 +122,17 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
             std::error_code error;
             if (!std::filesystem::is_regular_file(task.path, error))
                 report("task.path", "no such file: " + task.path);
+            else if (!std::ifstream(task.path, std::ios::binary))
+                report("task.path", "cannot be read: " + task.path);
         }
+        if (task.tokenizer == TokenizerChoice::Byte) {
+            const std::int64_t vocabulary = Tokenizer::bytes().vocabSize();
+            if (model.vocabSize < vocabulary)
+                report("model.vocab_size", std::to_string(model.vocabSize) + " is smaller than the byte tokenizer's "
+                                               "vocabulary (" + std::to_string(vocabulary) + " tokens)");
+        }
+        if (task.validationFraction <= 0.0)
+            report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
     }
     if (task.sequenceLength > model.maxLen)
         report("task.sequence_length", std::to_string(task.sequenceLength) + " exceeds model.max_len: "
@@ -113,9 +140,63 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     if (task.validationFraction + task.testFraction >= 0.9)
         report("task.validation_fraction", "validation and test together leave almost nothing to train on");
 
-    static const std::regex device(R"(auto|cpu|cuda(:[0-9]+)?)");
-    if (!std::regex_match(run.train.device, device))
+    if (!isDeviceName(run.train.device))
         report("train.device", "\"" + run.train.device + "\" is not auto, cpu, cuda or cuda:N");
+}
+
+// Keys given without effect, and settings that make a run other than it reads:
+// warnings, each naming its key. Runs on a document without problems. A key at
+// its default (as in a resolved document such as a run's config.json) says
+// nothing and is not reported as without effect.
+void warnAbout(const RunDocument& run, const JsonSection& taskSection, const JsonSection& trainSection,
+               std::vector<ConfigIssue>& warnings)
+{
+    const nlohmann::json resolved = run.toJson(), defaults = RunDocument().toJson();
+    auto changed = [&](const JsonSection& section, const char* key) {
+        const char* name = &section == &taskSection ? "task" : "train";
+        return section.has(key) && resolved.at(name).at(key) != defaults.at(name).at(key);
+    };
+    auto unused = [&](const JsonSection& section, std::initializer_list<const char*> keys, const std::string& why) {
+        for (const char* key : keys)
+            if (changed(section, key))
+                warnings.push_back({section.keyPath(key), "has no effect " + why});
+    };
+    auto warn = [&](const std::string& key, std::string reason) { warnings.push_back({key, std::move(reason)}); };
+    const TaskConfig& task = run.task;
+    const TrainConfig& train = run.train;
+
+    if (task.kind == TaskKind::ListOps) {
+        unused(taskSection, {"path", "tokenizer", "vocab_limit", "validation_fraction", "test_fraction"},
+               "for ListOps, which is generated with its own fixed vocabulary and split sizes");
+    } else {
+        unused(taskSection, {"min_length", "max_length", "train_size", "validation_size", "test_size"},
+               "for a task read from a file (they size generated ListOps)");
+        if (task.tokenizer == TokenizerChoice::Byte)
+            unused(taskSection, {"vocab_limit"}, "with the byte tokenizer, whose vocabulary is fixed");
+        else if (task.vocabLimit > run.model.vocabSize)
+            warn("task.vocab_limit", std::to_string(task.vocabLimit) + " exceeds model.vocab_size "
+                                         + std::to_string(run.model.vocabSize)
+                                         + ": training stops if the data has more distinct tokens than the model holds");
+    }
+
+    if (train.schedule == ScheduleChoice::Constant)
+        unused(trainSection, {"warmup_steps"}, "with the constant schedule");
+    else if (train.warmupSteps > train.steps)  // the default too: the run is not what it reads
+        warn("train.warmup_steps", std::to_string(train.warmupSteps) + " exceeds train.steps "
+                                       + std::to_string(train.steps)
+                                       + ": the run ends during warm-up, never reaching train.learning_rate");
+    if (train.schedule != ScheduleChoice::WarmupCosine)
+        unused(trainSection, {"min_learning_rate_ratio"}, "except with the warmup_cosine schedule");
+    if (train.optimizer == OptimizerKind::Sgd)
+        unused(trainSection, {"beta1", "beta2", "epsilon"}, "with the sgd optimizer");
+    else
+        unused(trainSection, {"momentum"}, "except with the sgd optimizer");
+    for (const auto& [key, every, what] :
+         {std::tuple{"eval_every", train.evalEvery, "validated"}, std::tuple{"log_every", train.logEvery, "logged"},
+          std::tuple{"checkpoint_every", train.checkpointEvery, "checkpointed"}})
+        if (changed(trainSection, key) && every > train.steps)
+            warn(trainSection.keyPath(key), std::to_string(every) + " exceeds train.steps " + std::to_string(train.steps)
+                                               + ": the run is " + what + " only at its last step");
 }
 
 }  // namespace
@@ -199,7 +280,15 @@ RunDocument parseRunDocument(const std::string& text, const std::string& origin,
     if (issues.empty())
         crossCheck(run, issues, requireDataFiles);
     throwIfAny(std::move(issues), origin);
+    run.warnings = modelDocument.warnings;
+    warnAbout(run, task, train, run.warnings);
     return run;
+}
+
+bool isDeviceName(const std::string& name)
+{
+    static const std::regex device(R"(auto|cpu|cuda(:[0-9]{1,3})?)");
+    return std::regex_match(name, device);
 }
 
 RunDocument loadRunDocument(const std::filesystem::path& file)

@@ -72,19 +72,29 @@ struct RunDocument {
     TaskConfig task;
     TrainConfig train;
 
+    // Accepted, but probably not what was meant (options without effect, a run
+    // that ends during warm-up, ...): each names its key. Not part of the document.
+    std::vector<ConfigIssue> warnings;
+
     nlohmann::json toJson() const;
     std::int64_t sequenceLength() const { return task.sequenceLength > 0 ? task.sequenceLength : model.maxLen; }
 };
 
-// Parses and validates everything; throws ConfigError listing every problem.
-// `requireDataFiles` false skips the check that task.path exists (reading a
-// finished run back needs its model, not its data).
+// Parses and validates everything a run needs from the document alone (model,
+// task, train and how they fit together: what `check` and `train` both rely
+// on); throws ConfigError listing every problem, and fills `warnings`.
+// `requireDataFiles` false skips the check that task.path is a readable file
+// (reading a finished run back needs its model, not its data).
 RunDocument parseRunDocument(const std::string& text, const std::string& origin = "", bool requireDataFiles = true);
 RunDocument loadRunDocument(const std::filesystem::path& file);
 
 // The dotted keys ("train.steps") whose values differ between two JSON objects,
 // descending into objects; a key present in only one of them differs.
 std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");
+
+// Whether `name` is a device a run may name: auto, cpu, cuda or cuda:N (N up to
+// three digits). Whether that device exists is the trainer's to find out.
+bool isDeviceName(const std::string& name);
 
 std::string toString(TaskKind kind);
 std::string toString(OptimizerKind kind);

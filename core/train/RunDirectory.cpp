@@ -2,6 +2,7 @@
 
 #include "Measurements.h"
 #include "RunLock.h"
+#include "config/JsonText.h"
 #include "data/ByteText.h"
 
 #include <algorithm>
@@ -16,13 +17,16 @@ namespace {
 
 nlohmann::json readJson(const std::filesystem::path& file)
 {
-    std::ifstream in(file);
+    std::ifstream in(file, std::ios::binary);
     if (!in)
         throw DataError(file.string() + ": missing (is this a WideLab run directory?)");
-    nlohmann::json json = nlohmann::json::parse(in, nullptr, false);
-    if (json.is_discarded())
-        throw DataError(file.string() + ": not valid JSON");
-    return json;
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+        return parseJsonText(text.str(), file.string());
+    } catch (const ConfigError& error) {
+        throw DataError(error.what());
+    }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "RunStatus.h"
 
 #include "Checkpoint.h"
+#include "config/JsonText.h"
 
 #include <array>
 #include <cerrno>
@@ -75,9 +76,10 @@ std::optional<RunStatus> parseRunStatus(const std::string& text, std::string* er
             *error = reason;
         return std::nullopt;
     };
-    const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded() || !json.is_object())
+    const std::optional<nlohmann::json> parsed = tryParseJsonText(text);
+    if (!parsed || !parsed->is_object())
         return fail("not a JSON object");
+    const nlohmann::json& json = *parsed;
     if (!json.contains("state") || !json["state"].is_string())
         return fail("state is missing");
     RunStatus status;

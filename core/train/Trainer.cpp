@@ -40,8 +40,7 @@ double nowSeconds()
 
 torch::Device resolveDevice(const std::string& name)
 {
-    static const std::regex valid(R"(auto|cpu|cuda(:[0-9]{1,3})?)");
-    if (!std::regex_match(name, valid))
+    if (!isDeviceName(name))  // a --device override skips the document's check
         throw ConfigError({{"train.device", "\"" + name + "\" is not auto, cpu, cuda or cuda:N"}});
     if (name == "cpu")
         return torch::kCPU;
@@ -106,8 +105,8 @@ void trimMetrics(const std::filesystem::path& file, std::int64_t step)
         return;
     std::string kept;
     for (std::string line; std::getline(in, line);) {
-        const nlohmann::json json = nlohmann::json::parse(line, nullptr, false);
-        if (!json.is_discarded() && json.value("step", std::int64_t{0}) <= step)
+        const std::optional<nlohmann::json> json = tryParseJsonText(line);
+        if (json && json->is_object() && json->value("step", std::int64_t{0}) <= step)
             kept += line + "\n";
     }
     writeFileAtomically(file, kept);
@@ -162,6 +161,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
     m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : m_directory / "log.txt");
+    for (const ConfigIssue& warning : m_run.warnings)
+        message("warning", warning.text());
     if (m_options.resume && !m_options.readOnly)
         checkResumedDocument();
 
@@ -316,8 +317,10 @@ void Trainer::prepareData()
 
     auto chooseTokenizer = [&](auto&& streamTexts) {
         if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
-            std::ifstream in(savedTokenizer);
-            m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::fromJson(nlohmann::json::parse(in)));
+            std::ostringstream text;
+            text << std::ifstream(savedTokenizer, std::ios::binary).rdbuf();
+            m_tokenizer = std::make_unique<Tokenizer>(
+                Tokenizer::fromJson(parseJsonText(text.str(), savedTokenizer.string())));
         } else if (task.tokenizer == TokenizerChoice::Byte) {
             m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
         } else {

@@ -157,6 +157,12 @@ private Q_SLOTS:
     void checkPrintsResolvedConfiguration();
     void checkReportsEveryIssue_data();
     void checkReportsEveryIssue();
+    void deeplyNestedFile_data();
+    void deeplyNestedFile();
+    void deeplyNestedFileInTheBinary();
+    void checkRefusesWhatTrainRefuses_data();
+    void checkRefusesWhatTrainRefuses();
+    void checkPrintsWarnings();
     void failingConfiguration_data();
     void failingConfiguration();
     void usageErrors_data();
@@ -267,6 +273,9 @@ void TestCli::checkPrintsResolvedConfiguration()
     // What check prints is itself a valid document describing the same model.
     const ModelDocument again = parseModelDocument(result.out.toStdString());
     QVERIFY(again.model.toJson() == model);
+    // The whole run as `train widenet` would run it: ListOps, the default training.
+    QCOMPARE(q(json.at("task").at("kind").get<std::string>()), QStringLiteral("listops"));
+    QCOMPARE(json.at("train").at("steps").get<int>(), 2000);
 }
 
 void TestCli::checkReportsEveryIssue_data()
@@ -302,6 +311,124 @@ void TestCli::checkReportsEveryIssue()
     QCOMPARE(errLines.size(), 1 + issues.size());  // one line per issue, nothing else
     for (const auto& issue : issues)
         QVERIFY2(result.err.contains(issue), qPrintable(issue + QStringLiteral("\nnot in\n") + result.err));
+}
+
+void TestCli::deeplyNestedFile_data()
+{
+    QTest::addColumn<QString>("command");
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<int>("line");
+
+    const std::string arrays = std::string(100000, '[') + std::string(100000, ']');
+    std::string objects;
+    for (int i = 0; i < 100000; ++i)
+        objects += "{\"a\":";
+    objects += "1" + std::string(100000, '}');
+    QTest::newRow("check, arrays") << "check" << q(arrays) << 1;
+    QTest::newRow("check, objects in model.heads") << "check" << q("{\"model\":\n{\"heads\": " + objects + "}}") << 2;
+    QTest::newRow("check, arrays in train") << "check" << q("{\"model\": {},\n\n\"train\": " + arrays + "}") << 3;
+    QTest::newRow("params, objects") << "params" << q(objects) << 1;
+    QTest::newRow("params, arrays in name") << "params" << q("{\"name\": " + arrays + ", \"model\": {}}") << 1;
+}
+
+void TestCli::deeplyNestedFile()
+{
+    QFETCH(QString, command);
+    QFETCH(QString, document);
+    QFETCH(int, line);
+
+    QTemporaryDir directory;
+    const QString file = writeFile(directory, QStringLiteral("deep.json"), document.toStdString());
+    const CliResult result = cli({command, file});
+    QCOMPARE(result.code, 1);
+    QVERIFY2(result.out.isEmpty(), qPrintable(result.out.left(200)));
+    QCOMPARE(result.err, file + QStringLiteral(": nesting deeper than 64 levels at line %1\n").arg(line));
+}
+
+void TestCli::deeplyNestedFileInTheBinary()
+{
+    // Used to end in a stack overflow (SIGSEGV); now a message and exit status 1.
+    QTemporaryDir directory;
+    const QString file = writeFile(directory, QStringLiteral("deep.json"),
+                                   "{\"model\": {\"layers\": " + std::string(200000, '[') + "}}");
+    for (const char* command : {"check", "params"}) {
+        QProcess process;
+        process.start(QStringLiteral(WIDELAB_CLI), {QString::fromLatin1(command), file});
+        QVERIFY(process.waitForFinished(60000));
+        QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+        QCOMPARE(process.exitCode(), 1);
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QVERIFY2(err.contains(QStringLiteral("nesting deeper than 64 levels at line 1")), qPrintable(err));
+    }
+}
+
+void TestCli::checkRefusesWhatTrainRefuses_data()
+{
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<QString>("issue");
+
+    const std::string model = R"("model": {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 4,
+                                            "ffn_dim": 64})";
+    const std::string task = R"("task": {"max_length": 30, "train_size": 32, "validation_size": 8, "test_size": 8})";
+    // Each of these used to pass `check` (it read the model alone) or reach the trainer.
+    QTest::newRow("train.steps") << q("{" + model + ", " + task + R"(, "train": {"steps": 0}})")
+                                 << "train.steps: 0 is outside the allowed range";
+    QTest::newRow("listops vocabulary") << q(R"({"model": {"vocab_size": 10, "max_len": 40}, )" + task + "}")
+                                        << "model.vocab_size: 10 is smaller than the ListOps vocabulary";
+    QTest::newRow("device") << q("{" + model + ", " + task + R"(, "train": {"device": "cuda:1234"}})")
+                            << "train.device: \"cuda:1234\" is not auto, cpu, cuda or cuda:N";
+    QTest::newRow("language model on listops") << q(R"({"model": {"head": "language_model", "max_len": 40}, )" + task + "}")
+                                               << "task.kind: \"listops\" needs model.head \"classification\"";
+    QTest::newRow("null") << q("{" + model + ", " + task + R"(, "train": {"batch_size": null}})")
+                          << "train.batch_size: null is not allowed; remove the key to use the default 32";
+    QTest::newRow("repeated key") << q("{" + model + ", " + task + R"(, "train": {"steps": 5, "steps": 6}})")
+                                  << "train.steps: repeated key";
+    QTest::newRow("missing data file") << q("{" + model + R"(, "task": {"kind": "classification", "path": "absent.tsv"}})")
+                                       << "task.path: no such file: absent.tsv";
+}
+
+void TestCli::checkRefusesWhatTrainRefuses()
+{
+    QFETCH(QString, document);
+    QFETCH(QString, issue);
+
+    QTemporaryDir directory;
+    const QString file = writeFile(directory, QStringLiteral("run.json"), document.toStdString());
+    const CliResult check = cli({"check", file});
+    QCOMPARE(check.code, 1);
+    QVERIFY2(check.out.isEmpty(), qPrintable(check.out));
+    QVERIFY2(check.err.contains(issue), qPrintable(check.err));
+    QVERIFY2(check.err.startsWith(file), qPrintable(check.err));
+
+    // train says the same, before it creates anything.
+    const QString run = directory.filePath(QStringLiteral("run"));
+    const CliResult train = cli({"train", file, "--out", run});
+    QCOMPARE(train.code, 1);
+    QCOMPARE(train.err, check.err);
+    QVERIFY(!QFileInfo::exists(run));
+}
+
+void TestCli::checkPrintsWarnings()
+{
+    QTemporaryDir directory;
+    const QString file = writeFile(directory, QStringLiteral("run.json"), R"({"model": {"max_len": 128},
+        "train": {"steps": 50, "warmup_steps": 80, "optimizer": "sgd", "beta2": 0.9}})");
+    const CliResult result = cli({"check", file});
+    QCOMPARE(result.code, 0);
+    QCOMPARE(lines(result.err),
+             (QStringList{"warning: train.warmup_steps: 80 exceeds train.steps 50: the run ends during warm-up, never "
+                          "reaching train.learning_rate",
+                          "warning: train.beta2: has no effect with the sgd optimizer"}));
+    // The output stays a document.
+    const nlohmann::json json = nlohmann::json::parse(result.out.toStdString());
+    QCOMPARE(json.at("train").at("warmup_steps").get<int>(), 80);
+
+    // params prints the model's warnings.
+    const QString model = writeFile(directory, QStringLiteral("model.json"), R"({"model": {"router_noise_std": 0.1}})");
+    const CliResult params = cli({"params", model});
+    QCOMPARE(params.code, 0);
+    QCOMPARE(lines(params.err), (QStringList{"warning: model.router_noise_std: has no effect without a mixture of "
+                                             "experts (model.experts is 1)"}));
 }
 
 void TestCli::failingConfiguration_data()

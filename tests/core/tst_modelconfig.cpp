@@ -1,9 +1,12 @@
 // Tests core/config: ModelConfig (defaults, derived defaults, checks, JSON round trip),
-// JsonSection (typed reading, did-you-mean), ConfigError, and the shipped presets.
+// JsonSection (typed reading, null, did-you-mean), JsonText (bounded nesting, repeated
+// keys), size bounds, warnings, ConfigError, and the shipped presets.
 #include "TestSupport.h"
 #include "config/ConfigError.h"
 #include "config/JsonSection.h"
+#include "config/JsonText.h"
 #include "config/ModelConfig.h"
+#include "model/ParameterCount.h"
 #include "config/Presets.h"
 
 #include <QtTest>
@@ -69,7 +72,8 @@ private Q_SLOTS:
     void defaults();
     void derivedDefaults_data();
     void derivedDefaults();
-    void nullMeansAbsent();
+    void nullIsAnError_data();
+    void nullIsAnError();
 
     // Problems: one at a time, several at once, malformed documents.
     void singleProblem_data();
@@ -86,6 +90,23 @@ private Q_SLOTS:
     void originPrefixesTheIssues();
     void configErrorJoinsIssues();
 
+    // The JSON itself: bounded nesting, repeated keys (config/JsonText).
+    void deepNestingRefused_data();
+    void deepNestingRefused();
+    void nestingBoundary();
+    void bracketsInStringsAreNotNesting();
+    void repeatedKeyRefused_data();
+    void repeatedKeyRefused();
+    void sameKeyInDifferentObjectsIsFine();
+    void tryParseJsonTextReportsInsteadOfThrowing();
+
+    // Size bounds and warnings.
+    void absurdModelRefused_data();
+    void absurdModelRefused();
+    void largestModelWithinTheBound();
+    void keysWithoutEffectWarn_data();
+    void keysWithoutEffectWarn();
+
     // JsonSection and closestMatch directly.
     void integerReaderBoundaries_data();
     void integerReaderBoundaries();
@@ -100,6 +121,7 @@ private Q_SLOTS:
 
     // Presets and lookup.
     void shippedPresetsLoad();
+    void shippedPresetsHaveNoWarnings();
     void requiredPresetExists_data();
     void requiredPresetExists();
     void widenetSemantics();
@@ -219,21 +241,35 @@ void TestModelConfig::derivedDefaults()
     QCOMPARE(qint64(c.routingGroups), routingGroups);
 }
 
-void TestModelConfig::nullMeansAbsent()
+void TestModelConfig::nullIsAnError_data()
 {
-    // A null value is read as "absent": the default (or derived default) stays.
-    std::vector<ConfigIssue> issues;
-    const ModelConfig c = readModel(R"({"layers": null, "d_model": 64, "experts": null})", issues);
-    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
-    QCOMPARE(qint64(c.layers), qint64(6));
-    QCOMPARE(qint64(c.experts), qint64(1));
-    QCOMPARE(qint64(c.headDim), qint64(64 / 8));
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("defaultText");  // what the message offers instead
 
-    // The same holds for head_dim, whose default is derived.
-    issues.clear();
-    const ModelConfig d = readModel(R"({"d_model": 64, "head_dim": null})", issues);
-    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
-    QCOMPARE(qint64(d.headDim), qint64(64 / 8));
+    QTest::newRow("heads") << R"({"model": {"heads": null}})" << "model.heads" << " 8";
+    QTest::newRow("layers") << R"({"model": {"layers": null, "d_model": 64}})" << "model.layers" << " 6";
+    // A derived default is named as derived from the other keys.
+    QTest::newRow("head_dim") << R"({"model": {"d_model": 64, "head_dim": null}})" << "model.head_dim" << " 8";
+    QTest::newRow("dropout") << R"({"model": {"dropout": null}})" << "model.dropout" << " 0.1";
+    QTest::newRow("pooler") << R"({"model": {"pooler": null}})" << "model.pooler" << " false";
+    QTest::newRow("activation") << R"({"model": {"activation": null}})" << "model.activation" << " \"gelu\"";
+    QTest::newRow("name") << R"({"name": null, "model": {}})" << "name" << "";
+}
+
+void TestModelConfig::nullIsAnError()
+{
+    QFETCH(QString, document);
+    QFETCH(QString, key);
+    QFETCH(QString, defaultText);
+
+    // null used to read as "absent"; a document that says null meant something.
+    const auto error = documentError(document.toStdString());
+    QVERIFY2(error.has_value(), qPrintable(document));
+    QCOMPARE(int(error->issues().size()), 1);
+    QCOMPARE(q(error->issues().front().key), key);
+    QCOMPARE(q(error->issues().front().reason),
+             QStringLiteral("null is not allowed; remove the key to use the default") + defaultText);
 }
 
 // ---------------------------------------------------------------- problems
@@ -449,7 +485,7 @@ void TestModelConfig::malformedDocument_data()
     QTest::newRow("model is an array") << R"({"model": [1, 2]})" << "model: expected an object";
     QTest::newRow("model is a string") << R"({"model": "widenet"})" << "model: expected an object";
     QTest::newRow("no model") << R"({"name": "x"})" << "model: missing";
-    QTest::newRow("model null") << R"({"model": null})" << "model: missing";
+    QTest::newRow("model null") << R"({"model": null})" << "model: expected an object, got null";
 }
 
 void TestModelConfig::malformedDocument()
@@ -509,6 +545,255 @@ void TestModelConfig::configErrorJoinsIssues()
     QCOMPARE(QString::fromUtf8(error.what()), QStringLiteral("model.layers: too many\nwhole document"));
     QCOMPARE(int(error.issues().size()), 2);
     QCOMPARE(q(error.issues()[1].reason), QStringLiteral("whole document"));
+}
+
+// ---------------------------------------------------------------- JsonText
+
+namespace {
+
+std::string nested(int depth, char open, char close, const std::string& inner = "1")
+{
+    std::string text;
+    text.reserve(static_cast<std::size_t>(depth) * 8 + inner.size());
+    for (int i = 0; i < depth; ++i)
+        text += open == '{' ? std::string("{\"k\": ") : std::string(1, open);
+    text += inner;
+    text.append(static_cast<std::size_t>(depth), close);
+    return text;
+}
+
+}  // namespace
+
+void TestModelConfig::deepNestingRefused_data()
+{
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<int>("line");
+
+    const std::string arrays = nested(10000, '[', ']');
+    const std::string objects = nested(10000, '{', '}');
+    QTest::newRow("arrays, whole document") << q(arrays) << 1;
+    QTest::newRow("objects, whole document") << q(objects) << 1;
+    QTest::newRow("arrays in model.layers") << q("{\"model\": {\"layers\": " + arrays + "}}") << 1;
+    QTest::newRow("objects in model.heads") << q("{\"model\":\n {\"heads\": " + objects + "}}") << 2;
+    QTest::newRow("arrays in name, line 3") << q("{\n\"model\": {},\n\"name\": " + arrays + "}") << 3;
+    QTest::newRow("objects in an unknown key") << q("{\"model\": {}, \"extra\": " + objects + "}") << 1;
+    QTest::newRow("arrays in train.probes") << q("{\"model\": {}, \"train\": {\"probes\": " + arrays + "}}") << 1;
+    QTest::newRow("mixed, 100000 levels") << q("{\"model\": " + nested(50000, '[', ']', nested(50000, '{', '}')) + "}")
+                                          << 1;
+    // Malformed as well as deep: refused, whichever is reported.
+    QTest::newRow("unclosed") << q(std::string(100000, '[')) << 1;
+}
+
+void TestModelConfig::deepNestingRefused()
+{
+    QFETCH(QString, document);
+    QFETCH(int, line);
+
+    const auto error = documentError(document.toStdString(), "deep.json");
+    QVERIFY(error.has_value());
+    QCOMPARE(int(error->issues().size()), 1);
+    QCOMPARE(q(error->issues().front().text()),
+             QStringLiteral("deep.json: nesting deeper than 64 levels at line %1").arg(line));
+}
+
+void TestModelConfig::nestingBoundary()
+{
+    QCOMPARE(kMaxJsonDepth, 64);
+    // 64 levels parse; 65 do not.
+    for (const char open : {'[', '{'}) {
+        const char close = open == '[' ? ']' : '}';
+        const nlohmann::json json = parseJsonText(nested(64, open, close), "");
+        QVERIFY(json.is_structured());
+        try {
+            parseJsonText(nested(65, open, close), "");
+            QFAIL("65 levels were accepted");
+        } catch (const ConfigError& error) {
+            QCOMPARE(QString::fromUtf8(error.what()), QStringLiteral("nesting deeper than 64 levels at line 1"));
+        }
+    }
+}
+
+void TestModelConfig::bracketsInStringsAreNotNesting()
+{
+    // Brackets inside strings (escaped quotes and backslashes included) are text.
+    const std::string brackets(10000, '[');
+    const ModelDocument document =
+        parseModelDocument("{\"name\": \"" + brackets + "\\\"{{\\\\\", \"description\": \"]]\", \"model\": {}}");
+    QCOMPARE(document.name.size(), brackets.size() + 4);
+}
+
+void TestModelConfig::repeatedKeyRefused_data()
+{
+    QTest::addColumn<QString>("document");
+    QTest::addColumn<QString>("key");
+
+    QTest::newRow("model.heads") << R"({"model": {"heads": 4, "layers": 2, "heads": 8}})" << "model.heads";
+    QTest::newRow("same value twice") << R"({"model": {"heads": 8, "heads": 8}})" << "model.heads";
+    QTest::newRow("top level") << R"({"name": "a", "model": {}, "name": "b"})" << "name";
+    QTest::newRow("a section") << R"({"model": {}, "model": {"layers": 2}})" << "model";
+    QTest::newRow("task.kind") << R"({"model": {}, "task": {"kind": "listops", "kind": "classification"}})"
+                               << "task.kind";
+    QTest::newRow("inside an array") << R"({"model": {}, "train": {"x": [1, {"a": 1, "a": 2}]}})"
+                                     << "train.x[1].a";
+}
+
+void TestModelConfig::repeatedKeyRefused()
+{
+    QFETCH(QString, document);
+    QFETCH(QString, key);
+
+    const auto error = documentError(document.toStdString(), "twice.json");
+    QVERIFY(error.has_value());
+    QCOMPARE(int(error->issues().size()), 2);
+    QCOMPARE(q(error->issues()[0].text()), QStringLiteral("twice.json: invalid configuration"));
+    QCOMPARE(q(error->issues()[1].key), key);
+    QVERIFY2(q(error->issues()[1].reason).startsWith(QStringLiteral("repeated key")),
+             qPrintable(q(error->issues()[1].reason)));
+}
+
+void TestModelConfig::sameKeyInDifferentObjectsIsFine()
+{
+    const nlohmann::json json = parseJsonText(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 3}, {"k": 4}]})", "");
+    QCOMPARE(json.at("c").at(1).at("k").get<int>(), 4);
+
+    // Every repetition is reported, each by its path.
+    try {
+        parseJsonText(R"({"a": {"k": 1, "k": 2}, "b": [{"k": 3, "k": 4}], "a": 5})", "");
+        QFAIL("repeated keys were accepted");
+    } catch (const ConfigError& error) {
+        QCOMPARE(int(error.issues().size()), 3);
+        QCOMPARE(q(error.issues()[0].key), QStringLiteral("a.k"));
+        QCOMPARE(q(error.issues()[1].key), QStringLiteral("b[0].k"));
+        QCOMPARE(q(error.issues()[2].key), QStringLiteral("a"));
+    }
+}
+
+void TestModelConfig::tryParseJsonTextReportsInsteadOfThrowing()
+{
+    std::string reason;
+    QVERIFY(!tryParseJsonText(nested(100000, '[', ']'), &reason).has_value());
+    QCOMPARE(q(reason), QStringLiteral("nesting deeper than 64 levels at line 1"));
+    QVERIFY(!tryParseJsonText("{\"a\": 1, \"a\": 2}", &reason).has_value());
+    QVERIFY2(q(reason).startsWith(QStringLiteral("a: repeated key")), qPrintable(q(reason)));
+    QVERIFY(!tryParseJsonText("{", &reason).has_value());
+    QVERIFY2(q(reason).startsWith(QStringLiteral("not valid JSON")), qPrintable(q(reason)));
+    const auto fine = tryParseJsonText("{\"step\": 3}");
+    QVERIFY(fine.has_value());
+    QCOMPARE(fine->at("step").get<int>(), 3);
+}
+
+// ---------------------------------------------------------------- sizes and warnings
+
+void TestModelConfig::absurdModelRefused_data()
+{
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("key");
+
+    // 1024 x 4096 experts x 2 x 65536 x 262144: about 1.4e17 parameters, each key within its own range.
+    QTest::newRow("1e17 experts") << R"({"layers": 1024, "experts": 4096, "top_k": 2, "d_model": 65536, "heads": 1,
+                                         "head_dim": 16, "ffn_dim": 262144})"
+                                  << "model.experts";
+    QTest::newRow("dense ffn") << R"({"layers": 1024, "d_model": 65536, "heads": 1, "head_dim": 16,
+                                      "ffn_dim": 1048576})"
+                               << "model.ffn_dim";
+    // Attention at its widest per block (4 x D x H x A = 2^34), in 1024 blocks.
+    QTest::newRow("attention") << R"({"layers": 1024, "d_model": 65536, "heads": 1, "head_dim": 65536,
+                                      "ffn_dim": 16})"
+                               << "model.heads";
+}
+
+void TestModelConfig::absurdModelRefused()
+{
+    QFETCH(QString, model);
+    QFETCH(QString, key);
+
+    const auto error = documentError("{\"model\": " + model.toStdString() + "}");
+    QVERIFY(error.has_value());
+    QCOMPARE(int(error->issues().size()), 1);
+    QCOMPARE(q(error->issues().front().key), key);
+    QVERIFY2(q(error->issues().front().reason).contains(QStringLiteral("more than the 1e+12 WideLab builds")),
+             qPrintable(q(error->issues().front().reason)));
+}
+
+void TestModelConfig::largestModelWithinTheBound()
+{
+    // Every key at its maximum still counts without overflow: the count is
+    // refused for its size, not wrapped around into a small or negative one.
+    std::vector<ConfigIssue> issues;
+    ModelConfig c;
+    c.vocabSize = 10'000'000;
+    c.maxLen = 1 << 20;
+    c.dModel = 1 << 16;
+    c.embeddingDim = 1 << 16;
+    c.layers = 1024;
+    c.heads = 4;
+    c.headDim = 1 << 14;
+    c.ffnDim = 1 << 20;
+    c.experts = 4096;
+    c.topK = 4096;
+    c.numClasses = 10'000'000;
+    c.pooler = true;
+    c.validate(issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+    const ModelCost cost = modelCost(c);
+    const double expected = 1024.0 * 4096.0 * (2.0 * 65536.0 * 1048576.0 + 1048576.0 + 65536.0);
+    QVERIFY(cost.part("experts").stored > 0);
+    QCOMPARE(double(cost.part("experts").stored), expected);
+    QVERIFY(cost.total.stored > cost.part("experts").stored);
+    QVERIFY(cost.total.applied > 0 && cost.encoderMatrixParameters > 0);
+
+    // And the document with these keys is refused for its size.
+    const auto error = documentError(nlohmann::json{{"model", c.toJson()}}.dump());
+    QVERIFY(error.has_value());
+    QVERIFY2(QString::fromUtf8(error->what()).contains(QStringLiteral("more than the 1e+12")), error->what());
+
+    // A model just under the bound is accepted.
+    const auto fine = documentError(R"({"model": {"layers": 64, "d_model": 8192, "heads": 64, "ffn_dim": 32768,
+                                                   "experts": 16}})");
+    QVERIFY2(!fine.has_value(), fine ? fine->what() : "");
+}
+
+void TestModelConfig::keysWithoutEffectWarn_data()
+{
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QStringList>("keys");  // the warnings, by key, in order
+
+    QTest::newRow("dense model, routing keys")
+        << R"({"capacity_factor": 2, "routing_priority": "batch", "share_router": false, "renormalize_gates": true})"
+        << QStringList{"model.capacity_factor", "model.routing_priority", "model.renormalize_gates",
+                       "model.share_router"};
+    // A key at its default (derived or not) changes nothing: a resolved document warns of nothing.
+    QTest::newRow("dense model, keys at their defaults")
+        << R"({"top_k": 1, "router_noise_std": 0, "routing_groups": 6, "share_router": true, "capacity_factor": 1.2})"
+        << QStringList{};
+    QTest::newRow("resolved dense model") << q(ModelConfig().toJson().dump()) << QStringList{};
+    QTest::newRow("resolved language model")
+        << q([] { ModelConfig c; c.head = HeadKind::LanguageModel; return c.toJson().dump(); }()) << QStringList{};
+    QTest::newRow("language model, pooling")
+        << R"({"head": "language_model", "pooling": "mean", "num_classes": 4})"
+        << QStringList{"model.pooling", "model.num_classes"};
+    QTest::newRow("nothing ever dropped") << R"({"experts": 4, "capacity_factor": 0, "eval_capacity_factor": -1,
+                                                 "routing_priority": "batch"})"
+                                          << QStringList{"model.routing_priority"};
+    QTest::newRow("one routing group") << R"({"experts": 4, "routing_groups": 1, "share_router": false})"
+                                       << QStringList{"model.share_router"};
+    QTest::newRow("mixture of experts, routing keys") << R"({"experts": 4, "capacity_factor": 2, "top_k": 1})"
+                                                      << QStringList{};
+    QTest::newRow("defaults") << "{}" << QStringList{};
+}
+
+void TestModelConfig::keysWithoutEffectWarn()
+{
+    QFETCH(QString, model);
+    QFETCH(QStringList, keys);
+
+    const ModelDocument document = parseModelDocument("{\"model\": " + model.toStdString() + "}");
+    QStringList got;
+    for (const ConfigIssue& warning : document.warnings) {
+        got << q(warning.key);
+        QVERIFY2(q(warning.reason).startsWith(QStringLiteral("has no effect")), qPrintable(q(warning.text())));
+    }
+    QCOMPARE(got, keys);
 }
 
 // ---------------------------------------------------------------- JsonSection
@@ -743,6 +1028,17 @@ void TestModelConfig::shippedPresetsLoad()
     QCOMPARE(int(names.size()), int(presets.size()));
     QVERIFY(std::is_sorted(names.begin(), names.end()));
     QVERIFY(std::adjacent_find(names.begin(), names.end()) == names.end());
+}
+
+void TestModelConfig::shippedPresetsHaveNoWarnings()
+{
+    // `params` and `check` print warnings: a shipped preset gives none.
+    for (const auto& [name, document] : test::shippedPresets()) {
+        QStringList texts;
+        for (const ConfigIssue& warning : document.warnings)
+            texts << q(warning.text());
+        QVERIFY2(texts.isEmpty(), qPrintable(q(name) + ": " + texts.join(QStringLiteral("; "))));
+    }
 }
 
 void TestModelConfig::requiredPresetExists_data()
