@@ -792,12 +792,16 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
     }
     if (fitY && yLo <= yHi) {
         const double headroom = m_xMode == XAxisMode::Parameters ? kMarkerHeadroom : kYHeadroom;
+        // A series that differs only by rounding (a constant learning rate, smoothed) is
+        // flat: ranged around its value, not zoomed onto the last bits of a double.
+        const double magnitude = std::max(std::abs(yLo), std::abs(yHi));
+        const bool flat = yHi - yLo <= 1e-9 * magnitude;
         if (m_logScale) {
-            const double factor = yHi > yLo ? std::pow(yHi / yLo, headroom) : 2.0;
+            const double factor = !flat ? std::pow(yHi / yLo, headroom) : 2.0;
             yAxis->setRange(yLo / factor, yHi * factor);
         } else {
             const double span = yHi - yLo;
-            const double pad = span > 0 ? headroom * span : (yHi != 0 ? 0.1 * std::abs(yHi) : 1.0);
+            const double pad = !flat ? headroom * span : (magnitude != 0 ? 0.1 * magnitude : 1.0);
             yAxis->setRange(yLo - pad, yHi + pad);
         }
     }

@@ -1844,6 +1844,17 @@ void TestInsights::curvesLeaveValuesPastTheAxisLimitsOutOfTheFit()
     QVERIFY2(plot.yAxis->range().lower > 0.4 && plot.yAxis->range().upper < 2.1,
              qPrintable(QStringLiteral("%1 %2").arg(plot.yAxis->range().lower).arg(plot.yAxis->range().upper)));
     QVERIFY(!painted(&plot).isNull());
+
+    // A constant that smoothing leaves differing in its last bits: ranged around it, +-10 %.
+    plot.clearRun(QStringLiteral("r"));
+    plot.setSmoothing(0.6);
+    QVector<CurvePoint> constant;
+    for (int step = 1; step <= 50; ++step)
+        constant.append({double(step), double(step), 0.003});
+    plot.appendPoints(QStringLiteral("r"), QStringLiteral("loss"), constant);
+    plot.refreshNow();
+    QVERIFY2(std::abs(plot.yAxis->range().lower - 0.0027) < 1e-9 && std::abs(plot.yAxis->range().upper - 0.0033) < 1e-9,
+             qPrintable(QStringLiteral("%1 %2").arg(plot.yAxis->range().lower, 0, 'g', 17).arg(plot.yAxis->range().upper, 0, 'g', 17)));
 }
 
 int main(int argc, char** argv)
