@@ -1,5 +1,6 @@
 #include "AttentionView.h"
 
+#include "ColorScale.h"
 #include "HeadGrid.h"
 #include "MatrixView.h"
 #include "PredictionBars.h"
@@ -42,8 +43,10 @@ MatrixView::Matrix attentionMatrix(const QVector<float>& map, const ProbeCapture
     m.rowTitle = QObject::tr("query");
     m.columnTitle = QObject::tr("key");
     m.valueName = QObject::tr("weight");
+    double low = 0, high = 1;
+    colorscale::finiteRange(map.constData(), map.size(), &low, &high);
     m.low = 0;
-    m.high = map.isEmpty() ? 1 : std::max(1e-6f, *std::max_element(map.begin(), map.end()));
+    m.high = std::max(1e-6, high);
     return m;
 }
 
@@ -95,11 +98,30 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     else
         m_capture.reset();
     capture = this->capture();
-    if (capture == nullptr || capture->layers() == 0) {
+    // A capture with nothing to draw explains itself instead (it may come from a damaged file).
+    QString nothing = capture == nullptr ? why : QString();
+    if (capture != nullptr) {
+        const int n = capture->tokenCount();
+        const qsizetype cells = static_cast<qsizetype>(n) * n;
+        bool anyMap = false;
+        for (const auto& heads : capture->attention)
+            for (const QVector<float>& map : heads)
+                anyMap = anyMap || map.size() == cells;
+        if (n == 0)
+            nothing = tr("The probe at step %1 has no tokens: there is no attention to draw.").arg(capture->step);
+        else if (capture->layers() == 0)
+            nothing = tr("The capture at step %1 holds no attention maps.").arg(capture->step);
+        else if (!anyMap)
+            nothing = tr("The attention maps at step %1 do not match its %2 tokens: nothing to draw.")
+                          .arg(capture->step)
+                          .arg(n);
+    }
+    if (!nothing.isEmpty() || capture == nullptr) {
         m_layer = 0;
         m_header->setText(QStringLiteral("<b>%1</b>").arg(runLabel.toHtmlEscaped()));
         m_grid->setCapture(nullptr, 0);
-        m_matrix->clear(why);
+        m_matrix->setTitle(QString());
+        m_matrix->clear(nothing);
         m_tokens->setCapture(nullptr, 0);
         m_prediction->setPrediction({}, {}, QString());
         m_stack->setCurrentWidget(m_matrix);

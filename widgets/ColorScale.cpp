@@ -89,6 +89,25 @@ QImage sequentialImage(const float* values, int rows, int cols, double low, doub
     return image;
 }
 
+bool finiteRange(const float* values, qsizetype count, double* low, double* high)
+{
+    bool any = false;
+    double lo = 0, hi = 0;
+    for (qsizetype i = 0; i < count; ++i) {
+        const double v = values[i];
+        if (!std::isfinite(v))
+            continue;
+        lo = any ? std::min(lo, v) : v;
+        hi = any ? std::max(hi, v) : v;
+        any = true;
+    }
+    if (any) {
+        *low = lo;
+        *high = hi;
+    }
+    return any;
+}
+
 QImage divergingImage(const float* values, int rows, int cols, double center, double halfRange)
 {
     QImage image(cols, rows, QImage::Format_RGB32);

@@ -22,4 +22,8 @@ QColor categorical(int index);
 QImage sequentialImage(const float* values, int rows, int cols, double low, double high);
 QImage divergingImage(const float* values, int rows, int cols, double center, double halfRange);
 
+// The smallest and largest finite values among `count`; false (and the range
+// left alone) when none is finite. NaN and infinities never set a colour range.
+bool finiteRange(const float* values, qsizetype count, double* low, double* high);
+
 }  // namespace widelab::colorscale

@@ -740,8 +740,12 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
 {
     double xLo = std::numeric_limits<double>::infinity(), xHi = -xLo;
     double yLo = xLo, yHi = -xLo;
+    // QCustomPlot refuses ranges past +-QCPRange::maxRange (and would keep a stale
+    // one): a value that far out is left off the fit, drawn out of view.
+    const double fitLimit = QCPRange::maxRange / 4;
+    auto fits = [fitLimit](double v) { return std::isfinite(v) && std::abs(v) <= fitLimit; };
     auto takeY = [&](double v) {
-        if (std::isfinite(v) && (!m_logScale || v > 0)) {
+        if (fits(v) && (!m_logScale || v > 0)) {
             yLo = std::min(yLo, v);
             yHi = std::max(yHi, v);
         }
@@ -758,8 +762,16 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
         }
         if (!isShown(*s))
             continue;
-        xLo = std::min(xLo, s->keys.front());
-        xHi = std::max(xHi, s->keys.back());
+        for (const double key : std::as_const(s->keys))  // sorted: the first and last that fit
+            if (fits(key)) {
+                xLo = std::min(xLo, key);
+                break;
+            }
+        for (qsizetype i = s->keys.size() - 1; i >= 0; --i)
+            if (fits(s->keys[i])) {
+                xHi = std::max(xHi, s->keys[i]);
+                break;
+            }
         for (const double v : std::as_const(s->raw))
             takeY(v);
         if (m_smoothing > 0)
@@ -780,12 +792,16 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
     }
     if (fitY && yLo <= yHi) {
         const double headroom = m_xMode == XAxisMode::Parameters ? kMarkerHeadroom : kYHeadroom;
+        // A series that differs only by rounding (a constant learning rate, smoothed) is
+        // flat: ranged around its value, not zoomed onto the last bits of a double.
+        const double magnitude = std::max(std::abs(yLo), std::abs(yHi));
+        const bool flat = yHi - yLo <= 1e-9 * magnitude;
         if (m_logScale) {
-            const double factor = yHi > yLo ? std::pow(yHi / yLo, headroom) : 2.0;
+            const double factor = !flat ? std::pow(yHi / yLo, headroom) : 2.0;
             yAxis->setRange(yLo / factor, yHi * factor);
         } else {
             const double span = yHi - yLo;
-            const double pad = span > 0 ? headroom * span : (yHi != 0 ? 0.1 * std::abs(yHi) : 1.0);
+            const double pad = !flat ? headroom * span : (magnitude != 0 ? 0.1 * magnitude : 1.0);
             yAxis->setRange(yLo - pad, yHi + pad);
         }
     }

@@ -1,5 +1,6 @@
 #include "ExpertsView.h"
 
+#include "ColorScale.h"
 #include "MatrixView.h"
 #include "Palette.h"
 #include "ViewExport.h"
@@ -13,6 +14,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <cmath>
 
 namespace widelab {
 
@@ -25,9 +27,28 @@ constexpr int kMaxTimeColumns = 300;
 
 QString percent(double share) { return QString::number(100.0 * share, 'f', 1) + QLatin1Char('%'); }
 
-double busiest(const ExpertLoad& load)
+// The largest finite value, 0 when there is none.
+double largest(const QVector<double>& values)
 {
-    return load.loadVsFair.isEmpty() ? 0.0 : *std::max_element(load.loadVsFair.begin(), load.loadVsFair.end());
+    double top = 0;
+    bool any = false;
+    for (double v : values)
+        if (std::isfinite(v)) {
+            top = any ? std::max(top, v) : v;
+            any = true;
+        }
+    return top;
+}
+
+double busiest(const ExpertLoad& load) { return largest(load.loadVsFair); }
+
+// The most experts any block reports (blocks of a model agree; a damaged line need not).
+int expertCount(const ModelState& state)
+{
+    qsizetype experts = 0;
+    for (const ExpertLoad& load : state.routing)
+        experts = std::max(experts, load.tokensPerExpert.size());
+    return static_cast<int>(experts);
 }
 
 }  // namespace
@@ -128,14 +149,19 @@ void ExpertsView::refresh()
     showOverTime(*m_primary.history, m_state->step);
     showTable(*m_state);
     const ProbeCapture* capture = m_primary.history->captureAt(probeText(), m_step);
-    showRouting(capture, static_cast<int>(m_state->routing.front().tokensPerExpert.size()));
+    showRouting(capture, expertCount(*m_state));
 }
 
 void ExpertsView::showShare(const ModelState& state)
 {
     MatrixView::Matrix m;
     m.rows = static_cast<int>(state.routing.size());
-    m.cols = static_cast<int>(state.routing.front().tokensPerExpert.size());
+    m.cols = expertCount(state);
+    if (m.cols == 0) {
+        m_share->setTitle(tr("Share of tokens routed, step %1").arg(state.step));
+        m_share->clear(tr("The measurement at step %1 names no experts.").arg(state.step));
+        return;
+    }
     m.rowTitle = tr("block");
     m.columnTitle = tr("expert");
     for (int e = 0; e < m.cols; ++e)
@@ -148,8 +174,10 @@ void ExpertsView::showShare(const ModelState& state)
             m.cellTexts.push_back(percent(shares.value(e)));
         }
     }
+    double low = 0, high = 0;
+    colorscale::finiteRange(m.values.constData(), m.values.size(), &low, &high);
     m.low = 0;
-    m.high = std::max(1e-6f, *std::max_element(m.values.begin(), m.values.end()));
+    m.high = std::max(1e-6, high);
     m.valueName = tr("share");
     m.valueScale = 100;
     m.valueSuffix = QStringLiteral("%");
@@ -186,7 +214,11 @@ void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
         m_overTime->clear();
         return;
     }
-    const int experts = static_cast<int>(states.back()->routing.front().tokensPerExpert.size());
+    const int experts = expertCount(*states.back());
+    if (experts == 0) {
+        m_overTime->clear(tr("The measurements name no experts."));
+        return;
+    }
     MatrixView::Matrix m;
     m.rows = experts;
     m.cols = static_cast<int>(states.size());
@@ -212,8 +244,10 @@ void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
         for (int e = 0; e < experts; ++e)
             m.values[qsizetype(e) * m.cols + c] = counted > 0 ? float(sum[e] / counted) : 0.0f;
     }
+    double low = 0, high = 0;
+    colorscale::finiteRange(m.values.constData(), m.values.size(), &low, &high);
     m.low = 0;
-    m.high = std::max(1e-6f, *std::max_element(m.values.begin(), m.values.end()));
+    m.high = std::max(1e-6, high);
     m.valueName = tr("share");
     m.valueScale = 100;
     m.valueSuffix = QStringLiteral("%");
@@ -282,6 +316,11 @@ void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
 {
     if (capture == nullptr || capture->experts.isEmpty()) {
         m_routing->clear(tr("No probe captured yet: the route of each probe token appears with the first capture."));
+        return;
+    }
+    if (capture->tokenCount() == 0) {
+        m_routing->setTitle(QString());
+        m_routing->clear(tr("The probe at step %1 has no tokens: there is no route to show.").arg(capture->step));
         return;
     }
     MatrixView::Matrix m;

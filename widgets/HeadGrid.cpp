@@ -38,22 +38,29 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
     m_tokens.clear();
     m_max = 1;
     m_hover = Hit();
-    if (capture != nullptr && layer >= 0 && layer < capture->layers()) {
-        const int n = capture->tokenCount();
-        for (const QString& token : capture->tokens)
-            m_tokens.push_back(visibleToken(token));
-        float max = 0;
-        for (const QVector<float>& map : capture->attention[layer])
-            for (float w : map)
-                max = std::max(max, w);
-        m_max = max > 0 ? max : 1;
+    // Only maps of tokens x tokens weights are drawn: no tokens, or a map of
+    // another size, leaves nothing to draw (heads() 0) rather than a guess.
+    const int n = capture != nullptr ? capture->tokenCount() : 0;
+    if (capture != nullptr && n > 0 && layer >= 0 && layer < capture->layers()) {
+        const qsizetype cells = static_cast<qsizetype>(n) * n;
+        double max = 0;
         for (const QVector<float>& map : capture->attention[layer]) {
-            if (map.size() < static_cast<qsizetype>(n) * n)
+            double low = 0, high = 0;
+            if (map.size() == cells && colorscale::finiteRange(map.constData(), cells, &low, &high))
+                max = std::max(max, high);
+        }
+        m_max = max > 0 ? static_cast<float>(max) : 1.0f;
+        for (const QVector<float>& map : capture->attention[layer]) {
+            if (map.size() != cells)
                 continue;
-            const float own = *std::max_element(map.begin(), map.end());
+            double low = 0, own = 0;
+            colorscale::finiteRange(map.constData(), cells, &low, &own);
             m_weights.push_back(map);
             m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_perHead && own > 0 ? own : m_max));
         }
+        if (!m_maps.isEmpty())
+            for (const QString& token : capture->tokens)
+                m_tokens.push_back(visibleToken(token));
     }
     measureLabels();
     updateHeight();
@@ -177,7 +184,7 @@ void HeadGrid::paintEvent(QPaintEvent* event)
     QPainter painter(this);
     const QColor text = palette().color(QPalette::Text);
     painter.fillRect(rect(), palette().color(QPalette::Base));
-    if (heads() == 0)
+    if (heads() == 0 || tokens() == 0)
         return;
     const QFont small = smallFont(font());
     const QFontMetricsF metrics(small);

@@ -11,6 +11,7 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
 
 namespace widelab {
@@ -127,8 +128,19 @@ void LayerNormView::showCurves()
 void LayerNormView::showMaps()
 {
     const ModelState* state = m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
-    if (state == nullptr || gammas(state->norms, position()).isEmpty()) {
-        const QString why = tr("No measurement yet: LayerNorm weights appear with the first training snapshot.");
+    // The widest row sets the columns; a shorter one (only in damaged data) is padded with gaps.
+    auto widest = [](const QVector<QVector<float>>& rows) {
+        qsizetype cols = 0;
+        for (const QVector<float>& row : rows)
+            cols = std::max(cols, row.size());
+        return static_cast<int>(cols);
+    };
+    if (state == nullptr || gammas(state->norms, position()).isEmpty() || widest(gammas(state->norms, position())) == 0) {
+        const QString why = state == nullptr || gammas(state->norms, position()).isEmpty()
+                                ? tr("No measurement yet: LayerNorm weights appear with the first training snapshot.")
+                                : tr("The measurement at step %1 has LayerNorm rows without channels.").arg(state->step);
+        m_gamma->setTitle(QString());
+        m_beta->setTitle(QString());
         m_gamma->clear(why);
         m_beta->clear(why);
         return;
@@ -138,13 +150,13 @@ void LayerNormView::showMaps()
         m.scale = MatrixView::Scale::Diverging;
         m.center = center;
         m.rows = static_cast<int>(rows.size());
-        m.cols = static_cast<int>(rows.front().size());
+        m.cols = widest(rows);
         m.rowTitle = tr("block");
         m.columnTitle = tr("channel");
         for (int b = 0; b < m.rows; ++b) {
             m.rowLabels.push_back(QString::number(b + 1));
             QVector<float> row = rows[b];
-            row.resize(m.cols);
+            row.resize(m.cols, std::numeric_limits<float>::quiet_NaN());
             m.values += row;
         }
         m.valueName = name;

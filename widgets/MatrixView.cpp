@@ -50,6 +50,7 @@ void MatrixView::setMatrix(Matrix matrix)
 {
     m_matrix = std::move(matrix);
     m_emptyText.clear();
+    m_hover = {-1, -1};
     rebuild();
     relayout();
     update();
@@ -78,33 +79,50 @@ void MatrixView::rebuild()
 {
     const Matrix& m = m_matrix;
     m_image = QImage();
+    m_low = 0;
+    m_high = 1;
     const qsizetype cells = static_cast<qsizetype>(m.rows) * m.cols;
-    if (m.rows <= 0 || m.cols <= 0
-        || (m.scale == Scale::Categorical ? m.categories.size() : m.values.size()) < cells)
+    // A matrix whose numbers do not fill it draws nothing, and says so.
+    if (m.rows <= 0 || m.cols <= 0) {
+        if (m_emptyText.isEmpty())
+            m_emptyText = tr("Nothing to draw: the matrix has no rows or no columns.");
         return;
+    }
+    if ((m.scale == Scale::Categorical ? m.categories.size() : m.values.size()) < cells) {
+        if (m_emptyText.isEmpty())
+            m_emptyText = tr("Nothing to draw: %1 x %2 cells but %3 values.")
+                              .arg(m.rows)
+                              .arg(m.cols)
+                              .arg(m.scale == Scale::Categorical ? m.categories.size() : m.values.size());
+        return;
+    }
+    // Ranges come from finite values only: NaN and infinities are drawn at the low end, never stretch the scale.
     switch (m.scale) {
     case Scale::Sequential: {
         m_low = m.low;
         m_high = m.high;
-        if (m_high <= m_low) {
-            const auto [min, max] = std::minmax_element(m.values.begin(), m.values.end());
-            m_low = *min;
-            m_high = *max > *min ? *max : *min + 1;
+        if (!std::isfinite(m_low) || !std::isfinite(m_high) || m_high <= m_low) {
+            double min = 0, max = 1;
+            colorscale::finiteRange(m.values.constData(), cells, &min, &max);
+            m_low = min;
+            m_high = max > min ? max : min + 1;
         }
         m_image = colorscale::sequentialImage(m.values.constData(), m.rows, m.cols, m_low, m_high);
         break;
     }
     case Scale::Diverging: {
-        double half = m.halfRange;
+        const double center = std::isfinite(m.center) ? m.center : 0.0;
+        double half = std::isfinite(m.halfRange) ? m.halfRange : 0.0;
         if (half <= 0) {
-            for (float v : m.values)
-                half = std::max(half, std::abs(v - m.center));
-            if (half <= 0)
+            for (qsizetype i = 0; i < cells; ++i)
+                if (const double v = m.values[i]; std::isfinite(v))
+                    half = std::max(half, std::abs(v - center));
+            if (!(half > 0) || !std::isfinite(half))
                 half = 1;
         }
-        m_low = m.center - half;
-        m_high = m.center + half;
-        m_image = colorscale::divergingImage(m.values.constData(), m.rows, m.cols, m.center, half);
+        m_low = center - half;
+        m_high = center + half;
+        m_image = colorscale::divergingImage(m.values.constData(), m.rows, m.cols, center, half);
         break;
     }
     case Scale::Categorical: {

@@ -12,6 +12,8 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace widelab {
@@ -100,9 +102,13 @@ void PathsView::refresh()
                                   "multi-path presets (e.g. multipath-3) have them."));
         return;
     }
+    // Blocks as the data name them, within bounds a model can have (a damaged
+    // number must not fill the list with millions of entries).
+    constexpr int kMostBlocks = 4096;
     int blocks = 0;
     for (const PathWeightState& p : last->paths)
-        blocks = std::max(blocks, p.block + 1);
+        if (p.block >= 0 && p.block < kMostBlocks)
+            blocks = std::max(blocks, p.block + 1);
     if (m_block->count() != blocks) {
         const QSignalBlocker block(m_block);
         m_block->clear();
@@ -139,7 +145,9 @@ void PathsView::showCurves()
             beta[sub].push_back({double(state.step), 0.0, p.beta});
             if (p.block != block || p.sublayer != sublayer)
                 continue;
-            for (int f = 0; f < p.alpha.size(); ++f) {
+            // A weight per path, then one per "mean without path i": nothing beyond.
+            const qsizetype features = p.paths > 0 ? std::min<qsizetype>(p.alpha.size(), 2 * qsizetype(p.paths)) : 0;
+            for (int f = 0; f < features; ++f) {
                 // Feature f >= paths is the mean of every path but f - paths.
                 const QString path = p.featureName(f < p.paths ? f : f - p.paths);
                 const QString series = f < p.paths ? QStringLiteral("alpha") : QStringLiteral("feature");
@@ -198,8 +206,10 @@ void PathsView::showDiversity()
             pen.setStyle(sublayer == QLatin1String("attention") ? Qt::SolidLine : Qt::DashLine);
             graph->setPen(pen);
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+            // Only finite values at a block the axis shows: NaN, infinities and
+            // block numbers no model has (damaged data) are left out.
             for (const PathWeightState& p : state->paths)
-                if (p.sublayer == sublayer) {
+                if (p.sublayer == sublayer && std::isfinite(p.diversity) && p.block >= 0 && p.block < m_block->count()) {
                     graph->addData(p.block + 1, p.diversity);
                     top = std::max(top, p.diversity);
                 }

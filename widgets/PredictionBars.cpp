@@ -6,6 +6,7 @@
 #include <QPainter>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace widelab {
@@ -16,8 +17,11 @@ void PredictionBars::setPrediction(const QVector<float>& probabilities, const QS
 {
     m_title = title;
     m_bars.clear();
-    QVector<int> order(probabilities.size());
-    std::iota(order.begin(), order.end(), 0);
+    // Only finite probabilities take part: NaN would break the sort's ordering.
+    QVector<int> order;
+    for (int i = 0; i < probabilities.size(); ++i)
+        if (std::isfinite(probabilities[i]))
+            order.push_back(i);
     const int count = std::min<int>(kShown, static_cast<int>(order.size()));
     std::partial_sort(order.begin(), order.begin() + count, order.end(),
                       [&](int a, int b) { return probabilities[a] > probabilities[b]; });

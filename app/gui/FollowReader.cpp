@@ -49,8 +49,10 @@ FollowUpdate FollowReader::look(bool tailFiles)
     const LineTail::Update metrics = m_metrics.poll();
     update.metricsRestarted = metrics.restarted;
     update.metrics.reserve(static_cast<qsizetype>(metrics.lines.size()));
-    for (const std::string& line : metrics.lines)
-        update.metrics.append(QByteArray::fromStdString(line));
+    for (std::size_t i = 0; i < metrics.lines.size(); ++i) {
+        update.metrics.append(QByteArray::fromStdString(metrics.lines[i]));
+        update.metricsLineNumbers.append(static_cast<qint64>(metrics.lineNumbers[i]));
+    }
     const LineTail::Update log = m_log.poll();
     update.logRestarted = log.restarted;
     for (const std::string& line : log.lines)

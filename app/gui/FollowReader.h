@@ -18,6 +18,7 @@ namespace widelab {
 
 struct FollowUpdate {
     QList<QByteArray> metrics;      // complete lines of metrics.jsonl, in order
+    QList<qint64> metricsLineNumbers;  // each one's line number in the file, for warnings
     bool metricsRestarted = false;  // metrics.jsonl was replaced or trimmed: `metrics` starts it again
     QStringList log;                // complete lines of log.txt
     bool logRestarted = false;

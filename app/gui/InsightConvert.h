@@ -1,11 +1,8 @@
-// defines: toModelState, toProbeCapture (from the core's snapshots, live) and
-// modelStateFromJson, probeCaptureFromJson (from metrics.jsonl lines, for a run
-// read back from disk): the views' plain Qt data from the core's
+// defines: toModelState, toProbeCapture: the views' plain Qt data from the
+// core's snapshots, live (a run read back from disk: MetricsLine.h)
 #pragma once
 
 #include "InsightHistory.h"
-
-class QJsonObject;
 
 namespace widelab {
 
@@ -14,9 +11,5 @@ struct ProbeResult;
 
 ModelState toModelState(const TrainingSnapshot& snapshot);
 ProbeCapture toProbeCapture(const ProbeResult& probe);
-
-// A "train" line (docs/run-directory.md) and a "probe" line; missing fields stay empty.
-ModelState modelStateFromJson(const QJsonObject& line);
-ProbeCapture probeCaptureFromJson(const QJsonObject& line);
 
 }  // namespace widelab

@@ -574,11 +574,33 @@ void MainWindow::onRunItemChanged(QListWidgetItem* item)
         m_curves->removeRun(id);
 }
 
-bool MainWindow::addRunToComparison(const QString& directory) { return addSavedRun(directory, nullptr); }
+bool MainWindow::addRunToComparison(const QString& directory)
+{
+    QStringList warnings;
+    const bool added = addSavedRun(directory, nullptr, &warnings);
+    reportSkippedLines(warnings);
+    return added;
+}
+
+// One warning per skipped line in the log, where each names its file and line;
+// the status bar says how many, so that a damaged file is noticed without a
+// dialog per line.
+void MainWindow::reportSkippedLines(const QStringList& warnings)
+{
+    for (const QString& warning : warnings)
+        m_log->appendLine(QStringLiteral("warning"), warning);
+    if (!warnings.isEmpty())
+        statusBar()->showMessage(warnings.size() == 1
+                                     ? tr("1 damaged line skipped; the log names it and why.")
+                                     : tr("%1 damaged lines skipped; the log names each and why.").arg(warnings.size()),
+                                 15000);
+}
 
 // With `metricsTail`, the run is read afresh even when shown already, and the
 // tail ends where the reading stopped, for a follower to go on from there.
-bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail)
+// Lines skipped as damaged are added to `warnings`; a config.json that cannot
+// be read is a warning in the log.
+bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings)
 {
     const QString absolute = QDir(directory).absolutePath();
     for (auto it = m_records.begin(); it != m_records.end(); ++it) {
@@ -586,7 +608,7 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail)
             continue;
         if (metricsTail) {
             it->restart();
-            loadRunRecord(absolute, *it, nullptr, metricsTail);
+            loadRunRecord(absolute, *it, nullptr, metricsTail, warnings);
             if (m_curves->runs().contains(it->id))
                 showRecord(*it);
             m_insights->historyChanged(it->id);
@@ -595,12 +617,17 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail)
     }
     RunRecord record;
     QString error;
-    if (!loadRunRecord(absolute, record, &error, metricsTail)) {
+    if (!loadRunRecord(absolute, record, &error, metricsTail, warnings)) {
         showProblem(tr("Cannot Open Run"), error);
         return false;
     }
     QString configError;
     const QJsonObject config = readJsonObject(QDir(absolute).filePath(QStringLiteral("config.json")), &configError);
+    if (!configError.isEmpty()) {  // the curves are still worth seeing
+        const QString warning = tr("%1 (its size is unknown)").arg(configError);
+        m_log->appendLine(QStringLiteral("warning"), warning);
+        statusBar()->showMessage(warning, 15000);
+    }
     const ConfigAssessment assessment = assessDocument(config);
     record.id = absolute;
     record.label = QFileInfo(absolute).fileName();
@@ -620,7 +647,8 @@ bool MainWindow::openRun(const QString& directory)
         return false;
     }
     LineTail metricsTail;
-    if (!addSavedRun(absolute, &metricsTail))
+    QStringList warnings;
+    if (!addSavedRun(absolute, &metricsTail, &warnings))
         return false;
     m_configFile.clear();
     setDocument(config, false);
@@ -629,6 +657,7 @@ bool MainWindow::openRun(const QString& directory)
     m_currentRun = absolute;
     m_insights->setCurrentRun(absolute);
     LineTail logTail = loadLog(absolute);
+    reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
     if (const RunRecord* r = record(absolute))
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
     rememberRecent(absolute);
@@ -687,7 +716,7 @@ void MainWindow::stopFollowing()
 
 // New lines of the followed run: appended, or, after a resume trimmed the file,
 // the record rebuilt from the lines that remain.
-void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, bool fromStart)
+void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart)
 {
     const QString id = m_follower ? m_follower->directory() : QString();
     auto it = m_records.find(id);
@@ -696,11 +725,16 @@ void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, bool fromStar
     if (fromStart)
         it->restart();
     CurveBatch added;
-    for (const QByteArray& line : lines) {
-        const CurveBatch batch = it->addMetricsLine(line);
+    QStringList warnings;
+    for (qsizetype i = 0; i < lines.size(); ++i) {
+        QString warning;
+        const CurveBatch batch = it->addMetricsLine(lines[i], lineNumbers.value(i), &warning);
+        if (!warning.isEmpty())
+            warnings.append(warning);
         for (auto series = batch.begin(); series != batch.end(); ++series)
             added[series.key()] += series.value();
     }
+    reportSkippedLines(warnings);
     if (m_curves->runs().contains(id)) {
         if (fromStart)
             showRecord(*it);

@@ -94,11 +94,12 @@ private:
     RunRecord& addRecord(RunRecord record);
     void showRecord(const RunRecord& record);
     void appendCurves(const QString& runId, const CurveBatch& batch);
-    bool addSavedRun(const QString& directory, LineTail* metricsTail);
+    bool addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings);
+    void reportSkippedLines(const QStringList& warnings);  // each in the log, a count in the status bar
     LineTail loadLog(const QString& directory);
     void follow(const QString& directory, LineTail metrics, LineTail log);
     void stopFollowing();
-    void onFollowedMetrics(const QList<QByteArray>& lines, bool fromStart);
+    void onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart);
     void onFollowedState();
     void showFollowedStep();
 

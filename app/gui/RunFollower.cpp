@@ -116,7 +116,7 @@ void RunFollower::take(const FollowUpdate& update)
         m_statusError = update.statusError;
     }
     if (!update.metrics.isEmpty() || update.metricsRestarted)
-        Q_EMIT metricsLines(update.metrics, update.metricsRestarted);
+        Q_EMIT metricsLines(update.metrics, update.metricsLineNumbers, update.metricsRestarted);
     if (!update.log.isEmpty() || update.logRestarted)
         Q_EMIT logLines(update.log, update.logRestarted);
     const QString error = update.errors.join(QLatin1Char('\n'));

@@ -57,9 +57,10 @@ public:
     qint64 looks() const { return m_looks; }  // completed looks, for tests
 
 Q_SIGNALS:
-    // New complete lines; `fromStart`: the file was replaced or trimmed (a resume),
-    // so whatever was built from earlier lines must go, and `lines` start it again.
-    void metricsLines(const QList<QByteArray>& lines, bool fromStart);
+    // New complete lines and their line numbers in the file; `fromStart`: the file
+    // was replaced or trimmed (a resume), so whatever was built from earlier lines
+    // must go, and `lines` start it again.
+    void metricsLines(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart);
     void logLines(const QStringList& lines, bool fromStart);
     void stateChanged();  // state() or description() changed
     void readError(const QString& message);  // a file exists but cannot be read (said once per message)

@@ -1,22 +1,17 @@
 #include "RunRecord.h"
 
 #include "InsightConvert.h"
+#include "MetricsLine.h"
 
 #include "train/Snapshot.h"
 
 #include <QDir>
 #include <QFileInfo>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QObject>
 
+#include <algorithm>
+
 namespace widelab {
-namespace {
-
-const char* const kTrainingMetrics[] = {"loss", "accuracy", "balance_loss", "learning_rate", "gradient_norm",
-                                        "tokens_per_second"};
-
-}  // namespace
 
 CurveBatch RunRecord::addTrainingValues(double step, double seconds, const QHash<QString, double>& values)
 {
@@ -54,11 +49,13 @@ void RunRecord::restart()
     m_lastSeconds = 0;
     m_secondsOffset = 0;
     m_sessionSeconds = 0;
+    m_lastTrainStep = -1;
 }
 
 CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
 {
     insights->addState(toModelState(s));
+    m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(s.step));
     return addTrainingValues(static_cast<double>(s.step), s.wallSeconds,
                              {{QStringLiteral("loss"), s.loss},
                               {QStringLiteral("accuracy"), s.accuracy},
@@ -77,29 +74,43 @@ CurveBatch RunRecord::addEvaluation(const EvaluationResult& r)
 
 void RunRecord::addProbe(const ProbeResult& probe) { insights->addCapture(toProbeCapture(probe)); }
 
-CurveBatch RunRecord::addMetricsLine(const QByteArray& line)
+CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber, QString* warning)
 {
-    const QJsonObject json = QJsonDocument::fromJson(line).object();
-    const QString type = json.value(QStringLiteral("type")).toString();
-    const double step = json.value(QStringLiteral("step")).toDouble();
-    if (type == QLatin1String("train")) {
-        QHash<QString, double> values;
-        for (const char* name : kTrainingMetrics)
-            values.insert(QLatin1String(name), json.value(QLatin1String(name)).toDouble());
-        insights->addState(modelStateFromJson(json));
-        return addTrainingValues(step, json.value(QStringLiteral("wall_seconds")).toDouble(), values);
+    QString reason;
+    std::optional<MetricsLine> line = decodeMetricsLine(bytes, &reason);
+    // A step before an earlier train line's would draw the curve back over
+    // itself and move the shown step back: the line is damaged, or from another run.
+    if (line && line->type == MetricsLine::Type::Train && line->step < m_lastTrainStep) {
+        reason = QObject::tr("its step %1 is before step %2 of an earlier line").arg(line->step).arg(m_lastTrainStep);
+        line.reset();
     }
-    if (type == QLatin1String("probe")) {
-        insights->addCapture(probeCaptureFromJson(json));
+    if (!line) {
+        if (warning)
+            *warning = QObject::tr("%1, line %2: skipped, %3")
+                           .arg(QDir::toNativeSeparators(QDir(directory).filePath(QStringLiteral("metrics.jsonl"))))
+                           .arg(lineNumber)
+                           .arg(reason);
         return {};
     }
-    if (type == QLatin1String("eval") && json.value(QStringLiteral("split")).toString() == QLatin1String("validation"))
-        return addEvaluationValues(step, json.value(QStringLiteral("loss")).toDouble(),
-                                   json.value(QStringLiteral("accuracy")).toDouble());
+    switch (line->type) {
+    case MetricsLine::Type::Train:
+        m_lastTrainStep = line->step;
+        insights->addState(std::move(line->state));
+        return addTrainingValues(static_cast<double>(line->step), line->wallSeconds, line->values);
+    case MetricsLine::Type::Probe:
+        insights->addCapture(std::move(line->capture));
+        return {};
+    case MetricsLine::Type::Eval:
+        if (line->split == QLatin1String("validation"))
+            return addEvaluationValues(static_cast<double>(line->step), line->loss, line->accuracy);
+        return {};
+    case MetricsLine::Type::Other:
+        break;
+    }
     return {};
 }
 
-bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail)
+bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail, QStringList* warnings)
 {
     const QDir dir(directory);
     if (!QFileInfo::exists(dir.filePath(QStringLiteral("config.json")))) {
@@ -110,8 +121,13 @@ bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, 
     record.directory = dir.absolutePath();
     LineTail metrics(dir.filePath(QStringLiteral("metrics.jsonl")).toStdString());
     for (LineTail::Update update = metrics.poll();; update = metrics.poll()) {
-        for (const std::string& line : update.lines)
-            record.addMetricsLine(QByteArray::fromStdString(line));
+        for (std::size_t i = 0; i < update.lines.size(); ++i) {
+            QString warning;
+            record.addMetricsLine(QByteArray::fromStdString(update.lines[i]),
+                                  static_cast<qint64>(update.lineNumbers[i]), &warning);
+            if (!warning.isEmpty() && warnings)
+                warnings->append(warning);
+        }
         if (!update.more)
             break;  // a missing file too: a run that has not logged yet
     }

@@ -7,6 +7,7 @@
 
 #include <QHash>
 #include <QString>
+#include <QStringList>
 #include <QVector>
 
 #include <memory>
@@ -37,8 +38,12 @@ public:
     CurveBatch addTraining(const TrainingSnapshot& snapshot);
     CurveBatch addEvaluation(const EvaluationResult& result);
     void addProbe(const ProbeResult& probe);
-    // A line of metrics.jsonl (train, eval and probe lines; others are ignored).
-    CurveBatch addMetricsLine(const QByteArray& line);
+    // A line of metrics.jsonl (train, eval and probe lines; others are ignored),
+    // `lineNumber` its place in the file. A line that does not decode
+    // (decodeMetricsLine), or a train line whose step is before an earlier
+    // one's (a resume rewrites the file instead), is skipped: nothing changes
+    // and *warning says so in one sentence naming the file and the line.
+    CurveBatch addMetricsLine(const QByteArray& line, qint64 lineNumber = 0, QString* warning = nullptr);
 
     // Drops every point, state and capture, keeping id, label, directory and
     // parameters: the record is then rebuilt from a replaced or trimmed file.
@@ -52,15 +57,18 @@ private:
     CurveBatch addEvaluationValues(double step, double loss, double accuracy);
 
     double m_lastStep = 0;
+    qint64 m_lastTrainStep = -1;  // of the last train line or snapshot: train lines may not go back from it
     double m_lastSeconds = 0;
     double m_secondsOffset = 0;  // a resumed run's clock restarts at 0: the time before it
     double m_sessionSeconds = 0; // the last wall time of the current session
 };
 
 // Reads RUN_DIR/metrics.jsonl (a missing file gives an empty record; a damaged
-// line is skipped; a last line still being written is left for later). Returns
-// false with `error` set when the directory is not a run. `tail`, when given,
-// ends where the reading stopped, for a RunFollower to go on from there.
-bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail = nullptr);
+// line is skipped, with one line in `warnings` naming it and saying why; a last
+// line still being written is left for later). Returns false with `error` set
+// when the directory is not a run. `tail`, when given, ends where the reading
+// stopped, for a RunFollower to go on from there.
+bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail = nullptr,
+                   QStringList* warnings = nullptr);
 
 }  // namespace widelab

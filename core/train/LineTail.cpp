@@ -50,6 +50,7 @@ void LineTail::forget()
     m_seen = {};
     m_offset = 0;
     m_scanned = 0;
+    m_lines = 0;
     m_before.clear();
 }
 
@@ -136,8 +137,11 @@ LineTail::Update LineTail::read(int fd, const Seen& now, std::size_t maxBytes)
         return update;  // a torn line, at most: it waits for its newline
     for (std::size_t start = 0; start <= end;) {
         const std::size_t stop = buffer.find('\n', start);
-        if (stop > start)
+        ++m_lines;
+        if (stop > start) {
             update.lines.emplace_back(buffer, start, stop - start);
+            update.lineNumbers.push_back(m_lines);
+        }
         start = stop + 1;
     }
     m_offset += end + 1;

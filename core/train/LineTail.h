@@ -23,6 +23,7 @@ public:
 
     struct Update {
         std::vector<std::string> lines;  // complete lines in file order, without '\n'; empty lines skipped
+        std::vector<std::uint64_t> lineNumbers;  // each line's number in the file (1 = the first), for messages
         bool restarted = false;          // the lines read before are void; `lines` start at the file's beginning
         bool more = false;               // stopped after about maxBytes: poll again for the rest
         std::string error;               // the file exists but cannot be read: names it and says why
@@ -54,6 +55,7 @@ private:
     Seen m_seen;
     std::uint64_t m_offset = 0;  // end of the last complete line returned
     std::uint64_t m_scanned = 0; // how far the last read looked (a torn line lies between the two)
+    std::uint64_t m_lines = 0;   // lines (newlines) before m_offset
     std::string m_before;        // up to kFingerprint bytes ending at m_offset
 };
 

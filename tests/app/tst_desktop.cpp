@@ -13,6 +13,8 @@
 #include "CurvesView.h"
 #include "LogPanel.h"
 #include "MainWindow.h"
+#include "MetricsLine.h"
+#include "SavedRunProbe.h"
 #include "TrainingController.h"
 #include "runtime/Runtime.h"
 #include "train/Snapshot.h"
@@ -32,7 +34,11 @@
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTemporaryDir>
+#include <QStatusBar>
+#include <QTabWidget>
 #include <QtTest>
+
+#include <cmath>
 
 using namespace widelab;
 
@@ -96,6 +102,9 @@ private Q_SLOTS:
     void aBadDataFileIsAMessageAndTheRunStays();
     void trainingThroughTheWindowDrawsCurvesAndReopens();
     void snapshotsAndMetricsLinesGiveTheSameInsights();
+    void metricsLinesAreCheckedAtTheBoundary();
+    void aDamagedMetricsFileIsReadWithOneWarningPerBadLine();
+    void damagedRunFilesAreMessagesNamingTheFile();
     void closingDuringTrainingAsksThenStopsAndSaves();
     void theWindowReportsWhatProductsRunOn();
 
@@ -436,7 +445,10 @@ void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
     probe.predictionLabels = {"0", "1"};
 
     const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(s).dump())).object();
-    for (const ModelState& state : {toModelState(s), modelStateFromJson(line)}) {
+    QString reason;
+    const std::optional<ModelState> read = modelStateFromJson(line, &reason);
+    QVERIFY2(read.has_value(), qPrintable(reason));
+    for (const ModelState& state : {toModelState(s), *read}) {
         QCOMPARE(state.step, qint64{30});
         QCOMPARE(state.routing.size(), qsizetype{1});
         QCOMPARE(state.routing[0].block, 1);
@@ -460,7 +472,9 @@ void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
         QCOMPARE(state.paths[0].diversity, 0.375);
     }
     const QJsonObject probeLine = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
-    for (const ProbeCapture& c : {toProbeCapture(probe), probeCaptureFromJson(probeLine)}) {
+    const std::optional<ProbeCapture> readProbe = probeCaptureFromJson(probeLine, &reason);
+    QVERIFY2(readProbe.has_value(), qPrintable(reason));
+    for (const ProbeCapture& c : {toProbeCapture(probe), *readProbe}) {
         QCOMPARE(c.step, qint64{30});
         QCOMPARE(c.text, QStringLiteral("a b"));
         QCOMPARE(c.tokens, (QStringList{"a", "b"}));
@@ -522,6 +536,247 @@ void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
              qPrintable(folder));
     QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Start"));
     QVERIFY(window.action(QStringLiteral("start"))->isEnabled());
+}
+
+namespace {
+
+// metrics.jsonl lines as the trainer writes them (docs/run-directory.md), small.
+const QByteArray kGoodTrain =
+    R"({"type":"train","step":2,"wall_seconds":1.5,"loss":2.5,"accuracy":0.25,)"
+    R"("routing":[{"block":1,"tokens_per_expert":[5,0,7],"dropped_percent_per_choice":[12.5,40],"unused_experts":1,)"
+    R"("router_entropy":0.75,"load_vs_fair":[1.25,0,1.75]}],)"
+    R"("layernorm":{"attention_gamma":[[1,0.5],[2,1.5]],"attention_beta":[[0,-0.25],[0.25,0.5]],)"
+    R"("ffn_gamma":[[1,1],[0.75,1.25]],"ffn_beta":[[0.125,0],[0,-0.125]]},)"
+    R"("paths":[{"block":0,"sublayer":"ffn","paths":2,"alpha":[0.5,0.25,0.125,0.0625],"beta":0.75,"diversity":0.375}]})";
+const QByteArray kGoodProbe =
+    R"({"type":"probe","step":4,"text":"a b","tokens":["a","b"],"attention":[[[[0.25,0.75],[1,0]]]],)"
+    R"("experts":[[[2,-1],[0,1]]],"prediction":[0.125,0.875],"prediction_labels":["0","1"]})";
+
+QByteArray trainAt(qint64 step, double loss)
+{
+    return QStringLiteral(R"({"type":"train","step":%1,"wall_seconds":%1,"loss":%2})").arg(step).arg(loss).toUtf8();
+}
+
+// The log lines that name `line` of metrics.jsonl.
+QStringList warningsFor(const LogPanel* log, int line)
+{
+    QStringList found;
+    for (const QString& shown : log->visibleLines())
+        if (shown.contains(QStringLiteral("metrics.jsonl, line %1:").arg(line)))
+            found.append(shown);
+    return found;
+}
+
+}  // namespace
+
+// Every line is checked where it is decoded: types, finite numbers, a step from
+// 0 to 2^53, and shapes that agree; the reason says what is wrong, and where.
+void TestDesktop::metricsLinesAreCheckedAtTheBoundary()
+{
+    QString reason;
+    const std::optional<MetricsLine> train = decodeMetricsLine(kGoodTrain, &reason);
+    QVERIFY2(train.has_value(), qPrintable(reason));
+    QCOMPARE(train->type, MetricsLine::Type::Train);
+    QCOMPARE(train->step, qint64{2});
+    QCOMPARE(train->wallSeconds, 1.5);
+    QCOMPARE(train->values.value(QStringLiteral("loss")), 2.5);
+    QVERIFY(!train->values.contains(QStringLiteral("gradient_norm")));  // not written: no point, not a 0
+    QCOMPARE(train->state.routing.size(), qsizetype{1});
+    QCOMPARE(train->state.paths.size(), qsizetype{1});
+    const std::optional<MetricsLine> probe = decodeMetricsLine(kGoodProbe, &reason);
+    QVERIFY2(probe.has_value(), qPrintable(reason));
+    QCOMPARE(probe->capture.tokenCount(), 2);
+    QCOMPARE(probe->capture.weight(0, 0, 0, 1), 0.75f);
+    // null is how the trainer writes NaN: a gap, not an error.
+    const std::optional<MetricsLine> diverged = decodeMetricsLine(R"({"type":"train","step":3,"loss":null})", &reason);
+    QVERIFY2(diverged.has_value(), qPrintable(reason));
+    QVERIFY(std::isnan(diverged->values.value(QStringLiteral("loss"))));
+    // A type this version does not know passes untouched.
+    QCOMPARE(decodeMetricsLine(R"({"type":"note","text":1})", &reason)->type, MetricsLine::Type::Other);
+
+    auto replaced = [](QByteArray line, const char* from, const char* to) { return line.replace(from, to); };
+    const QList<QPair<QByteArray, QString>> bad{
+        {"not JSON at all", QStringLiteral("not JSON")},
+        {QByteArray("\x00\x01\x02\x03 blob", 9), QStringLiteral("not JSON")},
+        {QByteArray("PK\x03\x04\xde\xad\xbe\xef", 8), QStringLiteral("not valid UTF-8 (byte 7")},
+        {R"({"type":"probe","step":1,"text":"caf)" + QByteArray("\xe9") + R"(","tokens":["a"]})",
+         QStringLiteral("not valid UTF-8")},
+        {"[1, 2]", QStringLiteral("not a JSON object")},
+        {R"({"step":1})", QStringLiteral("\"type\" is missing")},
+        {R"({"type":"train","step":1e308,"loss":1})", QStringLiteral("\"step\" is 1e+308, not a whole number from 0 to 2^53")},
+        {R"({"type":"train","step":9007199254740994})", QStringLiteral("2^53")},  // 2^53 + 2
+        {R"({"type":"eval","step":-2,"split":"validation","loss":1,"accuracy":0})", QStringLiteral("\"step\" is -2")},
+        {R"({"type":"train","step":2.5})", QStringLiteral("not a whole number")},
+        {R"({"type":"train","step":"7"})", QStringLiteral("\"step\" is \"7\"")},
+        {R"({"type":"train","loss":1})", QStringLiteral("no \"step\"")},
+        {R"({"type":"train","step":1,"loss":"low"})", QStringLiteral("\"loss\" is \"low\", not a number")},
+        {R"({"type":"train","step":1,"wall_seconds":-5})", QStringLiteral("below 0")},
+        {replaced(kGoodTrain, "\"load_vs_fair\":[1.25,0,1.75]", "\"load_vs_fair\":[1.25]"),
+         QStringLiteral("\"routing[0].load_vs_fair\" has 1 values for 3 experts")},
+        {replaced(kGoodTrain, "\"tokens_per_expert\":[5,0,7]", "\"tokens_per_expert\":[]"), QStringLiteral("0 experts")},
+        {replaced(kGoodTrain, "\"tokens_per_expert\":[5,0,7]", "\"tokens_per_expert\":[5,-1,7]"),
+         QStringLiteral("\"routing[0].tokens_per_expert[1]\" is -1")},
+        {replaced(kGoodTrain, "\"ffn_gamma\":[[1,1],[0.75,1.25]]", "\"ffn_gamma\":[[1,1],[0.75]]"),
+         QStringLiteral("\"layernorm.ffn_gamma[1]\" has 1 channels but")},
+        {replaced(kGoodTrain, "\"ffn_beta\":[[0.125,0],[0,-0.125]]", "\"ffn_beta\":[[0.125,0]]"),
+         QStringLiteral("\"layernorm.ffn_gamma\" is 2 x 2 but \"layernorm.ffn_beta\" is 1 x 2")},
+        {replaced(kGoodTrain, "\"alpha\":[0.5,0.25,0.125,0.0625]", "\"alpha\":[0.5,0.25,0.125]"),
+         QStringLiteral("has 3 weights for 2 paths")},
+        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), QStringLiteral("not \"attention\" or \"ffn\"")},
+        {replaced(kGoodTrain, "\"block\":0,", "\"block\":100000,"), QStringLiteral("\"paths[0].block\" is 100000")},
+        {R"({"type":"probe","step":1,"text":"","tokens":[],"attention":[[[]]]})", QStringLiteral("the probe has no tokens")},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0],[0,1]]]]"),
+         QStringLiteral("\"attention[0][0]\" has 3 rows for 2 tokens")},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1]]]]"),
+         QStringLiteral("\"attention[0][0][1]\" has 1 weights for 2 tokens")},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0]]],[[[1,0],[0,1]],[[1,0],[0,1]]]]"),
+         QStringLiteral("\"attention[1]\" has 2 heads but \"attention[0]\" has 1")},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1.5,0]]]]"),
+         QStringLiteral("is 1.5, not a weight from 0 to 1")},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1]]]"), QStringLiteral("\"experts[0]\" has 1 entries for 2 tokens")},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1],[0]]]"), QStringLiteral("has 1 choices but")},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-7],[0,1]]]"), QStringLiteral("is -7")},
+        {replaced(kGoodProbe, "\"prediction_labels\":[\"0\",\"1\"]", "\"prediction_labels\":[\"0\"]"),
+         QStringLiteral("has 1 labels for 2 predictions")},
+        {replaced(kGoodProbe, "\"text\":\"a b\"", "\"text\":7"), QStringLiteral("\"text\" is 7, not a text")},
+        {R"({"type":"eval","step":4,"split":"validation","loss":"x","accuracy":0.5})", QStringLiteral("\"loss\" is \"x\"")},
+    };
+    for (const auto& [line, expected] : bad) {
+        reason.clear();
+        QVERIFY2(!decodeMetricsLine(line, &reason).has_value(), line.constData());
+        QVERIFY2(reason.contains(expected), qPrintable(QStringLiteral("%1\n  reason: %2\n  expected: %3")
+                                                          .arg(QString::fromUtf8(line), reason, expected)));
+    }
+}
+
+// A saved run whose metrics.jsonl holds garbage among its lines opens: each bad
+// line is skipped with one warning in the log naming the file and the line, the
+// status bar counts them, no dialog per line, and the good lines are all shown
+// with chart ranges that only they set.
+void TestDesktop::aDamagedMetricsFileIsReadWithOneWarningPerBadLine()
+{
+    const QString run = m_dir.filePath(QStringLiteral("damaged-metrics"));
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(writeJson(run + QStringLiteral("/config.json"), tinyDocument(10)));
+    const QList<QByteArray> lines{
+        kGoodTrain,                                                                  // 1
+        "garbage that is not JSON",                                                  // 2: bad
+        R"({"type":"train","step":1e308,"wall_seconds":3,"loss":0.1})",              // 3: bad
+        R"({"type":"probe","step":2,"text":"","tokens":[],"attention":[[[]]]})",     // 4: bad
+        QByteArray("\x00\x7f\x10\x02\x00\x00 binary", 13),                           // 5: bad
+        R"({"type":"probe","step":2,"text":"caf)" + QByteArray("\xe9\"}"),            // 6: bad (invalid UTF-8)
+        "",                                                                          // 7: empty, ignored
+        trainAt(4, 2.0),                                                             // 8
+        trainAt(3, 9.0),                                                             // 9: bad (goes back)
+        R"({"type":"eval","step":4,"split":"validation","loss":2.25,"accuracy":0.5})",  // 10
+        kGoodProbe,                                                                  // 11
+        R"({"type":"train","step":5,"lo)",                                           // 12: bad (cut off)
+        trainAt(6, 1.5),                                                             // 13
+    };
+    QByteArray bytes;
+    for (const QByteArray& line : lines)
+        bytes += line + '\n';
+    bytes += R"({"type":"train","step":8,"loss")";  // 14: still being written: waits, no warning
+    QFile out(run + QStringLiteral("/metrics.jsonl"));
+    QVERIFY(out.open(QIODevice::WriteOnly) && out.write(bytes) == bytes.size());
+    out.close();
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-damaged")));
+    window.show();
+    QVERIFY(window.openRun(run));
+    QVERIFY(window.findChildren<QMessageBox*>().isEmpty());  // no dialog per line, nor for the file
+    const RunRecord* record = window.record(QDir(run).absolutePath());
+    QVERIFY(record != nullptr);
+
+    // The good lines, all of them.
+    QVector<double> steps;
+    for (const CurvePoint& point : record->curves.value(QStringLiteral("loss")))
+        steps.append(point.step);
+    QCOMPARE(steps, (QVector<double>{2, 4, 6}));
+    QCOMPARE(record->curves.value(QStringLiteral("validation_loss")).size(), qsizetype{1});
+    QCOMPARE(record->lastStep(), 6.0);
+    QCOMPARE(record->insights->states().size(), qsizetype{3});
+    QCOMPARE(record->insights->probeTexts(), QStringList{QStringLiteral("a b")});  // not the one without tokens
+
+    // One warning per bad line, naming the file, the line and the reason; none for the others.
+    const QString file = QDir::toNativeSeparators(QDir(run).absoluteFilePath(QStringLiteral("metrics.jsonl")));
+    const QList<QPair<int, QString>> expected{{2, QStringLiteral("not JSON")},
+                                              {3, QStringLiteral("2^53")},
+                                              {4, QStringLiteral("no tokens")},
+                                              {5, QStringLiteral("not JSON")},
+                                              {6, QStringLiteral("UTF-8")},
+                                              {9, QStringLiteral("before step 4")},
+                                              {12, QStringLiteral("not JSON")}};
+    for (const auto& [line, why] : expected) {
+        const QStringList found = warningsFor(window.log(), line);
+        QVERIFY2(found.size() == 1, qPrintable(QStringLiteral("line %1: %2").arg(line).arg(found.join(QLatin1Char('\n')))));
+        QVERIFY2(found.front().contains(file) && found.front().contains(why), qPrintable(found.front()));
+    }
+    for (const int good : {1, 7, 8, 10, 11, 13, 14})
+        QVERIFY2(warningsFor(window.log(), good).isEmpty(), qPrintable(warningsFor(window.log(), good).join(QLatin1Char('\n'))));
+    QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("7 damaged lines")),
+             qPrintable(window.statusBar()->currentMessage()));
+
+    // Chart ranges from the good lines only: steps 2 to 6, losses 1.5 to 2.5.
+    CurvePlot* loss = window.curves()->chart(window.curves()->chartKeyForMetric(QStringLiteral("loss")));
+    QVERIFY(loss != nullptr);
+    loss->refreshNow();
+    QCOMPARE(loss->xAxis->range().lower, 2.0);
+    QCOMPARE(loss->xAxis->range().upper, 6.0);
+    QVERIFY2(loss->yAxis->range().lower > 1.0 && loss->yAxis->range().upper < 3.0,
+             qPrintable(QStringLiteral("%1 .. %2").arg(loss->yAxis->range().lower).arg(loss->yAxis->range().upper)));
+
+    // The interpretability pages draw what is left, without a crash; the scrubber stops at the good steps.
+    window.centralTabs()->setCurrentWidget(window.insights());
+    window.insights()->refreshNow();
+    QCOMPARE(window.insights()->scrubberSteps(), (QVector<qint64>{2, 4, 6}));
+    for (const InsightsView::Page page :
+         {InsightsView::Page::Attention, InsightsView::Page::Experts, InsightsView::Page::LayerNorm, InsightsView::Page::Paths}) {
+        window.insights()->setPage(page);
+        window.insights()->refreshNow();
+        QVERIFY(!window.grab().isNull());
+    }
+}
+
+// config.json, tokenizer.json and labels.json that cannot be used are messages
+// naming the file; nothing is thrown through the event loop, and the window goes on.
+void TestDesktop::damagedRunFilesAreMessagesNamingTheFile()
+{
+    const QString run = m_dir.filePath(QStringLiteral("damaged-files"));
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(writeJson(run + QStringLiteral("/config.json"), tinyDocument(10)));
+    auto write = [&](const QString& name, const QByteArray& bytes) {
+        QFile out(run + QLatin1Char('/') + name);
+        return out.open(QIODevice::WriteOnly) && out.write(bytes) == bytes.size();
+    };
+
+    QString error;
+    QVERIFY(!probeSavedRun(run, QStringLiteral("a"), false, &error).has_value());  // no tokenizer.json
+    QVERIFY2(error.contains(QStringLiteral("tokenizer.json")), qPrintable(error));
+    QVERIFY(write(QStringLiteral("tokenizer.json"), "{\"kind\": \"word\", \"tok"));
+    QVERIFY(!probeSavedRun(run, QStringLiteral("a"), false, &error).has_value());
+    QVERIFY2(error.contains(QStringLiteral("tokenizer.json")), qPrintable(error));
+    QVERIFY(write(QStringLiteral("tokenizer.json"), R"({"kind": "word", "tokens": ["a", "b"]})"));
+    QVERIFY(write(QStringLiteral("labels.json"), R"({"not": "a list"})"));
+    QVERIFY(!probeSavedRun(run, QStringLiteral("a"), false, &error).has_value());
+    QVERIFY2(error.contains(QStringLiteral("labels.json")), qPrintable(error));
+    QVERIFY(write(QStringLiteral("labels.json"), R"(["zero", "one"])"));
+    QVERIFY(!probeSavedRun(run, QStringLiteral("a"), false, &error).has_value());  // no checkpoint: said, not thrown
+    QVERIFY2(error.contains(QStringLiteral("checkpoint")), qPrintable(error));
+
+    // A config.json that is not JSON: opening says so, naming it; comparing warns and goes on.
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-damaged-files")));
+    window.show();
+    QVERIFY(write(QStringLiteral("config.json"), QByteArray("{\"model\": \xff\xfe", 12)));
+    QVERIFY(!window.openRun(run));
+    auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
+    QVERIFY(problem != nullptr);
+    QVERIFY2(problem->text().contains(QStringLiteral("config.json")), qPrintable(problem->text()));
+    problem->close();
+    QVERIFY(window.addRunToComparison(run));
+    const QString log = window.log()->visibleLines().join(QLatin1Char('\n'));
+    QVERIFY2(log.contains(QStringLiteral("config.json")) && log.contains(QStringLiteral("size is unknown")), qPrintable(log));
+    QCOMPARE(window.runsList()->count(), 1);
 }
 
 void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()

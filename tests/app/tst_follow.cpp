@@ -4,6 +4,8 @@
 // after the end and resumes), and the window following a real `widelab-cli train`
 // process live, through a kill and a resume that trims metrics.jsonl, without
 // ever taking the run's lock. Runs offscreen; no torch header is included here.
+#include "CurvePlot.h"
+#include "CurvesView.h"
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "RunFollower.h"
@@ -19,6 +21,7 @@
 #include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -138,6 +141,7 @@ private Q_SLOTS:
     void aFollowerReportsEveryStateOfTheTrainer();
     void aLookStuckOnAHungMountHoldsNeitherTheWindowNorItsEnd();
     void theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume();
+    void theWindowSkipsDamagedLinesItFollowsWithOneWarningEach();
 
 private:
     QTemporaryDir m_dir;
@@ -162,7 +166,7 @@ void TestFollow::aFollowerReadsWhatAnotherProcessWrites()
     follower.setInterval(20);
     QList<QByteArray> lines;
     int restarts = 0;
-    connect(&follower, &RunFollower::metricsLines, this, [&](const QList<QByteArray>& added, bool fromStart) {
+    connect(&follower, &RunFollower::metricsLines, this, [&](const QList<QByteArray>& added, const QList<qint64>&, bool fromStart) {
         if (fromStart) {
             lines.clear();
             ++restarts;
@@ -206,7 +210,7 @@ void TestFollow::aFollowerReportsEveryStateOfTheTrainer()
     follower.setEndGrace(1000);
     QSignalSpy changes(&follower, &RunFollower::stateChanged);
     int lines = 0;
-    connect(&follower, &RunFollower::metricsLines, this, [&](const QList<QByteArray>& added, bool) { lines += added.size(); });
+    connect(&follower, &RunFollower::metricsLines, this, [&](const QList<QByteArray>& added, const QList<qint64>&, bool) { lines += added.size(); });
     QTRY_COMPARE(follower.state(), RunFollower::State::Training);
     QVERIFY2(follower.description().contains(QStringLiteral("training on %1 (process %2)").arg(host).arg(me)),
              qPrintable(follower.description()));
@@ -353,7 +357,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QTRY_COMPARE_WITH_TIMEOUT(record->lastStep(), double(last), 20000);
     bool fromStart = false;
     for (const QList<QVariant>& arguments : std::as_const(rebuilt))
-        fromStart = fromStart || arguments.at(1).toBool();
+        fromStart = fromStart || arguments.at(2).toBool();
     QVERIFY(fromStart);
     // Every step once, in order: nothing from the killed session's steps after the checkpoint stays.
     QCOMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), range(2, last, 2));
@@ -362,6 +366,60 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     // The resume's log lines came in live.
     QTRY_VERIFY(window.log()->visibleLines().join(QLatin1Char('\n')).contains(
         QStringLiteral("resumed from step-%1.pt").arg(checkpoint, 8, 10, QLatin1Char('0'))));
+}
+
+// Lines another process appends are checked as they come: each damaged one is
+// skipped with one warning naming its line in the file, once, however often
+// the follower looks; the good ones around it are drawn.
+void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
+{
+    const QString run = m_dir.filePath(QStringLiteral("damaged-live"));
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(writeBytes(run + QStringLiteral("/config.json"), QJsonDocument(tinyDocument(100)).toJson()));
+    const QString metrics = run + QStringLiteral("/metrics.jsonl");
+    QVERIFY(writeBytes(metrics, trainLine(2) + "\n{\"type\":\"train\",\"step\":4,\"wall_seconds\":4,\"loss\""));
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-damaged-live")));
+    window.setFollowInterval(20);
+    window.show();
+    QVERIFY(window.openRun(run));
+    const RunRecord* record = window.record(QDir(run).absolutePath());
+    QVERIFY(record != nullptr);
+    QCOMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), QVector<qint64>{2});
+
+    QVERIFY(appendBytes(metrics, ":0.5}\n"                                                             // line 2 completed
+                                 "\xff\xfe junk\n"                                                     // 3: not UTF-8
+                                 "{\"type\":\"train\",\"step\":1e308,\"loss\":1}\n"                    // 4: step
+                                 "{\"type\":\"probe\",\"step\":4,\"text\":\"x\",\"tokens\":[],\"attention\":[]}\n"  // 5
+                                 + trainLine(6) + '\n'));                                             // 6
+    QTRY_COMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), (QVector<qint64>{2, 4, 6}));
+    QCOMPARE(record->lastStep(), 6.0);
+
+    auto warningsFor = [&](int line) {
+        QStringList found;
+        for (const QString& shown : window.log()->visibleLines())
+            if (shown.contains(QStringLiteral("metrics.jsonl, line %1:").arg(line)))
+                found.append(shown);
+        return found;
+    };
+    const qint64 looks = window.follower()->looks();
+    QTRY_VERIFY(window.follower()->looks() > looks + 10);  // looked again and again: still one warning each
+    const QList<QPair<int, QString>> expected{
+        {3, QStringLiteral("not valid UTF-8")}, {4, QStringLiteral("2^53")}, {5, QStringLiteral("no tokens")}};
+    for (const auto& [line, why] : expected) {
+        const QStringList found = warningsFor(line);
+        QVERIFY2(found.size() == 1 && found.front().contains(why),
+                 qPrintable(QStringLiteral("line %1: %2").arg(line).arg(found.join(QLatin1Char('\n')))));
+    }
+    for (const int good : {1, 2, 6})
+        QVERIFY(warningsFor(good).isEmpty());
+    QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("3 damaged lines")),
+             qPrintable(window.statusBar()->currentMessage()));
+    // The chart's x range is the good steps', not 1e308's.
+    CurvePlot* loss = window.curves()->chart(window.curves()->chartKeyForMetric(QStringLiteral("loss")));
+    QVERIFY(loss != nullptr);
+    loss->refreshNow();
+    QCOMPARE(loss->xAxis->range().upper, 6.0);
 }
 
 QTEST_MAIN(TestFollow)

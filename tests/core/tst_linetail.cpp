@@ -72,6 +72,7 @@ void TestLineTail::aTornLineWaitsForItsNewline()
     LineTail tail(m_file);
     LineTail::Update first = tail.poll();
     QCOMPARE(first.lines, Lines{"{\"step\":1}"});
+    QCOMPARE(first.lineNumbers, std::vector<std::uint64_t>{1});
     QVERIFY(!first.restarted && !first.more && first.error.empty());
     QCOMPARE(tail.offset(), std::uint64_t{11});
 
@@ -80,6 +81,8 @@ void TestLineTail::aTornLineWaitsForItsNewline()
     append(m_file, "}\n\n{\"step\":3}\n");  // completed, an empty line, one more
     const LineTail::Update second = tail.poll();
     QCOMPARE(second.lines, (Lines{"{\"step\":2}", "{\"step\":3}"}));
+    // Numbered as in the file, the skipped empty line counted: messages name the line an editor shows.
+    QCOMPARE(second.lineNumbers, (std::vector<std::uint64_t>{2, 4}));
     QVERIFY(!second.restarted);
     QCOMPARE(tail.offset(), std::filesystem::file_size(m_file));
 }
@@ -120,6 +123,7 @@ void TestLineTail::aFileReplacedByAShorterOneStartsAgain()
     const LineTail::Update trimmed = tail.poll();
     QVERIFY(trimmed.restarted);
     QCOMPARE(trimmed.lines, (Lines{"{\"step\":1}", "{\"step\":2}"}));
+    QCOMPARE(trimmed.lineNumbers, (std::vector<std::uint64_t>{1, 2}));  // counted from the top again
 
     // Replaced by a longer file: the inode tells, not the size.
     replace(m_file, "{\"step\":1}\n{\"step\":2}\n{\"step\":3, \"again\":1}\n{\"step\":4, \"again\":1}\n{\"step\":5}\n");

@@ -17,6 +17,7 @@
 #include "TokenFlowView.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QFile>
 #include <QImage>
 #include <QInputDialog>
@@ -32,6 +33,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -202,6 +204,16 @@ private Q_SLOTS:
     void layerNormCurvesAndMaps();
     void pathsCurvesAndDiversity();
     void pathsWithoutPathWeightsShowsTheOnePathMessage();
+
+    // Damaged data (a metrics.jsonl written by hand, a bug elsewhere): no crash, no nonsense range.
+    void matrixRangesIgnoreNonFiniteValuesAndMismatchesExplainThemselves();
+    void attentionWithoutTokensOrWithMismatchedMapsShowsWhy();
+    void attentionWithNaNWeightsKeepsAFiniteScale();
+    void predictionBarsLeaveOutNaN();
+    void expertsWithoutExpertsOrTokensShowWhy();
+    void layerNormRowsOfUnequalLengthOrNoneAreDrawnOrExplained();
+    void pathsWithDamagedNumbersStayInBounds();
+    void curvesLeaveValuesPastTheAxisLimitsOutOfTheFit();
 
     // InsightsView.
     void insightsRunsHistoryChangesAndScrubbing();
@@ -1514,6 +1526,335 @@ void TestInsights::insightsAskForProbeRequestsBothRuns()
     QCOMPARE(requested.size(), 2);
     QCOMPARE(requested.back().at(0).toStringList(), QStringList{QStringLiteral("a")});
     QCOMPARE(requested.back().at(1).toString(), QStringLiteral("second"));
+}
+
+// --- Damaged data -----------------------------------------------------------
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Whether a scale end as MatrixView prints it is a plain finite number.
+bool finiteText(const QString& text)
+{
+    bool ok = false;
+    const double value = QString(text).remove(QLatin1Char('%')).toDouble(&ok);
+    return ok && std::isfinite(value);
+}
+
+// Paints `widget` offscreen; a crash or an assertion in paintEvent fails the test here.
+QImage painted(QWidget* widget)
+{
+    widget->resize(widget->size().expandedTo(QSize(400, 300)));
+    return widget->grab().toImage();
+}
+
+}  // namespace
+
+void TestInsights::matrixRangesIgnoreNonFiniteValuesAndMismatchesExplainThemselves()
+{
+    MatrixView view;
+    view.resize(400, 300);
+    MatrixView::Matrix m;
+    m.rows = 2;
+    m.cols = 2;
+    m.values = {kNaN, 1.0f, kInf, 3.0f};
+    view.setMatrix(m);
+    // The automatic range spans the finite values only: 1 to 3.
+    QCOMPARE(view.scaleLowText(), QStringLiteral("1.000"));
+    QCOMPARE(view.scaleHighText(), QStringLiteral("3.000"));
+    QCOMPARE(view.cellColor(0, 1), QColor(colorscale::sequential(0.0)));
+    QCOMPARE(view.cellColor(1, 1), QColor(colorscale::sequential(1.0)));
+    QVERIFY(!painted(&view).isNull());
+
+    // Diverging around 1: the widest finite distance, |3 - 1| = 2, not infinity.
+    m.scale = MatrixView::Scale::Diverging;
+    m.center = 1;
+    view.setMatrix(m);
+    QCOMPARE(view.scaleLowText(), QStringLiteral("-1.000"));
+    QCOMPARE(view.scaleHighText(), QStringLiteral("3.000"));
+
+    // Nothing finite at all: a range of 0 to 1 rather than NaN.
+    m.scale = MatrixView::Scale::Sequential;
+    m.values = {kNaN, kNaN, kInf, -kInf};
+    view.setMatrix(m);
+    QVERIFY2(finiteText(view.scaleLowText()) && finiteText(view.scaleHighText()),
+             qPrintable(view.scaleLowText() + QLatin1Char(' ') + view.scaleHighText()));
+
+    // Fewer values than cells: nothing drawn, and the view says why.
+    m.values = {1.0f, 2.0f, 3.0f};
+    view.setMatrix(m);
+    QVERIFY(!view.cellColor(0, 0).isValid());
+    QVERIFY2(view.emptyText().contains(QStringLiteral("3 values")), qPrintable(view.emptyText()));
+    QVERIFY(!painted(&view).isNull());
+    // No rows: the same.
+    m.rows = 0;
+    view.setMatrix(m);
+    QVERIFY(!view.emptyText().isEmpty());
+    QCOMPARE(view.cellAt(QPointF(200, 150)), QPoint(-1, -1));
+    QVERIFY(view.readout(0, 0).isEmpty());
+}
+
+void TestInsights::attentionWithoutTokensOrWithMismatchedMapsShowsWhy()
+{
+    // Zero tokens with a layer of one (empty) head: what a damaged probe line would give.
+    auto history = std::make_shared<InsightHistory>();
+    history->addCapture(captureOf(5, QStringLiteral("probe"), {}, {{Map{}}}));
+    AttentionView view;
+    view.resize(900, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setProbe(QStringLiteral("probe"));
+    for (const AttentionPane::Mode mode :
+         {AttentionPane::Mode::Grid, AttentionPane::Mode::Head, AttentionPane::Mode::Mean, AttentionPane::Mode::Tokens}) {
+        view.setMode(mode);
+        view.refresh();
+        QCOMPARE(view.primaryPane()->grid()->heads(), 0);
+        QVERIFY(view.primaryPane()->matrix()->isVisible());
+        const QString why = view.primaryPane()->matrix()->emptyText();
+        QVERIFY2(why.contains(QStringLiteral("no tokens")) && why.contains(QStringLiteral("step 5")), qPrintable(why));
+        QVERIFY(!painted(&view).isNull());
+    }
+    QCOMPARE(view.csv().count('\n'), 1);  // the header: no weight to export
+
+    // The grid on its own, given such a capture directly.
+    HeadGrid grid;
+    const ProbeCapture empty = captureOf(5, QStringLiteral("probe"), {}, {{Map{}, Map{}}});
+    grid.setCapture(&empty, 0);
+    QCOMPARE(grid.heads(), 0);
+    QVERIFY(!grid.hitAt(QPointF(50, 50)).valid());
+    QVERIFY(!painted(&grid).isNull());
+    TokenFlowView flow;
+    flow.setCapture(&empty, 0);
+    QVERIFY(flow.lines().isEmpty());
+    QVERIFY(!painted(&flow).isNull());
+
+    // Three tokens but maps of four weights: nothing is drawn from them, and the pane says so.
+    auto mismatched = std::make_shared<InsightHistory>();
+    mismatched->addCapture(captureOf(6, QStringLiteral("probe"), kTokens, {{Map{1.0f, 0.0f, 0.0f, 1.0f}}}));
+    view.setSources({QStringLiteral("m"), QStringLiteral("Run M"), mismatched}, {});
+    view.setMode(AttentionPane::Mode::Grid);
+    view.refresh();
+    QCOMPARE(view.primaryPane()->grid()->heads(), 0);
+    const QString why = view.primaryPane()->matrix()->emptyText();
+    QVERIFY2(why.contains(QStringLiteral("do not match")) && why.contains(QStringLiteral("3 tokens")), qPrintable(why));
+    QVERIFY(!painted(&view).isNull());
+
+    // Layers with different numbers of heads, one head the wrong size: the good maps are drawn.
+    auto ragged = std::make_shared<InsightHistory>();
+    ragged->addCapture(captureOf(7, QStringLiteral("probe"), kTokens, {{kL0H0, kL0H1}, {kL1H0, Map{0.5f}}}));
+    view.setSources({QStringLiteral("r"), QStringLiteral("Run R"), ragged}, {});
+    view.refresh();  // the layer control learns of the second layer
+    view.setLayer(1);
+    QCOMPARE(view.primaryPane()->shownLayer(), 1);
+    QCOMPARE(view.primaryPane()->grid()->heads(), 1);  // kL1H0 alone
+    view.showHead(1);  // the short map: the matrix explains instead of drawing
+    QVERIFY(!view.primaryPane()->matrix()->emptyText().isEmpty());
+    QVERIFY(!painted(&view).isNull());
+}
+
+void TestInsights::attentionWithNaNWeightsKeepsAFiniteScale()
+{
+    auto history = std::make_shared<InsightHistory>();
+    const Map diverged{kNaN, 0.5f, 0.25f, /**/ kInf, 0.0f, 1.0f, /**/ kNaN, kNaN, kNaN};
+    ProbeCapture capture = captureOf(9, QStringLiteral("probe"), kTokens, {{diverged}});
+    capture.prediction = {kNaN, 0.75f, 0.25f};
+    history->addCapture(capture);
+    AttentionView view;
+    view.resize(900, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setProbe(QStringLiteral("probe"));
+    view.refresh();
+    // The layer's largest finite weight, 1, sets the grid's scale.
+    QCOMPARE(view.primaryPane()->grid()->heads(), 1);
+    QCOMPARE(view.primaryPane()->grid()->maxWeight(), 1.0f);
+    QVERIFY(!painted(&view).isNull());
+    view.showHead(0);
+    const MatrixView* matrix = view.primaryPane()->matrix();
+    QCOMPARE(matrix->scaleHighText(), QStringLiteral("1.000"));
+    QCOMPARE(matrix->cellColor(1, 2), QColor(colorscale::sequential(1.0)));
+    QVERIFY(!painted(&view).isNull());
+    view.setMode(AttentionPane::Mode::Mean);
+    QVERIFY(finiteText(view.primaryPane()->matrix()->scaleHighText()));
+    view.setMode(AttentionPane::Mode::Tokens);
+    QVERIFY(!painted(&view).isNull());
+    // The prediction leaves the NaN out: 75 %, then 25 %.
+    const auto bars = view.primaryPane()->prediction()->shown();
+    QCOMPARE(bars.size(), 2);
+    QCOMPARE(bars[0].second, 0.75f);
+}
+
+void TestInsights::predictionBarsLeaveOutNaN()
+{
+    PredictionBars bars;
+    bars.setPrediction({kNaN, 0.25f, kNaN, 0.5f, kInf}, {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c"),
+                                                        QStringLiteral("d"), QStringLiteral("e")},
+                       QStringLiteral("Prediction"));
+    const auto shown = bars.shown();
+    QCOMPARE(shown.size(), 2);
+    QCOMPARE(shown[0], qMakePair(QStringLiteral("d"), 0.5f));
+    QCOMPARE(shown[1], qMakePair(QStringLiteral("b"), 0.25f));
+    QVERIFY(!painted(&bars).isNull());
+    bars.setPrediction({}, {}, QString());
+    QVERIFY(bars.shown().isEmpty());
+    QVERIFY(!painted(&bars).isNull());
+}
+
+void TestInsights::expertsWithoutExpertsOrTokensShowWhy()
+{
+    // A routed block that names no expert, and a probe without tokens.
+    auto history = std::make_shared<InsightHistory>();
+    ModelState state = stateAt(40);
+    ExpertLoad load;
+    load.block = 0;
+    state.routing = {load};
+    history->addState(state);
+    ProbeCapture capture = captureOf(40, QStringLiteral("probe"), {});
+    capture.experts = {{}};
+    history->addCapture(capture);
+    ExpertsView view;
+    view.resize(900, 600);
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setProbe(QStringLiteral("probe"));
+    view.refresh();
+    QVERIFY2(view.shareMap()->emptyText().contains(QStringLiteral("no experts")), qPrintable(view.shareMap()->emptyText()));
+    QVERIFY(!view.timeMap()->emptyText().isEmpty());
+    QVERIFY2(view.routingMap()->emptyText().contains(QStringLiteral("no tokens")),
+             qPrintable(view.routingMap()->emptyText()));
+    QVERIFY(!painted(&view).isNull());
+
+    // Blocks that disagree on the experts (4 and 2) and a NaN balance: drawn at the widest.
+    auto ragged = std::make_shared<InsightHistory>();
+    ModelState mixed = stateAt(50);
+    ExpertLoad four, two;
+    four.block = 0;
+    four.tokensPerExpert = {1, 1, 1, 1};
+    four.loadVsFair = {std::numeric_limits<double>::quiet_NaN(), 3, 1, 1};
+    two.block = 1;
+    two.tokensPerExpert = {3, 1};
+    mixed.routing = {four, two};
+    ragged->addState(mixed);
+    view.setSources({QStringLiteral("r"), QStringLiteral("Run R"), ragged}, {});
+    view.refresh();
+    const MatrixView::Matrix& share = view.shareMap()->matrix();
+    QCOMPARE(share.rows, 2);
+    QCOMPARE(share.cols, 4);
+    QVERIFY(sameValues(share.values, {0.25f, 0.25f, 0.25f, 0.25f, /**/ 0.75f, 0.25f, 0.0f, 0.0f}));
+    QCOMPARE(view.timeMap()->matrix().rows, 4);
+    // The busiest expert is the finite 3x, flagged; NaN neither hides it nor shows as "nan".
+    const QString flags = view.warnings().join(QLatin1Char(' '));
+    QVERIFY2(flags.contains(QStringLiteral("3.0")) && !flags.contains(QStringLiteral("nan"), Qt::CaseInsensitive),
+             qPrintable(flags));
+    QCOMPARE(view.table()->item(0, view.table()->columnCount() - 1)->text(), QStringLiteral("3.00×"));
+    QVERIFY(!painted(&view).isNull());
+}
+
+void TestInsights::layerNormRowsOfUnequalLengthOrNoneAreDrawnOrExplained()
+{
+    auto history = std::make_shared<InsightHistory>();
+    ModelState ragged = stateAt(10);
+    ragged.norms.ffnGamma = {{1.0f, 2.0f, 3.0f}, {1.0f}};
+    ragged.norms.ffnBeta = {{0.0f, kNaN, 0.5f}, {kInf}};
+    ragged.norms.ffn = {std::numeric_limits<double>::quiet_NaN(), 0.5, 0.25, 0.125};
+    history->addState(ragged);
+    LayerNormView view;
+    view.resize(900, 600);
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setPosition(LayerNormView::Position::Ffn);
+    view.refresh();
+    // The widest row sets the columns; the short one is padded with gaps, which no scale takes in.
+    const MatrixView::Matrix& gamma = view.gammaMap()->matrix();
+    QCOMPARE(gamma.rows, 2);
+    QCOMPARE(gamma.cols, 3);
+    QVERIFY(std::isnan(gamma.values[4]) && std::isnan(gamma.values[5]));
+    QCOMPARE(view.gammaMap()->scaleHighText(), QStringLiteral("3.000"));  // centred on 1: 1 +- 2
+    QVERIFY(finiteText(view.betaMap()->scaleLowText()) && finiteText(view.betaMap()->scaleHighText()));
+    QVERIFY(!painted(&view).isNull());
+
+    // Rows without channels: explained, not drawn.
+    auto hollow = std::make_shared<InsightHistory>();
+    ModelState none = stateAt(20);
+    none.norms.ffnGamma = {{}, {}};
+    none.norms.ffnBeta = {{}, {}};
+    hollow->addState(none);
+    view.setSources({QStringLiteral("h"), QStringLiteral("Run H"), hollow}, {});
+    view.refresh();
+    QVERIFY2(view.gammaMap()->emptyText().contains(QStringLiteral("without channels")),
+             qPrintable(view.gammaMap()->emptyText()));
+    QVERIFY(!painted(&view).isNull());
+}
+
+void TestInsights::pathsWithDamagedNumbersStayInBounds()
+{
+    auto history = std::make_shared<InsightHistory>();
+    ModelState state = stateAt(10);
+    PathWeightState huge;  // a block number no model has, and infinite diversity
+    huge.block = 1000000;
+    huge.sublayer = QStringLiteral("ffn");
+    huge.paths = 2;
+    huge.alpha = {0.5f, 0.5f, 0.25f, 0.25f};
+    huge.diversity = std::numeric_limits<double>::infinity();
+    PathWeightState fine;  // more weights than 2 x paths
+    fine.block = 0;
+    fine.sublayer = QStringLiteral("attention");
+    fine.paths = 2;
+    fine.alpha = {0.5f, 0.5f, 0.125f, 0.125f, 7.0f};
+    fine.diversity = 0.5;
+    PathWeightState unknown = fine;
+    unknown.sublayer = QStringLiteral("ffn");
+    unknown.diversity = std::numeric_limits<double>::quiet_NaN();
+    state.paths = {huge, fine, unknown};
+    history->addState(state);
+    PathsView view;
+    view.resize(900, 600);
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.refresh();
+    // Only block 1 is offered; the weights past 2 x paths are not drawn.
+    QComboBox* blocks = nullptr;
+    for (QComboBox* combo : view.findChildren<QComboBox*>())
+        if (combo->accessibleName() == QStringLiteral("Block"))
+            blocks = combo;
+    QVERIFY(blocks != nullptr);
+    QCOMPARE(blocks->count(), 1);
+    QCOMPARE(view.alphaPlot()->runs(), (QStringList{QStringLiteral("path 1"), QStringLiteral("path 2")}));
+    QCOMPARE(view.alphaPlot()->points(QStringLiteral("path 1"), QStringLiteral("feature")).size(), qsizetype{1});
+    // Diversity: the finite 0.5 sets the range, not infinity or NaN.
+    const QCPRange range = view.diversityPlot()->yAxis->range();
+    QVERIFY(std::isfinite(range.upper));
+    QVERIFY2(std::abs(range.upper - 0.5 * 1.15) < 1e-9, qPrintable(QString::number(range.upper)));
+    QVERIFY(!painted(&view).isNull());
+}
+
+void TestInsights::curvesLeaveValuesPastTheAxisLimitsOutOfTheFit()
+{
+    CurvePlot plot;
+    plot.resize(600, 400);
+    plot.addRun(QStringLiteral("r"), QStringLiteral("Run"), Qt::blue);
+    plot.appendPoints(QStringLiteral("r"), QStringLiteral("loss"),
+                      {{1, 1, 2.0}, {2, 2, 1e300}, {3, 3, 1.0}, {4, 4, std::numeric_limits<double>::quiet_NaN()},
+                       {1e300, 5, 1.5}, {10, 6, 0.5}});
+    plot.refreshNow();
+    // x spans the steps a chart can show (1 to 10), y the values (0.5 to 2, with headroom).
+    QCOMPARE(plot.xAxis->range().lower, 1.0);
+    QCOMPARE(plot.xAxis->range().upper, 10.0);
+    QVERIFY2(plot.yAxis->range().lower > 0.4 && plot.yAxis->range().upper < 2.1,
+             qPrintable(QStringLiteral("%1 %2").arg(plot.yAxis->range().lower).arg(plot.yAxis->range().upper)));
+    QVERIFY(!painted(&plot).isNull());
+
+    // A constant that smoothing leaves differing in its last bits: ranged around it, +-10 %.
+    plot.clearRun(QStringLiteral("r"));
+    plot.setSmoothing(0.6);
+    QVector<CurvePoint> constant;
+    for (int step = 1; step <= 50; ++step)
+        constant.append({double(step), double(step), 0.003});
+    plot.appendPoints(QStringLiteral("r"), QStringLiteral("loss"), constant);
+    plot.refreshNow();
+    QVERIFY2(std::abs(plot.yAxis->range().lower - 0.0027) < 1e-9 && std::abs(plot.yAxis->range().upper - 0.0033) < 1e-9,
+             qPrintable(QStringLiteral("%1 %2").arg(plot.yAxis->range().lower, 0, 'g', 17).arg(plot.yAxis->range().upper, 0, 'g', 17)));
 }
 
 int main(int argc, char** argv)
