@@ -184,7 +184,14 @@ void JsonSection::read(const std::string& key, std::string& out, const std::stri
     out = value->get<std::string>();
 }
 
-void JsonSection::read(const std::string& key, std::vector<std::string>& out)
+void JsonSection::read(const std::string& key, std::vector<std::string>& out) { readStrings(key, out, false); }
+
+void JsonSection::readByteStrings(const std::string& key, std::vector<std::string>& out)
+{
+    readStrings(key, out, true);
+}
+
+void JsonSection::readStrings(const std::string& key, std::vector<std::string>& out, bool bytes)
 {
     const nlohmann::json* value = find(key, out.empty() ? std::string() : nlohmann::json(out).dump());
     if (!value)
@@ -195,35 +202,19 @@ void JsonSection::read(const std::string& key, std::vector<std::string>& out)
     }
     std::vector<std::string> strings;
     for (std::size_t i = 0; i < value->size(); ++i) {
-        if (!(*value)[i].is_string()) {
-            addIssue(key, "item " + std::to_string(i) + ": expected a string, got " + describe((*value)[i]));
+        const nlohmann::json& item = (*value)[i];
+        std::optional<std::string> text = bytes ? bytesFromJson(item)
+                                          : item.is_string() ? std::optional<std::string>(item.get<std::string>())
+                                                             : std::nullopt;
+        if (!text) {
+            addIssue(key, "item " + std::to_string(i) + ": expected a string"
+                              + (bytes ? std::string(" or {\"hex\": \"...\"} (two hex digits a byte)") : "")
+                              + ", got " + describe(item));
             return;
         }
-        strings.push_back((*value)[i].get<std::string>());
+        strings.push_back(std::move(*text));
     }
     out = std::move(strings);
-}
-
-void JsonSection::readByteStrings(const std::string& key, std::vector<std::string>& out)
-{
-    const nlohmann::json* value = find(key);
-    if (!value)
-        return;
-    if (!value->is_array()) {
-        addIssue(key, "expected an array of strings, got " + describe(*value));
-        return;
-    }
-    std::vector<std::string> texts;
-    for (std::size_t i = 0; i < value->size(); ++i) {
-        std::optional<std::string> bytes = bytesFromJson((*value)[i]);
-        if (!bytes) {
-            addIssue(key, "item " + std::to_string(i) + ": expected a string or {\"hex\": \"...\"} (two hex digits "
-                              "a byte), got " + describe((*value)[i]));
-            return;
-        }
-        texts.push_back(std::move(*bytes));
-    }
-    out = std::move(texts);
 }
 
 std::optional<std::size_t> JsonSection::choiceIndex(const std::string& key, const std::vector<std::string>& names,

@@ -55,6 +55,8 @@ private:
     // The value of `key`; nullptr when absent or null (a null is reported,
     // naming `defaultText` as the default).
     const nlohmann::json* find(const std::string& key, const std::string& defaultText);
+    // An array of strings; `bytes`: also {"hex": ...} items (readByteStrings).
+    void readStrings(const std::string& key, std::vector<std::string>& out, bool bytes);
     void read(const std::string& key, std::string& out, const std::string& defaultText);
     std::optional<std::size_t> choiceIndex(const std::string& key, const std::vector<std::string>& names,
                                            std::size_t current);

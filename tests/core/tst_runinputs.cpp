@@ -28,17 +28,7 @@ void writeBytes(const std::filesystem::path& file, const std::string& bytes)
     std::ofstream(file, std::ios::binary) << bytes;
 }
 
-std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
-{
-    std::vector<nlohmann::json> lines;
-    std::ifstream in(run / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);) {
-        nlohmann::json json = nlohmann::json::parse(line);
-        if (json["type"] == type)
-            lines.push_back(json);
-    }
-    return lines;
-}
+using test::metricLines;
 
 // A tiny byte-level language model on `file`.
 RunDocument byteModelOn(const std::filesystem::path& file)

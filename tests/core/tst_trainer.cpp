@@ -31,17 +31,7 @@ namespace {
 // A tiny ListOps run that a test can afford: short expressions, few examples.
 using test::tinyRun;
 
-std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
-{
-    std::vector<nlohmann::json> lines;
-    std::ifstream in(run / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);) {
-        nlohmann::json json = nlohmann::json::parse(line);
-        if (json["type"] == type)
-            lines.push_back(json);
-    }
-    return lines;
-}
+using test::metricLines;
 
 std::filesystem::path fresh(const QTemporaryDir& dir, const char* name) { return std::filesystem::path(dir.path().toStdString()) / name; }
 

@@ -43,6 +43,18 @@ RunDocument tinyRun(const std::string& overrides)
     return parseRunDocument(json.dump());
 }
 
+std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
+{
+    std::vector<nlohmann::json> lines;
+    std::ifstream in(run / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) {
+        nlohmann::json json = nlohmann::json::parse(line);
+        if (json["type"] == type)
+            lines.push_back(json);
+    }
+    return lines;
+}
+
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets()
 {
     std::vector<std::pair<std::string, ModelDocument>> presets;

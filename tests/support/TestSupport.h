@@ -8,6 +8,7 @@
 #include "config/ModelConfig.h"
 #include "train/RunConfig.h"
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ ModelConfig modelConfig(const std::string& base, const std::string& overrides = 
 // a checkpoint and a validation every 10 steps, one thread), with the keys of
 // `overrides` merged in (JSON merge patch).
 RunDocument tinyRun(const std::string& overrides = "{}");
+
+// The lines of RUN/metrics.jsonl whose "type" is `type`, in order.
+std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type);
 
 // Every preset shipped in resources/presets, by file stem.
 std::vector<std::pair<std::string, ModelDocument>> shippedPresets();
