@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace widelab {
 
@@ -30,6 +31,10 @@ struct TrainerOptions {
     std::optional<std::int64_t> threads;   // overrides train.threads
     std::string checkpoint = "latest";     // with resume: "latest", "best" or a file name in checkpoints/
     bool readOnly = false;                 // evaluate a run without writing into its directory
+    // Observers from the start: they also hear what construction says (a
+    // checkpoint fallen back from, a schedule that changes), which observers
+    // added with addObserver afterwards miss. Not owned.
+    std::vector<TrainingObserver*> observers;
 };
 
 enum class TrainOutcome { Completed, Stopped, NonFinite, OutOfMemory };
@@ -90,7 +95,6 @@ private:
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).
     void stopIfNonFinite();
-    std::vector<std::filesystem::path> checkpoints() const;
 
     RunDocument m_run;
     std::filesystem::path m_directory;
@@ -98,6 +102,7 @@ private:
     std::int64_t m_totalSteps = 0;
     torch::Device m_device{torch::kCPU};
     std::unique_ptr<class RunLock> m_lock;
+    std::unique_ptr<class CheckpointDirectory> m_checkpoints;
     std::unique_ptr<class RunStatusWriter> m_status;  // status.json; destroyed before the lock is released
     const TrainingControl* m_control = nullptr;  // during run()
 
