@@ -548,7 +548,7 @@ void TestCheckpoint::keepLastNeverCountsABadFile()
 void TestCheckpoint::trainerNeverDeletesAGoodCheckpointForABadOne()
 {
     // keep_last 2 with a damaged step file newer by name than the one resumed from:
-    // it is never one of the two kept, and the good ones go only for newer good ones.
+    // it is never one of the two kept, so a good one goes only for a newer good one.
     QTemporaryDir dir;
     const std::string overrides = R"({"train": {"keep_last": 2, "steps": 40}})";
     const std::filesystem::path run = fresh(dir, "run");
@@ -567,12 +567,14 @@ void TestCheckpoint::trainerNeverDeletesAGoodCheckpointForABadOne()
     resume.resume = true;
     resume.checkpoint = "step-00000020.pt";
     resume.observers = {&messages};
+    resume.steps = 30;
     Trainer resumed(tinyRun(overrides), run, resume);
     QCOMPARE(resumed.step(), std::int64_t{20});
     QCOMPARE(resumed.run(stop).outcome, TrainOutcome::Completed);
+    // After the save at step 30 the two kept are 30 and 20; the bad 25 took no place.
     QVERIFY(std::filesystem::exists(checkpoints / "step-00000030.pt"));
-    QVERIFY(std::filesystem::exists(checkpoints / "step-00000040.pt"));
-    QVERIFY(!std::filesystem::exists(checkpoints / "step-00000020.pt"));  // gone for step 40, not for the bad one
+    QVERIFY(std::filesystem::exists(checkpoints / "step-00000020.pt"));
+    QVERIFY(!std::filesystem::exists(checkpoints / "step-00000010.pt"));
     QVERIFY(std::filesystem::exists(checkpoints / "step-00000025.pt.unreadable"));
     QCOMPARE(messages.count("warning", {(checkpoints / "step-00000025.pt").string() + ": damaged", "set aside"}), 1);
 }
