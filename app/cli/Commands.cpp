@@ -405,10 +405,10 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         if (command == "train")
             return trainCommand(r, out, err);
         if (command == "eval")
-            return evalCommand(r, out);
+            return evalCommand(r, out, err);
         if (command == "inspect")
-            return inspectCommand(r, out);
-        return exportCommand(r, out);
+            return inspectCommand(r, out, err);
+        return exportCommand(r, out, err);
     } catch (const RunUsageError& usage) {
         throw UsageError(usage.what());
     }

@@ -57,13 +57,14 @@ std::string duration(double seconds)
     return text;
 }
 
-// A progress bar on a terminal, plain lines otherwise.
+// A progress bar on a terminal, plain lines otherwise. Observes the trainer from
+// its construction on, so that what resuming says (a checkpoint passed over)
+// reaches the terminal; the run's length is known once it is constructed.
 class Progress : public TrainingObserver {
 public:
-    Progress(std::ostream& out, std::int64_t firstStep, std::int64_t totalSteps, bool terminal)
-        : m_out(out), m_first(firstStep), m_total(totalSteps), m_terminal(terminal)
-    {
-    }
+    Progress(std::ostream& out, bool terminal) : m_out(out), m_terminal(terminal) {}
+
+    void setTotalSteps(std::int64_t totalSteps) { m_total = totalSteps; }
 
     void onSnapshot(const TrainingSnapshot& s) override
     {
@@ -101,9 +102,30 @@ public:
 
 private:
     std::ostream& m_out;
-    std::int64_t m_first, m_total;
+    std::int64_t m_total = 0;
     bool m_terminal;
 };
+
+// A trainer's warnings and errors, one a line (on stderr, for commands whose
+// standard output is their result).
+class Warnings : public TrainingObserver {
+public:
+    explicit Warnings(std::ostream& err) : m_err(err) {}
+    void onMessage(const std::string& level, const std::string& text) override
+    {
+        if (level == "warning" || level == "error")
+            m_err << level << ": " << text << "\n" << std::flush;
+    }
+
+private:
+    std::ostream& m_err;
+};
+
+void printWarnings(const OpenedRun& opened, std::ostream& err)
+{
+    for (const std::string& text : opened.warnings)
+        err << "warning: " << text << "\n";
+}
 
 std::string top(const std::vector<float>& values, const std::vector<std::string>& labels, std::size_t count)
 {
@@ -142,10 +164,11 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         options.threads = a.threads;
     options.force = a.force;
 
-    Trainer trainer(std::move(run), a.out, options);
     const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
-    Progress progress(out, trainer.step(), trainer.totalSteps(), terminal);
-    trainer.addObserver(&progress);
+    Progress progress(out, terminal);
+    options.observers.push_back(&progress);
+    Trainer trainer(std::move(run), a.out, options);
+    progress.setTotalSteps(trainer.totalSteps());
     const std::string title = !trainer.document().name.empty() ? trainer.document().name
                               : a.positional.empty()          ? a.out
                                                               : a.positional.front();
@@ -168,7 +191,7 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     return 0;
 }
 
-int evalCommand(const RunArguments& a, std::ostream& out)
+int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1)
         throw RunUsageError("usage: widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE] "
@@ -176,8 +199,11 @@ int evalCommand(const RunArguments& a, std::ostream& out)
     if (a.split != "validation" && a.split != "test")
         throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
     const std::filesystem::path directory = a.positional.front();
+    // Checks the run's files as inspect does; the trainer below says what it passes over.
     const RunDocument run = openRun(directory, a.checkpoint).document;
+    Warnings warnings(err);
     TrainerOptions options;
+    options.observers.push_back(&warnings);
     options.resume = true;
     options.readOnly = true;
     options.checkpoint = a.checkpoint;
@@ -199,11 +225,12 @@ int evalCommand(const RunArguments& a, std::ostream& out)
     return 0;
 }
 
-int inspectCommand(const RunArguments& a, std::ostream& out)
+int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1 || a.text.empty())
         throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" [--json]");
     OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
+    printWarnings(opened, err);
     ProbeResult r = probeModel(*opened.model, opened.tokenizer, opened.labels, a.text, opened.document.sequenceLength());
     r.step = opened.state.step;
     if (a.json) {
@@ -240,7 +267,7 @@ int inspectCommand(const RunArguments& a, std::ostream& out)
     return 0;
 }
 
-int exportCommand(const RunArguments& a, std::ostream& out)
+int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1 || a.out.empty())
         throw RunUsageError("usage: widelab-cli export RUN_DIR --out model.pt");
@@ -248,6 +275,7 @@ int exportCommand(const RunArguments& a, std::ostream& out)
     if (weights.extension() == ".json")
         throw RunUsageError("--out " + a.out + ": the weights go to a .pt file, the configuration beside it as .json");
     const OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
+    printWarnings(opened, err);
     c10::Dict<std::string, torch::Tensor> stateDict;
     for (const auto& item : opened.model->named_parameters())
         stateDict.insert(item.key(), item.value().detach().contiguous());

@@ -29,9 +29,11 @@ struct RunArguments {
     bool json = false;
 };
 
+// Warnings (a damaged checkpoint passed over, say) go to `err` for eval, inspect
+// and export, whose `out` may be JSON; train prints them among its progress.
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err);
-int evalCommand(const RunArguments& a, std::ostream& out);
-int inspectCommand(const RunArguments& a, std::ostream& out);
-int exportCommand(const RunArguments& a, std::ostream& out);
+int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err);
+int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err);
+int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err);
 
 }  // namespace widelab

@@ -11,14 +11,87 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 
 namespace widelab {
 namespace {
 
-constexpr std::int64_t kFormat = 1;
+// 1: the archive alone. 2: the archive followed by the checksum trailer.
+constexpr std::int64_t kFormat = 2;
+constexpr std::int64_t kLegacyFormat = 1;
+
+std::uint64_t readLittleEndian64(const unsigned char* bytes)
+{
+    std::uint64_t value;
+    std::memcpy(&value, bytes, sizeof value);
+    if constexpr (std::endian::native == std::endian::big)
+        value = __builtin_bswap64(value);
+    return value;
+}
+
+std::uint32_t readLittleEndian32(const unsigned char* bytes)
+{
+    std::uint32_t value;
+    std::memcpy(&value, bytes, sizeof value);
+    if constexpr (std::endian::native == std::endian::big)
+        value = __builtin_bswap32(value);
+    return value;
+}
+
+void appendLittleEndian64(std::string& bytes, std::uint64_t value)
+{
+    for (int i = 0; i < 8; ++i)
+        bytes.push_back(static_cast<char>((value >> (8 * i)) & 0xFF));
+}
+
+std::string readWholeFile(const std::filesystem::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    std::string bytes;
+    if (in) {
+        in.seekg(0, std::ios::end);
+        const std::streamoff size = in.tellg();
+        in.seekg(0, std::ios::beg);
+        if (size >= 0) {
+            bytes.resize(static_cast<std::size_t>(size));
+            in.read(bytes.data(), size);
+        }
+    }
+    if (!in)
+        throw CheckpointUnreadable(file.string() + ": cannot be read (" + std::strerror(errno) + ")");
+    return bytes;
+}
+
+// The archive's bytes within a checkpoint file's, and whether a trailer vouched
+// for them. Throws CheckpointUnreadable when the trailer and the bytes disagree.
+struct ArchiveBytes {
+    std::size_t size = 0;
+    bool verified = false;
+};
+
+ArchiveBytes checkTrailer(const std::filesystem::path& file, const std::string& bytes)
+{
+    const std::size_t magicSize = sizeof kCheckpointMagic - 1;
+    if (bytes.size() < kCheckpointTrailerSize
+        || bytes.compare(bytes.size() - kCheckpointTrailerSize, magicSize, kCheckpointMagic) != 0)
+        return {bytes.size(), false};  // format 1, or a file cut short: the archive decides
+    const auto* trailer = reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size() - kCheckpointTrailerSize;
+    const std::size_t size = bytes.size() - kCheckpointTrailerSize;
+    const std::uint64_t recordedSize = readLittleEndian64(trailer + magicSize);
+    if (recordedSize != size)
+        throw CheckpointUnreadable(file.string() + ": damaged: its trailer records " + std::to_string(recordedSize)
+                                   + " bytes of archive, the file holds " + std::to_string(size));
+    if (readLittleEndian64(trailer + magicSize + 8) != checkpointHash(bytes.data(), size))
+        throw CheckpointUnreadable(file.string() + ": damaged: its checksum does not match its contents "
+                                                   "(a changed or lost block: a failing disk, a bad copy)");
+    return {size, true};
+}
 
 void syncPath(const std::filesystem::path& path, bool directory)
 {
@@ -43,7 +116,14 @@ std::string tensorText(const torch::Tensor& tensor)
     return {reinterpret_cast<const char*>(bytes.data_ptr<std::uint8_t>()), static_cast<std::size_t>(bytes.numel())};
 }
 
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+// The first line that says something (a TorchScript error starts with an empty one).
+std::string firstLine(const std::string& text)
+{
+    std::size_t start = text.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos)
+        return "(no detail)";
+    return text.substr(start, text.find('\n', start) - start);
+}
 
 // The keys whose values differ between two model configurations.
 std::string differences(const nlohmann::json& saved, const nlohmann::json& current)
@@ -150,31 +230,178 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     optimizer.save(optimizerArchive);
     archive.write("optimizer", optimizerArchive);
 
-    std::ostringstream bytes;
-    archive.save_to(bytes);
-    writeFileAtomically(file, bytes.str());
+    std::ostringstream stream;
+    archive.save_to(stream);
+    std::string bytes = stream.str();
+    const std::uint64_t hash = checkpointHash(bytes.data(), bytes.size());
+    const std::uint64_t size = bytes.size();
+    bytes.append(kCheckpointMagic, sizeof kCheckpointMagic - 1);
+    appendLittleEndian64(bytes, size);
+    appendLittleEndian64(bytes, hash);
+    writeFileAtomically(file, bytes);
+}
+
+std::uint64_t checkpointHash(const void* data, std::size_t size)
+{
+    // XXH64 as its specification gives it (github.com/Cyan4973/xxHash, doc/xxhash_spec.md).
+    constexpr std::uint64_t p1 = 0x9E3779B185EBCA87ULL, p2 = 0xC2B2AE3D27D4EB4FULL, p3 = 0x165667B19E3779F9ULL,
+                            p4 = 0x85EBCA77C2B2AE63ULL, p5 = 0x27D4EB2F165667C5ULL;
+    const auto round = [&](std::uint64_t accumulator, std::uint64_t lane) {
+        return std::rotl(accumulator + lane * p2, 31) * p1;
+    };
+    const auto merge = [&](std::uint64_t hash, std::uint64_t accumulator) {
+        return (hash ^ round(0, accumulator)) * p1 + p4;
+    };
+    const auto* p = static_cast<const unsigned char*>(data);
+    const unsigned char* const end = p + size;
+    std::uint64_t hash;
+    if (size >= 32) {
+        std::uint64_t v1 = p1 + p2, v2 = p2, v3 = 0, v4 = 0 - p1;
+        for (; end - p >= 32; p += 32) {
+            v1 = round(v1, readLittleEndian64(p));
+            v2 = round(v2, readLittleEndian64(p + 8));
+            v3 = round(v3, readLittleEndian64(p + 16));
+            v4 = round(v4, readLittleEndian64(p + 24));
+        }
+        hash = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
+        hash = merge(merge(merge(merge(hash, v1), v2), v3), v4);
+    } else {
+        hash = p5;
+    }
+    hash += size;
+    for (; end - p >= 8; p += 8)
+        hash = std::rotl(hash ^ round(0, readLittleEndian64(p)), 27) * p1 + p4;
+    if (end - p >= 4) {
+        hash = std::rotl(hash ^ (readLittleEndian32(p) * p1), 23) * p2 + p3;
+        p += 4;
+    }
+    for (; p < end; ++p)
+        hash = std::rotl(hash ^ (*p * p5), 11) * p1;
+    hash = (hash ^ (hash >> 33)) * p2;
+    hash = (hash ^ (hash >> 29)) * p3;
+    return hash ^ (hash >> 32);
+}
+
+namespace {
+
+// LibTorch's and the standard library's errors while reading an archive, as
+// CheckpointUnreadable naming the file; a CheckpointError passes unchanged.
+template <typename Read>
+auto readingArchive(const std::filesystem::path& file, const std::string& what, Read read)
+{
+    try {
+        return read();
+    } catch (const CheckpointError&) {
+        throw;
+    } catch (const c10::Error& e) {
+        throw CheckpointUnreadable(file.string() + ": " + what + ": " + firstLine(e.what_without_backtrace()));
+    } catch (const std::exception& e) {  // a damaged index: "Argument passed to at() was not in the map."
+        throw CheckpointUnreadable(file.string() + ": " + what + ": " + firstLine(e.what()));
+    }
+}
+
+// Reads `file` into `archive` after checking its trailer, and checks its format;
+// returns whether a checksum vouched for it and the configuration text.
+struct OpenedArchive {
+    bool verified = false;
+    std::string config;
+    std::string bytes;  // the file: kept while the archive read from it is in use
+};
+
+OpenedArchive openArchive(const std::filesystem::path& file, torch::serialize::InputArchive& archive)
+{
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(file, error))
+        throw CheckpointUnreadable(file.string() + ": no such checkpoint");
+    OpenedArchive opened;
+    opened.bytes = readWholeFile(file);
+    const std::string& bytes = opened.bytes;
+    const ArchiveBytes archiveBytes = checkTrailer(file, bytes);
+    opened.verified = archiveBytes.verified;
+    const std::int64_t format =
+        readingArchive(file, "cannot be read (truncated, damaged, or not a WideLab checkpoint)", [&] {
+            // A GPU run's checkpoint opens on any machine.
+            archive.load_from(bytes.data(), archiveBytes.size, torch::Device(torch::kCPU));
+            torch::Tensor format, config;
+            archive.read("format", format);
+            archive.read("config", config);
+            opened.config = tensorText(config);
+            return format.item<std::int64_t>();
+        });
+    if (format > kFormat)
+        throw CheckpointError(file.string() + ": checkpoint format " + std::to_string(format)
+                              + ", this WideLab reads formats " + std::to_string(kLegacyFormat) + " and "
+                              + std::to_string(kFormat));
+    if (format < kLegacyFormat)
+        throw CheckpointUnreadable(file.string() + ": not a WideLab checkpoint (format " + std::to_string(format) + ")");
+    if (!opened.verified && format != kLegacyFormat)
+        throw CheckpointUnreadable(file.string() + ": its checksum trailer is missing: the file was cut short or "
+                                                   "damaged at its end");
+    return opened;
+}
+
+std::string nonFinite(const torch::Tensor& tensor)
+{
+    if (!tensor.defined() || !tensor.is_floating_point() || torch::isfinite(tensor).all().item<bool>())
+        return {};
+    const std::int64_t nan = torch::isnan(tensor).sum().item<std::int64_t>();
+    const std::int64_t infinite = torch::isinf(tensor).sum().item<std::int64_t>();
+    return std::to_string(nan) + " NaN and " + std::to_string(infinite) + " infinite value(s) of "
+           + std::to_string(tensor.numel());
+}
+
+// The first optimiser state tensor that is not finite, named after its parameter.
+std::optional<std::string> nonFiniteState(torch::optim::Optimizer& optimizer, WideTransformerImpl& model)
+{
+    std::map<const void*, std::string> names;
+    for (const auto& item : model.named_parameters())
+        names[item.value().unsafeGetTensorImpl()] = item.key();
+    auto& states = optimizer.state();
+    for (const auto& group : optimizer.param_groups()) {
+        for (const auto& p : group.params()) {
+            const auto it = states.find(optimizerStateKey(states, p));
+            if (it == states.end())
+                continue;
+            std::vector<std::pair<const char*, torch::Tensor>> tensors;
+            if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get()))
+                tensors = {{"exp_avg", adamw->exp_avg()}, {"exp_avg_sq", adamw->exp_avg_sq()},
+                           {"max_exp_avg_sq", adamw->max_exp_avg_sq()}};
+            else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get()))
+                tensors = {{"momentum_buffer", sgd->momentum_buffer()}};
+            else if (auto* lamb = dynamic_cast<LambParamState*>(it->second.get()))
+                tensors = {{"exp_avg", lamb->exp_avg()}, {"exp_avg_sq", lamb->exp_avg_sq()}};
+            for (const auto& [kind, tensor] : tensors) {
+                if (const std::string problem = nonFinite(tensor); !problem.empty()) {
+                    const auto name = names.find(p.unsafeGetTensorImpl());
+                    return std::string("optimizer state ") + kind + " of "
+                           + (name == names.end() ? std::string("a parameter") : "model/" + name->second) + " holds "
+                           + problem;
+                }
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> checkpointIntegrity(const std::filesystem::path& file)
+{
+    try {
+        torch::serialize::InputArchive archive;
+        openArchive(file, archive);
+    } catch (const CheckpointUnreadable& error) {
+        return error.what();
+    }
+    return std::nullopt;
 }
 
 CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
                                torch::optim::Optimizer* optimizer)
 {
-    std::error_code error;
-    if (!std::filesystem::is_regular_file(file, error))
-        throw CheckpointUnreadable(file.string() + ": no such checkpoint");
     torch::serialize::InputArchive archive;
-    torch::Tensor format, config;
-    try {
-        archive.load_from(file.string(), torch::kCPU);  // a GPU run's checkpoint opens on any machine
-        archive.read("format", format);
-        archive.read("config", config);
-    } catch (const c10::Error& e) {
-        throw CheckpointUnreadable(file.string() + ": cannot be read (truncated, or not a WideLab checkpoint): "
-                              + firstLine(e.what_without_backtrace()));
-    }
-    if (format.item<std::int64_t>() != kFormat)
-        throw CheckpointError(file.string() + ": checkpoint format " + std::to_string(format.item<std::int64_t>())
-                              + ", this WideLab reads format " + std::to_string(kFormat));
-    const nlohmann::json saved = tryParseJsonText(tensorText(config)).value_or(nlohmann::json::value_t::discarded);
+    const OpenedArchive opened = openArchive(file, archive);
+    const nlohmann::json saved = tryParseJsonText(opened.config).value_or(nlohmann::json::value_t::discarded);
     const nlohmann::json current = model.config().toJson();
     if (saved.is_discarded() || saved != current)
         throw CheckpointError(file.string() + ": a checkpoint of another architecture: "
@@ -182,8 +409,12 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
                                                       : differences(saved, current)));
 
     CheckpointState state;
-    try {
-        torch::Tensor step, position, best, rng;
+    state.verified = opened.verified;
+    torch::Tensor rng;
+    // Every tensor is read and checked before the model changes.
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;  // model tensor, checkpoint value
+    readingArchive(file, "incomplete checkpoint", [&] {
+        torch::Tensor step, position, best;
         archive.read("step", step);
         archive.read("sampler_position", position);
         archive.read("best_validation_loss", best);
@@ -201,34 +432,44 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
             state.intervalSteps = intervalSteps.item<std::int64_t>();
         }
 
-        torch::NoGradGuard noGrad;
-        auto restore = [&](const std::string& name, torch::Tensor& target, bool buffer) {
+        auto check = [&](const std::string& name, const torch::Tensor& target, bool buffer) {
             torch::Tensor value;
             archive.read("model/" + name, value, buffer);
             if (value.sizes() != target.sizes())
                 throw CheckpointError(file.string() + ": " + name + " has shape " + c10::str(value.sizes())
                                       + " in the checkpoint, " + c10::str(target.sizes()) + " in the model");
-            target.copy_(value);
+            if (const std::string problem = nonFinite(value); !problem.empty())
+                throw CheckpointUnreadable(file.string() + ": model/" + name + " holds " + problem
+                                           + ": the weights were saved broken");
+            copies.emplace_back(target, value);
         };
-        for (auto& item : model.named_parameters())
-            restore(item.key(), item.value(), false);
-        for (auto& item : model.named_buffers())
-            restore(item.key(), item.value(), true);
+        for (const auto& item : model.named_parameters())
+            check(item.key(), item.value(), false);
+        for (const auto& item : model.named_buffers())
+            check(item.key(), item.value(), true);
         if (optimizer) {
             torch::serialize::InputArchive optimizerArchive;
             archive.read("optimizer", optimizerArchive);
             optimizer->load(optimizerArchive);
-            moveStateToParameters(*optimizer);
+            if (const auto problem = nonFiniteState(*optimizer, model))
+                throw CheckpointUnreadable(file.string() + ": " + *problem + ": the optimizer was saved broken");
         }
+        return 0;
+    });
+    torch::NoGradGuard noGrad;
+    for (auto& [target, value] : copies)
+        target.copy_(value);
+    if (optimizer)
+        moveStateToParameters(*optimizer);
+    readingArchive(file, "incomplete checkpoint", [&] {
         restoreGenerator(at::detail::getDefaultCPUGenerator(), rng);
         // A GPU run's generator state, restored when the run resumes on a GPU
         // (on the CPU there is no such generator to restore).
         torch::Tensor rngCuda;
         if (const auto device = modelDevice(model); device.is_cuda() && archive.try_read("rng_cuda", rngCuda))
             restoreGenerator(cudaGenerator(device), rngCuda);
-    } catch (const c10::Error& e) {
-        throw CheckpointUnreadable(file.string() + ": incomplete checkpoint: " + firstLine(e.what_without_backtrace()));
-    }
+        return 0;
+    });
     return state;
 }
 

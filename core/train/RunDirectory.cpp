@@ -1,5 +1,6 @@
 #include "RunDirectory.h"
 
+#include "CheckpointDirectory.h"
 #include "Measurements.h"
 #include "RunLock.h"
 #include "config/JsonText.h"
@@ -8,7 +9,6 @@
 #include <algorithm>
 #include <fstream>
 #include <memory>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -33,13 +33,10 @@ nlohmann::json readJson(const std::filesystem::path& file)
 
 std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory)
 {
-    static const std::regex pattern(R"(step-\d{8}\.pt)");
-    std::optional<std::filesystem::path> latest;
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(directory / "checkpoints", error))
-        if (std::regex_match(entry.path().filename().string(), pattern) && (!latest || entry.path() > *latest))
-            latest = entry.path();
-    return latest;
+    const std::vector<std::filesystem::path> files = CheckpointDirectory(directory, /*mayWrite=*/false).stepFiles();
+    if (files.empty())
+        return std::nullopt;
+    return files.back();
 }
 
 RunDocument readRunDocument(const std::filesystem::path& directory)
@@ -103,19 +100,15 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
 {
     OpenedRun opened{readRunDocument(directory), Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {},
-                     nullptr, {}, {}};
+                     nullptr, {}, {}, {}};
     opened.labels = readRunLabels(directory);
 
-    if (which == "latest") {
-        const auto latest = latestCheckpoint(directory);
-        if (!latest)
-            throw CheckpointError(directory.string() + ": the run has no checkpoint yet");
-        opened.checkpoint = *latest;
-    } else {
-        opened.checkpoint = directory / "checkpoints" / (which == "best" ? std::string("best.pt") : which);
-    }
     opened.model = WideTransformer(opened.document.model);
-    opened.state = loadCheckpoint(opened.checkpoint, *opened.model, nullptr);
+    CheckpointDirectory checkpoints(directory, /*mayWrite=*/false);
+    LoadedCheckpoint loaded = checkpoints.load(which, *opened.model, nullptr,
+                                               [&](const std::string& text) { opened.warnings.push_back(text); });
+    opened.checkpoint = std::move(loaded.file);
+    opened.state = loaded.state;
     opened.model->eval();
     return opened;
 }

@@ -21,13 +21,15 @@ struct OpenedRun {
     std::vector<std::string> labels;  // class names (classification)
     WideTransformer model{nullptr};   // weights of `checkpoint`, in evaluation mode, on the CPU
     CheckpointState state;
-    std::filesystem::path checkpoint;
+    std::filesystem::path checkpoint;  // the file loaded: for "latest", the newest one that could be
+    std::vector<std::string> warnings;  // newer checkpoints passed over, an unverified (format-1) file
 };
 
 // The run's own document, RUN_DIR/config.json (its data files need not exist).
 RunDocument readRunDocument(const std::filesystem::path& directory);
 
-// The newest step-*.pt in directory/checkpoints, if any.
+// The newest step-*.pt in directory/checkpoints by name, if any, whether or not it
+// can be read (openRun's "latest" is the newest that can).
 std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory);
 
 // The run's classes, RUN_DIR/labels.json: written when the run starts, the
@@ -37,7 +39,9 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
 std::vector<std::string> readRunLabels(const std::filesystem::path& directory);
 
 // Reads config.json, tokenizer.json, labels.json and a checkpoint ("latest",
-// "best", or a file name in checkpoints/). Throws ConfigError, DataError or
+// "best", or a file name in checkpoints/). "latest" falls back past step files
+// that cannot be read, saying so in `warnings` (see CheckpointDirectory::load);
+// the run directory is not changed. Throws ConfigError, DataError or
 // CheckpointError naming the missing or broken piece.
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which = "latest");
 

@@ -1,5 +1,6 @@
 #include "Trainer.h"
 
+#include "CheckpointDirectory.h"
 #include "FusedAdamW.h"
 #include "GradientHealth.h"
 #include "Lamb.h"
@@ -65,13 +66,6 @@ ScheduleKind scheduleKind(ScheduleChoice choice)
     case ScheduleChoice::WarmupCosine: break;
     }
     return ScheduleKind::WarmupCosine;
-}
-
-std::string checkpointName(std::int64_t step)
-{
-    char name[32];
-    std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(step));
-    return name;
 }
 
 // Correct predictions and how many were counted ([2], on the device): classes for
@@ -147,13 +141,16 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
             throw InsufficientMemory(shortfall);
     }
 
+    for (auto* observer : m_options.observers)
+        addObserver(observer);
     std::filesystem::create_directories(m_directory / "checkpoints");
     if (!m_options.readOnly)
         m_lock = std::make_unique<RunLock>(m_directory);
+    m_checkpoints = std::make_unique<CheckpointDirectory>(m_directory, !m_options.readOnly);
     // status.json, for windows following the run: who trains it, how far it got.
     m_status = std::make_unique<RunStatusWriter>(m_options.readOnly ? std::filesystem::path() : m_directory, m_totalSteps);
     addObserver(m_status.get());
-    const bool hasRun = !checkpoints().empty();
+    const bool hasRun = !m_checkpoints->stepFiles().empty();
     if (hasRun && !m_options.resume)
         throw CheckpointError(m_directory.string() + " already holds a run with checkpoints; continue it with --resume "
                                                      "or choose another directory");
@@ -163,6 +160,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : m_directory / "log.txt");
     for (const ConfigIssue& warning : m_run.warnings)
         message("warning", warning.text());
+    for (const std::string& name : m_checkpoints->removeOrphans())
+        message("info", "removed checkpoints/" + name + ", left by a save that was interrupted");
     if (m_options.resume && !m_options.readOnly)
         checkResumedDocument();
 
@@ -262,34 +261,17 @@ void Trainer::checkResumedDocument()
     m_run.train.probes = addProbeTexts(m_directory, m_run.train.probes);
 }
 
-// The requested checkpoint; for "latest", the newest one that can be read: a
-// file cut short (a full disk, a copy interrupted) falls back to its predecessor.
+// The requested checkpoint; for "latest", the newest one that can be read (see
+// CheckpointDirectory::load), each one passed over said as a warning.
 void Trainer::loadLatestCheckpoint()
 {
-    std::vector<std::filesystem::path> candidates;
-    if (m_options.checkpoint == "latest") {
-        candidates = checkpoints();
-        std::reverse(candidates.begin(), candidates.end());
-    } else {
-        candidates.push_back(m_directory / "checkpoints"
-                             / (m_options.checkpoint == "best" ? std::string("best.pt") : m_options.checkpoint));
-    }
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-        try {
-            m_state = loadCheckpoint(candidates[i], *m_model, m_optimizer.get());
-        } catch (const CheckpointUnreadable& error) {
-            if (i + 1 == candidates.size())
-                throw;
-            message("warning", std::string(error.what()) + "; trying " + candidates[i + 1].filename().string());
-            continue;
-        }
-        if (candidates[i].filename() != "best.pt")
-            m_savedStep = m_state.step;
-        if (!m_options.readOnly)
-            message("info", "resumed from " + candidates[i].filename().string() + " at step "
-                                + std::to_string(m_state.step));
-        break;
-    }
+    const LoadedCheckpoint loaded = m_checkpoints->load(m_options.checkpoint, *m_model, m_optimizer.get(),
+                                                        [this](const std::string& text) { message("warning", text); });
+    m_state = loaded.state;
+    if (loaded.file.filename() != "best.pt")
+        m_savedStep = m_state.step;
+    if (!m_options.readOnly)
+        message("info", "resumed from " + loaded.file.filename().string() + " at step " + std::to_string(m_state.step));
     const TrainConfig& t = m_run.train;
     if (!m_options.readOnly && t.schedule != ScheduleChoice::Constant && m_state.scheduleSteps > 0
         && m_state.scheduleSteps != m_totalSteps) {
@@ -871,28 +853,13 @@ ProbeResult Trainer::probe(const std::string& text)
     return result;
 }
 
-std::vector<std::filesystem::path> Trainer::checkpoints() const
-{
-    std::vector<std::filesystem::path> files;
-    std::error_code error;
-    static const std::regex pattern(R"(step-\d{8}\.pt)");
-    for (const auto& entry : std::filesystem::directory_iterator(m_directory / "checkpoints", error))
-        if (std::regex_match(entry.path().filename().string(), pattern))
-            files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-    return files;
-}
-
 void Trainer::saveCheckpoint()
 {
-    const std::filesystem::path file = m_directory / "checkpoints" / checkpointName(m_state.step);
+    const std::filesystem::path file = m_checkpoints->stepFile(m_state.step);
     widelab::saveCheckpoint(file, *m_model, *m_optimizer, stateToSave());
+    m_checkpoints->written(file);
     m_savedStep = m_state.step;
-    auto files = checkpoints();
-    while (static_cast<std::int64_t>(files.size()) > m_run.train.keepLast) {
-        std::filesystem::remove(files.front());
-        files.erase(files.begin());
-    }
+    m_checkpoints->prune(m_run.train.keepLast, [this](const std::string& text) { message("warning", text); });
     message("info", "checkpoint " + file.filename().string());
 }
 

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace widelab {
 
@@ -33,6 +34,10 @@ struct TrainerOptions {
     // Train even when the memory estimate exceeds what the device has available
     // (the estimate is first-order; an allocation that fails still ends cleanly).
     bool force = false;
+    // Observers from the start: they also hear what construction says (a
+    // checkpoint fallen back from, a schedule that changes), which observers
+    // added with addObserver afterwards miss. Not owned.
+    std::vector<TrainingObserver*> observers;
 };
 
 // A run whose memory estimate exceeds what its device has available, refused
@@ -103,7 +108,6 @@ private:
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).
     void stopIfNonFinite();
-    std::vector<std::filesystem::path> checkpoints() const;
 
     RunDocument m_run;
     std::filesystem::path m_directory;
@@ -111,6 +115,7 @@ private:
     std::int64_t m_totalSteps = 0;
     torch::Device m_device{torch::kCPU};
     std::unique_ptr<class RunLock> m_lock;
+    std::unique_ptr<class CheckpointDirectory> m_checkpoints;
     std::unique_ptr<class RunStatusWriter> m_status;  // status.json; destroyed before the lock is released
     const TrainingControl* m_control = nullptr;  // during run()
 

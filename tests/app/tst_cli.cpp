@@ -151,6 +151,7 @@ class TestCli : public QObject {
 
 private Q_SLOTS:
     void trainStopsCleanlyOnInterruptAndResumes();
+    void damagedLatestCheckpointIsPassedOverOnTheTerminal();
     void paramsStoredCount_data();
     void paramsStoredCount();
     void paramsWidenetActive();
@@ -858,6 +859,66 @@ void TestCli::trainStopsCleanlyOnInterruptAndResumes()
     QCOMPARE(resume.exitCode(), 0);
     QVERIFY2(resumed.contains(QString("from step %1").arg(stoppedAt)), qPrintable(resumed));
     QVERIFY2(resumed.contains(QString("completed %1 steps").arg(stoppedAt + 1)), qPrintable(resumed));
+}
+
+void TestCli::damagedLatestCheckpointIsPassedOverOnTheTerminal()
+{
+    QTemporaryDir dir;
+    const QString config = writeFile(dir, "tiny.json", R"({"model": {"vocab_size": 20, "max_len": 40, "d_model": 32,
+        "layers": 2, "heads": 4, "ffn_dim": 64, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 128, "validation_size": 32},
+        "train": {"steps": 20, "batch_size": 8, "log_every": 5, "eval_every": 10, "checkpoint_every": 10,
+                  "keep_last": 5, "threads": 1}})");
+    const QString run = dir.filePath("run");
+    QCOMPARE(cli({"train", config, "--out", run}).code, 0);
+    const QString latest = run + "/checkpoints/step-00000020.pt";
+    {
+        std::fstream file(latest.toStdString(), std::ios::in | std::ios::out | std::ios::binary);
+        file.seekg(0, std::ios::end);
+        const std::streamoff middle = file.tellg() / 2;
+        file.seekg(middle);
+        const char byte = static_cast<char>(~file.get());
+        file.seekp(middle);
+        file.put(byte);
+    }
+    const QString warning = "warning: " + latest + ": damaged: its checksum does not match";
+
+    // eval, inspect and export take the checkpoint before it, saying so on stderr:
+    // their stdout stays the result alone.
+    const CliResult eval = cli({"eval", run, "--json"});
+    QCOMPARE(eval.code, 0);
+    QCOMPARE(nlohmann::json::parse(eval.out.toStdString())["step"].get<int>(), 10);
+    QCOMPARE(eval.err.count(warning), 1);
+    QVERIFY2(eval.err.contains("trying step-00000010.pt"), qPrintable(eval.err));
+    const CliResult inspect = cli({"inspect", run, "--text", "[MAX 2 9 ]", "--json"});
+    QCOMPARE(inspect.code, 0);
+    QCOMPARE(nlohmann::json::parse(inspect.out.toStdString())["step"].get<int>(), 10);
+    QCOMPARE(inspect.err.count(warning), 1);
+    const CliResult exported = cli({"export", run, "--out", dir.filePath("model.pt")});
+    QCOMPARE(exported.code, 0);
+    QVERIFY2(exported.out.contains("step 10"), qPrintable(exported.out));
+    QCOMPARE(exported.err.count(warning), 1);
+    QVERIFY(QFile::exists(latest));  // readers change nothing
+
+    // Asked for by name, it is an error naming the file.
+    const CliResult named = cli({"eval", run, "--checkpoint", "step-00000020.pt"});
+    QCOMPARE(named.code, 1);
+    QVERIFY2(named.err.startsWith("widelab-cli eval: " + latest + ": damaged"), qPrintable(named.err));
+    QVERIFY(named.out.isEmpty());
+
+    // A real `train --resume` says it on the terminal (the warning comes while the
+    // trainer is being built) and sets the damaged file aside.
+    QProcess resume;
+    resume.setProcessChannelMode(QProcess::MergedChannels);
+    resume.start(WIDELAB_CLI, {"train", "--resume", "--out", run, "--steps", "25"});
+    QVERIFY(resume.waitForFinished(120000));
+    const QString output = QString::fromUtf8(resume.readAll());
+    QCOMPARE(resume.exitCode(), 0);
+    QCOMPARE(output.count(warning), 1);
+    QVERIFY2(output.contains("trying step-00000010.pt"), qPrintable(output));
+    QVERIFY2(output.contains("step-00000020.pt set aside as step-00000020.pt.unreadable"), qPrintable(output));
+    QVERIFY2(output.contains("from step 10"), qPrintable(output));
+    QVERIFY(QFile::exists(latest + ".unreadable"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

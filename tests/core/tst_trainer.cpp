@@ -487,8 +487,11 @@ void TestTrainer::truncatedLatestCheckpointFallsBack()
     QVERIFY2(log.find("step-00000020.pt: cannot be read") != std::string::npos, log.c_str());
     QVERIFY2(log.find("trying step-00000010.pt") != std::string::npos, log.c_str());
 
-    // Asked for by name, a broken checkpoint is an error, not a silent substitute.
-    resume.checkpoint = "step-00000020.pt";
+    // Once an older one loaded, the broken file was set aside. Asked for by name,
+    // it is an error, not a silent substitute.
+    QVERIFY(!std::filesystem::exists(latest));
+    QVERIFY(std::filesystem::exists(latest.string() + ".unreadable"));
+    resume.checkpoint = "step-00000020.pt.unreadable";
     QVERIFY_THROWS_EXCEPTION(CheckpointUnreadable, Trainer(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume));
 }
 

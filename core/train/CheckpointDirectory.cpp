@@ -1,0 +1,160 @@
+#include "CheckpointDirectory.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <regex>
+
+namespace widelab {
+
+CheckpointDirectory::CheckpointDirectory(const std::filesystem::path& runDirectory, bool mayWrite)
+    : m_directory(runDirectory / "checkpoints"), m_mayWrite(mayWrite)
+{
+}
+
+std::filesystem::path CheckpointDirectory::stepFile(std::int64_t step) const
+{
+    char name[32];
+    std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(step));
+    return m_directory / name;
+}
+
+std::vector<std::filesystem::path> CheckpointDirectory::stepFiles() const
+{
+    static const std::regex pattern(R"(step-\d{8}\.pt)");
+    std::vector<std::filesystem::path> files;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(m_directory, error))
+        if (std::regex_match(entry.path().filename().string(), pattern))
+            files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+std::vector<std::string> CheckpointDirectory::removeOrphans() const
+{
+    std::vector<std::string> removed;
+    if (!m_mayWrite)
+        return removed;
+    // writeFileAtomically's temporary names: NAME.tmp-PID-COUNTER.
+    static const std::regex pattern(R"(.+\.tmp-(\d+)-\d+)");
+    const std::string self = std::to_string(::getpid());
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(m_directory, error)) {
+        const std::string name = entry.path().filename().string();
+        std::smatch match;
+        if (!std::regex_match(name, match, pattern) || match[1] == self)
+            continue;
+        std::error_code ignored;
+        if (std::filesystem::remove(entry.path(), ignored))
+            removed.push_back(name);
+    }
+    std::sort(removed.begin(), removed.end());
+    return removed;
+}
+
+std::filesystem::path CheckpointDirectory::setAside(const std::filesystem::path& file) const
+{
+    std::filesystem::path aside = file.string() + ".unreadable";
+    for (int n = 2; std::filesystem::exists(aside) && n < 1000; ++n)
+        aside = file.string() + ".unreadable-" + std::to_string(n);
+    std::error_code error;
+    std::filesystem::rename(file, aside, error);
+    return error ? std::filesystem::path() : aside;
+}
+
+LoadedCheckpoint CheckpointDirectory::load(const std::string& which, WideTransformerImpl& model,
+                                           torch::optim::Optimizer* optimizer, const Warn& warn)
+{
+    std::vector<std::filesystem::path> candidates;
+    const bool latest = which == "latest";
+    if (latest) {
+        candidates = stepFiles();
+        std::reverse(candidates.begin(), candidates.end());
+        if (candidates.empty())
+            throw CheckpointError(m_directory.parent_path().string() + ": the run has no checkpoint yet");
+    } else {
+        candidates.push_back(m_directory / (which == "best" ? std::string("best.pt") : which));
+    }
+    std::vector<std::filesystem::path> unreadable;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const std::filesystem::path& file = candidates[i];
+        LoadedCheckpoint loaded{file, {}};
+        try {
+            loaded.state = loadCheckpoint(file, model, optimizer);
+        } catch (const CheckpointUnreadable& error) {
+            if (!latest)
+                throw;
+            if (i + 1 == candidates.size())
+                throw CheckpointUnreadable(std::string(error.what()) + "; none of the run's "
+                                           + std::to_string(candidates.size()) + " step checkpoint(s) can be read");
+            warn(std::string(error.what()) + "; trying " + candidates[i + 1].filename().string());
+            unreadable.push_back(file);
+            continue;
+        }
+        m_intact[file.filename().string()] = true;
+        // Only once an older checkpoint has loaded: a problem with every file
+        // (this LibTorch, the disk) leaves them all where they were.
+        for (const std::filesystem::path& bad : unreadable) {
+            if (!m_mayWrite)
+                break;
+            const std::filesystem::path aside = setAside(bad);
+            warn(bad.filename().string()
+                 + (aside.empty() ? std::string(" could not be set aside; it stays, and is not counted toward train.keep_last")
+                                  : " set aside as " + aside.filename().string()
+                                        + "; WideLab does not delete it, nor count it toward train.keep_last"));
+            if (aside.empty())
+                m_intact[bad.filename().string()] = false;
+        }
+        if (!loaded.state.verified)
+            warn(file.string() + ": a format-1 checkpoint, written before checkpoints had a checksum: its bytes "
+                                 "were not verified (its weights were checked to be finite)");
+        return loaded;
+    }
+    throw CheckpointError(m_directory.string() + ": no checkpoint");  // not reached: the last failure throws
+}
+
+void CheckpointDirectory::written(const std::filesystem::path& file) { m_intact[file.filename().string()] = true; }
+
+bool CheckpointDirectory::intact(const std::filesystem::path& file, const Warn& warn)
+{
+    const std::string name = file.filename().string();
+    if (const auto known = m_intact.find(name); known != m_intact.end())
+        return known->second;
+    const auto problem = checkpointIntegrity(file);
+    if (!problem) {
+        m_intact[name] = true;
+        return true;
+    }
+    const std::filesystem::path aside = m_mayWrite ? setAside(file) : std::filesystem::path();
+    if (aside.empty()) {
+        m_intact[name] = false;  // warned once
+        warn(*problem + "; it stays, and is not counted toward train.keep_last");
+    } else {
+        warn(*problem + "; set aside as " + aside.filename().string()
+             + ": WideLab does not delete it, nor count it toward train.keep_last");
+    }
+    return false;
+}
+
+std::vector<std::filesystem::path> CheckpointDirectory::prune(std::int64_t keepLast, const Warn& warn)
+{
+    std::vector<std::filesystem::path> removed;
+    if (!m_mayWrite)
+        return removed;
+    std::vector<std::filesystem::path> files = stepFiles();
+    std::int64_t kept = 0;
+    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+        if (!intact(*it, warn) || ++kept <= keepLast)
+            continue;
+        std::error_code error;
+        if (std::filesystem::remove(*it, error)) {
+            m_intact.erase(it->filename().string());
+            removed.push_back(*it);
+        }
+    }
+    return removed;
+}
+
+}  // namespace widelab
