@@ -25,6 +25,7 @@ struct TrainingRequest {
     QString documentJson;
     QString directory;
     bool resume = false;
+    bool force = false;  // past the memory estimate (TrainerOptions::force)
 };
 
 // Registers the types below for queued connections; call once before connecting.

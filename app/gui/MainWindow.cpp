@@ -836,6 +836,7 @@ bool MainWindow::startTraining()
     m_openRunDocument = m_complete;
     m_insights->setCurrentRun(directory);
     const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
+    m_lastStart = TrainingRequest{json, directory, resume, false};
     return m_controller.start(json, directory, resume);
 }
 
@@ -989,10 +990,33 @@ void MainWindow::onFinished(const QString& outcome, const QString& message)
         showProblem(tr("Training Stopped"), message);
     else if (outcome == QLatin1String("out-of-memory"))
         showProblem(tr("Out of Memory"), message);
+    else if (outcome == QLatin1String("insufficient-memory"))
+        askToTrainAnyway(message);
     else
         statusBar()->showMessage(message, 10000);
     if (m_closeWhenIdle)
         close();
+}
+
+void MainWindow::askToTrainAnyway(const QString& message)
+{
+    statusBar()->showMessage(message, 10000);
+    // Window-modal and asynchronous, like showProblem's boxes.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Run Too Large"),
+                                tr("%1.\n\nThe estimate is first-order: the run may still fit. Train anyway? "
+                                   "If memory runs out, the run stops with a message and keeps its checkpoints.")
+                                    .arg(message),
+                                QMessageBox::Cancel, this);
+    QPushButton* anyway = box->addButton(tr("Train Anyway"), QMessageBox::AcceptRole);
+    box->setDefaultButton(QMessageBox::Cancel);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setObjectName(QStringLiteral("memoryQuestion"));
+    const TrainingRequest request = m_lastStart;
+    connect(anyway, &QPushButton::clicked, this, [this, request] {
+        if (!m_controller.busy() && m_currentRun == request.directory)
+            m_controller.start(request.documentJson, request.directory, request.resume, /*force=*/true);
+    });
+    box->open();
 }
 
 void MainWindow::updateActions()

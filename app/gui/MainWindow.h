@@ -116,6 +116,9 @@ private:
     void showRunLog(const QStringList& spdlogLines);  // a run's log, after the runtime report
     void showAbout();
     void onFinished(const QString& outcome, const QString& message);
+    // A run refused because its memory estimate exceeds what the device has:
+    // asks whether to train it anyway.
+    void askToTrainAnyway(const QString& message);
     void onRunItemChanged(QListWidgetItem* item);
 
     TrainingController m_controller;
@@ -149,6 +152,7 @@ private:
     QString m_runsRoot;
     QString m_openRun;             // a run directory that Start continues, if the document is its own
     QJsonObject m_openRunDocument; // that run's config.json
+    TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
     QHash<QString, RunRecord> m_records;
     QString m_currentRun;          // the run training now (or last)
     qint64 m_totalSteps = 0;

@@ -37,7 +37,7 @@ TrainingController::~TrainingController()
     m_thread.wait();
 }
 
-bool TrainingController::start(const QString& documentJson, const QString& directory, bool resume)
+bool TrainingController::start(const QString& documentJson, const QString& directory, bool resume, bool force)
 {
     if (busy())
         return false;
@@ -45,7 +45,7 @@ bool TrainingController::start(const QString& documentJson, const QString& direc
     m_control->reset();
     m_directory = directory;
     setState(State::Starting);
-    Q_EMIT trainRequested(TrainingRequest{documentJson, directory, resume});
+    Q_EMIT trainRequested(TrainingRequest{documentJson, directory, resume, force});
     return true;
 }
 

@@ -31,7 +31,8 @@ public:
 
     // Starts training `documentJson` into `directory` (resume: continue the run
     // there). Returns false, doing nothing, while a run is in progress.
-    bool start(const QString& documentJson, const QString& directory, bool resume);
+    // `force`: train even when the memory estimate says the run will not fit.
+    bool start(const QString& documentJson, const QString& directory, bool resume, bool force = false);
     void pause();
     void resume();
     void stop();

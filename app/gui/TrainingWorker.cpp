@@ -70,14 +70,17 @@ void TrainingWorker::train(const TrainingRequest& request)
         Q_EMIT finished(QStringLiteral("failed"), text);
     };
     try {
+        // From the start: what setting up says (data generated, a checkpoint
+        // passed over) reaches the window as it happens.
+        SignalObserver observer(*this);
         TrainerOptions options;
         options.resume = request.resume;
+        options.force = request.force;
+        options.observers = {&observer};
         RunDocument document = parseRunDocument(request.documentJson.toStdString(), "the configuration");
         Trainer trainer(std::move(document), request.directory.toStdString(), options);
-        SignalObserver observer(*this);
-        trainer.addObserver(&observer);
-        // What the trainer logged while it set up came before the observer: read it
-        // here, on this thread, before anything else can be logged.
+        // The run's whole log so far, earlier sessions included (the window shows it
+        // afresh once the run has started): read here, before anything else is logged.
         QStringList log;
         QFile logFile(QDir(request.directory).filePath(QStringLiteral("log.txt")));
         if (logFile.open(QIODevice::ReadOnly | QIODevice::Text))
@@ -87,6 +90,9 @@ void TrainingWorker::train(const TrainingRequest& request)
                                   trainer.totalSteps(), log});
         const TrainSummary summary = trainer.run(*m_control);
         Q_EMIT finished(outcomeName(summary.outcome), QString::fromStdString(summary.message));
+    } catch (const InsufficientMemory& error) {
+        Q_EMIT message(QStringLiteral("error"), QString::fromStdString(error.what()));
+        Q_EMIT finished(QStringLiteral("insufficient-memory"), QString::fromStdString(error.what()));
     } catch (const ConfigError& error) {
         fail(QString::fromStdString(error.what()));
     } catch (const std::bad_alloc&) {

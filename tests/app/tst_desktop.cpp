@@ -100,6 +100,7 @@ private Q_SLOTS:
     void assessmentMarksFieldsAndCountsParameters();
     void invalidConfigurationBlocksStart();
     void aBadDataFileIsAMessageAndTheRunStays();
+    void aRunTooLargeAsksToTrainAnyway();
     void trainingThroughTheWindowDrawsCurvesAndReopens();
     void snapshotsAndMetricsLinesGiveTheSameInsights();
     void metricsLinesAreCheckedAtTheBoundary();
@@ -271,6 +272,64 @@ void TestDesktop::invalidConfigurationBlocksStart()
     QTest::keyClick(experts, Qt::Key_Tab);
     QTRY_VERIFY(window.action(QStringLiteral("start"))->isEnabled());
     QVERIFY(window.startBlockedReason().isEmpty());
+}
+
+void TestDesktop::aRunTooLargeAsksToTrainAnyway()
+{
+    // A language model whose logits for one batch (32 x 512 tokens over 2^20 ids)
+    // take 64 TiB: refused up front; trained anyway, it runs out of memory cleanly.
+    const QString data = m_dir.filePath(QStringLiteral("letters.txt"));
+    QFile text(data);
+    QVERIFY(text.open(QIODevice::WriteOnly));
+    text.write(QByteArray("abcdefghij").repeated(400));
+    text.close();
+    QJsonObject document = tinyDocument(2);
+    QJsonObject model = document.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("head"), QStringLiteral("language_model"));
+    model.insert(QStringLiteral("vocab_size"), 1 << 20);
+    model.insert(QStringLiteral("max_len"), 512);
+    model.insert(QStringLiteral("d_model"), 8);
+    model.insert(QStringLiteral("heads"), 1);
+    model.insert(QStringLiteral("ffn_dim"), 8);
+    model.insert(QStringLiteral("layers"), 1);
+    for (const char* key : {"num_classes", "experts", "top_k", "pooling", "share_attention", "share_ffn"})
+        model.remove(QLatin1String(key));
+    document.insert(QStringLiteral("model"), model);
+    document.insert(QStringLiteral("task"), QJsonObject{{QStringLiteral("kind"), QStringLiteral("language_model")},
+                                                         {QStringLiteral("path"), data}});
+    QJsonObject train = document.value(QStringLiteral("train")).toObject();
+    train.insert(QStringLiteral("batch_size"), 32);
+    document.insert(QStringLiteral("train"), train);
+    const QString file = m_dir.filePath(QStringLiteral("too-large.json"));
+    QVERIFY(writeJson(file, document));
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-too-large")));
+    window.show();
+    QVERIFY(window.openConfiguration(file));
+    QVERIFY2(window.startBlockedReason().isEmpty(), qPrintable(window.startBlockedReason()));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+    QCOMPARE(finished.first().at(0).toString(), QStringLiteral("insufficient-memory"));
+    auto* question = window.findChild<QMessageBox*>(QStringLiteral("memoryQuestion"));
+    QVERIFY(question);
+    QVERIFY2(question->text().contains(QStringLiteral("GiB")) && question->text().contains(QStringLiteral("train.batch_size")),
+             qPrintable(question->text()));
+    QVERIFY(window.findChild<QMessageBox*>(QStringLiteral("problem")) == nullptr);
+    const QString run = window.currentRunId();
+
+    // Train Anyway: the same run folder, past the estimate, into a clean out-of-memory stop.
+    QAbstractButton* anyway = nullptr;
+    for (QAbstractButton* button : question->buttons())
+        if (button->text() == QStringLiteral("Train Anyway"))
+            anyway = button;
+    QVERIFY(anyway);
+    anyway->click();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+    QCOMPARE(finished.at(1).at(0).toString(), QStringLiteral("out-of-memory"));
+    QCOMPARE(window.currentRunId(), run);
+    QCOMPARE(window.runsList()->count(), 1);
+    QVERIFY(!window.controller().busy());
 }
 
 void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
