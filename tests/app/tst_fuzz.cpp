@@ -5,7 +5,8 @@
 //
 // Seeded and bounded: WIDELAB_FUZZ_SEED (default below) fixes every case,
 // WIDELAB_FUZZ_SECONDS (default 150) bounds the whole suite, WIDELAB_FUZZ_TIMEOUT
-// (default 60) each process; a process still running then is a hang. A failing
+// (default 60) each process; a process still running then is a hang;
+// WIDELAB_FUZZ_VERBOSE=1 prints every case. A failing
 // case is printed with its seed, class and index, and its input is kept under
 // $TMPDIR/widelab-fuzz-SEED/ so that it can be run again by hand.
 #include <QtTest>
@@ -367,6 +368,7 @@ private:
     QTemporaryDir m_dir;
     QElapsedTimer m_clock;
     double m_budgetSeconds = 150;
+    bool m_verbose = false;  // WIDELAB_FUZZ_VERBOSE: every case, not only the failing ones
     std::uint64_t m_seed = kDefaultSeed;
     QString m_keepDir;
     std::map<int, ClassStats> m_stats;
@@ -397,6 +399,11 @@ void TestFuzz::record(ClassStats& stats, int index, const QString& description, 
                       const QString& failure, const QStringList& keep)
 {
     ++stats.cases;
+    if (m_verbose)
+        qInfo().noquote() << QString("%1 case %2: %3 -> %4")
+                                 .arg(stats.name)
+                                 .arg(index)
+                                 .arg(description, !failure.isEmpty() ? "FAILED" : accepted ? "accepted" : "refused");
     if (failure.isEmpty()) {
         ++(accepted ? stats.accepted : stats.refused);
         return;
@@ -446,6 +453,7 @@ void TestFuzz::initTestCase()
     m_seed = fuzzSeed();
     m_budgetSeconds = envSeconds("WIDELAB_FUZZ_SECONDS", 150);
     g_timeoutMs = static_cast<int>(1000 * envSeconds("WIDELAB_FUZZ_TIMEOUT", 60));
+    m_verbose = !qEnvironmentVariableIsEmpty("WIDELAB_FUZZ_VERBOSE");
     m_keepDir = QDir::temp().filePath(QString("widelab-fuzz-%1").arg(m_seed));
     QVERIFY(m_dir.isValid());
     qInfo().noquote() << QString("fuzz seed %1 (WIDELAB_FUZZ_SEED), budget %2 s (WIDELAB_FUZZ_SECONDS), "
@@ -624,13 +632,13 @@ void TestFuzz::configurations()
         const auto kind = static_cast<Kind>(index % Kinds);
         // The tiny run documents most of the time, a shipped preset otherwise (never trained).
         const int base = static_cast<int>(uniform(rng, 0, 4));
-        const bool preset = base == 3;
+        const bool preset = base >= 3;
         Json document = base == 0 ? m_listops : base == 1 ? m_classification : base == 2 ? m_languageModel
                                                                                            : pick(rng, m_presets).second;
         const QString baseName = base == 0 ? "listops" : base == 1 ? "classification" : base == 2 ? "language_model"
                                                                                                  : "preset";
         const std::vector<KeyPath> paths = keyPaths(document);
-        const KeyPath key = pick(rng, paths);
+        KeyPath key = pick(rng, paths);
         QString description = QString("%1 on %2").arg(kindNames[kind], baseName);
         std::string text;
         // What a refusal must name: the mutated key, or the file (parse errors).
@@ -673,13 +681,20 @@ void TestFuzz::configurations()
             mustRefuse = true;
             break;
         }
-        case ExtremeNumber:
+        case ExtremeNumber: {
+            // At a number of the document (every document has some).
+            std::vector<KeyPath> numeric;
+            for (const auto& p : paths)
+                if (at(document, p).is_number())
+                    numeric.push_back(p);
+            key = pick(rng, numeric);
             at(document, key) = pick(rng, numbers);
             text = document.dump(2);
             description += " (" + QString::fromStdString(at(document, key).dump()) + ")";
             names << dotted(key);
             anyKey = true;
             break;
+        }
         case UnknownKey: {
             const std::vector<std::string> unknown = {"zork", "head_dims", "lerning_rate", "layer", "steps ",
                                                       "Model", "tokeniser"};
@@ -694,6 +709,7 @@ void TestFuzz::configurations()
             full.push_back(name);
             text = document.dump(2);
             names << dotted(full);
+            description += " (" + dotted(full) + ")";
             mustRefuse = true;
             break;
         }
@@ -708,6 +724,8 @@ void TestFuzz::configurations()
                 std::swap(other, original);
             text = withRawValue(document, key, original.dump() + ", \"" + key.back() + "\": " + other.dump());
             names << dotted(key) << ("\"" + QString::fromStdString(key.back()) + "\"");
+            description += " (" + dotted(key) + ": " + QString::fromStdString(original.dump()) + ", then "
+                           + QString::fromStdString(other.dump()) + ")";
             mustRefuse = true;
             break;
         }
@@ -801,8 +819,17 @@ void TestFuzz::configurations()
         QString failure;
         const Proc check = runCli({"check", file});
         failure = cleanEnd(check, refusalNames, anyKey);
-        if (failure.isEmpty() && mustRefuse && check.code == 0)
+        if (failure.isEmpty() && mustRefuse && check.code == 0) {
             failure = "check accepted it";
+            if (!preset) {  // and train: is it check alone, or both?
+                const Proc trained = train(file, path(QString("config-run-%1").arg(index)), {"--steps", "2"});
+                if (const QString trainFailure = cleanEnd(trained, refusalNames, anyKey); !trainFailure.isEmpty())
+                    failure += "; train: " + trainFailure;
+                else
+                    failure += trained.code == 0 ? ", and so did train"
+                                                 : "; train refuses it: " + excerpt(trained.err, 200);
+            }
+        }
         if (failure.isEmpty() && sameAsBase && check.code == 0) {
             const std::string baseKey = preset ? "preset" : baseName.toStdString();
             if (!preset) {
@@ -1281,10 +1308,12 @@ void TestFuzz::checkpoints()
             // Resume never deletes a good checkpoint it did not supersede: of the good
             // ones and those it wrote, the newest keep_last (3) must all be there.
             const QStringList after = stepCheckpoints(run);
+            // Those it wrote: after the step it resumed from ("from step N").
+            const QRegularExpressionMatch from = QRegularExpression("from step (\\d+)").match(p.out);
             std::set<QString> expectedKept = good;
-            if (p.code == 0)
+            if (p.code == 0 && from.hasMatch())
                 for (const QString& name : after)
-                    if (name.mid(5, 8).toLongLong() > 6 && name != "step-99999999.pt")
+                    if (name.mid(5, 8).toLongLong() > from.captured(1).toLongLong() && name != "step-99999999.pt")
                         expectedKept.insert(name);
             std::vector<QString> sorted(expectedKept.begin(), expectedKept.end());
             while (sorted.size() > 3)
@@ -1323,7 +1352,8 @@ void TestFuzz::runDirectories()
     for (int index = 0; index < files.size() * 2 || timeLeft(1.0); ++index) {
         Rng rng = caseRng(m_seed, RunDirectories, index);
         const QString file = files[index % files.size()];
-        const QString command = commands[(index / files.size() + index) % commands.size()];
+        // Every (file, command) pair in the first files x commands cases.
+        const QString command = commands[(index / files.size()) % commands.size()];
         std::vector<Damage> damages = {Remove, Garbage, TruncateIt, ADirectory};
         if (file.endsWith(".json"))
             damages.push_back(WrongShape);
@@ -1415,8 +1445,12 @@ void TestFuzz::runDirectories()
         else
             p = runCli({"train", "--resume", "--out", run, "--steps", QString::number(resumeSteps)});
         description += " -> " + p.command();
-        // A configuration key that was changed may be named by its key.
-        QString failure = cleanEnd(p, {file}, damage == ConfigKey);
+        // A configuration key that was changed may be named by its key; a missing
+        // checkpoints directory by the run ("RUN: the run has no checkpoint yet").
+        QStringList names = {file};
+        if (file == "checkpoints")
+            names << run;
+        QString failure = cleanEnd(p, names, damage == ConfigKey);
         const bool read = reads.at(command).contains(file);
         if (failure.isEmpty() && p.code != 0 && !read)
             failure = "refused over " + file + ", which " + command + " does not need: " + excerpt(p.err);
