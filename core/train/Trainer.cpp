@@ -99,8 +99,15 @@ void trimMetrics(const std::filesystem::path& file, std::int64_t step)
         return;
     std::string kept;
     for (std::string line; std::getline(in, line);) {
-        const std::optional<nlohmann::json> json = tryParseJsonText(line);
-        if (json && json->is_object() && json->value("step", std::int64_t{0}) <= step)
+        // A damaged line goes as an unreadable one does: one that is not an object,
+        // or whose step is not a number, made json.value() throw (a resume refused
+        // over "[json.exception.type_error...]"), and a step of 1e308 converted to
+        // an integer undefinedly and stayed.
+        const nlohmann::json json = tryParseJsonText(line).value_or(nlohmann::json());
+        if (!json.is_object())
+            continue;
+        const auto found = json.find("step");
+        if (found == json.end() || (found->is_number() && found->get<double>() <= static_cast<double>(step)))
             kept += line + "\n";
     }
     writeFileAtomically(file, kept);
