@@ -17,6 +17,9 @@ namespace {
 
 nlohmann::json readJson(const std::filesystem::path& file)
 {
+    std::error_code error;
+    if (std::filesystem::exists(file, error) && !std::filesystem::is_regular_file(file, error))
+        throw DataError(file.string() + ": not a file");
     std::ifstream in(file, std::ios::binary);
     if (!in)
         throw DataError(file.string() + ": missing (is this a WideLab run directory?)");
@@ -47,6 +50,17 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     std::ostringstream text;
     text << std::ifstream(configFile).rdbuf();
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
+}
+
+Tokenizer readRunTokenizer(const std::filesystem::path& directory)
+{
+    const std::filesystem::path file = directory / "tokenizer.json";
+    const nlohmann::json json = readJson(file);
+    try {
+        return Tokenizer::fromJson(json);
+    } catch (const DataError& error) {
+        throw DataError(file.string() + ": " + error.what());
+    }
 }
 
 std::vector<std::string> readRunLabels(const std::filesystem::path& directory)
@@ -99,7 +113,7 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
 
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
 {
-    OpenedRun opened{readRunDocument(directory), Tokenizer::fromJson(readJson(directory / "tokenizer.json")), {},
+    OpenedRun opened{readRunDocument(directory), readRunTokenizer(directory), {},
                      nullptr, {}, {}, {}};
     opened.labels = readRunLabels(directory);
 

@@ -32,6 +32,10 @@ RunDocument readRunDocument(const std::filesystem::path& directory);
 // can be read (openRun's "latest" is the newest that can).
 std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::path& directory);
 
+// The run's tokenizer, RUN_DIR/tokenizer.json; DataError naming the file when it
+// is missing or malformed.
+Tokenizer readRunTokenizer(const std::filesystem::path& directory);
+
 // The run's classes, RUN_DIR/labels.json: written when the run starts, the
 // mapping from labels to classes for the life of the run. Empty when the file
 // is absent (a run from before it was written); DataError naming the file when

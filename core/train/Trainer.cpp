@@ -306,10 +306,7 @@ void Trainer::prepareData()
 
     auto chooseTokenizer = [&](auto&& streamTexts) {
         if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
-            std::ostringstream text;
-            text << std::ifstream(savedTokenizer, std::ios::binary).rdbuf();
-            m_tokenizer = std::make_unique<Tokenizer>(
-                Tokenizer::fromJson(parseJsonText(text.str(), savedTokenizer.string())));
+            m_tokenizer = std::make_unique<Tokenizer>(readRunTokenizer(m_directory));
         } else if (task.tokenizer == TokenizerChoice::Byte) {
             m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
         } else {
@@ -381,11 +378,12 @@ void Trainer::prepareData()
         throw ConfigError({{"model.vocab_size", std::to_string(m_run.model.vocabSize) + " is smaller than the "
                                                     + toString(m_tokenizer->kind()) + " tokenizer's vocabulary ("
                                                     + std::to_string(m_tokenizer->vocabSize()) + " tokens)"}});
+    const std::string data = task.path.empty() ? std::string("the data") : task.path;
     if (m_train->size() == 0)
-        throw DataError("the training split is empty: the data has too few examples for the split fractions");
+        throw DataError(data + ": the training split is empty: too few examples for the split fractions");
     if (m_validation->size() == 0)
-        throw DataError("the validation split is empty: raise task.validation_fraction, or give more data "
-                        "(a language model needs sequence_length + 1 tokens per example)");
+        throw DataError(data + ": the validation split is empty: raise task.validation_fraction, or give more data "
+                               "(a language model needs sequence_length + 1 tokens per example)");
 }
 
 void Trainer::buildOptimizer()
