@@ -20,6 +20,17 @@ using namespace widelab;
 
 namespace {
 
+// A checkpoint's state at `step` (the rest as a new run has it).
+CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
+                        double bestValidationLoss = std::numeric_limits<double>::infinity())
+{
+    CheckpointState state;
+    state.step = step;
+    state.samplerPosition = samplerPosition;
+    state.bestValidationLoss = bestValidationLoss;
+    return state;
+}
+
 using test::tinyRun;
 
 std::filesystem::path fresh(const QTemporaryDir& dir, const char* name)
@@ -209,7 +220,7 @@ void TestCheckpoint::savedFileEndsWithItsChecksum()
     WideTransformer model(tinyRun().model);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
     const std::filesystem::path file = fresh(dir, "model.pt");
-    saveCheckpoint(file, *model, optimizer, CheckpointState{7, 3, 0.5});
+    saveCheckpoint(file, *model, optimizer, stateAt(7, 3, 0.5));
     const std::string bytes = readBytes(file);
     QVERIFY(bytes.size() > kCheckpointTrailerSize);
     const std::string archive = bytes.substr(0, bytes.size() - kCheckpointTrailerSize);
@@ -507,7 +518,7 @@ void TestCheckpoint::keepLastNeverCountsABadFile()
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
     CheckpointDirectory directory(run, /*mayWrite=*/true);
     for (std::int64_t step : {10, 20})
-        saveCheckpoint(directory.stepFile(step), *model, optimizer, CheckpointState{step});
+        saveCheckpoint(directory.stepFile(step), *model, optimizer, stateAt(step));
     // Newer by name than both: a damaged copy and random bytes.
     std::filesystem::copy_file(directory.stepFile(20), directory.stepFile(30));
     flipMiddleByte(directory.stepFile(30));
@@ -532,7 +543,7 @@ void TestCheckpoint::keepLastNeverCountsABadFile()
 
     // Another bad file by the same name later is set aside beside the first.
     writeBytes(directory.stepFile(40), randomBytes(4096, 7));
-    saveCheckpoint(directory.stepFile(50), *model, optimizer, CheckpointState{50});
+    saveCheckpoint(directory.stepFile(50), *model, optimizer, stateAt(50));
     directory.written(directory.stepFile(50));
     const auto removed = directory.prune(2, warn);
     QCOMPARE(removed, std::vector<std::filesystem::path>{directory.stepFile(10)});

@@ -28,6 +28,17 @@ using namespace widelab;
 
 namespace {
 
+// A checkpoint's state at `step` (the rest as a new run has it).
+CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
+                        double bestValidationLoss = std::numeric_limits<double>::infinity())
+{
+    CheckpointState state;
+    state.step = step;
+    state.samplerPosition = samplerPosition;
+    state.bestValidationLoss = bestValidationLoss;
+    return state;
+}
+
 // A tiny ListOps run that a test can afford: short expressions, few examples.
 using test::tinyRun;
 
@@ -233,7 +244,7 @@ void TestTrainer::killDuringSaveLeavesTheLastCheckpointLoadable()
             WideTransformer model(config);
             torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
             for (std::int64_t step = 1;; ++step)
-                saveCheckpoint(file, *model, optimizer, CheckpointState{step, 0, 0.0});
+                saveCheckpoint(file, *model, optimizer, stateAt(step, 0, 0.0));
         }
         // Once a first checkpoint exists, kill at a random moment of the save loop.
         for (int waited = 0; !std::filesystem::exists(file) && waited < 60000; waited += 10)
