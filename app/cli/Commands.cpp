@@ -12,6 +12,7 @@
 #include "train/MemoryEstimate.h"
 #include "train/RunConfig.h"
 #include "train/Benchmark.h"
+#include "train/Trainer.h"
 
 #include <torch/torch.h>
 
@@ -224,6 +225,10 @@ int check(const Arguments& a, std::ostream& out, std::ostream& err)
 {
     const RunDocument run = loadRunDocument(resolveConfigPath(a.single("CONFIG")));
     printWarnings(run.warnings, err);
+    // What train checks of this machine: the device is there (else an error, as
+    // train's), and the run fits its memory (else train refuses without --force).
+    if (const std::string shortfall = memoryShortfall(run, trainingDevice(run.train.device)); !shortfall.empty())
+        err << "warning: " << shortfall << "\n";
     out << run.toJson().dump(2) << "\n";
     return 0;
 }

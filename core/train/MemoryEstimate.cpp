@@ -1,5 +1,6 @@
 #include "MemoryEstimate.h"
 
+#include "model/ParameterCount.h"
 #include "runtime/DeviceMemory.h"
 
 #include <torch/version.h>
@@ -51,6 +52,12 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
     estimate.activationBytes = bytes(activationBytes * static_cast<double>(m.layers) * perBlock);
     estimate.headBytes = bytes(2.0 * 4.0 * logits);
     return estimate;
+}
+
+std::string memoryShortfall(const RunDocument& run, const c10::Device& device)
+{
+    const MemoryEstimate need = estimateTrainingMemory(run, modelCost(run.model).total.stored, device.is_cuda());
+    return memoryShortfall(run, need, availableMemory(device), device.str());
 }
 
 std::string memoryShortfall(const RunDocument& run, const MemoryEstimate& need, std::int64_t available,

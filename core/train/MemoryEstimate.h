@@ -5,6 +5,8 @@
 
 #include "RunConfig.h"
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <string>
 
@@ -27,5 +29,7 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
 // unknown); else why the run does not fit, with the figures and what to change.
 std::string memoryShortfall(const RunDocument& run, const MemoryEstimate& need, std::int64_t available,
                             const std::string& device);
+// The same for `run` training on `device` of this machine, as the trainer checks it.
+std::string memoryShortfall(const RunDocument& run, const c10::Device& device);
 
 }  // namespace widelab

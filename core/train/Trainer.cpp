@@ -39,24 +39,6 @@ double nowSeconds()
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-torch::Device resolveDevice(const std::string& name)
-{
-    if (!isDeviceName(name))  // a --device override skips the document's check
-        throw ConfigError({{"train.device", "\"" + name + "\" is not auto, cpu, cuda or cuda:N"}});
-    if (name == "cpu")
-        return torch::kCPU;
-    const bool cuda = torch::cuda::is_available();
-    if (name == "auto")
-        return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-    if (!cuda)
-        throw ConfigError({{"train.device", "\"" + name + "\": this LibTorch has no usable CUDA device; use cpu or auto"}});
-    const std::int64_t index = name.size() > 5 ? std::stoll(name.substr(5)) : 0;
-    if (index >= static_cast<std::int64_t>(torch::cuda::device_count()))
-        throw ConfigError({{"train.device", "\"" + name + "\": only " + std::to_string(torch::cuda::device_count())
-                                                + " CUDA device(s) present"}});
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
-
 ScheduleKind scheduleKind(ScheduleChoice choice)
 {
     switch (choice) {
@@ -115,6 +97,24 @@ void trimMetrics(const std::filesystem::path& file, std::int64_t step)
 
 }  // namespace
 
+torch::Device trainingDevice(const std::string& name)
+{
+    if (!isDeviceName(name))  // a --device override skips the document's check
+        throw ConfigError({{"train.device", "\"" + name + "\" is not auto, cpu, cuda or cuda:N"}});
+    if (name == "cpu")
+        return torch::kCPU;
+    const bool cuda = torch::cuda::is_available();
+    if (name == "auto")
+        return cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+    if (!cuda)
+        throw ConfigError({{"train.device", "\"" + name + "\": this LibTorch has no usable CUDA device; use cpu or auto"}});
+    const std::int64_t index = name.size() > 5 ? std::stoll(name.substr(5)) : 0;
+    if (index >= static_cast<std::int64_t>(torch::cuda::device_count()))
+        throw ConfigError({{"train.device", "\"" + name + "\": only " + std::to_string(torch::cuda::device_count())
+                                                + " CUDA device(s) present"}});
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
 // Sums over the steps since the last snapshot. They stay on the device and are
 // read once per snapshot: reading a value from a GPU waits for it.
 struct Trainer::Interval {
@@ -138,13 +138,10 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     m_totalSteps = train.steps;
     if (!m_run.task.path.empty())
         m_run.task.path = std::filesystem::absolute(m_run.task.path).lexically_normal().string();
-    m_device = resolveDevice(train.device);
+    m_device = trainingDevice(train.device);
     setComputeThreads(static_cast<int>(train.threads));
     if (!m_options.readOnly && !m_options.force) {
-        const MemoryEstimate need =
-            estimateTrainingMemory(m_run, modelCost(m_run.model).total.stored, m_device.is_cuda());
-        if (const std::string shortfall = memoryShortfall(m_run, need, availableMemory(m_device), m_device.str());
-            !shortfall.empty())
+        if (const std::string shortfall = memoryShortfall(m_run, m_device); !shortfall.empty())
             throw InsufficientMemory(shortfall);
     }
 

@@ -40,6 +40,10 @@ struct TrainerOptions {
     std::vector<TrainingObserver*> observers;
 };
 
+// The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this
+// machine; ConfigError on train.device when it is malformed or not present.
+torch::Device trainingDevice(const std::string& name);
+
 // A run whose memory estimate exceeds what its device has available, refused
 // before anything is allocated (TrainerOptions::force skips the check).
 class InsufficientMemory : public std::runtime_error {
