@@ -5,8 +5,8 @@
 #include "runtime/Runtime.h"
 #include "train/MemoryEstimate.h"
 #include "train/RunConfig.h"
+#include "train/Trainer.h"
 
-#include <torch/cuda.h>
 
 #include <QJsonDocument>
 
@@ -49,8 +49,8 @@ ConfigAssessment assessDocument(const QJsonObject& document)
         result.cost.active = cost.total.active;
         result.cost.applied = cost.total.applied;
         result.cost.flopsPerToken = cost.flopsPerToken;
-        const bool gpu = run.train.device.starts_with("cuda")
-                         || (run.train.device == "auto" && torch::cuda::is_available());
+        // The device the trainer would take (a device not present is an issue, as for train).
+        const bool gpu = trainingDevice(run.train.device).is_cuda();
         result.cost.memoryBytes = estimateTrainingMemory(run, cost.total.stored, gpu).totalBytes();
         result.sketch = sketchOf(run.model);
     } catch (const ConfigError& error) {
