@@ -7,7 +7,6 @@
 #include "train/RunConfig.h"
 #include "train/Trainer.h"
 
-
 #include <QJsonDocument>
 
 #include <algorithm>
