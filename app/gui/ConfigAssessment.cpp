@@ -1,3 +1,6 @@
+// Torch first: Qt's `slots` macro would break its headers.
+#include "train/Trainer.h"
+
 #include "ConfigAssessment.h"
 
 #include "config/ConfigError.h"
@@ -5,7 +8,6 @@
 #include "runtime/Runtime.h"
 #include "train/MemoryEstimate.h"
 #include "train/RunConfig.h"
-#include "train/Trainer.h"
 
 #include <QJsonDocument>
 
