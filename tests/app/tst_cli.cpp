@@ -169,6 +169,7 @@ private Q_SLOTS:
     void usageErrors_data();
     void usageErrors();
     void helpAndVersion();
+    void threadsPinEveryPool();
     void presetsListsEveryShippedPreset();
     void presetsJson();
     void forward_data();
@@ -528,6 +529,26 @@ void TestCli::helpAndVersion()
     QVERIFY(process.waitForFinished(60000));
     const QString disabled = QString::fromUtf8(process.readAllStandardOutput());
     QVERIFY2(disabled.contains(QStringLiteral("disabled: fused_attention,fused_adamw, ")), qPrintable(disabled));
+}
+
+// --threads holds whatever OMP_NUM_THREADS and OPENBLAS_NUM_THREADS say: LibTorch's
+// pool and the BLAS's own both run the count asked for.
+void TestCli::threadsPinEveryPool()
+{
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert(QStringLiteral("OMP_NUM_THREADS"), QStringLiteral("2"));
+    environment.insert(QStringLiteral("OPENBLAS_NUM_THREADS"), QStringLiteral("2"));
+    process.setProcessEnvironment(environment);
+    process.start(QStringLiteral(WIDELAB_CLI), {"bench", "widenet", "--batch", "2", "--seq", "16", "--steps", "1",
+                                                "--warmup", "0", "--threads", "1", "--json"});
+    QVERIFY(process.waitForFinished(120000));
+    QCOMPARE(process.exitCode(), 0);
+    const auto report = nlohmann::json::parse(process.readAllStandardOutput().toStdString());
+    const std::string runtime = report.at("runtime").get<std::string>();
+    QVERIFY2(runtime.find(", 1 thread (") != std::string::npos, runtime.c_str());
+    if (runtime.find("BLAS: OpenBLAS") != std::string::npos)
+        QVERIFY2(runtime.find("BLAS: OpenBLAS (1 thread)") != std::string::npos, runtime.c_str());
 }
 
 // ---------------------------------------------------------------- presets

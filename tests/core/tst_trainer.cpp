@@ -575,13 +575,16 @@ void TestTrainer::stopDuringEvaluationEndsTheRun()
     QCOMPARE(metricLines(run, "eval").size(), std::size_t{0});
     QVERIFY(std::filesystem::exists(run / "checkpoints" / "step-00000010.pt"));
 
-    // Snapshots every 7 steps and a stop at step 10: steps 8-10 are reported
-    // at the stop, so the curves reach the checkpoint.
+    // Snapshots every 7 steps and a stop at step 10: steps 8-10 are shown at the
+    // stop, so the live curves reach the checkpoint, but not written: the
+    // checkpoint keeps them for the resumed run's step-14 line.
     const std::filesystem::path partial = fresh(dir, "partial");
     struct StopAfterEvaluation : TrainingObserver {
         TrainingControl& control;
+        std::vector<std::int64_t> shown;
         explicit StopAfterEvaluation(TrainingControl& c) : control(c) {}
         void onEvaluation(const EvaluationResult&) override { control.requestStop(); }
+        void onSnapshot(const TrainingSnapshot& s) override { shown.push_back(s.step); }
     };
     TrainingControl second;
     StopAfterEvaluation stopper(second);
@@ -589,11 +592,15 @@ void TestTrainer::stopDuringEvaluationEndsTheRun()
                   partial);
     seven.addObserver(&stopper);
     QCOMPARE(seven.run(second).step, std::int64_t{10});
+    QCOMPARE(stopper.shown, (std::vector<std::int64_t>{7, 10}));
     const auto train = metricLines(partial, "train");
-    QCOMPARE(train.size(), std::size_t{2});
+    QCOMPARE(train.size(), std::size_t{1});
     QCOMPARE(train[0]["step"].get<int>(), 7);
-    QCOMPARE(train[1]["step"].get<int>(), 10);
     QCOMPARE(metricLines(partial, "eval").size(), std::size_t{1});
+    WideTransformer model(tinyRun().model);
+    const CheckpointState saved = loadCheckpoint(partial / "checkpoints" / "step-00000010.pt", *model, nullptr);
+    QCOMPARE(saved.intervalSteps, std::int64_t{3});
+    QCOMPARE(saved.intervalSums.size(), std::size_t{6});
 }
 
 void TestTrainer::nonFiniteLossStopsAndKeepsTheCheckpoint()
