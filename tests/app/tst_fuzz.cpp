@@ -104,10 +104,15 @@ void copyTree(const QString& from, const QString& to)
                           std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
 }
 
+// With Qt, not std::filesystem::remove_all: PyPI's libtorch.so exports its own
+// copy of libstdc++'s filesystem functions, and in a program linked with it that
+// copy of remove_all calls through a null pointer (LibTorch 2.11, GCC 12).
 void removePath(const QString& path)
 {
-    std::error_code ignored;
-    std::filesystem::remove_all(path.toStdString(), ignored);
+    if (QFileInfo(path).isDir() && !QFileInfo(path).isSymLink())
+        QDir(path).removeRecursively();
+    else
+        QFile::remove(path);
 }
 
 QString fileName(const QString& path) { return QFileInfo(path).fileName(); }
