@@ -20,16 +20,7 @@ using namespace widelab;
 
 namespace {
 
-// A checkpoint's state at `step` (the rest as a new run has it).
-CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
-                        double bestValidationLoss = std::numeric_limits<double>::infinity())
-{
-    CheckpointState state;
-    state.step = step;
-    state.samplerPosition = samplerPosition;
-    state.bestValidationLoss = bestValidationLoss;
-    return state;
-}
+using test::stateAt;
 
 using test::tinyRun;
 

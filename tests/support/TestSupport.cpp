@@ -43,6 +43,15 @@ RunDocument tinyRun(const std::string& overrides)
     return parseRunDocument(json.dump());
 }
 
+CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition, double bestValidationLoss)
+{
+    CheckpointState state;
+    state.step = step;
+    state.samplerPosition = samplerPosition;
+    state.bestValidationLoss = bestValidationLoss;
+    return state;
+}
+
 std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
 {
     std::vector<nlohmann::json> lines;

@@ -6,9 +6,11 @@
 #include <torch/torch.h>
 
 #include "config/ModelConfig.h"
+#include "train/Checkpoint.h"
 #include "train/RunConfig.h"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,6 +28,10 @@ ModelConfig modelConfig(const std::string& base, const std::string& overrides = 
 // a checkpoint and a validation every 10 steps, one thread), with the keys of
 // `overrides` merged in (JSON merge patch).
 RunDocument tinyRun(const std::string& overrides = "{}");
+
+// A checkpoint's state at `step` (the rest as a new run has it).
+CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
+                        double bestValidationLoss = std::numeric_limits<double>::infinity());
 
 // The lines of RUN/metrics.jsonl whose "type" is `type`, in order.
 std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type);
