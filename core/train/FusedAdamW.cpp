@@ -8,6 +8,7 @@
 #include <map>
 
 namespace widelab {
+#if TORCH_VERSION_MAJOR >= 2
 namespace {
 
 // The fused kernel takes one device and float32 parameters with dense gradients.
@@ -26,6 +27,7 @@ bool fusable(const std::vector<torch::Tensor>& params)
 }
 
 }  // namespace
+#endif
 
 FusedAdamW::FusedAdamW(const std::vector<torch::optim::OptimizerParamGroup>& groups,
                        torch::optim::AdamWOptions defaults)
