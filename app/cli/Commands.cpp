@@ -228,7 +228,7 @@ int check(const Arguments& a, std::ostream& out, std::ostream& err)
     // What train checks of this machine: the device is there (else an error, as
     // train's), and the run fits its memory (else train refuses without --force).
     if (const std::string shortfall = memoryShortfall(run, trainingDevice(run.train.device)); !shortfall.empty())
-        err << "warning: " << shortfall << "\n";
+        err << "warning: " << shortfall << " (train refuses it without --force)\n";
     out << run.toJson().dump(2) << "\n";
     return 0;
 }

@@ -167,7 +167,13 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
     Progress progress(out, terminal);
     options.observers.push_back(&progress);
-    Trainer trainer(std::move(run), a.out, options);
+    std::unique_ptr<Trainer> made;
+    try {
+        made = std::make_unique<Trainer>(std::move(run), a.out, options);
+    } catch (const InsufficientMemory& error) {
+        throw InsufficientMemory(std::string(error.what()) + ", or train anyway with --force");
+    }
+    Trainer& trainer = *made;
     progress.setTotalSteps(trainer.totalSteps());
     const std::string title = !trainer.document().name.empty() ? trainer.document().name
                               : a.positional.empty()          ? a.out

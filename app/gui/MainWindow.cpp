@@ -1005,7 +1005,7 @@ void MainWindow::askToTrainAnyway(const QString& message)
     auto* box = new QMessageBox(QMessageBox::Warning, tr("Run Too Large"),
                                 tr("%1.\n\nThe estimate is first-order: the run may still fit. Train anyway? "
                                    "If memory runs out, the run stops with a message and keeps its checkpoints.")
-                                    .arg(message),
+                                    .arg(message.left(1).toUpper() + message.mid(1)),
                                 QMessageBox::Cancel, this);
     QPushButton* anyway = box->addButton(tr("Train Anyway"), QMessageBox::AcceptRole);
     box->setDefaultButton(QMessageBox::Cancel);

@@ -69,8 +69,7 @@ std::string memoryShortfall(const RunDocument& run, const MemoryEstimate& need, 
            "optimizer state " + formatBytes(need.parameterBytes) + ", activations " + formatBytes(need.activationBytes)
            + ", logits " + formatBytes(need.headBytes) + " for a batch of " + std::to_string(run.train.batchSize)
            + " x " + std::to_string(run.sequenceLength()) + " tokens), more than the " + formatBytes(available)
-           + " available there; lower train.batch_size, task.sequence_length or the model's size, or insist "
-             "(widelab-cli train --force) to try anyway";
+           + " available there; lower train.batch_size, task.sequence_length or the model's size";
 }
 
 }  // namespace widelab
