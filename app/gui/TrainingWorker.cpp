@@ -77,6 +77,7 @@ void TrainingWorker::train(const TrainingRequest& request)
         options.resume = request.resume;
         options.force = request.force;
         options.observers = {&observer};
+        options.cancelled = [control = m_control] { return control->stopRequested(); };
         RunDocument document = parseRunDocument(request.documentJson.toStdString(), "the configuration");
         Trainer trainer(std::move(document), request.directory.toStdString(), options);
         // The run's whole log so far, earlier sessions included (the window shows it
@@ -90,6 +91,9 @@ void TrainingWorker::train(const TrainingRequest& request)
                                   trainer.totalSteps(), log});
         const TrainSummary summary = trainer.run(*m_control);
         Q_EMIT finished(outcomeName(summary.outcome), QString::fromStdString(summary.message));
+    } catch (const SetupCancelled& error) {
+        Q_EMIT message(QStringLiteral("info"), QString::fromStdString(error.what()));
+        Q_EMIT finished(QStringLiteral("stopped"), QString::fromStdString(error.what()));
     } catch (const InsufficientMemory& error) {
         Q_EMIT message(QStringLiteral("error"), QString::fromStdString(error.what()));
         Q_EMIT finished(QStringLiteral("insufficient-memory"), QString::fromStdString(error.what()));

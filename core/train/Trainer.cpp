@@ -330,6 +330,8 @@ void Trainer::prepareData()
         auto generate = [&](std::int64_t count, Split split) {
             double shown = nowSeconds();
             auto progress = [&](std::int64_t done) {
+                if (m_options.cancelled && m_options.cancelled())
+                    throw SetupCancelled("stopped while generating the ListOps " + toString(split) + " split");
                 if (nowSeconds() - shown < 5.0)
                     return;
                 shown = nowSeconds();

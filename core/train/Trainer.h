@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -38,6 +39,17 @@ struct TrainerOptions {
     // checkpoint fallen back from, a schedule that changes), which observers
     // added with addObserver afterwards miss. Not owned.
     std::vector<TrainingObserver*> observers;
+    // Asked between chunks of long set-up work (generating a large ListOps set):
+    // true abandons construction with SetupCancelled, so that a Stop or a closing
+    // window is not kept waiting for minutes.
+    std::function<bool()> cancelled;
+};
+
+// Construction abandoned because TrainerOptions::cancelled said so; nothing of
+// the run was written but what a new run writes first (its log).
+class SetupCancelled : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
 };
 
 // The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this

@@ -68,6 +68,7 @@ private Q_SLOTS:
     void stopBetweenMetricsLinesResumesTheSameLines();
     void runTooLargeForTheMachineIsRefused();
     void listOpsMemoryByHand();
+    void longSetUpCanBeStopped();
 };
 
 void TestRunInputs::bytesThroughJsonAndOnScreen()
@@ -327,6 +328,23 @@ void TestRunInputs::listOpsMemoryByHand()
     QCOMPARE(listOpsMemoryBytes(options, 0), std::int64_t{0});
     // An absurd count saturates instead of overflowing.
     QVERIFY(listOpsMemoryBytes(options, std::int64_t{1} << 60) > std::int64_t{1} << 62);
+}
+
+void TestRunInputs::longSetUpCanBeStopped()
+{
+    // 200000 ListOps examples take seconds to generate: a stop asked for meanwhile
+    // ends construction at the next chunk, not after the whole set.
+    QTemporaryDir dir;
+    int asked = 0;
+    TrainerOptions options;
+    options.cancelled = [&] { return ++asked >= 2; };
+    try {
+        Trainer trainer(test::tinyRun(R"({"task": {"train_size": 200000}})"), fresh(dir, "run"), options);
+        QFAIL("construction went on after the stop");
+    } catch (const SetupCancelled& error) {
+        QVERIFY2(std::string(error.what()).find("ListOps train split") != std::string::npos, error.what());
+    }
+    QCOMPARE(asked, 2);  // after 2 x 65536 examples, of 200000
 }
 
 QTEST_GUILESS_MAIN(TestRunInputs)
