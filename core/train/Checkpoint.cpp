@@ -26,21 +26,14 @@ namespace {
 constexpr std::int64_t kFormat = 2;
 constexpr std::int64_t kLegacyFormat = 1;
 
-std::uint64_t readLittleEndian64(const unsigned char* bytes)
+// A little-endian word from `bytes`, whatever the machine's byte order (the
+// compiler makes one load of it where the machine is little-endian).
+template <typename Word>
+Word readLittleEndian(const unsigned char* bytes)
 {
-    std::uint64_t value;
-    std::memcpy(&value, bytes, sizeof value);
-    if constexpr (std::endian::native == std::endian::big)
-        value = __builtin_bswap64(value);
-    return value;
-}
-
-std::uint32_t readLittleEndian32(const unsigned char* bytes)
-{
-    std::uint32_t value;
-    std::memcpy(&value, bytes, sizeof value);
-    if constexpr (std::endian::native == std::endian::big)
-        value = __builtin_bswap32(value);
+    Word value = 0;
+    for (std::size_t i = 0; i < sizeof(Word); ++i)
+        value |= static_cast<Word>(bytes[i]) << (8 * i);
     return value;
 }
 
@@ -83,11 +76,11 @@ ArchiveBytes checkTrailer(const std::filesystem::path& file, const std::string& 
         return {bytes.size(), false};  // format 1, or a file cut short: the archive decides
     const auto* trailer = reinterpret_cast<const unsigned char*>(bytes.data()) + bytes.size() - kCheckpointTrailerSize;
     const std::size_t size = bytes.size() - kCheckpointTrailerSize;
-    const std::uint64_t recordedSize = readLittleEndian64(trailer + magicSize);
+    const std::uint64_t recordedSize = readLittleEndian<std::uint64_t>(trailer + magicSize);
     if (recordedSize != size)
         throw CheckpointUnreadable(file.string() + ": damaged: its trailer records " + std::to_string(recordedSize)
                                    + " bytes of archive, the file holds " + std::to_string(size));
-    if (readLittleEndian64(trailer + magicSize + 8) != checkpointHash(bytes.data(), size))
+    if (readLittleEndian<std::uint64_t>(trailer + magicSize + 8) != checkpointHash(bytes.data(), size))
         throw CheckpointUnreadable(file.string() + ": damaged: its checksum does not match its contents "
                                                    "(a changed or lost block: a failing disk, a bad copy)");
     return {size, true};
@@ -258,10 +251,10 @@ std::uint64_t checkpointHash(const void* data, std::size_t size)
     if (size >= 32) {
         std::uint64_t v1 = p1 + p2, v2 = p2, v3 = 0, v4 = 0 - p1;
         for (; end - p >= 32; p += 32) {
-            v1 = round(v1, readLittleEndian64(p));
-            v2 = round(v2, readLittleEndian64(p + 8));
-            v3 = round(v3, readLittleEndian64(p + 16));
-            v4 = round(v4, readLittleEndian64(p + 24));
+            v1 = round(v1, readLittleEndian<std::uint64_t>(p));
+            v2 = round(v2, readLittleEndian<std::uint64_t>(p + 8));
+            v3 = round(v3, readLittleEndian<std::uint64_t>(p + 16));
+            v4 = round(v4, readLittleEndian<std::uint64_t>(p + 24));
         }
         hash = std::rotl(v1, 1) + std::rotl(v2, 7) + std::rotl(v3, 12) + std::rotl(v4, 18);
         hash = merge(merge(merge(merge(hash, v1), v2), v3), v4);
@@ -270,9 +263,9 @@ std::uint64_t checkpointHash(const void* data, std::size_t size)
     }
     hash += size;
     for (; end - p >= 8; p += 8)
-        hash = std::rotl(hash ^ round(0, readLittleEndian64(p)), 27) * p1 + p4;
+        hash = std::rotl(hash ^ round(0, readLittleEndian<std::uint64_t>(p)), 27) * p1 + p4;
     if (end - p >= 4) {
-        hash = std::rotl(hash ^ (readLittleEndian32(p) * p1), 23) * p2 + p3;
+        hash = std::rotl(hash ^ (readLittleEndian<std::uint32_t>(p) * p1), 23) * p2 + p3;
         p += 4;
     }
     for (; p < end; ++p)
