@@ -194,18 +194,20 @@ int params(const Arguments& a, std::ostream& out, std::ostream& err)
     if (!document.description.empty())
         out << document.description << "\n";
     out << "\n";
-    TextTable table({"part", "stored", "active", "applied"});
+    TextTable table({"part", "stored", "active", "applied", "FLOPs/token"});
     for (const auto& row : cost.parts) {
         if (row.stored == 0 && row.applied == 0)
             continue;
-        table.addRow({row.part, groupDigits(row.stored), groupDigits(row.active), groupDigits(row.applied)});
+        table.addRow({row.part, groupDigits(row.stored), groupDigits(row.active), groupDigits(row.applied),
+                      shortCount(row.flopsPerToken)});
     }
     table.addRule();
     table.addRow({"total", groupDigits(cost.total.stored), groupDigits(cost.total.active),
-                  groupDigits(cost.total.applied)});
+                  groupDigits(cost.total.applied), shortCount(cost.total.flopsPerToken)});
     out << table.render() << "\n";
     out << "stored: trainable parameters, shared modules once; active: with top_k of the experts;\n"
-           "applied: what one token passes through, a shared module once per block that uses it.\n\n";
+           "applied: what one token passes through, a shared module once per block that uses it;\n"
+           "FLOPs/token: forward matrix products per token (a multiply-add is 2).\n\n";
     out << "forward FLOPs per token (sequence of " << cost.sequenceLength
         << " tokens): " << shortCount(cost.flopsPerToken);
     if (document.model.isMoe())

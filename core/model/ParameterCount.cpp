@@ -47,7 +47,11 @@ nlohmann::json ModelCost::toJson() const
 {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : parts)
-        rows.push_back({{"part", row.part}, {"stored", row.stored}, {"active", row.active}, {"applied", row.applied}});
+        rows.push_back({{"part", row.part},
+                        {"stored", row.stored},
+                        {"active", row.active},
+                        {"applied", row.applied},
+                        {"flops_per_token", row.flopsPerToken}});
     return {
         {"parameters", {{"stored", total.stored}, {"active", total.active}, {"applied", total.applied}}},
         {"breakdown", rows},
@@ -70,16 +74,35 @@ ModelCost modelCost(const ModelConfig& c)
     embeddings.active = embeddings.applied = embeddings.stored;
 
     CostRow attention{"attention", c.attentionModules() * s.attention, c.attentionModules() * s.attention,
-                      L * s.attention};
+                      L * s.attention, 0.0};
     CostRow ffn{c.isMoe() ? "experts" : "ffn", c.ffnModules() * s.ffnStored, c.ffnModules() * s.ffnActive,
-                L * s.ffnActive};
-    CostRow router{"router", c.routerModules() * s.router, c.routerModules() * s.router, c.routingCalls() * s.router};
-    CostRow norms{"layernorms", c.layerNormSets() * s.layerNormSet + 2 * D, 0, L * s.layerNormSet + 2 * D};
+                L * s.ffnActive, 0.0};
+    CostRow router{"router", c.routerModules() * s.router, c.routerModules() * s.router, c.routingCalls() * s.router, 0.0};
+    CostRow norms{"layernorms", c.layerNormSets() * s.layerNormSet + 2 * D, 0, L * s.layerNormSet + 2 * D, 0.0};
     norms.active = norms.stored;
-    CostRow paths{"path weights", c.layerNormSets() * s.pathSet, c.layerNormSets() * s.pathSet, L * s.pathSet};
+    CostRow paths{"path weights", c.layerNormSets() * s.pathSet, c.layerNormSets() * s.pathSet, L * s.pathSet,
+                   0.0};
     CostRow head{"head"};
     head.stored = (c.pooler ? D * D + D : 0) + D * c.outputSize() + c.outputSize();
     head.active = head.applied = head.stored;
+
+    const std::int64_t W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
+    const std::int64_t ffnUnits = c.isMoe() ? c.topK : n;
+    cost.encoderMatrixParameters = L * (4 * n * W * D + ffnUnits * 2 * D * M);
+
+    // FLOPs per token, by part.
+    const std::int64_t T = c.positions();
+    cost.sequenceLength = T;
+    const double attentionFlops = 2.0 * (4.0 * n * W * D) + 2.0 * 2.0 * static_cast<double>(T) * n * W;
+    const double unitFlops = 2.0 * 2.0 * D * M;
+    const double routerFlops = 2.0 * D * (c.isMoe() ? c.experts : 0);
+    embeddings.flopsPerToken = c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D : 0.0;
+    attention.flopsPerToken = static_cast<double>(L) * attentionFlops;
+    ffn.flopsPerToken = static_cast<double>(L * ffnUnits) * unitFlops;
+    router.flopsPerToken = static_cast<double>(c.routingCalls()) * routerFlops;
+    head.flopsPerToken = c.head == HeadKind::LanguageModel
+                             ? 2.0 * D * c.vocabSize
+                             : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
 
     cost.parts = {embeddings, attention, ffn, router, norms, paths, head};
     cost.total.part = "total";
@@ -87,29 +110,15 @@ ModelCost modelCost(const ModelConfig& c)
         cost.total.stored += row.stored;
         cost.total.active += row.active;
         cost.total.applied += row.applied;
+        cost.total.flopsPerToken += row.flopsPerToken;
     }
-
-    const std::int64_t W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
-    const std::int64_t ffnUnits = c.isMoe() ? c.topK : n;
-    cost.encoderMatrixParameters = L * (4 * n * W * D + ffnUnits * 2 * D * M);
-
-    // FLOPs per token.
-    const std::int64_t T = c.positions();
-    cost.sequenceLength = T;
-    const double attentionFlops = 2.0 * (4.0 * n * W * D) + 2.0 * 2.0 * static_cast<double>(T) * n * W;
-    const double unitFlops = 2.0 * 2.0 * D * M;
-    const double routerFlops = 2.0 * D * (c.isMoe() ? c.experts : 0);
-    const double embeddingFlops = c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D : 0.0;
-    const double headFlops = c.head == HeadKind::LanguageModel
-                                 ? 2.0 * D * c.vocabSize
-                                 : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
+    cost.flopsPerToken = cost.total.flopsPerToken;
     // Buffer slots per token: K * C, but never more than one per expert (capacity
     // is at most S), and E when nothing is ever dropped.
     const double slots = c.capacityFactor > 0.0 ? std::min(c.topK * c.capacityFactor, static_cast<double>(c.experts))
                                                 : static_cast<double>(c.experts);
-    const double shared = embeddingFlops + L * attentionFlops + c.routingCalls() * routerFlops + headFlops;
-    cost.flopsPerToken = shared + L * ffnUnits * unitFlops;
-    cost.flopsPerTokenAtCapacity = shared + L * (c.isMoe() ? slots : static_cast<double>(ffnUnits)) * unitFlops;
+    const double unitsAtCapacity = c.isMoe() ? slots : static_cast<double>(ffnUnits);
+    cost.flopsPerTokenAtCapacity = cost.flopsPerToken - ffn.flopsPerToken + static_cast<double>(L) * unitsAtCapacity * unitFlops;
     return cost;
 }
 

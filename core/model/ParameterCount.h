@@ -15,12 +15,15 @@ namespace widelab {
 // One part of the model. `stored`: trainable parameters that exist (a shared
 // module once). `active`: the same with only top_k of the E experts.
 // `applied`: parameters a token is processed by, counting a shared module once
-// for every block that uses it (the depth a token sees).
+// for every block that uses it (the depth a token sees). `flopsPerToken`: the
+// part's share of ModelCost::flopsPerToken (LayerNorms and path weights do no
+// matrix products and count none).
 struct CostRow {
     std::string part;
     std::int64_t stored = 0;
     std::int64_t active = 0;
     std::int64_t applied = 0;
+    double flopsPerToken = 0.0;
 };
 
 struct ModelCost {

@@ -220,7 +220,7 @@ void TestCli::paramsStoredCount()
     const QString total = lineStartingWith(text.out, QStringLiteral("total "));
     QVERIFY2(!total.isEmpty(), qPrintable(text.out));
     const QStringList cells = total.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    QCOMPARE(cells.size(), 4);  // total, stored, active, applied
+    QCOMPARE(cells.size(), 5);  // total, stored, active, applied, FLOPs per token
     QCOMPARE(ungroup(cells[1]), stored);
 
     // JSON: the same number under parameters.stored; the breakdown adds up to it.

@@ -179,6 +179,12 @@ void TestParameterCount::flopsPerTokenByHand()
     const double ffn = 2.0 * 2 * 8 * 16;                          // two D x M products
     const double head = 2.0 * 8 * 3 / 4;                          // the classifier, once per sequence of 4
     QCOMPARE(modelCost(dense).flopsPerToken, 2 * (attention + ffn) + head);
+    // The same FLOPs by part: what the app's breakdown and `params` show.
+    QCOMPARE(modelCost(dense).part("attention").flopsPerToken, 2 * attention);
+    QCOMPARE(modelCost(dense).part("ffn").flopsPerToken, 2 * ffn);
+    QCOMPARE(modelCost(dense).part("head").flopsPerToken, head);
+    QCOMPARE(modelCost(dense).part("embeddings").flopsPerToken, 0.0);
+    QCOMPARE(modelCost(dense).part("layernorms").flopsPerToken, 0.0);
 
     // The same with 4 experts, top-2, capacity 1.5, every block routing.
     const ModelConfig moe = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
@@ -186,6 +192,8 @@ void TestParameterCount::flopsPerTokenByHand()
     const double router = 2.0 * 8 * 4;
     QCOMPARE(modelCost(moe).flopsPerToken, 2 * (attention + 2 * ffn + router) + head);
     QCOMPARE(modelCost(moe).flopsPerTokenAtCapacity, 2 * (attention + 1.5 * 2 * ffn + router) + head);
+    QCOMPARE(modelCost(moe).part("experts").flopsPerToken, 2 * 2 * ffn);
+    QCOMPARE(modelCost(moe).part("router").flopsPerToken, 2 * router);
 
     // No dropping (C = 0): every expert has S slots, E slots per token. And a
     // capacity above S is clamped: 2 experts, K*C = 2.4 -> 2 slots per token.
