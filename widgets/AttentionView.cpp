@@ -87,9 +87,22 @@ constexpr int kMinCell = 40;
 constexpr int kMinModelCell = 16;
 
 // An exported grid: maps with room for a label per token where that stays
-// reasonable, whole paths to a row, else about as many columns as rows.
-int exportCellSize(int tokens) { return std::clamp(tokens * 14, 120, 420); }
-int exportModelCellSize(int tokens) { return std::clamp(tokens * 6, 60, 160); }
+// reasonable, whole paths to a row, else about as many columns as rows; the
+// whole at most about kMaxExportSide pixels a side (twice that in a PNG).
+constexpr int kMaxExportSide = 2600;
+
+int exportCellSize(int tokens, int columns, int rows)
+{
+    const int fitting = kMaxExportSide / std::max(1, std::max(columns, rows)) - 24;
+    return std::max(96, std::min(std::clamp(tokens * 14, 120, 420), fitting));
+}
+
+int exportModelCellSize(int tokens, int layers, int heads)
+{
+    const int fitting = kMaxExportSide / std::max(1, std::max(layers, heads)) - 8;
+    return std::max(32, std::min(std::clamp(tokens * 6, 60, 160), fitting));
+}
+
 int exportColumns(int heads, int paths)
 {
     const int perPath = headsPerPath(heads, paths);
@@ -510,14 +523,16 @@ QWidget* AttentionView::exportArea()
             heads->setScalePerHead(perHead);
             heads->setPaths(pane->paths());
             heads->setCapture(capture, pane->shownLayer());
-            heads->setCellSize(exportCellSize(capture->tokenCount()));
-            heads->setColumns(exportColumns(heads->heads(), pane->paths()));
+            const int columns = exportColumns(heads->heads(), pane->paths());
+            const int rows = (heads->heads() + columns - 1) / std::max(1, columns);
+            heads->setCellSize(exportCellSize(capture->tokenCount(), columns, rows));
+            heads->setColumns(columns);
             heads->setFixedSize(heads->sizeHint());
             column->addWidget(heads);
         } else {
             auto* figure = new ModelViewFigure(m_sheet);
             figure->setCapture(capture, pane->paths(), perHead);
-            figure->setCellSize(exportModelCellSize(capture->tokenCount()));
+            figure->setCellSize(exportModelCellSize(capture->tokenCount(), figure->layers(), figure->heads()));
             column->addWidget(figure);
         }
         column->addStretch(1);
