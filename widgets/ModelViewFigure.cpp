@@ -14,8 +14,10 @@ namespace widelab {
 
 namespace {
 
-constexpr double kGap = 6;
 constexpr double kMargin = 6;
+
+// Between maps: less when the maps are small, more between paths.
+double gapFor(int cell) { return cell >= 40 ? 6 : 3; }
 
 QFont smallFont(const QFont& base)
 {
@@ -90,14 +92,26 @@ double ModelViewFigure::gutter() const
     return kMargin + metrics.horizontalAdvance(tr("layer %1").arg(std::max(1, layers()))) + 8;
 }
 
-double ModelViewFigure::headerHeight() const { return kMargin + QFontMetricsF(smallFont(font())).height() + 4; }
+// One line of head names; a multi-path model's paths on a line above them.
+double ModelViewFigure::headerHeight() const
+{
+    const int lines = headsPerPath(m_heads, m_paths) < m_heads ? 2 : 1;
+    return kMargin + lines * QFontMetricsF(smallFont(font())).height() + 4;
+}
+
+double ModelViewFigure::headLeft(int head, int cell) const
+{
+    const int perPath = headsPerPath(m_heads, m_paths);
+    const double pathGap = perPath < m_heads ? gapFor(cell) * 1.5 : 0.0;
+    return gutter() + head * (cell + gapFor(cell)) + (head / perPath) * pathGap;
+}
 
 QSize ModelViewFigure::figureSize(int cell) const
 {
     if (layers() == 0 || m_heads == 0)
         return {200, 60};
-    const double width = gutter() + m_heads * (cell + kGap) + kMargin;
-    const double height = headerHeight() + layers() * (cell + kGap) + kMargin;
+    const double width = headLeft(m_heads - 1, cell) + cell + kMargin;
+    const double height = headerHeight() + layers() * (cell + gapFor(cell)) - gapFor(cell) + kMargin;
     return {static_cast<int>(std::ceil(width)), static_cast<int>(std::ceil(height))};
 }
 
@@ -115,7 +129,7 @@ QRectF ModelViewFigure::mapRect(int layer, int head) const
 {
     if (layer < 0 || layer >= layers() || head < 0 || head >= m_heads)
         return {};
-    return {gutter() + head * (m_cell + kGap), headerHeight() + layer * (m_cell + kGap), double(m_cell),
+    return {headLeft(head, m_cell), headerHeight() + layer * (m_cell + gapFor(m_cell)), double(m_cell),
             double(m_cell)};
 }
 
@@ -134,9 +148,10 @@ ModelViewFigure::Hit ModelViewFigure::hitAt(const QPointF& position) const
     const int n = tokens();
     if (n == 0)
         return {};
-    const double pitch = m_cell + kGap;
-    const int head = static_cast<int>(std::floor((position.x() - gutter()) / pitch));
-    const int layer = static_cast<int>(std::floor((position.y() - headerHeight()) / pitch));
+    const int layer = static_cast<int>(std::floor((position.y() - headerHeight()) / (m_cell + gapFor(m_cell))));
+    int head = 0;
+    while (head + 1 < m_heads && headLeft(head + 1, m_cell) <= position.x())
+        ++head;
     const QRectF r = mapRect(layer, head);
     if (!r.contains(position) || head >= m_maps[layer].size() || m_maps[layer][head].isNull())
         return {};
@@ -184,11 +199,7 @@ void ModelViewFigure::paintEvent(QPaintEvent* event)
         painter.drawText(rect(), Qt::AlignCenter, tr("No attention maps to draw."));
         return;
     }
-    for (int head = 0; head < m_heads; ++head) {
-        const QRectF r = mapRect(0, head);
-        painter.drawText(QRectF(r.left(), kMargin, r.width() + kGap, headerHeight() - kMargin - 2),
-                         Qt::AlignLeft | Qt::AlignBottom, metrics.elidedText(columnLabel(head), Qt::ElideRight, r.width() + kGap));
-    }
+    paintHeader(painter);
     for (int layer = 0; layer < layers(); ++layer) {
         const QRectF first = mapRect(layer, 0);
         painter.setPen(text);
@@ -210,6 +221,41 @@ void ModelViewFigure::paintEvent(QPaintEvent* event)
         painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
         painter.setBrush(Qt::NoBrush);
         painter.drawRect(mapRect(m_hover.layer, m_hover.head).adjusted(-1, -1, 1, 1));
+    }
+}
+
+// Above the columns: "head N" where it fits, else the number, every k-th when
+// even numbers overlap; a multi-path model gets "path p" over each path's heads
+// and the heads numbered within their path.
+void ModelViewFigure::paintHeader(QPainter& painter) const
+{
+    const QFontMetricsF metrics(painter.font());
+    const int perPath = headsPerPath(m_heads, m_paths);
+    const bool split = perPath < m_heads;
+    const double lineHeight = metrics.height();
+    const double bottom = headerHeight() - 2;
+    if (split)
+        for (int path = 0; path < m_heads / perPath; ++path) {
+            const double left = headLeft(path * perPath, m_cell);
+            const double right = headLeft((path + 1) * perPath - 1, m_cell) + m_cell;
+            const QString title = metrics.horizontalAdvance(tr("path %1").arg(path + 1)) <= right - left
+                                      ? tr("path %1").arg(path + 1)
+                                      : tr("p%1").arg(path + 1);
+            painter.drawText(QRectF(left, bottom - 2 * lineHeight, right - left, lineHeight),
+                             Qt::AlignLeft | Qt::AlignBottom, metrics.elidedText(title, Qt::ElideRight, right - left));
+        }
+    const double room = m_cell + gapFor(m_cell);
+    const QString widest = split ? QString::number(perPath) : tr("head %1").arg(m_heads);
+    const bool words = !split && metrics.horizontalAdvance(widest) <= room;
+    const double needed = words ? metrics.horizontalAdvance(widest) : metrics.horizontalAdvance(QString::number(perPath));
+    const int stride = std::max(1, static_cast<int>(std::ceil((needed + 2) / room)));
+    for (int head = 0; head < m_heads; ++head) {
+        const int number = head % perPath;  // within its path (all heads: one path)
+        if (number % stride != 0)
+            continue;
+        const QString text = words ? tr("head %1").arg(head + 1) : QString::number(number + 1);
+        painter.drawText(QRectF(headLeft(head, m_cell), bottom - lineHeight, needed + 2, lineHeight),
+                         Qt::AlignLeft | Qt::AlignBottom, text);
     }
 }
 

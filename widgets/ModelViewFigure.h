@@ -8,6 +8,8 @@
 #include <QVector>
 #include <QWidget>
 
+class QPainter;
+
 namespace widelab {
 
 // Row l, column h: head h of layer l on the probe (query rows, key columns), a
@@ -41,7 +43,7 @@ public:
     QColor colorAt(int layer, int head, int query, int key) const;  // the colour a cell is drawn with
     Hit hitAt(const QPointF& position) const;
     QString readout(const Hit& hit) const;
-    QString columnLabel(int head) const;  // above a column at the current size
+    QString columnLabel(int head) const;  // a head's name at the current size ("path 1 · head 2", "p1 h2")
 
     QSize sizeHint() const override { return figureSize(m_cell); }
     QSize minimumSizeHint() const override { return figureSize(m_cell); }
@@ -59,7 +61,9 @@ protected:
 private:
     QSize figureSize(int cell) const;
     double gutter() const;        // left: "layer N"
-    double headerHeight() const;  // above: head labels
+    double headerHeight() const;  // above: head labels (and paths)
+    double headLeft(int head, int cell) const;
+    void paintHeader(QPainter& painter) const;
     void relayout();
 
     QVector<QVector<QImage>> m_maps;            // [layer][head]
