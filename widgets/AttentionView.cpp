@@ -173,14 +173,14 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     m_prediction = new PredictionBars(this);
     m_prediction->setAccessibleName(tr("Prediction for the probe"));
 
-    auto* body = new QHBoxLayout;
-    body->setContentsMargins(0, 0, 0, 0);
-    body->addWidget(m_stack, 1);
-    body->addWidget(m_prediction, 0);
+    m_body = new QBoxLayout(QBoxLayout::LeftToRight);
+    m_body->setContentsMargins(0, 0, 0, 0);
+    m_body->addWidget(m_stack, 1);
+    m_body->addWidget(m_prediction, 0);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_header);
-    layout->addLayout(body, 1);
+    layout->addLayout(m_body, 1);
     connect(m_grid, &HeadGrid::headClicked, this, &AttentionPane::headClicked);
     connect(m_model, &ModelViewFigure::headClicked, this, &AttentionPane::layerHeadClicked);
     connect(m_matrix, &MatrixView::cellClicked, this, [this] {
@@ -225,6 +225,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         m_model->setCapture(nullptr, 1, false);
         m_prediction->setPrediction({}, {}, QString());
         m_stack->setCurrentWidget(m_matrix);
+        arrange();
         return;
     }
     m_layer = std::clamp(layer, 0, capture->layers() - 1);
@@ -276,8 +277,26 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     const bool classes = capture->predictionLabels.size() < 20 || capture->prediction.size() < 20;
     m_prediction->setPrediction(capture->prediction, capture->predictionLabels,
                                 classes ? tr("Prediction") : tr("Next token"));
+    arrange();
     if (m_fitting)
         fit();
+}
+
+// A pane narrower than it is tall (two runs side by side) gives the maps its
+// whole width and the prediction the few lines it needs below them.
+void AttentionPane::arrange()
+{
+    const bool tall = width() < height() * 1.3;
+    m_body->setDirection(tall ? QBoxLayout::TopToBottom : QBoxLayout::LeftToRight);
+    const int line = QFontMetrics(m_prediction->font()).height() + 6;
+    const int needed = 8 + line * (static_cast<int>(m_prediction->shown().size()) + 1);
+    m_prediction->setMaximumHeight(tall ? needed : QWIDGETSIZE_MAX);
+}
+
+void AttentionPane::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    arrange();
 }
 
 void AttentionPane::fit()
@@ -471,8 +490,9 @@ void AttentionView::refresh()
     m_layer->setEnabled(mode() != AttentionPane::Mode::Model);
     m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid || mode() == AttentionPane::Mode::Model);
     // A comparison run that appears gets half the room, not what the splitter had left.
+    // (QSplitter raises each size to the pane's minimum: equal large sizes stay equal.)
     if (!comparisonWasShown && m_panes[1]->isVisibleTo(this))
-        m_split->setSizes({1, 1});
+        m_split->setSizes({1 << 20, 1 << 20});
 }
 
 void AttentionView::resizeEvent(QResizeEvent* event)

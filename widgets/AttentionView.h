@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <optional>
 
+class QBoxLayout;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -65,12 +66,16 @@ Q_SIGNALS:
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
     void fit();
+    void arrange();  // the prediction beside the maps, or under them in a tall pane
+
 
 
     QLabel* m_header = nullptr;
+    QBoxLayout* m_body = nullptr;
     QStackedWidget* m_stack = nullptr;
     QScrollArea* m_gridArea = nullptr;
     HeadGrid* m_grid = nullptr;
