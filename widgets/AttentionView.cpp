@@ -535,9 +535,10 @@ QWidget* AttentionView::exportArea()
     for (const AttentionPane* pane : shown) {
         const ProbeCapture* capture = pane->capture();
         auto* column = new QVBoxLayout;
-        auto* header = new QLabel(pane->header()->text(), m_sheet);
+        auto* header = new QLabel(m_sheet);
         header->setTextFormat(Qt::RichText);
         column->addWidget(header);
+        QString colours;
         if (grid) {
             auto* heads = new HeadGrid(m_sheet);
             heads->setScalePerHead(perHead);
@@ -549,12 +550,16 @@ QWidget* AttentionView::exportArea()
             heads->setColumns(columns);
             heads->setFixedSize(heads->sizeHint());
             column->addWidget(heads);
+            colours = perHead ? tr("each head's largest weight") : QString::number(heads->maxWeight(), 'f', 2);
         } else {
             auto* figure = new ModelViewFigure(m_sheet);
             figure->setCapture(capture, pane->paths(), perHead);
             figure->setCellSize(exportModelCellSize(capture->tokenCount(), figure->layers(), figure->heads()));
             column->addWidget(figure);
+            colours = perHead ? tr("each head's largest weight") : tr("each layer's largest weight");
         }
+        // The colour range travels with the picture (on screen it is beside the controls).
+        header->setText(tr("%1 · colours: 0 (dark) … %2 (light)").arg(pane->header()->text(), colours.toHtmlEscaped()));
         column->addStretch(1);
         row->addLayout(column);
     }

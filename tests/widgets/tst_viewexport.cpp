@@ -405,6 +405,11 @@ void TestViewExport::attentionGridExportsEveryHeadWhateverTheScroll()
     const HeadGrid* grid = grids[0];
     QCOMPARE(grid->heads(), heads);
     QVERIFY(grid->showsLabels());  // readable: a token label per row and column
+    // The colour range goes with the picture: 0 to the layer's largest weight, 1.
+    bool legend = false;
+    for (const QLabel* label : area->findChildren<QLabel*>())
+        legend = legend || label->text().contains(QStringLiteral("0 (dark) … 1.00 (light)"));
+    QVERIFY(legend);
     // Every head lies inside the exported area.
     for (int h = 0; h < heads; ++h) {
         const QRectF r = grid->mapRect(h).translated(grid->mapTo(area, QPoint(0, 0)));
