@@ -100,7 +100,7 @@ public:
     QString exportTitle() const override;
     // In the grid and the model view: a sheet drawn off screen with every head
     // of each shown run at a readable size, whatever the scroll and zoom; in the
-    // other modes the panes as they are.
+    // other modes the panes as they are. A sheet lives until the next call.
     QWidget* exportArea() override;
     QByteArray csv() const override;
 
