@@ -114,6 +114,14 @@ int exportColumns(int heads, int paths)
     return columns;
 }
 
+// A model's paths do not change over a run: a capture older than the first
+// snapshot takes them from the first.
+int runPaths(const InsightHistory& history, qint64 step)
+{
+    const ModelState* state = history.stateAt(step);
+    return attentionPaths(state != nullptr || history.states().isEmpty() ? state : &history.states().front());
+}
+
 QString capitalized(QString text)
 {
     if (!text.isEmpty())
@@ -460,7 +468,7 @@ void AttentionView::refresh()
         AttentionPane* pane = m_panes[i];
         pane->setVisible(i == 0 || source.valid());
         pane->setFitting(m_fitting);
-        pane->setPaths(source.valid() ? attentionPaths(source.history->stateAt(m_step)) : 1);
+        pane->setPaths(source.valid() ? runPaths(*source.history, m_step) : 1);
         if (!source.valid()) {
             if (i == 0)
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));

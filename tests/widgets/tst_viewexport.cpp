@@ -221,7 +221,7 @@ std::shared_ptr<InsightHistory> historyOf(const ProbeCapture& capture, int paths
     auto history = std::make_shared<InsightHistory>();
     if (paths > 1) {
         ModelState state;
-        state.step = capture.step;
+        state.step = capture.step + 5;  // snapshots may begin after the first capture
         for (int block = 0; block < capture.layers(); ++block)
             for (const char* sublayer : {"attention", "ffn"}) {
                 PathWeightState p;
@@ -517,6 +517,7 @@ void TestViewExport::multiPathHeadsAreNamedWithTheirPath()
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setStep(10);  // before the run's first snapshot (step 15): the paths come from it all the same
     view.refresh();
     const AttentionPane* pane = view.primaryPane();
     QVERIFY2(pane->header()->text().contains(QStringLiteral("2 paths × 3 heads")), qPrintable(pane->header()->text()));
