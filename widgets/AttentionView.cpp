@@ -2,7 +2,9 @@
 
 #include "ColorScale.h"
 #include "HeadGrid.h"
+#include "HeadLabel.h"
 #include "MatrixView.h"
+#include "ModelViewFigure.h"
 #include "PredictionBars.h"
 #include "TokenFlowView.h"
 #include "ViewExport.h"
@@ -11,7 +13,9 @@
 #include <QHBoxLayout>
 #include <QKeyEvent>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSlider>
@@ -28,9 +32,102 @@ namespace widelab {
 using viewexport::csvField;
 using viewexport::csvNumber;
 
+// The head spin box names heads as everywhere else: "path 2 · head 3".
+class HeadSpinBox : public QSpinBox {
+public:
+    using QSpinBox::QSpinBox;
+
+    void setPaths(int paths)
+    {
+        if (std::max(1, paths) == m_paths)
+            return;  // the text being typed stays
+        m_paths = std::max(1, paths);
+        lineEdit()->setText(textFromValue(value()));
+        updateGeometry();
+    }
+
+protected:
+    QString textFromValue(int value) const override { return headLabel(value - 1, maximum(), m_paths); }
+
+    // "7", "head 7", "path 2 head 3", "p2 h3".
+    int valueFromText(const QString& text) const override
+    {
+        const std::optional<int> value = parse(text);
+        return value ? *value : this->value();
+    }
+
+    QValidator::State validate(QString& text, int&) const override
+    {
+        const std::optional<int> value = parse(text);
+        return value && *value >= minimum() && *value <= maximum() ? QValidator::Acceptable
+                                                                   : QValidator::Intermediate;
+    }
+
+private:
+    std::optional<int> parse(const QString& text) const
+    {
+        static const QRegularExpression number(QStringLiteral("\\d+"));
+        QVector<int> numbers;
+        for (auto it = number.globalMatch(text); it.hasNext();)
+            numbers.push_back(it.next().captured().toInt());
+        const int perPath = headsPerPath(maximum(), m_paths);
+        if (numbers.size() == 2 && perPath < maximum())
+            return (numbers[0] - 1) * perPath + numbers[1];
+        if (numbers.size() == 1)
+            return numbers[0];
+        return std::nullopt;
+    }
+
+    int m_paths = 1;
+};
+
 namespace {
 
 constexpr int kMinCell = 40;
+constexpr int kMinModelCell = 16;
+
+// An exported grid: maps with room for a label per token where that stays
+// reasonable, whole paths to a row, else about as many columns as rows; the
+// whole at most about kMaxExportSide pixels a side (twice that in a PNG).
+constexpr int kMaxExportSide = 2600;
+
+int exportCellSize(int tokens, int columns, int rows)
+{
+    const int fitting = kMaxExportSide / std::max(1, std::max(columns, rows)) - 24;
+    return std::max(96, std::min(std::clamp(tokens * 14, 120, 420), fitting));
+}
+
+int exportModelCellSize(int tokens, int layers, int heads)
+{
+    const int fitting = kMaxExportSide / std::max(1, std::max(layers, heads)) - 8;
+    return std::max(32, std::min(std::clamp(tokens * 6, 60, 160), fitting));
+}
+
+int exportColumns(int heads, int paths)
+{
+    const int perPath = headsPerPath(heads, paths);
+    if (perPath < heads)
+        return perPath;
+    int columns = 1;
+    while (columns * columns < heads)
+        ++columns;
+    return columns;
+}
+
+// A model's paths do not change over a run: a capture older than the first
+// snapshot takes them from the first.
+int runPaths(const InsightHistory& history, qint64 step)
+{
+    const ModelState* state = history.stateAt(step);
+    return attentionPaths(state != nullptr || history.states().isEmpty() ? state : &history.states().front());
+}
+
+QString capitalized(QString text)
+{
+    if (!text.isEmpty())
+        text[0] = text[0].toUpper();
+    return text;
+}
 
 MatrixView::Matrix attentionMatrix(const QVector<float>& map, const ProbeCapture& capture)
 {
@@ -72,18 +169,28 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     m_stack->addWidget(m_gridArea);
     m_stack->addWidget(m_matrix);
     m_stack->addWidget(m_tokens);
+    m_model = new ModelViewFigure;
+    m_model->setAccessibleName(tr("Attention maps of every head of every layer"));
+    m_modelArea = new QScrollArea;
+    m_modelArea->setWidget(m_model);
+    m_modelArea->setWidgetResizable(false);
+    m_modelArea->setFrameShape(QFrame::NoFrame);
+    m_stack->addWidget(m_modelArea);
+    m_gridArea->viewport()->installEventFilter(this);
+    m_modelArea->viewport()->installEventFilter(this);
     m_prediction = new PredictionBars(this);
     m_prediction->setAccessibleName(tr("Prediction for the probe"));
 
-    auto* body = new QHBoxLayout;
-    body->setContentsMargins(0, 0, 0, 0);
-    body->addWidget(m_stack, 1);
-    body->addWidget(m_prediction, 0);
+    m_body = new QBoxLayout(QBoxLayout::LeftToRight);
+    m_body->setContentsMargins(0, 0, 0, 0);
+    m_body->addWidget(m_stack, 1);
+    m_body->addWidget(m_prediction, 0);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_header);
-    layout->addLayout(body, 1);
+    layout->addLayout(m_body, 1);
     connect(m_grid, &HeadGrid::headClicked, this, &AttentionPane::headClicked);
+    connect(m_model, &ModelViewFigure::headClicked, this, &AttentionPane::layerHeadClicked);
     connect(m_matrix, &MatrixView::cellClicked, this, [this] {
         if (m_stack->currentWidget() == m_matrix)
             Q_EMIT headClicked(-1);  // back to the grid
@@ -123,28 +230,45 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         m_matrix->setTitle(QString());
         m_matrix->clear(nothing);
         m_tokens->setCapture(nullptr, 0);
+        m_model->setCapture(nullptr, 1, false);
         m_prediction->setPrediction({}, {}, QString());
         m_stack->setCurrentWidget(m_matrix);
+        arrange();
         return;
     }
     m_layer = std::clamp(layer, 0, capture->layers() - 1);
     head = std::clamp(head, 0, std::max(0, capture->heads() - 1));
-    QString where = tr("step %1 · layer %2 of %3 · %4 heads · %5 tokens")
-                        .arg(capture->step)
-                        .arg(m_layer + 1)
-                        .arg(capture->layers())
-                        .arg(capture->heads())
-                        .arg(capture->tokenCount());
+    const int heads = capture->heads();
+    const int perPath = headsPerPath(heads, m_paths);
+    const QString headCount = perPath < heads ? tr("%1 paths × %2 heads").arg(heads / perPath).arg(perPath)
+                                              : tr("%1 heads").arg(heads);
+    QString where = mode == Mode::Model ? tr("step %1 · %2 layers · %3 · %4 tokens")
+                                              .arg(capture->step)
+                                              .arg(capture->layers())
+                                              .arg(headCount)
+                                              .arg(capture->tokenCount())
+                                        : tr("step %1 · layer %2 of %3 · %4 · %5 tokens")
+                                              .arg(capture->step)
+                                              .arg(m_layer + 1)
+                                              .arg(capture->layers())
+                                              .arg(headCount)
+                                              .arg(capture->tokenCount());
     m_header->setText(QStringLiteral("<b>%1</b> · %2").arg(runLabel.toHtmlEscaped(), where));
     switch (mode) {
     case Mode::Grid:
         m_grid->setCellSize(cellSize);
         m_grid->setScalePerHead(perHead);
+        m_grid->setPaths(m_paths);
         m_grid->setCapture(capture, m_layer);
         m_stack->setCurrentWidget(m_gridArea);
         break;
+    case Mode::Model:
+        m_model->setCapture(capture, m_paths, perHead);
+        m_model->setCellSize(cellSize / 2);
+        m_stack->setCurrentWidget(m_modelArea);
+        break;
     case Mode::Head:
-        m_matrix->setTitle(tr("Head %1 (click to go back to every head)").arg(head + 1));
+        m_matrix->setTitle(tr("%1 (click to go back to every head)").arg(capitalized(headLabel(head, heads, m_paths))));
         m_matrix->setMatrix(attentionMatrix(capture->attention[m_layer].value(head), *capture));
         m_stack->setCurrentWidget(m_matrix);
         break;
@@ -161,6 +285,55 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     const bool classes = capture->predictionLabels.size() < 20 || capture->prediction.size() < 20;
     m_prediction->setPrediction(capture->prediction, capture->predictionLabels,
                                 classes ? tr("Prediction") : tr("Next token"));
+    arrange();
+    if (m_fitting)
+        fit();
+}
+
+// A pane narrower than it is tall (two runs side by side) gives the maps its
+// whole width and the prediction the few lines it needs below them.
+void AttentionPane::arrange()
+{
+    const bool tall = width() < height() * 1.3;
+    m_body->setDirection(tall ? QBoxLayout::TopToBottom : QBoxLayout::LeftToRight);
+    const int line = QFontMetrics(m_prediction->font()).height() + 6;
+    const int needed = 8 + line * (static_cast<int>(m_prediction->shown().size()) + 1);
+    m_prediction->setMaximumHeight(tall ? needed : QWIDGETSIZE_MAX);
+}
+
+void AttentionPane::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    arrange();
+}
+
+void AttentionPane::fit()
+{
+    if (m_inFit || capture() == nullptr)
+        return;
+    m_inFit = true;
+    if (m_stack->currentWidget() == m_gridArea && m_grid->heads() > 0) {
+        const int cell = m_grid->fittingCellSize(m_gridArea->viewport()->size(), kMinCell);
+        if (cell != m_grid->cellSize())
+            m_grid->setCellSize(cell);
+        Q_EMIT fitted(cell);
+    } else if (m_stack->currentWidget() == m_modelArea && m_model->layers() > 0) {
+        const int cell = m_model->fittingCellSize(m_modelArea->viewport()->size(), kMinModelCell);
+        if (cell != m_model->cellSize())
+            m_model->setCellSize(cell);
+        Q_EMIT fitted(cell * 2);  // the zoom slider sizes the grid's maps; the model view's are half that
+    }
+    m_inFit = false;
+}
+
+// A pane that changes size (a window resized, the comparison run shown beside
+// it, a splitter dragged) fits its maps again once the scroll area has its size.
+bool AttentionPane::eventFilter(QObject* watched, QEvent* event)
+{
+    if (event->type() == QEvent::Resize && m_fitting
+        && (watched == m_gridArea->viewport() || watched == m_modelArea->viewport()))
+        fit();
+    return QWidget::eventFilter(watched, event);
 }
 
 AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
@@ -174,12 +347,14 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     m_mode->addItem(tr("One head"), int(AttentionPane::Mode::Head));
     m_mode->addItem(tr("Mean over heads"), int(AttentionPane::Mode::Mean));
     m_mode->addItem(tr("Per token"), int(AttentionPane::Mode::Tokens));
+    m_mode->addItem(tr("Every layer (model view)"), int(AttentionPane::Mode::Model));
     m_mode->setAccessibleName(tr("What to show"));
-    m_mode->setToolTip(tr("Every head's map in a grid, one head enlarged (click a map), the mean over heads, or where "
-                          "each token looks (hover a token)"));
-    m_head = new QSpinBox(this);
+    m_mode->setToolTip(tr("Every head's map in a grid, one head enlarged (click a map), the mean over heads, where "
+                          "each token looks (hover a token), or every head of every layer in one figure"));
+    m_head = new HeadSpinBox(this);
     m_head->setRange(1, 1);
     m_head->setAccessibleName(tr("Head"));
+    m_head->setKeyboardTracking(false);  // "p2 h3" passes through other heads while typed
     m_zoom = new QSlider(Qt::Horizontal, this);
     m_zoom->setRange(kMinCell, 600);
     m_zoom->setValue(140);
@@ -200,9 +375,9 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     static_cast<QLabel*>(controls->itemAt(0)->widget())->setBuddy(m_layer);
     controls->addWidget(m_layer);
     controls->addWidget(m_mode);
-    auto* headLabel = new QLabel(tr("&Head"), this);
-    headLabel->setBuddy(m_head);
-    controls->addWidget(headLabel);
+    auto* headTitle = new QLabel(tr("&Head"), this);
+    headTitle->setBuddy(m_head);
+    controls->addWidget(headTitle);
     controls->addWidget(m_head);
     auto* zoomLabel = new QLabel(tr("&Zoom"), this);
     zoomLabel->setBuddy(m_zoom);
@@ -221,6 +396,16 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
                 setMode(AttentionPane::Mode::Grid);
             else
                 showHead(head);
+        });
+        connect(pane, &AttentionPane::layerHeadClicked, this, [this](int layer, int head) {
+            setLayer(layer);
+            showHead(head);
+        });
+        connect(pane, &AttentionPane::fitted, this, [this, pane](int cell) {
+            if (pane == m_panes[0] && m_fitting) {
+                const QSignalBlocker block(m_zoom);
+                m_zoom->setValue(cell);
+            }
         });
     }
     m_panes[1]->hide();
@@ -264,7 +449,7 @@ void AttentionView::setScalePerHead(bool perHead) { m_scale->setCurrentIndex(per
 void AttentionView::fitCells()
 {
     m_fitting = true;
-    if (mode() != AttentionPane::Mode::Grid)
+    if (mode() != AttentionPane::Mode::Grid && mode() != AttentionPane::Mode::Model)
         setMode(AttentionPane::Mode::Grid);  // refreshes
     else
         refresh();
@@ -276,11 +461,14 @@ void AttentionView::refresh()
                                "add a text with Add probe…");
     const InsightSource* sources[2] = {&m_primary, &m_comparison};
     const QString text = probeText();  // the same for both runs
-    int layers = 1, heads = 1;
+    int layers = 1, heads = 1, paths = 1;
+    const bool comparisonWasShown = m_panes[1]->isVisibleTo(this);
     for (int i = 0; i < 2; ++i) {
         const InsightSource& source = *sources[i];
         AttentionPane* pane = m_panes[i];
         pane->setVisible(i == 0 || source.valid());
+        pane->setFitting(m_fitting);
+        pane->setPaths(source.valid() ? runPaths(*source.history, m_step) : 1);
         if (!source.valid()) {
             if (i == 0)
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));
@@ -294,18 +482,10 @@ void AttentionView::refresh()
             why = tr("%1 has no capture of \"%2\" yet; Add probe… inspects it.").arg(source.label, text);
         const bool perHead = m_scale->currentIndex() == 1;
         pane->show(capture, source.label, layer(), mode(), head(), m_zoom->value(), perHead, why);
-        if (m_fitting && capture != nullptr && mode() == AttentionPane::Mode::Grid) {
-            // Each pane's maps as large as lets all its heads be seen at once.
-            const int cell = pane->grid()->fittingCellSize(pane->gridArea()->viewport()->size(), kMinCell);
-            pane->grid()->setCellSize(cell);
-            if (i == 0) {
-                const QSignalBlocker block(m_zoom);
-                m_zoom->setValue(cell);
-            }
-        }
         if (i == 0 && capture != nullptr) {
             layers = capture->layers();
             heads = capture->heads();
+            paths = pane->paths();
             m_legend->setText(perHead ? tr("0 … each head's largest weight")
                                       : tr("0 … %1").arg(QString::number(pane->grid()->maxWeight(), 'f', 2)));
         }
@@ -313,8 +493,14 @@ void AttentionView::refresh()
     const QSignalBlocker layerBlock(m_layer), headBlock(m_head);
     m_layer->setRange(1, std::max(1, layers));
     m_head->setRange(1, std::max(1, heads));
+    m_head->setPaths(paths);
     m_head->setEnabled(mode() == AttentionPane::Mode::Head);
-    m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid);
+    m_layer->setEnabled(mode() != AttentionPane::Mode::Model);
+    m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid || mode() == AttentionPane::Mode::Model);
+    // A comparison run that appears gets half the room, not what the splitter had left.
+    // (QSplitter raises each size to the pane's minimum: equal large sizes stay equal.)
+    if (!comparisonWasShown && m_panes[1]->isVisibleTo(this))
+        m_split->setSizes({1 << 20, 1 << 20});
 }
 
 void AttentionView::resizeEvent(QResizeEvent* event)
@@ -326,10 +512,70 @@ void AttentionView::resizeEvent(QResizeEvent* event)
 
 QString AttentionView::exportTitle() const
 {
+    if (mode() == AttentionPane::Mode::Model)
+        return tr("attention %1 every layer").arg(m_primary.label);
     return tr("attention %1 layer %2").arg(m_primary.label).arg(layer() + 1);
 }
 
-QWidget* AttentionView::exportArea() { return m_split; }
+QWidget* AttentionView::exportArea()
+{
+    const bool grid = mode() == AttentionPane::Mode::Grid;
+    if (!grid && mode() != AttentionPane::Mode::Model)
+        return m_split;
+    QVector<const AttentionPane*> shown;
+    for (const AttentionPane* pane : m_panes)
+        if (pane->isVisibleTo(this) && pane->capture() != nullptr && pane->capture()->tokenCount() > 0)
+            shown.push_back(pane);
+    if (shown.isEmpty())
+        return m_split;  // it says why there is nothing to draw
+
+    // Rebuilt for every export from what the panes show, at a size of its own.
+    delete m_sheet;
+    m_sheet = new QWidget(this);
+    m_sheet->setVisible(false);
+    m_sheet->setAutoFillBackground(true);
+    QPalette sheetPalette = m_sheet->palette();
+    sheetPalette.setColor(QPalette::Window, sheetPalette.color(QPalette::Base));
+    m_sheet->setPalette(sheetPalette);
+    auto* row = new QHBoxLayout(m_sheet);
+    row->setSpacing(24);
+    const bool perHead = m_scale->currentIndex() == 1;
+    for (const AttentionPane* pane : shown) {
+        const ProbeCapture* capture = pane->capture();
+        auto* column = new QVBoxLayout;
+        auto* header = new QLabel(m_sheet);
+        header->setTextFormat(Qt::RichText);
+        column->addWidget(header);
+        QString colours;
+        if (grid) {
+            auto* heads = new HeadGrid(m_sheet);
+            heads->setScalePerHead(perHead);
+            heads->setPaths(pane->paths());
+            heads->setCapture(capture, pane->shownLayer());
+            const int columns = exportColumns(heads->heads(), pane->paths());
+            const int rows = (heads->heads() + columns - 1) / std::max(1, columns);
+            heads->setCellSize(exportCellSize(capture->tokenCount(), columns, rows));
+            heads->setColumns(columns);
+            heads->setFixedSize(heads->sizeHint());
+            column->addWidget(heads);
+            colours = perHead ? tr("each head's largest weight") : QString::number(heads->maxWeight(), 'f', 2);
+        } else {
+            auto* figure = new ModelViewFigure(m_sheet);
+            figure->setCapture(capture, pane->paths(), perHead);
+            figure->setCellSize(exportModelCellSize(capture->tokenCount(), figure->layers(), figure->heads()));
+            column->addWidget(figure);
+            colours = perHead ? tr("each head's largest weight") : tr("each layer's largest weight");
+        }
+        // The colour range travels with the picture (on screen it is beside the controls).
+        header->setText(tr("%1 · colours: 0 (dark) … %2 (light)").arg(pane->header()->text(), colours.toHtmlEscaped()));
+        column->addStretch(1);
+        row->addLayout(column);
+    }
+    row->activate();
+    m_sheet->resize(m_sheet->sizeHint());
+    row->activate();
+    return m_sheet;
+}
 
 QByteArray AttentionView::csv() const
 {

@@ -1,12 +1,15 @@
-// defines: widelab::AttentionView, attention heads on a probe text: every head's
-// map of a layer in a grid, one head enlarged, the mean over heads, where each
-// token looks, and the prediction; a second run beside the first on the same text
+// defines: widelab::AttentionPane, AttentionView, attention heads on a probe text:
+// every head's map of a layer in a grid, one head enlarged, the mean over heads,
+// where each token looks, every head of every layer (the model view), and the
+// prediction; a second run beside the first on the same text
 #pragma once
 
 #include "InsightPage.h"
 
+#include <algorithm>
 #include <optional>
 
+class QBoxLayout;
 class QComboBox;
 class QLabel;
 class QPushButton;
@@ -19,7 +22,9 @@ class QStackedWidget;
 namespace widelab {
 
 class HeadGrid;
+class HeadSpinBox;
 class MatrixView;
+class ModelViewFigure;
 class PredictionBars;
 class TokenFlowView;
 
@@ -27,9 +32,16 @@ class TokenFlowView;
 class AttentionPane : public QWidget {
     Q_OBJECT
 public:
-    enum class Mode { Grid, Head, Mean, Tokens };
+    enum class Mode { Grid, Head, Mean, Tokens, Model };
 
     explicit AttentionPane(QWidget* parent = nullptr);
+
+    // The run's attention paths, for the heads' names (headLabel); set before show().
+    void setPaths(int paths) { m_paths = std::max(1, paths); }
+    int paths() const { return m_paths; }
+    // Fitting: the grid's (model view's) maps as large as lets all of them be
+    // seen in this pane, kept so whenever the pane changes size; else cellSize.
+    void setFitting(bool fitting) { m_fitting = fitting; }
 
     // Shows `capture` (nullptr: `why` instead) at `layer` (clamped to the model's layers).
     // perHead: each map in the grid spans its own range (HeadGrid::setScalePerHead).
@@ -43,21 +55,40 @@ public:
     TokenFlowView* tokens() const { return m_tokens; }
     PredictionBars* prediction() const { return m_prediction; }
     QScrollArea* gridArea() const { return m_gridArea; }
+    ModelViewFigure* modelView() const { return m_model; }
+    QScrollArea* modelArea() const { return m_modelArea; }
     QLabel* header() const { return m_header; }
 
 Q_SIGNALS:
-    void headClicked(int head);
+    void headClicked(int head);             // -1: back to the grid
+    void layerHeadClicked(int layer, int head);  // in the model view
+    void fitted(int cellSize);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    void fit();
+    void arrange();  // the prediction beside the maps, or under them in a tall pane
+
+
+
     QLabel* m_header = nullptr;
+    QBoxLayout* m_body = nullptr;
     QStackedWidget* m_stack = nullptr;
     QScrollArea* m_gridArea = nullptr;
     HeadGrid* m_grid = nullptr;
     MatrixView* m_matrix = nullptr;
     TokenFlowView* m_tokens = nullptr;
+    QScrollArea* m_modelArea = nullptr;
+    ModelViewFigure* m_model = nullptr;
     PredictionBars* m_prediction = nullptr;
     std::optional<ProbeCapture> m_capture;  // a copy: the history may move its captures
     int m_layer = 0;
+    int m_paths = 1;
+    bool m_fitting = false;
+    bool m_inFit = false;
 };
 
 class AttentionView : public InsightPage {
@@ -67,6 +98,9 @@ public:
 
     void refresh() override;
     QString exportTitle() const override;
+    // In the grid and the model view: a sheet drawn off screen with every head
+    // of each shown run at a readable size, whatever the scroll and zoom; in the
+    // other modes the panes as they are. A sheet lives until the next call.
     QWidget* exportArea() override;
     QByteArray csv() const override;
 
@@ -77,8 +111,8 @@ public:
     void showHead(int head);    // enlarges a head (0-based)
     int head() const;
     void setCellSize(int pixels);
-    void fitCells();
-    void setScalePerHead(bool perHead);            // the largest maps at which every head is in view
+    void fitCells();  // the largest maps at which every head is in view, in each pane
+    void setScalePerHead(bool perHead);
 
     AttentionPane* primaryPane() const { return m_panes[0]; }
     AttentionPane* comparisonPane() const { return m_panes[1]; }
@@ -90,13 +124,14 @@ protected:
 private:
     QSpinBox* m_layer = nullptr;
     QComboBox* m_mode = nullptr;
-    QSpinBox* m_head = nullptr;
+    HeadSpinBox* m_head = nullptr;
     QSlider* m_zoom = nullptr;
     QPushButton* m_fit = nullptr;
     QComboBox* m_scale = nullptr;
     QLabel* m_legend = nullptr;
     QSplitter* m_split = nullptr;
     AttentionPane* m_panes[2] = {nullptr, nullptr};
+    QWidget* m_sheet = nullptr;  // the last export's, never shown
     bool m_fitting = true;  // maps sized to fit their pane, not to the zoom slider
 };
 

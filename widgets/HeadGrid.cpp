@@ -1,6 +1,8 @@
 #include "HeadGrid.h"
 
+#include "CellPainter.h"
 #include "ColorScale.h"
+#include "HeadLabel.h"
 #include "Palette.h"
 
 #include <QMouseEvent>
@@ -69,6 +71,37 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
 
 void HeadGrid::setScalePerHead(bool perHead) { m_perHead = perHead; }
 
+void HeadGrid::setPaths(int paths)
+{
+    m_paths = std::max(1, paths);
+    updateHeight();
+    update();
+}
+
+void HeadGrid::setColumns(int columns)
+{
+    m_fixedColumns = std::max(0, columns);
+    updateHeight();
+    update();
+}
+
+QString HeadGrid::headTitle(int head) const
+{
+    const QString full = headLabel(head, heads(), m_paths);
+    return QFontMetricsF(smallFont(font())).horizontalAdvance(full) <= m_cell ? full
+                                                                              : headShortLabel(head, heads(), m_paths);
+}
+
+QColor HeadGrid::colorAt(int head, int query, int key) const
+{
+    if (head < 0 || head >= heads())
+        return {};
+    const QImage& map = m_maps[head];
+    if (query < 0 || key < 0 || query >= map.height() || key >= map.width())
+        return {};
+    return QColor(map.pixel(key, query));
+}
+
 void HeadGrid::setCellSize(int pixels)
 {
     m_cell = std::clamp(pixels, 24, 1200);
@@ -97,9 +130,17 @@ double HeadGrid::headerHeight() const { return QFontMetricsF(smallFont(font())).
 
 int HeadGrid::columnsFor(int width, int cell) const
 {
-    const int fit = static_cast<int>((width - gutter(cell) + kGap) / (cell + kGap));
+    if (m_fixedColumns > 0)
+        return std::clamp(m_fixedColumns, 1, std::max(1, heads()));
+    int fit = static_cast<int>((width - gutter(cell) + kGap) / (cell + kGap));
+    // Whole paths to a row, so a column is the same head of every path.
+    const int perPath = headsPerPath(heads(), m_paths);
+    if (perPath < heads() && fit >= perPath && fit < heads())
+        fit = fit / perPath * perPath;
     return std::clamp(fit, 1, std::max(1, heads()));
 }
+
+double HeadGrid::widthFor(int columns, int cell) const { return gutter(cell) + columns * (cell + kGap); }
 
 int HeadGrid::columns() const { return columnsFor(width(), m_cell); }
 
@@ -118,8 +159,10 @@ int HeadGrid::fittingCellSize(const QSize& area, int minimum) const
 {
     if (heads() == 0)
         return m_cell;
-    for (int cell = std::min(area.width(), area.height()); cell > minimum; cell -= 4)
-        if (heightFor(area.width(), cell) <= area.height())
+    // Both ways: a single column of maps must not be wider than the area either.
+    for (int cell = std::min(area.width(), area.height()); cell > minimum; cell -= 2)
+        if (heightFor(area.width(), cell) <= area.height()
+            && widthFor(columnsFor(area.width(), cell), cell) <= area.width())
             return cell;
     return minimum;
 }
@@ -132,7 +175,8 @@ void HeadGrid::updateHeight()
 
 QSize HeadGrid::sizeHint() const
 {
-    const int w = static_cast<int>(gutter(m_cell) + std::min(heads(), 4) * (m_cell + kGap));
+    const int shown = m_fixedColumns > 0 ? columnsFor(0, m_cell) : std::min(heads(), 4);
+    const int w = static_cast<int>(std::ceil(widthFor(shown, m_cell)));
     return {std::max(w, 200), heightFor(std::max(w, 200))};
 }
 
@@ -170,8 +214,8 @@ QString HeadGrid::readout(const Hit& hit) const
         return {};
     const int n = tokens();
     const float weight = m_weights[hit.head].value(hit.query * n + hit.key);
-    return tr("head %1: query %2 \"%3\" → key %4 \"%5\": %6")
-        .arg(hit.head + 1)
+    return tr("%1: query %2 \"%3\" → key %4 \"%5\": %6")
+        .arg(headLabel(hit.head, heads(), m_paths))
         .arg(hit.query)
         .arg(m_tokens.value(hit.query))
         .arg(hit.key)
@@ -200,8 +244,9 @@ void HeadGrid::paintEvent(QPaintEvent* event)
             continue;
         painter.setPen(text);
         painter.drawText(QRectF(r.left(), r.top() - headerHeight(), r.width(), headerHeight() - 2),
-                         Qt::AlignLeft | Qt::AlignBottom, tr("head %1").arg(head + 1));
-        painter.drawImage(r, m_maps[head]);
+                         Qt::AlignLeft | Qt::AlignBottom,
+                         metrics.elidedText(headTitle(head), Qt::ElideRight, r.width() + kGap));
+        paintCells(painter, r, m_maps[head]);
         if (m_hover.head == head) {
             painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
             painter.setBrush(Qt::NoBrush);

@@ -17,6 +17,8 @@ namespace widelab {
 // default all maps share one colour range, 0 to the layer's largest weight, so
 // heads compare; with setScalePerHead each map spans 0 to its own largest
 // weight, so a head whose weights are all small still shows its pattern.
+// In a multi-path model (setPaths) heads are titled with their path, "path 2 ·
+// head 3", and a grid row holds whole paths when the width allows.
 class HeadGrid : public QWidget {
     Q_OBJECT
 public:
@@ -37,6 +39,14 @@ public:
 
     void setScalePerHead(bool perHead);
     bool scalesPerHead() const { return m_perHead; }
+    // The model's attention paths, for the heads' titles (headLabel); 1: none.
+    void setPaths(int paths);
+    int paths() const { return m_paths; }
+    QString headTitle(int head) const;  // above a map at the current size
+    // A fixed number of columns (an export lays the grid out whole); 0: as many as the width holds.
+    void setColumns(int columns);
+    // The colour a cell of a map is drawn with (invalid outside the maps).
+    QColor colorAt(int head, int query, int key) const;
 
     void setCellSize(int pixels);
     int cellSize() const { return m_cell; }
@@ -67,6 +77,7 @@ private:
     bool showsLabels(int cell) const;
     int columnsFor(int width, int cell) const;
     int heightFor(int width, int cell) const;
+    double widthFor(int columns, int cell) const;
     double gutter(int cell) const;     // left of each grid row: query labels
     double topLabels(int cell) const;  // above the grid: key labels
     void measureLabels();              // m_labelExtent from the tokens and the font
@@ -79,6 +90,8 @@ private:
     float m_max = 1;
     double m_labelExtent = 0;  // the widest token label, in pixels
     bool m_perHead = false;
+    int m_paths = 1;
+    int m_fixedColumns = 0;
     int m_cell = 120;
     Hit m_hover;
 };

@@ -1,5 +1,6 @@
 #include "MatrixView.h"
 
+#include "CellPainter.h"
 #include "ColorScale.h"
 #include "Palette.h"
 
@@ -264,7 +265,7 @@ void MatrixView::paintEvent(QPaintEvent*)
         return;
     }
     const Matrix& m = m_matrix;
-    painter.drawImage(m_cells, m_image);
+    paintCells(painter, m_cells, m_image);  // exact cells on screen, in PNG, SVG and PDF
 
     const QFont small = labelFont(font());
     const QFontMetricsF metrics(small);

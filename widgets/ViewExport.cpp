@@ -86,8 +86,10 @@ bool exportWidgetImage(QWidget* widget, const QString& path, const QString& titl
             *error = why;
         return false;
     };
-    // A view that was never laid out exports at a readable default size.
-    if (!widget->isVisible() || widget->width() < 200 || widget->height() < 150)
+    // A view that was never laid out exports at a readable default size; one
+    // sized for export off screen (AttentionView's sheet) keeps its size.
+    if ((!widget->isVisible() && !widget->testAttribute(Qt::WA_Resized)) || widget->width() < 200
+        || widget->height() < 150)
         widget->resize(std::max(widget->width(), 900), std::max(widget->height(), 600));
     const QSize size = widget->size();
     QFile::remove(path);  // so a stale file cannot pass for success below

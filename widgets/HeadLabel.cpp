@@ -1,0 +1,45 @@
+#include "HeadLabel.h"
+
+#include "InsightHistory.h"
+
+#include <QCoreApplication>
+
+namespace widelab {
+
+namespace {
+
+QString tr(const char* text) { return QCoreApplication::translate("widelab::HeadLabel", text); }
+
+bool splitsIntoPaths(int heads, int paths) { return paths > 1 && heads >= paths && heads % paths == 0; }
+
+}  // namespace
+
+int headsPerPath(int heads, int paths) { return splitsIntoPaths(heads, paths) ? heads / paths : heads; }
+
+QString headLabel(int head, int heads, int paths)
+{
+    if (!splitsIntoPaths(heads, paths))
+        return tr("head %1").arg(head + 1);
+    const int perPath = heads / paths;
+    return tr("path %1 · head %2").arg(head / perPath + 1).arg(head % perPath + 1);
+}
+
+QString headShortLabel(int head, int heads, int paths)
+{
+    if (!splitsIntoPaths(heads, paths))
+        return tr("h%1").arg(head + 1);
+    const int perPath = heads / paths;
+    return tr("p%1 h%2").arg(head / perPath + 1).arg(head % perPath + 1);
+}
+
+int attentionPaths(const ModelState* state)
+{
+    if (state == nullptr)
+        return 1;
+    for (const PathWeightState& p : state->paths)
+        if (p.sublayer == QLatin1String("attention") && p.paths > 1)
+            return p.paths;
+    return 1;
+}
+
+}  // namespace widelab
