@@ -278,7 +278,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         m_stack->setCurrentWidget(m_matrix);
         break;
     case Mode::Tokens:
-        m_tokens->setCapture(capture, m_layer);
+        m_tokens->setCapture(capture, m_layer, m_paths);
         m_stack->setCurrentWidget(m_tokens);
         break;
     }

@@ -1,6 +1,7 @@
 #include "TokenFlowView.h"
 
 #include "ColorScale.h"
+#include "HeadLabel.h"
 #include "Palette.h"
 
 #include <QMouseEvent>
@@ -23,8 +24,9 @@ TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent)
     setMouseTracking(true);
 }
 
-void TokenFlowView::setCapture(const ProbeCapture* capture, int layer)
+void TokenFlowView::setCapture(const ProbeCapture* capture, int layer, int paths)
 {
+    m_paths = std::max(1, paths);
     m_tokens.clear();
     m_maps.clear();
     m_mean.clear();
@@ -136,7 +138,8 @@ void TokenFlowView::paintEvent(QPaintEvent*)
 
 double TokenFlowView::legendItemWidth() const
 {
-    return QFontMetricsF(font()).horizontalAdvance(QStringLiteral("h00")) + 18;
+    const int heads = static_cast<int>(m_maps.size());
+    return QFontMetricsF(font()).horizontalAdvance(headName(std::max(0, heads - 1))) + 18;
 }
 
 int TokenFlowView::legendColumns() const { return std::max(1, static_cast<int>((width() - 16) / legendItemWidth())); }
@@ -148,6 +151,11 @@ double TokenFlowView::legendHeight() const
         return 0;
     const int rows = (static_cast<int>(m_maps.size()) + legendColumns() - 1) / legendColumns();
     return rows * (QFontMetricsF(font()).height() + 2) + 8;
+}
+
+QString TokenFlowView::headName(int head) const
+{
+    return headShortLabel(head, static_cast<int>(m_maps.size()), m_paths);
 }
 
 // Which colour is which head, in rows under the tokens.
@@ -163,7 +171,7 @@ void TokenFlowView::paintHeadLegend(QPainter& painter) const
         const double top = y + (head / perRow) * (metrics.height() + 2);
         painter.fillRect(QRectF(x, top + 3, 12, metrics.height() - 6), colorscale::categorical(head));
         painter.drawText(QRectF(x + 15, top, item - 15, metrics.height()), Qt::AlignLeft | Qt::AlignVCenter,
-                         QStringLiteral("h%1").arg(head + 1));
+                         headName(head));
     }
 }
 

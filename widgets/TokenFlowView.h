@@ -19,7 +19,9 @@ class TokenFlowView : public QWidget {
 public:
     explicit TokenFlowView(QWidget* parent = nullptr);
 
-    void setCapture(const ProbeCapture* capture, int layer);
+    // `paths`: the model's attention paths, so that the legend names each head
+    // with its path ("p2 h3") in a multi-path model.
+    void setCapture(const ProbeCapture* capture, int layer, int paths = 1);
     // Shows the lines of one token as if hovered (-1: none); left = query side.
     void setFocusToken(int token, bool left);
     int focusToken() const { return m_focus; }
@@ -33,6 +35,8 @@ public:
         float weight = 0;
     };
     QVector<Line> lines() const;
+    // The legend's name of a head: "h3", or "p2 h1" in a multi-path model.
+    QString headName(int head) const;
 
     QSize sizeHint() const override { return {360, 480}; }
 
@@ -51,6 +55,7 @@ private:
     QStringList m_tokens;
     QVector<QVector<float>> m_maps;  // [head] tokens x tokens
     QVector<float> m_mean;
+    int m_paths = 1;
     int m_focus = -1;
     bool m_focusLeft = true;
 };

@@ -11,6 +11,7 @@
 #include "InsightHistory.h"
 #include "MatrixView.h"
 #include "ModelViewFigure.h"
+#include "TokenFlowView.h"
 #include "ViewExport.h"
 
 #include <QApplication>
@@ -547,12 +548,21 @@ void TestViewExport::multiPathHeadsAreNamedWithTheirPath()
     QTest::keyClick(head, Qt::Key_Enter);
     QCOMPARE(view.head(), 2);
 
+    // The token view's legend names the colours the same way.
+    view.setMode(AttentionPane::Mode::Tokens);
+    view.refresh();
+    QCOMPARE(pane->tokens()->headName(4), QStringLiteral("p2 h2"));
+    QCOMPARE(pane->tokens()->headName(0), QStringLiteral("p1 h1"));
+
     // A one-path model keeps plain numbers.
     auto plain = historyOf(shiftedCapture(10, 1, 6, 3));
     view.setSources({QStringLiteral("b"), QStringLiteral("Run B"), plain}, {});
     view.setMode(AttentionPane::Mode::Grid);
     view.refresh();
     QCOMPARE(pane->grid()->readout({4, 0, 0}).left(7), QStringLiteral("head 5:"));
+    view.setMode(AttentionPane::Mode::Tokens);
+    view.refresh();
+    QCOMPARE(pane->tokens()->headName(4), QStringLiteral("h5"));
 }
 
 void TestViewExport::modelViewShowsEveryHeadOfEveryLayerAndExports()
