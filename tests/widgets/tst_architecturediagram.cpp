@@ -2,6 +2,10 @@
 // size) and the widget that paints it.
 #include "ArchitectureDiagram.h"
 #include "ArchitectureLayout.h"
+#include "CostBreakdown.h"
+
+#include <QLabel>
+#include <QTableWidget>
 
 #include <QTest>
 
@@ -243,6 +247,39 @@ private Q_SLOTS:
         const QRectF box = withRole(diagram.items(), "attention").first().rect;
         const QColor border = image.pixelColor(QPoint(int(box.left()) + 1, int(box.center().y())));
         QVERIFY2(border.red() > border.blue(), qPrintable(border.name()));  // orange, not blue
+    }
+
+    // The breakdown beside the diagram: the parts with parameters, then the total,
+    // as `widelab-cli params` prints them; stale when the form is invalid.
+    void costBreakdownListsThePartsAndSaysWhenStale()
+    {
+        QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));  // digits grouped with commas
+        CostBreakdown breakdown;
+        QLabel* note = breakdown.findChild<QLabel*>();
+        QVERIFY(note != nullptr);
+        QCOMPARE(breakdown.table()->rowCount(), 0);
+        QVERIFY(!note->isHidden());  // "not computed yet"
+
+        const QList<CostPart> parts = {{QStringLiteral("attention"), 1000, 1000, 6000, 3.0e6},
+                                       {QStringLiteral("experts"), 4000, 2000, 12000, 1.0e6},
+                                       {QStringLiteral("path weights"), 0, 0, 0, 0.0}};
+        const CostPart total{QStringLiteral("total"), 5000, 3000, 18000, 4.0e6};
+        breakdown.setParts(parts, total);
+        QCOMPARE(breakdown.table()->rowCount(), 3);  // the part without parameters is left out
+        QVERIFY(note->isHidden());
+        const QStringList lines = breakdown.toTsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QCOMPARE(lines.size(), 4);
+        QCOMPARE(lines[1], QStringLiteral("attention\t1,000\t1,000\t6,000\t3M\t75.0%"));
+        QCOMPARE(lines[2], QStringLiteral("experts\t4,000\t2,000\t12,000\t1M\t25.0%"));
+        QCOMPARE(lines[3], QStringLiteral("total\t5,000\t3,000\t18,000\t4M\t100.0%"));
+
+        breakdown.setStale(true);
+        QVERIFY(!note->isHidden());
+        QVERIFY(note->text().contains(QStringLiteral("last valid")));
+        QVERIFY(!breakdown.table()->isEnabled());
+        breakdown.setStale(false);
+        QVERIFY(note->isHidden());
+        QVERIFY(breakdown.table()->isEnabled());
     }
 };
 
