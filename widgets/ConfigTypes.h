@@ -1,11 +1,29 @@
-// defines: FieldIssue, DeviceChoice, CostSummary: the plain data the app hands a
-// ConfigPanel (problems found in the document, compute devices, the model's cost)
+// defines: FieldSpec, FieldIssue, DeviceChoice, CostSummary: the plain data the app
+// hands a ConfigPanel (the keys it edits, problems found in the document, compute
+// devices, the model's cost)
 #pragma once
 
+#include <QJsonValue>
+#include <QList>
 #include <QString>
+#include <QStringList>
 #include <QtGlobal>
 
 namespace widelab {
+
+// One key of the document as the core's schema describes it (core/config/ConfigSchema;
+// app/gui/SchemaFields converts): the panel makes an editor of each.
+struct FieldSpec {
+    enum class Type { Integer, Number, Boolean, Choice, Text, FilePath, TextList, Device };
+    QString key;                 // dotted: "model.head_dim"; top-level keys have no dot
+    Type type = Type::Integer;
+    double min = 0;              // Integer and Number: the range the core accepts
+    double max = 0;
+    QJsonValue defaultValue;     // what an absent key reads as
+    QStringList choices;         // Choice: the values the core accepts
+    QString description;         // one line
+    QString derivedRule;         // "d_model / heads" for a default computed from other keys; empty if none
+};
 
 // A problem in the document. `key` is dotted ("model.top_k"); empty means the
 // whole document.

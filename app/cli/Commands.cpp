@@ -32,7 +32,9 @@ const char* kUsage = R"(WideLab command-line tool
 usage:
   widelab-cli params CONFIG [--json]    parameter and FLOP accounting of a model
   widelab-cli check CONFIG              validate a run configuration as train does, print it
-                                        resolved (warnings on stderr)
+                                        resolved: every key with the value train uses,
+                                        defaults and derived defaults written out
+                                        (warnings on stderr)
   widelab-cli presets [--json]          the shipped presets
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens

@@ -6,6 +6,7 @@
 #include "InsightsView.h"
 #include "LogPanel.h"
 #include "SavedRunProbe.h"
+#include "SchemaFields.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 
@@ -354,7 +355,8 @@ void MainWindow::buildActions()
 
 void MainWindow::buildDocks()
 {
-    m_panel = new ConfigPanel(this);
+    m_panel = new ConfigPanel(schemaFields(), this);
+    m_panel->setResolver(resolveDocument);
     m_configDock = new QDockWidget(tr("Configuration"), this);
     m_configDock->setObjectName(QStringLiteral("configurationDock"));
     m_configDock->setWidget(m_panel);
@@ -508,8 +510,7 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
     m_configFile = file;
     m_openRun.clear();
     stopFollowing();
-    const ConfigAssessment assessment = assessDocument(document);
-    setDocument(assessment.valid ? assessment.complete : document, false);
+    setDocument(document, false);  // as written: derived keys it leaves out follow their rule
     rememberRecent(file);
     return true;
 }
@@ -789,9 +790,11 @@ void MainWindow::assess()
         m_storedParameters = assessment.cost.stored;
         m_panel->setCost(assessment.cost);
         m_panel->setArchitecture(assessment.sketch);
+        m_panel->setModelCurrent(true);
         m_startBlocked.clear();
     } else {
         m_complete = QJsonObject();
+        m_panel->setModelCurrent(false);
         const FieldIssue& first = assessment.issues.first();
         m_startBlocked = (first.key.isEmpty() ? first.reason : first.key + QStringLiteral(": ") + first.reason);
         if (assessment.issues.size() > 1)

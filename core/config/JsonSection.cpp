@@ -137,6 +137,13 @@ void JsonSection::read(const std::string& key, std::int64_t& out, std::int64_t m
     out = number;
 }
 
+void JsonSection::read(const KeySpec& spec, std::int64_t& out)
+{
+    read(spec.name(), out, static_cast<std::int64_t>(spec.min), static_cast<std::int64_t>(spec.max));
+}
+
+void JsonSection::read(const KeySpec& spec, double& out) { read(spec.name(), out, spec.min, spec.max); }
+
 void JsonSection::read(const std::string& key, double& out, double min, double max)
 {
     const nlohmann::json* value = find(key, numberText(out));

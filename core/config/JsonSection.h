@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ConfigError.h"
+#include "ConfigSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,6 +37,18 @@ public:
     // An array of byte sequences, each as data/ByteText's bytesToJson writes it: a
     // string, or {"hex": "..."} for bytes that are not UTF-8.
     void readByteStrings(const std::string& key, std::vector<std::string>& out);
+
+    // The key `spec` describes (its name inside this section), with the schema's
+    // range or choices: the readers of model, task and train go through these.
+    void read(const KeySpec& spec, std::int64_t& out);
+    void read(const KeySpec& spec, double& out);
+    void read(const KeySpec& spec, bool& out) { read(spec.name(), out); }
+    void read(const KeySpec& spec, std::string& out) { read(spec.name(), out); }
+    template <typename Enum>
+    void readChoice(const KeySpec& spec, Enum& out)
+    {
+        readChoice(spec.name(), out, spec.choices);
+    }
 
     // A string that must be one of `names`; stores the matching index in `out`.
     template <typename Enum>

@@ -1,5 +1,6 @@
 #include "ModelConfig.h"
 
+#include "ConfigSchema.h"
 #include "JsonSection.h"
 #include "model/ParameterCount.h"
 
@@ -11,19 +12,14 @@
 namespace widelab {
 namespace {
 
-const std::vector<std::string> kActivations = {"gelu", "relu", "silu"};
-const std::vector<std::string> kHeads = {"classification", "language_model"};
-const std::vector<std::string> kPoolings = {"cls", "mean"};
-const std::vector<std::string> kPriorities = {"position", "batch"};
+// The model's keys: ranges, choices and defaults live in the schema.
+const KeySpec& spec(const char* name) { return keySpec(std::string("model.") + name); }
 
-// Generous upper bounds: a typo such as 1e9 layers is an error, not an allocation.
-constexpr std::int64_t kMaxWidth = 1 << 16;
-constexpr std::int64_t kMaxVocab = 10'000'000;
-constexpr std::int64_t kMaxLen = 1 << 20;
-constexpr std::int64_t kMaxLayers = 1024;
-constexpr std::int64_t kMaxHeads = 4096;
-constexpr std::int64_t kMaxExperts = 4096;
-constexpr std::int64_t kMaxPaths = 64;
+template <typename Enum>
+const std::string& nameOf(const char* key, Enum value)
+{
+    return spec(key).choices.at(static_cast<std::size_t>(value));
+}
 
 std::string number(std::int64_t value) { return std::to_string(value); }
 
@@ -60,7 +56,7 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
 
 }  // namespace
 
-std::string toString(Activation activation) { return kActivations.at(static_cast<std::size_t>(activation)); }
+std::string toString(Activation activation) { return nameOf("activation", activation); }
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<ConfigIssue>& issues,
                                   const std::string& path, std::vector<ConfigIssue>* warnings)
@@ -69,51 +65,51 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     const std::size_t issuesBefore = issues.size();
     JsonSection s(model, path, issues);
 
-    s.read("vocab_size", c.vocabSize, 2, kMaxVocab);
-    s.read("max_len", c.maxLen, 1, kMaxLen);
-    s.read("d_model", c.dModel, 1, kMaxWidth);
-    s.read("embedding_dim", c.embeddingDim, 0, kMaxWidth);
-    s.read("layers", c.layers, 1, kMaxLayers);
-    s.read("heads", c.heads, 1, kMaxHeads);
+    s.read(spec("vocab_size"), c.vocabSize);
+    s.read(spec("max_len"), c.maxLen);
+    s.read(spec("d_model"), c.dModel);
+    s.read(spec("embedding_dim"), c.embeddingDim);
+    s.read(spec("layers"), c.layers);
+    s.read(spec("heads"), c.heads);
     const bool explicitHeadDim = s.has("head_dim");
     if (!explicitHeadDim && c.dModel % c.heads != 0)
         s.addIssue("head_dim", "not given, and " + s.keyPath("d_model") + " (" + number(c.dModel)
                                    + ") is not divisible by " + s.keyPath("heads") + " (" + number(c.heads)
                                    + "): give head_dim explicitly");
     c.headDim = c.dModel / c.heads;
-    s.read("head_dim", c.headDim, 1, kMaxWidth);
+    s.read(spec("head_dim"), c.headDim);
     c.ffnDim = 4 * c.dModel;
-    s.read("ffn_dim", c.ffnDim, 1, kMaxWidth * 16);
-    s.readChoice("activation", c.activation, kActivations);
-    s.read("dropout", c.dropout, 0.0, 0.99);
+    s.read(spec("ffn_dim"), c.ffnDim);
+    s.readChoice(spec("activation"), c.activation);
+    s.read(spec("dropout"), c.dropout);
 
-    s.readChoice("head", c.head, kHeads);
-    s.readChoice("pooling", c.pooling, kPoolings);
-    s.read("pooler", c.pooler);
-    s.read("num_classes", c.numClasses, 2, kMaxVocab);
+    s.readChoice(spec("head"), c.head);
+    s.readChoice(spec("pooling"), c.pooling);
+    s.read(spec("pooler"), c.pooler);
+    s.read(spec("num_classes"), c.numClasses);
 
-    s.read("experts", c.experts, 1, kMaxExperts);
+    s.read(spec("experts"), c.experts);
     c.topK = std::min<std::int64_t>(2, c.experts);
-    s.read("top_k", c.topK, 1, kMaxExperts);
-    s.read("capacity_factor", c.capacityFactor, -1.0e9, 1.0e9);
-    s.read("eval_capacity_factor", c.evalCapacityFactor, -1.0e9, 1.0e9);
+    s.read(spec("top_k"), c.topK);
+    s.read(spec("capacity_factor"), c.capacityFactor);
+    s.read(spec("eval_capacity_factor"), c.evalCapacityFactor);
     c.routerNoiseStd = c.experts > 1 ? 1.0 / static_cast<double>(c.experts) : 0.0;
-    s.read("router_noise_std", c.routerNoiseStd, 0.0, 1.0e3);
-    s.read("balance_loss_weight", c.balanceLossWeight, 0.0, 1.0e3);
+    s.read(spec("router_noise_std"), c.routerNoiseStd);
+    s.read(spec("balance_loss_weight"), c.balanceLossWeight);
     c.routingGroups = c.layers;
-    s.read("routing_groups", c.routingGroups, 1, kMaxLayers);
-    s.readChoice("routing_priority", c.routingPriority, kPriorities);
-    s.read("renormalize_gates", c.renormalizeGates);
-    s.read("share_router", c.shareRouter);
+    s.read(spec("routing_groups"), c.routingGroups);
+    s.readChoice(spec("routing_priority"), c.routingPriority);
+    s.read(spec("renormalize_gates"), c.renormalizeGates);
+    s.read(spec("share_router"), c.shareRouter);
 
-    s.read("share_attention", c.shareAttention);
-    s.read("share_ffn", c.shareFfn);
-    s.read("share_layernorm", c.shareLayerNorm);
+    s.read(spec("share_attention"), c.shareAttention);
+    s.read(spec("share_ffn"), c.shareFfn);
+    s.read(spec("share_layernorm"), c.shareLayerNorm);
 
-    s.read("paths", c.paths, 1, kMaxPaths);
-    s.read("path_norm", c.pathNorm);
-    s.read("learnable_path_weights", c.learnablePathWeights);
-    s.read("path_extra_features", c.pathExtraFeatures);
+    s.read(spec("paths"), c.paths);
+    s.read(spec("path_norm"), c.pathNorm);
+    s.read(spec("learnable_path_weights"), c.learnablePathWeights);
+    s.read(spec("path_extra_features"), c.pathExtraFeatures);
 
     s.rejectUnknownKeys();
     // Cross-key checks run too, except those involving a key that did not read:
@@ -188,8 +184,9 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
                                     "nothing from the task; use top_k >= 2 or turn renormalisation off");
     if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
         report("pooler", "only applies to a classification head");
+    const auto maxWidth = static_cast<std::int64_t>(spec("d_model").max);
     if (readable({"heads", "head_dim", "paths", "d_model"})
-        && (attentionWidth() * paths > kMaxWidth * 4 || 4 * dModel * attentionWidth() * paths > (std::int64_t{1} << 34)))
+        && (attentionWidth() * paths > maxWidth * 4 || 4 * dModel * attentionWidth() * paths > (std::int64_t{1} << 34)))
         report("heads", "attention width " + number(attentionWidth() * paths) + " (heads x head_dim x paths) is too large");
 }
 
@@ -206,8 +203,8 @@ nlohmann::json ModelConfig::toJson() const
         {"ffn_dim", ffnDim},
         {"activation", toString(activation)},
         {"dropout", dropout},
-        {"head", kHeads.at(static_cast<std::size_t>(head))},
-        {"pooling", kPoolings.at(static_cast<std::size_t>(pooling))},
+        {"head", nameOf("head", head)},
+        {"pooling", nameOf("pooling", pooling)},
         {"pooler", pooler},
         {"num_classes", numClasses},
         {"experts", experts},
@@ -217,7 +214,7 @@ nlohmann::json ModelConfig::toJson() const
         {"router_noise_std", routerNoiseStd},
         {"balance_loss_weight", balanceLossWeight},
         {"routing_groups", routingGroups},
-        {"routing_priority", kPriorities.at(static_cast<std::size_t>(routingPriority))},
+        {"routing_priority", nameOf("routing_priority", routingPriority)},
         {"renormalize_gates", renormalizeGates},
         {"share_router", shareRouter},
         {"share_attention", shareAttention},

@@ -14,12 +14,9 @@
 namespace widelab {
 namespace {
 
-const std::vector<std::string> kTasks = {"listops", "classification", "language_model"};
-const std::vector<std::string> kTokenizers = {"byte", "character", "word"};
-const std::vector<std::string> kOptimizers = {"adamw", "lamb", "sgd"};
-const std::vector<std::string> kSchedules = {"constant", "warmup_cosine", "inverse_sqrt", "warmup_rsqrt"};
+// Ranges, choices and defaults live in the schema (config/ConfigSchema).
+const std::vector<std::string>& choicesOf(const char* key) { return keySpec(key).choices; }
 
-constexpr std::int64_t kBig = std::int64_t{1} << 40;
 // ListOps is generated up front, about one byte per token: at most 4 GiB of it.
 constexpr double kMaxListOpsTokens = 4294967296.0;
 
@@ -31,51 +28,53 @@ const std::string& nameOf(const std::vector<std::string>& names, Enum value)
 
 TaskConfig readTask(JsonSection& s)
 {
+    auto spec = [](const char* name) -> const KeySpec& { return keySpec(std::string("task.") + name); };
     TaskConfig t;
-    s.readChoice("kind", t.kind, kTasks);
-    s.read("path", t.path);
-    s.readChoice("tokenizer", t.tokenizer, kTokenizers);
-    s.read("vocab_limit", t.vocabLimit, 3, 10'000'000);
-    s.read("sequence_length", t.sequenceLength, 0, kBig);
-    s.read("validation_fraction", t.validationFraction, 0.0, 0.5);
-    s.read("test_fraction", t.testFraction, 0.0, 0.5);
-    s.read("min_length", t.minLength, 1, 1 << 20);
-    s.read("max_length", t.maxLength, 1, 1 << 20);
-    s.read("train_size", t.trainSize, 1, kBig);
-    s.read("validation_size", t.validationSize, 1, kBig);
-    s.read("test_size", t.testSize, 1, kBig);
-    s.read("seed", t.seed, 0, kBig);
+    s.readChoice(spec("kind"), t.kind);
+    s.read(spec("path"), t.path);
+    s.readChoice(spec("tokenizer"), t.tokenizer);
+    s.read(spec("vocab_limit"), t.vocabLimit);
+    s.read(spec("sequence_length"), t.sequenceLength);
+    s.read(spec("validation_fraction"), t.validationFraction);
+    s.read(spec("test_fraction"), t.testFraction);
+    s.read(spec("min_length"), t.minLength);
+    s.read(spec("max_length"), t.maxLength);
+    s.read(spec("train_size"), t.trainSize);
+    s.read(spec("validation_size"), t.validationSize);
+    s.read(spec("test_size"), t.testSize);
+    s.read(spec("seed"), t.seed);
     s.rejectUnknownKeys();
     return t;
 }
 
 TrainConfig readTrain(JsonSection& s)
 {
+    auto spec = [](const char* name) -> const KeySpec& { return keySpec(std::string("train.") + name); };
     TrainConfig t;
-    s.readChoice("optimizer", t.optimizer, kOptimizers);
-    s.read("learning_rate", t.learningRate, 1e-12, 100.0);
-    s.read("weight_decay", t.weightDecay, 0.0, 10.0);
-    s.read("beta1", t.beta1, 0.0, 0.999999);
-    s.read("beta2", t.beta2, 0.0, 0.999999999);
-    s.read("epsilon", t.epsilon, 1e-20, 1.0);
-    s.read("momentum", t.momentum, 0.0, 0.999999);
-    s.readChoice("schedule", t.schedule, kSchedules);
-    s.read("warmup_steps", t.warmupSteps, 0, kBig);
-    s.read("min_learning_rate_ratio", t.minLearningRateRatio, 0.0, 1.0);
-    s.read("steps", t.steps, 1, kBig);
-    s.read("batch_size", t.batchSize, 1, 1 << 20);
-    s.read("gradient_clip", t.gradientClip, -1.0, 1e9);
-    s.read("label_smoothing", t.labelSmoothing, 0.0, 0.99);
-    s.read("device", t.device);
-    s.read("bf16", t.bf16);
-    s.read("threads", t.threads, 0, 4096);
-    s.read("seed", t.seed, 0, kBig);
-    s.read("log_every", t.logEvery, 1, kBig);
-    s.read("eval_every", t.evalEvery, 1, kBig);
-    s.read("eval_batches", t.evalBatches, 0, kBig);
-    s.read("checkpoint_every", t.checkpointEvery, 1, kBig);
-    s.read("keep_last", t.keepLast, 1, 1000);
-    s.read("probe_every", t.probeEvery, 0, kBig);
+    s.readChoice(spec("optimizer"), t.optimizer);
+    s.read(spec("learning_rate"), t.learningRate);
+    s.read(spec("weight_decay"), t.weightDecay);
+    s.read(spec("beta1"), t.beta1);
+    s.read(spec("beta2"), t.beta2);
+    s.read(spec("epsilon"), t.epsilon);
+    s.read(spec("momentum"), t.momentum);
+    s.readChoice(spec("schedule"), t.schedule);
+    s.read(spec("warmup_steps"), t.warmupSteps);
+    s.read(spec("min_learning_rate_ratio"), t.minLearningRateRatio);
+    s.read(spec("steps"), t.steps);
+    s.read(spec("batch_size"), t.batchSize);
+    s.read(spec("gradient_clip"), t.gradientClip);
+    s.read(spec("label_smoothing"), t.labelSmoothing);
+    s.read(spec("device"), t.device);
+    s.read(spec("bf16"), t.bf16);
+    s.read(spec("threads"), t.threads);
+    s.read(spec("seed"), t.seed);
+    s.read(spec("log_every"), t.logEvery);
+    s.read(spec("eval_every"), t.evalEvery);
+    s.read(spec("eval_batches"), t.evalBatches);
+    s.read(spec("checkpoint_every"), t.checkpointEvery);
+    s.read(spec("keep_last"), t.keepLast);
+    s.read(spec("probe_every"), t.probeEvery);
     s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
@@ -86,7 +85,7 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     auto report = [&](const std::string& key, std::string reason) { issues.push_back({key, std::move(reason)}); };
     const TaskConfig& task = run.task;
     const ModelConfig& model = run.model;
-    const std::string kind = "\"" + nameOf(kTasks, task.kind) + "\"";
+    const std::string kind = "\"" + nameOf(choicesOf("task.kind"), task.kind) + "\"";
 
     if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
         report("task.kind", kind + " needs model.head \"language_model\"");
@@ -201,8 +200,8 @@ void warnAbout(const RunDocument& run, const JsonSection& taskSection, const Jso
 
 }  // namespace
 
-std::string toString(TaskKind kind) { return nameOf(kTasks, kind); }
-std::string toString(OptimizerKind kind) { return nameOf(kOptimizers, kind); }
+std::string toString(TaskKind kind) { return nameOf(choicesOf("task.kind"), kind); }
+std::string toString(OptimizerKind kind) { return nameOf(choicesOf("train.optimizer"), kind); }
 
 nlohmann::json RunDocument::toJson() const
 {
@@ -213,9 +212,9 @@ nlohmann::json RunDocument::toJson() const
         json["description"] = description;
     json["model"] = model.toJson();
     json["task"] = {
-        {"kind", nameOf(kTasks, task.kind)},
+        {"kind", nameOf(choicesOf("task.kind"), task.kind)},
         {"path", task.path},
-        {"tokenizer", nameOf(kTokenizers, task.tokenizer)},
+        {"tokenizer", nameOf(choicesOf("task.tokenizer"), task.tokenizer)},
         {"vocab_limit", task.vocabLimit},
         {"sequence_length", task.sequenceLength},
         {"validation_fraction", task.validationFraction},
@@ -231,14 +230,14 @@ nlohmann::json RunDocument::toJson() const
     for (const std::string& probe : train.probes)
         probesJson.push_back(bytesToJson(probe));
     json["train"] = {
-        {"optimizer", nameOf(kOptimizers, train.optimizer)},
+        {"optimizer", nameOf(choicesOf("train.optimizer"), train.optimizer)},
         {"learning_rate", train.learningRate},
         {"weight_decay", train.weightDecay},
         {"beta1", train.beta1},
         {"beta2", train.beta2},
         {"epsilon", train.epsilon},
         {"momentum", train.momentum},
-        {"schedule", nameOf(kSchedules, train.schedule)},
+        {"schedule", nameOf(choicesOf("train.schedule"), train.schedule)},
         {"warmup_steps", train.warmupSteps},
         {"min_learning_rate_ratio", train.minLearningRateRatio},
         {"steps", train.steps},
@@ -283,6 +282,26 @@ RunDocument parseRunDocument(const std::string& text, const std::string& origin,
     run.warnings = modelDocument.warnings;
     warnAbout(run, task, train, run.warnings);
     return run;
+}
+
+nlohmann::json resolveRunDocument(const nlohmann::json& document)
+{
+    std::vector<ConfigIssue> ignored;
+    const ModelDocument model = readModelDocument(document, ignored, {"task", "train"});
+    RunDocument run;
+    run.model = model.model;
+    const nlohmann::json empty = nlohmann::json::object();
+    auto section = [&](const char* name) -> const nlohmann::json& {
+        return document.is_object() && document.contains(name) ? document.at(name) : empty;
+    };
+    JsonSection task(section("task"), "task", ignored);
+    run.task = readTask(task);
+    JsonSection train(section("train"), "train", ignored);
+    run.train = readTrain(train);
+    nlohmann::json resolved = run.toJson();
+    resolved["name"] = model.name;
+    resolved["description"] = model.description;
+    return resolved;
 }
 
 bool isDeviceName(const std::string& name)

@@ -88,6 +88,13 @@ struct RunDocument {
 RunDocument parseRunDocument(const std::string& text, const std::string& origin = "", bool requireDataFiles = true);
 RunDocument loadRunDocument(const std::filesystem::path& file);
 
+// The document with every key of the schema given its value: each key that
+// reads cleanly as given, every other key its default, derived defaults computed
+// from the keys they follow (model.head_dim = d_model / heads, ...). Never throws
+// and reports nothing: for showing what a document, even one with problems,
+// amounts to (parseRunDocument is the check). Name and description are always written.
+nlohmann::json resolveRunDocument(const nlohmann::json& document);
+
 // The dotted keys ("train.steps") whose values differ between two JSON objects,
 // descending into objects; a key present in only one of them differs.
 std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");

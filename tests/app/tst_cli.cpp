@@ -3,6 +3,7 @@
 #include "TestSupport.h"
 #include "Commands.h"
 #include "TextTable.h"
+#include "config/ConfigSchema.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
 
@@ -271,6 +272,15 @@ void TestCli::checkPrintsResolvedConfiguration()
     QCOMPARE(model.at("top_k").get<int>(), 2);                     // given
     QCOMPARE(model.at("share_layernorm").get<bool>(), false);
     QCOMPARE(q(model.at("pooling").get<std::string>()), QStringLiteral("mean"));
+
+    // Every key of the schema, each section holding nothing else.
+    std::size_t keys = 0;
+    for (const KeySpec& spec : configSchema()) {
+        const nlohmann::json& section = spec.section().empty() ? json : json.at(spec.section());
+        QVERIFY2(section.contains(spec.name()), qPrintable(q(spec.key)));
+        keys += spec.section().empty() ? 0 : 1;
+    }
+    QCOMPARE(model.size() + json.at("task").size() + json.at("train").size(), keys);
 
     // What check prints is itself a valid document describing the same model.
     const ModelDocument again = parseModelDocument(result.out.toStdString());

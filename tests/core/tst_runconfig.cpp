@@ -4,6 +4,7 @@
 // and the run directory's own files go through the same bounded parser.
 #include "TestSupport.h"
 #include "config/ConfigError.h"
+#include "config/ConfigSchema.h"
 #include "config/JsonText.h"
 #include "config/Presets.h"
 #include "data/ListOps.h"
@@ -15,8 +16,10 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 using namespace widelab;
@@ -124,6 +127,12 @@ private Q_SLOTS:
 
     // The run directory's files.
     void runDirectoryFilesAreBounded();
+
+    // The schema (config/ConfigSchema) the readers and the panel share.
+    void schemaListsEveryKeyWithItsDefault();
+    void readersTakeTheSchemasRanges();
+    void derivedKeysNameTheirRule();
+    void resolvingNeverFailsAndFollowsTheRules();
 
 private:
     QTemporaryDir m_data;
@@ -499,6 +508,124 @@ void TestRunConfig::runDirectoryFilesAreBounded()
     std::string reason;
     QVERIFY(!parseRunStatus(deep, &reason).has_value());
     QVERIFY(!reason.empty());
+}
+
+void TestRunConfig::schemaListsEveryKeyWithItsDefault()
+{
+    // Reading a document that gives no key: every value is a default, and the
+    // schema must state the same one (and list exactly the keys written).
+    nlohmann::json resolved = parseRunDocument(R"({"model": {}})").toJson();
+    resolved["name"] = "";
+    resolved["description"] = "";
+    std::set<std::string> written;
+    for (const auto& [section, value] : resolved.items()) {
+        if (!value.is_object()) {
+            written.insert(section);
+            continue;
+        }
+        for (const auto& item : value.items())
+            written.insert(section + "." + item.key());
+    }
+    std::set<std::string> listed;
+    for (const KeySpec& spec : configSchema()) {
+        QVERIFY2(listed.insert(spec.key).second, qPrintable(q(spec.key + " is listed twice")));
+        const nlohmann::json& value = spec.section().empty() ? resolved.at(spec.key)
+                                                             : resolved.at(spec.section()).at(spec.name());
+        QVERIFY2(value == spec.defaultValue,
+                 qPrintable(q(spec.key + ": read " + value.dump() + ", schema " + spec.defaultValue.dump())));
+        if (spec.type == KeyType::Choice)
+            QVERIFY2(std::find(spec.choices.begin(), spec.choices.end(), spec.defaultValue.get<std::string>())
+                         != spec.choices.end(),
+                     qPrintable(q(spec.key)));
+    }
+    QVERIFY(listed == written);
+    QCOMPARE(configSchema().size(), std::size_t{2 + 31 + 13 + 25});
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
+}
+
+void TestRunConfig::readersTakeTheSchemasRanges()
+{
+    // Just past each end of a key's range, and a choice that is none of the
+    // schema's, the reader refuses that key; at each end it accepts it.
+    auto issuesFor = [](const KeySpec& spec, const nlohmann::json& value) {
+        nlohmann::json document = {{"model", nlohmann::json::object()}};
+        document[spec.section()][spec.name()] = value;
+        std::vector<std::string> keys;
+        try {
+            parseRunDocument(document.dump(), "", false);
+        } catch (const ConfigError& error) {
+            for (const ConfigIssue& issue : error.issues())
+                if (issue.reason.find("outside the allowed range") != std::string::npos
+                    || issue.reason.find("is not one of") != std::string::npos)
+                    keys.push_back(issue.key);
+        }
+        return keys;
+    };
+    int checked = 0;
+    for (const KeySpec& spec : configSchema()) {
+        const std::vector<std::string> only = {spec.key};
+        if (spec.type == KeyType::Integer) {
+            const auto min = static_cast<std::int64_t>(spec.min), max = static_cast<std::int64_t>(spec.max);
+            QVERIFY2(issuesFor(spec, min - 1) == only, qPrintable(q(spec.key)));
+            QVERIFY2(issuesFor(spec, max + 1) == only, qPrintable(q(spec.key)));
+            QVERIFY2(issuesFor(spec, min).empty() && issuesFor(spec, max).empty(), qPrintable(q(spec.key)));
+            ++checked;
+        } else if (spec.type == KeyType::Number) {
+            const double span = spec.max - spec.min;
+            QVERIFY2(issuesFor(spec, spec.min - span) == only, qPrintable(q(spec.key)));
+            QVERIFY2(issuesFor(spec, spec.max + span) == only, qPrintable(q(spec.key)));
+            QVERIFY2(issuesFor(spec, spec.min).empty() && issuesFor(spec, spec.max).empty(), qPrintable(q(spec.key)));
+            ++checked;
+        } else if (spec.type == KeyType::Choice) {
+            QVERIFY2(issuesFor(spec, "not-a-choice") == only, qPrintable(q(spec.key)));
+            for (const std::string& choice : spec.choices)
+                QVERIFY2(issuesFor(spec, choice).empty(), qPrintable(q(spec.key + " " + choice)));
+            ++checked;
+        }
+    }
+    QVERIFY(checked > 50);
+}
+
+void TestRunConfig::derivedKeysNameTheirRule()
+{
+    std::set<std::string> derived;
+    for (const KeySpec& spec : configSchema()) {
+        if (!spec.derived())
+            continue;
+        derived.insert(spec.key);
+        QVERIFY2(!spec.dependsOn.empty(), qPrintable(q(spec.key)));
+        for (const std::string& input : spec.dependsOn)
+            QVERIFY2(keySpec(input).key == input, qPrintable(q(input)));
+    }
+    QVERIFY((derived == std::set<std::string>{"model.head_dim", "model.ffn_dim", "model.top_k", "model.router_noise_std",
+                                               "model.routing_groups"}));
+    QCOMPARE(q(keySpec("model.head_dim").derivedRule), QStringLiteral("d_model / heads"));
+    QCOMPARE(q(keySpec("model.routing_groups").derivedRule), QStringLiteral("layers"));
+}
+
+void TestRunConfig::resolvingNeverFailsAndFollowsTheRules()
+{
+    // Values worked out by hand from the rules: 512 / 16, 4 x 512, min(2, 8), 1 / 8, 12.
+    const auto resolved = resolveRunDocument(nlohmann::json::parse(
+        R"({"model": {"d_model": 512, "heads": 16, "experts": 8, "layers": 12}, "train": {"steps": 7}})"));
+    const auto& model = resolved.at("model");
+    QCOMPARE(model.at("head_dim").get<int>(), 32);
+    QCOMPARE(model.at("ffn_dim").get<int>(), 2048);
+    QCOMPARE(model.at("top_k").get<int>(), 2);
+    QCOMPARE(model.at("router_noise_std").get<double>(), 0.125);
+    QCOMPARE(model.at("routing_groups").get<int>(), 12);
+    QCOMPARE(resolved.at("train").at("steps").get<int>(), 7);
+    QCOMPARE(resolved.at("task").at("kind").get<std::string>(), std::string("listops"));
+
+    // A document with problems still resolves: bad values take their defaults.
+    const auto broken = resolveRunDocument(nlohmann::json::parse(
+        R"({"model": {"layers": "six", "experts": 4, "nonsense": 1}, "train": 5, "task": {"kind": "dance"}})"));
+    QCOMPARE(broken.at("model").at("layers").get<int>(), 6);
+    QCOMPARE(broken.at("model").at("routing_groups").get<int>(), 6);
+    QCOMPARE(broken.at("model").at("router_noise_std").get<double>(), 0.25);
+    QCOMPARE(broken.at("train").at("steps").get<int>(), 2000);
+    QCOMPARE(broken.at("task").at("kind").get<std::string>(), std::string("listops"));
+    QCOMPARE(resolveRunDocument(nlohmann::json::array()).at("model").at("layers").get<int>(), 6);
 }
 
 QTEST_GUILESS_MAIN(TestRunConfig)

@@ -1,12 +1,17 @@
-// Tests ConfigPanel: round trip of a complete run document, typing into fields,
-// issues on fields and on the document, applicability, read-only, cost, presets, devices.
+// Tests ConfigPanel built from the core's schema as the app builds it: fields from
+// the schema, derived values that follow, round trip of a document, typing into
+// fields, the wheel, issues, applicability, read-only, cost, presets, devices.
 #include "ArchitectureDiagram.h"
+#include "ConfigAssessment.h"
 #include "ConfigPanel.h"
+#include "SchemaFields.h"
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QFrame>
+#include <QGroupBox>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QLabel>
@@ -14,9 +19,14 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
+#include <QToolButton>
+#include <QWheelEvent>
+
+#include <algorithm>
 
 using namespace widelab;
 
@@ -59,6 +69,34 @@ QJsonObject completeWideNet()
         {"task", task},
         {"train", train},
     };
+}
+
+// The derived keys of completeWideNet hold what their rules give (head_dim 256 / 8,
+// ffn_dim 4 x 256, top_k min(2, 4), router_noise_std 1 / 4, routing_groups 6):
+// the panel takes them as following, and its document leaves them out.
+const QStringList kDerivedKeys = {"head_dim", "ffn_dim", "top_k", "router_noise_std", "routing_groups"};
+
+QJsonObject withoutDerived(QJsonObject document)
+{
+    QJsonObject model = document.value("model").toObject();
+    for (const QString& key : kDerivedKeys)
+        model.remove(key);
+    document.insert("model", model);
+    return document;
+}
+
+// The panel as the app makes it: the core's schema, the core's resolver.
+class AppPanel : public ConfigPanel {
+public:
+    AppPanel() : ConfigPanel(schemaFields()) { setResolver(resolveDocument); }
+};
+
+void wheelOver(QWidget* widget, int delta)
+{
+    const QPointF at(widget->width() / 2.0, widget->height() / 2.0);
+    QWheelEvent wheel(at, widget->mapToGlobal(at), QPoint(), QPoint(0, delta), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(widget, &wheel);
 }
 
 QJsonObject withValue(QJsonObject document, const QString& section, const QString& key, const QJsonValue& value)
@@ -111,7 +149,7 @@ private Q_SLOTS:
     {
         // The form does not scroll sideways: squeezed, the panel keeps the width
         // its fields need instead of clipping them at the right.
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(completeWideNet());
         panel.resize(120, 700);
         panel.show();
@@ -130,7 +168,7 @@ private Q_SLOTS:
 
     void everyKeyOfTheDocumentHasAnEditor()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         const QJsonObject document = completeWideNet();
         for (const QString section : {"model", "task", "train"}) {
             const QJsonObject inner = document.value(section).toObject();
@@ -145,13 +183,15 @@ private Q_SLOTS:
 
     void completeDocumentRoundTrips()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
         const QJsonObject document = completeWideNet();
         panel.setDocument(document);
         QCOMPARE(changed.count(), 0);
         const QJsonObject back = panel.document();
-        QCOMPARE(back, document);
+        QCOMPARE(back, withoutDerived(document));
+        for (const QString& key : kDerivedKeys)
+            QVERIFY2(panel.isFollowing("model." + key), qPrintable(key));
 
         // Integers stay integers, fractions stay doubles, probes an array of strings.
         QVERIFY(storedAsInteger(valueAt(back, "model", "layers")));
@@ -166,30 +206,193 @@ private Q_SLOTS:
                  QStringLiteral("[MAX 2 9 [MIN 4 7 ] 0 ]\n[SM 1 2 3 ]"));
     }
 
-    void shippedPresetFillsDefaults()
+    void shippedPresetKeepsOnlyWhatItSets()
     {
         QFile file(QStringLiteral(WIDELAB_PRESETS_DIR "/widenet.json"));
         QVERIFY(file.open(QIODevice::ReadOnly));
         const QJsonObject preset = QJsonDocument::fromJson(file.readAll()).object();
         QVERIFY(!preset.isEmpty());
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(preset);
-        QJsonObject expected = completeWideNet();
-        expected.insert("description", preset.value("description"));
-        // The shipped preset has no learning rate or probes: the panel shows the defaults.
-        expected = withValue(expected, "train", "learning_rate", 1e-3);
-        expected = withValue(expected, "train", "probes", QJsonArray());
+        // The preset's top_k (2 = min(2, 4)) and ffn_dim (1024 = 4 x 256) are what
+        // their rules give: they follow, and the document leaves them out.
+        QJsonObject expected = preset;
+        QJsonObject model = expected.value("model").toObject();
+        model.remove("top_k");
+        model.remove("ffn_dim");
+        expected.insert("model", model);
         QCOMPARE(panel.document(), expected);
-        // Defaults computed from other keys follow them while the key stays unset.
+        // Absent keys show their defaults.
+        QCOMPARE(qobject_cast<QSpinBox*>(panel.field("train.steps"))->value(), 2000);
+        QCOMPARE(qobject_cast<QSpinBox*>(panel.field("model.head_dim"))->value(), 32);
+    }
+
+    void derivedValuesFollowTheirInputs()
+    {
+        QFile file(QStringLiteral(WIDELAB_PRESETS_DIR "/widenet.json"));
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        AppPanel panel;
+        panel.setDocument(QJsonDocument::fromJson(file.readAll()).object());
+        auto* routingGroups = qobject_cast<QSpinBox*>(panel.field("model.routing_groups"));
+        auto* noise = qobject_cast<QDoubleSpinBox*>(panel.field("model.router_noise_std"));
+        QCOMPARE(routingGroups->value(), 6);
+
+        // 6 blocks to 4: valid at once (routing_groups is not left at 6).
+        replaceText(panel.field("model.layers"), "4");
+        QCOMPARE(routingGroups->value(), 4);
+        QVERIFY(assessDocument(panel.document()).valid);
+        // 4 to 12: every block routes.
+        replaceText(panel.field("model.layers"), "12");
+        QCOMPARE(routingGroups->value(), 12);
+        // 4 experts to 8: router noise 1/8.
         replaceText(panel.field("model.experts"), "8");
-        QCOMPARE(valueAt(panel.document(), "model", "router_noise_std").toDouble(), 1.0 / 8);
+        QCOMPARE(noise->value(), 0.125);
+        const ConfigAssessment assessed = assessDocument(panel.document());
+        QVERIFY(assessed.valid);
+        QCOMPARE(valueAt(assessed.complete, "model", "routing_groups"), QJsonValue(12));
+        QCOMPARE(valueAt(assessed.complete, "model", "router_noise_std").toDouble(), 0.125);
+        // Shown as derived, and not written.
+        QCOMPARE(routingGroups->property("widelabDerived").toBool(), true);
+        const QLabel* rule = frameOf(routingGroups)->findChild<QLabel*>("widelabRule");
+        QVERIFY(rule && !rule->isHidden());
+        QCOMPARE(rule->text(), QStringLiteral("= layers"));
+        const QJsonObject model = panel.document().value("model").toObject();
+        for (const QString& key : kDerivedKeys)
+            QVERIFY2(!model.contains(key), qPrintable(key));
+        QCOMPARE(model.value("layers"), QJsonValue(12));
+        QCOMPARE(model.value("experts"), QJsonValue(8));
+    }
+
+    void aDerivedValueTheUserSetStays()
+    {
+        AppPanel panel;
+        panel.setDocument(completeWideNet());
+        auto* headDim = qobject_cast<QSpinBox*>(panel.field("model.head_dim"));
         replaceText(panel.field("model.d_model"), "512");
-        QCOMPARE(valueAt(panel.document(), "model", "head_dim"), QJsonValue(64));   // unset: d_model / heads
-        QCOMPARE(valueAt(panel.document(), "model", "ffn_dim"), QJsonValue(1024));  // given by the preset
-        // Once edited, a derived key keeps its value.
-        replaceText(panel.field("model.head_dim"), "40");
+        QCOMPARE(headDim->value(), 64);  // d_model / heads
+        replaceText(headDim, "40");
+        QVERIFY(!panel.isFollowing("model.head_dim"));
+        QCOMPARE(headDim->property("widelabDerived").toBool(), false);
         replaceText(panel.field("model.d_model"), "256");
+        QCOMPARE(headDim->value(), 40);
         QCOMPARE(valueAt(panel.document(), "model", "head_dim"), QJsonValue(40));
+
+        // Its button makes it follow again.
+        QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
+        auto* follow = frameOf(headDim)->findChild<QToolButton*>();
+        QVERIFY(follow && !follow->isHidden());
+        QTest::mouseClick(follow, Qt::LeftButton);
+        QCOMPARE(changed.count(), 1);
+        QVERIFY(panel.isFollowing("model.head_dim"));
+        QCOMPARE(headDim->value(), 32);
+        QVERIFY(!panel.document().value("model").toObject().contains("head_dim"));
+
+        // A loaded value other than the rule's is the user's.
+        panel.setDocument(withValue(completeWideNet(), "model", "routing_groups", 3));
+        QVERIFY(!panel.isFollowing("model.routing_groups"));
+        QVERIFY(panel.isFollowing("model.head_dim"));
+        replaceText(panel.field("model.layers"), "12");
+        QCOMPARE(valueAt(panel.document(), "model", "routing_groups"), QJsonValue(3));
+    }
+
+    void theSchemaDrivesThePanel()
+    {
+        // A key added to the core's schema gets a field without the panel knowing it.
+        QList<FieldSpec> schema = schemaFields();
+        FieldSpec knob;
+        knob.key = "model.future_knob";
+        knob.type = FieldSpec::Type::Integer;
+        knob.min = 1;
+        knob.max = 9;
+        knob.defaultValue = 3;
+        knob.description = "a knob the core grew";
+        schema.append(knob);
+        // A key dropped from the schema loses its field.
+        schema.erase(std::remove_if(schema.begin(), schema.end(), [](const FieldSpec& f) { return f.key == "model.pooler"; }),
+                     schema.end());
+        ConfigPanel panel(schema);
+        auto* spin = qobject_cast<QSpinBox*>(panel.field("model.future_knob"));
+        QVERIFY(spin);
+        QCOMPARE(spin->value(), 3);
+        QCOMPARE(spin->maximum(), 9);
+        QCOMPARE(panel.groupOf("model.future_knob"), QStringLiteral("Other"));
+        QVERIFY(spin->toolTip().contains("a knob the core grew"));
+        QCOMPARE(panel.field("model.pooler"), nullptr);
+        QVERIFY(!panel.document().value("model").toObject().contains("future_knob"));
+        replaceText(spin, "7");
+        QCOMPARE(valueAt(panel.document(), "model", "future_knob"), QJsonValue(7));
+    }
+
+    void theLayoutPlacesEveryKeyOfTheSchema()
+    {
+        AppPanel panel;
+        QStringList schemaKeys;
+        for (const FieldSpec& spec : schemaFields())
+            schemaKeys << spec.key;
+        QStringList keys = panel.keys();
+        std::sort(keys.begin(), keys.end());
+        std::sort(schemaKeys.begin(), schemaKeys.end());
+        QCOMPARE(keys, schemaKeys);
+        for (const QString& key : std::as_const(keys))
+            QVERIFY2(panel.groupOf(key) != "Other", qPrintable(key));
+        QCOMPARE(panel.groupOf("model.experts"), QStringLiteral("Experts"));
+    }
+
+    void theWheelScrollsUnlessTheUserWorksInTheField()
+    {
+        AppPanel panel;
+        panel.setDocument(completeWideNet());
+        panel.resize(420, 500);
+        panel.show();
+        QApplication::setActiveWindow(&panel);
+        QVERIFY(QTest::qWaitForWindowActive(&panel));
+        auto* scroll = panel.findChild<QScrollArea*>()->verticalScrollBar();
+        auto* layers = qobject_cast<QSpinBox*>(panel.field("model.layers"));
+        auto* activation = qobject_cast<QComboBox*>(panel.field("model.activation"));
+
+        // Focused from the keyboard (Tab), then scrolled over: the form scrolls.
+        layers->setFocus(Qt::TabFocusReason);
+        QVERIFY(layers->hasFocus());
+        wheelOver(layers, -120);
+        QCOMPARE(layers->value(), 6);
+        QVERIFY(scroll->value() > 0);
+        activation->setFocus(Qt::TabFocusReason);
+        wheelOver(activation, -120);
+        QCOMPARE(activation->currentData().toString(), QStringLiteral("gelu"));
+
+        // Clicked into, with the pointer still there: the wheel steps the value.
+        QTest::mouseClick(layers->findChild<QLineEdit*>(), Qt::LeftButton);
+        QVERIFY(layers->hasFocus());
+        wheelOver(layers, 120);
+        QCOMPARE(layers->value(), 7);
+        // Once the pointer has left it, the field keeps its focus but not the wheel.
+        QEvent leave(QEvent::Leave);
+        QApplication::sendEvent(layers, &leave);
+        QVERIFY(layers->hasFocus());
+        wheelOver(layers, 120);
+        QCOMPARE(layers->value(), 7);
+    }
+
+    void staleCostAndDiagramSaySo()
+    {
+        AppPanel panel;
+        panel.setCost({26'225'674, 9'800'000, 54'100'000, 52.3e6, 0});
+        QVERIFY(panel.isModelCurrent());
+        QVERIFY(!panel.costText().contains("Last valid"));
+        auto* architecture = panel.diagram()->parentWidget();
+        QVERIFY(qobject_cast<QGroupBox*>(architecture));
+        panel.setModelCurrent(false);
+        QVERIFY2(panel.costText().contains("Last valid model"), qPrintable(panel.costText()));
+        QVERIFY(panel.costText().contains("26.2M"));
+        QVERIFY(qobject_cast<QGroupBox*>(architecture)->title().contains("last valid model"));
+        panel.setModelCurrent(true);
+        QVERIFY(!panel.costText().contains("Last valid"));
+        QCOMPARE(qobject_cast<QGroupBox*>(architecture)->title(), QStringLiteral("Architecture"));
+
+        // Never valid: nothing to show, and it says so.
+        AppPanel fresh;
+        fresh.setModelCurrent(false);
+        QVERIFY2(fresh.costText().contains("No valid model"), qPrintable(fresh.costText()));
     }
 
     void unknownKeysArePreserved()
@@ -198,7 +401,7 @@ private Q_SLOTS:
         document = withValue(document, "model", "future_knob", 5);
         document = withValue(document, "train", "notes", "kept");
         document.insert("extra", QJsonObject{{"a", 1}});
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(document);
         replaceText(panel.field("model.layers"), "12");
         const QJsonObject back = panel.document();
@@ -212,7 +415,7 @@ private Q_SLOTS:
     {
         QJsonObject document = withValue(completeWideNet(), "model", "layers", "six");
         document = withValue(document, "model", "activation", "tanh");
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(document);
         QCOMPARE(valueAt(panel.document(), "model", "layers"), QJsonValue("six"));
         QCOMPARE(valueAt(panel.document(), "model", "activation"), QJsonValue("tanh"));
@@ -223,7 +426,7 @@ private Q_SLOTS:
 
     void typingExpertsChangesExactlyThatKey()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         const QJsonObject document = completeWideNet();
         panel.setDocument(document);
         QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
@@ -233,18 +436,18 @@ private Q_SLOTS:
         replaceText(experts, "16");
         QVERIFY(changed.count() >= 1);
         QCOMPARE(experts->value(), 16);
-        QCOMPARE(panel.document(), withValue(document, "model", "experts", 16));
+        QCOMPARE(panel.document(), withValue(withoutDerived(document), "model", "experts", 16));
     }
 
     void learningRateTakesScientificNotation()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         const QJsonObject document = completeWideNet();
         panel.setDocument(document);
         QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
         replaceText(panel.field("train.learning_rate"), "2e-5");
         QVERIFY(changed.count() >= 1);
-        QCOMPARE(panel.document(), withValue(document, "train", "learning_rate", 2e-5));
+        QCOMPARE(panel.document(), withValue(withoutDerived(document), "train", "learning_rate", 2e-5));
         // The arrows step the leading digit within a decade.
         auto* spin = qobject_cast<QAbstractSpinBox*>(panel.field("train.learning_rate"));
         spin->stepBy(1);
@@ -255,7 +458,7 @@ private Q_SLOTS:
 
     void probesAreOneLineEach()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(completeWideNet());
         auto* probes = qobject_cast<QPlainTextEdit*>(panel.field("train.probes"));
         probes->moveCursor(QTextCursor::End);
@@ -269,7 +472,7 @@ private Q_SLOTS:
 
     void issuesMarkTheirField()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(completeWideNet());
         const QString reason = QStringLiteral("3 exceeds model.experts: 2");
         panel.setIssues({{"model.top_k", reason}});
@@ -297,7 +500,7 @@ private Q_SLOTS:
 
     void issuesWithoutAFieldAreListedAtTheTop()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(completeWideNet());
         panel.setIssues({{"model.share_attn", "unknown key (did you mean \"share_attention\"?)"},
                          {"", "widenet.json: invalid configuration"},
@@ -319,7 +522,7 @@ private Q_SLOTS:
 
     void expertFieldsApplyOnlyWithExperts()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         QJsonObject document = withValue(completeWideNet(), "model", "experts", 1);
         document = withValue(document, "model", "top_k", 1);
         panel.setDocument(document);
@@ -342,7 +545,7 @@ private Q_SLOTS:
 
     void taskFieldsFollowTheTaskKind()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(completeWideNet());
         QVERIFY(!panel.field("task.path")->isVisibleTo(&panel));
         QVERIFY(!panel.field("task.tokenizer")->isVisibleTo(&panel));
@@ -368,7 +571,7 @@ private Q_SLOTS:
 
     void optimizerFieldsFollowTheOptimizer()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDocument(withValue(completeWideNet(), "train", "optimizer", "sgd"));
         QVERIFY(panel.field("train.momentum")->isEnabled());
         QVERIFY(!panel.field("train.beta1")->isEnabled());
@@ -379,7 +582,7 @@ private Q_SLOTS:
 
     void readOnlyStopsEdits()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         const QJsonObject document = completeWideNet();
         panel.setDocument(document);
         QSignalSpy changed(&panel, &ConfigPanel::documentChanged);
@@ -392,7 +595,7 @@ private Q_SLOTS:
         auto* kind = qobject_cast<QComboBox*>(panel.field("task.kind"));
         QTest::keyClick(kind, Qt::Key_Down);
         QCOMPARE(changed.count(), 0);
-        QCOMPARE(panel.document(), document);
+        QCOMPARE(panel.document(), withoutDerived(document));
 
         panel.setReadOnly(false);
         replaceText(panel.field("model.experts"), "9");
@@ -402,7 +605,7 @@ private Q_SLOTS:
 
     void costIsShownInHumanUnits()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setCost({26'225'674, 9'800'000, 54'100'000, 52.3e6, qint64{1288490189}});
         auto* cost = panel.findChild<QLabel*>("widelabCost");
         QVERIFY(cost);
@@ -418,7 +621,7 @@ private Q_SLOTS:
 
     void presetsEmitTheirName()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setPresets({"widenet", "albert"});
         auto* combo = panel.findChild<QComboBox*>();  // the first combo: the preset picker
         QVERIFY(combo);
@@ -432,7 +635,7 @@ private Q_SLOTS:
 
     void devicesComeFromTheApp()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         panel.setDevices({{"auto", "Automatic"}, {"cpu", "CPU"}, {"cuda:0", "NVIDIA H100 (80 GB)"}});
         panel.setDocument(withValue(completeWideNet(), "train", "device", "cuda:0"));
         auto* device = qobject_cast<QComboBox*>(panel.field("train.device"));
@@ -451,7 +654,7 @@ private Q_SLOTS:
 
     void architectureGoesToTheDiagram()
     {
-        ConfigPanel panel;
+        AppPanel panel;
         ArchitectureSketch sketch;
         sketch.layers = 6;
         sketch.shareAttention = true;

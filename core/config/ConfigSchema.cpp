@@ -1,0 +1,211 @@
+#include "ConfigSchema.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace widelab {
+namespace {
+
+using json = nlohmann::json;
+
+// Generous upper bounds: a typo such as 1e9 layers is an error, not an allocation.
+constexpr double kMaxWidth = 1 << 16;
+constexpr double kMaxVocab = 10'000'000;
+constexpr double kMaxLen = 1 << 20;
+constexpr double kMaxLayers = 1024;
+constexpr double kMaxHeads = 4096;
+constexpr double kMaxExperts = 4096;
+constexpr double kMaxPaths = 64;
+constexpr double kBig = static_cast<double>(std::int64_t{1} << 40);
+
+KeySpec integer(std::string key, double min, double max, std::int64_t value, std::string description)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Integer;
+    s.min = min;
+    s.max = max;
+    s.defaultValue = value;
+    s.description = std::move(description);
+    return s;
+}
+
+KeySpec number(std::string key, double min, double max, double value, std::string description)
+{
+    KeySpec s = integer(std::move(key), min, max, 0, std::move(description));
+    s.type = KeyType::Number;
+    s.defaultValue = value;
+    return s;
+}
+
+KeySpec boolean(std::string key, bool value, std::string description)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Boolean;
+    s.defaultValue = value;
+    s.description = std::move(description);
+    return s;
+}
+
+// The choices' order is that of the reader's enum; `defaultIndex` picks the default.
+KeySpec choice(std::string key, std::vector<std::string> choices, std::string description, std::size_t defaultIndex = 0)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Choice;
+    s.defaultValue = choices.at(defaultIndex);
+    s.choices = std::move(choices);
+    s.description = std::move(description);
+    return s;
+}
+
+KeySpec text(std::string key, KeyType type, json value, std::string description)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = type;
+    s.defaultValue = std::move(value);
+    s.description = std::move(description);
+    return s;
+}
+
+KeySpec derived(KeySpec spec, std::string rule, std::vector<std::string> dependsOn)
+{
+    spec.derivedRule = std::move(rule);
+    spec.dependsOn = std::move(dependsOn);
+    return spec;
+}
+
+std::vector<KeySpec> makeSchema()
+{
+    return {
+        text("name", KeyType::Text, "", "a short name for the run, shown in lists and plots"),
+        text("description", KeyType::Text, "", "what the run is about: free text, kept with the run"),
+
+        integer("model.vocab_size", 2, kMaxVocab, 256, "token vocabulary size; holds the tokenizer's vocabulary"),
+        integer("model.max_len", 1, kMaxLen, 512, "longest input in tokens, not counting the CLS token"),
+        integer("model.d_model", 1, kMaxWidth, 256, "width of the residual stream"),
+        integer("model.embedding_dim", 0, kMaxWidth, 0, "factorised token embedding size; 0: embed straight into d_model"),
+        integer("model.layers", 1, kMaxLayers, 6, "number of Transformer blocks"),
+        integer("model.heads", 1, kMaxHeads, 8, "attention heads per block"),
+        derived(integer("model.head_dim", 1, kMaxWidth, 32, "width of each attention head"), "d_model / heads",
+                {"model.d_model", "model.heads"}),
+        derived(integer("model.ffn_dim", 1, kMaxWidth * 16, 1024, "hidden width of the FFN and of each expert"),
+                "4 * d_model", {"model.d_model"}),
+        choice("model.activation", {"gelu", "relu", "silu"}, "nonlinearity of the FFN and the experts"),
+        number("model.dropout", 0.0, 0.99, 0.1, "dropout on embeddings, attention probabilities and sublayer outputs"),
+
+        choice("model.head", {"classification", "language_model"}, "one label per sequence, or next-token logits"),
+        choice("model.pooling", {"cls", "mean"}, "classification: read a CLS token or average the tokens"),
+        boolean("model.pooler", false, "classification: a tanh dense layer on the pooled vector"),
+        integer("model.num_classes", 2, kMaxVocab, 10, "classification: number of labels"),
+
+        integer("model.experts", 1, kMaxExperts, 1, "1: a dense FFN; more: a mixture of experts"),
+        derived(integer("model.top_k", 1, kMaxExperts, 1, "experts each token is routed to"), "min(2, experts)",
+                {"model.experts"}),
+        number("model.capacity_factor", -1.0e9, 1.0e9, 1.2, "tokens an expert takes in training, as a factor; <= 0: never drop"),
+        number("model.eval_capacity_factor", -1.0e9, 1.0e9, 2.0, "the capacity factor in evaluation; <= 0: never drop"),
+        derived(number("model.router_noise_std", 0.0, 1.0e3, 0.0, "Gaussian noise on router logits while training (0 with one expert)"),
+                "1 / experts", {"model.experts"}),
+        number("model.balance_loss_weight", 0.0, 1.0e3, 0.01, "weight of the load-balancing loss"),
+        derived(integer("model.routing_groups", 1, kMaxLayers, 6, "groups of consecutive blocks that share one routing"),
+                "layers", {"model.layers"}),
+        choice("model.routing_priority", {"position", "batch"}, "which tokens fill a full expert first"),
+        boolean("model.renormalize_gates", false, "scale the top-k gates to sum to 1"),
+        boolean("model.share_router", true, "one router for every block"),
+
+        boolean("model.share_attention", false, "one attention module for every block"),
+        boolean("model.share_ffn", false, "one FFN or mixture of experts for every block"),
+        boolean("model.share_layernorm", false, "one pair of LayerNorms for every block"),
+
+        integer("model.paths", 1, kMaxPaths, 1, "parallel paths in every sublayer (Multi-Path Transformer)"),
+        boolean("model.path_norm", false, "a LayerNorm at the end of every path"),
+        boolean("model.learnable_path_weights", false, "train the weights of the paths' sum"),
+        boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
+
+        choice("task.kind", {"listops", "classification", "language_model"}, "generated ListOps, or a data file"),
+        text("task.path", KeyType::FilePath, "", "the data file of a classification or language-model task"),
+        choice("task.tokenizer", {"byte", "character", "word"}, "how file texts become tokens"),
+        integer("task.vocab_limit", 3, 10'000'000, 8000, "character and word tokenizers: the most tokens kept"),
+        integer("task.sequence_length", 0, kBig, 0, "longer texts are cut; 0: model.max_len"),
+        number("task.validation_fraction", 0.0, 0.5, 0.05, "share of the file held out for validation"),
+        number("task.test_fraction", 0.0, 0.5, 0.05, "share of the file held out for testing"),
+        integer("task.min_length", 1, 1 << 20, 16, "ListOps: shortest expression in tokens"),
+        integer("task.max_length", 1, 1 << 20, 128, "ListOps: longest expression in tokens"),
+        integer("task.train_size", 1, kBig, 20000, "ListOps: examples in the training split"),
+        integer("task.validation_size", 1, kBig, 1000, "ListOps: examples in the validation split"),
+        integer("task.test_size", 1, kBig, 1000, "ListOps: examples in the test split"),
+        integer("task.seed", 0, kBig, 0, "seed of the ListOps generator and of the file splits"),
+
+        choice("train.optimizer", {"adamw", "lamb", "sgd"}, "the optimizer"),
+        number("train.learning_rate", 1e-12, 100.0, 1e-3, "peak learning rate, reached after warmup"),
+        number("train.weight_decay", 0.0, 10.0, 0.01, "decoupled weight decay on matrices"),
+        number("train.beta1", 0.0, 0.999999, 0.9, "AdamW and LAMB: decay of the first moment"),
+        number("train.beta2", 0.0, 0.999999999, 0.999, "AdamW and LAMB: decay of the second moment"),
+        number("train.epsilon", 1e-20, 1.0, 1e-8, "AdamW and LAMB: added to the denominator"),
+        number("train.momentum", 0.0, 0.999999, 0.9, "SGD: momentum"),
+        choice("train.schedule", {"constant", "warmup_cosine", "inverse_sqrt", "warmup_rsqrt"},
+               "how the learning rate moves over training", 1),
+        integer("train.warmup_steps", 0, kBig, 100, "linear warmup to the peak learning rate"),
+        number("train.min_learning_rate_ratio", 0.0, 1.0, 0.0, "cosine: the final rate as a fraction of the peak"),
+        integer("train.steps", 1, kBig, 2000, "optimizer steps in the whole run"),
+        integer("train.batch_size", 1, 1 << 20, 32, "sequences per step"),
+        number("train.gradient_clip", -1.0, 1e9, 1.0, "clip the global gradient norm; <= 0: off"),
+        number("train.label_smoothing", 0.0, 0.99, 0.0, "target probability spread over the other classes"),
+        text("train.device", KeyType::Device, "auto", "auto, cpu, cuda or cuda:N"),
+        boolean("train.bf16", true, "autocast to bfloat16 on CUDA"),
+        integer("train.threads", 0, 4096, 0, "intra-op CPU threads; 0: every core"),
+        integer("train.seed", 0, kBig, 0, "seed of initialisation, dropout, router noise and batch order"),
+        integer("train.log_every", 1, kBig, 10, "steps between snapshots and metrics lines"),
+        integer("train.eval_every", 1, kBig, 200, "steps between validation passes"),
+        integer("train.eval_batches", 0, kBig, 20, "validation batches per evaluation; 0: the whole split"),
+        integer("train.checkpoint_every", 1, kBig, 200, "steps between checkpoints"),
+        integer("train.keep_last", 1, 1000, 3, "checkpoints kept"),
+        integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),
+        text("train.probes", KeyType::TextList, json::array(), "texts inspected during training"),
+    };
+}
+
+}  // namespace
+
+std::string KeySpec::section() const
+{
+    const auto dot = key.find('.');
+    return dot == std::string::npos ? std::string() : key.substr(0, dot);
+}
+
+std::string KeySpec::name() const
+{
+    const auto dot = key.find('.');
+    return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+const std::vector<KeySpec>& configSchema()
+{
+    static const std::vector<KeySpec> schema = makeSchema();
+    return schema;
+}
+
+const KeySpec& keySpec(const std::string& key)
+{
+    static const std::unordered_map<std::string, const KeySpec*> byKey = [] {
+        std::unordered_map<std::string, const KeySpec*> map;
+        for (const KeySpec& spec : configSchema())
+            map.emplace(spec.key, &spec);
+        return map;
+    }();
+    const auto it = byKey.find(key);
+    if (it == byKey.end())
+        throw std::out_of_range("no configuration key " + key);
+    return *it->second;
+}
+
+std::string toString(KeyType type)
+{
+    static const char* const names[] = {"integer", "number", "boolean", "choice", "text", "file path", "list of texts", "device"};
+    return names[static_cast<int>(type)];
+}
+
+}  // namespace widelab

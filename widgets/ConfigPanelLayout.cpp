@@ -1,0 +1,237 @@
+#include "ConfigPanelLayout.h"
+
+#include <QCoreApplication>
+
+namespace widelab {
+namespace {
+
+QString t(const char* text) { return QCoreApplication::translate("ConfigPanel", text); }
+
+QList<FieldGroup> makeLayout()
+{
+    return {
+        {t("Run"),
+         {
+             {"name", t("Name"), t("A short name for the run, shown in lists and plots.")},
+             {"description", t("Description"), t("What this run is about: free text, kept with the run.")},
+         }},
+        {t("Depth"),
+         {
+             {"model.layers", t("Blocks"),
+              t("Number of Transformer blocks L. With shared modules, a deeper stack reuses the same weights "
+                "more times (WideNet, ALBERT) instead of adding parameters.")},
+         }},
+        {t("Width"),
+         {
+             {"model.d_model", t("Model width (d_model)"),
+              t("Width D of the residual stream: every block reads and writes vectors of this size.")},
+             {"model.heads", t("Attention heads"),
+              t("Attention heads H per block. Wide Attention trades blocks for heads at a fixed total (6x8 ... 1x48).")},
+             {"model.head_dim", t("Head dimension"),
+              t("Per-head width A; the attention width is heads x head_dim, independent of d_model.")},
+             {"model.ffn_dim", t("FFN hidden size"), t("Hidden width M of the feed-forward network and of each expert.")},
+             {"model.embedding_dim", t("Embedding size"),
+              t("0: embed tokens straight into d_model. Otherwise factorised: vocab -> embedding_dim -> d_model "
+                "(ALBERT, WideNet NLP), which saves parameters with a large vocabulary."),
+              t("not factorised")},
+             {"model.activation", t("Activation"), t("The FFN's and the experts' nonlinearity."), {}, 0.1, false,
+              {{"gelu", "GELU"}, {"relu", "ReLU"}, {"silu", "SiLU"}}},
+             {"model.dropout", t("Dropout"),
+              t("Dropout on embeddings, attention probabilities and sublayer outputs (0 to 0.99)."), {}, 0.05},
+             {"model.max_len", t("Longest input (max_len)"),
+              t("Longest input sequence in tokens, not counting the CLS token; sets the position table.")},
+             {"model.vocab_size", t("Vocabulary size"),
+              t("Token vocabulary size; it must hold the tokenizer's vocabulary (bytes: 258).")},
+         }},
+        {t("Head"),
+         {
+             {"model.head", t("Head"),
+              t("Classification: one label per sequence. Language model: next-token logits at every position, "
+                "with causal attention."),
+              {}, 0.1, false, {{"classification", t("Classification")}, {"language_model", t("Language model")}}},
+             {"model.pooling", t("Pooling"),
+              t("Classification only: read the sequence from a learned CLS token, or average the valid tokens."), {},
+              0.1, false, {{"cls", t("CLS token")}, {"mean", t("Mean over tokens")}}},
+             {"model.pooler", t("Pooler"),
+              t("Classification only: a tanh dense layer d_model -> d_model on the pooled vector (BERT, ALBERT).")},
+             {"model.num_classes", t("Classes"), t("Classification only: number of labels (ListOps: 10).")},
+         }},
+        {t("Experts"),
+         {
+             {"model.experts", t("Experts"),
+              t("1: a dense FFN. More: a mixture of experts, each token routed to top_k of them.")},
+             {"model.top_k", t("Experts per token (top-k)"),
+              t("How many experts each token uses; at most the number of experts.")},
+             {"model.capacity_factor", t("Capacity factor"),
+              t("Training capacity C: each expert takes at most ceil(top_k x C x tokens / experts) tokens; the rest "
+                "are dropped and the residual carries them. <= 0: never drop.")},
+             {"model.eval_capacity_factor", t("Evaluation capacity"), t("Capacity factor C in evaluation. <= 0: never drop.")},
+             {"model.balance_loss_weight", t("Balance loss weight"),
+              t("Weight lambda of the load-balancing loss (WideNet Eq. 8) added to the task loss."), {}, 0.01, true},
+             {"model.router_noise_std", t("Router noise"),
+              t("Standard deviation of the Gaussian noise added to router logits while training."), {}, 0.05},
+             {"model.routing_groups", t("Routing groups"),
+              t("G groups of consecutive blocks; only a group's first block routes, the others reuse its routing.")},
+             {"model.routing_priority", t("Routing priority"),
+              t("Which tokens get an expert's slots first when it is full. Language models: position only."), {}, 0.1,
+              false, {{"position", t("By position")}, {"batch", t("By top-1 probability (batch)")}}},
+             {"model.renormalize_gates", t("Renormalise gates"),
+              t("Scale the top-k combine weights to sum to 1 (needs top_k >= 2).")},
+             {"model.share_router", t("Share the router"), t("One router for all blocks (WideNet) or one per block.")},
+         }},
+        {t("Paths"),
+         {
+             {"model.paths", t("Paths per sublayer"),
+              t("n parallel paths in every attention and FFN sublayer (Multi-Path Transformer). Cannot be combined "
+                "with experts.")},
+             {"model.path_norm", t("PathNorm"), t("A LayerNorm at the end of every path.")},
+             {"model.learnable_path_weights", t("Learnable path weights"),
+              t("Train the weights alpha and beta of the paths' sum; otherwise they stay at 1/sqrt(2n) and 1.")},
+             {"model.path_extra_features", t("Extra path features"),
+              t("n cheap extra features, each the mean of n-1 paths (needs paths >= 3).")},
+         }},
+        {t("Sharing across blocks"),
+         {
+             {"model.share_attention", t("Share attention"), t("One attention module used by every block (WideNet, ALBERT).")},
+             {"model.share_ffn", t("Share FFN / MoE"),
+              t("One FFN, or one mixture of experts, used by every block (WideNet, ALBERT).")},
+             {"model.share_layernorm", t("Share LayerNorms"),
+              t("One pair of LayerNorms (and path combiners) for every block. WideNet keeps them individual: that is "
+                "what lets shared weights act differently in each block.")},
+         }},
+        {t("Task and data"),
+         {
+             {"task.kind", t("Task"),
+              t("ListOps: nested list operations generated in-process (Long Range Arena rules). Classification: a "
+                "TSV/CSV file of label, text. Language model: any text file."),
+              {}, 0.1, false,
+              {{"listops", t("ListOps (generated)")},
+               {"classification", t("Classification file")},
+               {"language_model", t("Language model file")}}},
+             {"task.path", t("Data file"), t("The TSV/CSV (classification) or text (language model) file.")},
+             {"task.tokenizer", t("Tokenizer"), t("How file texts become tokens. Bytes need vocab_size >= 258."), {}, 0.1,
+              false, {{"byte", t("Bytes")}, {"character", t("Characters")}, {"word", t("Words")}}},
+             {"task.vocab_limit", t("Vocabulary limit"),
+              t("Character and word tokenizers: keep the most frequent tokens of the training split, plus padding "
+                "and unknown.")},
+             {"task.sequence_length", t("Sequence length"), t("Longer texts are cut. 0: model.max_len."), t("= max_len")},
+             {"task.validation_fraction", t("Validation fraction"),
+              t("Share of the file held out for validation (deterministic from the data seed)."), {}, 0.01},
+             {"task.test_fraction", t("Test fraction"), t("Share of the file held out for testing."), {}, 0.01},
+             {"task.min_length", t("Shortest expression"), t("ListOps: shortest expression in tokens (LRA uses 500-2000).")},
+             {"task.max_length", t("Longest expression"),
+              t("ListOps: longest expression in tokens; at most the sequence length.")},
+             {"task.train_size", t("Training examples"), t("ListOps examples in the training split.")},
+             {"task.validation_size", t("Validation examples"), t("ListOps examples in the validation split.")},
+             {"task.test_size", t("Test examples"), t("ListOps examples in the test split.")},
+             {"task.seed", t("Data seed"), t("Seed of the ListOps generator and of the file splits.")},
+         }},
+        {t("Optimizer"),
+         {
+             {"train.optimizer", t("Optimizer"), t("AdamW, LAMB (the optimizer WideNet trains with) or SGD with momentum."),
+              {}, 0.1, false, {{"adamw", "AdamW"}, {"lamb", t("LAMB (WideNet)")}, {"sgd", t("SGD with momentum")}}},
+             {"train.learning_rate", t("Learning rate"),
+              t("Peak learning rate, reached at the end of warmup. Accepts scientific notation (3e-4); the arrows "
+                "step 1, 2, ... 9 within a decade."),
+              {}, 0, true},
+             {"train.weight_decay", t("Weight decay"),
+              t("Decoupled weight decay on matrices only; biases, LayerNorms and path weights are not decayed."), {}, 0,
+              true},
+             {"train.beta1", t("Beta 1"), t("AdamW and LAMB: decay of the first-moment average."), {}, 0.01},
+             {"train.beta2", t("Beta 2"), t("AdamW and LAMB: decay of the second-moment average."), {}, 0.001},
+             {"train.epsilon", t("Epsilon"), t("AdamW and LAMB: added to the denominator for stability."), {}, 0, true},
+             {"train.momentum", t("Momentum"), t("SGD only: momentum."), {}, 0.01},
+             {"train.schedule", t("Schedule"),
+              t("How the learning rate moves over training. Inverse square root: the Multi-Path Transformer; rsqrt: "
+                "Long Range Arena."),
+              {}, 0.1, false,
+              {{"constant", t("Constant")},
+               {"warmup_cosine", t("Warmup, then cosine")},
+               {"inverse_sqrt", t("Warmup, then inverse square root")},
+               {"warmup_rsqrt", t("Warmup, then rsqrt (LRA)")}}},
+             {"train.warmup_steps", t("Warmup steps"),
+              t("Linear warmup to the peak learning rate (ignored by the constant schedule).")},
+             {"train.min_learning_rate_ratio", t("Final rate ratio"),
+              t("Cosine only: the rate at the last step as a fraction of the peak."), {}, 0.05},
+         }},
+        {t("Training"),
+         {
+             {"train.steps", t("Steps"), t("Optimizer steps in the whole run.")},
+             {"train.batch_size", t("Batch size"), t("Sequences per step.")},
+             {"train.gradient_clip", t("Gradient clipping"),
+              t("Clip the global gradient norm to this value; <= 0 turns clipping off.")},
+             {"train.label_smoothing", t("Label smoothing"),
+              t("Spread this much of the target probability over the other classes."), {}, 0.05},
+             {"train.device", t("Device"),
+              t("Where training runs. Automatic: CUDA when this build has it and a GPU is present.")},
+             {"train.bf16", t("bfloat16 autocast"),
+              t("Autocast to bfloat16 on CUDA (the router stays in fp32). No effect on the CPU.")},
+             {"train.threads", t("CPU threads"), t("Intra-op threads; 0: every core."), t("every core")},
+             {"train.seed", t("Seed"), t("Seed of the initialisation, dropout, router noise and batch order.")},
+         }},
+        {t("Logging, evaluation and checkpoints"),
+         {
+             {"train.log_every", t("Log every"), t("Steps between snapshots to the views and lines of metrics.jsonl.")},
+             {"train.eval_every", t("Evaluate every"), t("Steps between validation passes.")},
+             {"train.eval_batches", t("Evaluation batches"),
+              t("Validation batches per evaluation; 0: the whole validation split."), t("whole split")},
+             {"train.checkpoint_every", t("Checkpoint every"), t("Steps between checkpoints.")},
+             {"train.keep_last", t("Checkpoints kept"), t("Older checkpoints are deleted.")},
+             {"train.probe_every", t("Probe every"),
+              t("Steps between inspections of the probe texts (attention, routing, prediction); 0: with every "
+                "validation."),
+              t("with validation")},
+             {"train.probes", t("Probe texts"),
+              t("Texts inspected during training, one per line: their attention maps, expert routing and prediction. "
+                "Empty: a short validation example. Texts added in the Attention view join them.")},
+         }},
+    };
+}
+
+}  // namespace
+
+const QList<FieldGroup>& configPanelLayout()
+{
+    static const QList<FieldGroup> layout = makeLayout();
+    return layout;
+}
+
+FieldState fieldState(const QString& k, const std::function<QJsonValue(const QString& key)>& value)
+{
+    auto is = [&](const char* key, const char* choice) { return value(QLatin1String(key)).toString() == QLatin1String(choice); };
+    FieldState state;
+    auto applies = [&](bool applicable, const char* why) {
+        state.applicable = applicable;
+        state.notUsedBecause = t(why);
+    };
+    const bool listops = is("task.kind", "listops");
+    if (k.startsWith("model.") && (k.endsWith("top_k") || k.contains("capacity_factor") || k == "model.balance_loss_weight"
+                                   || k == "model.router_noise_std" || k.contains("routing_")
+                                   || k == "model.renormalize_gates" || k == "model.share_router")) {
+        applies(value("model.experts").toInteger() > 1, "only with more than one expert");
+    } else if (k == "model.pooling" || k == "model.pooler" || k == "model.num_classes") {
+        applies(!is("model.head", "language_model"), "only with a classification head");
+    } else if (k == "model.path_extra_features") {
+        applies(value("model.paths").toInteger() >= 3 || value(k).toBool(), "needs 3 or more paths");
+    } else if (k == "task.path" || k == "task.tokenizer" || k == "task.vocab_limit" || k == "task.validation_fraction"
+               || k == "task.test_fraction") {
+        state.visible = !listops;
+        if (k == "task.vocab_limit")
+            applies(!is("task.tokenizer", "byte"), "only with the character or word tokenizer");
+    } else if (k == "task.min_length" || k == "task.max_length" || (k.startsWith("task.") && k.endsWith("_size"))) {
+        state.visible = listops;
+    } else if (k == "train.beta1" || k == "train.beta2" || k == "train.epsilon") {
+        applies(!is("train.optimizer", "sgd"), "only with AdamW or LAMB");
+    } else if (k == "train.momentum") {
+        applies(is("train.optimizer", "sgd"), "only with SGD");
+    } else if (k == "train.warmup_steps") {
+        applies(!is("train.schedule", "constant"), "the constant schedule has no warmup");
+    } else if (k == "train.min_learning_rate_ratio") {
+        applies(is("train.schedule", "warmup_cosine"), "only with the cosine schedule");
+    } else if (k == "train.bf16") {
+        applies(!is("train.device", "cpu"), "only on CUDA");
+    }
+    return state;
+}
+
+}  // namespace widelab

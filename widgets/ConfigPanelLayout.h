@@ -1,0 +1,53 @@
+// defines: FieldPlacement, FieldGroup, configPanelLayout, FieldState, fieldState:
+// where the configuration panel puts the schema's keys, with what the schema cannot
+// say (labels a user reads, longer tooltips, special-value texts, stepping, choice
+// texts), and when a field is shown and has an effect
+#pragma once
+
+#include <QJsonValue>
+#include <QList>
+#include <QPair>
+#include <QString>
+
+#include <functional>
+#include <utility>
+
+namespace widelab {
+
+struct FieldPlacement {
+    using ChoiceTexts = QList<QPair<QString, QString>>;
+    FieldPlacement(QString key, QString label, QString tip, QString special = {}, double step = 0.1,
+                   bool logarithmic = false, ChoiceTexts choiceTexts = {})
+        : key(std::move(key)), label(std::move(label)), tip(std::move(tip)), special(std::move(special)),
+          step(step), logarithmic(logarithmic), choiceTexts(std::move(choiceTexts))
+    {
+    }
+
+    QString key;              // dotted, as in the schema
+    QString label;
+    QString tip;              // longer than the schema's description; empty: that description
+    QString special;          // Integer: the text shown at the minimum ("not factorised")
+    double step;              // Number: what the arrows add
+    bool logarithmic;         // Number: the arrows step 1, 2, ... 9 within a decade
+    ChoiceTexts choiceTexts;  // Choice: value -> the text shown
+};
+
+struct FieldGroup {
+    QString title;
+    QList<FieldPlacement> fields;
+};
+
+// The groups in the order the panel shows them. A key of the schema none of them
+// names goes to a last group, "Other"; a key here the schema lacks is not shown.
+const QList<FieldGroup>& configPanelLayout();
+
+// A field hidden (it belongs to another task kind) or without effect with the
+// document's other values, which `value` gives by dotted key.
+struct FieldState {
+    bool visible = true;
+    bool applicable = true;
+    QString notUsedBecause;  // when not applicable: "only with more than one expert"
+};
+FieldState fieldState(const QString& key, const std::function<QJsonValue(const QString& key)>& value);
+
+}  // namespace widelab
