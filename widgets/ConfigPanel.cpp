@@ -1,6 +1,7 @@
 #include "ConfigPanel.h"
 
 #include "ArchitectureDiagram.h"
+#include "CostBreakdown.h"
 #include "ConfigPanelLayout.h"
 #include "NumberSpinBox.h"
 
@@ -26,6 +27,7 @@
 #include <QScrollBar>
 #include <QSpinBox>
 #include <QStyle>
+#include <QTabWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -233,7 +235,15 @@ ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWid
     fade->setEnabled(false);
     m_diagram->setGraphicsEffect(fade);
     m_diagram->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
-    architectureLayout->addWidget(m_diagram);
+    // Beside the diagram, on a tab of its own: what each part costs.
+    m_breakdown = new CostBreakdown(m_architecture);
+    m_architectureTabs = new QTabWidget(m_architecture);
+    m_architectureTabs->setDocumentMode(true);
+    m_architectureTabs->addTab(m_diagram, tr("&Diagram"));
+    m_architectureTabs->addTab(m_breakdown, tr("Parameters and &FLOPs"));
+    m_architectureTabs->setTabToolTip(1, tr("Parameters and forward FLOPs per token by part, as widelab-cli params "
+                                            "prints them"));
+    architectureLayout->addWidget(m_architectureTabs);
     auto* split = new QSplitter(Qt::Vertical, this);
     split->setObjectName(QStringLiteral("widelabConfigSplit"));
     split->setChildrenCollapsible(false);
@@ -860,6 +870,8 @@ void ConfigPanel::setCost(const CostSummary& cost)
                           humanCount(static_cast<double>(cost.applied)), humanCount(cost.flopsPerToken));
     if (cost.memoryBytes > 0)
         m_costText += tr(" · about %1 of memory to train").arg(humanBytes(cost.memoryBytes));
+    if (m_breakdown)
+        m_breakdown->setCost(cost);
     updateModelCurrency();
 }
 
@@ -890,6 +902,7 @@ void ConfigPanel::updateModelCurrency()
         return;  // setCost from the constructor, before the diagram exists
     m_architecture->setTitle(stale ? tr("Architecture: last valid model (the form has problems)") : tr("Architecture"));
     m_diagram->graphicsEffect()->setEnabled(stale);
+    m_breakdown->setStale(stale);
 }
 
 void ConfigPanel::setPresets(const QStringList& names)

@@ -24,12 +24,14 @@ class QFormLayout;
 class QGroupBox;
 class QLabel;
 class QScrollArea;
+class QTabWidget;
 class QToolButton;
 class QVBoxLayout;
 
 namespace widelab {
 
 class ArchitectureDiagram;
+class CostBreakdown;
 struct FieldPlacement;
 
 class ConfigPanel : public QWidget {
@@ -84,6 +86,7 @@ public:
     // Every dotted key the panel edits, in the order the form shows them.
     QStringList keys() const;
     ArchitectureDiagram* diagram() const { return m_diagram; }
+    CostBreakdown* costBreakdown() const { return m_breakdown; }
     // The title of the group holding `key`'s field ("Experts", "Other").
     QString groupOf(const QString& key) const;
 
@@ -142,6 +145,8 @@ private:
     QScrollArea* m_scroll = nullptr;
     QGroupBox* m_architecture = nullptr;
     ArchitectureDiagram* m_diagram = nullptr;
+    CostBreakdown* m_breakdown = nullptr;
+    QTabWidget* m_architectureTabs = nullptr;
 };
 
 }  // namespace widelab

@@ -42,12 +42,21 @@ struct DeviceChoice {
 // What the configured model costs (see docs/accounting.md): parameters stored,
 // active for one token and applied on a token's way up, forward FLOPs per token,
 // and an estimate of the training memory.
+struct CostPart {
+    QString part;
+    qint64 stored = 0;
+    qint64 active = 0;
+    qint64 applied = 0;
+    double flopsPerToken = 0;
+};
+
 struct CostSummary {
     qint64 stored = 0;
     qint64 active = 0;
     qint64 applied = 0;
     double flopsPerToken = 0;
     qint64 memoryBytes = 0;
+    QList<CostPart> parts;  // embeddings, attention, experts, ... (`widelab-cli params`)
 };
 
 }  // namespace widelab

@@ -109,6 +109,11 @@ void CostBreakdown::setParts(const QList<CostPart>& parts, const CostPart& total
     setStale(m_stale);
 }
 
+void CostBreakdown::setCost(const CostSummary& cost)
+{
+    setParts(cost.parts, CostPart{tr("total"), cost.stored, cost.active, cost.applied, cost.flopsPerToken});
+}
+
 void CostBreakdown::setStale(bool stale)
 {
     m_stale = stale;

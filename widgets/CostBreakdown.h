@@ -2,6 +2,8 @@
 // part (embeddings, attention, experts, ...), what `widelab-cli params` prints
 #pragma once
 
+#include "ConfigTypes.h"
+
 #include <QList>
 #include <QString>
 #include <QWidget>
@@ -11,25 +13,19 @@ class QTableWidget;
 
 namespace widelab {
 
-// One part of the model (see docs/accounting.md): parameters stored, active for
-// one token and applied on its way up, and the part's forward FLOPs per token.
-struct CostPart {
-    QString part;
-    qint64 stored = 0;
-    qint64 active = 0;
-    qint64 applied = 0;
-    double flopsPerToken = 0;
-};
-
 class CostBreakdown : public QWidget {
     Q_OBJECT
 
 public:
     explicit CostBreakdown(QWidget* parent = nullptr);
 
-    // The parts in order and their total. Parts without parameters are left out,
-    // as the CLI does. An empty list shows that nothing is computed yet.
+    // The parts in order and their total (CostPart: parameters stored, active
+    // for one token and applied on its way up, and forward FLOPs per token; see
+    // docs/accounting.md). Parts without parameters are left out, as the CLI
+    // does. An empty list shows that nothing is computed yet.
     void setParts(const QList<CostPart>& parts, const CostPart& total);
+    // The same from the panel's cost summary.
+    void setCost(const CostSummary& cost);
     // Stale: the parts belong to the last valid model, not to the form as it is.
     void setStale(bool stale);
     bool isStale() const { return m_stale; }

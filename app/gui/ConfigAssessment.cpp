@@ -50,6 +50,9 @@ ConfigAssessment assessDocument(const QJsonObject& document)
         result.cost.active = cost.total.active;
         result.cost.applied = cost.total.applied;
         result.cost.flopsPerToken = cost.flopsPerToken;
+        for (const CostRow& row : cost.parts)
+            result.cost.parts.append(
+                {QString::fromStdString(row.part), row.stored, row.active, row.applied, row.flopsPerToken});
         // The device the trainer would take (a device not present is an issue, as for train).
         const bool gpu = trainingDevice(run.train.device).is_cuda();
         result.cost.memoryBytes = estimateTrainingMemory(run, cost.total.stored, gpu).totalBytes();

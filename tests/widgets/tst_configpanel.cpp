@@ -4,6 +4,7 @@
 #include "ArchitectureDiagram.h"
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
+#include "CostBreakdown.h"
 #include "SchemaFields.h"
 
 #include <QApplication>
@@ -35,6 +36,17 @@ namespace {
 // resources/presets/widenet.json with every default filled in, as RunDocument::toJson
 // writes it (values worked out by hand from docs/model.md and docs/training.md), plus a
 // learning rate and probes of our own.
+CostSummary costOf(qint64 stored, qint64 active, qint64 applied, double flops, qint64 memory)
+{
+    CostSummary cost;
+    cost.stored = stored;
+    cost.active = active;
+    cost.applied = applied;
+    cost.flopsPerToken = flops;
+    cost.memoryBytes = memory;
+    return cost;
+}
+
 QJsonObject completeWideNet()
 {
     QJsonObject model{
@@ -376,23 +388,43 @@ private Q_SLOTS:
     void staleCostAndDiagramSaySo()
     {
         AppPanel panel;
-        panel.setCost({26'225'674, 9'800'000, 54'100'000, 52.3e6, 0});
+        panel.setCost(costOf(26'225'674, 9'800'000, 54'100'000, 52.3e6, 0));
         QVERIFY(panel.isModelCurrent());
         QVERIFY(!panel.costText().contains("Last valid"));
-        auto* architecture = panel.diagram()->parentWidget();
-        QVERIFY(qobject_cast<QGroupBox*>(architecture));
+        QGroupBox* architecture = nullptr;
+        for (QWidget* w = panel.diagram(); w && !architecture; w = w->parentWidget())
+            architecture = qobject_cast<QGroupBox*>(w);
+        QVERIFY(architecture);
         panel.setModelCurrent(false);
         QVERIFY2(panel.costText().contains("Last valid model"), qPrintable(panel.costText()));
         QVERIFY(panel.costText().contains("26.2M"));
-        QVERIFY(qobject_cast<QGroupBox*>(architecture)->title().contains("last valid model"));
+        QVERIFY(architecture->title().contains("last valid model"));
+        QVERIFY(panel.costBreakdown()->isStale());
         panel.setModelCurrent(true);
         QVERIFY(!panel.costText().contains("Last valid"));
-        QCOMPARE(qobject_cast<QGroupBox*>(architecture)->title(), QStringLiteral("Architecture"));
+        QCOMPARE(architecture->title(), QStringLiteral("Architecture"));
+        QVERIFY(!panel.costBreakdown()->isStale());
 
         // Never valid: nothing to show, and it says so.
         AppPanel fresh;
         fresh.setModelCurrent(false);
         QVERIFY2(fresh.costText().contains("No valid model"), qPrintable(fresh.costText()));
+    }
+
+    // Beside the diagram, the parts of the assessed model, as `widelab-cli
+    // params widenet` prints them (the numbers written out by hand in tst_cli).
+    void theBreakdownShowsThePartsOfTheModel()
+    {
+        QLocale::setDefault(QLocale(QLocale::English, QLocale::UnitedStates));
+        AppPanel panel;
+        const ConfigAssessment assessment = assessDocument(completeWideNet());
+        QVERIFY(assessment.valid);
+        panel.setCost(assessment.cost);
+        const QStringList lines = panel.costBreakdown()->toTsv().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+        QVERIFY2(lines.size() == 8, qPrintable(lines.join('\n')));  // header, 6 parts with parameters, total
+        QVERIFY2(lines.contains(QStringLiteral("experts\t2,102,272\t1,051,136\t6,306,816\t12.6M\t66.6%")),
+                 qPrintable(lines.join('\n')));
+        QVERIFY(lines.last().startsWith(QStringLiteral("total\t2,514,954\t1,463,818\t8,040,458\t18.9M\t100.0%")));
     }
 
     void unknownKeysArePreserved()
@@ -606,7 +638,7 @@ private Q_SLOTS:
     void costIsShownInHumanUnits()
     {
         AppPanel panel;
-        panel.setCost({26'225'674, 9'800'000, 54'100'000, 52.3e6, qint64{1288490189}});
+        panel.setCost(costOf(26'225'674, 9'800'000, 54'100'000, 52.3e6, qint64{1288490189}));
         auto* cost = panel.findChild<QLabel*>("widelabCost");
         QVERIFY(cost);
         const QString text = cost->text();
@@ -615,7 +647,7 @@ private Q_SLOTS:
         QVERIFY(text.contains("54.1M"));
         QVERIFY(text.contains("52.3M FLOPs"));
         QVERIFY(text.contains("1.2 GiB"));
-        panel.setCost({812, 812, 812, 1500, 0});
+        panel.setCost(costOf(812, 812, 812, 1500, 0));
         QVERIFY2(cost->text().contains("812") && cost->text().contains("1.5k"), qPrintable(cost->text()));
     }
 
