@@ -139,21 +139,33 @@ void selectData(QComboBox* combo, const QString& value)
     combo->setCurrentIndex(index);
 }
 
-const QString kStyle = QStringLiteral(
-    "QFrame#widelabField { border: 2px solid transparent; border-radius: 4px; }"
-    "QFrame#widelabField[widelabIssue=\"true\"] { border: 2px solid #d55e00; }"
-    "QLabel#widelabIssueText { color: #c0480a; }"
-    "*[widelabDerived=\"true\"] { color: palette(mid); font-style: italic; }"
-    "QLabel#widelabRule { color: palette(mid); font-style: italic; }"
-    "QLabel#widelabCost[widelabStale=\"true\"] { color: palette(mid); }"
-    "QLabel#widelabDocumentIssues { border: 1px solid #d55e00; border-radius: 4px; padding: 4px; color: #c0480a; }"
-    "QLabel#widelabCost { border: 1px solid palette(mid); border-radius: 4px; padding: 4px; }");
+// The colour of problems: vermillion, darker on a light window and lighter on a
+// dark one, so that it reads on either.
+QColor problemColor(const QPalette& palette)
+{
+    const bool dark = palette.color(QPalette::Window).lightness() < palette.color(QPalette::WindowText).lightness();
+    return dark ? QColor(0xff, 0x8a, 0x50) : QColor(0xc0, 0x48, 0x0a);
+}
+
+QString styleFor(const QPalette& palette)
+{
+    return QStringLiteral(
+               "QFrame#widelabField { border: 2px solid transparent; border-radius: 4px; }"
+               "QFrame#widelabField[widelabIssue=\"true\"] { border: 2px solid #d55e00; }"
+               "QLabel#widelabIssueText { color: %1; }"
+               "*[widelabDerived=\"true\"] { color: palette(mid); font-style: italic; }"
+               "QLabel#widelabRule { color: palette(mid); font-style: italic; }"
+               "QLabel#widelabCost[widelabStale=\"true\"] { color: palette(mid); }"
+               "QLabel#widelabDocumentIssues { border: 1px solid #d55e00; border-radius: 4px; padding: 4px; color: %1; }"
+               "QLabel#widelabCost { border: 1px solid palette(mid); border-radius: 4px; padding: 4px; }")
+        .arg(problemColor(palette).name());
+}
 
 }  // namespace
 
 ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWidget(parent)
 {
-    setStyleSheet(kStyle);
+    setStyleSheet(styleFor(palette()));
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
 
@@ -783,8 +795,8 @@ void ConfigPanel::updateToolTip(Field& f)
 {
     QString tip = QStringLiteral("<p><b>%1</b> (%2)</p><p>%3</p>").arg(f.label.toHtmlEscaped(), f.key(), f.tip.toHtmlEscaped());
     if (!f.issue.isEmpty())
-        tip.prepend(QStringLiteral("<p style=\"color:#c0480a\"><b>Problem:</b> %1</p>")
-                        .arg(f.issue.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
+        tip.prepend(QStringLiteral("<p style=\"color:%1\"><b>Problem:</b> %2</p>")
+                        .arg(problemColor(palette()).name(), f.issue.toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>"))));
     if (!f.spec.derivedRule.isEmpty())
         tip.append(m_set.contains(f.key())
                        ? tr("<p>Set here; by default it follows <b>%1</b>.</p>").arg(f.spec.derivedRule.toHtmlEscaped())
@@ -948,6 +960,19 @@ void ConfigPanel::setReadOnly(bool readOnly)
 // works in that field: clicked into it and kept the pointer there. A field that
 // has the focus from an earlier click or from Tab does not take it, so that
 // scrolling the form never changes a value the user did not pick.
+// A theme switch: the problem colour follows the window's lightness.
+void ConfigPanel::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() != QEvent::PaletteChange)
+        return;
+    const QString style = styleFor(palette());
+    if (style != styleSheet())
+        setStyleSheet(style);
+    for (auto& field : m_fields)
+        updateToolTip(*field);
+}
+
 bool ConfigPanel::eventFilter(QObject* watched, QEvent* event)
 {
     auto* widget = qobject_cast<QWidget*>(watched);
