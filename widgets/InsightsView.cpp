@@ -25,15 +25,19 @@ namespace widelab {
 
 InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
 {
+    // The boxes ask for a few characters, not their longest entry (run folders
+    // are long): the bar must fit beside the docks on a 1280-pixel screen.
     m_run = new QComboBox(this);
     m_run->setAccessibleName(tr("Run to inspect"));
-    m_run->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_run->setMinimumContentsLength(14);
+    m_run->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_compare = new QComboBox(this);
     m_compare->setAccessibleName(tr("Run to compare with"));
-    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_compare->setMinimumContentsLength(14);
+    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_probe = new QComboBox(this);
     m_probe->setAccessibleName(tr("Probe text"));
-    m_probe->setMinimumContentsLength(24);
+    m_probe->setMinimumContentsLength(16);
     m_probe->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_addProbe = new QToolButton(this);
     m_addProbe->setText(tr("Add probe…"));
@@ -62,12 +66,12 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
         return l;
     };
     bar->addWidget(label(tr("R&un"), m_run));
-    bar->addWidget(m_run);
+    bar->addWidget(m_run, 1);
     bar->addWidget(label(tr("&against"), m_compare));
-    bar->addWidget(m_compare);
+    bar->addWidget(m_compare, 1);
     bar->addSpacing(8);
     bar->addWidget(label(tr("&Probe"), m_probe));
-    bar->addWidget(m_probe, 1);
+    bar->addWidget(m_probe, 2);
     bar->addWidget(m_addProbe);
     bar->addWidget(m_export);
     auto* scrub = new QHBoxLayout;
@@ -99,6 +103,10 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     connect(&m_refreshTimer, &QTimer::timeout, this, &InsightsView::refreshNow);
     connect(m_tabs, &QTabWidget::currentChanged, this, &InsightsView::refreshNow);
     connect(m_run, &QComboBox::currentIndexChanged, this, [this] {
+        // A frozen step was chosen on the run shown before: on another run it
+        // would follow that run up to the step while Live says it does not.
+        if (!isLive())
+            setLive(true);
         updateProbes();
         refreshNow();
         Q_EMIT currentRunChanged(currentRun());
@@ -141,6 +149,7 @@ void InsightsView::removeRun(const QString& runId)
 {
     const QString current = currentRun();
     m_runs.remove(runId);
+    m_asked.remove(runId);
     m_order.removeAll(runId);
     rebuildRunCombos();
     refreshNow();
@@ -158,8 +167,10 @@ void InsightsView::rebuildRunCombos()
     m_compare->clear();
     m_compare->addItem(tr("no comparison"), QString());
     for (const QString& id : std::as_const(m_order)) {
-        m_run->addItem(m_runs[id].label, id);
-        m_compare->addItem(m_runs[id].label, id);
+        for (QComboBox* box : {m_run, m_compare}) {
+            box->addItem(m_runs[id].label, id);
+            box->setItemData(box->count() - 1, m_runs[id].label, Qt::ToolTipRole);  // whole, where the box is narrow
+        }
     }
     m_run->setCurrentIndex(std::max(0, m_run->findData(current)));
     m_compare->setCurrentIndex(std::max(0, m_compare->findData(compared)));
@@ -234,6 +245,12 @@ void InsightsView::stepBy(int stops)
 
 void InsightsView::setProbe(const QString& text)
 {
+    if (text.isEmpty())
+        return;
+    // Asked of the runs shown, so it stays in the box while they show.
+    for (const QString& id : {currentRun(), comparisonRun()})
+        if (m_runs.contains(id) && !m_asked[id].contains(text))
+            m_asked[id] << text;
     if (m_probe->findText(text, Qt::MatchExactly) < 0)
         m_probe->addItem(text);
     m_probe->setCurrentIndex(m_probe->findText(text, Qt::MatchExactly));
@@ -243,16 +260,15 @@ QString InsightsView::probe() const { return m_probe->currentText(); }
 
 void InsightsView::updateProbes()
 {
+    // The texts of the runs shown: captured, or asked for and not captured yet.
+    // Texts of runs no longer shown leave the box.
     QStringList texts;
     for (const QString& id : {currentRun(), comparisonRun()})
         if (m_runs.contains(id))
-            for (const QString& text : m_runs[id].history->probeTexts())
+            for (const QString& text : m_runs[id].history->probeTexts() + m_asked.value(id))
                 if (!texts.contains(text))
                     texts << text;
     const QString current = probe();
-    for (int i = 0; i < m_probe->count(); ++i)  // texts asked for but not yet captured stay
-        if (!texts.contains(m_probe->itemText(i)))
-            texts << m_probe->itemText(i);
     QStringList held;
     for (int i = 0; i < m_probe->count(); ++i)
         held << m_probe->itemText(i);
