@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSlider>
 #include <QTabWidget>
 #include <QToolButton>
@@ -29,15 +30,15 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     // are long): the bar must fit beside the docks on a 1280-pixel screen.
     m_run = new QComboBox(this);
     m_run->setAccessibleName(tr("Run to inspect"));
-    m_run->setMinimumContentsLength(14);
+    m_run->setMinimumContentsLength(10);
     m_run->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_compare = new QComboBox(this);
     m_compare->setAccessibleName(tr("Run to compare with"));
-    m_compare->setMinimumContentsLength(14);
+    m_compare->setMinimumContentsLength(10);
     m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_probe = new QComboBox(this);
     m_probe->setAccessibleName(tr("Probe text"));
-    m_probe->setMinimumContentsLength(16);
+    m_probe->setMinimumContentsLength(12);
     m_probe->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_addProbe = new QToolButton(this);
     m_addProbe->setText(tr("Add probe…"));
@@ -73,12 +74,12 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     bar->addWidget(label(tr("&Probe"), m_probe));
     bar->addWidget(m_probe, 2);
     bar->addWidget(m_addProbe);
-    bar->addWidget(m_export);
     auto* scrub = new QHBoxLayout;
     scrub->addWidget(label(tr("&Step"), m_scrubber));
     scrub->addWidget(m_scrubber, 1);
     scrub->addWidget(m_stepLabel);
     scrub->addWidget(m_live);
+    scrub->addWidget(m_export);
 
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
@@ -86,10 +87,19 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_experts = new ExpertsView;
     m_layerNorm = new LayerNormView;
     m_paths = new PathsView;
-    m_tabs->addTab(m_attention, tr("Attention"));
-    m_tabs->addTab(m_experts, tr("Experts"));
-    m_tabs->addTab(m_layerNorm, tr("LayerNorm"));
-    m_tabs->addTab(m_paths, tr("Paths"));
+    // Each page scrolls when the window is smaller than it would like, rather
+    // than making the window wider or taller than a 1280x720 screen.
+    auto scrolled = [](InsightPage* page) {
+        auto* area = new QScrollArea;
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setWidget(page);
+        return area;
+    };
+    m_tabs->addTab(scrolled(m_attention), tr("Attention"));
+    m_tabs->addTab(scrolled(m_experts), tr("Experts"));
+    m_tabs->addTab(scrolled(m_layerNorm), tr("LayerNorm"));
+    m_tabs->addTab(scrolled(m_paths), tr("Paths"));
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -208,7 +218,11 @@ void InsightsView::scheduleRefresh()
 
 void InsightsView::setPage(Page page) { m_tabs->setCurrentIndex(int(page)); }
 InsightsView::Page InsightsView::page() const { return Page(m_tabs->currentIndex()); }
-InsightPage* InsightsView::currentPage() const { return dynamic_cast<InsightPage*>(m_tabs->currentWidget()); }
+InsightPage* InsightsView::currentPage() const
+{
+    const auto* area = qobject_cast<QScrollArea*>(m_tabs->currentWidget());
+    return area != nullptr ? dynamic_cast<InsightPage*>(area->widget()) : nullptr;
+}
 
 void InsightsView::setLive(bool live) { m_live->setChecked(live); }
 bool InsightsView::isLive() const { return m_live->isChecked(); }
