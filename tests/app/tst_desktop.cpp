@@ -120,6 +120,7 @@ private Q_SLOTS:
     void theWindowFitsA1280x720Screen();
     void aNewRunStartsWithAFreshStatusBarAndLiveViews();
     void probeLinesCarryTheTrueClassWhenKnown();
+    void theUserPresetsFolderFollowsTheEnvironment();
 
 private:
     QTemporaryDir m_dir;
@@ -1240,6 +1241,29 @@ void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
     const ProbeCapture* saved = reread.insights->captureAt(texts.first(), -1);
     QVERIFY(saved);
     QCOMPARE(saved->trueLabel, expected);
+}
+
+void TestDesktop::theUserPresetsFolderFollowsTheEnvironment()
+{
+    // Presets.h: $WIDELAB_USER_PRESETS, else $XDG_CONFIG_HOME/widelab/presets, else ~/.config/widelab/presets.
+    const QByteArray saved[] = {qgetenv("WIDELAB_USER_PRESETS"), qgetenv("XDG_CONFIG_HOME"), qgetenv("HOME")};
+    auto folder = [] { return QString::fromStdString(userPresetDirectory().string()); };
+    qputenv("WIDELAB_USER_PRESETS", "/tmp/chosen");
+    qputenv("XDG_CONFIG_HOME", "/tmp/xdg");
+    QCOMPARE(folder(), QStringLiteral("/tmp/chosen"));
+    qunsetenv("WIDELAB_USER_PRESETS");
+    QCOMPARE(folder(), QStringLiteral("/tmp/xdg/widelab/presets"));
+    qunsetenv("XDG_CONFIG_HOME");
+    qputenv("HOME", "/home/someone");
+    QCOMPARE(folder(), QStringLiteral("/home/someone/.config/widelab/presets"));
+    // Put back as it was.
+    qputenv("WIDELAB_USER_PRESETS", saved[0]);
+    if (saved[1].isEmpty())
+        qunsetenv("XDG_CONFIG_HOME");
+    else
+        qputenv("XDG_CONFIG_HOME", saved[1]);
+    qputenv("HOME", saved[2]);
+    QCOMPARE(folder(), m_dir.filePath(QStringLiteral("user-presets")));
 }
 
 QTEST_MAIN(TestDesktop)
