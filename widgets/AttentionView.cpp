@@ -284,7 +284,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     }
     const bool classes = capture->predictionLabels.size() < 20 || capture->prediction.size() < 20;
     m_prediction->setPrediction(capture->prediction, capture->predictionLabels,
-                                classes ? tr("Prediction") : tr("Next token"));
+                                classes ? tr("Prediction") : tr("Next token"), capture->trueLabel);
     arrange();
     if (m_fitting)
         fit();

@@ -121,19 +121,22 @@ void ExpertsView::setTimeBlock(int block) { m_timeBlock->setCurrentIndex(m_timeB
 
 void ExpertsView::refresh()
 {
-    const ModelState* state = m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
+    // Whether the model routes comes from its configuration; the newest step
+    // that measured routing is the one shown (a stop between log steps measures none).
+    const ModelState* state = m_primary.valid() ? m_primary.history->routedStateAt(m_step) : nullptr;
     if (state != nullptr)
         m_state = *state;
     else
         m_state.reset();
-    const bool routed = m_state && !m_state->routing.isEmpty();
-    const bool anyState = m_primary.valid() && !m_primary.history->states().isEmpty();
+    const bool routed = m_state.has_value();
+    const bool experts = m_primary.valid() && m_primary.history->hasExperts();
     m_empty->setVisible(!routed);
     m_body->setVisible(routed);
     m_warnings.clear();
     if (!routed) {
-        m_empty->setText(anyState || !m_primary.valid()
-                             ? tr("This model has no experts: every block has one dense FFN, so nothing is routed.")
+        m_empty->setText(!experts ? tr("This model has no experts: every block has one dense FFN, so nothing is routed.")
+                         : m_step >= 0 && m_primary.history->routedStateAt(-1) != nullptr
+                             ? tr("No routing was measured at or before step %1.").arg(m_step)
                              : tr("No measurement yet: expert load appears with the first training snapshot."));
         return;
     }

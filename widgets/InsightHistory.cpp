@@ -163,6 +163,47 @@ const ModelState* InsightHistory::stateAt(qint64 step) const
     return lastAtOrBefore(m_states, step);
 }
 
+namespace {
+
+// The newest state at or before `step` (any, when step < 0) for which `has` holds.
+template <typename Has>
+const ModelState* lastWith(const QVector<ModelState>& states, qint64 step, Has has)
+{
+    for (auto it = states.rbegin(); it != states.rend(); ++it)
+        if ((step < 0 || it->step <= step) && has(*it))
+            return &*it;
+    return nullptr;
+}
+
+bool routed(const ModelState& s) { return !s.routing.isEmpty(); }
+bool weighted(const ModelState& s) { return !s.paths.isEmpty(); }
+
+}  // namespace
+
+const ModelState* InsightHistory::routedStateAt(qint64 step) const { return lastWith(m_states, step, routed); }
+const ModelState* InsightHistory::pathStateAt(qint64 step) const { return lastWith(m_states, step, weighted); }
+
+void InsightHistory::setArchitecture(const ArchitectureSketch& sketch)
+{
+    m_architecture = sketch;
+    ++m_revision;
+}
+
+bool InsightHistory::hasExperts() const
+{
+    if (!m_architecture)
+        return routedStateAt(-1) != nullptr;
+    const ArchitectureSketch& a = *m_architecture;
+    return a.experts > 1 && (a.moeAtBlock.isEmpty() || a.moeAtBlock.contains(true));
+}
+
+bool InsightHistory::hasPathWeights() const
+{
+    if (!m_architecture)
+        return pathStateAt(-1) != nullptr;
+    return m_architecture->paths > 1;  // fixed weights are measured too
+}
+
 const ProbeCapture* InsightHistory::captureAt(const QString& text, qint64 step) const
 {
     return lastAtOrBefore(captures(text), step);

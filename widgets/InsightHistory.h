@@ -3,10 +3,14 @@
 // converts the core's snapshots and probes into it), kept over a run's steps
 #pragma once
 
+#include "ArchitectureSketch.h"
+
 #include <QHash>
 #include <QString>
 #include <QStringList>
 #include <QVector>
+
+#include <optional>
 
 namespace widelab {
 
@@ -64,6 +68,7 @@ struct ProbeCapture {
     QVector<QVector<QVector<int>>> experts;      // [block][token][choice], -1: dropped
     QVector<float> prediction;
     QStringList predictionLabels;
+    int trueLabel = -1;  // index into prediction of the text's true class, when known
 
     int tokenCount() const { return static_cast<int>(tokens.size()); }
     int layers() const { return static_cast<int>(attention.size()); }
@@ -96,11 +101,25 @@ public:
     const QVector<ProbeCapture>& captures(const QString& text) const;
     // The newest state (capture) at or before `step`; step < 0: the newest. nullptr when none.
     const ModelState* stateAt(qint64 step) const;
+    // The newest state at or before `step` (step < 0: any) that measured routing
+    // (path weights): a step between log steps, such as the one a stop saves,
+    // may have none.
+    const ModelState* routedStateAt(qint64 step) const;
+    const ModelState* pathStateAt(qint64 step) const;
     const ProbeCapture* captureAt(const QString& text, qint64 step) const;
     // Every step something was recorded at, ascending: the scrubber's stops.
     QVector<qint64> steps() const;
     qint64 lastStep() const;  // -1 when empty
     bool isEmpty() const { return m_states.isEmpty() && m_texts.isEmpty(); }
+    // What the model has, from its configuration: the views decide from this
+    // whether a run has experts or path weights at all, not from whether some
+    // step measured them. Unknown (nullopt) until the app sets it; clear() keeps it.
+    void setArchitecture(const ArchitectureSketch& sketch);
+    const std::optional<ArchitectureSketch>& architecture() const { return m_architecture; }
+    // From the architecture when known, else from whether any state measured them.
+    bool hasExperts() const;
+    bool hasPathWeights() const;
+
     // Increases with every change, so views can tell whether to redraw.
     quint64 revision() const { return m_revision; }
 
@@ -108,6 +127,7 @@ private:
     QVector<ModelState> m_states;
     QStringList m_texts;
     QHash<QString, QVector<ProbeCapture>> m_captures;
+    std::optional<ArchitectureSketch> m_architecture;
     quint64 m_revision = 0;
 };
 

@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
+#include <QScrollArea>
 #include <QSlider>
 #include <QTabWidget>
 #include <QToolButton>
@@ -25,15 +26,19 @@ namespace widelab {
 
 InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
 {
+    // The boxes ask for a few characters, not their longest entry (run folders
+    // are long): the bar must fit beside the docks on a 1280-pixel screen.
     m_run = new QComboBox(this);
     m_run->setAccessibleName(tr("Run to inspect"));
-    m_run->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_run->setMinimumContentsLength(10);
+    m_run->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_compare = new QComboBox(this);
     m_compare->setAccessibleName(tr("Run to compare with"));
-    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_compare->setMinimumContentsLength(10);
+    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_probe = new QComboBox(this);
     m_probe->setAccessibleName(tr("Probe text"));
-    m_probe->setMinimumContentsLength(24);
+    m_probe->setMinimumContentsLength(12);
     m_probe->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_addProbe = new QToolButton(this);
     m_addProbe->setText(tr("Add probe…"));
@@ -62,19 +67,19 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
         return l;
     };
     bar->addWidget(label(tr("R&un"), m_run));
-    bar->addWidget(m_run);
+    bar->addWidget(m_run, 1);
     bar->addWidget(label(tr("&against"), m_compare));
-    bar->addWidget(m_compare);
+    bar->addWidget(m_compare, 1);
     bar->addSpacing(8);
     bar->addWidget(label(tr("&Probe"), m_probe));
-    bar->addWidget(m_probe, 1);
+    bar->addWidget(m_probe, 2);
     bar->addWidget(m_addProbe);
-    bar->addWidget(m_export);
     auto* scrub = new QHBoxLayout;
     scrub->addWidget(label(tr("&Step"), m_scrubber));
     scrub->addWidget(m_scrubber, 1);
     scrub->addWidget(m_stepLabel);
     scrub->addWidget(m_live);
+    scrub->addWidget(m_export);
 
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
@@ -82,10 +87,19 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_experts = new ExpertsView;
     m_layerNorm = new LayerNormView;
     m_paths = new PathsView;
-    m_tabs->addTab(m_attention, tr("Attention"));
-    m_tabs->addTab(m_experts, tr("Experts"));
-    m_tabs->addTab(m_layerNorm, tr("LayerNorm"));
-    m_tabs->addTab(m_paths, tr("Paths"));
+    // Each page scrolls when the window is smaller than it would like, rather
+    // than making the window wider or taller than a 1280x720 screen.
+    auto scrolled = [](InsightPage* page) {
+        auto* area = new QScrollArea;
+        area->setWidgetResizable(true);
+        area->setFrameShape(QFrame::NoFrame);
+        area->setWidget(page);
+        return area;
+    };
+    m_tabs->addTab(scrolled(m_attention), tr("Attention"));
+    m_tabs->addTab(scrolled(m_experts), tr("Experts"));
+    m_tabs->addTab(scrolled(m_layerNorm), tr("LayerNorm"));
+    m_tabs->addTab(scrolled(m_paths), tr("Paths"));
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -99,6 +113,10 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     connect(&m_refreshTimer, &QTimer::timeout, this, &InsightsView::refreshNow);
     connect(m_tabs, &QTabWidget::currentChanged, this, &InsightsView::refreshNow);
     connect(m_run, &QComboBox::currentIndexChanged, this, [this] {
+        // A frozen step was chosen on the run shown before: on another run it
+        // would follow that run up to the step while Live says it does not.
+        if (!isLive())
+            setLive(true);
         updateProbes();
         refreshNow();
         Q_EMIT currentRunChanged(currentRun());
@@ -141,6 +159,7 @@ void InsightsView::removeRun(const QString& runId)
 {
     const QString current = currentRun();
     m_runs.remove(runId);
+    m_asked.remove(runId);
     m_order.removeAll(runId);
     rebuildRunCombos();
     refreshNow();
@@ -158,8 +177,10 @@ void InsightsView::rebuildRunCombos()
     m_compare->clear();
     m_compare->addItem(tr("no comparison"), QString());
     for (const QString& id : std::as_const(m_order)) {
-        m_run->addItem(m_runs[id].label, id);
-        m_compare->addItem(m_runs[id].label, id);
+        for (QComboBox* box : {m_run, m_compare}) {
+            box->addItem(m_runs[id].label, id);
+            box->setItemData(box->count() - 1, m_runs[id].label, Qt::ToolTipRole);  // whole, where the box is narrow
+        }
     }
     m_run->setCurrentIndex(std::max(0, m_run->findData(current)));
     m_compare->setCurrentIndex(std::max(0, m_compare->findData(compared)));
@@ -197,7 +218,11 @@ void InsightsView::scheduleRefresh()
 
 void InsightsView::setPage(Page page) { m_tabs->setCurrentIndex(int(page)); }
 InsightsView::Page InsightsView::page() const { return Page(m_tabs->currentIndex()); }
-InsightPage* InsightsView::currentPage() const { return dynamic_cast<InsightPage*>(m_tabs->currentWidget()); }
+InsightPage* InsightsView::currentPage() const
+{
+    const auto* area = qobject_cast<QScrollArea*>(m_tabs->currentWidget());
+    return area != nullptr ? dynamic_cast<InsightPage*>(area->widget()) : nullptr;
+}
 
 void InsightsView::setLive(bool live) { m_live->setChecked(live); }
 bool InsightsView::isLive() const { return m_live->isChecked(); }
@@ -234,6 +259,12 @@ void InsightsView::stepBy(int stops)
 
 void InsightsView::setProbe(const QString& text)
 {
+    if (text.isEmpty())
+        return;
+    // Asked of the runs shown, so it stays in the box while they show.
+    for (const QString& id : {currentRun(), comparisonRun()})
+        if (m_runs.contains(id) && !m_asked[id].contains(text))
+            m_asked[id] << text;
     if (m_probe->findText(text, Qt::MatchExactly) < 0)
         m_probe->addItem(text);
     m_probe->setCurrentIndex(m_probe->findText(text, Qt::MatchExactly));
@@ -243,16 +274,15 @@ QString InsightsView::probe() const { return m_probe->currentText(); }
 
 void InsightsView::updateProbes()
 {
+    // The texts of the runs shown: captured, or asked for and not captured yet.
+    // Texts of runs no longer shown leave the box.
     QStringList texts;
     for (const QString& id : {currentRun(), comparisonRun()})
         if (m_runs.contains(id))
-            for (const QString& text : m_runs[id].history->probeTexts())
+            for (const QString& text : m_runs[id].history->probeTexts() + m_asked.value(id))
                 if (!texts.contains(text))
                     texts << text;
     const QString current = probe();
-    for (int i = 0; i < m_probe->count(); ++i)  // texts asked for but not yet captured stay
-        if (!texts.contains(m_probe->itemText(i)))
-            texts << m_probe->itemText(i);
     QStringList held;
     for (int i = 0; i < m_probe->count(); ++i)
         held << m_probe->itemText(i);

@@ -29,7 +29,7 @@ class PathsView;
 // The app hands it each run's InsightHistory and says when one changed; the
 // view redraws its visible page at most every kRefreshMs. Live (the default),
 // the pages show each run's newest step; moving the scrubber freezes them on a
-// step until Live is ticked again.
+// step until Live is ticked again, or another run is chosen to inspect.
 class InsightsView : public QWidget {
     Q_OBJECT
 public:
@@ -96,6 +96,7 @@ private:
         std::shared_ptr<const InsightHistory> history;
     };
     QHash<QString, Run> m_runs;
+    QHash<QString, QStringList> m_asked;  // per run: texts asked for, shown until captured
     QStringList m_order;
     QComboBox* m_run = nullptr;
     QComboBox* m_compare = nullptr;

@@ -90,16 +90,19 @@ void PathsView::setSublayer(const QString& sublayer) { m_sublayer->setCurrentInd
 
 void PathsView::refresh()
 {
-    const ModelState* last = m_primary.valid() ? m_primary.history->stateAt(-1) : nullptr;
-    const bool paths = last != nullptr && !last->paths.isEmpty();
+    // What the model has comes from its configuration; the newest step that
+    // measured path weights is the one shown (a stop between log steps measures none).
+    const ModelState* last = m_primary.valid() ? m_primary.history->pathStateAt(-1) : nullptr;
+    const bool multiPath = m_primary.valid() && m_primary.history->hasPathWeights();
+    const bool paths = last != nullptr;
     m_empty->setVisible(!paths);
     m_body->setVisible(paths);
     m_controls->setVisible(paths);
     if (!paths) {
-        m_empty->setText(last == nullptr && m_primary.valid()
+        m_empty->setText(multiPath
                              ? tr("No measurement yet: path weights appear with the first training snapshot.")
                              : tr("This model has one path per sublayer: there are no path weights to show. The "
-                                  "multi-path presets (e.g. multipath-3) have them."));
+                                  "multi-path presets (e.g. multipath-3x4) have them."));
         return;
     }
     // Blocks as the data name them, within bounds a model can have (a damaged
@@ -194,8 +197,8 @@ void PathsView::showDiversity()
     qint64 shownStep = -1;
     for (int i = 0; i < 2; ++i) {
         const InsightSource& source = *sources[i];
-        const ModelState* state = source.valid() ? source.history->stateAt(m_step) : nullptr;
-        if (state == nullptr || state->paths.isEmpty())
+        const ModelState* state = source.valid() ? source.history->pathStateAt(m_step) : nullptr;
+        if (state == nullptr)
             continue;
         if (i == 0)
             shownStep = state->step;

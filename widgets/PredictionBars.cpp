@@ -13,10 +13,12 @@ namespace widelab {
 
 PredictionBars::PredictionBars(QWidget* parent) : QWidget(parent) {}
 
-void PredictionBars::setPrediction(const QVector<float>& probabilities, const QStringList& labels, const QString& title)
+void PredictionBars::setPrediction(const QVector<float>& probabilities, const QStringList& labels, const QString& title,
+                                   int trueIndex)
 {
     m_title = title;
     m_bars.clear();
+    m_trueBar = -1;
     // Only finite probabilities take part: NaN would break the sort's ordering.
     QVector<int> order;
     for (int i = 0; i < probabilities.size(); ++i)
@@ -25,10 +27,20 @@ void PredictionBars::setPrediction(const QVector<float>& probabilities, const QS
     const int count = std::min<int>(kShown, static_cast<int>(order.size()));
     std::partial_sort(order.begin(), order.begin() + count, order.end(),
                       [&](int a, int b) { return probabilities[a] > probabilities[b]; });
+    auto label = [&](int index) { return visibleToken(labels.value(index, QString::number(index))); };
     for (int i = 0; i < count; ++i) {
         const int index = order[i];
-        m_bars.push_back({visibleToken(labels.value(index, QString::number(index))), probabilities[index]});
+        if (index == trueIndex)
+            m_trueBar = i;
+        m_bars.push_back({label(index), probabilities[index]});
     }
+    const bool known = trueIndex >= 0 && trueIndex < probabilities.size();
+    if (known && m_trueBar < 0 && std::isfinite(probabilities[trueIndex])) {
+        m_trueBar = static_cast<int>(m_bars.size());
+        m_bars.push_back({label(trueIndex), probabilities[trueIndex]});
+    }
+    if (known)
+        m_title = tr("%1 (true: %2)").arg(title, label(trueIndex));
     update();
 }
 
@@ -53,13 +65,22 @@ void PredictionBars::paintEvent(QPaintEvent*)
     const double barLeft = 6 + labelWidth;
     const double barSpace = std::max(10.0, width() - barLeft - valueWidth - 6);
     const QColor fill = palette::seriesColor(0);
+    const QColor trueFill = palette::seriesColor(2);  // the true class: another colour, a bold label, a frame
     for (int i = 0; i < m_bars.size(); ++i) {
         const double y = 4 + line * (i + 1);
         const auto& [label, p] = m_bars[i];
+        const bool truth = i == m_trueBar;
         painter.setPen(text);
+        painter.setFont(truth ? bold : font());
         painter.drawText(QRectF(6, y, labelWidth - 6, line), Qt::AlignRight | Qt::AlignVCenter,
                          metrics.elidedText(label, Qt::ElideRight, labelWidth - 6));
-        painter.fillRect(QRectF(barLeft, y + 3, barSpace * std::clamp(p, 0.0f, 1.0f), line - 6), fill);
+        painter.setFont(font());
+        painter.fillRect(QRectF(barLeft, y + 3, barSpace * std::clamp(p, 0.0f, 1.0f), line - 6), truth ? trueFill : fill);
+        if (truth) {
+            painter.setPen(QPen(text, 1, Qt::DotLine));
+            painter.drawRect(QRectF(barLeft, y + 2, barSpace, line - 4));
+            painter.setPen(text);
+        }
         painter.drawText(QRectF(barLeft + barSpace + 4, y, valueWidth, line), Qt::AlignLeft | Qt::AlignVCenter,
                          QString::number(100.0 * p, 'f', 1) + QLatin1Char('%'));
     }

@@ -84,6 +84,7 @@ ProbeCapture toProbeCapture(const ProbeResult& p)
     c.prediction = vectorOf<float>(p.prediction);
     for (const std::string& label : p.predictionLabels)
         c.predictionLabels.push_back(QString::fromStdString(label));
+    c.trueLabel = static_cast<int>(p.label);
     return c;
 }
 

@@ -39,6 +39,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 namespace widelab {
 namespace {
@@ -149,8 +150,13 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_leftLabel = new QLabel(this);
     m_deviceLabel = new QLabel(this);
     m_memoryLabel = new QLabel(this);
-    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_memoryLabel})
+    // Shown whole when there is room; on a small screen they give way instead of
+    // making the window wider than the screen (a label asks for all its text).
+    const int fewCharacters = fontMetrics().averageCharWidth() * 6;
+    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_memoryLabel}) {
+        label->setMinimumWidth(fewCharacters);
         statusBar()->addPermanentWidget(label);
+    }
     m_stateLabel->setAccessibleName(tr("Training state"));
     m_stepLabel->setAccessibleName(tr("Step"));
     m_speedLabel->setAccessibleName(tr("Tokens per second"));
@@ -166,7 +172,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
         updateTitle();
         m_assessTimer.start();
     });
-    connect(m_panel, &ConfigPanel::presetChosen, this, [this](const QString& name) { openConfiguration(name); });
+    connect(m_panel, &ConfigPanel::presetChosen, this, &MainWindow::choosePreset);
 
     connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
     connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
@@ -176,10 +182,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
 
-    QStringList presets;
-    for (const std::string& name : listPresets())
-        presets.append(QString::fromStdString(name));
-    m_panel->setPresets(presets);
+    refreshPresets();
     m_panel->setDevices(deviceChoices());
 
     restoreLayout();
@@ -262,29 +265,25 @@ void MainWindow::buildActions()
         m_actions.insert(name, action);
         return action;
     };
-    add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence::Open, [this] {
-        const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"), QFileInfo(m_configFile).path(),
-                                                          tr("WideLab configurations (*.json)"));
-        if (!file.isEmpty())
-            openConfiguration(file);
+    add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence(tr("Ctrl+O")), [this] {
+        afterUnsavedEdits([this] {
+            const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"),
+                                                              QFileInfo(m_configFile).path(),
+                                                              tr("WideLab configurations (*.json)"));
+            if (!file.isEmpty())
+                openConfiguration(file);
+        });
     });
-    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence::Save, [this] {
-        if (m_configFile.isEmpty() || m_configFile.startsWith(QLatin1Char(':')))
-            m_actions.value(QStringLiteral("saveAs"))->trigger();
-        else
-            saveConfiguration(m_configFile);
-    });
-    add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence::SaveAs, [this] {
-        const QString file = QFileDialog::getSaveFileName(this, tr("Save Configuration"),
-                                                          QDir::home().filePath(slug(windowTitle()) + ".json"),
-                                                          tr("WideLab configurations (*.json)"));
-        if (!file.isEmpty())
-            saveConfiguration(file);
-    });
+    // Spelled out: QKeySequence::SaveAs has no key on some platforms.
+    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { save(); });
+    add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence(tr("Ctrl+Shift+S")),
+        [this] { saveAs(); });
     add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
-        if (!dir.isEmpty())
-            openRun(dir);
+        afterUnsavedEdits([this] {
+            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
+            if (!dir.isEmpty())
+                openRun(dir);
+        });
     });
     add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_runsRoot);
@@ -402,7 +401,11 @@ void MainWindow::buildDocks()
     m_runsDock = new QDockWidget(tr("Runs"), this);
     m_runsDock->setObjectName(QStringLiteral("runsDock"));
     m_runsDock->setWidget(runs);
-    addDockWidget(Qt::RightDockWidgetArea, m_runsDock);
+    // Below the charts, beside the log: the charts keep the width between the
+    // configuration and the window's edge, so that the window fits a 1280x720
+    // screen with every panel shown.
+    addDockWidget(Qt::BottomDockWidgetArea, m_runsDock);
+    splitDockWidget(m_logDock, m_runsDock, Qt::Horizontal);
 }
 
 void MainWindow::buildMenus()
@@ -457,7 +460,8 @@ void MainWindow::restoreLayout()
     }
     if (!restoreState(settings.value(QStringLiteral("window/state")).toByteArray())) {
         // First start: the charts get the room, the log a few lines.
-        resizeDocks({m_configDock, m_runsDock}, {440, 240}, Qt::Horizontal);
+        resizeDocks({m_configDock}, {440}, Qt::Horizontal);
+        resizeDocks({m_logDock, m_runsDock}, {width() - 280, 280}, Qt::Horizontal);
         resizeDocks({m_logDock}, {150}, Qt::Vertical);
     }
 }
@@ -478,6 +482,12 @@ void MainWindow::showProblem(const QString& title, const QString& text)
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->setObjectName(QStringLiteral("problem"));
     box->open();
+}
+
+void MainWindow::clearRunLabels()
+{
+    for (QLabel* label : {m_stepLabel, m_speedLabel, m_leftLabel, m_memoryLabel})
+        label->clear();
 }
 
 void MainWindow::setDocument(const QJsonObject& document, bool modified)
@@ -515,8 +525,94 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
     return true;
 }
 
+bool MainWindow::configurationIsReadOnly() const
+{
+    return m_configFile.isEmpty() || m_configFile.startsWith(QLatin1Char(':'))
+           || isShippedPreset(m_configFile.toStdString());
+}
+
+bool MainWindow::save()
+{
+    return configurationIsReadOnly() ? saveAs() : saveConfiguration(m_configFile);
+}
+
+bool MainWindow::saveAs()
+{
+    // A shipped preset (or a document of no file) is saved among the user's
+    // presets by default, where the picker and `widelab-cli train NAME` find it.
+    QString folder = QFileInfo(m_configFile).absolutePath();
+    QString base = QFileInfo(m_configFile).completeBaseName();
+    if (configurationIsReadOnly()) {
+        folder = QString::fromStdString(userPresetDirectory().string());
+        if (folder.isEmpty() || !QDir().mkpath(folder))
+            folder = QDir::homePath();
+        // Named after the document, not the preset: a file named like a shipped
+        // preset would be found after it by name.
+        const QString name = m_panel->document().value(QStringLiteral("name")).toString();
+        base = slug(name.isEmpty() ? base : name);
+    }
+    const QString file = QFileDialog::getSaveFileName(this, tr("Save Configuration"),
+                                                      QDir(folder).filePath(base + QStringLiteral(".json")),
+                                                      tr("WideLab configurations (*.json)"));
+    return !file.isEmpty() && saveConfiguration(file);
+}
+
+void MainWindow::afterUnsavedEdits(const std::function<void()>& then)
+{
+    if (!m_modified) {
+        then();
+        return;
+    }
+    // Window-modal and asynchronous, like the other questions of the window.
+    auto* box = new QMessageBox(QMessageBox::Question, tr("Unsaved Changes"),
+                                tr("The configuration has changes that are not saved. Save them first?"),
+                                QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
+    box->setObjectName(QStringLiteral("unsavedQuestion"));
+    box->setDefaultButton(QMessageBox::Save);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    connect(box, &QMessageBox::finished, this, [this, box, then] {
+        box->deleteLater();  // answered by a button, the box is hidden, not closed
+        const QMessageBox::StandardButton answer = box->standardButton(box->clickedButton());
+        if (answer == QMessageBox::Discard || (answer == QMessageBox::Save && save()))
+            then();
+    });
+    box->open();
+}
+
+void MainWindow::refreshPresets()
+{
+    m_presetChoices.clear();
+    m_presetFiles.clear();
+    for (const std::string& name : listPresets()) {
+        const QString choice = QString::fromStdString(name);
+        m_presetChoices.append(choice);
+        m_presetFiles.insert(choice, choice);  // resolved by name: the shipped one
+    }
+    const std::filesystem::path mine = userPresetDirectory();
+    for (const std::string& name : listUserPresets()) {
+        const QString choice = tr("%1 (yours)").arg(QString::fromStdString(name));
+        m_presetChoices.append(choice);
+        m_presetFiles.insert(choice, QString::fromStdString((mine / (name + ".json")).string()));
+    }
+    m_panel->setPresets(m_presetChoices);
+}
+
+void MainWindow::choosePreset(const QString& choice)
+{
+    const QString file = m_presetFiles.value(choice, choice);
+    afterUnsavedEdits([this, file] { openConfiguration(file); });
+}
+
 bool MainWindow::saveConfiguration(const QString& file)
 {
+    if (isShippedPreset(file.toStdString())) {
+        showProblem(tr("Cannot Save Configuration"),
+                    tr("%1 is among the shipped presets, which stay as shipped; save the configuration elsewhere "
+                       "(Save Configuration As), for example in your presets folder %2.")
+                        .arg(QDir::toNativeSeparators(file),
+                             QDir::toNativeSeparators(QString::fromStdString(userPresetDirectory().string()))));
+        return false;
+    }
     QSaveFile out(file);
     if (!out.open(QIODevice::WriteOnly)
         || out.write(QJsonDocument(m_panel->document()).toJson(QJsonDocument::Indented)) < 0 || !out.commit()) {
@@ -528,6 +624,9 @@ bool MainWindow::saveConfiguration(const QString& file)
     m_modified = false;
     updateTitle();
     rememberRecent(file);
+    std::error_code error;
+    if (std::filesystem::equivalent(QFileInfo(file).absolutePath().toStdString(), userPresetDirectory(), error))
+        refreshPresets();
     statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(file)), 5000);
     return true;
 }
@@ -633,6 +732,8 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     record.id = absolute;
     record.label = QFileInfo(absolute).fileName();
     record.parameters = static_cast<double>(assessment.cost.stored);
+    if (assessment.valid)
+        record.insights->setArchitecture(assessment.sketch);
     addRecord(std::move(record));
     return true;
 }
@@ -659,8 +760,12 @@ bool MainWindow::openRun(const QString& directory)
     m_insights->setCurrentRun(absolute);
     LineTail logTail = loadLog(absolute);
     reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
-    if (const RunRecord* r = record(absolute))
+    clearRunLabels();
+    if (const RunRecord* r = record(absolute)) {
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
+        if (const QVector<CurvePoint> speed = r->curves.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
+            m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
+    }
     rememberRecent(absolute);
     // Another process may be training it (a server, the directory mounted here):
     // what it writes from now on comes in as it is written.
@@ -788,6 +893,7 @@ void MainWindow::assess()
     if (assessment.valid) {
         m_complete = assessment.complete;
         m_storedParameters = assessment.cost.stored;
+        m_sketch = assessment.sketch;
         m_panel->setCost(assessment.cost);
         m_panel->setArchitecture(assessment.sketch);
         m_panel->setModelCurrent(true);
@@ -831,13 +937,17 @@ bool MainWindow::startTraining()
         record.directory = directory;
         record.parameters = static_cast<double>(m_storedParameters);
         addRecord(std::move(record));
+        clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
     stopFollowing();  // this window writes the run now
+    if (auto it = m_records.find(directory); it != m_records.end())
+        it->insights->setArchitecture(m_sketch);
     m_currentRun = directory;
     m_openRun = directory;
     m_openRunDocument = m_complete;
     m_insights->setCurrentRun(directory);
+    m_insights->setLive(true);  // Start is to watch it train
     const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
     m_lastStart = TrainingRequest{json, directory, resume, false};
     return m_controller.start(json, directory, resume);
@@ -892,6 +1002,7 @@ void MainWindow::onStarted(const RunStarted& run)
         m_insights->historyChanged(m_currentRun);
     }
     showRunLog(run.log);
+    clearRunLabels();
     m_deviceLabel->setText(run.device);
     m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
     updateTitle();
@@ -1077,7 +1188,9 @@ void MainWindow::rebuildRecentMenu()
         const bool run = QFileInfo(path).isDir();
         QAction* open = m_recentMenu->addAction(
             QStringLiteral("&%1 %2%3").arg(index % 10).arg(QDir::toNativeSeparators(path), run ? tr(" (run)") : QString()));
-        connect(open, &QAction::triggered, this, [this, path, run] { run ? openRun(path) : openConfiguration(path); });
+        connect(open, &QAction::triggered, this, [this, path, run] {
+            afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
+        });
         ++index;
     }
     m_recentMenu->setEnabled(!recent.isEmpty());

@@ -3,6 +3,7 @@
 // TrainingController. Each view is its own class; this one only wires them.
 #pragma once
 
+#include "ArchitectureSketch.h"
 #include "RunFollower.h"
 #include "RunRecord.h"
 #include "TrainingController.h"
@@ -12,6 +13,7 @@
 #include <QMainWindow>
 #include <QTimer>
 
+#include <functional>
 #include <memory>
 
 class QAction;
@@ -42,7 +44,23 @@ public:
     bool openConfiguration(const QString& fileOrPreset);
     bool openRun(const QString& directory);
     bool addRunToComparison(const QString& directory);
+    // Refuses (with a message) to write over a shipped preset.
     bool saveConfiguration(const QString& file);
+    // Ctrl+S: saves where the configuration came from, or asks where when it
+    // has no file or is a shipped preset (read-only; the dialog starts in the
+    // user's presets folder). False when nothing was saved.
+    bool save();
+    bool saveAs();
+    // The configuration is one that Save must not write over: none, or a shipped preset.
+    bool configurationIsReadOnly() const;
+    // Runs `then` at once when the configuration has no unsaved edits; else asks
+    // first (Save, Discard or Cancel; window-modal) and runs it unless cancelled.
+    void afterUnsavedEdits(const std::function<void()>& then);
+    // Fills the panel's preset picker: the shipped presets, then the user's,
+    // marked "(yours)"; a pick opens the file it names, after afterUnsavedEdits.
+    void refreshPresets();
+    QStringList presetChoices() const { return m_presetChoices; }
+    void choosePreset(const QString& choice);
 
     // Starts (or continues) training what the panel shows; false with the reason
     // in startBlockedReason() when it cannot start.
@@ -73,6 +91,10 @@ public:
     RunFollower* follower() const { return m_follower.get(); }
     void setFollowInterval(int milliseconds) { m_followInterval = milliseconds; }
     QLabel* stateLabel() const { return m_stateLabel; }
+    QLabel* speedLabel() const { return m_speedLabel; }
+    QDockWidget* runsDock() const { return m_runsDock; }
+    QDockWidget* logDock() const { return m_logDock; }
+    QDockWidget* configDock() const { return m_configDock; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -88,6 +110,7 @@ private:
     bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
     void updateTitle();
     void showProblem(const QString& title, const QString& text);
+    void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
 
@@ -145,9 +168,12 @@ private:
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
     QTimer m_assessTimer;
     QJsonObject m_complete;        // the panel's document with defaults, when valid
+    ArchitectureSketch m_sketch;   // of m_complete
     qint64 m_storedParameters = 0;
     QString m_startBlocked;
     QString m_configFile;          // where the configuration was opened from or saved to
+    QStringList m_presetChoices;   // the picker's entries, shipped first
+    QHash<QString, QString> m_presetFiles;  // picker entry -> the file it opens
     bool m_modified = false;
     QString m_runsRoot;
     QString m_openRun;             // a run directory that Start continues, if the document is its own

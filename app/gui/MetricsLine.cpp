@@ -370,6 +370,14 @@ ProbeCapture decodeCapture(const QJsonObject& line)
         refuse(QStringLiteral("\"prediction_labels\" has %1 labels for %2 predictions").arg(labels.size()).arg(c.prediction.size()));
     for (qsizetype i = 0; i < labels.size(); ++i)
         c.predictionLabels.push_back(string(labels[i], at(QStringLiteral("prediction_labels"), i)));
+    // Optional: the text's true class, an index into "prediction".
+    if (line.contains(QStringLiteral("label"))) {
+        if (c.prediction.isEmpty())
+            refuse(QStringLiteral("\"label\" is given but there is no \"prediction\""));
+        c.trueLabel = static_cast<int>(integer(line.value(QStringLiteral("label")), QStringLiteral("label"), 0,
+                                               c.prediction.size() - 1,
+                                               QStringLiteral("from 0 to %1").arg(c.prediction.size() - 1)));
+    }
     return c;
 }
 

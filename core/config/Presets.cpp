@@ -7,11 +7,45 @@
 #include <cstdlib>
 
 namespace widelab {
+namespace {
+
+std::string environment(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value != nullptr ? std::string(value) : std::string();
+}
+
+// The .json files of `directory`, by name (without .json), sorted; none when it
+// cannot be read.
+std::vector<std::string> presetNames(const std::filesystem::path& directory)
+{
+    std::vector<std::string> names;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+        std::error_code typeError;
+        if (entry.path().extension() == ".json" && entry.is_regular_file(typeError))
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// The shipped folder that holds presets (the first of presetDirectories() that
+// has any); empty when none does.
+std::filesystem::path shippedDirectory()
+{
+    for (const auto& directory : presetDirectories())
+        if (!presetNames(directory).empty())
+            return directory;
+    return {};
+}
+
+}  // namespace
 
 std::vector<std::filesystem::path> presetDirectories()
 {
     std::vector<std::filesystem::path> directories;
-    if (const char* env = std::getenv("WIDELAB_PRESETS"); env && *env)
+    if (const std::string env = environment("WIDELAB_PRESETS"); !env.empty())
         directories.emplace_back(env);
     directories.emplace_back(WIDELAB_SOURCE_PRESETS);
     directories.emplace_back(WIDELAB_INSTALLED_PRESETS);
@@ -20,18 +54,43 @@ std::vector<std::filesystem::path> presetDirectories()
 
 std::vector<std::string> listPresets()
 {
-    std::vector<std::string> names;
+    const std::filesystem::path directory = shippedDirectory();
+    return directory.empty() ? std::vector<std::string>{} : presetNames(directory);
+}
+
+std::filesystem::path userPresetDirectory()
+{
+    if (const std::string env = environment("WIDELAB_USER_PRESETS"); !env.empty())
+        return env;
+    if (const std::string config = environment("XDG_CONFIG_HOME"); !config.empty())
+        return std::filesystem::path(config) / "widelab" / "presets";
+#ifdef _WIN32
+    if (const std::string appData = environment("APPDATA"); !appData.empty())
+        return std::filesystem::path(appData) / "widelab" / "presets";
+#endif
+    if (const std::string home = environment("HOME"); !home.empty())
+        return std::filesystem::path(home) / ".config" / "widelab" / "presets";
+    return {};
+}
+
+std::vector<std::string> listUserPresets()
+{
+    const std::filesystem::path directory = userPresetDirectory();
+    return directory.empty() ? std::vector<std::string>{} : presetNames(directory);
+}
+
+bool isShippedPreset(const std::filesystem::path& file)
+{
+    std::error_code error;
+    const std::filesystem::path folder = std::filesystem::weakly_canonical(file, error).parent_path();
+    if (error)
+        return false;
     for (const auto& directory : presetDirectories()) {
-        std::error_code error;
-        for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-            if (entry.path().extension() == ".json")
-                names.push_back(entry.path().stem().string());
-        }
-        if (!names.empty())
-            break;  // the first directory that has presets wins
+        std::error_code same;
+        if (std::filesystem::equivalent(folder, directory, same))
+            return true;
     }
-    std::sort(names.begin(), names.end());
-    return names;
+    return false;
 }
 
 std::filesystem::path resolveConfigPath(const std::string& nameOrPath)
@@ -39,12 +98,17 @@ std::filesystem::path resolveConfigPath(const std::string& nameOrPath)
     std::error_code error;
     if (std::filesystem::is_regular_file(nameOrPath, error))
         return nameOrPath;
-    for (const auto& directory : presetDirectories()) {
+    std::vector<std::filesystem::path> folders = presetDirectories();
+    if (const std::filesystem::path user = userPresetDirectory(); !user.empty())
+        folders.push_back(user);
+    for (const auto& directory : folders) {
         const auto candidate = directory / (nameOrPath + ".json");
         if (std::filesystem::is_regular_file(candidate, error))
             return candidate;
     }
-    const std::vector<std::string> presets = listPresets();
+    std::vector<std::string> presets = listPresets();
+    const std::vector<std::string> mine = listUserPresets();
+    presets.insert(presets.end(), mine.begin(), mine.end());
     std::string reason = "no such file, and no preset of that name";
     if (const std::string guess = closestMatch(nameOrPath, presets); !guess.empty())
         reason += " (did you mean \"" + guess + "\"?)";

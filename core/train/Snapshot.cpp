@@ -57,9 +57,12 @@ nlohmann::json toJson(const EvaluationResult& r)
 
 nlohmann::json toJson(const ProbeResult& r)
 {
-    return {{"type", "probe"},   {"step", r.step},           {"text", legibleBytes(r.text)},
-            {"tokens", r.tokens}, {"attention", r.attention}, {"experts", r.experts},
-            {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
+    nlohmann::json line = {{"type", "probe"},   {"step", r.step},           {"text", legibleBytes(r.text)},
+                           {"tokens", r.tokens}, {"attention", r.attention}, {"experts", r.experts},
+                           {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
+    if (r.label >= 0)
+        line["label"] = r.label;  // only when known
+    return line;
 }
 
 }  // namespace widelab

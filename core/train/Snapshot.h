@@ -85,6 +85,7 @@ struct ProbeResult {
     std::vector<std::vector<std::vector<std::int64_t>>> experts;  // [block][token][choice], -1 when dropped
     std::vector<float> prediction;    // class probabilities, or the next-token distribution after the last token
     std::vector<std::string> predictionLabels;
+    std::int64_t label = -1;          // the true class when the text is a validation example, else -1
 };
 
 class TrainingObserver {

@@ -847,10 +847,33 @@ void Trainer::keepProbe(const std::string& text)
     probes = addProbeTexts(m_directory, {text});
 }
 
+namespace {
+
+// The class of the validation example whose whole text `text` is, among the
+// first few that the default probe is chosen from; -1 when it is none of them
+// (a typed text, a cut example, a language model's text).
+std::int64_t knownLabel(const Dataset& validation, const Tokenizer& tokenizer, const std::string& text)
+{
+    constexpr std::int64_t kCandidates = 64;  // as defaultProbeText
+    for (std::int64_t i = 0; i < std::min(kCandidates, validation.size()); ++i) {
+        const Example example = validation.get(i);
+        if (example.label >= 0 && tokenizer.decode(example.ids) == text)
+            return example.label;
+    }
+    return -1;
+}
+
+}  // namespace
+
 ProbeResult Trainer::probe(const std::string& text)
 {
     ProbeResult result = probeModel(*m_model, *m_tokenizer, m_labels, text, m_run.sequenceLength());
     result.step = m_state.step;
+    if (!result.prediction.empty()) {
+        const std::int64_t label = knownLabel(*m_validation, *m_tokenizer, text);
+        if (label >= 0 && label < static_cast<std::int64_t>(result.prediction.size()))
+            result.label = label;
+    }
     record(toJson(result));
     for (auto* observer : m_observers)
         observer->onProbe(result);

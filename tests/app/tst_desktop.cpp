@@ -16,12 +16,15 @@
 #include "MetricsLine.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
+#include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "train/Snapshot.h"
 
 #include <QAction>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
+#include <QFileDialog>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -32,13 +35,16 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTimer>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QToolBar>
 #include <QtTest>
 
 #include <cmath>
+#include <functional>
 
 using namespace widelab;
 
@@ -108,6 +114,13 @@ private Q_SLOTS:
     void damagedRunFilesAreMessagesNamingTheFile();
     void closingDuringTrainingAsksThenStopsAndSaves();
     void theWindowReportsWhatProductsRunOn();
+    // Defects of a first hour (issue 16).
+    void savingAShippedPresetAsksWhereAndLeavesItAsShipped();
+    void pickingAPresetAsksBeforeDiscardingEdits();
+    void theWindowFitsA1280x720Screen();
+    void aNewRunStartsWithAFreshStatusBarAndLiveViews();
+    void probeLinesCarryTheTrueClassWhenKnown();
+    void theUserPresetsFolderFollowsTheEnvironment();
 
 private:
     QTemporaryDir m_dir;
@@ -120,6 +133,8 @@ void TestDesktop::initTestCase()
     QStandardPaths::setTestModeEnabled(true);
     QCoreApplication::setOrganizationName(QStringLiteral("WideLabTests"));
     QSettings().clear();
+    // The user's presets folder (Presets.h: userPresetDirectory) is the test's own.
+    qputenv("WIDELAB_USER_PRESETS", m_dir.filePath(QStringLiteral("user-presets")).toLocal8Bit());
 }
 
 void TestDesktop::controllerStartsPausesResumesAndStops()
@@ -906,6 +921,349 @@ void TestDesktop::theWindowReportsWhatProductsRunOn()
     QVERIFY2(lines.size() > 1 && lines.first().contains(QStringLiteral("GFLOP/s")), qPrintable(lines.join('\n')));
     QCOMPARE(lines.filter(QStringLiteral("GFLOP/s")).size(), 1);
     QVERIFY(!lines.filter(QStringLiteral("device cpu")).isEmpty());
+}
+
+// --- Defects of a first hour (issue 16) ---------------------------------------
+
+namespace {
+
+// Answers the next modal file dialog with `file` (polling until it is open);
+// *folder gets the folder it opened in.
+void answerFileDialog(const QString& file, QString* folder, int triesLeft = 300)
+{
+    QTimer::singleShot(10, [file, folder, triesLeft] {
+        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+            *folder = dialog->directory().absolutePath();
+            dialog->selectFile(file);
+            static_cast<QDialog*>(dialog)->accept();  // public in QDialog
+            return;
+        }
+        if (triesLeft > 0)
+            answerFileDialog(file, folder, triesLeft - 1);
+    });
+}
+
+QByteArray fileBytes(const QString& path)
+{
+    QFile in(path);
+    return in.open(QIODevice::ReadOnly) ? in.readAll() : QByteArray();
+}
+
+// The button of `box` with that role.
+QAbstractButton* buttonOf(QMessageBox* box, QMessageBox::StandardButton which)
+{
+    return box ? box->button(which) : nullptr;
+}
+
+// A ListOps expression's value, computed here from its text: MIN, MAX, MED
+// (the lower middle of an even count, averaged down), SM (sum modulo 10).
+int listOpsValue(const QString& text)
+{
+    static const QRegularExpression token(QStringLiteral("\\[MIN|\\[MAX|\\[MED|\\[SM|\\]|[0-9]"));
+    QStringList tokens;
+    for (auto it = token.globalMatch(text); it.hasNext();)
+        tokens << it.next().captured();
+    qsizetype at = 0;
+    std::function<int()> value = [&]() -> int {
+        const QString t = tokens.value(at++);
+        if (t.size() == 1 && t[0].isDigit())
+            return t.toInt();
+        QVector<int> arguments;
+        while (at < tokens.size() && tokens[at] != QStringLiteral("]"))
+            arguments << value();
+        ++at;  // the closing bracket
+        std::sort(arguments.begin(), arguments.end());
+        if (arguments.isEmpty())
+            return -1;
+        if (t == QStringLiteral("[MIN"))
+            return arguments.front();
+        if (t == QStringLiteral("[MAX"))
+            return arguments.back();
+        if (t == QStringLiteral("[MED")) {
+            const qsizetype n = arguments.size();
+            return n % 2 == 1 ? arguments[n / 2] : (arguments[n / 2 - 1] + arguments[n / 2]) / 2;
+        }
+        int sum = 0;
+        for (int a : arguments)
+            sum += a;
+        return sum % 10;
+    };
+    return tokens.isEmpty() ? -1 : value();
+}
+
+}  // namespace
+
+void TestDesktop::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-presets")));
+    const QString userFolder = QString::fromStdString(userPresetDirectory().string());
+    QCOMPARE(userFolder, m_dir.filePath(QStringLiteral("user-presets")));
+    // The window opens the WideNet preset; an edit, then Ctrl+S.
+    const QString shipped = QString::fromStdString(resolveConfigPath("widenet").string());
+    QVERIFY(isShippedPreset(shipped.toStdString()));
+    const QByteArray before = fileBytes(shipped);
+    QVERIFY(!before.isEmpty());
+    QJsonObject document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("My WideNet"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.isWindowModified());
+
+    QCOMPARE(window.action(QStringLiteral("save"))->shortcut(), QKeySequence(QStringLiteral("Ctrl+S")));
+    QCOMPARE(window.action(QStringLiteral("saveAs"))->shortcut(), QKeySequence(QStringLiteral("Ctrl+Shift+S")));
+    QString folder;
+    const QString mine = QDir(userFolder).filePath(QStringLiteral("my-widenet.json"));
+    answerFileDialog(mine, &folder);
+    window.action(QStringLiteral("save"))->trigger();
+    QCOMPARE(folder, userFolder);  // the dialog opened among the user's presets
+    QCOMPARE(fileBytes(shipped), before);
+    QVERIFY(QFile::exists(mine));
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("My WideNet"));
+    QVERIFY(!window.isWindowModified());
+
+    // The picker lists it beside the shipped ones, marked; the CLI's lookup finds it by name.
+    const QStringList choices = window.presetChoices();
+    QVERIFY(choices.contains(QStringLiteral("widenet")));
+    QVERIFY2(choices.contains(QStringLiteral("my-widenet (yours)")), qPrintable(choices.join(QStringLiteral(", "))));
+    QVERIFY(!choices.contains(QStringLiteral("my-widenet")));
+    QCOMPARE(QFileInfo(QString::fromStdString(resolveConfigPath("my-widenet").string())).canonicalFilePath(),
+             QFileInfo(mine).canonicalFilePath());
+    // Saved again: Ctrl+S writes the user's file without asking.
+    document.insert(QStringLiteral("name"), QStringLiteral("My WideNet 2"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.save());
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("My WideNet 2"));
+
+    // Writing over a shipped preset is refused with a message naming it.
+    QVERIFY(!window.saveConfiguration(shipped));
+    QCOMPARE(fileBytes(shipped), before);
+    auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
+    QVERIFY(problem);
+    QVERIFY2(problem->text().contains(QDir::toNativeSeparators(shipped)), qPrintable(problem->text()));
+    problem->close();
+}
+
+void TestDesktop::pickingAPresetAsksBeforeDiscardingEdits()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-discard")));
+    const QString file = m_dir.filePath(QStringLiteral("edited.json"));
+    QVERIFY(writeJson(file, tinyDocument(10)));
+    QVERIFY(window.openConfiguration(file));
+    QJsonObject document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("edited, not saved"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.isWindowModified());
+
+    // Cancel keeps the edits.
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    auto* question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    QVERIFY(question->isVisible());
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("edited, not saved"));
+    buttonOf(question, QMessageBox::Cancel)->click();
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("edited, not saved"));
+    QVERIFY(window.isWindowModified());
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+
+    // Discard opens the preset.
+    const QJsonObject preset =
+        QJsonDocument::fromJson(fileBytes(QString::fromStdString(resolveConfigPath("transformer-6x8").string()))).object();
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    buttonOf(question, QMessageBox::Discard)->click();
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(),
+             preset.value(QStringLiteral("name")).toString());
+    QVERIFY(!window.isWindowModified());
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+
+    // Save writes the edits to their file first, then opens the preset.
+    QVERIFY(window.openConfiguration(file));
+    document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("saved on the way"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    buttonOf(question, QMessageBox::Save)->click();
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(file)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("saved on the way"));
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(),
+             preset.value(QStringLiteral("name")).toString());
+
+    // With nothing edited, a pick opens at once.
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("widenet"));
+    QVERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("model")).toObject().value(QStringLiteral("experts")).toInt(), 4);
+}
+
+void TestDesktop::theWindowFitsA1280x720Screen()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-small")));
+    // Long texts where a window shows them: a long run name, a state, a reason.
+    const QString file = m_dir.filePath(QStringLiteral("a-configuration-with-a-rather-long-file-name.json"));
+    QVERIFY(writeJson(file, tinyDocument(10)));
+    QVERIFY(window.openConfiguration(file));
+    const QSize screen(1280, 720);
+    auto sizes = [&window] {
+        QStringList parts;
+        parts << QStringLiteral("window %1x%2").arg(window.minimumSizeHint().width()).arg(window.minimumSizeHint().height());
+        for (QDockWidget* dock : window.findChildren<QDockWidget*>())
+            parts << QStringLiteral("%1 %2x%3").arg(dock->objectName()).arg(dock->minimumSizeHint().width()).arg(dock->minimumSizeHint().height());
+        for (QToolBar* bar : window.findChildren<QToolBar*>())
+            parts << QStringLiteral("%1 %2x%3").arg(bar->objectName()).arg(bar->minimumSizeHint().width()).arg(bar->minimumSizeHint().height());
+        parts << QStringLiteral("central %1x%2").arg(window.centralWidget()->minimumSizeHint().width()).arg(window.centralWidget()->minimumSizeHint().height());
+        parts << QStringLiteral("status bar %1x%2").arg(window.statusBar()->minimumSizeHint().width()).arg(window.statusBar()->minimumSizeHint().height());
+        return parts.join(QStringLiteral("; "));
+    };
+    QVERIFY2(window.minimumSizeHint().width() <= screen.width() && window.minimumSizeHint().height() <= screen.height(),
+             qPrintable(sizes()));
+
+    window.resize(screen);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QCOMPARE(window.size(), screen);
+    const QRect inside = window.rect();
+    auto shownInside = [&](QWidget* widget) {
+        return widget->isVisible() && widget->width() > 0 && widget->height() > 0
+               && inside.contains(QRect(widget->mapTo(&window, QPoint(0, 0)), widget->size()));
+    };
+    QVERIFY2(shownInside(window.runsDock()), qPrintable(sizes()));
+    QVERIFY2(shownInside(window.configDock()), qPrintable(sizes()));
+    QVERIFY2(shownInside(window.statusBar()), qPrintable(sizes()));
+    QVERIFY(shownInside(window.stateLabel()));
+    // The log's controls: the level, the filter, Clear.
+    const QList<QWidget*> controls = window.log()->findChildren<QWidget*>();
+    int checked = 0;
+    for (QWidget* control : controls)
+        if (qobject_cast<QComboBox*>(control) || qobject_cast<QLineEdit*>(control) || qobject_cast<QPushButton*>(control)) {
+            QVERIFY2(shownInside(control), qPrintable(control->metaObject()->className() + QStringLiteral(": ") + sizes()));
+            ++checked;
+        }
+    QVERIFY(checked >= 3);
+    // Usable: the charts keep most of the width, the log shows a few lines.
+    QVERIFY2(window.centralWidget()->width() >= screen.width() / 3, qPrintable(sizes()));
+    QVERIFY2(window.log()->height() >= 60, qPrintable(sizes()));
+}
+
+void TestDesktop::aNewRunStartsWithAFreshStatusBarAndLiveViews()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-fresh")));
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    const QString file = m_dir.filePath(QStringLiteral("fresh.json"));
+    QVERIFY(writeJson(file, tinyDocument(4, 1)));
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QVERIFY2(window.speedLabel()->text().contains(QStringLiteral("tokens/s")), qPrintable(window.speedLabel()->text()));
+    const QString first = window.currentRunId();
+
+    // The first run's replay, frozen; then a second run.
+    window.centralTabs()->setCurrentWidget(window.insights());
+    window.insights()->setStep(0);
+    QVERIFY(!window.insights()->isLive());
+    QVERIFY(!window.action(QStringLiteral("live"))->isChecked());
+    // Another learning rate: a new run, not the first one continued.
+    QJsonObject document = window.configPanel()->document();
+    QJsonObject train = document.value(QStringLiteral("train")).toObject();
+    train.insert(QStringLiteral("learning_rate"), 0.002);
+    document.insert(QStringLiteral("train"), train);
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.startTraining());
+    QVERIFY(window.currentRunId() != first);
+    QCOMPARE(window.speedLabel()->text(), QString());  // not the first run's speed
+    QVERIFY(window.insights()->isLive());
+    QVERIFY(window.action(QStringLiteral("live"))->isChecked());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+
+    // Reopening the first run shows its own speed, the one its file logged last.
+    QVERIFY(window.openRun(first));
+    QVERIFY2(window.speedLabel()->text().contains(QStringLiteral("tokens/s")), qPrintable(window.speedLabel()->text()));
+}
+
+void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
+{
+    // The core writes "label" only when it knows it.
+    ProbeResult probe;
+    probe.step = 3;
+    probe.text = "[MAX 1 2 ]";
+    probe.tokens = {"[MAX", "1", "2", "]"};
+    probe.prediction = {0.25f, 0.5f, 0.25f};
+    QVERIFY(!toJson(probe).contains("label"));
+    probe.label = 2;
+    QCOMPARE(toJson(probe).value("label", -1), 2);
+
+    // The app reads it back, and refuses one that names no class of the prediction.
+    const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
+    QString reason;
+    const std::optional<ProbeCapture> capture = probeCaptureFromJson(line, &reason);
+    QVERIFY2(capture, qPrintable(reason));
+    QCOMPARE(capture->trueLabel, 2);
+    QJsonObject outside = line;
+    outside.insert(QStringLiteral("label"), 3);
+    QVERIFY(!probeCaptureFromJson(outside, &reason));
+    QVERIFY2(reason.contains(QStringLiteral("label")), qPrintable(reason));
+    QJsonObject unlabelled = line;
+    unlabelled.remove(QStringLiteral("label"));
+    const std::optional<ProbeCapture> plain = probeCaptureFromJson(unlabelled, &reason);
+    QVERIFY(plain);
+    QCOMPARE(plain->trueLabel, -1);
+
+    // A ListOps run's default probe is a validation example: its label is the
+    // expression's value, in the live capture and in metrics.jsonl alike.
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-label")));
+    const QString file = m_dir.filePath(QStringLiteral("label.json"));
+    QVERIFY(writeJson(file, tinyDocument(2)));
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    const RunRecord* record = window.record(window.currentRunId());
+    QVERIFY(record);
+    const QStringList texts = record->insights->probeTexts();
+    QCOMPARE(texts.size(), 1);
+    const ProbeCapture* live = record->insights->captureAt(texts.first(), -1);
+    QVERIFY(live);
+    const int expected = listOpsValue(texts.first());
+    QVERIFY2(expected >= 0, qPrintable(texts.first()));
+    QCOMPARE(live->trueLabel, expected);
+    RunRecord reread;
+    QVERIFY(loadRunRecord(window.currentRunId(), reread, &reason));
+    const ProbeCapture* saved = reread.insights->captureAt(texts.first(), -1);
+    QVERIFY(saved);
+    QCOMPARE(saved->trueLabel, expected);
+}
+
+void TestDesktop::theUserPresetsFolderFollowsTheEnvironment()
+{
+    // Presets.h: $WIDELAB_USER_PRESETS, else $XDG_CONFIG_HOME/widelab/presets, else ~/.config/widelab/presets.
+    const QByteArray saved[] = {qgetenv("WIDELAB_USER_PRESETS"), qgetenv("XDG_CONFIG_HOME"), qgetenv("HOME")};
+    auto folder = [] { return QString::fromStdString(userPresetDirectory().string()); };
+    qputenv("WIDELAB_USER_PRESETS", "/tmp/chosen");
+    qputenv("XDG_CONFIG_HOME", "/tmp/xdg");
+    QCOMPARE(folder(), QStringLiteral("/tmp/chosen"));
+    qunsetenv("WIDELAB_USER_PRESETS");
+    QCOMPARE(folder(), QStringLiteral("/tmp/xdg/widelab/presets"));
+    qunsetenv("XDG_CONFIG_HOME");
+    qputenv("HOME", "/home/someone");
+    QCOMPARE(folder(), QStringLiteral("/home/someone/.config/widelab/presets"));
+    // Put back as it was.
+    qputenv("WIDELAB_USER_PRESETS", saved[0]);
+    if (saved[1].isEmpty())
+        qunsetenv("XDG_CONFIG_HOME");
+    else
+        qputenv("XDG_CONFIG_HOME", saved[1]);
+    qputenv("HOME", saved[2]);
+    QCOMPARE(folder(), m_dir.filePath(QStringLiteral("user-presets")));
 }
 
 QTEST_MAIN(TestDesktop)

@@ -17,11 +17,13 @@
 #include "TokenFlowView.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QImage>
 #include <QInputDialog>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QScrollArea>
 #include <QTableWidget>
 #include <QSignalSpy>
@@ -221,6 +223,13 @@ private Q_SLOTS:
     void insightsExportsImages();
     void insightsExportsTheCurrentPagesCsv();
     void insightsAskForProbeRequestsBothRuns();
+
+    // Defects of a first hour (issue 16).
+    void expertsFollowTheConfigurationAndShowTheNewestRoutedStep();
+    void pathsFollowTheConfigurationAndNameAShippedPreset();
+    void insightsProbeBoxHoldsOnlyTheShownRunsTexts();
+    void insightsChoosingAnotherRunFollowsItLive();
+    void predictionBarsMarkTheTrueClass();
 };
 
 // --- InsightHistory ---------------------------------------------------------
@@ -1855,6 +1864,194 @@ void TestInsights::curvesLeaveValuesPastTheAxisLimitsOutOfTheFit()
     plot.refreshNow();
     QVERIFY2(std::abs(plot.yAxis->range().lower - 0.0027) < 1e-9 && std::abs(plot.yAxis->range().upper - 0.0033) < 1e-9,
              qPrintable(QStringLiteral("%1 %2").arg(plot.yAxis->range().lower, 0, 'g', 17).arg(plot.yAxis->range().upper, 0, 'g', 17)));
+}
+
+// --- Defects of a first hour (issue 16) ---------------------------------------
+
+namespace {
+
+ArchitectureSketch sketchWith(int experts, int paths)
+{
+    ArchitectureSketch sketch;
+    sketch.layers = 2;
+    sketch.experts = experts;
+    sketch.topK = experts > 1 ? 2 : 1;
+    sketch.paths = paths;
+    return sketch;
+}
+
+QStringList comboTexts(const QComboBox* box)
+{
+    QStringList texts;
+    for (int i = 0; i < box->count(); ++i)
+        texts << box->itemText(i);
+    return texts;
+}
+
+}  // namespace
+
+void TestInsights::expertsFollowTheConfigurationAndShowTheNewestRoutedStep()
+{
+    // A WideNet run stopped between log steps: its newest state (step 120) has no routing.
+    auto history = routedHistory();
+    history->addState(stateAt(120));
+    history->setArchitecture(sketchWith(4, 1));
+    ExpertsView view;
+    view.resize(900, 600);
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.refresh();
+    QCOMPARE(visibleLabelContaining(&view, QStringLiteral("no experts")), nullptr);
+    QVERIFY(view.exportArea()->isVisibleTo(&view));
+    QVERIFY2(view.shareMap()->title().contains(QStringLiteral("100")), qPrintable(view.shareMap()->title()));
+    // Frozen on the stop's step: the routing measured last before it.
+    view.setStep(120);
+    view.refresh();
+    QVERIFY2(view.shareMap()->title().contains(QStringLiteral("100")), qPrintable(view.shareMap()->title()));
+    // Frozen before any routing was measured: said so, not "no experts".
+    view.setStep(20);
+    view.refresh();
+    QCOMPARE(visibleLabelContaining(&view, QStringLiteral("no experts")), nullptr);
+    QVERIFY(visibleLabelContaining(&view, QStringLiteral("20")) != nullptr);
+
+    // A model with experts before its first measurement, and a dense one.
+    auto fresh = std::make_shared<InsightHistory>();
+    fresh->setArchitecture(sketchWith(4, 1));
+    view.setSources({QStringLiteral("b"), QStringLiteral("Run B"), fresh}, {});
+    view.setStep(-1);
+    view.refresh();
+    QCOMPARE(visibleLabelContaining(&view, QStringLiteral("no experts")), nullptr);
+    QVERIFY(visibleLabelContaining(&view, QStringLiteral("No measurement yet")) != nullptr);
+    auto dense = std::make_shared<InsightHistory>();
+    dense->addState(stateAt(10));
+    dense->setArchitecture(sketchWith(1, 1));
+    view.setSources({QStringLiteral("c"), QStringLiteral("Run C"), dense}, {});
+    view.refresh();
+    QVERIFY(visibleLabelContaining(&view, QStringLiteral("no experts")) != nullptr);
+    // An MoE layer on no block is no expert either.
+    ArchitectureSketch nowhere = sketchWith(4, 1);
+    nowhere.moeAtBlock = {false, false};
+    dense->setArchitecture(nowhere);
+    QVERIFY(!dense->hasExperts());
+}
+
+void TestInsights::pathsFollowTheConfigurationAndNameAShippedPreset()
+{
+    auto history = std::make_shared<InsightHistory>();
+    history->addState(pathState(10, 0.0f));
+    history->addState(stateAt(20));  // a stop between log steps: no path weights
+    history->setArchitecture(sketchWith(1, 4));
+    PathsView view;
+    view.resize(900, 600);
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.refresh();
+    QVERIFY(view.exportArea()->isVisibleTo(&view));
+    QCOMPARE(visibleLabelContaining(&view, QStringLiteral("one path")), nullptr);
+
+    // A one-path model: the message names a preset that has path weights, and it ships.
+    auto onePath = std::make_shared<InsightHistory>();
+    onePath->addState(stateAt(10));
+    onePath->setArchitecture(sketchWith(1, 1));
+    view.setSources({QStringLiteral("b"), QStringLiteral("Run B"), onePath}, {});
+    view.refresh();
+    QLabel* message = visibleLabelContaining(&view, QStringLiteral("one path"));
+    QVERIFY(message);
+    const QRegularExpressionMatch named = QRegularExpression(QStringLiteral("e\\.g\\. ([a-z0-9-]+)")).match(message->text());
+    QVERIFY2(named.hasMatch(), qPrintable(message->text()));
+    const QString preset = QStringLiteral(WIDELAB_PRESETS_DIR "/") + named.captured(1) + QStringLiteral(".json");
+    QVERIFY2(QFile::exists(preset), qPrintable(preset));
+    QFile file(preset);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY2(file.readAll().contains("\"paths\""), qPrintable(preset));
+
+    // A multi-path model before its first snapshot: not called one-path.
+    auto fresh = std::make_shared<InsightHistory>();
+    fresh->setArchitecture(sketchWith(1, 3));
+    view.setSources({QStringLiteral("c"), QStringLiteral("Run C"), fresh}, {});
+    view.refresh();
+    QCOMPARE(visibleLabelContaining(&view, QStringLiteral("one path")), nullptr);
+    QVERIFY(visibleLabelContaining(&view, QStringLiteral("No measurement yet")) != nullptr);
+}
+
+void TestInsights::insightsProbeBoxHoldsOnlyTheShownRunsTexts()
+{
+    auto first = std::make_shared<InsightHistory>();
+    first->addCapture(captureOf(10, QStringLiteral("first run's text"), {QStringLiteral("a")}));
+    auto second = std::make_shared<InsightHistory>();
+    second->addCapture(captureOf(10, QStringLiteral("second run's text"), {QStringLiteral("b")}));
+    InsightsView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("Run A"), first);
+    view.addRun(QStringLiteral("b"), QStringLiteral("Run B"), second);
+    QComboBox* probes = nullptr;
+    for (auto* combo : view.findChildren<QComboBox*>())
+        if (combo->accessibleName() == QStringLiteral("Probe text"))
+            probes = combo;
+    QVERIFY(probes);
+    QCOMPARE(view.currentRun(), QStringLiteral("a"));
+    QCOMPARE(comboTexts(probes), QStringList{QStringLiteral("first run's text")});
+    view.setProbe(QStringLiteral("typed, not captured yet"));
+    QCOMPARE(comboTexts(probes), (QStringList{QStringLiteral("first run's text"), QStringLiteral("typed, not captured yet")}));
+
+    // Another run: only its texts, and its own is the one shown.
+    view.setCurrentRun(QStringLiteral("b"));
+    QCOMPARE(comboTexts(probes), QStringList{QStringLiteral("second run's text")});
+    QCOMPARE(view.probe(), QStringLiteral("second run's text"));
+    // Back: the text asked of the first run is still there for it.
+    view.setCurrentRun(QStringLiteral("a"));
+    QCOMPARE(comboTexts(probes), (QStringList{QStringLiteral("first run's text"), QStringLiteral("typed, not captured yet")}));
+}
+
+void TestInsights::insightsChoosingAnotherRunFollowsItLive()
+{
+    auto other = std::make_shared<InsightHistory>();
+    other->addState(stateAt(5));
+    InsightsView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("Run A"), fullHistory());
+    view.addRun(QStringLiteral("b"), QStringLiteral("Run B"), other);
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy liveChanged(&view, &InsightsView::liveChanged);
+    view.setStep(20);
+    QVERIFY(!view.isLive());
+    QCOMPARE(view.shownStep(), 20);
+    // Step 20 belongs to run A's replay; run B, a new run training, would follow
+    // it up to step 20 while the box said it was not live.
+    view.setCurrentRun(QStringLiteral("b"));
+    QVERIFY(view.isLive());
+    QCOMPARE(view.shownStep(), -1);
+    QCOMPARE(liveChanged.size(), 2);
+    QCOMPARE(liveChanged.back().front().toBool(), true);
+    auto* live = view.findChild<QCheckBox*>();
+    QVERIFY(live);
+    QVERIFY(live->isChecked());
+}
+
+void TestInsights::predictionBarsMarkTheTrueClass()
+{
+    PredictionBars bars;
+    bars.resize(300, 300);
+    bars.setPrediction({0.1f, 0.6f, 0.3f}, {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")},
+                       QStringLiteral("Prediction"), 2);
+    QCOMPARE(bars.shown().size(), 3);
+    QCOMPARE(bars.trueBar(), 1);  // c, the second most likely
+    QCOMPARE(bars.shown()[bars.trueBar()].first, QStringLiteral("c"));
+    QVERIFY(!bars.grab().isNull());
+
+    // A true class outside the most likely: shown below them.
+    QVector<float> many(15);
+    for (int i = 0; i < 15; ++i)
+        many[i] = float(i) / 100.0f;
+    bars.setPrediction(many, {}, QString(), 0);
+    QCOMPARE(bars.shown().size(), PredictionBars::kShown + 1);
+    QCOMPARE(bars.trueBar(), PredictionBars::kShown);
+    QCOMPARE(bars.shown().back(), (QPair<QString, float>(QStringLiteral("0"), 0.0f)));
+
+    // Unknown, or out of range: nothing marked.
+    bars.setPrediction(many, {}, QString());
+    QCOMPARE(bars.trueBar(), -1);
+    QCOMPARE(bars.shown().size(), PredictionBars::kShown);
+    bars.setPrediction(many, {}, QString(), 99);
+    QCOMPARE(bars.trueBar(), -1);
 }
 
 int main(int argc, char** argv)
