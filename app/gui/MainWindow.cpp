@@ -7,10 +7,12 @@
 #include "LogPanel.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
+#include "Theme.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDateTime>
@@ -446,6 +448,24 @@ void MainWindow::buildMenus()
         toggle->setShortcut(QKeySequence(key));
         view->addAction(toggle);
     }
+    view->addSeparator();
+    // The look: the system's (dark when the desktop is), or light or dark
+    // whatever it says; kept for the next session.
+    QMenu* themes = view->addMenu(tr("&Theme"));
+    auto* group = new QActionGroup(themes);
+    const QList<QPair<Theme, QString>> choices{
+        {Theme::System, tr("&System")}, {Theme::Light, tr("&Light")}, {Theme::Dark, tr("&Dark")}};
+    for (const auto& [theme, text] : choices) {
+        QAction* choice = themes->addAction(text);
+        choice->setObjectName(QStringLiteral("theme-") + themeName(theme));
+        choice->setCheckable(true);
+        choice->setChecked(theme == currentTheme());
+        group->addAction(choice);
+        connect(choice, &QAction::triggered, this, [theme] {
+            applyTheme(theme);
+            saveTheme(theme);
+        });
+    }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(m_actions.value(QStringLiteral("about")));
@@ -862,9 +882,10 @@ void MainWindow::onFollowedState()
     m_stateLabel->setToolTip(m_follower->statusError());
     const RunFollower::State state = m_follower->state();
     const bool failed = m_follower->status() && m_follower->status()->state == RunState::Failed;
+    const bool dark = themeIsDark(palette());  // the colours lighter on a dark window
     m_stateLabel->setStyleSheet(state == RunFollower::State::Stale || state == RunFollower::State::Gone
-                                    ? QStringLiteral("color: #a15c00; font-weight: bold;")
-                                : failed ? QStringLiteral("color: #b3261e; font-weight: bold;")
+                                    ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#e69f00" : "#a15c00")
+                                : failed ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#ff6b6b" : "#b3261e")
                                          : QString());
     showFollowedStep();
     updateActions();

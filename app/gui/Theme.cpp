@@ -67,15 +67,14 @@ void applyTheme(Theme theme)
     if (!systemLook())
         systemLook() = SystemLook{QApplication::palette(), QApplication::style()->name()};
     current() = theme;
-    if (theme == Theme::System) {
-        QApplication::setStyle(QStyleFactory::create(systemLook()->styleName));
+    // The style first (a new style resets the palette), only when it changes.
+    const QString style = theme == Theme::System ? systemLook()->styleName : QStringLiteral("fusion");
+    if (QApplication::style()->name().compare(style, Qt::CaseInsensitive) != 0)
+        QApplication::setStyle(QStyleFactory::create(style));
+    if (theme == Theme::System)
         QApplication::setPalette(systemLook()->palette);
-        return;
-    }
-    QStyle* fusion = QStyleFactory::create(QStringLiteral("Fusion"));
-    const QPalette palette = theme == Theme::Dark ? darkPalette() : fusion->standardPalette();
-    QApplication::setStyle(fusion);
-    QApplication::setPalette(palette);
+    else
+        QApplication::setPalette(theme == Theme::Dark ? darkPalette() : QApplication::style()->standardPalette());
 }
 
 Theme currentTheme() { return current(); }

@@ -1,6 +1,7 @@
 // widelab: the desktop app. `widelab [CONFIG.json | PRESET] [--train]` opens a
 // configuration (and starts training it); `widelab RUN_DIR` reopens a run.
 #include "MainWindow.h"
+#include "Theme.h"
 #include "runtime/CpuBlockCache.h"
 #include "runtime/Runtime.h"
 
@@ -8,6 +9,8 @@
 #include <QCommandLineParser>
 #include <QFileInfo>
 #include <QTimer>
+
+#include <cstdio>
 
 int main(int argc, char** argv)
 {
@@ -26,9 +29,29 @@ int main(int argc, char** argv)
     parser.addPositionalArgument(QStringLiteral("what"), QStringLiteral("A configuration (.json), a preset name, or a run directory."));
     const QCommandLineOption train(QStringLiteral("train"), QStringLiteral("Start training the configuration at once."));
     const QCommandLineOption runs(QStringLiteral("runs"), QStringLiteral("Folder for new runs."), QStringLiteral("DIR"));
+    const QCommandLineOption theme(QStringLiteral("theme"),
+                                   QStringLiteral("The look: system, light or dark (default: the last one chosen)."),
+                                   QStringLiteral("THEME"));
     parser.addOption(train);
     parser.addOption(runs);
+    parser.addOption(theme);
     parser.process(app);
+
+    widelab::Theme look = widelab::savedTheme();
+    if (parser.isSet(theme)) {
+        const QString name = parser.value(theme);
+        bool known = false;
+        for (widelab::Theme candidate : {widelab::Theme::System, widelab::Theme::Light, widelab::Theme::Dark})
+            if (name == widelab::themeName(candidate)) {
+                look = candidate;
+                known = true;
+            }
+        if (!known) {
+            std::fprintf(stderr, "widelab: --theme %s: not a theme; use system, light or dark\n", qPrintable(name));
+            return 2;
+        }
+    }
+    widelab::applyTheme(look);
 
     widelab::MainWindow window(parser.value(runs));
     window.show();

@@ -21,6 +21,7 @@
 #include "train/Snapshot.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -121,6 +122,7 @@ private Q_SLOTS:
     void aNewRunStartsWithAFreshStatusBarAndLiveViews();
     void probeLinesCarryTheTrueClassWhenKnown();
     void theUserPresetsFolderFollowsTheEnvironment();
+    void theThemeSwitchesEveryViewAndIsKept();
 
 private:
     QTemporaryDir m_dir;
@@ -1264,6 +1266,45 @@ void TestDesktop::theUserPresetsFolderFollowsTheEnvironment()
         qputenv("XDG_CONFIG_HOME", saved[1]);
     qputenv("HOME", saved[2]);
     QCOMPARE(folder(), m_dir.filePath(QStringLiteral("user-presets")));
+}
+
+// View > Theme: dark and light whatever the desktop says, and back to the
+// system's look; the charts follow (light text on a dark plot and the reverse),
+// and the choice is kept for the next session.
+void TestDesktop::theThemeSwitchesEveryViewAndIsKept()
+{
+    const QPalette system = QApplication::palette();
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-theme")));
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* dark = window.findChild<QAction*>(QStringLiteral("theme-dark"));
+    auto* light = window.findChild<QAction*>(QStringLiteral("theme-light"));
+    auto* followSystem = window.findChild<QAction*>(QStringLiteral("theme-system"));
+    QVERIFY(dark && light && followSystem);
+    QVERIFY(followSystem->isChecked());
+    CurvePlot* loss = window.curves()->chart(QStringLiteral("loss"));
+    QVERIFY(loss);
+
+    dark->trigger();
+    QVERIFY(dark->isChecked());
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+    QCoreApplication::processEvents();
+    QVERIFY(window.palette().color(QPalette::WindowText).lightness() > 200);
+    QVERIFY(loss->palette().color(QPalette::Base).lightness() < 80);
+    QVERIFY2(loss->xAxis->tickLabelColor().lightness() > 150, qPrintable(loss->xAxis->tickLabelColor().name()));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("dark"));
+
+    light->trigger();
+    QCoreApplication::processEvents();
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 200);
+    QVERIFY2(loss->xAxis->tickLabelColor().lightness() < 100, qPrintable(loss->xAxis->tickLabelColor().name()));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("light"));
+
+    followSystem->trigger();
+    QCoreApplication::processEvents();
+    QCOMPARE(QApplication::palette().color(QPalette::Window), system.color(QPalette::Window));
+    QCOMPARE(QApplication::palette().color(QPalette::Text), system.color(QPalette::Text));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("system"));
 }
 
 QTEST_MAIN(TestDesktop)
