@@ -119,7 +119,7 @@ private:
     std::string defaultProbeText() const;
     void probeAll();
     void keepProbe(const std::string& text);
-    void record(const nlohmann::json& line);
+    void record(const std::string& line);  // a line of metrics.jsonl (MetricsCodec.h)
     void message(const std::string& level, const std::string& text);
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).
