@@ -25,7 +25,8 @@ namespace widelab {
 
 struct TrainerOptions {
     // Continue the run in the directory from its latest checkpoint. The run's
-    // document must match RUN_DIR/config.json except for steps, device and threads.
+    // document must be the run's own by decideResume (ResumeRule.h): it may differ
+    // from RUN_DIR/config.json only in the keys resumeIgnoredKeys names.
     bool resume = false;
     std::optional<std::int64_t> steps;     // overrides train.steps
     std::optional<std::string> device;     // overrides train.device
