@@ -3,6 +3,7 @@
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "train/RunDirectory.h"
+#include "train/RunLayout.h"
 #include "train/Trainer.h"
 
 #include <torch/serialize.h>
@@ -193,7 +194,7 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         err << summary.message << "\n";
         return 1;
     }
-    out << summary.message << "; checkpoint in " << (std::filesystem::path(a.out) / "checkpoints").string() << "\n";
+    out << summary.message << "; checkpoint in " << runlayout::checkpointsDirectory(a.out).string() << "\n";
     return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "FollowReader.h"
 
+#include "train/RunLayout.h"
+
 #include <sys/stat.h>
 
 namespace widelab {
@@ -22,14 +24,14 @@ FollowReader::FollowReader(const QString& directory, LineTail metrics, LineTail 
     : m_directory(directory.toStdString()), m_metrics(std::move(metrics)), m_log(std::move(log))
 {
     if (m_metrics.file().empty())
-        m_metrics = LineTail(m_directory / "metrics.jsonl");
+        m_metrics = LineTail(runlayout::metricsFile(m_directory));
     if (m_log.file().empty())
-        m_log = LineTail(m_directory / "log.txt");
+        m_log = LineTail(runlayout::logFile(m_directory));
 }
 
 void FollowReader::lookAtStatus(FollowUpdate& update)
 {
-    const QByteArray stamp = stampOf(m_directory / "status.json");
+    const QByteArray stamp = stampOf(runlayout::statusFile(m_directory));
     if (stamp == m_statusStamp)
         return;
     m_statusStamp = stamp;

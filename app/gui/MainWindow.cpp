@@ -5,6 +5,8 @@
 #include "CurvesView.h"
 #include "InsightsView.h"
 #include "LogPanel.h"
+#include "RunContinuation.h"
+#include "RunFiles.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
 #include "Theme.h"
@@ -89,19 +91,6 @@ QJsonObject readJsonObject(const QString& file, QString* error)
     return document.object();
 }
 
-// The parts of a document that make a run what it is: resuming ignores the
-// rest (the run's length, its device and threads, its name).
-QJsonObject identity(QJsonObject document)
-{
-    document.remove(QStringLiteral("name"));
-    document.remove(QStringLiteral("description"));
-    QJsonObject train = document.value(QStringLiteral("train")).toObject();
-    for (const char* key : {"steps", "device", "threads"})
-        train.remove(QLatin1String(key));
-    document.insert(QStringLiteral("train"), train);
-    return document;
-}
-
 QString slug(const QString& text)
 {
     QString s = text.toLower();
@@ -183,6 +172,10 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::probed, this, &MainWindow::onProbe);
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
+    // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
+    connect(&m_controller, &TrainingController::paused, this, [this](qint64 step) {
+        m_stepLabel->setText(tr("Step %1 / %2").arg(step).arg(m_totalSteps));
+    });
 
     refreshPresets();
     m_panel->setDevices(deviceChoices());
@@ -742,7 +735,7 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
         return false;
     }
     QString configError;
-    const QJsonObject config = readJsonObject(QDir(absolute).filePath(QStringLiteral("config.json")), &configError);
+    const QJsonObject config = readJsonObject(runFile(absolute, runlayout::kConfig), &configError);
     if (!configError.isEmpty()) {  // the curves are still worth seeing
         const QString warning = tr("%1 (its size is unknown)").arg(configError);
         m_log->appendLine(QStringLiteral("warning"), warning);
@@ -762,7 +755,7 @@ bool MainWindow::openRun(const QString& directory)
 {
     const QString absolute = QDir(directory).absolutePath();
     QString error;
-    const QJsonObject config = readJsonObject(QDir(absolute).filePath(QStringLiteral("config.json")), &error);
+    const QJsonObject config = readJsonObject(runFile(absolute, runlayout::kConfig), &error);
     if (!error.isEmpty()) {
         showProblem(tr("Cannot Open Run"),
                     tr("%1 is not a WideLab run: %2").arg(QDir::toNativeSeparators(absolute), error));
@@ -798,7 +791,7 @@ bool MainWindow::openRun(const QString& directory)
 // returns where it stopped.
 LineTail MainWindow::loadLog(const QString& directory)
 {
-    const QString file = QDir(directory).filePath(QStringLiteral("log.txt"));
+    const QString file = runFile(directory, runlayout::kLog);
     LineTail tail(file.toStdString());
     QStringList lines;
     for (LineTail::Update update = tail.poll();; update = tail.poll()) {
@@ -940,6 +933,35 @@ bool MainWindow::startTraining()
         return false;
     // The open run continues when the document is still its own; anything else is a new run.
     const bool resume = continuesOpenRun();
+    // A new length moves a cosine schedule under the run: asked before it happens.
+    const bool scheduleAccepted = property("scheduleAccepted").toBool();
+    setProperty("scheduleAccepted", false);
+    if (resume && !scheduleAccepted) {
+        const RunContinuation c = runContinuation(m_openRun, m_complete);
+        if (c.scheduleChanges) {
+            auto* box = new QMessageBox(
+                QMessageBox::Question, tr("Continue with a New Schedule?"),
+                tr("The run's cosine learning-rate schedule spans %1 steps; continued with %2 steps it spans those "
+                   "instead. At step %3, where the run continues, the learning rate changes from %4 to %5.\n\n"
+                   "Continue the run with the new schedule?")
+                    .arg(c.savedSteps)
+                    .arg(c.steps)
+                    .arg(c.step)
+                    .arg(c.savedRate, 0, 'g', 4)
+                    .arg(c.rate, 0, 'g', 4),
+                QMessageBox::Cancel, this);
+            QPushButton* go = box->addButton(tr("Continue"), QMessageBox::AcceptRole);
+            box->setDefaultButton(QMessageBox::Cancel);
+            box->setAttribute(Qt::WA_DeleteOnClose);
+            box->setObjectName(QStringLiteral("scheduleQuestion"));
+            connect(go, &QPushButton::clicked, this, [this] {
+                setProperty("scheduleAccepted", true);
+                startTraining();
+            });
+            box->open();
+            return false;
+        }
+    }
     QString directory = m_openRun;
     if (!resume) {
         const QString name = m_complete.value(QStringLiteral("name")).toString();
@@ -976,11 +998,9 @@ bool MainWindow::startTraining()
 
 bool MainWindow::continuesOpenRun() const
 {
-    // A run that failed before its first checkpoint has nothing to continue from.
-    return !m_openRun.isEmpty() && !m_complete.isEmpty() && identity(m_complete) == identity(m_openRunDocument)
-           && !QDir(QDir(m_openRun).filePath(QStringLiteral("checkpoints")))
-                   .entryList({QStringLiteral("step-*.pt")}, QDir::Files)
-                   .isEmpty();
+    // The core's rule (train/ResumeRule.h), as the trainer and the CLI apply it: a
+    // run that failed before its first checkpoint has nothing to continue from.
+    return !m_openRun.isEmpty() && !m_complete.isEmpty() && runContinuation(m_openRun, m_complete).continues;
 }
 
 QString MainWindow::startBlockedReason() const

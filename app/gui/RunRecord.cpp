@@ -2,6 +2,7 @@
 
 #include "InsightConvert.h"
 #include "MetricsLine.h"
+#include "RunFiles.h"
 
 #include "train/Snapshot.h"
 
@@ -87,7 +88,7 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber,
     if (!line) {
         if (warning)
             *warning = QObject::tr("%1, line %2: skipped, %3")
-                           .arg(QDir::toNativeSeparators(QDir(directory).filePath(QStringLiteral("metrics.jsonl"))))
+                           .arg(QDir::toNativeSeparators(runFile(directory, runlayout::kMetrics)))
                            .arg(lineNumber)
                            .arg(reason);
         return {};
@@ -113,13 +114,13 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber,
 bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail, QStringList* warnings)
 {
     const QDir dir(directory);
-    if (!QFileInfo::exists(dir.filePath(QStringLiteral("config.json")))) {
+    if (!QFileInfo::exists(runFile(dir.path(), runlayout::kConfig))) {
         if (error)
             *error = QObject::tr("%1 is not a WideLab run (it has no config.json).").arg(QDir::toNativeSeparators(directory));
         return false;
     }
     record.directory = dir.absolutePath();
-    LineTail metrics(dir.filePath(QStringLiteral("metrics.jsonl")).toStdString());
+    LineTail metrics(runFile(dir.path(), runlayout::kMetrics).toStdString());
     for (LineTail::Update update = metrics.poll();; update = metrics.poll()) {
         for (std::size_t i = 0; i < update.lines.size(); ++i) {
             QString warning;

@@ -23,6 +23,7 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent)
     connect(m_worker, &TrainingWorker::evaluation, this, &TrainingController::evaluation);
     connect(m_worker, &TrainingWorker::probe, this, &TrainingController::probed);
     connect(m_worker, &TrainingWorker::message, this, &TrainingController::message);
+    connect(m_worker, &TrainingWorker::paused, this, &TrainingController::paused);
     connect(m_worker, &TrainingWorker::finished, this, [this](const QString& outcome, const QString& text) {
         setState(State::Idle);
         Q_EMIT finished(outcome, text);

@@ -47,6 +47,9 @@ Q_SIGNALS:
     void evaluation(const widelab::EvaluationResult& result);
     void probed(const widelab::ProbeResult& result);
     void message(const QString& level, const QString& text);
+    // The run has paused after `step` optimiser updates: the step its log line
+    // names, which the last snapshot (every log_every steps) may lag behind.
+    void paused(qint64 step);
     void finished(const QString& outcome, const QString& message);
 
     void trainRequested(const widelab::TrainingRequest& request);  // to the worker, queued

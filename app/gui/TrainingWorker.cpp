@@ -5,6 +5,7 @@
 #include "data/Tokenizer.h"
 #include "runtime/CpuBlockCache.h"
 
+#include "RunFiles.h"
 #include "TrainingWorker.h"
 
 #include <c10/util/Exception.h>
@@ -28,6 +29,7 @@ public:
     {
         Q_EMIT m_worker.message(QString::fromStdString(level), QString::fromStdString(text));
     }
+    void onPaused(std::int64_t step) override { Q_EMIT m_worker.paused(static_cast<qint64>(step)); }
 
 private:
     TrainingWorker& m_worker;
@@ -83,7 +85,7 @@ void TrainingWorker::train(const TrainingRequest& request)
         // The run's whole log so far, earlier sessions included (the window shows it
         // afresh once the run has started): read here, before anything else is logged.
         QStringList log;
-        QFile logFile(QDir(request.directory).filePath(QStringLiteral("log.txt")));
+        QFile logFile(runFile(request.directory, runlayout::kLog));
         if (logFile.open(QIODevice::ReadOnly | QIODevice::Text))
             log = QString::fromUtf8(logFile.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
         Q_EMIT started(RunStarted{request.directory, QString::fromStdString(trainer.document().name),

@@ -30,6 +30,7 @@ Q_SIGNALS:
     void evaluation(const widelab::EvaluationResult& result);
     void probe(const widelab::ProbeResult& result);
     void message(const QString& level, const QString& text);
+    void paused(qint64 step);  // after `step` optimiser updates (TrainingObserver::onPaused)
     // outcome: "completed", "stopped", "non-finite" or "failed" (the run could
     // not be set up or broke: message says why, in words for the user).
     void finished(const QString& outcome, const QString& message);

@@ -1,5 +1,7 @@
 #include "CheckpointDirectory.h"
 
+#include "RunLayout.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,26 +11,26 @@
 namespace widelab {
 
 CheckpointDirectory::CheckpointDirectory(const std::filesystem::path& runDirectory, bool mayWrite)
-    : m_directory(runDirectory / "checkpoints"), m_mayWrite(mayWrite)
+    : m_directory(runlayout::checkpointsDirectory(runDirectory)), m_mayWrite(mayWrite)
 {
 }
 
 std::filesystem::path CheckpointDirectory::stepFile(std::int64_t step) const
 {
-    char name[32];
-    std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(step));
-    return m_directory / name;
+    return m_directory / runlayout::checkpointFileName(step);
 }
 
 std::vector<std::filesystem::path> CheckpointDirectory::stepFiles() const
 {
-    static const std::regex pattern(R"(step-\d{8}\.pt)");
-    std::vector<std::filesystem::path> files;
+    std::vector<std::pair<std::int64_t, std::filesystem::path>> found;
     std::error_code error;
     for (const auto& entry : std::filesystem::directory_iterator(m_directory, error))
-        if (std::regex_match(entry.path().filename().string(), pattern))
-            files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
+        if (const auto step = runlayout::stepOfCheckpoint(entry.path().filename().string()))
+            found.emplace_back(*step, entry.path());
+    std::sort(found.begin(), found.end());  // by step: past 10^8 steps the names grow a digit
+    std::vector<std::filesystem::path> files;
+    for (auto& [step, file] : found)
+        files.push_back(std::move(file));
     return files;
 }
 
@@ -75,7 +77,7 @@ LoadedCheckpoint CheckpointDirectory::load(const std::string& which, WideTransfo
         if (candidates.empty())
             throw CheckpointError(m_directory.parent_path().string() + ": the run has no checkpoint yet");
     } else {
-        candidates.push_back(m_directory / (which == "best" ? std::string("best.pt") : which));
+        candidates.push_back(m_directory / (which == "best" ? std::string(runlayout::kBestCheckpoint) : which));
     }
     std::vector<std::filesystem::path> unreadable;
     for (std::size_t i = 0; i < candidates.size(); ++i) {

@@ -2,6 +2,8 @@
 
 #include "CheckpointDirectory.h"
 #include "Measurements.h"
+#include "MetricsCodec.h"
+#include "RunLayout.h"
 #include "RunLock.h"
 #include "config/JsonText.h"
 #include "data/ByteText.h"
@@ -44,9 +46,9 @@ std::optional<std::filesystem::path> latestCheckpoint(const std::filesystem::pat
 
 RunDocument readRunDocument(const std::filesystem::path& directory)
 {
-    const std::filesystem::path configFile = directory / "config.json";
+    const std::filesystem::path configFile = runlayout::configFile(directory);
     if (!std::filesystem::exists(configFile))
-        throw DataError(directory.string() + ": not a WideLab run directory (no config.json)");
+        throw DataError(directory.string() + ": not a WideLab run directory (no " + std::string(runlayout::kConfig) + ")");
     std::ostringstream text;
     text << std::ifstream(configFile).rdbuf();
     return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
@@ -54,7 +56,7 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
 
 Tokenizer readRunTokenizer(const std::filesystem::path& directory)
 {
-    const std::filesystem::path file = directory / "tokenizer.json";
+    const std::filesystem::path file = runlayout::tokenizerFile(directory);
     const nlohmann::json json = readJson(file);
     try {
         return Tokenizer::fromJson(json);
@@ -65,7 +67,7 @@ Tokenizer readRunTokenizer(const std::filesystem::path& directory)
 
 std::vector<std::string> readRunLabels(const std::filesystem::path& directory)
 {
-    const std::filesystem::path file = directory / "labels.json";
+    const std::filesystem::path file = runlayout::labelsFile(directory);
     if (!std::filesystem::exists(file))
         return {};
     const nlohmann::json json = readJson(file);
@@ -92,7 +94,7 @@ std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, c
             probes.push_back(text);
     if (probes != document.train.probes) {
         document.train.probes = probes;
-        writeFileAtomically(directory / "config.json", document.toJson().dump(2) + "\n");
+        writeFileAtomically(runlayout::configFile(directory), document.toJson().dump(2) + "\n");
     }
     return probes;
 }
@@ -106,8 +108,8 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
         return false;
     }
     addProbeTexts(directory, {result.text});
-    std::ofstream metrics(directory / "metrics.jsonl", std::ios::app);
-    metrics << toJson(result).dump() << '\n';
+    std::ofstream metrics(runlayout::metricsFile(directory), std::ios::app);
+    metrics << encodeMetricsLine(result) << '\n';
     return true;
 }
 

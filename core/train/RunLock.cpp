@@ -1,5 +1,7 @@
 #include "RunLock.h"
 
+#include "RunLayout.h"
+
 #include "Checkpoint.h"
 
 #include <cerrno>
@@ -14,7 +16,7 @@ namespace widelab {
 
 RunLock::RunLock(const std::filesystem::path& directory)
 {
-    const std::filesystem::path file = directory / "lock";
+    const std::filesystem::path file = runlayout::lockFile(directory);
     m_fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (m_fd < 0)
         throw CheckpointError(file.string() + ": cannot open the run's lock file: " + std::strerror(errno));

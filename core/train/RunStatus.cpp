@@ -1,6 +1,7 @@
 #include "RunStatus.h"
 
 #include "Checkpoint.h"
+#include "RunLayout.h"
 #include "config/JsonText.h"
 
 #include <array>
@@ -98,7 +99,7 @@ std::optional<RunStatus> parseRunStatus(const std::string& text, std::string* er
 
 std::optional<RunStatus> readRunStatus(const std::filesystem::path& directory, std::string* error)
 {
-    const std::filesystem::path file = directory / "status.json";
+    const std::filesystem::path file = runlayout::statusFile(directory);
     std::ifstream in(file, std::ios::binary);
     if (!in) {
         std::error_code ignored;
@@ -117,7 +118,7 @@ std::optional<RunStatus> readRunStatus(const std::filesystem::path& directory, s
 
 void writeRunStatus(const std::filesystem::path& directory, const RunStatus& status)
 {
-    writeFileAtomically(directory / "status.json", toJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    writeFileAtomically(runlayout::statusFile(directory), toJson(status).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 std::string localHostName()

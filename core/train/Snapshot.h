@@ -95,8 +95,13 @@ public:
     virtual void onEvaluation(const EvaluationResult&) {}
     virtual void onProbe(const ProbeResult&) {}
     virtual void onMessage(const std::string& level, const std::string& text) { (void)level, (void)text; }
+    // The run has paused after `step` optimiser updates (the step its log line names);
+    // snapshots come every log_every steps, so the last one may tell of fewer.
+    virtual void onPaused(std::int64_t step) { (void)step; }
 };
 
+// Each as its line of metrics.jsonl: the writer, defined with the reader in
+// MetricsCodec.cpp (encodeMetricsLine gives the line's text).
 nlohmann::json toJson(const TrainingSnapshot& snapshot);
 nlohmann::json toJson(const EvaluationResult& result);
 nlohmann::json toJson(const ProbeResult& result);

@@ -6,9 +6,13 @@
 #include "Lamb.h"
 #include "Measurements.h"
 #include "MemoryEstimate.h"
+#include "MetricsCodec.h"
 #include "OutOfMemory.h"
 #include "RunDirectory.h"
+#include "RunLayout.h"
 #include "RunLock.h"
+#include "ResumeRule.h"
+#include "RunSchedule.h"
 #include "RunStatusWriter.h"
 #include "Schedule.h"
 #include "data/Batch.h"
@@ -27,8 +31,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <regex>
-#include <sstream>
 
 namespace widelab {
 
@@ -37,17 +39,6 @@ namespace {
 double nowSeconds()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-ScheduleKind scheduleKind(ScheduleChoice choice)
-{
-    switch (choice) {
-    case ScheduleChoice::Constant: return ScheduleKind::Constant;
-    case ScheduleChoice::InverseSqrt: return ScheduleKind::InverseSqrt;
-    case ScheduleChoice::WarmupRsqrt: return ScheduleKind::WarmupRsqrt;
-    case ScheduleChoice::WarmupCosine: break;
-    }
-    return ScheduleKind::WarmupCosine;
 }
 
 // Correct predictions and how many were counted ([2], on the device): classes for
@@ -147,7 +138,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
     for (auto* observer : m_options.observers)
         addObserver(observer);
-    std::filesystem::create_directories(m_directory / "checkpoints");
+    std::filesystem::create_directories(runlayout::checkpointsDirectory(m_directory));
     if (!m_options.readOnly)
         m_lock = std::make_unique<RunLock>(m_directory);
     m_checkpoints = std::make_unique<CheckpointDirectory>(m_directory, !m_options.readOnly);
@@ -161,7 +152,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (!hasRun && m_options.resume)
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
-    m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : m_directory / "log.txt");
+    m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : runlayout::logFile(m_directory));
     for (const ConfigIssue& warning : m_run.warnings)
         message("warning", warning.text());
     for (const std::string& name : m_checkpoints->removeOrphans())
@@ -189,7 +180,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     buildOptimizer();
     m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
-    const std::filesystem::path metricsFile = m_directory / "metrics.jsonl";
+    const std::filesystem::path metricsFile = runlayout::metricsFile(m_directory);
     m_interval = std::make_unique<Interval>();
     if (m_options.resume) {
         loadLatestCheckpoint();
@@ -208,10 +199,10 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         // A new run: whatever an earlier, checkpoint-less attempt left goes.
         std::error_code ignored;
         std::filesystem::remove(metricsFile, ignored);
-        std::filesystem::remove(m_directory / "checkpoints" / "best.pt", ignored);
-        writeFileAtomically(m_directory / "config.json", m_run.toJson().dump(2) + "\n");
-        writeFileAtomically(m_directory / "tokenizer.json", m_tokenizer->toJson().dump() + "\n");
-        writeFileAtomically(m_directory / "labels.json", nlohmann::json(m_labels).dump() + "\n");
+        std::filesystem::remove(runlayout::bestCheckpointFile(m_directory), ignored);
+        writeFileAtomically(runlayout::configFile(m_directory), m_run.toJson().dump(2) + "\n");
+        writeFileAtomically(runlayout::tokenizerFile(m_directory), m_tokenizer->toJson().dump() + "\n");
+        writeFileAtomically(runlayout::labelsFile(m_directory), nlohmann::json(m_labels).dump() + "\n");
     }
     if (m_options.resume && m_run.train.probes.empty())  // a run from before probes had a default
         keepProbe(defaultProbeText());
@@ -223,43 +214,28 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
 Trainer::~Trainer() = default;
 
-// Resuming continues the run as it was configured: a document that differs from
-// RUN_DIR/config.json in anything but the length of the run, the device and the
-// threads is refused, naming the keys. A new length is written back.
+// Resuming continues the run as it was configured: the one rule (ResumeRule.h)
+// refuses a document that differs in anything but its length, device, threads
+// and probes, naming the keys. A new length is written back.
 void Trainer::checkResumedDocument()
 {
-    RunDocument saved = readRunDocument(m_directory);
-    if (!saved.task.path.empty())
-        saved.task.path = std::filesystem::absolute(saved.task.path).lexically_normal().string();
-    auto comparable = [](const RunDocument& document) {
-        nlohmann::json json = document.toJson();
-        for (const char* key : {"name", "description"})
-            json.erase(key);
-        for (const char* key : {"steps", "device", "threads", "probes", "probe_every"})
-            json["train"].erase(key);
-        return json;
-    };
-    std::vector<ConfigIssue> issues;
-    const nlohmann::json savedJson = saved.toJson(), givenJson = m_run.toJson();
-    for (const std::string& key : differingKeys(comparable(saved), comparable(m_run))) {
-        std::string path = "/";  // appended, not "/" + ...: GCC 12 warns falsely on that (bug 105329)
-        path += std::regex_replace(key, std::regex("\\."), "/");
-        const nlohmann::json::json_pointer pointer(path);
-        const auto shown = [&](const nlohmann::json& json) {
-            return json.contains(pointer) ? json.at(pointer).dump() : std::string("absent");
-        };
-        issues.push_back({key, "the run was configured with " + shown(savedJson) + ", this document has "
-                                   + shown(givenJson) + "; resume without a configuration to continue the run as it "
-                                   "was configured, or train into another directory"});
-    }
-    if (!issues.empty())
+    const ResumeDecision decision = decideResume(m_directory, m_run);
+    if (decision.kind == ResumeKind::NewRun)  // checkpoints without a config.json
+        throw DataError(decision.reason);
+    if (decision.kind == ResumeKind::Refused) {
+        std::vector<ConfigIssue> issues = decision.differences;
+        for (ConfigIssue& issue : issues)
+            issue.reason += "; resume without a configuration to continue the run as it was configured, or train "
+                            "into another directory";
         throw ConfigError(std::move(issues));
+    }
+    const RunDocument& saved = decision.saved;
     if (saved.train.steps != m_run.train.steps) {
         message("info", "the run now lasts " + std::to_string(m_run.train.steps) + " steps (was "
                             + std::to_string(saved.train.steps) + ")");
-        nlohmann::json updated = savedJson;
+        nlohmann::json updated = saved.toJson();
         updated["train"]["steps"] = m_run.train.steps;
-        writeFileAtomically(m_directory / "config.json", updated.dump(2) + "\n");
+        writeFileAtomically(runlayout::configFile(m_directory), updated.dump(2) + "\n");
     }
     // Probes do not change training: the run keeps its own and gains the document's new ones.
     m_run.train.probes = addProbeTexts(m_directory, m_run.train.probes);
@@ -272,23 +248,13 @@ void Trainer::loadLatestCheckpoint()
     const LoadedCheckpoint loaded = m_checkpoints->load(m_options.checkpoint, *m_model, m_optimizer.get(),
                                                         [this](const std::string& text) { message("warning", text); });
     m_state = loaded.state;
-    if (loaded.file.filename() != "best.pt")
+    if (loaded.file.filename() != std::filesystem::path(runlayout::kBestCheckpoint))
         m_savedStep = m_state.step;
     if (!m_options.readOnly)
         message("info", "resumed from " + loaded.file.filename().string() + " at step " + std::to_string(m_state.step));
-    const TrainConfig& t = m_run.train;
-    if (!m_options.readOnly && t.schedule != ScheduleChoice::Constant && m_state.scheduleSteps > 0
-        && m_state.scheduleSteps != m_totalSteps) {
-        auto rate = [&](std::int64_t span) {
-            return learningRate(
-                ScheduleOptions{scheduleKind(t.schedule), t.learningRate, t.warmupSteps, span, t.minLearningRateRatio},
-                m_state.step);
-        };
-        std::ostringstream text;
-        text << "the learning-rate schedule now spans " << m_totalSteps << " steps instead of "
-             << m_state.scheduleSteps << ": at step " << m_state.step << " the rate changes from "
-             << rate(m_state.scheduleSteps) << " to " << rate(m_totalSteps);
-        message("warning", text.str());
+    if (!m_options.readOnly) {
+        if (const auto change = scheduleChange(m_run.train, m_state.step, m_state.scheduleSteps))
+            message("warning", change->text());
     }
     m_state.scheduleSteps = m_totalSteps;
 }
@@ -299,7 +265,7 @@ void Trainer::prepareData()
     const std::int64_t length = m_run.sequenceLength();
     const SplitFractions fractions{task.validationFraction, task.testFraction};
     const auto seed = static_cast<std::uint64_t>(task.seed);
-    const std::filesystem::path savedTokenizer = m_directory / "tokenizer.json";
+    const std::filesystem::path savedTokenizer = runlayout::tokenizerFile(m_directory);
 
     auto chooseTokenizer = [&](auto&& streamTexts) {
         if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
@@ -365,7 +331,7 @@ void Trainer::prepareData()
         break;
     }
     case TaskKind::LanguageModel: {
-        m_textFile = std::make_unique<TextFile>(task.path, m_directory / "cache");
+        m_textFile = std::make_unique<TextFile>(task.path, runlayout::cacheDirectory(m_directory));
         chooseTokenizer([&](VocabularyBuilder& builder) { m_textFile->addTexts(builder); });
         m_train = m_textFile->dataset(Split::Train, *m_tokenizer, length, fractions);
         m_validation = m_textFile->dataset(Split::Validation, *m_tokenizer, length, fractions);
@@ -434,13 +400,11 @@ void Trainer::message(const std::string& level, const std::string& text)
         observer->onMessage(level, text);
 }
 
-void Trainer::record(const nlohmann::json& line)
+void Trainer::record(const std::string& line)
 {
     if (!m_metrics.is_open())
         return;
-    // Texts in a line are valid UTF-8 by construction (data/ByteText); should one
-    // slip through, the line is still written, with U+FFFD for the bad bytes.
-    m_metrics << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    m_metrics << line << '\n';
     m_metrics.flush();
 }
 
@@ -525,6 +489,8 @@ TrainSummary Trainer::run(TrainingControl& control)
             serveRequests(control, interval);
             if (control.paused()) {
                 message("info", "paused at step " + std::to_string(m_state.step));
+                for (auto* observer : m_observers)
+                    observer->onPaused(m_state.step);
                 m_status->paused(m_state.step);
                 const double pauseStart = nowSeconds();
                 while (control.paused() && !control.stopRequested()) {
@@ -576,7 +542,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                 message("info", text);
                 if (result.loss < m_state.bestValidationLoss) {
                     m_state.bestValidationLoss = result.loss;
-                    widelab::saveCheckpoint(m_directory / "checkpoints" / "best.pt", *m_model, *m_optimizer, stateToSave());
+                    widelab::saveCheckpoint(runlayout::bestCheckpointFile(m_directory), *m_model, *m_optimizer, stateToSave());
                 }
             } catch (const Interrupted&) {
                 summary.outcome = TrainOutcome::Stopped;
@@ -616,9 +582,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
 {
     const TrainConfig& t = m_run.train;
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
-    const double lr = learningRate(
-        ScheduleOptions{scheduleKind(t.schedule), t.learningRate, t.warmupSteps, m_totalSteps, t.minLearningRateRatio},
-        m_state.step);
+    const double lr = learningRate(scheduleOptions(t, m_totalSteps), m_state.step);
     applyLearningRate(*m_optimizer, lr);
 
     std::vector<Example> examples;
@@ -688,10 +652,7 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.balanceLoss = sums[2] / steps;
     s.accuracy = sums[4] > 0 ? sums[3] / sums[4] : 0.0;
     s.gradientNorm = sums[5] / steps;
-    s.learningRate = learningRate(ScheduleOptions{scheduleKind(m_run.train.schedule), m_run.train.learningRate,
-                                                  m_run.train.warmupSteps, m_totalSteps,
-                                                  m_run.train.minLearningRateRatio},
-                                  m_state.step - 1);
+    s.learningRate = learningRate(scheduleOptions(m_run.train, m_totalSteps), m_state.step - 1);
     s.stepSeconds = elapsed / timedSteps;
     s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
     const DeviceMemory memory = deviceMemory(m_device);
@@ -723,7 +684,7 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.measurementSeconds = nowSeconds() - measureStart;
 
     if (recorded)
-        record(toJson(s));
+        record(encodeMetricsLine(s));
     for (auto* observer : m_observers)
         observer->onSnapshot(s);
     if (recorded)
@@ -779,7 +740,7 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
     result.loss = weightSum > 0 ? lossSum / weightSum : 0.0;
     result.accuracy = counted > 0 ? hits / counted : 0.0;
     result.perplexity = languageModel ? std::exp(result.loss) : 0.0;
-    record(toJson(result));
+    record(encodeMetricsLine(result));
     for (auto* observer : m_observers)
         observer->onEvaluation(result);
     return result;
@@ -874,7 +835,7 @@ ProbeResult Trainer::probe(const std::string& text)
         if (label >= 0 && label < static_cast<std::int64_t>(result.prediction.size()))
             result.label = label;
     }
-    record(toJson(result));
+    record(encodeMetricsLine(result));
     for (auto* observer : m_observers)
         observer->onProbe(result);
     return result;

@@ -25,7 +25,8 @@ namespace widelab {
 
 struct TrainerOptions {
     // Continue the run in the directory from its latest checkpoint. The run's
-    // document must match RUN_DIR/config.json except for steps, device and threads.
+    // document must be the run's own by decideResume (ResumeRule.h): it may differ
+    // from RUN_DIR/config.json only in the keys resumeIgnoredKeys names.
     bool resume = false;
     std::optional<std::int64_t> steps;     // overrides train.steps
     std::optional<std::string> device;     // overrides train.device
@@ -119,7 +120,7 @@ private:
     std::string defaultProbeText() const;
     void probeAll();
     void keepProbe(const std::string& text);
-    void record(const nlohmann::json& line);
+    void record(const std::string& line);  // a line of metrics.jsonl (MetricsCodec.h)
     void message(const std::string& level, const std::string& text);
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).

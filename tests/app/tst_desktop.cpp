@@ -29,6 +29,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLabel>
 #include <QListWidget>
 #include <QMessageBox>
 #include <QPushButton>
@@ -46,6 +47,7 @@
 
 #include <cmath>
 #include <functional>
+#include <numbers>
 
 using namespace widelab;
 
@@ -81,6 +83,20 @@ QString compact(const QJsonObject& object) { return QString::fromUtf8(QJsonDocum
 QStringList checkpoints(const QString& run)
 {
     return QDir(run + QStringLiteral("/checkpoints")).entryList({QStringLiteral("step-*.pt")}, QDir::Files, QDir::Name);
+}
+
+// Clicks the button of `box` that reads `text`; false when there is no such box or button.
+bool clickButton(QMessageBox* box, const QString& text)
+{
+    if (box == nullptr)
+        return false;
+    for (QAbstractButton* button : box->buttons()) {
+        if (button->text() == text) {
+            button->click();
+            return true;
+        }
+    }
+    return false;
 }
 
 int metricLines(const QString& run, const QString& type)
@@ -123,6 +139,8 @@ private Q_SLOTS:
     void probeLinesCarryTheTrueClassWhenKnown();
     void theUserPresetsFolderFollowsTheEnvironment();
     void theThemeSwitchesEveryViewAndIsKept();
+    void startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule();
+    void pausedTheStatusBarNamesTheLogsStep();
 
 private:
     QTemporaryDir m_dir;
@@ -434,6 +452,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QTRY_VERIFY(start->isEnabled());
         QCOMPARE(start->text(), QStringLiteral("&Continue"));
         start->trigger();
+        QVERIFY(clickButton(window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion")), QStringLiteral("Continue")));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
         QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
         QCOMPARE(window.currentRunId(), runDirectory);
@@ -1305,6 +1324,115 @@ void TestDesktop::theThemeSwitchesEveryViewAndIsKept()
     QCOMPARE(QApplication::palette().color(QPalette::Window), system.color(QPalette::Window));
     QCOMPARE(QApplication::palette().color(QPalette::Text), system.color(QPalette::Text));
     QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("system"));
+}
+
+// Start continues the open run exactly when the core's rule (train/ResumeRule.h)
+// says so, as the trainer and the CLI decide: changing what is only inspected
+// (train.probes, train.probe_every) keeps Continue, another learning rate is a new
+// run. Continuing with another length asks first, naming the step and the rate
+// before and after; Cancel starts nothing.
+void TestDesktop::startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-rule")));
+    window.show();
+    const QString file = m_dir.filePath(QStringLiteral("tiny-rule.json"));
+    QVERIFY(writeJson(file, tinyDocument(20, 10)));
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    QCOMPARE(finished.first().at(0).toString(), QStringLiteral("completed"));
+    const QString run = window.currentRunId();
+    QAction* start = window.action(QStringLiteral("start"));
+    QCOMPARE(start->text(), QStringLiteral("&Continue"));
+
+    auto edited = [&](const char* key, const QJsonValue& value) {
+        QJsonObject document = window.configPanel()->document();
+        QJsonObject train = document.value(QStringLiteral("train")).toObject();
+        train.insert(QLatin1String(key), value);
+        document.insert(QStringLiteral("train"), train);
+        window.configPanel()->setDocument(document);
+        Q_EMIT window.configPanel()->documentChanged();
+    };
+    // The app's old rule made these a new run; the core's keeps the run.
+    edited("probes", QJsonArray{QStringLiteral("[MAX 2 9 ]")});
+    QTRY_COMPARE(start->text(), QStringLiteral("&Continue"));
+    edited("probe_every", 5);
+    QTRY_COMPARE(start->text(), QStringLiteral("&Continue"));
+    edited("learning_rate", 0.01);
+    QTRY_COMPARE(start->text(), QStringLiteral("&Start"));
+    edited("learning_rate", 0.003);
+    QTRY_COMPARE(start->text(), QStringLiteral("&Continue"));
+
+    // 20 steps -> 24: the cosine (warmup 5, no floor) had reached 0 at step 20; over 24
+    // steps it is at 0.5 * (1 + cos(pi * 15/19)) of the peak 0.003 there.
+    edited("steps", 24);
+    QTRY_VERIFY(start->isEnabled());
+    start->trigger();
+    auto* question = window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion"));
+    QVERIFY(question);
+    const double rate = 0.003 * 0.5 * (1.0 + std::cos(std::numbers::pi * 15.0 / 19.0));
+    for (const QString& part : {QStringLiteral("spans 20 steps"), QStringLiteral("with 24 steps"),
+                                QStringLiteral("At step 20"), QStringLiteral("from 0 to %1").arg(rate, 0, 'g', 4)})
+        QVERIFY2(question->text().contains(part), qPrintable(question->text() + QStringLiteral("\n  lacks: ") + part));
+    QVERIFY(!window.controller().busy());  // nothing starts while the user decides
+    QVERIFY(clickButton(question, QStringLiteral("Cancel")));
+    QTRY_VERIFY(!window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion")));  // closed and gone
+    QVERIFY(!window.controller().busy());
+    QCOMPARE(finished.count(), 1);
+
+    start->trigger();
+    QVERIFY(clickButton(window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion")), QStringLiteral("Continue")));
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
+    QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
+    QCOMPARE(window.currentRunId(), run);
+    QCOMPARE(window.runsList()->count(), 1);
+    const QStringList warned = window.log()->visibleLines().filter(QStringLiteral("schedule now spans 24 steps instead of 20"));
+    QCOMPARE(warned.size(), 1);
+    // The probe added meanwhile stays with the run.
+    QFile config(run + QStringLiteral("/config.json"));
+    QVERIFY(config.open(QIODevice::ReadOnly));
+    const QJsonObject train = QJsonDocument::fromJson(config.readAll()).object().value(QStringLiteral("train")).toObject();
+    QVERIFY(train.value(QStringLiteral("probes")).toArray().contains(QStringLiteral("[MAX 2 9 ]")));
+    QCOMPARE(train.value(QStringLiteral("steps")).toInt(), 24);
+}
+
+// The log says "paused at step N" with N the optimiser updates done; the status
+// bar says the same N, though the last snapshot (every log_every steps) is older.
+void TestDesktop::pausedTheStatusBarNamesTheLogsStep()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-pause")));
+    window.show();
+    QJsonObject document = tinyDocument(100000, 1000);  // no snapshot before step 1000
+    QJsonObject train = document.value(QStringLiteral("train")).toObject();
+    train.insert(QStringLiteral("eval_every"), 3);
+    train.insert(QStringLiteral("eval_batches"), 1);
+    document.insert(QStringLiteral("train"), train);
+    const QString file = m_dir.filePath(QStringLiteral("tiny-pause.json"));
+    QVERIFY(writeJson(file, document));
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QSignalSpy paused(&window.controller(), &TrainingController::paused);
+    QVERIFY(window.startTraining());
+    // Past step 3 (its validation is logged), so the step is not the starting 0.
+    QTRY_VERIFY_WITH_TIMEOUT(!window.log()->visibleLines().filter(QStringLiteral("validation at step 3")).isEmpty(), 60000);
+    window.action(QStringLiteral("pause"))->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.count(), 1, 60000);
+    const QStringList logged = window.log()->visibleLines().filter(QStringLiteral("paused at step "));
+    QCOMPARE(logged.size(), 1);
+    const QRegularExpressionMatch match = QRegularExpression(QStringLiteral("paused at step (\\d+)")).match(logged.first());
+    QVERIFY(match.hasMatch());
+    const qint64 step = match.captured(1).toLongLong();
+    QVERIFY2(step >= 3, qPrintable(logged.first()));
+    QCOMPARE(paused.first().at(0).toLongLong(), step);
+    QLabel* label = nullptr;
+    for (QLabel* candidate : window.findChildren<QLabel*>())
+        if (candidate->accessibleName() == QStringLiteral("Step"))
+            label = candidate;
+    QVERIFY(label);
+    QCOMPARE(label->text(), QStringLiteral("Step %1 / 100000").arg(step));
+    window.action(QStringLiteral("stop"))->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
 }
 
 QTEST_MAIN(TestDesktop)

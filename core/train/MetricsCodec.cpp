@@ -1,0 +1,607 @@
+#include "MetricsCodec.h"
+
+#include "config/JsonText.h"
+#include "data/ByteText.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace widelab {
+
+// ---- The writer: the line of each type (the field names docs/run-directory.md lists).
+
+nlohmann::json toJson(const TrainingSnapshot& s)
+{
+    nlohmann::json routing = nlohmann::json::array();
+    for (const auto& r : s.routing)
+        routing.push_back({{"block", r.block},
+                           {"tokens_per_expert", r.tokensPerExpert},
+                           {"dropped_percent_per_choice", r.droppedPercentPerChoice},
+                           {"unused_experts", r.unusedExperts},
+                           {"router_entropy", r.routerEntropy},
+                           {"load_vs_fair", r.loadVsFair}});
+    nlohmann::json paths = nlohmann::json::array();
+    for (const auto& p : s.paths)
+        paths.push_back({{"block", p.block}, {"sublayer", p.sublayer}, {"paths", p.paths}, {"alpha", p.alpha},
+                         {"beta", p.beta}, {"diversity", p.diversity}});
+    auto divergence = [](const LayerNormDivergence& d) {
+        return nlohmann::json{{"gamma_all_pairs", d.gammaAllPairs}, {"beta_all_pairs", d.betaAllPairs},
+                              {"gamma_elementwise", d.gammaElementwise}, {"beta_elementwise", d.betaElementwise}};
+    };
+    return {
+        {"type", "train"},
+        {"step", s.step},
+        {"wall_seconds", s.wallSeconds},
+        {"loss", s.loss},
+        {"task_loss", s.taskLoss},
+        {"balance_loss", s.balanceLoss},
+        {"accuracy", s.accuracy},
+        {"learning_rate", s.learningRate},
+        {"gradient_norm", s.gradientNorm},
+        {"tokens_per_second", s.tokensPerSecond},
+        {"step_seconds", s.stepSeconds},
+        {"memory_kind", s.memoryKind},
+        {"memory_bytes", s.memoryBytes},
+        {"memory_reserved_bytes", s.memoryReservedBytes},
+        {"memory_peak_bytes", s.memoryPeakBytes},
+        {"memory_peak_reserved_bytes", s.memoryPeakReservedBytes},
+        {"measurement_seconds", s.measurementSeconds},
+        {"routing", routing},
+        {"layernorm", {{"attention_gamma", s.attentionGamma}, {"attention_beta", s.attentionBeta},
+                       {"ffn_gamma", s.ffnGamma}, {"ffn_beta", s.ffnBeta}}},
+        {"divergence", divergence(s.divergence)},
+        {"attention_divergence", divergence(s.attentionDivergence)},
+        {"paths", paths},
+    };
+}
+
+nlohmann::json toJson(const EvaluationResult& r)
+{
+    return {{"type", "eval"},     {"step", r.step},         {"split", r.split},       {"loss", r.loss},
+            {"accuracy", r.accuracy}, {"perplexity", r.perplexity}, {"examples", r.examples}};
+}
+
+nlohmann::json toJson(const ProbeResult& r)
+{
+    nlohmann::json line = {{"type", "probe"},   {"step", r.step},           {"text", legibleBytes(r.text)},
+                           {"tokens", r.tokens}, {"attention", r.attention}, {"experts", r.experts},
+                           {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
+    if (r.label >= 0)
+        line["label"] = r.label;  // only when known
+    return line;
+}
+
+namespace {
+
+std::string line(const nlohmann::json& json)
+{
+    // Texts are valid UTF-8 by construction (data/ByteText); should one slip
+    // through, the line is still written, with U+FFFD for the bad bytes.
+    return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string encodeMetricsLine(const TrainingSnapshot& snapshot) { return line(toJson(snapshot)); }
+std::string encodeMetricsLine(const EvaluationResult& result) { return line(toJson(result)); }
+std::string encodeMetricsLine(const ProbeResult& result) { return line(toJson(result)); }
+
+// ---- The reader.
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Bounds far beyond any model WideLab trains, so that a damaged number cannot
+// make a view build millions of rows, combo entries or colour categories.
+constexpr std::int64_t kMaxBlocks = 4096;
+constexpr std::int64_t kMaxExperts = 65536;
+constexpr std::int64_t kMaxPaths = 1024;
+constexpr std::int64_t kMaxTokens = 100000;
+// Attention weights and predictions are probabilities; float rounding may pass 1 by a hair.
+constexpr double kProbabilitySlack = 1e-3;
+
+// Thrown inside this file only, caught by decodeMetricsLine: the reason a line is refused.
+struct Refused {
+    std::string reason;
+};
+
+[[noreturn]] void refuse(std::string reason) { throw Refused{std::move(reason)}; }
+
+// A value as a message shows it: numbers as written, strings quoted and shortened.
+std::string shown(const Json* value)
+{
+    if (value == nullptr)
+        return "missing";
+    if (value->is_array())
+        return "an array";
+    if (value->is_object())
+        return "an object";
+    if (value->is_string()) {
+        const std::string& text = value->get_ref<const std::string&>();
+        std::size_t cut = 0, characters = 0;  // 40 characters, not cut inside one
+        while (cut < text.size() && characters < 40) {
+            ++cut;
+            while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+                ++cut;
+            ++characters;
+        }
+        return "\"" + text.substr(0, cut) + (cut < text.size() ? "…" : "") + "\"";
+    }
+    return value->dump();  // null, true, false, a number as JSON writes it
+}
+
+std::string quoted(const std::string& where) { return "\"" + where + "\""; }
+std::string at(const std::string& where, std::size_t index) { return where + "[" + std::to_string(index) + "]"; }
+std::string field(const std::string& where, const char* key) { return where + "." + key; }
+
+const Json* member(const Json& object, const char* key)
+{
+    const auto found = object.find(key);
+    return found == object.end() ? nullptr : &*found;
+}
+
+// A finite number; null (how the trainer writes NaN and infinities) is NaN where allowed.
+double number(const Json* value, const std::string& where, bool nullAllowed = true)
+{
+    if (value != nullptr && value->is_null() && nullAllowed)
+        return std::numeric_limits<double>::quiet_NaN();
+    if (value == nullptr || !value->is_number())
+        refuse(quoted(where) + " is " + shown(value) + ", not a number");
+    const double v = value->get<double>();
+    if (!std::isfinite(v))
+        refuse(quoted(where) + " is not a finite number");
+    return v;
+}
+
+// A number that is a probability (or null).
+double probability(const Json* value, const std::string& where)
+{
+    const double v = number(value, where);
+    if (v < -kProbabilitySlack || v > 1 + kProbabilitySlack)
+        refuse(quoted(where) + " is " + shown(value) + ", not a weight from 0 to 1");
+    return v;
+}
+
+std::int64_t integer(const Json* value, const std::string& where, std::int64_t lowest, std::int64_t highest,
+                     const std::string& bounds)
+{
+    bool whole = false;
+    std::int64_t v = 0;
+    if (value != nullptr && value->is_number_unsigned()) {
+        const auto u = value->get<std::uint64_t>();
+        whole = u <= static_cast<std::uint64_t>(highest) && static_cast<std::int64_t>(u) >= lowest;
+        v = whole ? static_cast<std::int64_t>(u) : 0;
+    } else if (value != nullptr && value->is_number_integer()) {
+        v = value->get<std::int64_t>();
+        whole = v >= lowest && v <= highest;
+    } else if (value != nullptr && value->is_number_float()) {
+        const double d = value->get<double>();
+        whole = std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lowest)
+                && d <= static_cast<double>(highest);
+        v = whole ? static_cast<std::int64_t>(d) : 0;
+    }
+    if (!whole)
+        refuse(quoted(where) + " is " + shown(value) + ", not a whole number " + bounds);
+    return v;
+}
+
+const Json& array(const Json* value, const std::string& where)
+{
+    if (value == nullptr || !value->is_array())
+        refuse(quoted(where) + " is " + shown(value) + ", not an array");
+    return *value;
+}
+
+// An array that may be left out (an older trainer, a dense model): empty then.
+const Json& optionalArray(const Json& object, const char* key, const std::string& where)
+{
+    static const Json empty = Json::array();
+    const Json* value = member(object, key);
+    return value == nullptr ? empty : array(value, where);
+}
+
+const Json& object(const Json* value, const std::string& where)
+{
+    if (value == nullptr || !value->is_object())
+        refuse(quoted(where) + " is " + shown(value) + ", not an object");
+    return *value;
+}
+
+std::string string(const Json* value, const std::string& where)
+{
+    if (value == nullptr || !value->is_string())
+        refuse(quoted(where) + " is " + shown(value) + ", not a text");
+    return value->get<std::string>();
+}
+
+template <typename T, typename Read>
+std::vector<T> listOf(const Json& values, const std::string& where, Read read)
+{
+    std::vector<T> out;
+    out.reserve(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+        out.push_back(static_cast<T>(read(&values[i], at(where, i))));
+    return out;
+}
+
+std::vector<float> floatsOf(const Json* value, const std::string& where)
+{
+    return listOf<float>(array(value, where), where, [](const Json* v, const std::string& w) { return number(v, w); });
+}
+
+std::vector<double> doublesOf(const Json* value, const std::string& where)
+{
+    return listOf<double>(array(value, where), where, [](const Json* v, const std::string& w) { return number(v, w); });
+}
+
+// The step every line carries: a whole number from 0 to 2^53.
+std::int64_t stepOf(const Json& line)
+{
+    const Json* step = member(line, "step");
+    if (step == nullptr)
+        refuse("it has no \"step\"");
+    return integer(step, "step", 0, kMaxMetricsStep, "from 0 to 2^53");
+}
+
+// [block][channel], every row of one length.
+std::vector<std::vector<float>> normRows(const Json& norms, const char* key)
+{
+    const std::string where = field("layernorm", key);
+    const Json& rows = optionalArray(norms, key, where);
+    if (static_cast<std::int64_t>(rows.size()) > kMaxBlocks)
+        refuse(quoted(where) + " has " + std::to_string(rows.size()) + " rows, more than " + std::to_string(kMaxBlocks)
+               + " blocks");
+    std::vector<std::vector<float>> out;
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+        out.push_back(floatsOf(&rows[b], at(where, b)));
+        if (out.back().size() != out.front().size())
+            refuse(quoted(at(where, b)) + " has " + std::to_string(out.back().size()) + " channels but "
+                   + quoted(at(where, 0)) + " has " + std::to_string(out.front().size()));
+    }
+    return out;
+}
+
+void sameShape(const std::vector<std::vector<float>>& gamma, const std::vector<std::vector<float>>& beta,
+               const char* gammaKey, const char* betaKey)
+{
+    const auto width = [](const std::vector<std::vector<float>>& rows) { return rows.empty() ? 0 : rows.front().size(); };
+    if (gamma.size() != beta.size() || width(gamma) != width(beta))
+        refuse("\"layernorm." + std::string(gammaKey) + "\" is " + std::to_string(gamma.size()) + " x "
+               + std::to_string(width(gamma)) + " but \"layernorm." + betaKey + "\" is " + std::to_string(beta.size())
+               + " x " + std::to_string(width(beta)));
+}
+
+LayerNormDivergence divergenceOf(const Json& line, const char* key)
+{
+    const Json* value = member(line, key);
+    if (value == nullptr)
+        return {};
+    const Json& d = object(value, key);
+    auto read = [&](const char* name) {
+        const Json* v = member(d, name);
+        return v == nullptr ? 0.0 : number(v, field(key, name));
+    };
+    return {read("gamma_all_pairs"), read("beta_all_pairs"), read("gamma_elementwise"), read("beta_elementwise")};
+}
+
+RoutingStats decodeRouting(const Json& value, const std::string& where, const std::vector<RoutingStats>& before)
+{
+    const Json& r = object(&value, where);
+    RoutingStats load;
+    load.block = integer(member(r, "block"), field(where, "block"), 0, kMaxBlocks - 1,
+                         "from 0 to " + std::to_string(kMaxBlocks - 1));
+    const std::string tokensWhere = field(where, "tokens_per_expert");
+    const Json& tokens = array(member(r, "tokens_per_expert"), tokensWhere);
+    if (tokens.empty() || static_cast<std::int64_t>(tokens.size()) > kMaxExperts)
+        refuse(quoted(tokensWhere) + " has " + std::to_string(tokens.size()) + " experts, not 1 to "
+               + std::to_string(kMaxExperts));
+    load.tokensPerExpert = listOf<std::int64_t>(tokens, tokensWhere, [](const Json* v, const std::string& w) {
+        return integer(v, w, 0, kMaxMetricsStep, "from 0 to 2^53");
+    });
+    const std::size_t experts = load.tokensPerExpert.size();
+    if (!before.empty() && experts != before.front().tokensPerExpert.size())
+        refuse(quoted(where) + " has " + std::to_string(experts) + " experts but \"routing[0]\" has "
+               + std::to_string(before.front().tokensPerExpert.size()));
+    if (const Json* dropped = member(r, "dropped_percent_per_choice")) {
+        const std::string droppedWhere = field(where, "dropped_percent_per_choice");
+        load.droppedPercentPerChoice = doublesOf(dropped, droppedWhere);
+        if (load.droppedPercentPerChoice.size() > experts)
+            refuse(quoted(droppedWhere) + " has " + std::to_string(load.droppedPercentPerChoice.size())
+                   + " choices for " + std::to_string(experts) + " experts");
+    }
+    if (const Json* unused = member(r, "unused_experts"))
+        load.unusedExperts = integer(unused, field(where, "unused_experts"), 0, static_cast<std::int64_t>(experts),
+                                     "from 0 to " + std::to_string(experts) + " (the experts)");
+    if (const Json* entropy = member(r, "router_entropy"))
+        load.routerEntropy = number(entropy, field(where, "router_entropy"));
+    if (const Json* fair = member(r, "load_vs_fair")) {
+        const std::string fairWhere = field(where, "load_vs_fair");
+        load.loadVsFair = doublesOf(fair, fairWhere);
+        if (load.loadVsFair.size() != experts)
+            refuse(quoted(fairWhere) + " has " + std::to_string(load.loadVsFair.size()) + " values for "
+                   + std::to_string(experts) + " experts");
+    }
+    return load;
+}
+
+PathWeights decodePath(const Json& value, const std::string& where)
+{
+    const Json& p = object(&value, where);
+    PathWeights path;
+    path.block = integer(member(p, "block"), field(where, "block"), 0, kMaxBlocks - 1,
+                         "from 0 to " + std::to_string(kMaxBlocks - 1));
+    path.sublayer = string(member(p, "sublayer"), field(where, "sublayer"));
+    if (path.sublayer != "attention" && path.sublayer != "ffn")
+        refuse(quoted(field(where, "sublayer")) + " is " + shown(member(p, "sublayer"))
+               + ", not \"attention\" or \"ffn\"");
+    path.alpha = floatsOf(member(p, "alpha"), field(where, "alpha"));
+    const Json* paths = member(p, "paths");
+    path.paths = paths != nullptr ? integer(paths, field(where, "paths"), 1, kMaxPaths, "from 1 to " + std::to_string(kMaxPaths))
+                                  : static_cast<std::int64_t>(path.alpha.size());
+    // alpha: a weight per path, then (extra features on) one per "mean without path i".
+    const auto weights = static_cast<std::int64_t>(path.alpha.size());
+    if (weights != path.paths && weights != 2 * path.paths)
+        refuse(quoted(field(where, "alpha")) + " has " + std::to_string(weights) + " weights for "
+               + std::to_string(path.paths) + " paths (it holds one per path, or two with the extra features)");
+    if (const Json* beta = member(p, "beta"))
+        path.beta = static_cast<float>(number(beta, field(where, "beta")));
+    if (const Json* diversity = member(p, "diversity"))
+        path.diversity = number(diversity, field(where, "diversity"));
+    return path;
+}
+
+void decodeTrain(const Json& json, MetricsRecord& record)
+{
+    TrainingSnapshot& s = record.train;
+    s.step = stepOf(json);
+    if (const Json* wall = member(json, "wall_seconds")) {
+        s.wallSeconds = number(wall, "wall_seconds", false);
+        if (s.wallSeconds < 0)
+            refuse("\"wall_seconds\" is " + shown(wall) + ", below 0");
+    }
+    for (const std::string& name : trainingCurveNames())
+        if (const Json* value = member(json, name.c_str()))
+            record.values[name] = number(value, name);
+    auto value = [&](const char* name) {
+        if (const auto found = record.values.find(name); found != record.values.end())
+            return found->second;
+        const Json* written = member(json, name);  // not a curve, still checked
+        return written == nullptr ? 0.0 : number(written, name);
+    };
+    s.loss = value("loss");
+    s.taskLoss = value("task_loss");
+    s.balanceLoss = value("balance_loss");
+    s.accuracy = value("accuracy");
+    s.learningRate = value("learning_rate");
+    s.gradientNorm = value("gradient_norm");
+    s.tokensPerSecond = value("tokens_per_second");
+    s.stepSeconds = value("step_seconds");
+
+    const Json& routing = optionalArray(json, "routing", "routing");
+    if (static_cast<std::int64_t>(routing.size()) > kMaxBlocks)
+        refuse("\"routing\" has " + std::to_string(routing.size()) + " blocks, more than " + std::to_string(kMaxBlocks));
+    for (std::size_t i = 0; i < routing.size(); ++i)
+        s.routing.push_back(decodeRouting(routing[i], at("routing", i), s.routing));
+
+    if (const Json* layernorm = member(json, "layernorm")) {
+        const Json& norms = object(layernorm, "layernorm");
+        s.attentionGamma = normRows(norms, "attention_gamma");
+        s.attentionBeta = normRows(norms, "attention_beta");
+        s.ffnGamma = normRows(norms, "ffn_gamma");
+        s.ffnBeta = normRows(norms, "ffn_beta");
+        sameShape(s.attentionGamma, s.attentionBeta, "attention_gamma", "attention_beta");
+        sameShape(s.ffnGamma, s.ffnBeta, "ffn_gamma", "ffn_beta");
+    }
+    s.divergence = divergenceOf(json, "divergence");
+    s.attentionDivergence = divergenceOf(json, "attention_divergence");
+
+    const Json& paths = optionalArray(json, "paths", "paths");
+    if (static_cast<std::int64_t>(paths.size()) > 2 * kMaxBlocks)
+        refuse("\"paths\" has " + std::to_string(paths.size()) + " sublayers, more than "
+               + std::to_string(2 * kMaxBlocks));
+    for (std::size_t i = 0; i < paths.size(); ++i)
+        s.paths.push_back(decodePath(paths[i], at("paths", i)));
+    record.step = s.step;
+}
+
+void decodeEval(const Json& json, MetricsRecord& record)
+{
+    EvaluationResult& r = record.eval;
+    r.step = stepOf(json);
+    r.split = string(member(json, "split"), "split");
+    r.loss = number(member(json, "loss"), "loss");
+    r.accuracy = number(member(json, "accuracy"), "accuracy");
+    if (const Json* perplexity = member(json, "perplexity"))
+        r.perplexity = number(perplexity, "perplexity");
+    if (const Json* examples = member(json, "examples"))
+        r.examples = integer(examples, "examples", 0, kMaxMetricsStep, "from 0 to 2^53");
+    record.step = r.step;
+}
+
+// [layer][head][query][key]: every head T x T, every layer as many heads.
+void decodeAttention(const Json& json, ProbeResult& p)
+{
+    const std::size_t n = p.tokens.size();
+    const Json& layers = optionalArray(json, "attention", "attention");
+    if (static_cast<std::int64_t>(layers.size()) > kMaxBlocks)
+        refuse("\"attention\" has " + std::to_string(layers.size()) + " layers, more than " + std::to_string(kMaxBlocks));
+    for (std::size_t l = 0; l < layers.size(); ++l) {
+        const std::string layerWhere = at("attention", l);
+        const Json& heads = array(&layers[l], layerWhere);
+        if (heads.empty())
+            refuse(quoted(layerWhere) + " has no heads");
+        if (l > 0 && heads.size() != p.attention.front().size())
+            refuse(quoted(layerWhere) + " has " + std::to_string(heads.size()) + " heads but \"attention[0]\" has "
+                   + std::to_string(p.attention.front().size()));
+        std::vector<std::vector<std::vector<float>>> maps;
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            const std::string headWhere = at(layerWhere, h);
+            const Json& rows = array(&heads[h], headWhere);
+            if (rows.size() != n)
+                refuse(quoted(headWhere) + " has " + std::to_string(rows.size()) + " rows for " + std::to_string(n)
+                       + " tokens");
+            std::vector<std::vector<float>> map;
+            for (std::size_t q = 0; q < n; ++q) {
+                const std::string rowWhere = at(headWhere, q);
+                const Json& row = array(&rows[q], rowWhere);
+                if (row.size() != n)
+                    refuse(quoted(rowWhere) + " has " + std::to_string(row.size()) + " weights for " + std::to_string(n)
+                           + " tokens");
+                map.push_back(listOf<float>(row, rowWhere, probability));
+            }
+            maps.push_back(std::move(map));
+        }
+        p.attention.push_back(std::move(maps));
+    }
+}
+
+// [block][token][choice]: one list per token, as many choices for every token of a block.
+void decodeExperts(const Json& json, ProbeResult& p)
+{
+    const std::size_t n = p.tokens.size();
+    const Json& blocks = optionalArray(json, "experts", "experts");
+    if (static_cast<std::int64_t>(blocks.size()) > kMaxBlocks)
+        refuse("\"experts\" has " + std::to_string(blocks.size()) + " blocks, more than " + std::to_string(kMaxBlocks));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const std::string blockWhere = at("experts", b);
+        const Json& perToken = array(&blocks[b], blockWhere);
+        if (perToken.size() != n)
+            refuse(quoted(blockWhere) + " has " + std::to_string(perToken.size()) + " entries for " + std::to_string(n)
+                   + " tokens");
+        std::vector<std::vector<std::int64_t>> block;
+        for (std::size_t t = 0; t < n; ++t) {
+            const std::string tokenWhere = at(blockWhere, t);
+            const Json& choices = array(&perToken[t], tokenWhere);
+            if (t > 0 && choices.size() != block.front().size())
+                refuse(quoted(tokenWhere) + " has " + std::to_string(choices.size()) + " choices but "
+                       + quoted(at(blockWhere, 0)) + " has " + std::to_string(block.front().size()));
+            block.push_back(listOf<std::int64_t>(choices, tokenWhere, [](const Json* v, const std::string& w) {
+                return integer(v, w, -1, kMaxExperts - 1, "from -1 (dropped) to " + std::to_string(kMaxExperts - 1));
+            }));
+        }
+        p.experts.push_back(std::move(block));
+    }
+}
+
+void decodeProbe(const Json& json, MetricsRecord& record)
+{
+    ProbeResult& p = record.probe;
+    p.step = stepOf(json);
+    p.text = string(member(json, "text"), "text");
+    const Json& tokens = array(member(json, "tokens"), "tokens");
+    if (tokens.empty())
+        refuse("the probe has no tokens");
+    if (static_cast<std::int64_t>(tokens.size()) > kMaxTokens)
+        refuse("the probe has " + std::to_string(tokens.size()) + " tokens, more than " + std::to_string(kMaxTokens));
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        p.tokens.push_back(string(&tokens[i], at("tokens", i)));
+    decodeAttention(json, p);
+    decodeExperts(json, p);
+    if (const Json* prediction = member(json, "prediction"))
+        p.prediction = listOf<float>(array(prediction, "prediction"), "prediction", probability);
+    const Json& labels = optionalArray(json, "prediction_labels", "prediction_labels");
+    if (!labels.empty() && labels.size() != p.prediction.size())
+        refuse("\"prediction_labels\" has " + std::to_string(labels.size()) + " labels for "
+               + std::to_string(p.prediction.size()) + " predictions");
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        p.predictionLabels.push_back(string(&labels[i], at("prediction_labels", i)));
+    // Optional: the text's true class, an index into "prediction".
+    if (const Json* label = member(json, "label")) {
+        if (p.prediction.empty())
+            refuse("\"label\" is given but there is no \"prediction\"");
+        const auto last = static_cast<std::int64_t>(p.prediction.size()) - 1;
+        p.label = integer(label, "label", 0, last, "from 0 to " + std::to_string(last));
+    }
+    record.step = p.step;
+}
+
+// The offset of the first byte that is not part of valid UTF-8, or -1.
+std::ptrdiff_t invalidUtf8At(std::string_view bytes)
+{
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+    const auto size = static_cast<std::ptrdiff_t>(bytes.size());
+    for (std::ptrdiff_t i = 0; i < size;) {
+        const unsigned char b = p[i];
+        int more = 0;
+        unsigned int lowest = 0;
+        if (b < 0x80) {
+            ++i;
+            continue;
+        }
+        if (b >= 0xC2 && b <= 0xDF) {
+            more = 1;
+            lowest = 0x80;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            more = 2;
+            lowest = 0x800;
+        } else if (b >= 0xF0 && b <= 0xF4) {
+            more = 3;
+            lowest = 0x10000;
+        } else {
+            return i;
+        }
+        if (i + more >= size)
+            return i;  // cut off inside a character
+        unsigned int code = b & (0x3Fu >> more);
+        for (int k = 1; k <= more; ++k) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                return i;
+            code = (code << 6) | (p[i + k] & 0x3Fu);
+        }
+        if (code < lowest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+            return i;
+        i += more + 1;
+    }
+    return -1;
+}
+
+}  // namespace
+
+const std::vector<std::string>& trainingCurveNames()
+{
+    static const std::vector<std::string> names{"loss",          "accuracy",      "balance_loss",
+                                                "learning_rate", "gradient_norm", "tokens_per_second"};
+    return names;
+}
+
+std::optional<MetricsRecord> decodeMetricsLine(std::string_view bytes, std::string* reason)
+{
+    try {
+        if (const std::ptrdiff_t bad = invalidUtf8At(bytes); bad >= 0) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(bad)])));
+            refuse("not valid UTF-8 (byte " + std::to_string(bad + 1) + " of the line is 0x" + hex + ")");
+        }
+        std::string error;
+        const std::optional<Json> parsed = tryParseJsonText(std::string(bytes), &error);
+        if (!parsed)
+            refuse("not JSON (" + error + ")");
+        if (!parsed->is_object())
+            refuse("not a JSON object");
+        const Json& json = *parsed;
+        MetricsRecord record;
+        record.typeName = string(member(json, "type"), "type");
+        if (record.typeName == "train") {
+            record.type = MetricsRecord::Type::Train;
+            decodeTrain(json, record);
+        } else if (record.typeName == "eval") {
+            record.type = MetricsRecord::Type::Eval;
+            decodeEval(json, record);
+        } else if (record.typeName == "probe") {
+            record.type = MetricsRecord::Type::Probe;
+            decodeProbe(json, record);
+        }
+        return record;
+    } catch (const Refused& refused) {
+        if (reason)
+            *reason = refused.reason;
+    } catch (const std::exception& error) {  // not expected: the checks above come first
+        if (reason)
+            *reason = error.what();
+    }
+    return std::nullopt;
+}
+
+}  // namespace widelab

@@ -1,0 +1,315 @@
+// Tests of train/MetricsCodec: metrics.jsonl's writer and reader. Every field a
+// trainer writes comes back (round trip, non-finite values as NaN); lines written
+// by hand as docs/run-directory.md describes them are read; and a line that is
+// damaged is refused with the reason in words, naming where: not UTF-8, not JSON,
+// a step outside 0..2^53, a wrong type, shapes that do not agree.
+#include "data/ByteText.h"
+#include "train/MetricsCodec.h"
+
+#include <QtTest>
+
+#include <cmath>
+#include <limits>
+
+using namespace widelab;
+
+namespace {
+
+TrainingSnapshot sampleSnapshot()
+{
+    TrainingSnapshot s;
+    s.step = 30;
+    s.wallSeconds = 12.5;
+    s.loss = 2.25;
+    s.taskLoss = 2.0;
+    s.balanceLoss = 0.25;
+    s.accuracy = 0.375;
+    s.learningRate = 0.001;
+    s.gradientNorm = 1.5;
+    s.tokensPerSecond = 4096;
+    s.stepSeconds = 0.125;
+    s.memoryKind = "cuda";
+    s.memoryBytes = 1 << 20;
+    RoutingStats r;
+    r.block = 1;
+    r.tokensPerExpert = {5, 0, 7};
+    r.droppedPercentPerChoice = {12.5, 40.0};
+    r.unusedExperts = 1;
+    r.routerEntropy = 0.75;
+    r.loadVsFair = {1.25, 0.0, 1.75};
+    s.routing = {r};
+    s.attentionGamma = {{1.0f, 0.5f}, {2.0f, 1.5f}};
+    s.attentionBeta = {{0.0f, -0.25f}, {0.25f, 0.5f}};
+    s.ffnGamma = {{1.0f, 1.0f}, {0.75f, 1.25f}};
+    s.ffnBeta = {{0.125f, 0.0f}, {0.0f, -0.125f}};
+    s.divergence = {0.25, 0.125, 0.5, 0.0625};
+    s.attentionDivergence = {1.5, 2.5, 3.5, 4.5};
+    PathWeights p;
+    p.block = 0;
+    p.sublayer = "ffn";
+    p.paths = 2;
+    p.alpha = {0.5f, 0.25f, 0.125f, 0.0625f};
+    p.beta = 0.75f;
+    p.diversity = 0.375;
+    s.paths = {p};
+    return s;
+}
+
+// Hand-written, as docs/run-directory.md describes each type.
+const std::string kGoodTrain =
+    R"({"type":"train","step":2,"wall_seconds":1.5,"loss":2.5,"task_loss":2.4,"balance_loss":0.1,"accuracy":0.25,)"
+    R"("learning_rate":0.0005,"tokens_per_second":1000,"step_seconds":0.5,"memory_kind":"rss","memory_bytes":1000,)"
+    R"("routing":[{"block":1,"tokens_per_expert":[5,0,7],"dropped_percent_per_choice":[12.5,40],"unused_experts":1,)"
+    R"("router_entropy":0.75,"load_vs_fair":[1.25,0,1.75]}],)"
+    R"("layernorm":{"attention_gamma":[[1,0.5],[2,1.5]],"attention_beta":[[0,-0.25],[0.25,0.5]],)"
+    R"("ffn_gamma":[[1,1],[0.75,1.25]],"ffn_beta":[[0.125,0],[0,-0.125]]},)"
+    R"("divergence":{"gamma_all_pairs":0.5,"beta_all_pairs":0.25,"gamma_elementwise":0.125,"beta_elementwise":0},)"
+    R"("paths":[{"block":0,"sublayer":"ffn","paths":2,"alpha":[0.5,0.25,0.125,0.0625],"beta":0.75,"diversity":0.375}]})";
+const std::string kGoodEval =
+    R"({"type":"eval","step":10,"split":"validation","loss":1.75,"accuracy":0.5,"perplexity":5.75,"examples":64})";
+const std::string kGoodProbe =
+    R"({"type":"probe","step":4,"text":"caf\\xc3","tokens":["a","b"],"attention":[[[[0.25,0.75],[1,0]]]],)"
+    R"("experts":[[[2,-1],[0,1]]],"prediction":[0.125,0.875],"prediction_labels":["0","1"]})";
+
+std::string replaced(std::string line, const std::string& from, const std::string& to)
+{
+    const std::size_t at = line.find(from);
+    if (at == std::string::npos)
+        throw std::logic_error("the test's line has no " + from);
+    return line.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+class TestMetricsCodec : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void aTrainLineComesBackWhole();
+    void evalAndProbeLinesComeBackWhole();
+    void handWrittenLinesAreRead();
+    void badLinesAreRefusedNamingWhatAndWhere();
+};
+
+void TestMetricsCodec::aTrainLineComesBackWhole()
+{
+    const TrainingSnapshot s = sampleSnapshot();
+    const std::string line = encodeMetricsLine(s);
+    QVERIFY(line.find('\n') == std::string::npos);
+    std::string reason;
+    const auto read = decodeMetricsLine(line, &reason);
+    QVERIFY2(read, reason.c_str());
+    QCOMPARE(read->type, MetricsRecord::Type::Train);
+    QCOMPARE(read->typeName, std::string("train"));
+    QCOMPARE(read->step, std::int64_t{30});
+    const TrainingSnapshot& t = read->train;
+    QCOMPARE(t.wallSeconds, 12.5);
+    QCOMPARE(t.loss, 2.25);
+    QCOMPARE(t.taskLoss, 2.0);
+    QCOMPARE(t.balanceLoss, 0.25);
+    QCOMPARE(t.accuracy, 0.375);
+    QCOMPARE(t.learningRate, 0.001);
+    QCOMPARE(t.gradientNorm, 1.5);
+    QCOMPARE(t.tokensPerSecond, 4096.0);
+    QCOMPARE(t.stepSeconds, 0.125);
+    QCOMPARE(read->values.at("loss"), 2.25);
+    QCOMPARE(read->values.at("gradient_norm"), 1.5);
+    QCOMPARE(t.routing.size(), std::size_t{1});
+    QCOMPARE(t.routing[0].block, std::int64_t{1});
+    QCOMPARE(t.routing[0].tokensPerExpert, (std::vector<std::int64_t>{5, 0, 7}));
+    QCOMPARE(t.routing[0].droppedPercentPerChoice, (std::vector<double>{12.5, 40.0}));
+    QCOMPARE(t.routing[0].unusedExperts, std::int64_t{1});
+    QCOMPARE(t.routing[0].routerEntropy, 0.75);
+    QCOMPARE(t.routing[0].loadVsFair, (std::vector<double>{1.25, 0.0, 1.75}));
+    QCOMPARE(t.attentionGamma, (std::vector<std::vector<float>>{{1.0f, 0.5f}, {2.0f, 1.5f}}));
+    QCOMPARE(t.attentionBeta, (std::vector<std::vector<float>>{{0.0f, -0.25f}, {0.25f, 0.5f}}));
+    QCOMPARE(t.ffnGamma, (std::vector<std::vector<float>>{{1.0f, 1.0f}, {0.75f, 1.25f}}));
+    QCOMPARE(t.ffnBeta, (std::vector<std::vector<float>>{{0.125f, 0.0f}, {0.0f, -0.125f}}));
+    QCOMPARE(t.divergence.gammaAllPairs, 0.25);
+    QCOMPARE(t.divergence.betaElementwise, 0.0625);
+    QCOMPARE(t.attentionDivergence.gammaElementwise, 3.5);
+    QCOMPARE(t.attentionDivergence.betaElementwise, 4.5);
+    QCOMPARE(t.paths.size(), std::size_t{1});
+    QCOMPARE(t.paths[0].sublayer, std::string("ffn"));
+    QCOMPARE(t.paths[0].paths, std::int64_t{2});
+    QCOMPARE(t.paths[0].alpha, (std::vector<float>{0.5f, 0.25f, 0.125f, 0.0625f}));
+    QCOMPARE(t.paths[0].beta, 0.75f);
+    QCOMPARE(t.paths[0].diversity, 0.375);
+
+    // A diverged step: NaN and infinities are written null and read as NaN, a gap.
+    TrainingSnapshot diverged = sampleSnapshot();
+    diverged.loss = std::numeric_limits<double>::quiet_NaN();
+    diverged.gradientNorm = std::numeric_limits<double>::infinity();
+    const auto gap = decodeMetricsLine(encodeMetricsLine(diverged), &reason);
+    QVERIFY2(gap, reason.c_str());
+    QVERIFY(std::isnan(gap->values.at("loss")));
+    QVERIFY(std::isnan(gap->values.at("gradient_norm")));
+    QCOMPARE(gap->values.at("accuracy"), 0.375);
+}
+
+void TestMetricsCodec::evalAndProbeLinesComeBackWhole()
+{
+    EvaluationResult e;
+    e.step = 40;
+    e.split = "test";
+    e.loss = 1.25;
+    e.accuracy = 0.625;
+    e.perplexity = 3.5;
+    e.examples = 128;
+    std::string reason;
+    const auto eval = decodeMetricsLine(encodeMetricsLine(e), &reason);
+    QVERIFY2(eval, reason.c_str());
+    QCOMPARE(eval->type, MetricsRecord::Type::Eval);
+    QCOMPARE(eval->step, std::int64_t{40});
+    QCOMPARE(eval->eval.split, std::string("test"));
+    QCOMPARE(eval->eval.loss, 1.25);
+    QCOMPARE(eval->eval.accuracy, 0.625);
+    QCOMPARE(eval->eval.perplexity, 3.5);
+    QCOMPARE(eval->eval.examples, std::int64_t{128});
+
+    ProbeResult p;
+    p.step = 7;
+    p.text = std::string("caf\xc3", 4);  // a UTF-8 text cut inside its last character
+    p.tokens = {"<cls>", "c", "a"};
+    p.attention = {{{{0.5f, 0.25f, 0.25f}, {1.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 1.0f}}}};
+    p.experts = {{{1, -1}, {0, 2}, {3, 1}}};
+    p.prediction = {0.25f, 0.75f};
+    p.predictionLabels = {"no", "yes"};
+    const auto probe = decodeMetricsLine(encodeMetricsLine(p), &reason);
+    QVERIFY2(probe, reason.c_str());
+    QCOMPARE(probe->type, MetricsRecord::Type::Probe);
+    QCOMPARE(probe->step, std::int64_t{7});
+    QCOMPARE(probe->probe.text, std::string("caf\\xc3"));  // written legibly: the bad byte as \xc3
+    QCOMPARE(probe->probe.tokens, p.tokens);
+    QCOMPARE(probe->probe.attention, p.attention);
+    QCOMPARE(probe->probe.experts, p.experts);
+    QCOMPARE(probe->probe.prediction, p.prediction);
+    QCOMPARE(probe->probe.predictionLabels, p.predictionLabels);
+    QCOMPARE(probe->probe.label, std::int64_t{-1});  // unknown: not written, read back as unknown
+    QVERIFY(encodeMetricsLine(p).find("\"label\"") == std::string::npos);
+
+    p.label = 1;  // a validation example's true class
+    const auto known = decodeMetricsLine(encodeMetricsLine(p), &reason);
+    QVERIFY2(known, reason.c_str());
+    QCOMPARE(known->probe.label, std::int64_t{1});
+}
+
+void TestMetricsCodec::handWrittenLinesAreRead()
+{
+    std::string reason;
+    const auto train = decodeMetricsLine(kGoodTrain, &reason);
+    QVERIFY2(train, reason.c_str());
+    QCOMPARE(train->step, std::int64_t{2});
+    QCOMPARE(train->train.wallSeconds, 1.5);
+    QCOMPARE(train->train.taskLoss, 2.4);
+    QCOMPARE(train->train.stepSeconds, 0.5);
+    QCOMPARE(train->values.at("learning_rate"), 0.0005);
+    QVERIFY(!train->values.contains("gradient_norm"));  // not written: no point, not a 0
+    QCOMPARE(train->train.routing.size(), std::size_t{1});
+    QCOMPARE(train->train.divergence.gammaAllPairs, 0.5);
+    QCOMPARE(train->train.attentionDivergence.gammaAllPairs, 0.0);  // left out
+    QCOMPARE(train->train.paths.size(), std::size_t{1});
+
+    const auto eval = decodeMetricsLine(kGoodEval, &reason);
+    QVERIFY2(eval, reason.c_str());
+    QCOMPARE(eval->eval.split, std::string("validation"));
+    QCOMPARE(eval->eval.perplexity, 5.75);
+    QCOMPARE(eval->eval.examples, std::int64_t{64});
+
+    const auto probe = decodeMetricsLine(kGoodProbe, &reason);
+    QVERIFY2(probe, reason.c_str());
+    QCOMPARE(probe->probe.text, std::string("caf\\xc3"));
+    QCOMPARE(probe->probe.attention[0][0][0][1], 0.75f);  // [layer][head][query][key]
+    QCOMPARE(probe->probe.experts[0][0], (std::vector<std::int64_t>{2, -1}));
+
+    // An older trainer's line: only what it wrote. A dense model: no routing.
+    const auto old = decodeMetricsLine(R"({"type":"train","step":3,"loss":null})", &reason);
+    QVERIFY2(old, reason.c_str());
+    QVERIFY(std::isnan(old->values.at("loss")));
+    QVERIFY(old->train.routing.empty());
+    // A type this version does not know passes untouched.
+    const auto other = decodeMetricsLine(R"({"type":"note","text":1})", &reason);
+    QVERIFY2(other, reason.c_str());
+    QCOMPARE(other->type, MetricsRecord::Type::Other);
+    QCOMPARE(other->typeName, std::string("note"));
+}
+
+void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
+{
+    const std::vector<std::pair<std::string, std::string>> bad{
+        {"not JSON at all", "not JSON"},
+        {std::string("\x00\x01\x02\x03 blob", 9), "not JSON"},
+        {std::string("PK\x03\x04\xde\xad\xbe\xef", 8), "not valid UTF-8 (byte 7 of the line is 0xbe)"},
+        {R"({"type":"probe","step":1,"text":"caf)" + std::string("\xe9") + R"(","tokens":["a"]})", "not valid UTF-8"},
+        {"[1, 2]", "not a JSON object"},
+        {R"({"step":1})", "\"type\" is missing"},
+        {R"({"type":7,"step":1})", "\"type\" is 7, not a text"},
+        {R"({"type":"train","step":1e308,"loss":1})", "\"step\" is 1e+308, not a whole number from 0 to 2^53"},
+        {R"({"type":"train","step":9007199254740994})", "\"step\" is 9007199254740994, not a whole number"},
+        {R"({"type":"train","step":18446744073709551615})", "not a whole number from 0 to 2^53"},
+        {R"({"type":"eval","step":-2,"split":"validation","loss":1,"accuracy":0})", "\"step\" is -2"},
+        {R"({"type":"train","step":2.5})", "not a whole number"},
+        {R"({"type":"train","step":"7"})", "\"step\" is \"7\""},
+        {R"({"type":"train","loss":1})", "no \"step\""},
+        {R"({"type":"train","step":1,"loss":"low"})", "\"loss\" is \"low\", not a number"},
+        {R"({"type":"train","step":1,"step_seconds":[1]})", "\"step_seconds\" is an array, not a number"},
+        {R"({"type":"train","step":1,"wall_seconds":-5})", "below 0"},
+        {R"({"type":"train","step":1,"wall_seconds":null})", "\"wall_seconds\" is null, not a number"},
+        {R"({"type":"train","step":1,"loss":1,"loss":2})", "repeated key"},
+        {std::string(100, '[') + std::string(100, ']'), "not JSON"},
+        {replaced(kGoodTrain, "\"load_vs_fair\":[1.25,0,1.75]", "\"load_vs_fair\":[1.25]"),
+         "\"routing[0].load_vs_fair\" has 1 values for 3 experts"},
+        {replaced(kGoodTrain, "\"tokens_per_expert\":[5,0,7]", "\"tokens_per_expert\":[]"), "0 experts"},
+        {replaced(kGoodTrain, "\"tokens_per_expert\":[5,0,7]", "\"tokens_per_expert\":[5,-1,7]"),
+         "\"routing[0].tokens_per_expert[1]\" is -1"},
+        {replaced(kGoodTrain, "\"unused_experts\":1", "\"unused_experts\":4"),
+         "\"routing[0].unused_experts\" is 4, not a whole number from 0 to 3 (the experts)"},
+        {replaced(kGoodTrain, "\"ffn_gamma\":[[1,1],[0.75,1.25]]", "\"ffn_gamma\":[[1,1],[0.75]]"),
+         "\"layernorm.ffn_gamma[1]\" has 1 channels but"},
+        {replaced(kGoodTrain, "\"ffn_beta\":[[0.125,0],[0,-0.125]]", "\"ffn_beta\":[[0.125,0]]"),
+         "\"layernorm.ffn_gamma\" is 2 x 2 but \"layernorm.ffn_beta\" is 1 x 2"},
+        {replaced(kGoodTrain, "\"gamma_all_pairs\":0.5", "\"gamma_all_pairs\":\"x\""),
+         "\"divergence.gamma_all_pairs\" is \"x\", not a number"},
+        {replaced(kGoodTrain, "\"alpha\":[0.5,0.25,0.125,0.0625]", "\"alpha\":[0.5,0.25,0.125]"),
+         "has 3 weights for 2 paths"},
+        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), "not \"attention\" or \"ffn\""},
+        {replaced(kGoodTrain, "\"block\":0,", "\"block\":100000,"), "\"paths[0].block\" is 100000"},
+        {R"({"type":"probe","step":1,"text":"","tokens":[],"attention":[[[]]]})", "the probe has no tokens"},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0],[0,1]]]]"),
+         "\"attention[0][0]\" has 3 rows for 2 tokens"},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1]]]]"),
+         "\"attention[0][0][1]\" has 1 weights for 2 tokens"},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0]]],[[[1,0],[0,1]],[[1,0],[0,1]]]]"),
+         "\"attention[1]\" has 2 heads but \"attention[0]\" has 1"},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1.5,0]]]]"),
+         "\"attention[0][0][1][0]\" is 1.5, not a weight from 0 to 1"},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1]]]"), "\"experts[0]\" has 1 entries for 2 tokens"},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1],[0]]]"), "has 1 choices but"},
+        {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-7],[0,1]]]"), "\"experts[0][0][1]\" is -7"},
+        {replaced(kGoodProbe, "\"prediction_labels\":[\"0\",\"1\"]", "\"prediction_labels\":[\"0\"]"),
+         "has 1 labels for 2 predictions"},
+        {replaced(kGoodProbe, "\"prediction_labels\":[\"0\",\"1\"]", "\"prediction_labels\":[\"0\",\"1\"],\"label\":2"),
+         "\"label\" is 2, not a whole number from 0 to 1"},
+        {replaced(kGoodProbe, "\"prediction_labels\":[\"0\",\"1\"]", "\"prediction_labels\":[\"0\",\"1\"],\"label\":\"1\""),
+         "\"label\" is \"1\""},
+        {replaced(kGoodProbe, "\"text\":\"caf\\\\xc3\"", "\"text\":7"), "\"text\" is 7, not a text"},
+        {replaced(kGoodProbe, "\"tokens\":[\"a\",\"b\"]", "\"tokens\":[\"a\",2]"), "\"tokens[1]\" is 2, not a text"},
+        {replaced(kGoodEval, "\"loss\":1.75", "\"loss\":\"x\""), "\"loss\" is \"x\""},
+        {replaced(kGoodEval, "\"split\":\"validation\"", "\"split\":null"), "\"split\" is null, not a text"},
+        {replaced(kGoodEval, "\"examples\":64", "\"examples\":0.5"), "\"examples\" is 0.5"},
+    };
+    for (const auto& [line, expected] : bad) {
+        std::string reason;
+        QVERIFY2(!decodeMetricsLine(line, &reason), line.c_str());
+        QVERIFY2(reason.find(expected) != std::string::npos,
+                 (legibleBytes(line) + "\n  reason: " + reason + "\n  expected: " + expected).c_str());
+    }
+    // A long text in a message is cut short, at a character.
+    std::string reason;
+    const std::string long_ = "ééééééééééééééééééééééééééééééééééééééééééééé";  // 45 characters, 90 bytes
+    QVERIFY(!decodeMetricsLine(R"({"type":"train","step":")" + long_ + "\"}", &reason));
+    QVERIFY2(reason.find("\"step\" is \"" + long_.substr(0, 80) + "…\"") != std::string::npos, reason.c_str());
+}
+
+QTEST_GUILESS_MAIN(TestMetricsCodec)
+#include "tst_metricscodec.moc"
