@@ -1,6 +1,7 @@
 #include "CurvePlot.h"
 
 #include "CurveMath.h"
+#include "CurveTrace.h"
 #include "Palette.h"
 #include "SiAxisTicker.h"
 #include "ValueAxisTicker.h"
@@ -32,6 +33,8 @@ constexpr int kRefreshIntervalMs = 40;
 constexpr double kHoverRadiusPx = 12;          // points this close in x are hover candidates
 constexpr qsizetype kHoverMaxCandidates = 4096;  // per series; denser windows are sampled
 constexpr double kLineWidth = 1.6;             // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
+constexpr double kMarkerLineWidth = 1.0;       // the thin line joining a Markers series' markers
+constexpr double kMarkerSize = 6;
 constexpr int kFaintAlpha = 70;                 // the raw line behind a smoothed one
 constexpr double kYHeadroom = 0.05;             // of the y span, above and below
 constexpr double kMarkerHeadroom = 0.15;        // Parameters mode: room for the run labels
@@ -77,13 +80,8 @@ struct CurvePlot::Series {
     bool visible = true;
     bool dirty = true;  // points, x mode or smoothing changed since the arrays below were built
 
-    // For the current x mode, sorted by x: key, raw value, EMA (computed in step
-    // order) and the index of the stored point. Points with a non-finite step
-    // (or, in Time mode, time) are left out of the display; export keeps them.
-    QVector<double> keys;
-    QVector<double> raw;
-    QVector<double> smooth;
-    QVector<qsizetype> source;
+    SeriesStyle style = SeriesStyle::Smoothed;
+    CurveTrace trace;  // for the current x mode (Parameters: by step); export keeps every stored point
 
     QCPGraph* line = nullptr;   // smoothed line (raw when smoothing is 0), or the marker
     QCPGraph* faint = nullptr;  // raw line behind the smoothed one
@@ -126,8 +124,19 @@ CurvePlot::CurvePlot(QWidget* parent)
     legend->setFont(smallFont(font(), 8));
     legend->setIconSize(22, 11);
     legend->setRowSpacing(-2);
-    legend->setMargins(QMargins(5, 3, 5, 3));
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
+    legend->setColumnSpacing(10);
+    legend->setMargins(QMargins(5, 1, 5, 1));
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    // Under the axis rect, never over the data (placed while it has entries: layoutLegend).
+    axisRect()->insetLayout()->take(legend);
+    axisRect()->insetLayout()->simplify();
+
+    m_noteCentre = new QCPItemText(this);
+    m_noteCentre->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_noteCentre->position->setCoords(0.5, 0.5);
+    m_noteCentre->setPositionAlignment(Qt::AlignCenter);
+    m_noteCentre->setFont(smallFont(font(), 9));
+    m_noteCentre->setVisible(false);
 
     m_tracer = new QCPItemTracer(this);
     m_tracer->setLayer(m_hoverLayer);
@@ -194,9 +203,12 @@ void CurvePlot::applyPalette()
         axis->grid()->setZeroLinePen(QPen(blend(text, background, 0.8), 0));
     }
     legend->setTextColor(m_colors.text);
-    legend->setBrush(withAlpha(background, 215));
+    legend->setBrush(Qt::NoBrush);
     m_marker->setPen(QPen(pal.color(QPalette::Highlight), 1.5, Qt::DashLine));
-    legend->setBorderPen(QPen(blend(text, background, 0.8)));
+    legend->setBorderPen(Qt::NoPen);
+    m_noteCentre->setColor(m_colors.text);
+    if (m_noteLine)
+        m_noteLine->setTextColor(m_colors.hiddenText);
     m_hoverLabel->setColor(m_colors.text);
     m_hoverLabel->setBrush(withAlpha(background, 235));
     m_hoverLabel->setPen(QPen(m_colors.hiddenText));
@@ -211,7 +223,14 @@ void CurvePlot::changeEvent(QEvent* event)
         applyPalette();
 }
 
-CurvePlot::~CurvePlot() = default;
+CurvePlot::~CurvePlot()
+{
+    // Elements out of the layout are not deleted with it.
+    if (!legend->layout())
+        delete legend;
+    if (m_noteLine && !m_noteLine->layout())
+        delete m_noteLine;
+}
 
 // ---- runs and series ------------------------------------------------------------
 
@@ -223,23 +242,44 @@ void CurvePlot::setTitle(const QString& title)
 
 QString CurvePlot::title() const { return m_title->text(); }
 
-void CurvePlot::declareSeries(const QString& series, const QString& displayName)
+void CurvePlot::declareSeries(const QString& series, const QString& displayName, SeriesStyle style)
 {
     const qsizetype index = m_declaredSeries.indexOf(series);
     if (index >= 0) {
         m_displayNames[index] = displayName;
+        m_seriesStyles[index] = style;
     } else {
         m_declaredSeries.append(series);
         m_displayNames.append(displayName);
+        m_seriesStyles.append(style);
     }
-    for (const auto& s : m_series)
-        if (s->name == series)
+    for (const auto& s : m_series) {
+        if (s->name == series) {
             styleSeries(*s);
+            s->dirty = true;  // smoothed or not
+        }
+    }
     m_legendDirty = true;
     scheduleRefresh();
 }
 
 QStringList CurvePlot::seriesNames() const { return m_declaredSeries; }
+
+CurvePlot::SeriesStyle CurvePlot::seriesStyle(const QString& series) const
+{
+    const qsizetype index = m_declaredSeries.indexOf(series);
+    return index >= 0 ? m_seriesStyles[index] : SeriesStyle::Smoothed;
+}
+
+void CurvePlot::setNote(const QString& note)
+{
+    m_note = note;
+    scheduleRefresh();
+}
+
+QString CurvePlot::note() const { return m_note; }
+
+bool CurvePlot::noteCentred() const { return m_noteCentre->visible(); }
 
 void CurvePlot::addRun(const QString& runId, const QString& label, const QColor& color, double parameterCount)
 {
@@ -374,7 +414,10 @@ QString CurvePlot::legendName(const Series& s) const
 void CurvePlot::styleSeries(Series& s)
 {
     const int index = seriesIndex(s.name);
-    QPen pen(s.run->color, kLineWidth, kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]);
+    s.style = seriesStyle(s.name);
+    const bool markers = s.style == SeriesStyle::Markers;
+    QPen pen(s.run->color, markers ? kMarkerLineWidth : kLineWidth,
+             kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]);
     pen.setCapStyle(Qt::FlatCap);
     s.line->setPen(pen);
     s.line->setName(legendName(s));
@@ -398,6 +441,68 @@ void CurvePlot::rebuildLegend()
         }
     }
     legend->setVisible(legend->itemCount() > 0);
+}
+
+// Puts `element` into the plot layout just above or below the axis rect, or
+// takes it out, so a hidden legend or note leaves no empty band.
+static void placeBesideAxisRect(QCPLayoutGrid* layout, QCPAxisRect* rect, QCPLayoutElement* element, bool shown,
+                                bool above)
+{
+    const bool placed = element->layout() != nullptr;
+    if (shown == placed)
+        return;
+    if (!shown) {
+        layout->take(element);
+        layout->simplify();
+        return;
+    }
+    int row = 0;
+    while (row < layout->rowCount() && layout->element(row, 0) != rect)
+        ++row;
+    const int at = above ? row : row + 1;
+    layout->insertRow(at);
+    layout->addElement(at, 0, element);
+    layout->setRowStretchFactor(at, 0.001);  // only as tall as its content
+}
+
+void CurvePlot::layoutLegend()
+{
+    placeBesideAxisRect(plotLayout(), axisRect(), legend, legend->itemCount() > 0, false);
+    if (legend->itemCount() == 0)
+        return;
+    QVector<int> widths;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        widths.append(legend->item(i)->minimumOuterSizeHint().width());
+    const QMargins margins = legend->margins();
+    const int available = width() - margins.left() - margins.right() - 8;
+    const int columns = curvemath::legendColumns(widths, available, legend->columnSpacing());
+    if (columns != legend->wrap()) {
+        legend->setWrap(columns);
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    }
+}
+
+int CurvePlot::legendColumns() const { return legend->itemCount() > 0 ? legend->columnCount() : 0; }
+
+void CurvePlot::updateNote()
+{
+    bool hasData = false;
+    for (const auto& s : m_series)
+        hasData = hasData || isShown(*s);
+    const bool centred = !m_note.isEmpty() && !hasData;
+    const bool line = !m_note.isEmpty() && hasData;
+    m_noteCentre->setVisible(centred);
+    m_noteCentre->setText(m_note);
+    if (line && !m_noteLine) {
+        m_noteLine = new QCPTextElement(this, QString(), smallFont(font(), 8));
+        m_noteLine->setMargins(QMargins(4, 0, 4, 2));
+        m_noteLine->setTextColor(m_colors.hiddenText);
+    }
+    if (m_noteLine) {
+        // Elided to the chart's width, so a long list of runs cannot widen the chart.
+        m_noteLine->setText(QFontMetrics(m_noteLine->font()).elidedText(m_note, Qt::ElideRight, std::max(40, width() - 16)));
+        placeBesideAxisRect(plotLayout(), axisRect(), m_noteLine, line, true);
+    }
 }
 
 // ---- view settings ----------------------------------------------------------------
@@ -475,109 +580,6 @@ bool CurvePlot::isSeriesVisible(const QString& runId, const QString& series) con
     return s && s->visible;
 }
 
-void CurvePlot::setLegendAlignment(Qt::Alignment alignment)
-{
-    m_legendAlignment = alignment;
-    if (alignment)
-        m_placedLegendAlignment = alignment;
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
-    scheduleRefresh();
-}
-
-Qt::Alignment CurvePlot::legendAlignment() const { return m_placedLegendAlignment; }
-
-void CurvePlot::placeLegend()
-{
-    if (m_legendAlignment || !legend->visible())
-        return;
-    // Candidate places in order of preference; the legend goes to the one the
-    // fewest drawn segments cross, and stays put unless another is clearly
-    // emptier, so it does not hop about while data streams in.
-    static constexpr std::array<Qt::Alignment::Int, 8> kPlaces = {
-        Qt::AlignTop | Qt::AlignRight,     Qt::AlignTop | Qt::AlignLeft,   Qt::AlignBottom | Qt::AlignRight,
-        Qt::AlignBottom | Qt::AlignLeft,   Qt::AlignVCenter | Qt::AlignRight, Qt::AlignVCenter | Qt::AlignLeft,
-        Qt::AlignTop | Qt::AlignHCenter,   Qt::AlignBottom | Qt::AlignHCenter};
-    const QRectF area = axisRect()->insetLayout()->rect();
-    const QSizeF size = legend->minimumOuterSizeHint();
-    std::array<QRectF, kPlaces.size()> rects;
-    for (std::size_t i = 0; i < kPlaces.size(); ++i) {
-        const Qt::Alignment a(kPlaces[i]);
-        const double x = a & Qt::AlignLeft    ? area.left()
-                         : a & Qt::AlignRight ? area.right() - size.width()
-                                              : area.center().x() - size.width() / 2;
-        const double y = a & Qt::AlignTop      ? area.top()
-                         : a & Qt::AlignBottom ? area.bottom() - size.height()
-                                               : area.center().y() - size.height() / 2;
-        rects[i] = QRectF(QPointF(x, y), size).adjusted(-3, -3, 3, 3);
-    }
-    std::array<int, kPlaces.size()> crossings{};
-    auto count = [&](const QPointF& a, const QPointF& b) {
-        const QRectF box = QRectF(a, b).normalized();
-        for (std::size_t i = 0; i < rects.size(); ++i) {
-            const QRectF& r = rects[i];
-            if (!box.intersects(r) && !r.contains(a))
-                continue;
-            if (r.contains(a) || r.contains(b)) {
-                ++crossings[i];
-                continue;
-            }
-            const QLineF segment(a, b);
-            const std::array<QLineF, 4> edges = {
-                QLineF(r.topLeft(), r.topRight()), QLineF(r.topRight(), r.bottomRight()),
-                QLineF(r.bottomRight(), r.bottomLeft()), QLineF(r.bottomLeft(), r.topLeft())};
-            for (const QLineF& edge : edges) {
-                if (segment.intersects(edge, nullptr) == QLineF::BoundedIntersection) {
-                    ++crossings[i];
-                    break;
-                }
-            }
-        }
-    };
-    // Parameters mode: each run's label, from its marker to the label's far end.
-    for (const auto& run : m_runs) {
-        const QCPItemText* label = run->markerLabel;
-        if (!label || !label->visible())
-            continue;
-        const QPointF at = label->position->pixelPosition();
-        const double width = QFontMetrics(label->font()).horizontalAdvance(label->text()) + 8;
-        const bool leftward = label->positionAlignment() & Qt::AlignRight;
-        count(at, at + QPointF(leftward ? -width : width, -8));
-    }
-    for (const auto& s : m_series) {
-        for (const QCPGraph* graph : {s->line, s->faint}) {
-            if (!graph->visible())
-                continue;
-            QPointF previous;
-            bool havePrevious = false;
-            for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-                if (std::isnan(it->value) || (m_logScale && it->value <= 0)) {
-                    havePrevious = false;
-                    continue;
-                }
-                const QPointF p(xAxis->coordToPixel(it->key), yAxis->coordToPixel(it->value));
-                if (graph->lineStyle() == QCPGraph::lsNone)  // a marker: its whole disc
-                    count(p - QPointF(6, 6), p + QPointF(6, 6));
-                else
-                    count(havePrevious ? previous : p, p);
-                previous = p;
-                havePrevious = true;
-            }
-        }
-    }
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < crossings.size(); ++i)
-        if (crossings[i] < crossings[best])
-            best = i;
-    std::size_t current = 0;
-    while (current < kPlaces.size() && Qt::Alignment(kPlaces[current]) != m_placedLegendAlignment)
-        ++current;
-    // Move only for a clearly emptier place (a fifth fewer crossings).
-    if (current < kPlaces.size() && 5 * crossings[best] >= 4 * crossings[current])
-        return;
-    m_placedLegendAlignment = Qt::Alignment(kPlaces[best]);
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
-}
-
 void CurvePlot::configureXAxis()
 {
     switch (m_xMode) {
@@ -646,6 +648,8 @@ void CurvePlot::refreshNow()
             rebuildDerived(*s);
     if (m_legendDirty)
         rebuildLegend();
+    layoutLegend();
+    updateNote();
     if (m_autoFit || m_refitY)
         fitRanges(m_autoFit, true);
     m_refitY = false;
@@ -659,75 +663,21 @@ void CurvePlot::refreshNow()
 void CurvePlot::rebuildDerived(Series& s) const
 {
     s.dirty = false;
-    const QVector<CurvePoint>& points = s.points;
-
-    // Smoothing runs in step order, whatever order the points came in.
-    QVector<qsizetype> order;
-    order.reserve(points.size());
-    bool stepSorted = true;
-    for (qsizetype i = 0; i < points.size(); ++i) {
-        if (!std::isfinite(points[i].step))
-            continue;
-        if (!order.isEmpty() && points[i].step < points[order.back()].step)
-            stepSorted = false;
-        order.append(i);
-    }
-    if (!stepSorted)
-        std::stable_sort(order.begin(), order.end(),
-                         [&points](qsizetype a, qsizetype b) { return points[a].step < points[b].step; });
-
-    QVector<double> raw(order.size());
-    for (qsizetype i = 0; i < order.size(); ++i)
-        raw[i] = points[order[i]].value;
-    QVector<double> smooth = curvemath::smoothEma(raw, m_smoothing);
-
-    if (m_xMode != XAxisMode::Time) {  // Step, and Parameters (which needs the last value by step)
-        s.keys.resize(order.size());
-        for (qsizetype i = 0; i < order.size(); ++i)
-            s.keys[i] = points[order[i]].step;
-        s.raw = std::move(raw);
-        s.smooth = std::move(smooth);
-        s.source = std::move(order);
-        return;
-    }
-
-    // Time: keep points with a finite time, sorted by it (a resumed run may restart its clock).
-    QVector<qsizetype> byTime;
-    byTime.reserve(order.size());
-    bool timeSorted = true;
-    for (qsizetype i = 0; i < order.size(); ++i) {
-        const double t = points[order[i]].seconds;
-        if (!std::isfinite(t))
-            continue;
-        if (!byTime.isEmpty() && t < points[order[byTime.back()]].seconds)
-            timeSorted = false;
-        byTime.append(i);
-    }
-    if (!timeSorted)
-        std::stable_sort(byTime.begin(), byTime.end(), [&](qsizetype a, qsizetype b) {
-            return points[order[a]].seconds < points[order[b]].seconds;
-        });
-    s.keys.resize(byTime.size());
-    s.raw.resize(byTime.size());
-    s.smooth.resize(byTime.size());
-    s.source.resize(byTime.size());
-    for (qsizetype i = 0; i < byTime.size(); ++i) {
-        const qsizetype k = byTime[i];
-        s.source[i] = order[k];
-        s.keys[i] = points[order[k]].seconds;
-        s.raw[i] = raw[k];
-        s.smooth[i] = smooth[k];
-    }
+    // Parameters mode needs the last value by step.
+    s.trace = buildCurveTrace(s.points, m_xMode == XAxisMode::Time ? CurveKey::Seconds : CurveKey::Step,
+                              s.style == SeriesStyle::Smoothed ? m_smoothing : 0.0);
 }
 
-bool CurvePlot::isShown(const Series& s) const { return s.visible && !s.keys.isEmpty(); }
+bool CurvePlot::isShown(const Series& s) const { return s.visible && !s.trace.keys.isEmpty(); }
+
+bool CurvePlot::isSmoothed(const Series& s) const { return m_smoothing > 0 && s.style == SeriesStyle::Smoothed; }
 
 bool CurvePlot::markerValue(const Series& s, double* value) const
 {
     if (!isShown(s) || !(s.run->parameters > 0) || !std::isfinite(s.run->parameters))
         return false;
-    for (qsizetype i = s.smooth.size() - 1; i >= 0; --i) {
-        const double v = s.smooth[i];
+    for (qsizetype i = s.trace.smooth.size() - 1; i >= 0; --i) {
+        const double v = s.trace.smooth[i];
         if (std::isfinite(v) && (!m_logScale || v > 0)) {
             *value = v;
             return true;
@@ -762,20 +712,20 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
         }
         if (!isShown(*s))
             continue;
-        for (const double key : std::as_const(s->keys))  // sorted: the first and last that fit
+        for (const double key : std::as_const(s->trace.keys))  // sorted: the first and last that fit
             if (fits(key)) {
                 xLo = std::min(xLo, key);
                 break;
             }
-        for (qsizetype i = s->keys.size() - 1; i >= 0; --i)
-            if (fits(s->keys[i])) {
-                xHi = std::max(xHi, s->keys[i]);
+        for (qsizetype i = s->trace.keys.size() - 1; i >= 0; --i)
+            if (fits(s->trace.keys[i])) {
+                xHi = std::max(xHi, s->trace.keys[i]);
                 break;
             }
-        for (const double v : std::as_const(s->raw))
+        for (const double v : std::as_const(s->trace.raw))
             takeY(v);
-        if (m_smoothing > 0)
-            for (const double v : std::as_const(s->smooth))
+        if (isSmoothed(*s))
+            for (const double v : std::as_const(s->trace.smooth))
                 takeY(v);
     }
 
@@ -838,28 +788,32 @@ void CurvePlot::updateDisplay()
         }
 
         s->line->setLineStyle(QCPGraph::lsLine);
-        // A lone point has no line to draw: give it a dot.
-        s->line->setScatterStyle(s->keys.size() == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, 5)
-                                                     : QCPScatterStyle(QCPScatterStyle::ssNone));
+        // Measurements get a marker at each value; a lone point has no line to draw: give it a dot.
+        if (s->style == SeriesStyle::Markers)
+            s->line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(s->run->color, 1.5),
+                                                     m_colors.background, kMarkerSize));
+        else
+            s->line->setScatterStyle(s->trace.keys.size() == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, 5)
+                                                               : QCPScatterStyle(QCPScatterStyle::ssNone));
         if (!isShown(*s)) {
             s->line->data()->clear();
             s->faint->data()->clear();
             s->faint->setVisible(false);
             continue;
         }
-        curvemath::decimateMinMax(s->keys, m_smoothing > 0 ? s->smooth : s->raw, view.lower - span,
+        curvemath::decimateMinMax(s->trace.keys, isSmoothed(*s) ? s->trace.smooth : s->trace.raw, view.lower - span,
                                   view.upper + span, columns, m_logScale, &keys, &values);
         s->line->setData(keys, values, true);
         // Qt strokes lines wider than one pixel through a slow path: a dense
         // line (min/max zigzags) costs tens of milliseconds per replot at 1.6 px
         // and two at 1 px. Sparse lines (about 3 px or more per segment) get the width.
         QPen pen = s->line->pen();
-        pen.setWidthF(keys.size() <= axisRect()->width() ? kLineWidth : 1.0);
+        pen.setWidthF(keys.size() <= axisRect()->width() && s->style != SeriesStyle::Markers ? kLineWidth : 1.0);
         s->line->setPen(pen);
-        const bool faint = m_smoothing > 0;
+        const bool faint = isSmoothed(*s);
         s->faint->setVisible(faint);
         if (faint) {
-            curvemath::decimateMinMax(s->keys, s->raw, view.lower - span, view.upper + span, columns, m_logScale,
+            curvemath::decimateMinMax(s->trace.keys, s->trace.raw, view.lower - span, view.upper + span, columns, m_logScale,
                                       &keys, &values);
             s->faint->setData(keys, values, true);
         } else {
@@ -867,7 +821,6 @@ void CurvePlot::updateDisplay()
         }
     }
     updateParameterLabels();
-    placeLegend();
 }
 
 void CurvePlot::updateParameterLabels()
@@ -1008,24 +961,24 @@ CurvePlot::Readout CurvePlot::readoutAt(const QPointF& pixel) const
             continue;
         if (m_xMode == XAxisMode::Parameters) {
             if (s->line->data()->size() == 1)
-                consider(*s, s->keys.size() - 1, s->line->data()->begin()->key, s->line->data()->begin()->value);
+                consider(*s, s->trace.keys.size() - 1, s->line->data()->begin()->key, s->line->data()->begin()->value);
             continue;
         }
-        const QVector<double>& values = m_smoothing > 0 ? s->smooth : s->raw;
+        const QVector<double>& values = isSmoothed(*s) ? s->trace.smooth : s->trace.raw;
         double lo = xAxis->pixelToCoord(pixel.x() - kHoverRadiusPx);
         double hi = xAxis->pixelToCoord(pixel.x() + kHoverRadiusPx);
         if (lo > hi)
             std::swap(lo, hi);
-        const qsizetype first = std::lower_bound(s->keys.cbegin(), s->keys.cend(), lo) - s->keys.cbegin();
-        const qsizetype last = std::upper_bound(s->keys.cbegin(), s->keys.cend(), hi) - s->keys.cbegin();
+        const qsizetype first = std::lower_bound(s->trace.keys.cbegin(), s->trace.keys.cend(), lo) - s->trace.keys.cbegin();
+        const qsizetype last = std::upper_bound(s->trace.keys.cbegin(), s->trace.keys.cend(), hi) - s->trace.keys.cbegin();
         const qsizetype stride = std::max<qsizetype>(1, (last - first) / kHoverMaxCandidates);
         for (qsizetype i = first; i < last; i += stride)
-            consider(*s, i, s->keys[i], values[i]);
+            consider(*s, i, s->trace.keys[i], values[i]);
         // The nearest points outside the window, for sparse series.
         if (first > 0)
-            consider(*s, first - 1, s->keys[first - 1], values[first - 1]);
-        if (last < s->keys.size())
-            consider(*s, last, s->keys[last], values[last]);
+            consider(*s, first - 1, s->trace.keys[first - 1], values[first - 1]);
+        if (last < s->trace.keys.size())
+            consider(*s, last, s->trace.keys[last], values[last]);
     }
     if (!bestSeries)
         return best;
@@ -1034,23 +987,24 @@ CurvePlot::Readout CurvePlot::readoutAt(const QPointF& pixel) const
     if (m_xMode == XAxisMode::Parameters) {
         double v = 0;
         markerValue(*bestSeries, &v);
-        for (qsizetype i = bestSeries->smooth.size() - 1; i >= 0; --i) {
-            if (bestSeries->smooth[i] == v) {
+        for (qsizetype i = bestSeries->trace.smooth.size() - 1; i >= 0; --i) {
+            if (bestSeries->trace.smooth[i] == v) {
                 bestIndex = i;
                 break;
             }
         }
     }
-    const CurvePoint& point = bestSeries->points[bestSeries->source[bestIndex]];
+    const CurvePoint& point = bestSeries->points[bestSeries->trace.source[bestIndex]];
     best.valid = true;
     best.runId = bestSeries->run->id;
     best.series = bestSeries->name;
     best.name = legendName(*bestSeries);
-    best.x = m_xMode == XAxisMode::Parameters ? bestSeries->run->parameters : bestSeries->keys[bestIndex];
+    best.x = m_xMode == XAxisMode::Parameters ? bestSeries->run->parameters : bestSeries->trace.keys[bestIndex];
     best.step = point.step;
     best.seconds = point.seconds;
-    best.raw = bestSeries->raw[bestIndex];
-    best.smoothed = bestSeries->smooth[bestIndex];
+    best.raw = bestSeries->trace.raw[bestIndex];
+    best.smoothed = bestSeries->trace.smooth[bestIndex];
+    best.isSmoothed = isSmoothed(*bestSeries);
     return best;
 }
 
@@ -1064,7 +1018,7 @@ QString CurvePlot::readoutText(const Readout& r) const
     if (m_xMode == XAxisMode::Parameters) {
         lines << tr("parameters %1 (%2)")
                      .arg(curvemath::formatCount(r.x), QLocale().toString(static_cast<qlonglong>(std::llround(r.x))));
-        lines << (m_smoothing > 0 ? tr("last smoothed value %1 (step %2)") : tr("last value %1 (step %2)"))
+        lines << (r.isSmoothed ? tr("last smoothed value %1 (step %2)") : tr("last value %1 (step %2)"))
                      .arg(formatValue(r.smoothed))
                      .arg(static_cast<qlonglong>(std::llround(r.step)));
         return lines.join(QLatin1Char('\n'));
@@ -1072,7 +1026,7 @@ QString CurvePlot::readoutText(const Readout& r) const
     lines << tr("step %1 · %2")
                  .arg(static_cast<qlonglong>(std::llround(r.step)))
                  .arg(curvemath::formatDuration(r.seconds));
-    if (m_smoothing > 0)
+    if (r.isSmoothed)
         lines << tr("value %1 · smoothed %2").arg(formatValue(r.raw), formatValue(r.smoothed));
     else
         lines << tr("value %1").arg(formatValue(r.raw));
@@ -1092,7 +1046,7 @@ void CurvePlot::setHover(const Readout& readout)
     }
     const Series* s = findSeries(readout.runId, readout.series);
     const QColor color = s ? s->run->color : m_colors.text;
-    const double y = (m_xMode == XAxisMode::Parameters || m_smoothing > 0) ? readout.smoothed : readout.raw;
+    const double y = readout.smoothed;  // the raw value where the series is not smoothed
     m_tracer->position->setCoords(readout.x, y);
     m_tracer->setPen(QPen(color, 1.5));
     m_tracer->setBrush(withAlpha(m_colors.background, 160));
