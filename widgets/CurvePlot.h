@@ -134,6 +134,8 @@ public:
     // The legend sits under the axis rect, never over the data: its entries
     // flow into as many columns as the chart's width holds, then wrap.
     int legendColumns() const;
+    // The legend's entries in order (its grid also holds empty cells once it wraps).
+    QList<QCPAbstractLegendItem*> legendEntries() const;
 
     // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
     // the pixels). false with *error set when the suffix is unknown or the file

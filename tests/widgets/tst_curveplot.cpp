@@ -260,17 +260,19 @@ void TestCurvePlot::legendStaysOutOfThePlotArea()
         plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
         plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
     }
+    // An odd count, so the wrapped grid has an empty cell.
+    plot.appendPoints(QStringLiteral("0"), QStringLiteral("extra"), pointsOf({1, 2}));
     plot.refreshNow();
     plot.replot();
-    QCOMPARE(plot.legend->itemCount(), 10);
+    QCOMPARE(plot.legendEntries().size(), 11);
     QVERIFY(plot.legend->visible());
 
     // Neither the legend nor any of its entries overlaps the axis rect, where the data is drawn.
     auto checkOutside = [&plot] {
         const QRect data = plot.axisRect()->outerRect();
         QVERIFY2(!plot.legend->outerRect().intersects(data), "legend over the plot area");
-        for (int i = 0; i < plot.legend->itemCount(); ++i) {
-            const QRect entry = plot.legend->item(i)->outerRect();
+        for (const QCPAbstractLegendItem* item : plot.legendEntries()) {
+            const QRect entry = item->outerRect();
             QVERIFY(!entry.intersects(data));
             QVERIFY(plot.rect().contains(entry));  // and each is on screen
         }
@@ -643,10 +645,10 @@ void TestCurvePlot::seriesDifferByLineStyleAndRunsByColour()
              QCPScatterStyle::ssDisc);
 
     // One legend entry per series with data, runs in order, series in declaration order.
-    QCOMPARE(plot.legend->itemCount(), 3);
+    QCOMPARE(plot.legendEntries().size(), 3);
     QStringList names;
-    for (int i = 0; i < plot.legend->itemCount(); ++i)
-        names << qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i))->plottable()->name();
+    for (QCPAbstractLegendItem* item : plot.legendEntries())
+        names << qobject_cast<QCPPlottableLegendItem*>(item)->plottable()->name();
     QCOMPARE(names, (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation"),
                                  QStringLiteral("B · validation")}));
 
@@ -669,7 +671,7 @@ void TestCurvePlot::hiddenSeriesLeaveTheLegendGreyAndTheCsvOut()
     plot.refreshNow();
     QVERIFY(!plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("extra")));
     QVERIFY(!plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra"))->visible());
-    QCOMPARE(plot.legend->itemCount(), 2);  // still listed, so it can be switched back on
+    QCOMPARE(plot.legendEntries().size(), 2);  // still listed, so it can be switched back on
     const QColor hiddenText =
         plot.legend->itemWithPlottable(plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra")))->textColor();
     const QColor shownText =
@@ -698,14 +700,14 @@ void TestCurvePlot::clickingALegendEntryTogglesItsSeries()
     plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), pointsOf({4, 3, 2}));
     plot.refreshNow();
     plot.replot();
-    const QPoint entryB = plot.legend->item(1)->outerRect().center();
+    const QPoint entryB = plot.legendEntries().at(1)->outerRect().center();
     QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, entryB);
     QVERIFY(!plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
     QVERIFY(plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("loss")));
     plot.refreshNow();
     QVERIFY(!plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss"))->visible());
     plot.replot();
-    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legend->item(1)->outerRect().center());
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legendEntries().at(1)->outerRect().center());
     QVERIFY(plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
 }
 
@@ -813,14 +815,14 @@ void TestCurvePlot::runsCanBeClearedAndRemoved()
     plot.refreshNow();
     QVERIFY(plot.points(QStringLiteral("a"), QStringLiteral("loss")).isEmpty());
     QCOMPARE(plot.displayedPointCount(QStringLiteral("a"), QStringLiteral("loss")), 0);
-    QCOMPARE(plot.legend->itemCount(), 1);
+    QCOMPARE(plot.legendEntries().size(), 1);
     QVERIFY(plot.hasRun(QStringLiteral("a")));
 
     plot.removeRun(QStringLiteral("b"));
     plot.refreshNow();
     QCOMPARE(plot.runs(), QStringList{QStringLiteral("a")});
     QCOMPARE(plot.graphCount(), 2);
-    QCOMPARE(plot.legend->itemCount(), 0);
+    QCOMPARE(plot.legendEntries().size(), 0);
     QVERIFY(plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss")) == nullptr);
 }
 

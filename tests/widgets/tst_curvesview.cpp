@@ -399,7 +399,7 @@ void TestCurvesView::balanceChartOfAModelWithoutExpertsSaysWhyItIsEmpty()
     QVERIFY(balance->noteCentred());
     // No zeros drawn, no legend.
     QCOMPARE(balance->graphCount() > 0 ? balance->graph(0)->dataCount() : 0, 0);
-    QCOMPARE(balance->legend->itemCount(), 0);
+    QCOMPARE(balance->legendEntries().size(), 0);
 
     // A second run without experts: the note speaks of the runs.
     view.addRun(QStringLiteral("wide"), QStringLiteral("wide"), 0);
@@ -424,10 +424,10 @@ void TestCurvesView::legendsOfFiveRunsStayOffTheData()
         CurvePlot* chart = view.chart(key);
         chart->refreshNow();
         chart->replot();
-        QCOMPARE(chart->legend->itemCount(), key == QStringLiteral("loss") ? 10 : 5);
+        QCOMPARE(chart->legendEntries().size(), key == QStringLiteral("loss") ? 10 : 5);
         const QRect data = chart->axisRect()->outerRect();
-        for (int i = 0; i < chart->legend->itemCount(); ++i) {
-            const QRect entry = chart->legend->item(i)->outerRect();
+        for (const QCPAbstractLegendItem* item : chart->legendEntries()) {
+            const QRect entry = item->outerRect();
             QVERIFY2(!entry.intersects(data), qPrintable(key));
             QVERIFY2(chart->rect().contains(entry), qPrintable(key));
         }
