@@ -101,6 +101,9 @@ void CurvePlot::updateNote()
     const bool centred = !m_note.isEmpty() && !hasData;
     const bool line = !m_note.isEmpty() && hasData;
     m_noteCentre->setVisible(centred);
+    // An empty chart that says why shows no axes: a bare 0..5 grid would look like data.
+    xAxis->setVisible(!centred);
+    yAxis->setVisible(!centred);
     m_noteCentre->setText(m_note);
     if (line && !m_noteLine) {
         m_noteLine = new QCPTextElement(this, QString(), smallFont(font(), 8));

@@ -104,7 +104,9 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
             yHi = std::max(yHi, v);
         }
     };
+    bool markers = false;  // a Markers series is shown
     for (const auto& s : m_series) {
+        markers = markers || (isShown(*s) && s->style == SeriesStyle::Markers);
         if (m_xMode == XAxisMode::Parameters) {
             double v = 0;
             if (!markerValue(*s, &v))
@@ -139,7 +141,9 @@ void CurvePlot::fitRanges(bool fitX, bool fitY)
             const double pad = xHi > xLo ? kMarkerHeadroom * (xHi - xLo) : 0.1 * std::abs(xHi) + 1;
             xAxis->setRange(xLo - pad, xHi + pad);
         } else if (xHi > xLo) {
-            xAxis->setRange(xLo, xHi);
+            // Room for a marker's disc at either end, so the last validation point is not cut in half.
+            const double pad = markers ? (xHi - xLo) * kMarkerSize / std::max(50, axisRect()->width()) : 0.0;
+            xAxis->setRange(xLo - pad, xHi + pad);
         } else {
             xAxis->setRange(xLo - 1, xHi + 1);
         }
