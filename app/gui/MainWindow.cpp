@@ -552,6 +552,7 @@ RunRecord& MainWindow::addRecord(RunRecord record)
 void MainWindow::showRecord(const RunRecord& record)
 {
     m_curves->addRun(record.id, record.label, record.parameters);
+    m_curves->setRunTraits(record.id, {record.hasExperts});
     m_curves->clearRun(record.id);
     appendCurves(record.id, record.curves);
 }
@@ -632,6 +633,7 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     record.id = absolute;
     record.label = QFileInfo(absolute).fileName();
     record.parameters = static_cast<double>(assessment.cost.stored);
+    record.hasExperts = !assessment.valid || assessment.sketch.experts > 1;
     addRecord(std::move(record));
     return true;
 }
@@ -827,6 +829,7 @@ bool MainWindow::startTraining()
         record.label = QFileInfo(directory).fileName();
         record.directory = directory;
         record.parameters = static_cast<double>(m_storedParameters);
+        record.hasExperts = assessDocument(m_complete).sketch.experts > 1;
         addRecord(std::move(record));
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
