@@ -209,4 +209,21 @@ QString formatDuration(double seconds)
     return sign + text;
 }
 
+int legendColumns(const QVector<int>& widths, int available, int spacing)
+{
+    const auto count = static_cast<int>(widths.size());
+    for (int columns = count; columns > 1; --columns) {
+        int total = spacing * (columns - 1);
+        for (int c = 0; c < columns; ++c) {
+            int widest = 0;
+            for (int i = c; i < count; i += columns)
+                widest = std::max(widest, widths[i]);
+            total += widest;
+        }
+        if (total <= available)
+            return columns;
+    }
+    return 1;
+}
+
 }  // namespace widelab::curvemath

@@ -1,5 +1,5 @@
 // defines: curvemath::smoothEma, curvemath::decimateMinMax, curvemath::formatCount,
-// curvemath::formatAxisValue, curvemath::formatDuration: the arithmetic behind
+// curvemath::formatAxisValue, curvemath::formatDuration, curvemath::legendColumns: the arithmetic behind
 // CurvePlot, free of widgets
 #pragma once
 
@@ -50,5 +50,11 @@ QString formatAxisValue(double value, double step, double magnitude);
 
 // 42.5 -> "42.5 s", 125 -> "2:05", 3725 -> "1:02:05", 90000 -> "1 d 1:00:00".
 QString formatDuration(double seconds);
+
+// How many columns a legend of entries `widths` wide (in order) gets when it
+// fills rows left to right and may be at most `available` wide: the most
+// columns (up to one per entry) whose widest entries, plus `spacing` between
+// columns, fit. At least 1 (a too narrow chart gets one column, clipped).
+int legendColumns(const QVector<int>& widths, int available, int spacing);
 
 }  // namespace widelab::curvemath

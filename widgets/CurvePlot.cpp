@@ -1,94 +1,34 @@
+// CurvePlot: construction, colours, runs and series, view settings, events.
+// The rest lives beside it: CurvePlotRefresh.cpp (what the graphs are handed),
+// CurvePlotLegend.cpp (legend and note), CurvePlotHover.cpp (the read-out),
+// CurvePlotExport.cpp (images and CSV).
 #include "CurvePlot.h"
 
 #include "CurveMath.h"
+#include "CurvePlotParts.h"
 #include "Palette.h"
 #include "SiAxisTicker.h"
 #include "ValueAxisTicker.h"
-#include "ViewExport.h"
 
 #include <QContextMenuEvent>
-#include <QDir>
-#include <QFileDialog>
-#include <QFileInfo>
-#include <QFontMetrics>
 #include <QMenu>
-#include <QMessageBox>
-#include <QRegularExpression>
-#include <QSaveFile>
-#include <QStandardPaths>
-#include <QSvgGenerator>
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
-#include <limits>
-#include <numeric>
 
 namespace widelab {
 namespace {
 
-constexpr int kRefreshIntervalMs = 40;
-constexpr double kHoverRadiusPx = 12;          // points this close in x are hover candidates
-constexpr qsizetype kHoverMaxCandidates = 4096;  // per series; denser windows are sampled
-constexpr double kLineWidth = 1.6;             // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
-constexpr int kFaintAlpha = 70;                 // the raw line behind a smoothed one
-constexpr double kYHeadroom = 0.05;             // of the y span, above and below
-constexpr double kMarkerHeadroom = 0.15;        // Parameters mode: room for the run labels
-
-constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
-constexpr std::array<QCPScatterStyle::ScatterShape, 4> kMarkerShapes = {
-    QCPScatterStyle::ssDisc, QCPScatterStyle::ssCircle, QCPScatterStyle::ssSquare, QCPScatterStyle::ssTriangle};
-
+using namespace curveplot;
 using palette::blend;
-using viewexport::csvField;
-using viewexport::csvNumber;
 
-QColor withAlpha(QColor color, int alpha)
-{
-    color.setAlpha(alpha);
-    return color;
-}
-
-QString formatValue(double value) { return QString::number(value, 'g', 5); }
-
-QFont smallFont(const QFont& base, double pointSize, bool bold = false)
-{
-    QFont font = base;
-    font.setPointSizeF(pointSize);
-    font.setBold(bold);
-    return font;
-}
+constexpr int kRefreshIntervalMs = 40;
+constexpr double kMarkerLineWidth = 1.0;  // the thin line joining a Markers series' markers
+constexpr int kFaintAlpha = 70;           // the raw line behind a smoothed one
+constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
 
 }  // namespace
-
-struct CurvePlot::Run {
-    QString id;
-    QString label;
-    QColor color;
-    double parameters = 0;
-    QCPItemText* markerLabel = nullptr;  // Parameters mode: the run's name next to its marker
-};
-
-struct CurvePlot::Series {
-    Run* run = nullptr;  // the run owns no series; removeRun drops them together
-    QString name;
-    QVector<CurvePoint> points;  // as appended: what CSV export writes
-    bool visible = true;
-    bool dirty = true;  // points, x mode or smoothing changed since the arrays below were built
-
-    // For the current x mode, sorted by x: key, raw value, EMA (computed in step
-    // order) and the index of the stored point. Points with a non-finite step
-    // (or, in Time mode, time) are left out of the display; export keeps them.
-    QVector<double> keys;
-    QVector<double> raw;
-    QVector<double> smooth;
-    QVector<qsizetype> source;
-
-    QCPGraph* line = nullptr;   // smoothed line (raw when smoothing is 0), or the marker
-    QCPGraph* faint = nullptr;  // raw line behind the smoothed one
-};
-
 CurvePlot::CurvePlot(QWidget* parent)
     : QCustomPlot(parent)
 {
@@ -126,8 +66,19 @@ CurvePlot::CurvePlot(QWidget* parent)
     legend->setFont(smallFont(font(), 8));
     legend->setIconSize(22, 11);
     legend->setRowSpacing(-2);
-    legend->setMargins(QMargins(5, 3, 5, 3));
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
+    legend->setColumnSpacing(10);
+    legend->setMargins(QMargins(5, 1, 5, 1));
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    // Under the axis rect, never over the data (placed while it has entries: layoutLegend).
+    axisRect()->insetLayout()->take(legend);
+    axisRect()->insetLayout()->simplify();
+
+    m_noteCentre = new QCPItemText(this);
+    m_noteCentre->position->setType(QCPItemPosition::ptAxisRectRatio);
+    m_noteCentre->position->setCoords(0.5, 0.5);
+    m_noteCentre->setPositionAlignment(Qt::AlignCenter);
+    m_noteCentre->setFont(smallFont(font(), 9));
+    m_noteCentre->setVisible(false);
 
     m_tracer = new QCPItemTracer(this);
     m_tracer->setLayer(m_hoverLayer);
@@ -194,9 +145,12 @@ void CurvePlot::applyPalette()
         axis->grid()->setZeroLinePen(QPen(blend(text, background, 0.8), 0));
     }
     legend->setTextColor(m_colors.text);
-    legend->setBrush(withAlpha(background, 215));
+    legend->setBrush(Qt::NoBrush);
     m_marker->setPen(QPen(pal.color(QPalette::Highlight), 1.5, Qt::DashLine));
-    legend->setBorderPen(QPen(blend(text, background, 0.8)));
+    legend->setBorderPen(Qt::NoPen);
+    m_noteCentre->setColor(m_colors.text);
+    if (m_noteLine)
+        m_noteLine->setTextColor(m_colors.hiddenText);
     m_hoverLabel->setColor(m_colors.text);
     m_hoverLabel->setBrush(withAlpha(background, 235));
     m_hoverLabel->setPen(QPen(m_colors.hiddenText));
@@ -211,7 +165,14 @@ void CurvePlot::changeEvent(QEvent* event)
         applyPalette();
 }
 
-CurvePlot::~CurvePlot() = default;
+CurvePlot::~CurvePlot()
+{
+    // Elements out of the layout are not deleted with it.
+    if (!legend->layout())
+        delete legend;
+    if (m_noteLine && !m_noteLine->layout())
+        delete m_noteLine;
+}
 
 // ---- runs and series ------------------------------------------------------------
 
@@ -223,23 +184,34 @@ void CurvePlot::setTitle(const QString& title)
 
 QString CurvePlot::title() const { return m_title->text(); }
 
-void CurvePlot::declareSeries(const QString& series, const QString& displayName)
+void CurvePlot::declareSeries(const QString& series, const QString& displayName, SeriesStyle style)
 {
     const qsizetype index = m_declaredSeries.indexOf(series);
     if (index >= 0) {
         m_displayNames[index] = displayName;
+        m_seriesStyles[index] = style;
     } else {
         m_declaredSeries.append(series);
         m_displayNames.append(displayName);
+        m_seriesStyles.append(style);
     }
-    for (const auto& s : m_series)
-        if (s->name == series)
+    for (const auto& s : m_series) {
+        if (s->name == series) {
             styleSeries(*s);
+            s->dirty = true;  // smoothed or not
+        }
+    }
     m_legendDirty = true;
     scheduleRefresh();
 }
 
 QStringList CurvePlot::seriesNames() const { return m_declaredSeries; }
+
+CurvePlot::SeriesStyle CurvePlot::seriesStyle(const QString& series) const
+{
+    const qsizetype index = m_declaredSeries.indexOf(series);
+    return index >= 0 ? m_seriesStyles[index] : SeriesStyle::Smoothed;
+}
 
 void CurvePlot::addRun(const QString& runId, const QString& label, const QColor& color, double parameterCount)
 {
@@ -374,30 +346,16 @@ QString CurvePlot::legendName(const Series& s) const
 void CurvePlot::styleSeries(Series& s)
 {
     const int index = seriesIndex(s.name);
-    QPen pen(s.run->color, kLineWidth, kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]);
+    s.style = seriesStyle(s.name);
+    const bool markers = s.style == SeriesStyle::Markers;
+    QPen pen(s.run->color, markers ? kMarkerLineWidth : kLineWidth,
+             kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]);
     pen.setCapStyle(Qt::FlatCap);
     s.line->setPen(pen);
     s.line->setName(legendName(s));
     QColor faint = s.run->color;
     faint.setAlpha(kFaintAlpha);
     s.faint->setPen(QPen(faint, 1.0));
-}
-
-void CurvePlot::rebuildLegend()
-{
-    m_legendDirty = false;
-    legend->clearItems();
-    for (const auto& run : m_runs) {
-        for (const QString& name : std::as_const(m_declaredSeries)) {
-            const Series* s = findSeries(run->id, name);
-            if (!s || s->points.isEmpty())
-                continue;
-            s->line->addToLegend();
-            if (auto* item = legend->itemWithPlottable(s->line))
-                item->setTextColor(s->visible ? m_colors.text : m_colors.hiddenText);
-        }
-    }
-    legend->setVisible(legend->itemCount() > 0);
 }
 
 // ---- view settings ----------------------------------------------------------------
@@ -475,109 +433,6 @@ bool CurvePlot::isSeriesVisible(const QString& runId, const QString& series) con
     return s && s->visible;
 }
 
-void CurvePlot::setLegendAlignment(Qt::Alignment alignment)
-{
-    m_legendAlignment = alignment;
-    if (alignment)
-        m_placedLegendAlignment = alignment;
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
-    scheduleRefresh();
-}
-
-Qt::Alignment CurvePlot::legendAlignment() const { return m_placedLegendAlignment; }
-
-void CurvePlot::placeLegend()
-{
-    if (m_legendAlignment || !legend->visible())
-        return;
-    // Candidate places in order of preference; the legend goes to the one the
-    // fewest drawn segments cross, and stays put unless another is clearly
-    // emptier, so it does not hop about while data streams in.
-    static constexpr std::array<Qt::Alignment::Int, 8> kPlaces = {
-        Qt::AlignTop | Qt::AlignRight,     Qt::AlignTop | Qt::AlignLeft,   Qt::AlignBottom | Qt::AlignRight,
-        Qt::AlignBottom | Qt::AlignLeft,   Qt::AlignVCenter | Qt::AlignRight, Qt::AlignVCenter | Qt::AlignLeft,
-        Qt::AlignTop | Qt::AlignHCenter,   Qt::AlignBottom | Qt::AlignHCenter};
-    const QRectF area = axisRect()->insetLayout()->rect();
-    const QSizeF size = legend->minimumOuterSizeHint();
-    std::array<QRectF, kPlaces.size()> rects;
-    for (std::size_t i = 0; i < kPlaces.size(); ++i) {
-        const Qt::Alignment a(kPlaces[i]);
-        const double x = a & Qt::AlignLeft    ? area.left()
-                         : a & Qt::AlignRight ? area.right() - size.width()
-                                              : area.center().x() - size.width() / 2;
-        const double y = a & Qt::AlignTop      ? area.top()
-                         : a & Qt::AlignBottom ? area.bottom() - size.height()
-                                               : area.center().y() - size.height() / 2;
-        rects[i] = QRectF(QPointF(x, y), size).adjusted(-3, -3, 3, 3);
-    }
-    std::array<int, kPlaces.size()> crossings{};
-    auto count = [&](const QPointF& a, const QPointF& b) {
-        const QRectF box = QRectF(a, b).normalized();
-        for (std::size_t i = 0; i < rects.size(); ++i) {
-            const QRectF& r = rects[i];
-            if (!box.intersects(r) && !r.contains(a))
-                continue;
-            if (r.contains(a) || r.contains(b)) {
-                ++crossings[i];
-                continue;
-            }
-            const QLineF segment(a, b);
-            const std::array<QLineF, 4> edges = {
-                QLineF(r.topLeft(), r.topRight()), QLineF(r.topRight(), r.bottomRight()),
-                QLineF(r.bottomRight(), r.bottomLeft()), QLineF(r.bottomLeft(), r.topLeft())};
-            for (const QLineF& edge : edges) {
-                if (segment.intersects(edge, nullptr) == QLineF::BoundedIntersection) {
-                    ++crossings[i];
-                    break;
-                }
-            }
-        }
-    };
-    // Parameters mode: each run's label, from its marker to the label's far end.
-    for (const auto& run : m_runs) {
-        const QCPItemText* label = run->markerLabel;
-        if (!label || !label->visible())
-            continue;
-        const QPointF at = label->position->pixelPosition();
-        const double width = QFontMetrics(label->font()).horizontalAdvance(label->text()) + 8;
-        const bool leftward = label->positionAlignment() & Qt::AlignRight;
-        count(at, at + QPointF(leftward ? -width : width, -8));
-    }
-    for (const auto& s : m_series) {
-        for (const QCPGraph* graph : {s->line, s->faint}) {
-            if (!graph->visible())
-                continue;
-            QPointF previous;
-            bool havePrevious = false;
-            for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it) {
-                if (std::isnan(it->value) || (m_logScale && it->value <= 0)) {
-                    havePrevious = false;
-                    continue;
-                }
-                const QPointF p(xAxis->coordToPixel(it->key), yAxis->coordToPixel(it->value));
-                if (graph->lineStyle() == QCPGraph::lsNone)  // a marker: its whole disc
-                    count(p - QPointF(6, 6), p + QPointF(6, 6));
-                else
-                    count(havePrevious ? previous : p, p);
-                previous = p;
-                havePrevious = true;
-            }
-        }
-    }
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < crossings.size(); ++i)
-        if (crossings[i] < crossings[best])
-            best = i;
-    std::size_t current = 0;
-    while (current < kPlaces.size() && Qt::Alignment(kPlaces[current]) != m_placedLegendAlignment)
-        ++current;
-    // Move only for a clearly emptier place (a fifth fewer crossings).
-    if (current < kPlaces.size() && 5 * crossings[best] >= 4 * crossings[current])
-        return;
-    m_placedLegendAlignment = Qt::Alignment(kPlaces[best]);
-    axisRect()->insetLayout()->setInsetAlignment(0, m_placedLegendAlignment);
-}
-
 void CurvePlot::configureXAxis()
 {
     switch (m_xMode) {
@@ -613,298 +468,6 @@ void CurvePlot::updateTimeTickerFormat()
     } else {
         ticker->setTimeFormat(QStringLiteral("%d d %h:%m"));
         ticker->setFieldWidth(QCPAxisTickerTime::tuDays, 1);
-    }
-}
-
-// ---- refresh: derived arrays, ranges, decimation -------------------------------------------
-
-void CurvePlot::scheduleRefresh()
-{
-    if (!m_refreshTimer.isActive())
-        m_refreshTimer.start();  // not restarted: a steady stream of appends still refreshes every 40 ms
-}
-
-void CurvePlot::onRefreshTimer()
-{
-    if (isVisible())
-        refreshNow();  // a hidden chart catches up in showEvent
-}
-
-void CurvePlot::onRangeChanged()
-{
-    if (m_settingRange)
-        return;  // this class fitted the view and decimates right after
-    m_autoFit = false;  // the user panned or zoomed: stop following the data
-    scheduleRefresh();   // decimate for the new range
-}
-
-void CurvePlot::refreshNow()
-{
-    m_refreshTimer.stop();
-    for (const auto& s : m_series)
-        if (s->dirty)
-            rebuildDerived(*s);
-    if (m_legendDirty)
-        rebuildLegend();
-    if (m_autoFit || m_refitY)
-        fitRanges(m_autoFit, true);
-    m_refitY = false;
-    if (m_xMode == XAxisMode::Time)
-        updateTimeTickerFormat();
-    updateLayout();  // so the axis rect has the width this replot draws at
-    updateDisplay();
-    replot();
-}
-
-void CurvePlot::rebuildDerived(Series& s) const
-{
-    s.dirty = false;
-    const QVector<CurvePoint>& points = s.points;
-
-    // Smoothing runs in step order, whatever order the points came in.
-    QVector<qsizetype> order;
-    order.reserve(points.size());
-    bool stepSorted = true;
-    for (qsizetype i = 0; i < points.size(); ++i) {
-        if (!std::isfinite(points[i].step))
-            continue;
-        if (!order.isEmpty() && points[i].step < points[order.back()].step)
-            stepSorted = false;
-        order.append(i);
-    }
-    if (!stepSorted)
-        std::stable_sort(order.begin(), order.end(),
-                         [&points](qsizetype a, qsizetype b) { return points[a].step < points[b].step; });
-
-    QVector<double> raw(order.size());
-    for (qsizetype i = 0; i < order.size(); ++i)
-        raw[i] = points[order[i]].value;
-    QVector<double> smooth = curvemath::smoothEma(raw, m_smoothing);
-
-    if (m_xMode != XAxisMode::Time) {  // Step, and Parameters (which needs the last value by step)
-        s.keys.resize(order.size());
-        for (qsizetype i = 0; i < order.size(); ++i)
-            s.keys[i] = points[order[i]].step;
-        s.raw = std::move(raw);
-        s.smooth = std::move(smooth);
-        s.source = std::move(order);
-        return;
-    }
-
-    // Time: keep points with a finite time, sorted by it (a resumed run may restart its clock).
-    QVector<qsizetype> byTime;
-    byTime.reserve(order.size());
-    bool timeSorted = true;
-    for (qsizetype i = 0; i < order.size(); ++i) {
-        const double t = points[order[i]].seconds;
-        if (!std::isfinite(t))
-            continue;
-        if (!byTime.isEmpty() && t < points[order[byTime.back()]].seconds)
-            timeSorted = false;
-        byTime.append(i);
-    }
-    if (!timeSorted)
-        std::stable_sort(byTime.begin(), byTime.end(), [&](qsizetype a, qsizetype b) {
-            return points[order[a]].seconds < points[order[b]].seconds;
-        });
-    s.keys.resize(byTime.size());
-    s.raw.resize(byTime.size());
-    s.smooth.resize(byTime.size());
-    s.source.resize(byTime.size());
-    for (qsizetype i = 0; i < byTime.size(); ++i) {
-        const qsizetype k = byTime[i];
-        s.source[i] = order[k];
-        s.keys[i] = points[order[k]].seconds;
-        s.raw[i] = raw[k];
-        s.smooth[i] = smooth[k];
-    }
-}
-
-bool CurvePlot::isShown(const Series& s) const { return s.visible && !s.keys.isEmpty(); }
-
-bool CurvePlot::markerValue(const Series& s, double* value) const
-{
-    if (!isShown(s) || !(s.run->parameters > 0) || !std::isfinite(s.run->parameters))
-        return false;
-    for (qsizetype i = s.smooth.size() - 1; i >= 0; --i) {
-        const double v = s.smooth[i];
-        if (std::isfinite(v) && (!m_logScale || v > 0)) {
-            *value = v;
-            return true;
-        }
-    }
-    return false;
-}
-
-void CurvePlot::fitRanges(bool fitX, bool fitY)
-{
-    double xLo = std::numeric_limits<double>::infinity(), xHi = -xLo;
-    double yLo = xLo, yHi = -xLo;
-    // QCustomPlot refuses ranges past +-QCPRange::maxRange (and would keep a stale
-    // one): a value that far out is left off the fit, drawn out of view.
-    const double fitLimit = QCPRange::maxRange / 4;
-    auto fits = [fitLimit](double v) { return std::isfinite(v) && std::abs(v) <= fitLimit; };
-    auto takeY = [&](double v) {
-        if (fits(v) && (!m_logScale || v > 0)) {
-            yLo = std::min(yLo, v);
-            yHi = std::max(yHi, v);
-        }
-    };
-    for (const auto& s : m_series) {
-        if (m_xMode == XAxisMode::Parameters) {
-            double v = 0;
-            if (!markerValue(*s, &v))
-                continue;
-            xLo = std::min(xLo, s->run->parameters);
-            xHi = std::max(xHi, s->run->parameters);
-            takeY(v);
-            continue;
-        }
-        if (!isShown(*s))
-            continue;
-        for (const double key : std::as_const(s->keys))  // sorted: the first and last that fit
-            if (fits(key)) {
-                xLo = std::min(xLo, key);
-                break;
-            }
-        for (qsizetype i = s->keys.size() - 1; i >= 0; --i)
-            if (fits(s->keys[i])) {
-                xHi = std::max(xHi, s->keys[i]);
-                break;
-            }
-        for (const double v : std::as_const(s->raw))
-            takeY(v);
-        if (m_smoothing > 0)
-            for (const double v : std::as_const(s->smooth))
-                takeY(v);
-    }
-
-    m_settingRange = true;
-    if (fitX && xLo <= xHi) {
-        if (m_xMode == XAxisMode::Parameters) {
-            const double pad = xHi > xLo ? kMarkerHeadroom * (xHi - xLo) : 0.1 * std::abs(xHi) + 1;
-            xAxis->setRange(xLo - pad, xHi + pad);
-        } else if (xHi > xLo) {
-            xAxis->setRange(xLo, xHi);
-        } else {
-            xAxis->setRange(xLo - 1, xHi + 1);
-        }
-    }
-    if (fitY && yLo <= yHi) {
-        const double headroom = m_xMode == XAxisMode::Parameters ? kMarkerHeadroom : kYHeadroom;
-        // A series that differs only by rounding (a constant learning rate, smoothed) is
-        // flat: ranged around its value, not zoomed onto the last bits of a double.
-        const double magnitude = std::max(std::abs(yLo), std::abs(yHi));
-        const bool flat = yHi - yLo <= 1e-9 * magnitude;
-        if (m_logScale) {
-            const double factor = !flat ? std::pow(yHi / yLo, headroom) : 2.0;
-            yAxis->setRange(yLo / factor, yHi * factor);
-        } else {
-            const double span = yHi - yLo;
-            const double pad = !flat ? headroom * span : (magnitude != 0 ? 0.1 * magnitude : 1.0);
-            yAxis->setRange(yLo - pad, yHi + pad);
-        }
-    }
-    m_settingRange = false;
-}
-
-void CurvePlot::updateDisplay()
-{
-    const bool parameters = m_xMode == XAxisMode::Parameters;
-    const QCPRange view = xAxis->range();
-    // Decimate one view width either side too, so a pan shows data at once,
-    // at the same resolution: three widths, three times the columns.
-    const double span = view.size();
-    const int columns = 3 * std::max(1, axisRect()->width());
-    QVector<double> keys, values;
-
-    for (const auto& s : m_series) {
-        const int index = seriesIndex(s->name);
-        s->line->setVisible(s->visible);
-        if (parameters) {
-            s->faint->setVisible(false);
-            s->faint->data()->clear();
-            s->line->setLineStyle(QCPGraph::lsNone);
-            // The first series (train) filled, the others hollow, like solid and dashed lines.
-            const auto shape = kMarkerShapes[static_cast<std::size_t>(index) % kMarkerShapes.size()];
-            s->line->setScatterStyle(
-                QCPScatterStyle(shape, QPen(s->run->color, 2), index == 0 ? s->run->color : Qt::white, 9));
-            double v = 0;
-            if (markerValue(*s, &v))
-                s->line->setData(QVector<double>{s->run->parameters}, QVector<double>{v}, true);
-            else
-                s->line->data()->clear();
-            continue;
-        }
-
-        s->line->setLineStyle(QCPGraph::lsLine);
-        // A lone point has no line to draw: give it a dot.
-        s->line->setScatterStyle(s->keys.size() == 1 ? QCPScatterStyle(QCPScatterStyle::ssDisc, 5)
-                                                     : QCPScatterStyle(QCPScatterStyle::ssNone));
-        if (!isShown(*s)) {
-            s->line->data()->clear();
-            s->faint->data()->clear();
-            s->faint->setVisible(false);
-            continue;
-        }
-        curvemath::decimateMinMax(s->keys, m_smoothing > 0 ? s->smooth : s->raw, view.lower - span,
-                                  view.upper + span, columns, m_logScale, &keys, &values);
-        s->line->setData(keys, values, true);
-        // Qt strokes lines wider than one pixel through a slow path: a dense
-        // line (min/max zigzags) costs tens of milliseconds per replot at 1.6 px
-        // and two at 1 px. Sparse lines (about 3 px or more per segment) get the width.
-        QPen pen = s->line->pen();
-        pen.setWidthF(keys.size() <= axisRect()->width() ? kLineWidth : 1.0);
-        s->line->setPen(pen);
-        const bool faint = m_smoothing > 0;
-        s->faint->setVisible(faint);
-        if (faint) {
-            curvemath::decimateMinMax(s->keys, s->raw, view.lower - span, view.upper + span, columns, m_logScale,
-                                      &keys, &values);
-            s->faint->setData(keys, values, true);
-        } else {
-            s->faint->data()->clear();
-        }
-    }
-    updateParameterLabels();
-    placeLegend();
-}
-
-void CurvePlot::updateParameterLabels()
-{
-    const bool parameters = m_xMode == XAxisMode::Parameters;
-    for (const auto& run : m_runs) {
-        const Series* marked = nullptr;
-        if (parameters) {
-            for (const QString& name : std::as_const(m_declaredSeries)) {
-                const Series* s = findSeries(run->id, name);
-                if (s && s->visible && s->line->data()->size() == 1) {
-                    marked = s;
-                    break;
-                }
-            }
-        }
-        if (!marked) {
-            if (run->markerLabel)
-                run->markerLabel->setVisible(false);
-            continue;
-        }
-        if (!run->markerLabel) {
-            run->markerLabel = new QCPItemText(this);
-            run->markerLabel->setFont(smallFont(font(), 8, true));
-            run->markerLabel->setClipToAxisRect(true);
-        }
-        QCPItemText* label = run->markerLabel;
-        const double x = marked->line->data()->begin()->key;
-        const double y = marked->line->data()->begin()->value;
-        label->setVisible(true);
-        label->setText(run->label);
-        label->setColor(run->color.darker(130));
-        label->position->setCoords(x, y);
-        // Beside the marker, on the side with more room.
-        const bool rightHalf = xAxis->coordToPixel(x) > axisRect()->center().x();
-        label->setPositionAlignment((rightHalf ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignBottom);
-        label->setPadding(rightHalf ? QMargins(0, 0, 8, 4) : QMargins(8, 0, 0, 4));
     }
 }
 
@@ -978,141 +541,6 @@ void CurvePlot::contextMenuEvent(QContextMenuEvent* event)
     menu.addAction(tr("Export CSV…"), this, [this] { askAndExport({tr("CSV table of the raw points (*.csv)")}); });
     Q_EMIT activated();
     menu.exec(event->globalPos());
-}
-
-// ---- hover read-out ----------------------------------------------------------------------
-
-CurvePlot::Readout CurvePlot::readoutAt(const QPointF& pixel) const
-{
-    Readout best;
-    if (!axisRect()->rect().contains(pixel.toPoint()))
-        return best;
-    double bestDistance = std::numeric_limits<double>::infinity();
-    const Series* bestSeries = nullptr;
-    qsizetype bestIndex = -1;
-    auto consider = [&](const Series& s, qsizetype i, double key, double value) {
-        if (!std::isfinite(value) || (m_logScale && value <= 0))
-            return;
-        const double dx = xAxis->coordToPixel(key) - pixel.x();
-        const double dy = yAxis->coordToPixel(value) - pixel.y();
-        const double distance = dx * dx + dy * dy;
-        if (distance < bestDistance) {
-            bestDistance = distance;
-            bestSeries = &s;
-            bestIndex = i;
-        }
-    };
-
-    for (const auto& s : m_series) {
-        if (!isShown(*s))
-            continue;
-        if (m_xMode == XAxisMode::Parameters) {
-            if (s->line->data()->size() == 1)
-                consider(*s, s->keys.size() - 1, s->line->data()->begin()->key, s->line->data()->begin()->value);
-            continue;
-        }
-        const QVector<double>& values = m_smoothing > 0 ? s->smooth : s->raw;
-        double lo = xAxis->pixelToCoord(pixel.x() - kHoverRadiusPx);
-        double hi = xAxis->pixelToCoord(pixel.x() + kHoverRadiusPx);
-        if (lo > hi)
-            std::swap(lo, hi);
-        const qsizetype first = std::lower_bound(s->keys.cbegin(), s->keys.cend(), lo) - s->keys.cbegin();
-        const qsizetype last = std::upper_bound(s->keys.cbegin(), s->keys.cend(), hi) - s->keys.cbegin();
-        const qsizetype stride = std::max<qsizetype>(1, (last - first) / kHoverMaxCandidates);
-        for (qsizetype i = first; i < last; i += stride)
-            consider(*s, i, s->keys[i], values[i]);
-        // The nearest points outside the window, for sparse series.
-        if (first > 0)
-            consider(*s, first - 1, s->keys[first - 1], values[first - 1]);
-        if (last < s->keys.size())
-            consider(*s, last, s->keys[last], values[last]);
-    }
-    if (!bestSeries)
-        return best;
-
-    // In Parameters mode the marker is the last point by step; find the one whose EMA it shows.
-    if (m_xMode == XAxisMode::Parameters) {
-        double v = 0;
-        markerValue(*bestSeries, &v);
-        for (qsizetype i = bestSeries->smooth.size() - 1; i >= 0; --i) {
-            if (bestSeries->smooth[i] == v) {
-                bestIndex = i;
-                break;
-            }
-        }
-    }
-    const CurvePoint& point = bestSeries->points[bestSeries->source[bestIndex]];
-    best.valid = true;
-    best.runId = bestSeries->run->id;
-    best.series = bestSeries->name;
-    best.name = legendName(*bestSeries);
-    best.x = m_xMode == XAxisMode::Parameters ? bestSeries->run->parameters : bestSeries->keys[bestIndex];
-    best.step = point.step;
-    best.seconds = point.seconds;
-    best.raw = bestSeries->raw[bestIndex];
-    best.smoothed = bestSeries->smooth[bestIndex];
-    return best;
-}
-
-CurvePlot::Readout CurvePlot::hoverReadout() const { return m_hover; }
-
-QString CurvePlot::hoverText() const { return m_hoverLabel->visible() ? m_hoverLabel->text() : QString(); }
-
-QString CurvePlot::readoutText(const Readout& r) const
-{
-    QStringList lines{r.name};
-    if (m_xMode == XAxisMode::Parameters) {
-        lines << tr("parameters %1 (%2)")
-                     .arg(curvemath::formatCount(r.x), QLocale().toString(static_cast<qlonglong>(std::llround(r.x))));
-        lines << (m_smoothing > 0 ? tr("last smoothed value %1 (step %2)") : tr("last value %1 (step %2)"))
-                     .arg(formatValue(r.smoothed))
-                     .arg(static_cast<qlonglong>(std::llround(r.step)));
-        return lines.join(QLatin1Char('\n'));
-    }
-    lines << tr("step %1 · %2")
-                 .arg(static_cast<qlonglong>(std::llround(r.step)))
-                 .arg(curvemath::formatDuration(r.seconds));
-    if (m_smoothing > 0)
-        lines << tr("value %1 · smoothed %2").arg(formatValue(r.raw), formatValue(r.smoothed));
-    else
-        lines << tr("value %1").arg(formatValue(r.raw));
-    return lines.join(QLatin1Char('\n'));
-}
-
-void CurvePlot::setHover(const Readout& readout)
-{
-    const bool wasShown = m_hoverLabel->visible();
-    m_hover = readout;
-    m_tracer->setVisible(readout.valid);
-    m_hoverLabel->setVisible(readout.valid);
-    if (!readout.valid) {
-        if (wasShown)
-            m_hoverLayer->replot();
-        return;
-    }
-    const Series* s = findSeries(readout.runId, readout.series);
-    const QColor color = s ? s->run->color : m_colors.text;
-    const double y = (m_xMode == XAxisMode::Parameters || m_smoothing > 0) ? readout.smoothed : readout.raw;
-    m_tracer->position->setCoords(readout.x, y);
-    m_tracer->setPen(QPen(color, 1.5));
-    m_tracer->setBrush(withAlpha(m_colors.background, 160));
-
-    const QString text = readoutText(readout);
-    m_hoverLabel->setText(text);
-    // Beside the point, flipped to stay inside the axis rect.
-    const QPointF at(xAxis->coordToPixel(readout.x), yAxis->coordToPixel(y));
-    const QMargins padding = m_hoverLabel->padding();
-    const QSize textSize =
-        QFontMetrics(m_hoverLabel->font()).boundingRect(QRect(0, 0, 2000, 2000), Qt::AlignLeft, text).size();
-    const QSize size = textSize + QSize(padding.left() + padding.right(), padding.top() + padding.bottom());
-    const QRect area = axisRect()->rect();
-    constexpr double kOffset = 10;
-    const bool left = at.x() + kOffset + size.width() > area.right();
-    const bool below = at.y() - kOffset - size.height() < area.top();
-    m_hoverLabel->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft)
-                                       | (below ? Qt::AlignTop : Qt::AlignBottom));
-    m_hoverLabel->position->setCoords(at.x() + (left ? -kOffset : kOffset), at.y() + (below ? kOffset : -kOffset));
-    m_hoverLayer->replot();
 }
 
 // ---- read-outs for tests ------------------------------------------------------------------
@@ -1193,103 +621,6 @@ void CurvePlot::setStepMarker(double step)
         m_marker->point2->setCoords(step, 1);
     }
     scheduleRefresh();
-}
-
-bool CurvePlot::exportImage(const QString& path, QString* error)
-{
-    const QString suffix = QFileInfo(path).suffix().toLower();
-    if (suffix != QLatin1String("png") && suffix != QLatin1String("pdf") && suffix != QLatin1String("svg")) {
-        if (error)
-            *error = tr("Unknown image format \"%1\": use .png, .pdf or .svg.").arg(suffix);
-        return false;
-    }
-    setHover(Readout());
-    refreshNow();
-    // A chart that was never laid out exports at a readable default size.
-    const int width = isVisible() && this->width() >= 200 ? this->width() : 800;
-    const int height = isVisible() && this->height() >= 150 ? this->height() : 500;
-    bool ok = false;
-    if (suffix == QLatin1String("png"))
-        ok = savePng(path, width, height, 2.0);
-    else if (suffix == QLatin1String("pdf"))
-        ok = savePdf(path, width, height, QCP::epAllowCosmetic, QStringLiteral("WideLab"), title());
-    else
-        ok = writeSvg(path, width, height);
-    if (!ok && error)
-        *error = tr("Could not write %1.").arg(QDir::toNativeSeparators(path));
-    return ok;
-}
-
-bool CurvePlot::writeSvg(const QString& path, int width, int height)
-{
-    QFile::remove(path);  // so a stale file cannot pass for success below
-    QSvgGenerator generator;
-    generator.setFileName(path);
-    generator.setSize(QSize(width, height));
-    generator.setViewBox(QRect(0, 0, width, height));
-    generator.setTitle(title());
-    generator.setDescription(tr("WideLab training curves"));
-    QCPPainter painter;
-    if (!painter.begin(&generator))
-        return false;
-    painter.setMode(QCPPainter::pmVectorized);
-    painter.setMode(QCPPainter::pmNoCaching);
-    toPainter(&painter, width, height);
-    painter.end();
-    return QFileInfo(path).size() > 0;  // QSvgGenerator reports write errors only as warnings
-}
-
-bool CurvePlot::exportCsv(const QString& path, QString* error) const
-{
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        if (error)
-            *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
-        return false;
-    }
-    QByteArray chunk = "run_id,run,series,step,seconds,value\n";
-    for (const auto& run : m_runs) {
-        const QByteArray runFields = csvField(run->id) + ',' + csvField(run->label) + ',';
-        for (const QString& name : std::as_const(m_declaredSeries)) {
-            const Series* s = findSeries(run->id, name);
-            if (!s || !s->visible)
-                continue;
-            const QByteArray prefix = runFields + csvField(name) + ',';
-            for (const CurvePoint& p : s->points) {
-                chunk += prefix + csvNumber(p.step) + ',' + csvNumber(p.seconds) + ',' + csvNumber(p.value) + '\n';
-                if (chunk.size() > (1 << 16)) {
-                    file.write(chunk);
-                    chunk.clear();
-                }
-            }
-        }
-    }
-    file.write(chunk);
-    if (!file.commit()) {
-        if (error)
-            *error = tr("Could not write %1: %2").arg(QDir::toNativeSeparators(path), file.errorString());
-        return false;
-    }
-    return true;
-}
-
-void CurvePlot::exportWithDialog()
-{
-    askAndExport({tr("PNG image (*.png)"), tr("PDF document (*.pdf)"), tr("SVG image (*.svg)"),
-                  tr("CSV table of the raw points (*.csv)")});
-}
-
-void CurvePlot::askAndExport(const QStringList& filters)
-{
-    const QString path = viewexport::askExportPath(this, title().isEmpty() ? tr("chart") : title(), filters,
-                                                   m_exportDirectory);
-    if (path.isEmpty())
-        return;
-    QString error;
-    const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
-    const bool ok = csv ? exportCsv(path, &error) : exportImage(path, &error);
-    if (!ok)
-        QMessageBox::warning(this, tr("Export failed"), error);
 }
 
 }  // namespace widelab

@@ -40,6 +40,15 @@ public:
     };
     Q_ENUM(XAxisMode)
 
+    // How a series is drawn. Only noisy series are smoothed; what is not
+    // smoothed shows exactly the logged values.
+    enum class SeriesStyle {
+        Smoothed,  // loss, accuracy, gradient norm, tokens/s: the EMA over the raw values, drawn faintly
+        Exact,     // a schedule (the learning rate): the logged values as a line, never smoothed
+        Markers,   // sparse measurements (validation): a marker at each logged value, joined by a thin line
+    };
+    Q_ENUM(SeriesStyle)
+
     // What the hover read-out names: the nearest point (in pixels) of the
     // nearest visible series. In Parameters mode: the nearest marker.
     struct Readout {
@@ -51,7 +60,8 @@ public:
         double step = 0;
         double seconds = 0;
         double raw = 0;       // the logged value
-        double smoothed = 0;  // the EMA at that point (equals raw when smoothing is 0)
+        double smoothed = 0;  // the EMA at that point (equals raw when the series is not smoothed)
+        bool isSmoothed = false;  // the series is drawn smoothed (smoothing > 0 and SeriesStyle::Smoothed)
     };
 
     // One marker as Parameters mode hands it to the graph.
@@ -72,9 +82,18 @@ public:
     // Declares a series this chart draws; the declaration order picks the line
     // style. displayName follows the run label in the legend ("run · train");
     // empty: the run label alone. Series appended without a declaration are
-    // declared then, under their own name.
-    void declareSeries(const QString& series, const QString& displayName = QString());
+    // declared then, under their own name, smoothed.
+    void declareSeries(const QString& series, const QString& displayName = QString(),
+                       SeriesStyle style = SeriesStyle::Smoothed);
     QStringList seriesNames() const;
+    SeriesStyle seriesStyle(const QString& series) const;  // Smoothed for an undeclared one
+
+    // A short line under the title saying what the chart leaves out and why
+    // (e.g. which runs have no balance loss); empty removes it. While no series
+    // has a point to draw, the note stands in the middle of the empty chart instead.
+    void setNote(const QString& note);
+    QString note() const;
+    bool noteCentred() const;  // the note is shown in the middle of the plot (no data), not under the title
 
     // A run with its colour and parameter count (<= 0: unknown, no marker in
     // Parameters mode). Adding a run again updates label, colour and count.
@@ -89,8 +108,9 @@ public:
     void appendPoints(const QString& runId, const QString& series, const QVector<CurvePoint>& points);
     QVector<CurvePoint> points(const QString& runId, const QString& series) const;
 
-    // EMA weight, clamped to [0, 0.999] (curvemath::smoothEma, debiased). Above
-    // 0 the raw series stays visible behind the smoothed one, faintly.
+    // EMA weight, clamped to [0, 0.999] (curvemath::smoothEma, debiased), for
+    // the Smoothed series. Above 0 their raw values stay visible behind the
+    // smoothed line, faintly. Exact and Markers series ignore it.
     void setSmoothing(double weight);
     double smoothing() const;
 
@@ -111,11 +131,11 @@ public:
     void setSeriesVisible(const QString& runId, const QString& series, bool visible);
     bool isSeriesVisible(const QString& runId, const QString& series) const;
 
-    // Where the legend sits inside the axis rect. Empty (the default): at each
-    // refresh, whichever of the four corners and four edge middles the fewest
-    // drawn segments cross (preferring top right).
-    void setLegendAlignment(Qt::Alignment alignment);
-    Qt::Alignment legendAlignment() const;  // where it is now
+    // The legend sits under the axis rect, never over the data: its entries
+    // flow into as many columns as the chart's width holds, then wrap.
+    int legendColumns() const;
+    // The legend's entries in order (its grid also holds empty cells once it wraps).
+    QList<QCPAbstractLegendItem*> legendEntries() const;
 
     // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
     // the pixels). false with *error set when the suffix is unknown or the file
@@ -202,7 +222,9 @@ private:
     void fitRanges(bool fitX, bool fitY);
     void updateDisplay();
     void updateParameterLabels();
-    void placeLegend();
+    void layoutLegend();
+    void updateNote();
+    bool isSmoothed(const Series& s) const;
     void configureXAxis();
     void updateTimeTickerFormat();
     void setHover(const Readout& readout);
@@ -214,7 +236,11 @@ private:
     std::vector<std::unique_ptr<Series>> m_series;
     QStringList m_declaredSeries;
     QStringList m_displayNames;
+    QVector<SeriesStyle> m_seriesStyles;  // parallel to m_declaredSeries
     QCPTextElement* m_title = nullptr;
+    QCPTextElement* m_noteLine = nullptr;  // the note under the title, while in the layout
+    QCPItemText* m_noteCentre = nullptr;   // the note in the middle of an empty plot
+    QString m_note;
     QCPItemTracer* m_tracer = nullptr;
     QCPItemText* m_hoverLabel = nullptr;
     QCPItemStraightLine* m_marker = nullptr;
@@ -233,8 +259,6 @@ private:
     bool m_refitY = false;        // fit y at the next refresh even when not following the data
     bool m_legendDirty = false;
     XAxisMode m_xMode = XAxisMode::Step;
-    Qt::Alignment m_legendAlignment;  // fixed by setLegendAlignment; empty: placed automatically
-    Qt::Alignment m_placedLegendAlignment = Qt::AlignTop | Qt::AlignRight;
 };
 
 }  // namespace widelab

@@ -40,7 +40,10 @@ CurvesView::CurvesView(QWidget* parent)
     m_smoothingSlider->setObjectName(QStringLiteral("smoothingSlider"));
     m_smoothingSlider->setAccessibleName(tr("Smoothing"));
     m_smoothingSlider->setAccessibleDescription(
-        tr("Weight of the exponential moving average drawn over each curve, from 0 (raw) to 0.999"));
+        tr("Weight of the exponential moving average drawn over each noisy curve, from 0 (raw) to 0.999"));
+    m_smoothingSlider->setToolTip(tr("Smooths loss, accuracy, balance loss, gradient norm and tokens/s; their raw "
+                                     "values stay drawn faintly behind. The learning rate and the validation "
+                                     "points are always drawn as logged."));
     m_smoothingSlider->setRange(0, static_cast<int>(std::lround(curvemath::kMaxSmoothing * kSliderSteps)));
     m_smoothingSlider->setPageStep(50);
     m_smoothingSlider->setMinimumWidth(120);
@@ -112,15 +115,20 @@ CurvesView::CurvesView(QWidget* parent)
     layout->addLayout(controls);
     layout->addWidget(scroll, 1);
 
+    using Style = CurvePlot::SeriesStyle;
     addChart(QStringLiteral("loss"), tr("Loss"), {QStringLiteral("loss"), QStringLiteral("validation_loss")},
-             {tr("train"), tr("validation")});
+             {tr("train"), tr("validation")}, {Style::Smoothed, Style::Markers});
     addChart(QStringLiteral("accuracy"), tr("Accuracy"),
-             {QStringLiteral("accuracy"), QStringLiteral("validation_accuracy")}, {tr("train"), tr("validation")});
-    addChart(QStringLiteral("balance_loss"), tr("Balance loss"), {QStringLiteral("balance_loss")}, {QString()});
-    addChart(QStringLiteral("learning_rate"), tr("Learning rate"), {QStringLiteral("learning_rate")}, {QString()});
-    addChart(QStringLiteral("gradient_norm"), tr("Gradient norm"), {QStringLiteral("gradient_norm")}, {QString()});
+             {QStringLiteral("accuracy"), QStringLiteral("validation_accuracy")}, {tr("train"), tr("validation")},
+             {Style::Smoothed, Style::Markers});
+    addChart(QStringLiteral("balance_loss"), tr("Balance loss"), {QStringLiteral("balance_loss")}, {QString()},
+             {Style::Smoothed});
+    addChart(QStringLiteral("learning_rate"), tr("Learning rate"), {QStringLiteral("learning_rate")}, {QString()},
+             {Style::Exact});
+    addChart(QStringLiteral("gradient_norm"), tr("Gradient norm"), {QStringLiteral("gradient_norm")}, {QString()},
+             {Style::Smoothed});
     addChart(QStringLiteral("tokens_per_second"), tr("Tokens per second"), {QStringLiteral("tokens_per_second")},
-             {QString()});
+             {QString()}, {Style::Smoothed});
     setCurrentChart(m_charts.front());
     relayout();
 
@@ -139,14 +147,14 @@ CurvesView::CurvesView(QWidget* parent)
 CurvesView::~CurvesView() = default;
 
 void CurvesView::addChart(const QString& key, const QString& title, const QStringList& metrics,
-                          const QStringList& displayNames)
+                          const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles)
 {
     auto* plot = new CurvePlot(m_chartArea);
     plot->setObjectName(key + QStringLiteral("Chart"));
     plot->setAccessibleName(tr("%1 chart").arg(title));
     plot->setTitle(title);
     for (qsizetype i = 0; i < metrics.size(); ++i) {
-        plot->declareSeries(metrics[i], displayNames.value(i));
+        plot->declareSeries(metrics[i], displayNames.value(i), styles.value(i, CurvePlot::SeriesStyle::Smoothed));
         m_metrics.append(metrics[i]);
         m_metricCharts.append(static_cast<int>(m_charts.size()));
     }
@@ -161,19 +169,65 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
 void CurvesView::addRun(const QString& runId, const QString& label, double parameterCount)
 {
     auto known = std::find_if(m_runs.begin(), m_runs.end(), [&](const RunEntry& r) { return r.id == runId; });
-    int colorIndex = 0;
-    if (known != m_runs.end()) {
-        colorIndex = known->colorIndex;
-    } else {
+    if (known == m_runs.end()) {
         // The colour fewest current runs use; the lowest index among those.
         QVector<int> uses(palette::seriesCount(), 0);
         for (const RunEntry& r : std::as_const(m_runs))
             ++uses[r.colorIndex];
-        colorIndex = static_cast<int>(std::min_element(uses.cbegin(), uses.cend()) - uses.cbegin());
-        m_runs.append({runId, colorIndex});
+        RunEntry entry;
+        entry.id = runId;
+        entry.colorIndex = static_cast<int>(std::min_element(uses.cbegin(), uses.cend()) - uses.cbegin());
+        m_runs.append(entry);
+        known = m_runs.end() - 1;
     }
+    known->label = label;
+    known->parameters = parameterCount;
     for (CurvePlot* plot : std::as_const(m_charts))
-        plot->addRun(runId, label, palette::seriesColor(colorIndex), parameterCount);
+        if (drawsRun(plot, *known))
+            plot->addRun(runId, label, palette::seriesColor(known->colorIndex), parameterCount);
+    updateBalanceNote();
+}
+
+void CurvesView::setRunTraits(const QString& runId, const RunTraits& traits)
+{
+    auto run = std::find_if(m_runs.begin(), m_runs.end(), [&](const RunEntry& r) { return r.id == runId; });
+    if (run == m_runs.end())
+        return;
+    run->traits = traits;
+    CurvePlot* balance = chart(QStringLiteral("balance_loss"));
+    if (!drawsRun(balance, *run))
+        balance->removeRun(runId);
+    else if (!balance->hasRun(runId))
+        balance->addRun(runId, run->label, palette::seriesColor(run->colorIndex), run->parameters);
+    updateBalanceNote();
+}
+
+CurvesView::RunTraits CurvesView::runTraits(const QString& runId) const
+{
+    for (const RunEntry& r : m_runs)
+        if (r.id == runId)
+            return r.traits;
+    return RunTraits();
+}
+
+bool CurvesView::drawsRun(const CurvePlot* chart, const RunEntry& run) const
+{
+    return run.traits.hasExperts || chart != this->chart(QStringLiteral("balance_loss"));
+}
+
+void CurvesView::updateBalanceNote()
+{
+    QStringList without;
+    for (const RunEntry& r : std::as_const(m_runs))
+        if (!r.traits.hasExperts)
+            without.append(r.label);
+    QString note;
+    if (!without.isEmpty() && without.size() == m_runs.size())
+        note = m_runs.size() == 1 ? tr("No experts in this model: no balance loss")
+                                  : tr("No run here has experts: no balance loss");
+    else if (!without.isEmpty())
+        note = tr("No experts, no balance loss: %1").arg(without.join(QStringLiteral(", ")));
+    chart(QStringLiteral("balance_loss"))->setNote(note);
 }
 
 void CurvesView::removeRun(const QString& runId)
@@ -181,6 +235,7 @@ void CurvesView::removeRun(const QString& runId)
     m_runs.removeIf([&](const RunEntry& r) { return r.id == runId; });
     for (CurvePlot* plot : std::as_const(m_charts))
         plot->removeRun(runId);
+    updateBalanceNote();
 }
 
 void CurvesView::appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points)

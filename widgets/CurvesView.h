@@ -22,13 +22,15 @@ namespace widelab {
 
 // The app hands it plain data: runs (each gets the next free palette colour,
 // the same in every chart) and points per metric. Metrics and their charts:
-//   loss                "loss" (train, solid), "validation_loss" (dashed)
-//   accuracy            "accuracy" (train, solid), "validation_accuracy" (dashed)
-//   balance_loss        "balance_loss"
-//   learning_rate       "learning_rate"
-//   gradient_norm       "gradient_norm"
-//   tokens_per_second   "tokens_per_second"
-// Points of other metrics, or of runs not added, are ignored.
+//   loss                "loss" (train, solid, smoothed), "validation_loss" (markers, dashed)
+//   accuracy            "accuracy" (train, solid, smoothed), "validation_accuracy" (markers, dashed)
+//   balance_loss        "balance_loss" (smoothed; only runs whose model has experts)
+//   learning_rate       "learning_rate" (exact: a schedule is never smoothed)
+//   gradient_norm       "gradient_norm" (smoothed)
+//   tokens_per_second   "tokens_per_second" (smoothed)
+// Validation values are measured now and then, so they are drawn as markers at
+// their logged values, never smoothed. Points of other metrics, or of runs not
+// added, are ignored.
 // The controls set every chart; each chart's context menu can still change its own.
 class CurvesView : public QWidget {
     Q_OBJECT
@@ -37,9 +39,20 @@ public:
     explicit CurvesView(QWidget* parent = nullptr);
     ~CurvesView() override;
 
+    // What a run's configuration says about it, beyond its curves.
+    struct RunTraits {
+        bool hasExperts = true;  // model.experts > 1; unknown (e.g. no readable config) counts as true
+    };
+
     // A new run takes the palette colour fewest current runs use (the lowest
     // such index). Adding a known run again updates its label and parameter count.
     void addRun(const QString& runId, const QString& label, double parameterCount);
+    // A run without experts has no balance loss (its trainer logs zeros): the
+    // balance-loss chart leaves it out and its note names it; with no run having
+    // experts, the chart says so in its middle. Set before appending the run's
+    // points: its balance-loss points are dropped while it has no experts.
+    void setRunTraits(const QString& runId, const RunTraits& traits);
+    RunTraits runTraits(const QString& runId) const;  // the default for an unknown run
     void removeRun(const QString& runId);
     void appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points);
     void clearRun(const QString& runId);  // e.g. before reloading from disk
@@ -73,14 +86,19 @@ protected:
 private:
     struct RunEntry {
         QString id;
+        QString label;
+        double parameters = 0;
         int colorIndex = 0;
+        RunTraits traits;
     };
 
     void addChart(const QString& key, const QString& title, const QStringList& metrics,
-                  const QStringList& displayNames);
+                  const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles);
     void setCurrentChart(CurvePlot* chart);
     void relayout();
     void applySmoothingFromSlider(int value);
+    bool drawsRun(const CurvePlot* chart, const RunEntry& run) const;
+    void updateBalanceNote();
 
     QVector<RunEntry> m_runs;
     QStringList m_chartKeys;

@@ -665,6 +665,7 @@ RunRecord& MainWindow::addRecord(RunRecord record)
 void MainWindow::showRecord(const RunRecord& record)
 {
     m_curves->addRun(record.id, record.label, record.parameters);
+    m_curves->setRunTraits(record.id, {record.hasExperts});
     m_curves->clearRun(record.id);
     appendCurves(record.id, record.curves);
 }
@@ -747,6 +748,7 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     record.parameters = static_cast<double>(assessment.cost.stored);
     if (assessment.valid)
         record.insights->setArchitecture(assessment.sketch);
+    record.hasExperts = !assessment.valid || assessment.sketch.experts > 1;
     addRecord(std::move(record));
     return true;
 }
@@ -979,6 +981,7 @@ bool MainWindow::startTraining()
         record.label = QFileInfo(directory).fileName();
         record.directory = directory;
         record.parameters = static_cast<double>(m_storedParameters);
+        record.hasExperts = assessDocument(m_complete).sketch.experts > 1;
         addRecord(std::move(record));
         clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);

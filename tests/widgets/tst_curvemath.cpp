@@ -1,5 +1,5 @@
-// Tests curvemath: the debiased EMA, min/max decimation and the number formats,
-// against values worked out by hand.
+// Tests curvemath: the debiased EMA, min/max decimation, the number formats and
+// the legend's column count, against values worked out by hand.
 #include "CurveMath.h"
 
 #include <QtTest>
@@ -23,6 +23,7 @@ private Q_SLOTS:
     void countsAreFormattedWithSuffixes();
     void axisValuesPickTheirNotationByMagnitude();
     void durationsAreFormattedAsClockTimes();
+    void legendColumnsFitTheWidestEntryOfEachColumn();
 };
 
 void TestCurveMath::emaMatchesHandComputedValues()
@@ -182,6 +183,27 @@ void TestCurveMath::durationsAreFormattedAsClockTimes()
     QCOMPARE(formatDuration(125), QStringLiteral("2:05"));
     QCOMPARE(formatDuration(3725), QStringLiteral("1:02:05"));
     QCOMPARE(formatDuration(90000), QStringLiteral("1 d 1:00:00"));
+}
+
+void TestCurveMath::legendColumnsFitTheWidestEntryOfEachColumn()
+{
+    using widelab::curvemath::legendColumns;
+    // Entries 100, 60, 80, 40 wide, spacing 10. Four columns: 100+60+80+40+30 = 310.
+    const QVector<int> widths{100, 60, 80, 40};
+    QCOMPARE(legendColumns(widths, 310, 10), 4);
+    // Three columns: rows (100, 60, 80) and (40): 100+60+80+20 = 260.
+    QCOMPARE(legendColumns(widths, 309, 10), 3);
+    QCOMPARE(legendColumns(widths, 260, 10), 3);
+    // Two columns: rows (100, 60) and (80, 40): 100+60+10 = 170.
+    QCOMPARE(legendColumns(widths, 259, 10), 2);
+    QCOMPARE(legendColumns(widths, 170, 10), 2);
+    // One column however narrow: the entries cannot shrink.
+    QCOMPARE(legendColumns(widths, 169, 10), 1);
+    QCOMPARE(legendColumns(widths, 5, 10), 1);
+    QCOMPARE(legendColumns({}, 500, 10), 1);
+    // A wide entry in the second column counts where it lands: (10, 200), (10, 10) -> 10+200+5 = 215.
+    QCOMPARE(legendColumns({10, 200, 10, 10}, 214, 5), 1);
+    QCOMPARE(legendColumns({10, 200, 10, 10}, 215, 5), 2);
 }
 
 QTEST_MAIN(TestCurveMath)

@@ -51,7 +51,10 @@ private Q_SLOTS:
     void appendsAreCoalescedIntoOneReplot();
     void logScaleSwitchesTheAxisAndSkipsNonPositiveValues();
     void logTicksFollowOneTwoThreeFive();
-    void legendMovesToTheEmptiestPlace();
+    void legendStaysOutOfThePlotArea();
+    void exactSeriesIgnoresSmoothing();
+    void markersShowTheExactValidationValues();
+    void aNoteExplainsAnEmptyChart();
     void denseLinesAreDrawnThin();
     void resetViewFitsAllData();
     void doubleClickResetsTheView();
@@ -239,34 +242,191 @@ void TestCurvePlot::logTicksFollowOneTwoThreeFive()
     QCOMPARE(plot.yAxis->tickVector(), (QVector<double>{0.5, 1, 2, 3, 5, 10}));
 }
 
-void TestCurvePlot::legendMovesToTheEmptiestPlace()
+void TestCurvePlot::legendStaysOutOfThePlotArea()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"),
+                       CurvePlot::SeriesStyle::Markers);
+    // Five runs of a comparison, train and validation each: ten entries with long names.
+    const QList<QColor> colors{kBlue, kOrange, Qt::darkGreen, Qt::magenta, Qt::darkCyan};
+    for (int r = 0; r < 5; ++r) {
+        const QString id = QString::number(r);
+        plot.addRun(id, QStringLiteral("widenet-run-%1-20261124").arg(r), colors[r]);
+        QVector<double> values;
+        for (int i = 0; i < 50; ++i)
+            values.append(5.0 / (1 + 0.1 * i) + 0.2 * r);
+        plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
+        plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
+    }
+    // An odd count, so the wrapped grid has an empty cell.
+    plot.appendPoints(QStringLiteral("0"), QStringLiteral("extra"), pointsOf({1, 2}));
+    plot.refreshNow();
+    plot.replot();
+    QCOMPARE(plot.legendEntries().size(), 11);
+    QVERIFY(plot.legend->visible());
+
+    // Neither the legend nor any of its entries overlaps the axis rect, where the data is drawn.
+    auto checkOutside = [&plot] {
+        const QRect data = plot.axisRect()->outerRect();
+        QVERIFY2(!plot.legend->outerRect().intersects(data), "legend over the plot area");
+        for (const QCPAbstractLegendItem* item : plot.legendEntries()) {
+            const QRect entry = item->outerRect();
+            QVERIFY(!entry.intersects(data));
+            QVERIFY(plot.rect().contains(entry));  // and each is on screen
+        }
+    };
+    checkOutside();
+    // Several entries share a row at 600 px, so the legend does not eat the chart's height.
+    QVERIFY(plot.legendColumns() > 1);
+    const int wideColumns = plot.legendColumns();
+    QVERIFY(plot.axisRect()->rect().height() > plot.height() / 2);
+
+    // Narrower: fewer columns, still outside.
+    plot.resize(360, 400);
+    plot.refreshNow();
+    plot.replot();
+    QVERIFY(plot.legendColumns() < wideColumns);
+    checkOutside();
+
+    // No data, no legend band: the axis rect takes the room back.
+    CurvePlot empty;
+    showPlot(empty);
+    empty.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    empty.refreshNow();
+    const int bottomWithout = empty.axisRect()->outerRect().bottom();
+    empty.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({1, 2}));
+    empty.refreshNow();
+    QVERIFY(empty.axisRect()->outerRect().bottom() < bottomWithout);
+    empty.clearRun(QStringLiteral("a"));
+    empty.refreshNow();
+    QCOMPARE(empty.axisRect()->outerRect().bottom(), bottomWithout);
+}
+
+void TestCurvePlot::exactSeriesIgnoresSmoothing()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.declareSeries(QStringLiteral("learning_rate"), QString(), CurvePlot::SeriesStyle::Exact);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    // Warm-up then decay: an EMA would round the corner and lag behind it.
+    const QVector<double> schedule{0.0, 1e-4, 2e-4, 3e-4, 3e-4, 2e-4, 1e-4, 5e-5};
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("learning_rate"), pointsOf(schedule));
+    plot.setSmoothing(0.999);
+    plot.refreshNow();
+    QCOMPARE(plot.seriesStyle(QStringLiteral("learning_rate")), CurvePlot::SeriesStyle::Exact);
+    const QVector<QPointF> line = plot.displayedPoints(QStringLiteral("a"), QStringLiteral("learning_rate"));
+    QCOMPARE(line.size(), schedule.size());
+    for (qsizetype i = 0; i < schedule.size(); ++i)
+        QCOMPARE(line[i], QPointF(double(i), schedule[i]));
+    // No faint copy: the line is the raw series.
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("learning_rate")), 0);
+    // The read-out says value, not smoothed.
+    const CurvePlot::Readout r = plot.readoutAt(
+        QPointF(plot.xAxis->coordToPixel(3), plot.yAxis->coordToPixel(3e-4)));
+    QVERIFY(r.valid);
+    QVERIFY(!r.isSmoothed);
+    QCOMPARE(r.smoothed, 3e-4);
+    QCOMPARE(r.raw, 3e-4);
+
+    // Declared Smoothed again, the same points are smoothed: the style is what decides.
+    plot.declareSeries(QStringLiteral("learning_rate"), QString(), CurvePlot::SeriesStyle::Smoothed);
+    plot.refreshNow();
+    QVERIFY(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("learning_rate")).last().y() != schedule.last());
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("learning_rate")), schedule.size());
+}
+
+void TestCurvePlot::markersShowTheExactValidationValues()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"),
+                       CurvePlot::SeriesStyle::Markers);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({4, 3.5, 3, 2.8, 2.5, 2.4, 2.2}));
+    const QVector<CurvePoint> validation{{0, 0, 4.2}, {3, 6, 2.9}, {6, 12, 2.35}};
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("validation_loss"), validation);
+    plot.setSmoothing(0.9);
+    plot.refreshNow();
+
+    // Each validation point is a marker at its logged value.
+    QCOMPARE(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("validation_loss")),
+             (QVector<QPointF>{{0, 4.2}, {3, 2.9}, {6, 2.35}}));
+    const QCPGraph* marked = plot.lineGraph(QStringLiteral("a"), QStringLiteral("validation_loss"));
+    QVERIFY(marked->scatterStyle().shape() != QCPScatterStyle::ssNone);
+    QVERIFY(marked->scatterStyle().size() >= 5);
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("validation_loss")), 0);
+    // The first and last markers are whole: inside the axis rect by their radius.
+    const QRect area = plot.axisRect()->rect();
+    QVERIFY(plot.xAxis->coordToPixel(0) - marked->scatterStyle().size() / 2 >= area.left());
+    QVERIFY(plot.xAxis->coordToPixel(6) + marked->scatterStyle().size() / 2 <= area.right());
+    // The train series beside it is smoothed, with its raw values faint behind.
+    QVERIFY(plot.displayedPoints(QStringLiteral("a"), QStringLiteral("loss")).last().y() != 2.2);
+    QCOMPARE(plot.displayedRawPointCount(QStringLiteral("a"), QStringLiteral("loss")), 7);
+
+    // Hovering a marker reads its exact value; Parameters mode marks the last logged one.
+    const QPoint at(qRound(plot.xAxis->coordToPixel(3)) + 1, qRound(plot.yAxis->coordToPixel(2.9)) + 1);
+    QTest::mouseMove(&plot, at);
+    const CurvePlot::Readout r = plot.hoverReadout();
+    QCOMPARE(r.series, QStringLiteral("validation_loss"));
+    QCOMPARE(r.smoothed, 2.9);
+    QVERIFY(!r.isSmoothed);
+    QVERIFY(plot.hoverText().contains(QStringLiteral("value 2.9")));
+    QVERIFY(!plot.hoverText().contains(QStringLiteral("smoothed")));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue, 1e6);
+    plot.setXAxisMode(CurvePlot::XAxisMode::Parameters);
+    plot.refreshNow();
+    bool found = false;
+    for (const CurvePlot::ParameterMarker& m : plot.parameterMarkers()) {
+        if (m.series == QStringLiteral("validation_loss")) {
+            QCOMPARE(m.value, 2.35);
+            found = true;
+        }
+    }
+    QVERIFY(found);
+}
+
+void TestCurvePlot::aNoteExplainsAnEmptyChart()
 {
     CurvePlot plot;
     showPlot(plot);
     plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
-    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
-    // Two flat lines along the top and bottom edges (y fitted to -0.05 .. 1.05):
-    // every corner and the top and bottom middles are crossed, the sides' middles are free.
-    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), constant(1.0, 101));
-    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), constant(0.0, 101));
+    const QString note = QStringLiteral("No experts in this model: no balance loss");
+    plot.setNote(note);
     plot.refreshNow();
-    QCOMPARE(plot.legendAlignment(), Qt::AlignVCenter | Qt::AlignRight);
-    plot.replot();
-    QVERIFY(plot.legend->outerRect().center().y() > plot.axisRect()->rect().center().y() - 2);
-    QVERIFY(plot.legend->outerRect().center().y() < plot.axisRect()->rect().center().y() + 2);
+    QCOMPARE(plot.note(), note);
+    // Nothing to draw: the note stands in the middle of the plot.
+    QVERIFY(plot.noteCentred());
+    QVERIFY(!plot.xAxis->visible());
+    QVERIFY(!plot.yAxis->visible());
+    bool shown = false;
+    for (int i = 0; i < plot.itemCount(); ++i) {
+        auto* text = qobject_cast<QCPItemText*>(plot.item(i));
+        if (text && text->visible() && text->text() == note)
+            shown = true;
+    }
+    QVERIFY(shown);
 
-    // A fixed place wins over the automatic one.
-    plot.setLegendAlignment(Qt::AlignBottom | Qt::AlignLeft);
+    // With data, it moves under the title, out of the data's way.
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({1, 2}));
     plot.refreshNow();
-    QCOMPARE(plot.legendAlignment(), Qt::AlignBottom | Qt::AlignLeft);
+    QVERIFY(!plot.noteCentred());
+    QVERIFY(plot.xAxis->visible());
+    QVERIFY(plot.yAxis->visible());
+    bool inLayout = false;
+    for (int i = 0; i < plot.plotLayout()->elementCount(); ++i) {
+        auto* text = qobject_cast<QCPTextElement*>(plot.plotLayout()->elementAt(i));
+        if (text && text->text() == note)
+            inLayout = true;
+    }
+    QVERIFY(inLayout);
 
-    // A falling curve leaves the top right free: the first choice.
-    CurvePlot falling;
-    showPlot(falling);
-    falling.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
-    falling.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), pointsOf({5, 2, 1, 0.5, 0.3, 0.2, 0.15, 0.1}));
-    falling.refreshNow();
-    QCOMPARE(falling.legendAlignment(), Qt::AlignTop | Qt::AlignRight);
+    const int topWithNote = plot.axisRect()->outerRect().top();
+    plot.setNote(QString());
+    plot.refreshNow();
+    QVERIFY(plot.axisRect()->outerRect().top() < topWithNote);
 }
 
 void TestCurvePlot::denseLinesAreDrawnThin()
@@ -492,10 +652,10 @@ void TestCurvePlot::seriesDifferByLineStyleAndRunsByColour()
              QCPScatterStyle::ssDisc);
 
     // One legend entry per series with data, runs in order, series in declaration order.
-    QCOMPARE(plot.legend->itemCount(), 3);
+    QCOMPARE(plot.legendEntries().size(), 3);
     QStringList names;
-    for (int i = 0; i < plot.legend->itemCount(); ++i)
-        names << qobject_cast<QCPPlottableLegendItem*>(plot.legend->item(i))->plottable()->name();
+    for (QCPAbstractLegendItem* item : plot.legendEntries())
+        names << qobject_cast<QCPPlottableLegendItem*>(item)->plottable()->name();
     QCOMPARE(names, (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation"),
                                  QStringLiteral("B · validation")}));
 
@@ -518,7 +678,7 @@ void TestCurvePlot::hiddenSeriesLeaveTheLegendGreyAndTheCsvOut()
     plot.refreshNow();
     QVERIFY(!plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("extra")));
     QVERIFY(!plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra"))->visible());
-    QCOMPARE(plot.legend->itemCount(), 2);  // still listed, so it can be switched back on
+    QCOMPARE(plot.legendEntries().size(), 2);  // still listed, so it can be switched back on
     const QColor hiddenText =
         plot.legend->itemWithPlottable(plot.lineGraph(QStringLiteral("a"), QStringLiteral("extra")))->textColor();
     const QColor shownText =
@@ -547,14 +707,14 @@ void TestCurvePlot::clickingALegendEntryTogglesItsSeries()
     plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), pointsOf({4, 3, 2}));
     plot.refreshNow();
     plot.replot();
-    const QPoint entryB = plot.legend->item(1)->outerRect().center();
+    const QPoint entryB = plot.legendEntries().at(1)->outerRect().center();
     QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, entryB);
     QVERIFY(!plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
     QVERIFY(plot.isSeriesVisible(QStringLiteral("a"), QStringLiteral("loss")));
     plot.refreshNow();
     QVERIFY(!plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss"))->visible());
     plot.replot();
-    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legend->item(1)->outerRect().center());
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legendEntries().at(1)->outerRect().center());
     QVERIFY(plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
 }
 
@@ -662,14 +822,14 @@ void TestCurvePlot::runsCanBeClearedAndRemoved()
     plot.refreshNow();
     QVERIFY(plot.points(QStringLiteral("a"), QStringLiteral("loss")).isEmpty());
     QCOMPARE(plot.displayedPointCount(QStringLiteral("a"), QStringLiteral("loss")), 0);
-    QCOMPARE(plot.legend->itemCount(), 1);
+    QCOMPARE(plot.legendEntries().size(), 1);
     QVERIFY(plot.hasRun(QStringLiteral("a")));
 
     plot.removeRun(QStringLiteral("b"));
     plot.refreshNow();
     QCOMPARE(plot.runs(), QStringList{QStringLiteral("a")});
     QCOMPARE(plot.graphCount(), 2);
-    QCOMPARE(plot.legend->itemCount(), 0);
+    QCOMPARE(plot.legendEntries().size(), 0);
     QVERIFY(plot.lineGraph(QStringLiteral("b"), QStringLiteral("loss")) == nullptr);
 }
 

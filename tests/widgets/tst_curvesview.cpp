@@ -1,5 +1,6 @@
-// Tests CurvesView: metric routing, one colour per run in every chart, and the
-// shared controls reaching every chart.
+// Tests CurvesView: metric routing, one colour per run in every chart, the
+// shared controls reaching every chart, what is smoothed and what is not, the
+// balance-loss chart of models without experts, and legends beside the data.
 #include "CurvesView.h"
 #include "Palette.h"
 
@@ -46,6 +47,11 @@ private Q_SLOTS:
     void resetButtonFitsEveryChart();
     void everyControlHasAnAccessibleName();
     void clickingAChartMakesItCurrent();
+    void smoothingAtMaxLeavesTheLearningRateAsLogged();
+    void validationPointsAreMarkersAtTheirValues();
+    void balanceChartLeavesOutRunsWithoutExperts();
+    void balanceChartOfAModelWithoutExpertsSaysWhyItIsEmpty();
+    void legendsOfFiveRunsStayOffTheData();
 };
 
 void TestCurvesView::hasTheSixCharts()
@@ -276,6 +282,158 @@ void TestCurvesView::clickingAChartMakesItCurrent()
     QCOMPARE(view.currentChart(), accuracy);
     const QString tip = view.findChild<QToolButton*>(QStringLiteral("exportButton"))->toolTip();
     QVERIFY(tip.contains(QStringLiteral("Accuracy")));
+}
+
+void TestCurvesView::smoothingAtMaxLeavesTheLearningRateAsLogged()
+{
+    CurvesView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("a"), 0);
+    // A warm-up to 3e-4 then a cosine-like decay, as the trainer logs it.
+    const QVector<double> lr{0, 1e-4, 2e-4, 3e-4, 2.8e-4, 2.2e-4, 1.4e-4, 6e-5, 1e-5};
+    QVector<CurvePoint> points;
+    for (qsizetype i = 0; i < lr.size(); ++i)
+        points.append({double(10 * i), double(i), lr[i]});
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("learning_rate"), points);
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), ramp(9));
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("gradient_norm"), ramp(9));
+    view.setSmoothing(0.999);
+    QCOMPARE(view.smoothing(), 0.999);
+
+    CurvePlot* chart = view.chart(QStringLiteral("learning_rate"));
+    chart->refreshNow();
+    const QVector<QPointF> drawn = chart->displayedPoints(QStringLiteral("a"), QStringLiteral("learning_rate"));
+    QCOMPARE(drawn.size(), lr.size());
+    for (qsizetype i = 0; i < lr.size(); ++i)
+        QCOMPARE(drawn[i], QPointF(double(10 * i), lr[i]));
+    QCOMPARE(chart->displayedRawPointCount(QStringLiteral("a"), QStringLiteral("learning_rate")), 0);
+
+    // The noisy series are smoothed, and their raw values stay drawn, faintly, under the smoothed line.
+    for (const QString& metric : {QStringLiteral("loss"), QStringLiteral("gradient_norm")}) {
+        CurvePlot* noisy = view.chart(metric);
+        noisy->refreshNow();
+        QVERIFY2(noisy->displayedPoints(QStringLiteral("a"), metric).last().y() < 9, qPrintable(metric));  // ramp ends at 9
+        QCOMPARE(noisy->displayedRawPointCount(QStringLiteral("a"), metric), 9);
+        QCPGraph* raw = noisy->rawGraph(QStringLiteral("a"), metric);
+        QVERIFY(raw->visible());
+        QVERIFY(raw->pen().color().alpha() < noisy->lineGraph(QStringLiteral("a"), metric)->pen().color().alpha());
+        QVERIFY(noisy->layer(QStringLiteral("faint"))->index() < noisy->layer(QStringLiteral("main"))->index());
+        QCOMPARE(raw->layer(), noisy->layer(QStringLiteral("faint")));
+    }
+}
+
+void TestCurvesView::validationPointsAreMarkersAtTheirValues()
+{
+    CurvesView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("a"), 0);
+    view.setSmoothing(0.9);
+    const QVector<CurvePoint> lossCheck{{0, 0, 2.71}, {100, 30, 1.93}, {200, 60, 1.62}};
+    const QVector<CurvePoint> accuracyCheck{{0, 0, 0.1}, {100, 30, 0.55}, {200, 60, 0.625}};
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("validation_loss"), lossCheck);
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("validation_accuracy"), accuracyCheck);
+    const QList<QPair<QString, QVector<CurvePoint>>> cases{{QStringLiteral("validation_loss"), lossCheck},
+                                                         {QStringLiteral("validation_accuracy"), accuracyCheck}};
+    for (const auto& [metric, logged] : cases) {
+        CurvePlot* chart = view.chart(view.chartKeyForMetric(metric));
+        chart->refreshNow();
+        QCOMPARE(chart->seriesStyle(metric), CurvePlot::SeriesStyle::Markers);
+        const QVector<QPointF> drawn = chart->displayedPoints(QStringLiteral("a"), metric);
+        QCOMPARE(drawn.size(), logged.size());
+        for (qsizetype i = 0; i < logged.size(); ++i)
+            QCOMPARE(drawn[i], QPointF(logged[i].step, logged[i].value));
+        QVERIFY(chart->lineGraph(QStringLiteral("a"), metric)->scatterStyle().shape() != QCPScatterStyle::ssNone);
+    }
+}
+
+void TestCurvesView::balanceChartLeavesOutRunsWithoutExperts()
+{
+    CurvesView view;
+    CurvePlot* balance = view.chart(QStringLiteral("balance_loss"));
+    view.addRun(QStringLiteral("moe"), QStringLiteral("moe 4 experts"), 0);
+    view.addRun(QStringLiteral("dense"), QStringLiteral("dense"), 0);
+    view.addRun(QStringLiteral("wide"), QStringLiteral("wide"), 0);
+    view.setRunTraits(QStringLiteral("dense"), {false});
+    view.setRunTraits(QStringLiteral("wide"), {false});
+    QVERIFY(view.runTraits(QStringLiteral("moe")).hasExperts);
+    QVERIFY(!view.runTraits(QStringLiteral("dense")).hasExperts);
+    // The trainer logs zeros for a dense model: they must not be drawn as a balance loss.
+    for (const QString& run : view.runs())
+        view.appendPoints(run, QStringLiteral("balance_loss"),
+                          run == QStringLiteral("moe") ? ramp(5, 0.01) : QVector<CurvePoint>(5, CurvePoint{}));
+    QCOMPARE(balance->runs(), QStringList{QStringLiteral("moe")});
+    QVERIFY(balance->points(QStringLiteral("dense"), QStringLiteral("balance_loss")).isEmpty());
+    QCOMPARE(balance->points(QStringLiteral("moe"), QStringLiteral("balance_loss")).size(), 5);
+    // The note names the runs left out.
+    QVERIFY(balance->note().contains(QStringLiteral("dense")));
+    QVERIFY(balance->note().contains(QStringLiteral("wide")));
+    QVERIFY(!balance->note().contains(QStringLiteral("moe")));
+    balance->refreshNow();
+    QVERIFY(!balance->noteCentred());
+    // Every other chart still shows all three.
+    QCOMPARE(view.chart(QStringLiteral("loss"))->runs().size(), 3);
+
+    // Adding a run again (as the window does on reload) keeps it out; removing it drops it from the note.
+    view.addRun(QStringLiteral("dense"), QStringLiteral("dense"), 0);
+    QVERIFY(!balance->hasRun(QStringLiteral("dense")));
+    view.removeRun(QStringLiteral("wide"));
+    QVERIFY(!balance->note().contains(QStringLiteral("wide")));
+    // Told it has experts after all, the run is back in the chart and off the note.
+    view.setRunTraits(QStringLiteral("dense"), {true});
+    QVERIFY(balance->hasRun(QStringLiteral("dense")));
+    QVERIFY(balance->note().isEmpty());
+}
+
+void TestCurvesView::balanceChartOfAModelWithoutExpertsSaysWhyItIsEmpty()
+{
+    CurvesView view;
+    view.resize(1200, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    CurvePlot* balance = view.chart(QStringLiteral("balance_loss"));
+    view.addRun(QStringLiteral("dense"), QStringLiteral("dense"), 0);
+    view.setRunTraits(QStringLiteral("dense"), {false});
+    view.appendPoints(QStringLiteral("dense"), QStringLiteral("balance_loss"), QVector<CurvePoint>(5, CurvePoint{}));
+    view.appendPoints(QStringLiteral("dense"), QStringLiteral("loss"), ramp(5));
+    balance->refreshNow();
+    QVERIFY(balance->runs().isEmpty());
+    QCOMPARE(balance->note(), QStringLiteral("No experts in this model: no balance loss"));
+    QVERIFY(balance->noteCentred());
+    // No zeros drawn, no legend.
+    QCOMPARE(balance->graphCount() > 0 ? balance->graph(0)->dataCount() : 0, 0);
+    QCOMPARE(balance->legendEntries().size(), 0);
+
+    // A second run without experts: the note speaks of the runs.
+    view.addRun(QStringLiteral("wide"), QStringLiteral("wide"), 0);
+    view.setRunTraits(QStringLiteral("wide"), {false});
+    QCOMPARE(balance->note(), QStringLiteral("No run here has experts: no balance loss"));
+}
+
+void TestCurvesView::legendsOfFiveRunsStayOffTheData()
+{
+    CurvesView view;
+    view.resize(1366, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    for (int r = 0; r < 5; ++r) {
+        const QString id = QStringLiteral("widenet-compare-%1-20261124-031500").arg(r);
+        view.addRun(id, id, 1e6 * (r + 1));
+        view.appendPoints(id, QStringLiteral("loss"), ramp(200, 0.01 * (r + 1)));
+        view.appendPoints(id, QStringLiteral("validation_loss"), ramp(4, 0.5 * (r + 1)));
+        view.appendPoints(id, QStringLiteral("learning_rate"), ramp(200, 1e-6));
+    }
+    for (const QString& key : {QStringLiteral("loss"), QStringLiteral("learning_rate")}) {
+        CurvePlot* chart = view.chart(key);
+        chart->refreshNow();
+        chart->replot();
+        QCOMPARE(chart->legendEntries().size(), key == QStringLiteral("loss") ? 10 : 5);
+        const QRect data = chart->axisRect()->outerRect();
+        for (const QCPAbstractLegendItem* item : chart->legendEntries()) {
+            const QRect entry = item->outerRect();
+            QVERIFY2(!entry.intersects(data), qPrintable(key));
+            QVERIFY2(chart->rect().contains(entry), qPrintable(key));
+        }
+        // The data keeps most of the chart.
+        QVERIFY2(data.height() > chart->height() / 2, qPrintable(key));
+    }
 }
 
 QTEST_MAIN(TestCurvesView)
