@@ -823,12 +823,14 @@ void TestDesktop::aDamagedMetricsFileIsReadWithOneWarningPerBadLine()
     QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("7 damaged lines")),
              qPrintable(window.statusBar()->currentMessage()));
 
-    // Chart ranges from the good lines only: steps 2 to 6, losses 1.5 to 2.5.
+    // Chart ranges from the good lines only: steps 2 to 6 (with a little room
+    // so that the markers at the ends are whole), losses 1.5 to 2.5.
     CurvePlot* loss = window.curves()->chart(window.curves()->chartKeyForMetric(QStringLiteral("loss")));
     QVERIFY(loss != nullptr);
     loss->refreshNow();
-    QCOMPARE(loss->xAxis->range().lower, 2.0);
-    QCOMPARE(loss->xAxis->range().upper, 6.0);
+    const QCPRange shown = loss->xAxis->range();
+    QVERIFY2(shown.lower <= 2.0 && shown.lower > 1.8 && shown.upper >= 6.0 && shown.upper < 6.2,
+             qPrintable(QStringLiteral("%1 .. %2").arg(shown.lower).arg(shown.upper)));
     QVERIFY2(loss->yAxis->range().lower > 1.0 && loss->yAxis->range().upper < 3.0,
              qPrintable(QStringLiteral("%1 .. %2").arg(loss->yAxis->range().lower).arg(loss->yAxis->range().upper)));
 
