@@ -10,6 +10,7 @@
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
 #include "Theme.h"
+#include "ToolIcons.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 
@@ -329,10 +330,10 @@ void MainWindow::buildActions()
         [this] { m_controller.saveCheckpoint(); });
     add(QStringLiteral("resetView"), tr("&Reset Chart Views"), QKeySequence(tr("Ctrl+0")),
         [this] { m_curves->resetViews(); });
-    m_actions.value(QStringLiteral("start"))->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
-    m_actions.value(QStringLiteral("pause"))->setIcon(style()->standardIcon(QStyle::SP_MediaPause));
-    m_actions.value(QStringLiteral("stop"))->setIcon(style()->standardIcon(QStyle::SP_MediaStop));
-    m_actions.value(QStringLiteral("checkpoint"))->setIcon(style()->standardIcon(QStyle::SP_DialogSaveButton));
+    m_actions.value(QStringLiteral("start"))->setIcon(toolIcon(ToolIcon::Play));
+    m_actions.value(QStringLiteral("pause"))->setIcon(toolIcon(ToolIcon::Pause));
+    m_actions.value(QStringLiteral("stop"))->setIcon(toolIcon(ToolIcon::Stop));
+    m_actions.value(QStringLiteral("checkpoint"))->setIcon(toolIcon(ToolIcon::Save));
 
     auto* toolbar = addToolBar(tr("Training"));
     toolbar->setObjectName(QStringLiteral("trainingToolBar"));
@@ -1192,8 +1193,7 @@ void MainWindow::updateActions()
     QAction* pause = m_actions.value(QStringLiteral("pause"));
     pause->setEnabled(live || state == TrainingController::State::Starting);
     pause->setText(state == TrainingController::State::Paused ? tr("&Resume") : tr("&Pause"));
-    pause->setIcon(style()->standardIcon(state == TrainingController::State::Paused ? QStyle::SP_MediaPlay
-                                                                                     : QStyle::SP_MediaPause));
+    pause->setIcon(toolIcon(state == TrainingController::State::Paused ? ToolIcon::Play : ToolIcon::Pause));
     m_actions.value(QStringLiteral("stop"))->setEnabled(!idle && state != TrainingController::State::Stopping);
     m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live);
     m_actions.value(QStringLiteral("open"))->setEnabled(idle);

@@ -1313,12 +1313,19 @@ void TestDesktop::theThemeSwitchesEveryViewAndIsKept()
     QVERIFY(window.palette().color(QPalette::WindowText).lightness() > 200);
     QVERIFY(loss->palette().color(QPalette::Base).lightness() < 80);
     QVERIFY2(loss->xAxis->tickLabelColor().lightness() > 150, qPrintable(loss->xAxis->tickLabelColor().name()));
+    // The toolbar's icons are painted in the theme's text colour: light on dark.
+    auto iconCentre = [&window] {
+        const QImage icon = window.action(QStringLiteral("stop"))->icon().pixmap(32, 32).toImage();
+        return icon.pixelColor(16, 16);
+    };
+    QVERIFY2(iconCentre().alpha() > 200 && iconCentre().lightness() > 150, qPrintable(iconCentre().name()));
     QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("dark"));
 
     light->trigger();
     QCoreApplication::processEvents();
     QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 200);
     QVERIFY2(loss->xAxis->tickLabelColor().lightness() < 100, qPrintable(loss->xAxis->tickLabelColor().name()));
+    QVERIFY2(iconCentre().alpha() > 200 && iconCentre().lightness() < 100, qPrintable(iconCentre().name()));
     QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("light"));
 
     followSystem->trigger();
