@@ -67,6 +67,10 @@ CostBreakdown::CostBreakdown(QWidget* parent) : QWidget(parent)
     for (int column = 0; column < ColumnCount; ++column)
         m_table->horizontalHeaderItem(column)->setToolTip(tips.value(column));
     m_table->verticalHeader()->setVisible(false);
+    // Rows as tall as a line of text: the table shares the room above the form
+    // with the diagram, and every row should show.
+    m_table->verticalHeader()->setMinimumSectionSize(fontMetrics().height() + 4);
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 4);
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
