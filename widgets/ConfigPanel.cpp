@@ -4,6 +4,7 @@
 #include "CostBreakdown.h"
 #include "ConfigPanelLayout.h"
 #include "NumberSpinBox.h"
+#include "Palette.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -147,18 +148,23 @@ QColor problemColor(const QPalette& palette)
     return dark ? QColor(0xff, 0x8a, 0x50) : QColor(0xc0, 0x48, 0x0a);
 }
 
+// Greys mixed from the palette's text and window colours (palette(mid) is about
+// the window's own colour in a dark theme, and text drawn in it disappears).
 QString styleFor(const QPalette& palette)
 {
+    const QColor text = palette.color(QPalette::WindowText), window = palette.color(QPalette::Window);
+    const QString quiet = palette::blend(text, window, 0.45).name();  // derived values, stale numbers
+    const QString rule = palette::blend(text, window, 0.7).name();    // frames
     return QStringLiteral(
                "QFrame#widelabField { border: 2px solid transparent; border-radius: 4px; }"
                "QFrame#widelabField[widelabIssue=\"true\"] { border: 2px solid #d55e00; }"
                "QLabel#widelabIssueText { color: %1; }"
-               "*[widelabDerived=\"true\"] { color: palette(mid); font-style: italic; }"
-               "QLabel#widelabRule { color: palette(mid); font-style: italic; }"
-               "QLabel#widelabCost[widelabStale=\"true\"] { color: palette(mid); }"
+               "*[widelabDerived=\"true\"] { color: %2; font-style: italic; }"
+               "QLabel#widelabRule { color: %2; font-style: italic; }"
+               "QLabel#widelabCost[widelabStale=\"true\"] { color: %2; }"
                "QLabel#widelabDocumentIssues { border: 1px solid #d55e00; border-radius: 4px; padding: 4px; color: %1; }"
-               "QLabel#widelabCost { border: 1px solid palette(mid); border-radius: 4px; padding: 4px; }")
-        .arg(problemColor(palette).name());
+               "QLabel#widelabCost { border: 1px solid %3; border-radius: 4px; padding: 4px; }")
+        .arg(problemColor(palette).name(), quiet, rule);
 }
 
 }  // namespace

@@ -411,6 +411,33 @@ private Q_SLOTS:
         QVERIFY2(fresh.costText().contains("No valid model"), qPrintable(fresh.costText()));
     }
 
+    // In a dark theme the greyed texts (stale numbers, derived values) are still
+    // light enough to read: some of the stale cost's pixels are far lighter than
+    // the window behind them.
+    void greyedTextsReadInADarkTheme()
+    {
+        QPalette dark;
+        dark.setColor(QPalette::Window, QColor(0x2b, 0x2d, 0x30));
+        dark.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
+        dark.setColor(QPalette::Base, QColor(0x1e, 0x1f, 0x22));
+        dark.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
+        dark.setColor(QPalette::Button, QColor(0x35, 0x37, 0x3b));
+        dark.setColor(QPalette::Mid, QColor(0x2a, 0x2c, 0x2f));
+        AppPanel panel;
+        panel.setPalette(dark);
+        panel.resize(460, 800);
+        panel.setCost(costOf(26'225'674, 9'800'000, 54'100'000, 52.3e6, 0));
+        panel.setModelCurrent(false);
+        auto* cost = panel.findChild<QLabel*>("widelabCost");
+        QVERIFY(cost);
+        const QImage image = cost->grab().toImage();
+        int lightest = 0;
+        for (int y = 0; y < image.height(); ++y)
+            for (int x = 0; x < image.width(); ++x)
+                lightest = std::max(lightest, image.pixelColor(x, y).lightness());
+        QVERIFY2(lightest > QColor(0x2b, 0x2d, 0x30).lightness() + 80, qPrintable(QString::number(lightest)));
+    }
+
     // Beside the diagram, the parts of the assessed model, as `widelab-cli
     // params widenet` prints them (the numbers written out by hand in tst_cli).
     void theBreakdownShowsThePartsOfTheModel()
