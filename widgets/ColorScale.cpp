@@ -120,4 +120,30 @@ QImage divergingImage(const float* values, int rows, int cols, double center, do
     return image;
 }
 
+QVector<QImage> attentionImages(const QVector<QVector<float>>& maps, int tokens, bool perHead, double* layerMax)
+{
+    const qsizetype cells = static_cast<qsizetype>(tokens) * tokens;
+    double top = 0;
+    for (const QVector<float>& map : maps) {
+        double low = 0, high = 0;
+        if (map.size() == cells && finiteRange(map.constData(), cells, &low, &high))
+            top = std::max(top, high);
+    }
+    if (top <= 0)
+        top = 1;
+    QVector<QImage> images;
+    for (const QVector<float>& map : maps) {
+        if (tokens <= 0 || map.size() != cells) {
+            images.push_back(QImage());
+            continue;
+        }
+        double low = 0, own = 0;
+        finiteRange(map.constData(), cells, &low, &own);
+        images.push_back(sequentialImage(map.constData(), tokens, tokens, 0.0, perHead && own > 0 ? own : top));
+    }
+    if (layerMax)
+        *layerMax = top;
+    return images;
+}
+
 }  // namespace widelab::colorscale

@@ -5,6 +5,7 @@
 
 #include <QColor>
 #include <QImage>
+#include <QVector>
 
 namespace widelab::colorscale {
 
@@ -25,5 +26,12 @@ QImage divergingImage(const float* values, int rows, int cols, double center, do
 // The smallest and largest finite values among `count`; false (and the range
 // left alone) when none is finite. NaN and infinities never set a colour range.
 bool finiteRange(const float* values, qsizetype count, double* low, double* high);
+
+// The heatmaps of one layer's attention maps, each `tokens` x `tokens` weights:
+// from 0 to the layer's largest finite weight, or each to its own largest
+// (`perHead`; a map of zeros keeps the layer's). A map of another size gives a
+// null image, never a guess. `layerMax` receives the layer's top (1 when none).
+QVector<QImage> attentionImages(const QVector<QVector<float>>& maps, int tokens, bool perHead,
+                                double* layerMax = nullptr);
 
 }  // namespace widelab::colorscale

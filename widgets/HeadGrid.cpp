@@ -44,21 +44,14 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
     // another size, leaves nothing to draw (heads() 0) rather than a guess.
     const int n = capture != nullptr ? capture->tokenCount() : 0;
     if (capture != nullptr && n > 0 && layer >= 0 && layer < capture->layers()) {
-        const qsizetype cells = static_cast<qsizetype>(n) * n;
-        double max = 0;
-        for (const QVector<float>& map : capture->attention[layer]) {
-            double low = 0, high = 0;
-            if (map.size() == cells && colorscale::finiteRange(map.constData(), cells, &low, &high))
-                max = std::max(max, high);
-        }
-        m_max = max > 0 ? static_cast<float>(max) : 1.0f;
-        for (const QVector<float>& map : capture->attention[layer]) {
-            if (map.size() != cells)
+        double max = 1;
+        const QVector<QImage> images = colorscale::attentionImages(capture->attention[layer], n, m_perHead, &max);
+        m_max = static_cast<float>(max);
+        for (qsizetype head = 0; head < images.size(); ++head) {
+            if (images[head].isNull())
                 continue;
-            double low = 0, own = 0;
-            colorscale::finiteRange(map.constData(), cells, &low, &own);
-            m_weights.push_back(map);
-            m_maps.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, m_perHead && own > 0 ? own : m_max));
+            m_weights.push_back(capture->attention[layer][head]);
+            m_maps.push_back(images[head]);
         }
         if (!m_maps.isEmpty())
             for (const QString& token : capture->tokens)

@@ -43,27 +43,10 @@ void ModelViewFigure::setCapture(const ProbeCapture* capture, int paths, bool pe
     m_paths = std::max(1, paths);
     m_hover = Hit();
     const int n = capture != nullptr ? capture->tokenCount() : 0;
-    const qsizetype cells = static_cast<qsizetype>(n) * n;
     for (int layer = 0; n > 0 && layer < capture->layers(); ++layer) {
         const QVector<QVector<float>>& heads = capture->attention[layer];
-        double layerMax = 0;
-        for (const QVector<float>& map : heads) {
-            double low = 0, high = 0;
-            if (map.size() == cells && colorscale::finiteRange(map.constData(), cells, &low, &high))
-                layerMax = std::max(layerMax, high);
-        }
-        QVector<QImage> images;
-        for (const QVector<float>& map : heads) {
-            // A map of the wrong size stays a blank square rather than a guess.
-            if (map.size() != cells) {
-                images.push_back(QImage());
-                continue;
-            }
-            double low = 0, own = 0;
-            colorscale::finiteRange(map.constData(), cells, &low, &own);
-            const double high = perHead ? own : layerMax;
-            images.push_back(colorscale::sequentialImage(map.constData(), n, n, 0.0, high > 0 ? high : 1.0));
-        }
+        // A map of the wrong size stays a blank square rather than a guess.
+        const QVector<QImage> images = colorscale::attentionImages(heads, n, perHead);
         m_heads = std::max(m_heads, static_cast<int>(heads.size()));
         m_maps.push_back(images);
         m_weights.push_back(heads);
