@@ -14,6 +14,7 @@
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "MetricsLine.h"
+#include "SampleSnapshot.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
 #include "config/Presets.h"
@@ -516,30 +517,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
 // read back (parsed from the metrics.jsonl line the core writes for it).
 void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
 {
-    TrainingSnapshot s;
-    s.step = 30;
-    RoutingStats r;
-    r.block = 1;
-    r.tokensPerExpert = {5, 0, 7};
-    r.droppedPercentPerChoice = {12.5, 40.0};
-    r.unusedExperts = 1;
-    r.routerEntropy = 0.75;
-    r.loadVsFair = {1.25, 0.0, 1.75};
-    s.routing = {r};
-    s.attentionGamma = {{1.0f, 0.5f}, {2.0f, 1.5f}};
-    s.attentionBeta = {{0.0f, -0.25f}, {0.25f, 0.5f}};
-    s.ffnGamma = {{1.0f, 1.0f}, {0.75f, 1.25f}};
-    s.ffnBeta = {{0.125f, 0.0f}, {0.0f, -0.125f}};
-    s.divergence = {0.25, 0.125, 0.5, 0.0625};
-    s.attentionDivergence = {1.5, 2.5, 3.5, 4.5};
-    PathWeights p;
-    p.block = 0;
-    p.sublayer = "ffn";
-    p.paths = 2;
-    p.alpha = {0.5f, 0.25f, 0.125f, 0.0625f};
-    p.beta = 0.75f;
-    p.diversity = 0.375;
-    s.paths = {p};
+    const TrainingSnapshot s = test::snapshotWithInsights(30);
 
     ProbeResult probe;
     probe.step = 30;

@@ -3,6 +3,7 @@
 // by hand as docs/run-directory.md describes them are read; and a line that is
 // damaged is refused with the reason in words, naming where: not UTF-8, not JSON,
 // a step outside 0..2^53, a wrong type, shapes that do not agree.
+#include "SampleSnapshot.h"
 #include "data/ByteText.h"
 #include "train/MetricsCodec.h"
 
@@ -17,8 +18,7 @@ namespace {
 
 TrainingSnapshot sampleSnapshot()
 {
-    TrainingSnapshot s;
-    s.step = 30;
+    TrainingSnapshot s = test::snapshotWithInsights(30);
     s.wallSeconds = 12.5;
     s.loss = 2.25;
     s.taskLoss = 2.0;
@@ -30,28 +30,6 @@ TrainingSnapshot sampleSnapshot()
     s.stepSeconds = 0.125;
     s.memoryKind = "cuda";
     s.memoryBytes = 1 << 20;
-    RoutingStats r;
-    r.block = 1;
-    r.tokensPerExpert = {5, 0, 7};
-    r.droppedPercentPerChoice = {12.5, 40.0};
-    r.unusedExperts = 1;
-    r.routerEntropy = 0.75;
-    r.loadVsFair = {1.25, 0.0, 1.75};
-    s.routing = {r};
-    s.attentionGamma = {{1.0f, 0.5f}, {2.0f, 1.5f}};
-    s.attentionBeta = {{0.0f, -0.25f}, {0.25f, 0.5f}};
-    s.ffnGamma = {{1.0f, 1.0f}, {0.75f, 1.25f}};
-    s.ffnBeta = {{0.125f, 0.0f}, {0.0f, -0.125f}};
-    s.divergence = {0.25, 0.125, 0.5, 0.0625};
-    s.attentionDivergence = {1.5, 2.5, 3.5, 4.5};
-    PathWeights p;
-    p.block = 0;
-    p.sublayer = "ffn";
-    p.paths = 2;
-    p.alpha = {0.5f, 0.25f, 0.125f, 0.0625f};
-    p.beta = 0.75f;
-    p.diversity = 0.375;
-    s.paths = {p};
     return s;
 }
 
