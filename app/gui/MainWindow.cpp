@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <utility>
 
 namespace widelab {
 namespace {
@@ -666,7 +667,9 @@ RunRecord& MainWindow::addRecord(RunRecord record)
 void MainWindow::showRecord(const RunRecord& record)
 {
     m_curves->addRun(record.id, record.label, record.parameters);
-    m_curves->setRunTraits(record.id, {record.hasExperts});
+    // A run whose configuration could not be read keeps its balance loss chart.
+    const InsightHistory& insights = *record.insights;
+    m_curves->setRunTraits(record.id, {!insights.architecture() || insights.hasExperts()});
     m_curves->clearRun(record.id);
     appendCurves(record.id, record.curves);
 }
@@ -749,7 +752,6 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     record.parameters = static_cast<double>(assessment.cost.stored);
     if (assessment.valid)
         record.insights->setArchitecture(assessment.sketch);
-    record.hasExperts = !assessment.valid || assessment.sketch.experts > 1;
     addRecord(std::move(record));
     return true;
 }
@@ -932,38 +934,37 @@ bool MainWindow::startTraining()
         assess();
     if (m_controller.busy())
         return false;
-    if (m_complete.isEmpty() || !startBlockedReason().isEmpty())
+    if (m_complete.isEmpty())
         return false;
     // The open run continues when the document is still its own; anything else is a new run.
-    const bool resume = continuesOpenRun();
+    const RunContinuation c = m_openRun.isEmpty() ? RunContinuation{} : runContinuation(m_openRun, m_complete);
+    const bool resume = c.continues;
+    if (!startBlockedReason(resume).isEmpty())
+        return false;
     // A new length moves a cosine schedule under the run: asked before it happens.
-    const bool scheduleAccepted = property("scheduleAccepted").toBool();
-    setProperty("scheduleAccepted", false);
-    if (resume && !scheduleAccepted) {
-        const RunContinuation c = runContinuation(m_openRun, m_complete);
-        if (c.scheduleChanges) {
-            auto* box = new QMessageBox(
-                QMessageBox::Question, tr("Continue with a New Schedule?"),
-                tr("The run's cosine learning-rate schedule spans %1 steps; continued with %2 steps it spans those "
-                   "instead. At step %3, where the run continues, the learning rate changes from %4 to %5.\n\n"
-                   "Continue the run with the new schedule?")
-                    .arg(c.savedSteps)
-                    .arg(c.steps)
-                    .arg(c.step)
-                    .arg(c.savedRate, 0, 'g', 4)
-                    .arg(c.rate, 0, 'g', 4),
-                QMessageBox::Cancel, this);
-            QPushButton* go = box->addButton(tr("Continue"), QMessageBox::AcceptRole);
-            box->setDefaultButton(QMessageBox::Cancel);
-            box->setAttribute(Qt::WA_DeleteOnClose);
-            box->setObjectName(QStringLiteral("scheduleQuestion"));
-            connect(go, &QPushButton::clicked, this, [this] {
-                setProperty("scheduleAccepted", true);
-                startTraining();
-            });
-            box->open();
-            return false;
-        }
+    const bool scheduleAccepted = std::exchange(m_scheduleAccepted, false);
+    if (resume && c.scheduleChanges && !scheduleAccepted) {
+        auto* box = new QMessageBox(
+            QMessageBox::Question, tr("Continue with a New Schedule?"),
+            tr("The run's cosine learning-rate schedule spans %1 steps; continued with %2 steps it spans those "
+               "instead. At step %3, where the run continues, the learning rate changes from %4 to %5.\n\n"
+               "Continue the run with the new schedule?")
+                .arg(c.savedSteps)
+                .arg(c.steps)
+                .arg(c.step)
+                .arg(c.savedRate, 0, 'g', 4)
+                .arg(c.rate, 0, 'g', 4),
+            QMessageBox::Cancel, this);
+        QPushButton* go = box->addButton(tr("Continue"), QMessageBox::AcceptRole);
+        box->setDefaultButton(QMessageBox::Cancel);
+        box->setAttribute(Qt::WA_DeleteOnClose);
+        box->setObjectName(QStringLiteral("scheduleQuestion"));
+        connect(go, &QPushButton::clicked, this, [this] {
+            m_scheduleAccepted = true;
+            startTraining();
+        });
+        box->open();
+        return false;
     }
     QString directory = m_openRun;
     if (!resume) {
@@ -982,14 +983,12 @@ bool MainWindow::startTraining()
         record.label = QFileInfo(directory).fileName();
         record.directory = directory;
         record.parameters = static_cast<double>(m_storedParameters);
-        record.hasExperts = assessDocument(m_complete).sketch.experts > 1;
+        record.insights->setArchitecture(m_sketch);
         addRecord(std::move(record));
         clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
     stopFollowing();  // this window writes the run now
-    if (auto it = m_records.find(directory); it != m_records.end())
-        it->insights->setArchitecture(m_sketch);
     m_currentRun = directory;
     m_openRun = directory;
     m_openRunDocument = m_complete;
@@ -1007,18 +1006,20 @@ bool MainWindow::continuesOpenRun() const
     return !m_openRun.isEmpty() && !m_complete.isEmpty() && runContinuation(m_openRun, m_complete).continues;
 }
 
-QString MainWindow::startBlockedReason() const
+QString MainWindow::startBlockedReason() const { return startBlockedReason(continuesOpenRun()); }
+
+QString MainWindow::startBlockedReason(bool continues) const
 {
     if (m_controller.busy())
         return tr("a run is in progress");
     if (!m_startBlocked.isEmpty())
         return m_startBlocked;
-    if (m_follower && m_follower->trainerActive() && continuesOpenRun()) {
+    if (m_follower && m_follower->trainerActive() && continues) {
         const RunStatus& s = *m_follower->status();
         return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
     }
     // Continuing a run that has done all its steps would only write its last checkpoint again.
-    const RunRecord* open = continuesOpenRun() ? record(m_openRun) : nullptr;
+    const RunRecord* open = continues ? record(m_openRun) : nullptr;
     const qint64 steps = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
     if (open && static_cast<qint64>(open->lastStep()) >= steps)
         return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
@@ -1184,9 +1185,10 @@ void MainWindow::updateActions()
     const bool idle = state == TrainingController::State::Idle;
     const bool live = state == TrainingController::State::Running || state == TrainingController::State::Paused;
     QAction* start = m_actions.value(QStringLiteral("start"));
-    const QString reason = idle ? startBlockedReason() : QString();
+    const bool continues = continuesOpenRun();
+    const QString reason = idle ? startBlockedReason(continues) : QString();
     start->setEnabled(idle && reason.isEmpty());
-    start->setText(continuesOpenRun() ? tr("&Continue") : tr("&Start"));
+    start->setText(continues ? tr("&Continue") : tr("&Start"));
     start->setToolTip(reason.isEmpty() ? start->text().remove(QLatin1Char('&')) + QStringLiteral(" (F5)")
                                        : tr("Cannot start: %1").arg(reason));
     m_startReason->setText(reason.isEmpty() ? QString() : tr("Cannot start: %1").arg(reason));

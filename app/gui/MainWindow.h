@@ -108,6 +108,8 @@ private:
     void setDocument(const QJsonObject& document, bool modified);
     void updateActions();
     bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
+    // startBlockedReason() with continuesOpenRun() known (it reads the run's files).
+    QString startBlockedReason(bool continues) const;
     void updateTitle();
     void showProblem(const QString& title, const QString& text);
     void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
@@ -183,6 +185,7 @@ private:
     QString m_currentRun;          // the run training now (or last)
     qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
+    bool m_scheduleAccepted = false;  // the user said yes to a moved schedule: the next start asks no more
     std::unique_ptr<RunFollower> m_follower;  // the open run, written by another process or not
     int m_followInterval = 1000;
 };

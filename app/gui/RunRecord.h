@@ -30,7 +30,6 @@ public:
     QString label;       // legend text
     QString directory;
     double parameters = 0;  // stored parameters, for comparisons against size
-    bool hasExperts = true;  // its configuration's model.experts > 1 (true when unknown): it has a balance loss
     CurveBatch curves;   // every point, in step order
     // What the interpretability views draw: model states and probe captures.
     std::shared_ptr<InsightHistory> insights = std::make_shared<InsightHistory>();
