@@ -14,10 +14,15 @@ TABLE is one of:
     experts   WideNet (d 256, top-2, capacity 1.2), training, batch 16 x 256, experts 2 -> 64
     paths     multi-path 3 blocks x 8 heads (d 256), training, batch 4 x 256, paths 1 -> 8
     heads     one layer, attention width 768 (heads x head_dim), inference, batch 1 x 1024, heads 8 -> 96
+    attention every attention mechanism (`widelab-cli attention --json`): one layer, 4 heads x 32
+              (d 128), inference, batch 1, sequence 512 -> 8192; a table of milliseconds per
+              mechanism and sequence, and the growth exponent from 512 to 8192 (1: linear,
+              2: quadratic), of the whole pass and of its attention phase
 """
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -100,9 +105,48 @@ def markdown(name, spec, rows):
               + " | ".join(f"{1e3 * phase.get(p, 0.0):.0f}" for p in phases) + " |")
 
 
+ATTENTION_SEQUENCES = [512, 1024, 2048, 4096, 8192]
+
+
+def mechanisms():
+    done = subprocess.run([CLI, "attention", "--json"], check=True, capture_output=True, text=True)
+    return json.loads(done.stdout)["mechanisms"]
+
+
+def attention_table(args):
+    """Every mechanism at every sequence: {name: {T: result}}."""
+    base = {"vocab_size": 32, "max_len": ATTENTION_SEQUENCES[-1], "d_model": 128, "layers": 1, "heads": 4,
+            "head_dim": 32, "ffn_dim": 512, "dropout": 0.0, "pooling": "cls", "num_classes": 10}
+    spec = dict(key="seq", mode="infer", batch=1, seq=None)
+    results = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for mechanism in mechanisms():
+            name = mechanism["name"]
+            path = os.path.join(scratch, f"attention-{name}.json")
+            with open(path, "w") as out:
+                json.dump({"name": f"attention {name}", "model": dict(base, attention=name)}, out)
+            results[name] = {T: run_one(path, spec, T, args) for T in ATTENTION_SEQUENCES}
+    return results
+
+
+def attention_markdown(results):
+    first, last = ATTENTION_SEQUENCES[0], ATTENTION_SEQUENCES[-1]
+    doublings = math.log2(last / first)
+    print("\n### attention: inference, batch 1, one layer of 4 heads x 32 (d 128); milliseconds per pass\n")
+    print("| mechanism | " + " | ".join(f"T = {T}" for T in ATTENTION_SEQUENCES)
+          + f" | growth {first}->{last} | attention phase growth |")
+    print("| --- " + "| ---: " * (len(ATTENTION_SEQUENCES) + 2) + "|")
+    for name, rows in results.items():
+        ms = [1e3 * rows[T]["step_seconds_median"] for T in ATTENTION_SEQUENCES]
+        phase = [rows[T].get("phase_seconds_per_step", {}).get("attention", 0.0) for T in ATTENTION_SEQUENCES]
+        growth = math.log2(ms[-1] / ms[0]) / doublings
+        phase_growth = math.log2(phase[-1] / phase[0]) / doublings if phase[0] > 0 and phase[-1] > 0 else float("nan")
+        print(f"| {name} | " + " | ".join(f"{v:.1f}" for v in ms) + f" | T^{growth:.2f} | T^{phase_growth:.2f} |")
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("tables", nargs="+", choices=sorted(table_specs()))
+    parser.add_argument("tables", nargs="+", choices=sorted(table_specs()) + ["attention"])
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--json", action="store_true")
@@ -110,6 +154,12 @@ def main(argv):
     args = parser.parse_args(argv)
     results = {}
     for name in args.tables:
+        if name == "attention":
+            results[name] = {mechanism: {str(T): r for T, r in rows.items()}
+                             for mechanism, rows in attention_table(args).items()}
+            if not args.json:
+                attention_markdown({m: {int(T): r for T, r in rows.items()} for m, rows in results[name].items()})
+            continue
         spec, rows = table(name, args)
         results[name] = {"key": spec["key"], "mode": spec["mode"], "rows": [dict(value=v, **r) for v, r in rows]}
         if not args.json:

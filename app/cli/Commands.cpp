@@ -1,5 +1,6 @@
 #include "Commands.h"
 
+#include "AttentionCommand.h"
 #include "RunCommands.h"
 #include "TextTable.h"
 #include "config/ConfigError.h"
@@ -36,6 +37,7 @@ usage:
                                         defaults and derived defaults written out
                                         (warnings on stderr)
   widelab-cli presets [--json]          the shipped presets
+  widelab-cli attention [--json]        the attention mechanisms, their keys and defaults
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
@@ -446,6 +448,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return check(Arguments(rest, {}, {}), out, err);
         if (command == "presets")
             return presets(Arguments(rest, {"--json"}, {}), out);
+        if (command == "attention")
+            return attentionCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         if (command == "bench")
