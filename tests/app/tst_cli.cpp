@@ -173,6 +173,7 @@ private Q_SLOTS:
     void threadsPinEveryPool();
     void presetsListsEveryShippedPreset();
     void presetsJson();
+    void attentionListsEveryMechanism();
     void forward_data();
     void forward();
     void bench_data();
@@ -253,6 +254,27 @@ void TestCli::paramsWidenetActive()
     const QString total = lineStartingWith(cli({"params", "widenet"}).out, QStringLiteral("total "));
     const QStringList cells = total.split(QLatin1Char(' '), Qt::SkipEmptyParts);
     QCOMPARE(cells.value(2), QStringLiteral("1,463,818"));
+}
+
+void TestCli::attentionListsEveryMechanism()
+{
+    // The ten mechanisms of the Wide Attention paper (as they are registered),
+    // each with its keys at the schema's defaults; mixed is offered beside them.
+    const CliResult json = cli({"attention", "--json"});
+    QCOMPARE(json.code, 0);
+    const nlohmann::json parsed = nlohmann::json::parse(json.out.toStdString());
+    QCOMPARE(parsed.at("mixed").get<std::string>(), std::string("mixed"));
+    const auto& list = parsed.at("mechanisms");
+    QVERIFY(!list.empty());
+    QCOMPARE(list.front().at("name").get<std::string>(), std::string("full"));
+    QCOMPARE(list.front().at("map").get<std::string>(), std::string("exact"));
+    for (const auto& mechanism : list)
+        for (const auto& [key, value] : mechanism.at("keys").items())
+            QVERIFY2(keySpec("model." + key).defaultValue == value, key.c_str());
+    const CliResult text = cli({"attention"});
+    QCOMPARE(text.code, 0);
+    for (const auto& mechanism : list)
+        QVERIFY(text.out.contains(q(mechanism.at("name").get<std::string>() + ": ")));
 }
 
 // ---------------------------------------------------------------- check
