@@ -20,7 +20,7 @@ constexpr std::int64_t kB = 2, kT = 24, kA = 4, kG = 3;
 // A classification (or language) model whose only mechanism is `name`, with
 // every integer key of the mechanism brought down to at most 4 so that windows,
 // blocks, features and projections are smaller than the sequence and matter.
-ModelConfig configFor(const MechanismSpec& spec, bool languageModel)
+nlohmann::json modelFor(const MechanismSpec& spec, bool languageModel)
 {
     nlohmann::json model = {{"vocab_size", 17}, {"max_len", kT}, {"d_model", 12}, {"heads", kG},
                             {"head_dim", kA}, {"dropout", 0.0}, {"attention", spec.name},
@@ -28,7 +28,12 @@ ModelConfig configFor(const MechanismSpec& spec, bool languageModel)
     for (const KeySpec& key : spec.keys)
         if (key.type == KeyType::Integer && key.defaultValue.get<std::int64_t>() > 4)
             model[key.name()] = std::max<std::int64_t>(static_cast<std::int64_t>(key.min), 4);
-    return test::modelConfig(model.dump());
+    return model;
+}
+
+ModelConfig configFor(const MechanismSpec& spec, bool languageModel)
+{
+    return test::modelConfig(modelFor(spec, languageModel).dump());
 }
 
 struct Mixed {
@@ -65,6 +70,8 @@ private Q_SLOTS:
     void initTestCase() { torch::set_num_threads(2); }
     void mechanisms_data();
     void mechanisms();
+    void sharingPathsAndInspection_data() { mechanisms_data(); }
+    void sharingPathsAndInspection();
     void registryAndSchemaAgree();
     void mixedHeadsFollowTheList();
 };
@@ -171,6 +178,40 @@ void TestAttention::mechanisms()
     const ModelOutput output = model->forward(ids, keyValid);
     QVERIFY(torch::isfinite(output.logits).all().item<bool>());
     torch::GradMode::set_enabled(false);
+}
+
+void TestAttention::sharingPathsAndInspection()
+{
+    // WideNet's shared attention with two paths, inspected: one attention module
+    // serves every block, every head of both paths has a map, and the maps are
+    // those a forward pass uses (the same logits with and without inspection).
+    QFETCH(QString, name);
+    QFETCH(bool, languageModel);
+    const MechanismSpec& spec = *findMechanism(name.toStdString());
+    nlohmann::json model = modelFor(spec, languageModel);
+    model["layers"] = 3;
+    model["share_attention"] = true;
+    model["paths"] = 2;
+    model["learnable_path_weights"] = true;
+    const ModelConfig c = test::modelConfig(model.dump());
+    torch::manual_seed(4);
+    WideTransformer net(c);
+    net->eval();
+    torch::NoGradGuard noGrad;
+    std::int64_t attentionModules = 0;
+    for (const auto& item : net->named_parameters())
+        attentionModules += item.key().rfind("attention.", 0) == 0 && item.key().find(".qkv.weight") != std::string::npos;
+    QCOMPARE(attentionModules, std::int64_t{1});
+
+    const torch::Tensor ids = torch::randint(17, {kB, kT}, torch::kLong);
+    const torch::Tensor mask = torch::arange(kT).unsqueeze(0) < torch::tensor({kT, std::int64_t{15}}).unsqueeze(1);
+    ForwardTrace trace;
+    const ModelOutput inspected = net->inspect(ids, mask, trace);
+    const ModelOutput plain = net->forward(ids, mask);
+    QVERIFY(torch::allclose(inspected.logits, plain.logits, 1e-5, 1e-6));
+    QCOMPARE(qint64(trace.blocks.size()), qint64(3));
+    for (const BlockTrace& block : trace.blocks)
+        QCOMPARE(block.attention.sizes().vec(), (std::vector<std::int64_t>{kB, 2 * kG, kT, kT}));
 }
 
 void TestAttention::registryAndSchemaAgree()
