@@ -11,7 +11,8 @@ namespace widelab {
 
 ImageFormat imageFormat(const ModelConfig& model) { return {model.imageSize, model.channels}; }
 
-ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string>& classes, const ImageStats* savedStats)
+ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string>& classes, const ImageStats* savedStats,
+                           const std::vector<std::string>* probes)
 {
     const TaskConfig& task = run.task;
     ImageTask data;
@@ -52,6 +53,15 @@ ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string
         throw DataError(where + ": the training split is empty: too few images for the split fractions");
     if (data.validation->size() == 0)
         throw DataError(where + ": the validation split is empty: raise task.validation_fraction, or give more images");
+    // Probe entries are checked now, so that a typo is an error naming it, not a warning at every probe.
+    for (std::size_t i = 0; probes && i < probes->size(); ++i) {
+        try {
+            std::int64_t label = -1;
+            probeImage((*probes)[i], data.validation.get(), data.format, label);
+        } catch (const DataError& error) {
+            throw ConfigError({{"train.probes[" + std::to_string(i) + "]", error.what()}});
+        }
+    }
     data.stats = savedStats ? *savedStats : imageStats(*data.train, data.format.channels);
     return data;
 }

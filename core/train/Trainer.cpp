@@ -271,22 +271,14 @@ void Trainer::prepareImages()
         saved = readRunImageStats(m_directory, m_run.model.channels);
         classes = readRunLabels(m_directory);
     }
-    ImageTask images = prepareImageTask(m_run, classes, saved ? &*saved : nullptr);
+    // Probes are checked where the run trains (a probe file gone since does not stop eval).
+    ImageTask images = prepareImageTask(m_run, classes, saved ? &*saved : nullptr,
+                                        m_options.readOnly ? nullptr : &m_run.train.probes);
     m_labels = std::move(images.labels);
     m_train = std::move(images.train);
     m_validation = std::move(images.validation);
     m_test = std::move(images.test);
     m_imageStats = images.stats;
-    // Probe entries are checked now, so that a typo is an error naming it, not a warning at every probe.
-    const std::vector<std::string>& probes = m_run.train.probes;
-    for (std::size_t i = 0; i < probes.size(); ++i) {
-        try {
-            std::int64_t label = -1;
-            probeImage(probes[i], m_validation.get(), imageFormat(m_run.model), label);
-        } catch (const DataError& error) {
-            throw ConfigError({{"train.probes[" + std::to_string(i) + "]", error.what()}});
-        }
-    }
 }
 
 Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training) const
