@@ -273,6 +273,21 @@ void TestRunConfig::documentOnlyChecks_data()
                                            "path": "/nonexistent/prose.txt"}})"
                                      << "model.vocab_size: 257 is smaller than the byte tokenizer's vocabulary "
                                         "(258 tokens)";
+    // Images.
+    QTest::newRow("image model on ListOps") << R"({"model": {"input": "image"}})"
+                                            << "model.input: \"listops\" is a text task: it needs model.input \"tokens\"";
+    QTest::newRow("token model on shapes") << R"({"task": {"kind": "shapes"}})"
+                                           << "model.input: \"shapes\" is an image task: it needs model.input \"image\"";
+    QTest::newRow("image folder without a path") << R"({"model": {"input": "image"}, "task": {"kind": "image_folder"}})"
+                                                 << "task.path: missing: \"image_folder\" reads its images from a folder";
+    QTest::newRow("CIFAR-10 folder missing")
+        << R"({"model": {"input": "image"}, "task": {"kind": "cifar10", "path": "/nonexistent/cifar"}})"
+        << "task.path: no such folder: /nonexistent/cifar";
+    QTest::newRow("shapes with 5 classes") << R"({"model": {"input": "image", "num_classes": 5}, "task": {"kind": "shapes"}})"
+                                           << "model.num_classes: \"shapes\" has 10 classes, got 5";
+    QTest::newRow("crop padding as large as the image")
+        << R"({"model": {"input": "image", "image_size": 8, "patch_size": 4}, "task": {"kind": "shapes", "crop_padding": 8}})"
+        << "task.crop_padding: 8 is not below model.image_size (8): a crop could hold no pixel of the image";
 }
 
 void TestRunConfig::documentOnlyChecks()
@@ -539,7 +554,7 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    QCOMPARE(configSchema().size(), std::size_t{2 + 31 + 13 + 25});
+    QCOMPARE(configSchema().size(), std::size_t{2 + 35 + 15 + 25});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 
