@@ -744,10 +744,15 @@ void ConfigPanel::browseForFile(Field& f)
 {
     auto* edit = static_cast<QLineEdit*>(f.editor);
     const QString current = edit->text();
-    const QString directory = current.isEmpty() ? QString() : QFileInfo(current).absolutePath();
-    const QString chosen = QFileDialog::getOpenFileName(
-        this, tr("Choose the data file"), directory,
-        tr("Text and tables (*.txt *.tsv *.csv *.text);;All files (*)"));
+    const PathChoice choice = pathChoice(f.key(), [this](const QString& key) {
+        const Field* other = fieldFor(key);
+        return other ? valueOf(*other) : QJsonValue();
+    });
+    const QString chosen =
+        choice.folder ? QFileDialog::getExistingDirectory(this, choice.title, current)
+                      : QFileDialog::getOpenFileName(this, choice.title,
+                                                     current.isEmpty() ? QString() : QFileInfo(current).absolutePath(),
+                                                     choice.filter);
     if (!chosen.isEmpty())
         edit->setText(chosen);  // textChanged -> edited
 }

@@ -3,13 +3,16 @@
 #include "ColorScale.h"
 #include "MatrixView.h"
 #include "Palette.h"
+#include "PatchExpertGrid.h"
 #include "ViewExport.h"
 
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -66,6 +69,23 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     m_overTime->setAccessibleName(tr("Share of tokens over training"));
     m_routing = new MatrixView;
     m_routing->setAccessibleName(tr("Expert of each probe token in each block"));
+    m_patches = new PatchExpertGrid;
+    m_patches->setAccessibleName(tr("Expert of each patch of the probe image in each block"));
+    m_patchLegend = new QLabel;
+    m_patchLegend->setWordWrap(true);
+    m_patchLegend->setTextFormat(Qt::RichText);
+    auto* patchArea = new QScrollArea;
+    patchArea->setWidget(m_patches);
+    patchArea->setWidgetResizable(true);
+    patchArea->setFrameShape(QFrame::NoFrame);
+    m_patchBox = new QWidget;
+    auto* patchLayout = new QVBoxLayout(m_patchBox);
+    patchLayout->setContentsMargins(0, 0, 0, 0);
+    patchLayout->addWidget(m_patchLegend);
+    patchLayout->addWidget(patchArea, 1);
+    m_routingStack = new QStackedWidget;
+    m_routingStack->addWidget(m_routing);
+    m_routingStack->addWidget(m_patchBox);
     m_table = new QTableWidget;
     m_table->setAccessibleName(tr("Dropped tokens, unused experts and balance per block"));
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -101,7 +121,7 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     top->addWidget(timeBox);
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(tableBox);
-    bottom->addWidget(m_routing);
+    bottom->addWidget(m_routingStack);
     bottom->setSizes({1000, 1000});  // halves, whatever the contents ask for
     top->setSizes({1000, 1000});  // halves, whatever the contents ask for
     auto* split = new QSplitter(Qt::Vertical);
@@ -315,8 +335,28 @@ void ExpertsView::showTable(const ModelState& state)
                          : QStringLiteral("⚠ ") + tr("Step %1: ").arg(state.step) + m_warnings.join(QStringLiteral("; ")));
 }
 
+bool ExpertsView::showsPatches() const { return m_routingStack->currentWidget() == m_patchBox; }
+
 void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
 {
+    m_patches->setCapture(capture);
+    if (capture != nullptr && capture->hasImage() && m_patches->blocks() > 0) {
+        // Swatches of every expert, and the mark of a dropped patch.
+        QStringList keys;
+        for (int e = 0; e < experts; ++e)
+            keys << QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2")
+                        .arg(colorscale::categorical(e).name(), tr("expert %1").arg(e + 1));
+        keys << tr("▨&nbsp;✕ dropped (no expert had room)");
+        m_patchLegend->setText(tr("<b>First-choice expert of each patch, step %1</b> (of %2 experts)<br>%3")
+                                   .arg(capture->step)
+                                   .arg(experts)
+                                   .arg(keys.join(QStringLiteral(" &nbsp; "))));
+        const int cell = std::clamp(static_cast<int>(220 / std::sqrt(std::max(1, m_patches->blocks()))), 96, 220);
+        m_patches->setCellSize(cell);
+        m_routingStack->setCurrentWidget(m_patchBox);
+        return;
+    }
+    m_routingStack->setCurrentWidget(m_routing);
     if (capture == nullptr || capture->experts.isEmpty()) {
         m_routing->clear(tr("No probe captured yet: the route of each probe token appears with the first capture."));
         return;

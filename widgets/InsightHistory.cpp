@@ -1,5 +1,9 @@
 #include "InsightHistory.h"
 
+#include "HeadLabel.h"
+
+#include <QCoreApplication>
+
 #include <algorithm>
 
 namespace widelab {
@@ -187,6 +191,59 @@ void InsightHistory::setArchitecture(const ArchitectureSketch& sketch)
 {
     m_architecture = sketch;
     ++m_revision;
+}
+
+void InsightHistory::setHeadCaptions(const QVector<HeadMapCaption>& captions)
+{
+    m_headCaptions = captions;
+    ++m_revision;
+}
+
+void InsightHistory::setImageInput(bool images)
+{
+    m_imageInput = images;
+    ++m_revision;
+}
+
+bool InsightHistory::imageInput() const
+{
+    if (m_imageInput)
+        return *m_imageInput;
+    for (const QVector<ProbeCapture>& captures : m_captures)
+        for (const ProbeCapture& capture : captures)
+            if (capture.hasImage())
+                return true;
+    return false;
+}
+
+QString headCaptionText(const QVector<HeadMapCaption>& captions, int head, int heads, int paths)
+{
+    if (captions.isEmpty() || head < 0)
+        return {};
+    // A multi-path model's heads are path-major (HeadLabel.h): every path has
+    // the same mechanisms, head by head.
+    const int perPath = headsPerPath(heads, paths);
+    const HeadMapCaption& caption = captions.value(perPath > 0 ? head % perPath : head);
+    if (caption.mechanism.isEmpty())
+        return {};
+    return caption.kind.isEmpty() ? caption.mechanism
+                                  : QStringLiteral("%1 (%2)").arg(caption.mechanism, caption.kind);
+}
+
+QString mapKindLegend(const QVector<HeadMapCaption>& captions)
+{
+    QStringList lines;
+    auto has = [&](const QString& kind) {
+        return std::any_of(captions.begin(), captions.end(), [&](const HeadMapCaption& c) { return c.kind == kind; });
+    };
+    if (has(QStringLiteral("sparse pattern")))
+        lines << QCoreApplication::translate("AttentionView",
+                                             "sparse pattern: the exact weights, zero outside the mechanism's window");
+    if (has(QStringLiteral("implied")))
+        lines << QCoreApplication::translate(
+            "AttentionView", "implied: the map a kernel or low-rank mechanism acts as, computed for the probe only "
+                             "(it never forms one while training)");
+    return lines.join(QStringLiteral("; "));
 }
 
 bool InsightHistory::hasExperts() const
