@@ -1,4 +1,4 @@
-// defines: ExpertLoad, NormState, PathWeightState, ModelState, ProbeImage,
+// defines: ExpertLoad, NormState, PathWeightState, ModelState, CaptureImage,
 // HeadMapCaption, ProbeCapture,
 // InsightHistory: what the interpretability views draw, as plain Qt data (app/
 // converts the core's snapshots and probes into it), kept over a run's steps
@@ -63,7 +63,7 @@ struct ModelState {
 
 // A probe image as the model saw it (before normalisation), cut into a grid of
 // patches; null image for a text probe.
-struct ProbeImage {
+struct CaptureImage {
     QImage image;                 // width x height pixels, grey or RGB
     int gridRows = 0, gridCols = 0;  // patches
 };
@@ -94,7 +94,7 @@ struct ProbeCapture {
     int trueLabel = -1;  // index into prediction of the text's true class, when known
     // An image probe's picture; tokens are then "CLS" (when the model has one)
     // and one per patch, row-major.
-    ProbeImage image;
+    CaptureImage image;
 
     int tokenCount() const { return static_cast<int>(tokens.size()); }
     bool hasImage() const { return !image.image.isNull() && image.gridRows > 0 && image.gridCols > 0; }

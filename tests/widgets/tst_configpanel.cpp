@@ -4,6 +4,7 @@
 #include "ArchitectureDiagram.h"
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
+#include "ConfigPanelLayout.h"
 #include "CostBreakdown.h"
 #include "SchemaFields.h"
 
@@ -626,6 +627,51 @@ private Q_SLOTS:
         QCOMPARE(valueAt(panel.document(), "task", "path"), QJsonValue("data/sst2.tsv"));
         // vocab_limit only matters for the character and word tokenizers.
         QVERIFY(!panel.field("task.vocab_limit")->isEnabled());
+    }
+
+    // The image keys show only with image input, augmentation only for image
+    // tasks, the file keys neither for ListOps nor for generated shapes; the
+    // path of an image folder or of CIFAR-10 is picked as a folder.
+    void imageFieldsFollowTheInputAndTheTask()
+    {
+        QHash<QString, QJsonValue> document{{"model.input", "tokens"}, {"task.kind", "listops"}};
+        const auto value = [&document](const QString& key) { return document.value(key); };
+        const auto visible = [&value](const char* key) { return fieldState(QLatin1String(key), value).visible; };
+        for (const char* key : {"model.image_size", "model.patch_size", "model.channels", "task.crop_padding", "task.flip"})
+            QVERIFY2(!visible(key), key);
+        document["model.input"] = "image";
+        for (const char* key : {"model.image_size", "model.patch_size", "model.channels"})
+            QVERIFY2(visible(key), key);
+        QVERIFY(!visible("task.crop_padding"));
+
+        document["task.kind"] = "shapes";
+        QVERIFY(visible("task.crop_padding") && visible("task.flip") && visible("task.train_size"));
+        QVERIFY(!visible("task.path") && !visible("task.tokenizer") && !visible("task.min_length"));
+        QVERIFY(!pathChoice("task.path", value).folder);
+
+        for (const char* kind : {"image_folder", "cifar10"}) {
+            document["task.kind"] = kind;
+            QVERIFY2(visible("task.path") && visible("task.crop_padding") && visible("task.validation_fraction"), kind);
+            QVERIFY2(!visible("task.tokenizer") && !visible("task.vocab_limit") && !visible("task.train_size"), kind);
+            QVERIFY2(pathChoice("task.path", value).folder, kind);
+        }
+        document["task.kind"] = "classification";
+        QVERIFY(visible("task.tokenizer") && !visible("task.crop_padding"));
+        QVERIFY(!pathChoice("task.path", value).folder);
+        QVERIFY(pathChoice("task.path", value).filter.contains(QStringLiteral("*.tsv")));
+
+        // Every new task kind reads as words in the Task box.
+        const FieldPlacement* kind = nullptr;
+        for (const FieldGroup& group : configPanelLayout())
+            for (const FieldPlacement& field : group.fields)
+                if (field.key == QStringLiteral("task.kind"))
+                    kind = &field;
+        QVERIFY(kind != nullptr);
+        QStringList named;
+        for (const auto& choice : kind->choiceTexts)
+            named << choice.first;
+        for (const char* k : {"image_folder", "cifar10", "shapes"})
+            QVERIFY2(named.contains(QLatin1String(k)), k);
     }
 
     void optimizerFieldsFollowTheOptimizer()

@@ -191,7 +191,7 @@ void TestImageViews::patchWeightsOfMismatchedMapsAreEmpty()
     QCOMPARE(grid.heads(), 0);  // every head or none: nothing guessed
 
     ProbeCapture text = clsCapture();
-    text.image = ProbeImage();  // a text probe
+    text.image = CaptureImage();  // a text probe
     QVERIFY(!text.hasImage());
     QVERIFY(patchAttention(text, 0, 0).isEmpty());
     QVERIFY(patchExperts(text, 0).isEmpty());
@@ -271,7 +271,7 @@ void TestImageViews::headCaptionsSayWhatEachMapIs()
 
     // A text probe's grid carries the same captions; a multi-path model repeats them per path.
     ProbeCapture text = clsCapture();
-    text.image = ProbeImage();
+    text.image = CaptureImage();
     HeadGrid heads;
     heads.setCaptions(history->headCaptions());
     heads.setCellSize(400);
@@ -295,7 +295,7 @@ void TestImageViews::headCaptionsSayWhatEachMapIs()
 void TestImageViews::textProbeStillDrawsTheTokenGrid()
 {
     ProbeCapture text = clsCapture();
-    text.image = ProbeImage();
+    text.image = CaptureImage();
     text.text = QStringLiteral("hello");
     AttentionView view;
     view.resize(1000, 600);
@@ -401,7 +401,7 @@ void TestImageViews::expertsViewShowsTheImageGridWithALegend()
 
     // A text probe keeps the token matrix.
     ProbeCapture text = c;
-    text.image = ProbeImage();
+    text.image = CaptureImage();
     text.text = QStringLiteral("hello");
     history->addCapture(text);
     showIn(view, history, QStringLiteral("hello"));
