@@ -7,6 +7,7 @@
 #include "ViewExport.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -74,15 +75,16 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     m_patchLegend = new QLabel;
     m_patchLegend->setWordWrap(true);
     m_patchLegend->setTextFormat(Qt::RichText);
-    auto* patchArea = new QScrollArea;
-    patchArea->setWidget(m_patches);
-    patchArea->setWidgetResizable(true);
-    patchArea->setFrameShape(QFrame::NoFrame);
+    m_patchArea = new QScrollArea;
+    m_patchArea->setWidget(m_patches);
+    m_patchArea->setWidgetResizable(true);
+    m_patchArea->setFrameShape(QFrame::NoFrame);
+    m_patchArea->viewport()->installEventFilter(this);
     m_patchBox = new QWidget;
     auto* patchLayout = new QVBoxLayout(m_patchBox);
     patchLayout->setContentsMargins(0, 0, 0, 0);
     patchLayout->addWidget(m_patchLegend);
-    patchLayout->addWidget(patchArea, 1);
+    patchLayout->addWidget(m_patchArea, 1);
     m_routingStack = new QStackedWidget;
     m_routingStack->addWidget(m_routing);
     m_routingStack->addWidget(m_patchBox);
@@ -335,6 +337,21 @@ void ExpertsView::showTable(const ModelState& state)
                          : QStringLiteral("⚠ ") + tr("Step %1: ").arg(state.step) + m_warnings.join(QStringLiteral("; ")));
 }
 
+void ExpertsView::fitPatches()
+{
+    constexpr int kMinTile = 64, kMaxTile = 360;
+    const int cell = std::min(kMaxTile, m_patches->fittingCellSize(m_patchArea->viewport()->size(), kMinTile));
+    if (cell != m_patches->cellSize())
+        m_patches->setCellSize(cell);
+}
+
+bool ExpertsView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (event->type() == QEvent::Resize && watched == m_patchArea->viewport() && showsPatches())
+        fitPatches();
+    return InsightPage::eventFilter(watched, event);
+}
+
 bool ExpertsView::showsPatches() const { return m_routingStack->currentWidget() == m_patchBox; }
 
 void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
@@ -351,9 +368,8 @@ void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
                                    .arg(capture->step)
                                    .arg(experts)
                                    .arg(keys.join(QStringLiteral(" &nbsp; "))));
-        const int cell = std::clamp(static_cast<int>(220 / std::sqrt(std::max(1, m_patches->blocks()))), 96, 220);
-        m_patches->setCellSize(cell);
         m_routingStack->setCurrentWidget(m_patchBox);
+        fitPatches();
         return;
     }
     m_routingStack->setCurrentWidget(m_routing);

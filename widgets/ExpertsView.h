@@ -10,6 +10,7 @@
 
 class QComboBox;
 class QLabel;
+class QScrollArea;
 class QStackedWidget;
 class QTableWidget;
 
@@ -44,7 +45,11 @@ public:
     // The flags at the shown step, one line each.
     QStringList warnings() const { return m_warnings; }
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+    void fitPatches();  // the image grid's tiles as large as its area allows
     void showShare(const ModelState& state);
     void showOverTime(const InsightHistory& history, qint64 upTo);
     void showTable(const ModelState& state);
@@ -61,6 +66,7 @@ private:
     QWidget* m_patchBox = nullptr;
     QLabel* m_patchLegend = nullptr;
     PatchExpertGrid* m_patches = nullptr;
+    QScrollArea* m_patchArea = nullptr;
     QTableWidget* m_table = nullptr;
     QStringList m_warnings;
     std::optional<ModelState> m_state;  // a copy: the history may move its states
