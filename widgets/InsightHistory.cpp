@@ -199,6 +199,26 @@ void InsightHistory::setHeadCaptions(const QVector<HeadMapCaption>& captions)
     ++m_revision;
 }
 
+CaptureImage CaptureImage::fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
+                                      qint64 count, qint64 gridRows, qint64 gridCols)
+{
+    constexpr qint64 kMaxSide = 1 << 14;
+    const bool sized = width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide
+                       && (channels == 1 || channels == 3) && pixels != nullptr && count == width * height * channels;
+    const bool gridded = gridRows > 0 && gridCols > 0 && gridRows <= height && gridCols <= width
+                         && height % gridRows == 0 && width % gridCols == 0;
+    CaptureImage out;
+    if (!sized || !gridded)
+        return out;
+    // The image borrows the bytes only while it is copied into its own.
+    const QImage view(pixels, static_cast<int>(width), static_cast<int>(height), static_cast<qsizetype>(width * channels),
+                      channels == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+    out.image = view.copy();
+    out.gridRows = static_cast<int>(gridRows);
+    out.gridCols = static_cast<int>(gridCols);
+    return out;
+}
+
 void InsightHistory::setImageInput(bool images)
 {
     m_imageInput = images;

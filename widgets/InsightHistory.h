@@ -66,6 +66,13 @@ struct ModelState {
 struct CaptureImage {
     QImage image;                 // width x height pixels, grey or RGB
     int gridRows = 0, gridCols = 0;  // patches
+
+    // From 8-bit pixels, row-major HWC with 1 (grey) or 3 (RGB) channels, and
+    // the patch grid. Pixels that do not fill width x height x channels, another
+    // channel count or a grid that does not divide the image (a damaged line of
+    // metrics.jsonl) give an empty image: the probe is then drawn as tokens.
+    static CaptureImage fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
+                                   qint64 count, qint64 gridRows, qint64 gridCols);
 };
 
 // What one head's attention map is: the head's mechanism ("linformer") and the

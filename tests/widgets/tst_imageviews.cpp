@@ -149,6 +149,7 @@ class TestImageViews : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void captureImageFromPixelsOrNothing();
     void patchWeightsComeFromClsOrTheMeanOverQueries();
     void patchWeightsOfMismatchedMapsAreEmpty();
     void overlayDrawsEachPatchWeightInItsCellOverThePicture();
@@ -162,6 +163,30 @@ private Q_SLOTS:
     void probeNamesAreReadable();
     void insightsAddsAnImageProbeThroughTheDialog();
 };
+
+void TestImageViews::captureImageFromPixelsOrNothing()
+{
+    // 2 x 3 RGB, row-major HWC: the pixel at (x 2, y 1) is the last three bytes.
+    std::vector<quint8> rgb(2 * 3 * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i)
+        rgb[i] = static_cast<quint8>(10 * i);
+    const CaptureImage c = CaptureImage::fromPixels(3, 2, 3, rgb.data(), static_cast<qint64>(rgb.size()), 1, 3);
+    QCOMPARE(c.image.size(), QSize(3, 2));
+    QCOMPARE(c.image.pixelColor(0, 0), QColor(0, 10, 20));
+    QCOMPARE(c.image.pixelColor(2, 1), QColor(150, 160, 170));
+    QCOMPARE(c.gridRows, 1);
+    QCOMPARE(c.gridCols, 3);
+    // Grey: one byte a pixel.
+    const std::vector<quint8> grey{0, 255, 128, 64};
+    const CaptureImage g = CaptureImage::fromPixels(2, 2, 1, grey.data(), 4, 2, 2);
+    QCOMPARE(g.image.pixelColor(1, 0), QColor(255, 255, 255));
+    QCOMPARE(g.image.pixelColor(0, 1), QColor(128, 128, 128));
+    // Damaged: too few bytes, two channels, a grid that does not divide the image.
+    QVERIFY(CaptureImage::fromPixels(3, 2, 3, rgb.data(), 17, 1, 3).image.isNull());
+    QVERIFY(CaptureImage::fromPixels(3, 3, 2, rgb.data(), 18, 1, 3).image.isNull());
+    QVERIFY(CaptureImage::fromPixels(3, 2, 3, rgb.data(), 18, 2, 2).image.isNull());
+    QVERIFY(CaptureImage::fromPixels(0, 0, 3, nullptr, 0, 0, 0).image.isNull());
+}
 
 void TestImageViews::patchWeightsComeFromClsOrTheMeanOverQueries()
 {
