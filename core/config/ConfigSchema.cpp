@@ -1,5 +1,8 @@
 #include "ConfigSchema.h"
 
+#include "model/attention/AttentionMechanism.h"
+
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <unordered_map>
@@ -21,44 +24,22 @@ constexpr double kBig = static_cast<double>(std::int64_t{1} << 40);
 
 KeySpec integer(std::string key, double min, double max, std::int64_t value, std::string description)
 {
-    KeySpec s;
-    s.key = std::move(key);
-    s.type = KeyType::Integer;
-    s.min = min;
-    s.max = max;
-    s.defaultValue = value;
-    s.description = std::move(description);
-    return s;
+    return integerKey(std::move(key), min, max, value, std::move(description));
 }
 
 KeySpec number(std::string key, double min, double max, double value, std::string description)
 {
-    KeySpec s = integer(std::move(key), min, max, 0, std::move(description));
-    s.type = KeyType::Number;
-    s.defaultValue = value;
-    return s;
+    return numberKey(std::move(key), min, max, value, std::move(description));
 }
 
 KeySpec boolean(std::string key, bool value, std::string description)
 {
-    KeySpec s;
-    s.key = std::move(key);
-    s.type = KeyType::Boolean;
-    s.defaultValue = value;
-    s.description = std::move(description);
-    return s;
+    return booleanKey(std::move(key), value, std::move(description));
 }
 
-// The choices' order is that of the reader's enum; `defaultIndex` picks the default.
 KeySpec choice(std::string key, std::vector<std::string> choices, std::string description, std::size_t defaultIndex = 0)
 {
-    KeySpec s;
-    s.key = std::move(key);
-    s.type = KeyType::Choice;
-    s.defaultValue = choices.at(defaultIndex);
-    s.choices = std::move(choices);
-    s.description = std::move(description);
-    return s;
+    return choiceKey(std::move(key), std::move(choices), std::move(description), defaultIndex);
 }
 
 KeySpec text(std::string key, KeyType type, json value, std::string description)
@@ -78,9 +59,23 @@ KeySpec derived(KeySpec spec, std::string rule, std::vector<std::string> depends
     return spec;
 }
 
+// model.attention, model.attention_mix and every registered mechanism's keys.
+std::vector<KeySpec> attentionKeys()
+{
+    std::vector<KeySpec> keys = {
+        choice("model.attention", attentionChoices(),
+               "how each head mixes the values: a mechanism of the Wide Attention paper, or mixed"),
+        text("model.attention_mix", KeyType::TextList, json::array(),
+             "mixed attention: mechanisms sharing each layer's heads equally, in order"),
+    };
+    for (const MechanismSpec* mechanism : attentionMechanisms())
+        keys.insert(keys.end(), mechanism->keys.begin(), mechanism->keys.end());
+    return keys;
+}
+
 std::vector<KeySpec> makeSchema()
 {
-    return {
+    std::vector<KeySpec> keys = {
         text("name", KeyType::Text, "", "a short name for the run, shown in lists and plots"),
         text("description", KeyType::Text, "", "what the run is about: free text, kept with the run"),
 
@@ -166,6 +161,10 @@ std::vector<KeySpec> makeSchema()
         integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),
         text("train.probes", KeyType::TextList, json::array(), "texts inspected during training"),
     };
+    const auto at = std::find_if(keys.begin(), keys.end(), [](const KeySpec& k) { return k.key == "model.dropout"; });
+    const std::vector<KeySpec> attention = attentionKeys();
+    keys.insert(at + 1, attention.begin(), attention.end());
+    return keys;
 }
 
 }  // namespace
@@ -206,6 +205,47 @@ std::string toString(KeyType type)
 {
     static const char* const names[] = {"integer", "number", "boolean", "choice", "text", "file path", "list of texts", "device"};
     return names[static_cast<int>(type)];
+}
+
+KeySpec integerKey(std::string key, double min, double max, std::int64_t value, std::string description)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Integer;
+    s.min = min;
+    s.max = max;
+    s.defaultValue = value;
+    s.description = std::move(description);
+    return s;
+}
+
+KeySpec numberKey(std::string key, double min, double max, double value, std::string description)
+{
+    KeySpec s = integerKey(std::move(key), min, max, 0, std::move(description));
+    s.type = KeyType::Number;
+    s.defaultValue = value;
+    return s;
+}
+
+KeySpec booleanKey(std::string key, bool value, std::string description)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Boolean;
+    s.defaultValue = value;
+    s.description = std::move(description);
+    return s;
+}
+
+KeySpec choiceKey(std::string key, std::vector<std::string> choices, std::string description, std::size_t defaultIndex)
+{
+    KeySpec s;
+    s.key = std::move(key);
+    s.type = KeyType::Choice;
+    s.defaultValue = choices.at(defaultIndex);
+    s.choices = std::move(choices);
+    s.description = std::move(description);
+    return s;
 }
 
 }  // namespace widelab

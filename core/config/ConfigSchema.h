@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,14 @@ const std::vector<KeySpec>& configSchema();
 const KeySpec& keySpec(const std::string& key);
 
 std::string toString(KeyType type);  // "integer", "number", ...
+
+// Builders of key specs, for the schema and for the parts that declare keys of
+// their own (each attention mechanism, core/model/attention/). `dotted` is the
+// full key ("model.linformer_k"); a choice's default is choices[defaultIndex].
+KeySpec integerKey(std::string dotted, double min, double max, std::int64_t value, std::string description);
+KeySpec numberKey(std::string dotted, double min, double max, double value, std::string description);
+KeySpec booleanKey(std::string dotted, bool value, std::string description);
+KeySpec choiceKey(std::string dotted, std::vector<std::string> choices, std::string description,
+                  std::size_t defaultIndex = 0);
 
 }  // namespace widelab

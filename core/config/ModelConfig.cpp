@@ -3,8 +3,11 @@
 #include "ConfigSchema.h"
 #include "JsonSection.h"
 #include "model/ParameterCount.h"
+#include "model/attention/AttentionMechanism.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -52,9 +55,117 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
         unused({"share_router"}, "with one routing group: only the first block routes");
     if (c.head == HeadKind::LanguageModel)
         unused({"pooling", "pooler", "num_classes"}, "with a language-model head");
+    const std::vector<std::string> heads = headMechanisms(c);
+    for (const MechanismSpec* mechanism : attentionMechanisms()) {
+        if (std::find(heads.begin(), heads.end(), mechanism->name) != heads.end())
+            continue;
+        for (const KeySpec& key : mechanism->keys) {
+            const std::string name = key.name();
+            if (s.has(name) && !atDefault(name.c_str()))
+                warnings.push_back({s.keyPath(name), "has no effect: no head uses \"" + mechanism->name + "\" attention"});
+        }
+    }
+}
+
+// model.attention, model.attention_mix and every mechanism's keys.
+void readAttention(JsonSection& s, ModelConfig& c)
+{
+    std::size_t choice = 0;
+    const std::vector<std::string> choices = attentionChoices();
+    s.readChoice(spec("attention"), choice);
+    c.attention = choices.at(choice);
+    s.read(spec("attention_mix").name(), c.attentionMix);
+    for (const MechanismSpec* mechanism : attentionMechanisms()) {
+        for (const KeySpec& key : mechanism->keys) {
+            nlohmann::json& value = c.attentionOptions[key.name()];
+            if (key.type == KeyType::Integer) {
+                std::int64_t v = value.get<std::int64_t>();
+                s.read(key, v);
+                value = v;
+            } else if (key.type == KeyType::Number) {
+                double v = value.get<double>();
+                s.read(key, v);
+                value = v;
+            } else if (key.type == KeyType::Boolean) {
+                bool v = value.get<bool>();
+                s.read(key, v);
+                value = v;
+            } else if (key.type == KeyType::Choice) {
+                const auto at = std::find(key.choices.begin(), key.choices.end(), value.get<std::string>());
+                auto index = static_cast<std::size_t>(at - key.choices.begin());
+                s.readChoice(key, index);
+                value = key.choices.at(index);
+            }
+        }
+    }
+}
+
+// The mechanisms' checks: mixed lists, language models, each mechanism's own rules.
+void validateAttention(const ModelConfig& c, const std::function<void(const std::string&, std::string)>& report,
+                       const std::function<bool(std::initializer_list<const char*>)>& readable)
+{
+    if (!readable({"attention", "attention_mix", "heads"}))
+        return;
+    const bool mixed = c.attention == kMixedAttention;
+    if (mixed) {
+        if (c.attentionMix.empty())
+            report("attention_mix", "\"mixed\" attention needs a list of mechanisms, e.g. [\"linear\", \"local\"]");
+        else if (c.heads % static_cast<std::int64_t>(c.attentionMix.size()) != 0)
+            report("attention_mix", std::to_string(c.attentionMix.size()) + " mechanisms cannot share "
+                                        + std::to_string(c.heads) + " heads equally: the list's length must divide model.heads");
+        for (std::size_t i = 0; i < c.attentionMix.size(); ++i) {
+            const std::string& name = c.attentionMix[i];
+            if (!findMechanism(name)) {
+                std::vector<std::string> names;
+                for (const MechanismSpec* m : attentionMechanisms())
+                    names.push_back(m->name);
+                const std::string close = closestMatch(name, names);
+                report("attention_mix", "entry " + std::to_string(i) + ": \"" + name + "\" is not an attention mechanism"
+                                            + (close.empty() ? std::string() : " (did you mean \"" + close + "\"?)"));
+            }
+        }
+    } else if (!c.attentionMix.empty()) {
+        report("attention_mix", "only applies with model.attention \"mixed\"");
+    }
+    std::set<std::string> used;
+    for (const std::string& name : headMechanisms(c))
+        used.insert(name);
+    for (const std::string& name : used) {
+        const MechanismSpec* mechanism = findMechanism(name);
+        if (!mechanism)
+            continue;
+        if (c.head == HeadKind::LanguageModel && !mechanism->causal)
+            report(mixed ? "attention_mix" : "attention",
+                   "\"" + name + "\" cannot hide future tokens, which a language model needs; use a classification head");
+        if (mechanism->validate)
+            mechanism->validate(c, report);
+    }
 }
 
 }  // namespace
+
+nlohmann::json ModelConfig::defaultAttentionOptions()
+{
+    nlohmann::json options = nlohmann::json::object();
+    for (const MechanismSpec* mechanism : attentionMechanisms())
+        for (const KeySpec& key : mechanism->keys)
+            options[key.name()] = key.defaultValue;
+    return options;
+}
+
+std::int64_t ModelConfig::attentionInteger(const std::string& name) const
+{
+    return attentionOptions.at(name).get<std::int64_t>();
+}
+
+double ModelConfig::attentionNumber(const std::string& name) const { return attentionOptions.at(name).get<double>(); }
+
+std::string ModelConfig::attentionText(const std::string& name) const
+{
+    return attentionOptions.at(name).get<std::string>();
+}
+
+bool ModelConfig::attentionFlag(const std::string& name) const { return attentionOptions.at(name).get<bool>(); }
 
 std::string toString(Activation activation) { return nameOf("activation", activation); }
 
@@ -82,6 +193,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.read(spec("ffn_dim"), c.ffnDim);
     s.readChoice(spec("activation"), c.activation);
     s.read(spec("dropout"), c.dropout);
+    readAttention(s, c);
 
     s.readChoice(spec("head"), c.head);
     s.readChoice(spec("pooling"), c.pooling);
@@ -184,6 +296,7 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
                                     "nothing from the task; use top_k >= 2 or turn renormalisation off");
     if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
         report("pooler", "only applies to a classification head");
+    validateAttention(*this, report, readable);
     const auto maxWidth = static_cast<std::int64_t>(spec("d_model").max);
     if (readable({"heads", "head_dim", "paths", "d_model"})
         && (attentionWidth() * paths > maxWidth * 4 || 4 * dModel * attentionWidth() * paths > (std::int64_t{1} << 34)))
@@ -192,7 +305,7 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
 
 nlohmann::json ModelConfig::toJson() const
 {
-    return {
+    nlohmann::json json = {
         {"vocab_size", vocabSize},
         {"max_len", maxLen},
         {"d_model", dModel},
@@ -203,6 +316,8 @@ nlohmann::json ModelConfig::toJson() const
         {"ffn_dim", ffnDim},
         {"activation", toString(activation)},
         {"dropout", dropout},
+        {"attention", attention},
+        {"attention_mix", attentionMix},
         {"head", nameOf("head", head)},
         {"pooling", nameOf("pooling", pooling)},
         {"pooler", pooler},
@@ -225,6 +340,9 @@ nlohmann::json ModelConfig::toJson() const
         {"learnable_path_weights", learnablePathWeights},
         {"path_extra_features", pathExtraFeatures},
     };
+    for (const auto& [name, value] : attentionOptions.items())
+        json[name] = value;
+    return json;
 }
 
 ModelDocument readModelDocument(const nlohmann::json& document, std::vector<ConfigIssue>& issues,

@@ -33,6 +33,13 @@ struct ModelConfig {
     Activation activation = Activation::Gelu;
     double dropout = 0.1;
 
+    // Attention mechanism (core/model/attention/): a registered name or "mixed",
+    // the per-head list of a mixed model, and every mechanism's own keys by name
+    // ("linformer_k": 256), defaults filled in.
+    std::string attention = "full";
+    std::vector<std::string> attentionMix;
+    nlohmann::json attentionOptions = defaultAttentionOptions();
+
     // Head.
     HeadKind head = HeadKind::Classification;
     Pooling pooling = Pooling::Cls;
@@ -61,6 +68,14 @@ struct ModelConfig {
     bool pathNorm = false;
     bool learnablePathWeights = false;
     bool pathExtraFeatures = false;
+
+    // A mechanism's key (its name without "model."), as the schema types it.
+    std::int64_t attentionInteger(const std::string& name) const;
+    double attentionNumber(const std::string& name) const;
+    std::string attentionText(const std::string& name) const;  // a choice
+    bool attentionFlag(const std::string& name) const;
+    // Every mechanism key at its schema default.
+    static nlohmann::json defaultAttentionOptions();
 
     // Derived quantities used throughout the model and the accounting.
     std::int64_t attentionWidth() const { return heads * headDim; }

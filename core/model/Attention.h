@@ -1,9 +1,16 @@
-// defines: AttentionOptions, AttentionImpl / Attention: multi-head self-attention in
-// which all heads of all paths run as one batched product
+// defines: AttentionOptions, AttentionImpl / Attention: multi-head self-attention:
+// the q, k, v and output projections of every head of every path as batched
+// products, around the mixing step of the configured mechanism(s)
 #pragma once
 
+#include "attention/AttentionMechanism.h"
+#include "config/ModelConfig.h"
+
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
+
+#include <vector>
 
 namespace widelab {
 
@@ -13,21 +20,44 @@ struct AttentionOptions {
     std::int64_t headDim = 32;
     std::int64_t paths = 1;   // n parallel attention sublayers, fused into n*heads heads
     double dropout = 0.0;     // on the attention probabilities
+
+    static AttentionOptions fromConfig(const ModelConfig& config);
 };
 
 struct AttentionImpl : torch::nn::Module {
-    explicit AttentionImpl(const AttentionOptions& options);
+    // The mechanism of each head comes from `config` (model.attention, attention_mix).
+    AttentionImpl(const AttentionOptions& options, const ModelConfig& config);
+    explicit AttentionImpl(const ModelConfig& config) : AttentionImpl(AttentionOptions::fromConfig(config), config) {}
 
     // x: [B, T, D]; bias: additive fp32 mask broadcastable to [B, 1, T, T] (0 where
-    // a query may look at a key, -1e9 elsewhere), or undefined.
+    // a query may look at a key, -1e9 elsewhere), or undefined; keyValid: [B, T]
+    // bool (true for real tokens) or undefined when all are real.
     // Returns the per-path outputs [n, B, T, D]. When `weights` is given it
-    // receives the attention probabilities [B, n*H, T, T] (before dropout).
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, torch::Tensor* weights = nullptr);
+    // receives each head's attention map [B, n*H, T, T] (what mapKind says).
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const torch::Tensor& keyValid = {},
+                          torch::Tensor* weights = nullptr);
+    // Before every training step: the mechanisms' schedules.
+    void beginStep(std::int64_t step);
 
     AttentionOptions options;
+    bool causal = false;
     torch::nn::Linear qkv{nullptr};  // [3*n*H*A, D], rows ordered (q|k|v, path, head, a)
     torch::Tensor outWeight;         // [n, D, H*A]
     torch::Tensor outBias;           // [n, D]
+
+    // The heads a mechanism mixes: one group for the whole layer, or with mixed
+    // attention one per mechanism (its heads in every path), registered as "mix.<g>".
+    struct Group {
+        const MechanismSpec* spec = nullptr;
+        std::shared_ptr<MechanismImpl> mechanism;
+        torch::Tensor heads;        // [G] int64 indices into the n*H heads, ascending
+        std::int64_t first = 0;     // when contiguous: heads = first .. first + count - 1
+        std::int64_t count = 0;
+        bool contiguous = true;
+    };
+    std::vector<Group> groups;
+    torch::nn::ModuleList mixers{nullptr};  // the groups' mechanisms, "mix.<g>"
+    torch::Tensor order;  // [n*H] the inverse of the groups' concatenated heads; undefined with one group
 };
 TORCH_MODULE(Attention);
 

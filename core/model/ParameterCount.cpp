@@ -1,5 +1,7 @@
 #include "ParameterCount.h"
 
+#include "attention/AttentionMechanism.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -20,6 +22,8 @@ ModuleSizes moduleSizes(const ModelConfig& c)
     const std::int64_t D = c.dModel, W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
     ModuleSizes s;
     s.attention = 3 * n * W * D + 3 * n * W + n * D * W + n * D;
+    for (const MechanismUse& use : mechanismUses(c))
+        s.attention += use.spec->parameters(use.shape, c);
     const std::int64_t unit = 2 * D * M + M + D;  // one FFN path or one expert
     s.ffnStored = (c.isMoe() ? c.experts : n) * unit;
     s.ffnActive = (c.isMoe() ? c.topK : n) * unit;
@@ -93,7 +97,10 @@ ModelCost modelCost(const ModelConfig& c)
     // FLOPs per token, by part.
     const std::int64_t T = c.positions();
     cost.sequenceLength = T;
-    const double attentionFlops = 2.0 * (4.0 * n * W * D) + 2.0 * 2.0 * static_cast<double>(T) * n * W;
+    // Projections, then each mechanism's mixing step at a sequence of T.
+    double attentionFlops = 2.0 * (4.0 * n * W * D);
+    for (const MechanismUse& use : mechanismUses(c))
+        attentionFlops += use.spec->flopsPerToken(use.shape, c, T);
     const double unitFlops = 2.0 * 2.0 * D * M;
     const double routerFlops = 2.0 * D * (c.isMoe() ? c.experts : 0);
     embeddings.flopsPerToken = c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D : 0.0;

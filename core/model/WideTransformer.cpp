@@ -31,7 +31,7 @@ WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(c
 
     m_attention = register_module("attention", torch::nn::ModuleList());
     for (std::int64_t i = 0; i < c.attentionModules(); ++i)
-        m_attention->push_back(Attention(AttentionOptions{c.dModel, c.heads, c.headDim, c.paths, c.dropout}));
+        m_attention->push_back(Attention(c));
 
     m_ffn = register_module("ffn", torch::nn::ModuleList());
     const std::int64_t units = c.isMoe() ? c.experts : c.paths;
@@ -153,7 +153,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
         torch::Tensor attended;
         {
             const PhaseScope timed(Phase::Attention);
-            attended = attention.forward(normed, bias, wantWeights ? &weights : nullptr);
+            attended = attention.forward(normed, bias, valid, wantWeights ? &weights : nullptr);
         }
         if (wantWeights)
             blockTrace->attention = weights.detach();
@@ -239,6 +239,12 @@ torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Ten
     if (m_pooler)
         pooled = torch::tanh(m_pooler(pooled));
     return m_output(pooled);
+}
+
+void WideTransformerImpl::beginStep(std::int64_t step)
+{
+    for (std::int64_t i = 0; i < m_config.attentionModules(); ++i)
+        m_attention->ptr(i)->as<AttentionImpl>()->beginStep(step);
 }
 
 std::vector<BlockNorms> WideTransformerImpl::blockNorms() const

@@ -39,6 +39,10 @@ public:
     // The same pass, also recording what `trace` asks for.
     ModelOutput inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace);
 
+    // Before every training step (0-based): the attention mechanisms' schedules
+    // (the Performer redraws its random features).
+    void beginStep(std::int64_t step);
+
     const ModelConfig& config() const { return m_config; }
     std::vector<BlockNorms> blockNorms() const;
     // Path weights (alpha, then beta as the last element) of block i's sublayers.

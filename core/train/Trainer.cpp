@@ -594,6 +594,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     batch.targets = upload(batch.targets, m_device);
 
     m_model->train();
+    m_model->beginStep(m_state.step);
     m_optimizer->zero_grad();
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;

@@ -935,9 +935,16 @@ void TestModelConfig::toJsonRoundTrip()
     const ModelConfig c = ModelConfig::fromJson(input, issues);
     QVERIFY2(issues.empty(), qPrintable(joined(issues)));
 
-    // toJson writes exactly the keys and values read.
+    // toJson writes exactly the keys and values read, and the attention keys
+    // (absent here) at their defaults.
     const nlohmann::json written = c.toJson();
-    QVERIFY2(written == input, qPrintable(q(written.dump())));
+    nlohmann::json expected = input;
+    expected["attention"] = "full";
+    expected["attention_mix"] = nlohmann::json::array();
+    const nlohmann::json defaults = ModelConfig::defaultAttentionOptions();
+    for (const auto& [name, value] : defaults.items())
+        expected[name] = value;
+    QVERIFY2(written == expected, qPrintable(q(written.dump())));
 
     // Through text, as a document, and back.
     const ModelDocument document = parseModelDocument(nlohmann::json{{"model", written}}.dump());
@@ -978,10 +985,11 @@ void TestModelConfig::toJsonRoundTrip()
 
 void TestModelConfig::toJsonOfDefaultsIsComplete()
 {
-    // The configuration table of docs/model.md has 31 keys; toJson writes them all,
-    // and fromJson reads every one of them back without an unknown key.
+    // The configuration table of docs/model.md has 31 keys besides the attention
+    // mechanisms' (docs/attention.md); toJson writes them all, and fromJson reads
+    // every one of them back without an unknown key.
     const nlohmann::json written = ModelConfig{}.toJson();
-    QCOMPARE(int(written.size()), 31);
+    QCOMPARE(int(written.size()), 31 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
     for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
                             "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
                             "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",

@@ -277,11 +277,11 @@ void TestWideTransformer::fusedPathsEqualSeparateAttentions()
     // the corresponding slices of the weights compute.
     torch::manual_seed(6);
     const std::int64_t D = 12, H = 3, A = 4, W = H * A;
-    Attention fused(AttentionOptions{D, H, A, 2, 0.0});
+    Attention fused(AttentionOptions{D, H, A, 2, 0.0}, ModelConfig{});
     const torch::Tensor x = torch::randn({2, 5, D});
     const torch::Tensor out = fused->forward(x, {});
     for (std::int64_t p = 0; p < 2; ++p) {
-        Attention single(AttentionOptions{D, H, A, 1, 0.0});
+        Attention single(AttentionOptions{D, H, A, 1, 0.0}, ModelConfig{});
         torch::NoGradGuard noGrad;
         for (std::int64_t s = 0; s < 3; ++s) {  // q, k, v rows of path p
             single->qkv->weight.narrow(0, s * W, W).copy_(fused->qkv->weight.narrow(0, (s * 2 + p) * W, W));
@@ -300,7 +300,7 @@ void TestWideTransformer::headBlocksEqualAllHeadsAtOnce()
     // must equal the same heads at once, as computed with autograd on.
     torch::manual_seed(7);
     const std::int64_t T = 1100, D = 8;
-    Attention attention(AttentionOptions{D, 7, 4, 1, 0.0});
+    Attention attention(AttentionOptions{D, 7, 4, 1, 0.0}, ModelConfig{});
     const torch::Tensor x = torch::randn({1, T, D});
     const torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);
     const torch::Tensor causal = torch::zeros({1, 1, T, T}).masked_fill(future, -1e9);

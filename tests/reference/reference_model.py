@@ -29,12 +29,19 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+import attention_mechanisms
+
 LN_EPS = 1e-5
 
 
 # ----------------------------------------------------------------------------
 # Configuration and parameter layout
 # ----------------------------------------------------------------------------
+
+def positions(cfg):
+    """The longest sequence the blocks see: max_len, plus the CLS token."""
+    return cfg["max_len"] + (1 if has_cls_token(cfg) else 0)
+
 
 def has_cls_token(cfg):
     return cfg["head"] == "classification" and cfg["pooling"] == "cls"
@@ -96,6 +103,10 @@ def expected_parameter_shapes(cfg):
         shapes[f"attention.{i}.qkv.bias"] = [3 * n * H * A]
         shapes[f"attention.{i}.out_weight"] = [n, D, H * A]
         shapes[f"attention.{i}.out_bias"] = [n, D]
+        for g, (name, heads) in enumerate(attention_mechanisms.groups(cfg)):
+            mechanism = attention_mechanisms.MECHANISMS[name]
+            for suffix, shape in mechanism.parameter_shapes(cfg, len(heads), positions(cfg)).items():
+                shapes[f"attention.{i}.mix.{g}.{suffix}"] = list(shape)
 
     U = E if E > 1 else n
     for i in range(n_ffn):
@@ -159,29 +170,29 @@ def layer_norm(x, weight, bias):
     return F.layer_norm(x, (x.shape[-1],), weight, bias, LN_EPS)
 
 
-def attention_paths(x, mask, qkv_weight, qkv_bias, out_weight, out_bias,
-                    paths, heads, head_dim, causal):
-    """All heads of all paths in one product; returns the n path outputs [B, T, D].
+def attention_paths(cfg, x, mask, prefix, params, causal):
+    """All heads of all paths; each mechanism mixes its heads; returns the n path
+    outputs [B, T, D].
 
     qkv row r = ((s*n + p)*H + h)*A + a, s in (q, k, v), head index p*H + h.
     """
     B, T, _ = x.shape
-    n, H, A = paths, heads, head_dim
-    qkv = x @ qkv_weight.T + qkv_bias                  # [B, T, 3*n*H*A]
+    n, H, A = cfg["paths"], cfg["heads"], cfg["head_dim"]
+    qkv = x @ params[f"{prefix}.qkv.weight"].T + params[f"{prefix}.qkv.bias"]  # [B, T, 3*n*H*A]
     qkv = qkv.view(B, T, 3, n * H, A)                  # [B, T, s, p*H + h, a]
     q = qkv[:, :, 0].transpose(1, 2)                   # [B, n*H, T, A]
     k = qkv[:, :, 1].transpose(1, 2)
     v = qkv[:, :, 2].transpose(1, 2)
 
-    scores = q @ k.transpose(-2, -1) / math.sqrt(A)    # [B, n*H, T(query), T(key)]
-    key_is_masked = ~mask.view(B, 1, 1, T)
-    scores = scores.masked_fill(key_is_masked, float("-inf"))
-    if causal:
-        future = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)  # key > query
-        scores = scores.masked_fill(future, float("-inf"))
-    att = torch.softmax(scores, dim=-1)
-    ctx = att @ v                                      # [B, n*H, T, A]
+    ctx = torch.zeros_like(q)                          # [B, n*H, T, A]
+    for g, (name, heads) in enumerate(attention_mechanisms.groups(cfg)):
+        mechanism = attention_mechanisms.MECHANISMS[name]
+        own = {suffix: params[f"{prefix}.mix.{g}.{suffix}"]
+               for suffix in mechanism.parameter_shapes(cfg, len(heads), positions(cfg))}
+        index = torch.tensor(heads)
+        ctx[:, index] = mechanism.mix(cfg, q[:, index], k[:, index], v[:, index], mask, causal, own)
 
+    out_weight, out_bias = params[f"{prefix}.out_weight"], params[f"{prefix}.out_bias"]
     outputs = []
     for p in range(n):
         ctx_p = ctx[:, p * H:(p + 1) * H]              # [B, H, T, A]
@@ -376,10 +387,7 @@ class WideLabReference:
             r = 0 if cfg["share_router"] else i
 
             def attention_features(x, a=a):
-                return attention_paths(
-                    x, mask, p[f"attention.{a}.qkv.weight"], p[f"attention.{a}.qkv.bias"],
-                    p[f"attention.{a}.out_weight"], p[f"attention.{a}.out_bias"],
-                    cfg["paths"], cfg["heads"], cfg["head_dim"], causal)
+                return attention_paths(cfg, x, mask, f"attention.{a}", p, causal)
 
             h = self.sublayer(h, f"ln_att.{l}", f"path_att.{l}", attention_features)
 
@@ -536,7 +544,7 @@ def default_config(**overrides):
         "routing_priority": "position", "renormalize_gates": False, "share_router": True,
         "share_attention": False, "share_ffn": False, "share_layernorm": False,
         "paths": 1, "path_norm": False, "learnable_path_weights": False,
-        "path_extra_features": False,
+        "path_extra_features": False, "attention": "full", "attention_mix": [],
     }
     cfg.update(overrides)
     return cfg
@@ -568,6 +576,13 @@ def close(a, b, tol=1e-5):
     return torch.allclose(a, b, rtol=tol, atol=tol)
 
 
+def _full_attention(x, mask, w, b, ow, ob, n, H, A, causal):
+    """attention_paths with full attention and the given weights."""
+    cfg = default_config(paths=n, heads=H, head_dim=A, d_model=x.shape[-1])
+    params = {"a.qkv.weight": w, "a.qkv.bias": b, "a.out_weight": ow, "a.out_bias": ob}
+    return attention_paths(cfg, x, mask, "a", params, causal)
+
+
 def _test_attention_matches_torch_mha():
     torch.manual_seed(1)
     B, T, D, H = 2, 6, 8, 2
@@ -581,7 +596,7 @@ def _test_attention_matches_torch_mha():
         with torch.no_grad():
             expected, _ = mha(x, x, x, key_padding_mask=~mask, attn_mask=attn_mask,
                               need_weights=False)
-            (ours,) = attention_paths(x, mask, mha.in_proj_weight, mha.in_proj_bias,
+            (ours,) = _full_attention(x, mask, mha.in_proj_weight, mha.in_proj_bias,
                                       mha.out_proj.weight.unsqueeze(0),
                                       mha.out_proj.bias.unsqueeze(0), 1, H, A, causal)
         assert close(ours, expected), (ours - expected).abs().max()
@@ -600,7 +615,7 @@ def _test_attention_functional_mha():
     expected, _ = F.multi_head_attention_forward(
         xt, xt, xt, D, H, w, b, None, None, False, 0.0, ow, ob,
         training=False, key_padding_mask=~mask, need_weights=False)
-    (ours,) = attention_paths(x, mask, w, b, ow.unsqueeze(0), ob.unsqueeze(0), 1, H, A, False)
+    (ours,) = _full_attention(x, mask, w, b, ow.unsqueeze(0), ob.unsqueeze(0), 1, H, A, False)
     assert close(ours, expected.transpose(0, 1))
 
 
@@ -613,7 +628,7 @@ def _test_two_path_attention_is_two_mhas():
     x = torch.randn(B, T, D)
     mask = torch.ones(B, T, dtype=torch.bool)
     mask[0, 4:] = False
-    ours = attention_paths(x, mask, w, b, ow, ob, n, H, A, causal=True)
+    ours = _full_attention(x, mask, w, b, ow, ob, n, H, A, causal=True)
     HA = H * A
     for p in range(n):
         rows = torch.cat([torch.arange((s * n + p) * HA, (s * n + p + 1) * HA) for s in range(3)])

@@ -1,0 +1,228 @@
+// What every registered attention mechanism must do, whatever it computes: the
+// map it shows is what it applied to the values, padding never reaches a real
+// token, a language model never sees the future, every parameter learns, and
+// its accounting counts what it builds. A new mechanism is covered by being
+// registered; its numbers are checked against tests/reference/ in tst_reference.
+#include "TestSupport.h"
+#include "model/Attention.h"
+#include "model/ParameterCount.h"
+#include "model/WideTransformer.h"
+#include "model/attention/AttentionMechanism.h"
+
+#include <QtTest>
+
+using namespace widelab;
+
+namespace {
+
+constexpr std::int64_t kB = 2, kT = 24, kA = 4, kG = 3;
+
+// A classification (or language) model whose only mechanism is `name`, with
+// every integer key of the mechanism brought down to at most 4 so that windows,
+// blocks, features and projections are smaller than the sequence and matter.
+ModelConfig configFor(const MechanismSpec& spec, bool languageModel)
+{
+    nlohmann::json model = {{"vocab_size", 17}, {"max_len", kT}, {"d_model", 12}, {"heads", kG},
+                            {"head_dim", kA}, {"dropout", 0.0}, {"attention", spec.name},
+                            {"head", languageModel ? "language_model" : "classification"}, {"pooling", "mean"}};
+    for (const KeySpec& key : spec.keys)
+        if (key.type == KeyType::Integer && key.defaultValue.get<std::int64_t>() > 4)
+            model[key.name()] = std::max<std::int64_t>(static_cast<std::int64_t>(key.min), 4);
+    return test::modelConfig(model.dump());
+}
+
+struct Mixed {
+    torch::Tensor context, map;
+};
+
+Mixed runMechanism(MechanismImpl& mechanism, const MixInput& in)
+{
+    Mixed out;
+    out.context = mechanism.mix(in, &out.map);
+    return out;
+}
+
+MixInput inputs(const torch::Tensor& keyValid, bool causal)
+{
+    MixInput in;
+    in.q = torch::randn({kB, kG, kT, kA});
+    in.k = torch::randn({kB, kG, kT, kA});
+    in.v = torch::randn({kB, kG, kT, kA});
+    in.keyValid = keyValid;
+    in.bias = torch::zeros({kB, 1, 1, kT}).masked_fill(keyValid.logical_not().view({kB, 1, 1, kT}), -1e9);
+    if (causal)
+        in.bias = in.bias + torch::zeros({1, 1, kT, kT}).masked_fill(torch::ones({kT, kT}, torch::kBool).triu(1), -1e9);
+    in.causal = causal;
+    return in;
+}
+
+}  // namespace
+
+class TestAttention : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(2); }
+    void mechanisms_data();
+    void mechanisms();
+    void registryAndSchemaAgree();
+    void mixedHeadsFollowTheList();
+};
+
+void TestAttention::mechanisms_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("languageModel");
+    for (const MechanismSpec* spec : attentionMechanisms()) {
+        QTest::newRow((spec->name + " classification").c_str()) << QString::fromStdString(spec->name) << false;
+        if (spec->causal)
+            QTest::newRow((spec->name + " language model").c_str()) << QString::fromStdString(spec->name) << true;
+    }
+}
+
+void TestAttention::mechanisms()
+{
+    QFETCH(QString, name);
+    QFETCH(bool, languageModel);
+    const MechanismSpec& spec = *findMechanism(name.toStdString());
+    const ModelConfig config = configFor(spec, languageModel);
+    MechanismShape shape;
+    shape.heads = kG;
+    shape.headDim = kA;
+    shape.positions = config.positions();
+    shape.causal = languageModel;
+
+    torch::manual_seed(3);
+    const std::shared_ptr<MechanismImpl> mechanism = spec.make(shape, config);
+    mechanism->eval();
+    {
+        torch::NoGradGuard noGrad;
+        for (auto& p : mechanism->parameters())
+            p.add_(torch::randn_like(p) * 0.1);
+    }
+
+    // Its accounting counts what it builds.
+    std::int64_t built = 0;
+    for (const auto& p : mechanism->parameters())
+        built += p.numel();
+    QCOMPARE(qint64(built), qint64(spec.parameters(shape, config)));
+    const double flops = spec.flopsPerToken(shape, config, kT);
+    QVERIFY(flops > 0.0);
+    if (spec.linearCost)  // per token, the cost does not grow with the sequence
+        QVERIFY2(spec.flopsPerToken(shape, config, 8 * kT) <= 1.01 * spec.flopsPerToken(shape, config, 4 * kT),
+                 "a linear-cost mechanism's FLOPs per token grow with the sequence");
+
+    // Sequence 0 is full; sequence 1 has 15 real tokens, then padding.
+    const torch::Tensor keyValid = torch::arange(kT).unsqueeze(0) < torch::tensor({kT, std::int64_t{15}}).unsqueeze(1);
+    MixInput in = inputs(keyValid, languageModel);
+    in.q.requires_grad_(true);
+    in.k.requires_grad_(true);
+    in.v.requires_grad_(true);
+    const Mixed out = runMechanism(*mechanism, in);
+    QCOMPARE(out.context.sizes().vec(), (std::vector<std::int64_t>{kB, kG, kT, kA}));
+    QVERIFY(torch::isfinite(out.context).all().item<bool>());
+
+    // The map is what the values were mixed with: context = map v.
+    QVERIFY2(out.map.defined(), "the mechanism returns no map for inspection");
+    QCOMPARE(out.map.sizes().vec(), (std::vector<std::int64_t>{kB, kG, kT, kT}));
+    const torch::Tensor applied = torch::matmul(out.map, in.v);
+    QVERIFY2(test::relativeError(out.context, applied) < 1e-4,
+             ("context differs from map x v by " + std::to_string(test::relativeError(out.context, applied))).c_str());
+    // No weight on a padded key; none on a future key in a language model.
+    QCOMPARE(out.map[1].narrow(-1, 15, kT - 15).abs().max().item<float>(), 0.0f);
+    if (languageModel)
+        QCOMPARE((out.map * torch::ones({kT, kT}).triu(1)).abs().max().item<float>(), 0.0f);
+    if (spec.map != MapKind::Implied) {
+        const torch::Tensor rows = out.map.sum(-1);
+        QVERIFY(torch::allclose(rows, torch::ones_like(rows), 1e-4, 1e-5));
+    }
+
+    // Every parameter and the values learn.
+    out.context.pow(2).sum().backward();
+    QVERIFY(in.v.grad().defined() && in.v.grad().abs().sum().item<float>() > 0.0f);
+    for (const auto& item : mechanism->named_parameters())
+        QVERIFY2(item.value().grad().defined() && item.value().grad().abs().sum().item<float>() > 0.0f,
+                 ("no gradient reaches " + item.key()).c_str());
+
+    // Padding changes nothing at real positions; the future nothing at the past.
+    torch::NoGradGuard noGrad;
+    MixInput changed = in;
+    changed.q = in.q.detach().clone();
+    changed.k = in.k.detach().clone();
+    changed.v = in.v.detach().clone();
+    for (torch::Tensor* t : {&changed.q, &changed.k, &changed.v})
+        (*t)[1].narrow(1, 15, kT - 15).normal_();
+    if (languageModel)
+        for (torch::Tensor* t : {&changed.q, &changed.k, &changed.v})
+            (*t)[0].narrow(1, 20, kT - 20).normal_();
+    const Mixed again = runMechanism(*mechanism, changed);
+    QVERIFY2(torch::allclose(again.context[1].narrow(1, 0, 15), out.context[1].narrow(1, 0, 15), 1e-4, 1e-5),
+             "padded tokens change the context of real ones");
+    if (languageModel)
+        QVERIFY2(torch::allclose(again.context[0].narrow(1, 0, 20), out.context[0].narrow(1, 0, 20), 1e-4, 1e-5),
+                 "future tokens change the context of earlier ones");
+
+    // The whole model with this mechanism: a forward, a backward, finite.
+    torch::GradMode::set_enabled(true);
+    WideTransformer model(config);
+    model->train();
+    model->beginStep(0);
+    const torch::Tensor ids = torch::randint(17, {kB, kT}, torch::kLong);
+    const ModelOutput output = model->forward(ids, keyValid);
+    QVERIFY(torch::isfinite(output.logits).all().item<bool>());
+    torch::GradMode::set_enabled(false);
+}
+
+void TestAttention::registryAndSchemaAgree()
+{
+    // Every mechanism's keys are in the schema under model., and model.attention
+    // offers every mechanism and "mixed".
+    const KeySpec& attention = keySpec("model.attention");
+    QCOMPARE(attention.choices.size(), attentionMechanisms().size() + 1);
+    QCOMPARE(attention.choices.back(), std::string("mixed"));
+    for (const MechanismSpec* spec : attentionMechanisms()) {
+        QVERIFY(std::find(attention.choices.begin(), attention.choices.end(), spec->name) != attention.choices.end());
+        QVERIFY(!spec->title.empty());
+        for (const KeySpec& key : spec->keys) {
+            QCOMPARE(key.section(), std::string("model"));
+            QCOMPARE(&keySpec(key.key), &keySpec(key.key));  // present (throws otherwise)
+            QVERIFY2(key.name().rfind(spec->name + "_", 0) == 0,
+                     ("a mechanism's keys start with its name: " + key.key).c_str());
+        }
+    }
+}
+
+void TestAttention::mixedHeadsFollowTheList()
+{
+    // Two mechanisms over 4 heads: two consecutive heads each, in list order.
+    std::vector<std::string> names;
+    for (const MechanismSpec* spec : attentionMechanisms())
+        names.push_back(spec->name);
+    const std::string second = names.size() > 1 ? names[1] : names[0];
+    const ModelConfig c = test::modelConfig(
+        R"({"d_model": 16, "heads": 4, "head_dim": 4, "attention": "mixed", "max_len": 16})",
+        nlohmann::json{{"attention_mix", {"full", second}}}.dump());
+    QCOMPARE(headMechanisms(c), (std::vector<std::string>{"full", "full", second, second}));
+
+    // A list that does not divide the heads, or names no mechanism, is an error naming the key.
+    for (const char* bad : {R"({"heads": 4, "head_dim": 4, "attention": "mixed", "attention_mix": ["full", "full", "full"]})",
+                            R"({"heads": 4, "head_dim": 4, "attention": "mixed", "attention_mix": ["ful"]})",
+                            R"({"heads": 4, "head_dim": 4, "attention": "mixed"})"}) {
+        std::vector<ConfigIssue> issues;
+        ModelConfig::fromJson(nlohmann::json::parse(bad), issues);
+        QVERIFY2(!issues.empty() && issues.front().key == "model.attention_mix", bad);
+    }
+    // A mixed model's heads: the output of the layer equals mixing each share with its own mechanism.
+    torch::manual_seed(5);
+    Attention layer(c);
+    layer->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor x = torch::randn({2, 9, 16});
+    torch::Tensor maps;
+    layer->forward(x, {}, {}, &maps);
+    QCOMPARE(maps.sizes().vec(), (std::vector<std::int64_t>{2, 4, 9, 9}));
+    QCOMPARE(qint64(layer->groups.size()), qint64(second == "full" ? 1 : 2));
+}
+
+QTEST_GUILESS_MAIN(TestAttention)
+#include "tst_attention.moc"
