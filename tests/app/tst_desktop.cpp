@@ -7,6 +7,7 @@
 #include "ConfigAssessment.h"
 #include "ExpertsView.h"
 #include "InsightConvert.h"
+#include "InsightFacts.h"
 #include "InsightsView.h"
 #include "ConfigPanel.h"
 #include "CurvePlot.h"
@@ -142,6 +143,7 @@ private Q_SLOTS:
     void theThemeSwitchesEveryViewAndIsKept();
     void startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule();
     void pausedTheStatusBarNamesTheLogsStep();
+    void theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImages();
 
 private:
     QTemporaryDir m_dir;
@@ -1420,6 +1422,33 @@ void TestDesktop::pausedTheStatusBarNamesTheLogsStep()
     QCOMPARE(label->text(), QStringLiteral("Step %1 / 100000").arg(step));
     window.action(QStringLiteral("stop"))->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+}
+
+// The attention view's captions and the probe picker's kind come from the
+// configuration, through the core's registry of mechanisms.
+void TestDesktop::theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImages()
+{
+    const ConfigAssessment assessment = assessDocument(tinyDocument(2));
+    QVERIFY(assessment.valid);
+    InsightHistory history;
+    describeInsights(history, assessment.complete);
+    QCOMPARE(history.headCaptions().size(), qsizetype{4});  // model.heads: one per head of a path
+    for (const HeadMapCaption& caption : history.headCaptions()) {
+        QCOMPARE(caption.mechanism, QStringLiteral("full"));
+        QCOMPARE(caption.kind, QStringLiteral("exact"));
+    }
+    QCOMPARE(headCaptionText(history.headCaptions(), 2, 4, 1), QStringLiteral("full (exact)"));
+    QVERIFY(!history.imageInput());
+
+    // A document the core cannot read says nothing about the heads.
+    QJsonObject broken = assessment.complete;
+    QJsonObject model = broken.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("heads"), -3);
+    model.insert(QStringLiteral("input"), QStringLiteral("image"));
+    broken.insert(QStringLiteral("model"), model);
+    describeInsights(history, broken);
+    QVERIFY(history.headCaptions().isEmpty());
+    QVERIFY(history.imageInput());  // model.input is read as written
 }
 
 QTEST_MAIN(TestDesktop)
