@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   python3-torch           # the independent reference the tests compare against
+  libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
 )
 
 missing=()

@@ -50,6 +50,7 @@ usage:
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
                        [--device D] [--threads N] [--json]
   widelab-cli inspect RUN_DIR --text "..." [--checkpoint latest|best|FILE] [--json]
+  widelab-cli inspect RUN_DIR --image FILE|validation:N [--checkpoint ...] [--json]
                                         attention, routing and prediction on a text
   widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
                                         a state_dict for Python's torch.load, config beside it
@@ -210,6 +211,11 @@ int params(const Arguments& a, std::ostream& out, std::ostream& err)
     out << "stored: trainable parameters, shared modules once; active: with top_k of the experts;\n"
            "applied: what one token passes through, a shared module once per block that uses it;\n"
            "FLOPs/token: forward matrix products per token (a multiply-add is 2).\n\n";
+    if (document.model.imageInput())
+        out << "image input: " << document.model.imageSize << "x" << document.model.imageSize << " pixels, "
+            << document.model.channels << " channel(s), " << document.model.patchGrid() << "x"
+            << document.model.patchGrid() << " patches of " << document.model.patchSize << "x"
+            << document.model.patchSize << (document.model.usesClsToken() ? ", plus the CLS token" : "") << "\n";
     out << "forward FLOPs per token (sequence of " << cost.sequenceLength
         << " tokens): " << shortCount(cost.flopsPerToken);
     if (document.model.isMoe())
@@ -268,7 +274,10 @@ int forward(const Arguments& a, std::ostream& out)
     torch::manual_seed(0);
     WideTransformer model(config);
     model->train();
-    const torch::Tensor ids = torch::randint(config.vocabSize, {batch, length}, torch::kLong);
+    // Images: random normalised pixels; their sequence is the patches, whatever --length says.
+    const torch::Tensor ids = config.imageInput()
+                                  ? torch::randn({batch, config.channels, config.imageSize, config.imageSize})
+                                  : torch::randint(config.vocabSize, {batch, length}, torch::kLong);
     const torch::Tensor targets = config.head == HeadKind::Classification
                                       ? torch::randint(config.numClasses, {batch}, torch::kLong)
                                       : torch::randint(config.vocabSize, {batch, length}, torch::kLong);
@@ -393,7 +402,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         options = {"--split", "--checkpoint", "--device", "--threads"};
     } else if (command == "inspect") {
         flags = {"--json"};
-        options = {"--text", "--checkpoint"};
+        options = {"--text", "--image", "--checkpoint"};
     } else {
         options = {"--out", "--checkpoint"};
     }
@@ -404,6 +413,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.device = a.text("--device");
     r.split = a.text("--split", "validation");
     r.text = a.text("--text");
+    r.image = a.text("--image");
     r.checkpoint = a.text("--checkpoint", "latest");
     r.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
     r.threads = a.integer("--threads", -1, 0, 4096);

@@ -234,11 +234,27 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 
 int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
-    if (a.positional.size() != 1 || a.text.empty())
-        throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" [--json]");
+    if (a.positional.size() != 1 || a.text.empty() == a.image.empty())
+        throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" | --image FILE|validation:N [--json]");
     OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
     printWarnings(opened, err);
-    ProbeResult r = probeModel(*opened.model, opened.tokenizer, opened.labels, a.text, opened.document.sequenceLength());
+    const ModelConfig& model = opened.document.model;
+    if (model.imageInput() != !a.image.empty())
+        throw RunUsageError(model.imageInput() ? "the run's model reads images: inspect it with --image FILE|validation:N"
+                                               : "the run's model reads text: inspect it with --text \"...\"");
+    ProbeResult r;
+    if (model.imageInput()) {
+        // validation:N needs the run's data (generated, or its folder); a file does not.
+        std::unique_ptr<ImageTask> task;
+        if (a.image.rfind("validation:", 0) == 0)
+            task = std::make_unique<ImageTask>(prepareImageTask(opened.document, opened.labels, &opened.imageStats));
+        std::int64_t label = -1;
+        const Image image = probeImage(a.image, task ? task->validation.get() : nullptr, imageFormat(model), label);
+        r = probeImageModel(*opened.model, opened.labels, image, opened.imageStats, a.image);
+        r.label = label;
+    } else {
+        r = probeModel(*opened.model, opened.tokenizer, opened.labels, a.text, opened.document.sequenceLength());
+    }
     r.step = opened.state.step;
     if (a.json) {
         out << toJson(r).dump() << "\n";
@@ -271,6 +287,8 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         }
     }
     out << "\nprediction: " << top(r.prediction, r.predictionLabels, 5) << "\n";
+    if (r.label >= 0 && r.label < static_cast<std::int64_t>(r.predictionLabels.size()))
+        out << "true class: " << r.predictionLabels[static_cast<std::size_t>(r.label)] << "\n";
     return 0;
 }
 

@@ -21,6 +21,7 @@ struct RunArguments {
     std::string device;         // --device
     std::string split = "validation";
     std::string text;           // --text
+    std::string image;          // --image: an image file or validation:N (image runs)
     std::string checkpoint = "latest";
     std::int64_t steps = -1;    // --steps
     std::int64_t threads = -1;  // --threads

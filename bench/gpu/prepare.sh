@@ -25,6 +25,7 @@ packages=(
   libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev
   qt6-base-dev qt6-base-dev-tools libqt6core6 libqt6test6 qmake6 qmake6-bin
   libicu72 libdouble-conversion3 libpcre2-16-0 libb2-1 libglib2.0-0
+  libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo   # image tasks (PNG, JPEG)
 )
 # The multi-path paper preset trains on this text, absent on most machines.
 extra_files=(/usr/share/common-licenses/GPL-3)

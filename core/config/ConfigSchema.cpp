@@ -16,6 +16,7 @@ using json = nlohmann::json;
 constexpr double kMaxWidth = 1 << 16;
 constexpr double kMaxVocab = 10'000'000;
 constexpr double kMaxLen = 1 << 20;
+constexpr double kMaxImageSize = 4096;
 constexpr double kMaxLayers = 1024;
 constexpr double kMaxHeads = 4096;
 constexpr double kMaxExperts = 4096;
@@ -80,7 +81,11 @@ std::vector<KeySpec> makeSchema()
         text("description", KeyType::Text, "", "what the run is about: free text, kept with the run"),
 
         integer("model.vocab_size", 2, kMaxVocab, 256, "token vocabulary size; holds the tokenizer's vocabulary"),
-        integer("model.max_len", 1, kMaxLen, 512, "longest input in tokens, not counting the CLS token"),
+        integer("model.max_len", 1, kMaxLen, 512, "longest input in tokens, not counting the CLS token; image input: the number of patches"),
+        choice("model.input", {"tokens", "image"}, "token ids, or images cut into patches (ViT)"),
+        integer("model.image_size", 1, kMaxImageSize, 32, "image input: height and width in pixels, a multiple of patch_size"),
+        integer("model.patch_size", 1, kMaxImageSize, 4, "image input: height and width of a patch in pixels"),
+        integer("model.channels", 1, 3, 3, "image input: 1 (grey) or 3 (RGB)"),
         integer("model.d_model", 1, kMaxWidth, 256, "width of the residual stream"),
         integer("model.embedding_dim", 0, kMaxWidth, 0, "factorised token embedding size; 0: embed straight into d_model"),
         integer("model.layers", 1, kMaxLayers, 6, "number of Transformer blocks"),
@@ -120,8 +125,9 @@ std::vector<KeySpec> makeSchema()
         boolean("model.learnable_path_weights", false, "train the weights of the paths' sum"),
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
-        choice("task.kind", {"listops", "classification", "language_model"}, "generated ListOps, or a data file"),
-        text("task.path", KeyType::FilePath, "", "the data file of a classification or language-model task"),
+        choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes"},
+               "generated ListOps, a data file, a folder of images, CIFAR-10, or generated shapes"),
+        text("task.path", KeyType::FilePath, "", "the data file, image folder or CIFAR-10 folder of the task"),
         choice("task.tokenizer", {"byte", "character", "word"}, "how file texts become tokens"),
         integer("task.vocab_limit", 3, 10'000'000, 8000, "character and word tokenizers: the most tokens kept"),
         integer("task.sequence_length", 0, kBig, 0, "longer texts are cut; 0: model.max_len"),
@@ -129,10 +135,12 @@ std::vector<KeySpec> makeSchema()
         number("task.test_fraction", 0.0, 0.5, 0.05, "share of the file held out for testing"),
         integer("task.min_length", 1, 1 << 20, 16, "ListOps: shortest expression in tokens"),
         integer("task.max_length", 1, 1 << 20, 128, "ListOps: longest expression in tokens"),
-        integer("task.train_size", 1, kBig, 20000, "ListOps: examples in the training split"),
-        integer("task.validation_size", 1, kBig, 1000, "ListOps: examples in the validation split"),
-        integer("task.test_size", 1, kBig, 1000, "ListOps: examples in the test split"),
-        integer("task.seed", 0, kBig, 0, "seed of the ListOps generator and of the file splits"),
+        integer("task.train_size", 1, kBig, 20000, "ListOps and shapes: examples in the training split"),
+        integer("task.validation_size", 1, kBig, 1000, "ListOps and shapes: examples in the validation split"),
+        integer("task.test_size", 1, kBig, 1000, "ListOps and shapes: examples in the test split"),
+        integer("task.seed", 0, kBig, 0, "seed of the ListOps and shapes generators and of the file and folder splits"),
+        integer("task.crop_padding", 0, 1024, 4, "images: random crop after padding by this many pixels while training; 0: off"),
+        boolean("task.flip", true, "images: random horizontal flip while training"),
 
         choice("train.optimizer", {"adamw", "lamb", "sgd"}, "the optimizer"),
         number("train.learning_rate", 1e-12, 100.0, 1e-3, "peak learning rate, reached after warmup"),
@@ -159,7 +167,8 @@ std::vector<KeySpec> makeSchema()
         integer("train.checkpoint_every", 1, kBig, 200, "steps between checkpoints"),
         integer("train.keep_last", 1, 1000, 3, "checkpoints kept"),
         integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),
-        text("train.probes", KeyType::TextList, json::array(), "texts inspected during training"),
+        text("train.probes", KeyType::TextList, json::array(),
+             "texts inspected during training; images: validation:N or an image file"),
     };
     const auto at = std::find_if(keys.begin(), keys.end(), [](const KeySpec& k) { return k.key == "model.dropout"; });
     const std::vector<KeySpec> attention = attentionKeys();

@@ -65,6 +65,15 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
                 warnings.push_back({s.keyPath(name), "has no effect: no head uses \"" + mechanism->name + "\" attention"});
         }
     }
+    if (c.imageInput()) {
+        // max_len reads as the patch count: a given value other than that says something untrue.
+        if (s.has("max_len") && model.at("max_len").is_number() && model.at("max_len").get<double>() != static_cast<double>(c.maxLen))
+            warnings.push_back({s.keyPath("max_len"), "has no effect with image input: the sequence is the "
+                                                          + number(c.patches()) + " patches (image_size / patch_size squared)"});
+        unused({"vocab_size"}, "with image input (" + s.keyPath("input") + " is \"image\")");
+    } else {
+        unused({"image_size", "patch_size", "channels"}, "with token input (" + s.keyPath("input") + " is \"tokens\")");
+    }
 }
 
 // model.attention, model.attention_mix and every mechanism's keys.
@@ -178,6 +187,12 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
 
     s.read(spec("vocab_size"), c.vocabSize);
     s.read(spec("max_len"), c.maxLen);
+    s.readChoice(spec("input"), c.input);
+    s.read(spec("image_size"), c.imageSize);
+    s.read(spec("patch_size"), c.patchSize);
+    s.read(spec("channels"), c.channels);
+    if (c.imageInput() && c.imageSize % c.patchSize == 0)
+        c.maxLen = c.patches();  // the sequence is the patches, whatever max_len says
     s.read(spec("d_model"), c.dModel);
     s.read(spec("embedding_dim"), c.embeddingDim);
     s.read(spec("layers"), c.layers);
@@ -242,7 +257,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
         for (const CostRow& row : cost.parts)
             if (row.stored > largest->stored)
                 largest = &row;
-        const std::string key = largest->part == "embeddings" ? "vocab_size"
+        const std::string key = largest->part == "embeddings" ? (c.imageInput() ? "patch_size" : "vocab_size")
                                 : largest->part == "attention" ? "heads"
                                 : largest->part == "experts" || largest->part == "router" ? "experts"
                                 : largest->part == "ffn"  ? "ffn_dim"
@@ -294,6 +309,16 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
     if (readable({"renormalize_gates", "top_k"}) && renormalizeGates && topK == 1 && experts > 1)
         report("renormalize_gates", "with " + key("top_k") + " 1 every gate becomes 1 and the router learns "
                                     "nothing from the task; use top_k >= 2 or turn renormalisation off");
+    if (readable({"input", "image_size", "patch_size"}) && imageInput() && imageSize % patchSize != 0)
+        report("image_size", number(imageSize) + " is not a multiple of " + key("patch_size") + " ("
+                                 + number(patchSize) + "): the patches must tile the image");
+    if (readable({"input", "channels"}) && imageInput() && channels == 2)
+        report("channels", "2 is neither grey (1) nor RGB (3)");
+    if (readable({"input", "head"}) && imageInput() && head == HeadKind::LanguageModel)
+        report("head", "\"language_model\" predicts next tokens, which images do not have; use \"classification\" "
+                       "with " + key("input") + " \"image\"");
+    if (readable({"input", "embedding_dim"}) && imageInput() && embeddingDim > 0)
+        report("embedding_dim", "a factorised embedding is for tokens; image input embeds patches straight into d_model");
     if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
         report("pooler", "only applies to a classification head");
     validateAttention(*this, report, readable);
@@ -308,6 +333,10 @@ nlohmann::json ModelConfig::toJson() const
     nlohmann::json json = {
         {"vocab_size", vocabSize},
         {"max_len", maxLen},
+        {"input", nameOf("input", input)},
+        {"image_size", imageSize},
+        {"patch_size", patchSize},
+        {"channels", channels},
         {"d_model", dModel},
         {"embedding_dim", embeddingDim},
         {"layers", layers},

@@ -19,11 +19,16 @@ enum class HeadKind { Classification, LanguageModel };
 enum class Pooling { Cls, Mean };
 enum class Activation { Gelu, Relu, Silu };
 enum class RoutingPriority { Position, Batch };
+enum class InputKind { Tokens, Image };
 
 struct ModelConfig {
     // Input and width. Defaults describe a small laptop-scale encoder.
     std::int64_t vocabSize = 256;
-    std::int64_t maxLen = 512;        // longest input, not counting the CLS token
+    std::int64_t maxLen = 512;        // longest input, not counting the CLS token (images: the patches)
+    InputKind input = InputKind::Tokens;
+    std::int64_t imageSize = 32;      // image input: pixels per side, a multiple of patchSize
+    std::int64_t patchSize = 4;       // image input: pixels per patch side
+    std::int64_t channels = 3;        // image input: 1 (grey) or 3 (RGB)
     std::int64_t dModel = 256;
     std::int64_t embeddingDim = 0;    // 0: not factorised
     std::int64_t layers = 6;
@@ -80,6 +85,10 @@ struct ModelConfig {
     // Derived quantities used throughout the model and the accounting.
     std::int64_t attentionWidth() const { return heads * headDim; }
     bool isMoe() const { return experts > 1; }
+    bool imageInput() const { return input == InputKind::Image; }
+    std::int64_t patchGrid() const { return patchSize > 0 ? imageSize / patchSize : 0; }  // patches per side
+    std::int64_t patches() const { return patchGrid() * patchGrid(); }                   // row-major
+    std::int64_t patchInputs() const { return channels * patchSize * patchSize; }          // C * P * P
     bool isMultiPath() const { return paths > 1 || pathNorm || learnablePathWeights || pathExtraFeatures; }
     std::int64_t pathFeatures() const { return pathExtraFeatures ? 2 * paths : paths; }
     bool usesClsToken() const { return head == HeadKind::Classification && pooling == Pooling::Cls; }
@@ -98,7 +107,9 @@ struct ModelConfig {
     }
     std::int64_t routingCalls() const { return isMoe() ? routingGroups : 0; }
 
-    // Reads the `model` object, filling defaults that depend on other keys. Every
+    // Reads the `model` object, filling defaults that depend on other keys (with
+    // image input, max_len becomes the number of patches, so that positions()
+    // and everything reading the sequence length stay right). Every
     // problem is appended to `issues` (nothing is thrown); the result is only
     // meaningful when no issue was added. Keys given without effect (routing
     // options of a dense model, ...) are appended to `warnings` when given.

@@ -50,6 +50,70 @@ Batch makeBatch(const std::vector<Example>& examples, bool languageModel)
     return batch;
 }
 
+namespace {
+
+// HWC bytes -> CHW floats, normalised, into `out` (C * H * W floats).
+void normalise(const Image& image, const ImageStats& stats, float* out)
+{
+    const std::int64_t C = image.channels, HW = image.width * image.height;
+    for (std::int64_t c = 0; c < C; ++c) {
+        const double mean = stats.mean[static_cast<std::size_t>(c)], std = stats.std[static_cast<std::size_t>(c)];
+        for (std::int64_t i = 0; i < HW; ++i)
+            out[c * HW + i] = static_cast<float>((image.pixels[static_cast<std::size_t>(i * C + c)] / 255.0 - mean) / std);
+    }
+}
+
+void checkStats(const ImageStats& stats, std::int64_t channels)
+{
+    if (static_cast<std::int64_t>(stats.mean.size()) != channels || static_cast<std::int64_t>(stats.std.size()) != channels)
+        throw std::invalid_argument("image batch: normalisation for " + std::to_string(stats.mean.size())
+                                    + " channels, images of " + std::to_string(channels));
+}
+
+}  // namespace
+
+Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, const ImageStats& stats,
+                     const ImageAugmentation* augment)
+{
+    if (examples.empty())
+        throw std::invalid_argument("makeImageBatch: no examples");
+    checkStats(stats, format.channels);
+    // B = batch, C = channels, S = side
+    const auto B = static_cast<std::int64_t>(examples.size());
+    const std::int64_t C = format.channels, S = format.side;
+    Batch batch;
+    batch.pixels = torch::empty({B, C, S, S}, torch::kFloat32);
+    batch.targets = torch::empty({B}, torch::kInt64);
+    float* pixels = batch.pixels.data_ptr<float>();
+    auto* targets = batch.targets.data_ptr<std::int64_t>();
+    for (std::int64_t b = 0; b < B; ++b) {
+        const Example& example = examples[static_cast<std::size_t>(b)];
+        if (example.label < 0)
+            throw std::invalid_argument("makeImageBatch: example " + std::to_string(b) + " has no label");
+        if (static_cast<std::int64_t>(example.pixels.size()) != C * S * S)
+            throw std::invalid_argument("makeImageBatch: example " + std::to_string(b) + " has "
+                                        + std::to_string(example.pixels.size()) + " pixel bytes, expected "
+                                        + std::to_string(C * S * S));
+        Image image = exampleImage(example, format);
+        if (augment) {
+            DataRandom random(mixSeed(augment->seed, static_cast<std::uint64_t>(b)));
+            image = augmentImage(image, augment->padding, augment->flip, random);
+        }
+        normalise(image, stats, pixels + b * C * S * S);
+        targets[b] = example.label;
+    }
+    batch.tokens = B;
+    return batch;
+}
+
+torch::Tensor imageTensor(const Image& image, const ImageStats& stats)
+{
+    checkStats(stats, image.channels);
+    torch::Tensor pixels = torch::empty({1, image.channels, image.height, image.width}, torch::kFloat32);
+    normalise(image, stats, pixels.data_ptr<float>());
+    return pixels;
+}
+
 BatchSampler::BatchSampler(std::int64_t datasetSize, std::int64_t batchSize, std::uint64_t seed)
     : m_size(datasetSize), m_batchSize(batchSize), m_seed(seed)
 {

@@ -1,8 +1,9 @@
-// defines: Batch (padded tensors of a list of examples), makeBatch, BatchSampler (a deterministic shuffled order
+// defines: Batch (padded tensors of a list of examples), makeBatch, ImageAugmentation, makeImageBatch, BatchSampler (a deterministic shuffled order
 // over a dataset that can be resumed)
 #pragma once
 
 #include "Datasets.h"
+#include "Images.h"
 
 #include <torch/types.h>
 
@@ -11,17 +12,34 @@
 
 namespace widelab {
 
-// B = batch, T = longest example
+// B = batch, T = longest example; images: C = channels, H = W = side
 struct Batch {
-    torch::Tensor ids;        // [B, T] int64, right-padded with Tokenizer::kPad
-    torch::Tensor mask;       // [B, T] bool, true for real tokens
+    torch::Tensor ids;        // [B, T] int64, right-padded with Tokenizer::kPad (undefined for images)
+    torch::Tensor mask;       // [B, T] bool, true for real tokens (undefined for images)
     torch::Tensor targets;    // [B] int64 (classification) or [B, T] int64 (language model; padded positions 0)
-    std::int64_t tokens = 0;  // real tokens in the batch
+    std::int64_t tokens = 0;  // real tokens in the batch (images: the images; the trainer counts patches)
+    torch::Tensor pixels;     // images: [B, C, H, W] float32, (pixel / 255 - mean) / std per channel
 };
 
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification
 // example without a label (< 0), or a language-model example whose targets differ in length from its ids.
 Batch makeBatch(const std::vector<Example>& examples, bool languageModel);
+
+// Training augmentation of an image batch: example b is augmented (augmentImage) with a generator seeded by
+// mixSeed(seed, b), so that a batch is the same whenever its seed is (a resumed run sees the same batches).
+struct ImageAugmentation {
+    std::int64_t padding = 0;  // task.crop_padding; 0: no crop
+    bool flip = false;         // task.flip
+    std::uint64_t seed = 0;
+};
+
+// Images to a batch: `pixels` normalised with `stats`, `targets` the labels; ids and mask stay undefined.
+// `augment` (training only; null in evaluation) changes the pixels before normalisation. Throws
+// std::invalid_argument on an empty list, an example without a label, or pixels that are not the format's size.
+Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, const ImageStats& stats,
+                     const ImageAugmentation* augment = nullptr);
+// One image ([1, C, H, W] float32, normalised), for probes.
+torch::Tensor imageTensor(const Image& image, const ImageStats& stats);
 
 // Deterministic shuffled order over a dataset, epoch after epoch: the sequence of indices depends only on
 // (seed, size). Epoch e is a permutation of 0..size-1 drawn from mixSeed(seed, e); a batch that runs past the end

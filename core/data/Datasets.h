@@ -20,6 +20,7 @@ struct Example {
     std::vector<std::int64_t> ids;      // token ids, length <= the dataset's sequence length
     std::int64_t label = -1;            // classification
     std::vector<std::int64_t> targets;  // language modelling: next-token ids, same length as ids
+    std::vector<std::uint8_t> pixels;   // images (data/Images.h): side x side x channels bytes, row-major HWC
 };
 
 enum class Split { Train, Validation, Test };

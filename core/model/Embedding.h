@@ -1,10 +1,12 @@
 // defines: EmbeddingImpl / Embedding: token embedding (optionally factorised
-// V -> embedding_dim -> D), the optional CLS token and learned positions
+// V -> embedding_dim -> D) or patch embedding (images: a convolution with
+// kernel = stride = patch_size), the optional CLS token and learned positions
 #pragma once
 
 #include "config/ModelConfig.h"
 
 #include <torch/nn/module.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 
@@ -13,13 +15,16 @@ namespace widelab {
 struct EmbeddingImpl : torch::nn::Module {
     explicit EmbeddingImpl(const ModelConfig& config);
 
-    // ids: [B, T] -> [B, T', D], T' = T + 1 when a CLS token is prepended.
-    torch::Tensor forward(const torch::Tensor& ids);
+    // Tokens: ids [B, T] int64 -> [B, T', D]. Images: pixels [B, C, H, W] float ->
+    // [B, T', D] with T = (H / P) * (W / P) patches in row-major order. T' = T + 1
+    // when a CLS token is prepended (position 0). Shapes are the caller's to check.
+    torch::Tensor forward(const torch::Tensor& input);
 
-    torch::nn::Embedding token{nullptr};
-    torch::nn::Linear project{nullptr};  // factorised embedding only
+    torch::nn::Embedding token{nullptr};  // token input only
+    torch::nn::Linear project{nullptr};   // factorised embedding only
+    torch::nn::Conv2d patch{nullptr};     // image input only: weight [D, C, P, P], bias [D]
     torch::nn::Embedding position{nullptr};
-    torch::Tensor cls;                   // [D], CLS pooling only
+    torch::Tensor cls;                    // [D], CLS pooling only
 };
 TORCH_MODULE(Embedding);
 

@@ -73,8 +73,12 @@ ModelCost modelCost(const ModelConfig& c)
     ModelCost cost;
 
     CostRow embeddings{"embeddings"};
-    embeddings.stored = c.vocabSize * c.tokenEmbeddingDim() + c.positions() * D
-                        + (c.factorisedEmbedding() ? c.embeddingDim * D + D : 0) + (c.usesClsToken() ? D : 0);
+    // Tokens: the vocabulary's table (and the factorisation's projection); images:
+    // the patch convolution, C*P*P*D weights and D biases.
+    const std::int64_t input = c.imageInput() ? c.patchInputs() * D + D
+                                              : c.vocabSize * c.tokenEmbeddingDim()
+                                                    + (c.factorisedEmbedding() ? c.embeddingDim * D + D : 0);
+    embeddings.stored = input + c.positions() * D + (c.usesClsToken() ? D : 0);
     embeddings.active = embeddings.applied = embeddings.stored;
 
     CostRow attention{"attention", c.attentionModules() * s.attention, c.attentionModules() * s.attention,
@@ -103,7 +107,9 @@ ModelCost modelCost(const ModelConfig& c)
         attentionFlops += use.spec->flopsPerToken(use.shape, c, T);
     const double unitFlops = 2.0 * 2.0 * D * M;
     const double routerFlops = 2.0 * D * (c.isMoe() ? c.experts : 0);
-    embeddings.flopsPerToken = c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D : 0.0;
+    embeddings.flopsPerToken = c.imageInput()            ? 2.0 * static_cast<double>(c.patchInputs()) * D
+                               : c.factorisedEmbedding() ? 2.0 * c.embeddingDim * D
+                                                         : 0.0;
     attention.flopsPerToken = static_cast<double>(L) * attentionFlops;
     ffn.flopsPerToken = static_cast<double>(L * ffnUnits) * unitFlops;
     router.flopsPerToken = static_cast<double>(c.routingCalls()) * routerFlops;

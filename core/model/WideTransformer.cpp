@@ -71,23 +71,28 @@ WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(c
     }
 }
 
-ModelOutput WideTransformerImpl::forward(const torch::Tensor& ids, const torch::Tensor& mask)
+ModelOutput WideTransformerImpl::forward(const torch::Tensor& input, const torch::Tensor& mask)
 {
-    return run(ids, mask, nullptr);
+    return run(input, mask, nullptr);
 }
 
-ModelOutput WideTransformerImpl::inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace)
+ModelOutput WideTransformerImpl::inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace)
 {
     trace.blocks.clear();
-    return run(ids, mask, &trace);
+    return run(input, mask, &trace);
 }
 
-ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace* trace)
+namespace {
+
+// Token ids [B, T], T <= max_len, ids inside the vocabulary (checked on the CPU).
+void checkTokens(const ModelConfig& c, const torch::Tensor& ids, const torch::Tensor& mask)
 {
-    const ModelConfig& c = m_config;
     if (ids.dim() != 2)
         throw std::invalid_argument("model input: expected token ids of shape [batch, length], got "
                                     + std::to_string(ids.dim()) + " dimensions");
+    if (ids.scalar_type() != torch::kLong && ids.scalar_type() != torch::kInt)
+        throw std::invalid_argument("model input: expected int64 token ids of shape [batch, length], got "
+                                    + std::string(c10::toString(ids.scalar_type())));
     if (ids.size(0) < 1 || ids.size(1) < 1)
         throw std::invalid_argument("model input: empty batch (" + std::to_string(ids.size(0)) + " sequences of "
                                     + std::to_string(ids.size(1)) + " tokens)");
@@ -107,9 +112,41 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
                                         + " is outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)
                                         + " (model.vocab_size)");
     }
+}
+
+// Pixels [B, C, H, W] floating point, C = model.channels, H = W = model.image_size; no mask.
+void checkPixels(const ModelConfig& c, const torch::Tensor& pixels, const torch::Tensor& mask)
+{
+    const std::string expected = "[batch, " + std::to_string(c.channels) + ", " + std::to_string(c.imageSize) + ", "
+                                 + std::to_string(c.imageSize) + "] (model.channels, model.image_size)";
+    if (pixels.dim() != 4)
+        throw std::invalid_argument("model input: expected pixels of shape " + expected + ", got "
+                                    + std::to_string(pixels.dim()) + " dimensions");
+    if (!pixels.is_floating_point())
+        throw std::invalid_argument("model input: expected floating-point pixels (normalised), got "
+                                    + std::string(c10::toString(pixels.scalar_type())));
+    if (pixels.size(0) < 1)
+        throw std::invalid_argument("model input: empty batch");
+    if (pixels.size(1) != c.channels || pixels.size(2) != c.imageSize || pixels.size(3) != c.imageSize)
+        throw std::invalid_argument("model input: expected pixels of shape " + expected + ", got ["
+                                    + std::to_string(pixels.size(0)) + ", " + std::to_string(pixels.size(1)) + ", "
+                                    + std::to_string(pixels.size(2)) + ", " + std::to_string(pixels.size(3)) + "]");
+    if (mask.defined())
+        throw std::invalid_argument("model input: image input takes no mask (every patch is real)");
+}
+
+}  // namespace
+
+ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace)
+{
+    const ModelConfig& c = m_config;
+    if (c.imageInput())
+        checkPixels(c, input, mask);
+    else
+        checkTokens(c, input, mask);
 
     // B = batch, T = sequence (with CLS), D = width
-    torch::Tensor h = m_embed(ids);
+    torch::Tensor h = m_embed(input.is_floating_point() ? input.to(m_embed->position->weight.dtype()) : input);
     const std::int64_t B = h.size(0), T = h.size(1), D = h.size(2);
 
     torch::Tensor valid;  // [B, T] bool, undefined when every token is real
@@ -123,7 +160,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
         bias = torch::zeros({B, 1, 1, T}, h.options().dtype(torch::kFloat32))
                    .masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
     if (c.head == HeadKind::LanguageModel) {
-        const torch::Tensor future = torch::ones({T, T}, valid.defined() ? valid.options() : ids.options().dtype(torch::kBool)).triu(1);
+        const torch::Tensor future = torch::ones({T, T}, torch::TensorOptions(torch::kBool).device(h.device())).triu(1);
         const torch::Tensor causal = torch::zeros({1, 1, T, T}, h.options().dtype(torch::kFloat32))
                                          .masked_fill(future.view({1, 1, T, T}), kMasked);
         bias = bias.defined() ? bias + causal : causal;
@@ -133,7 +170,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& ids, const torch::Tens
     if (c.isMoe() && valid.defined())
         tokenIndex = torch::nonzero(valid.reshape({-1})).squeeze(1);
     if (trace)
-        trace->tokenIndex = tokenIndex.defined() ? tokenIndex : torch::arange(B * T, ids.options().dtype(torch::kLong));
+        trace->tokenIndex = tokenIndex.defined() ? tokenIndex : torch::arange(B * T, torch::TensorOptions(torch::kLong).device(h.device()));
 
     h = applyDropout(h, c.dropout, is_training());
 

@@ -32,12 +32,15 @@ class WideTransformerImpl : public torch::nn::Module {
 public:
     explicit WideTransformerImpl(const ModelConfig& config);
 
-    // ids: [B, T] int64, T <= max_len; mask: [B, T] bool, true for real tokens
-    // (undefined: all real). Throws std::invalid_argument on a wrong shape, an
-    // empty batch, or (for CPU tensors) a token id outside the vocabulary.
-    ModelOutput forward(const torch::Tensor& ids, const torch::Tensor& mask = {});
+    // Token models (model.input "tokens"): input = ids [B, T] int64, T <= max_len;
+    // mask: [B, T] bool, true for real tokens (undefined: all real).
+    // Image models (model.input "image"): input = pixels [B, C, H, W] floating
+    // point, normalised, C = channels, H = W = image_size; no mask (undefined).
+    // Throws std::invalid_argument naming what was expected on a wrong shape or
+    // dtype, an empty batch, or (for CPU tensors) a token id outside the vocabulary.
+    ModelOutput forward(const torch::Tensor& input, const torch::Tensor& mask = {});
     // The same pass, also recording what `trace` asks for.
-    ModelOutput inspect(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace& trace);
+    ModelOutput inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace);
 
     // Before every training step (0-based): the attention mechanisms' schedules
     // (the Performer redraws its random features).
@@ -50,7 +53,7 @@ public:
     torch::Tensor ffnPathWeights(std::int64_t block) const;
 
 private:
-    ModelOutput run(const torch::Tensor& ids, const torch::Tensor& mask, ForwardTrace* trace);
+    ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace);
     torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, bool attention);
     torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, const torch::Tensor& tokenIndex,
                               Routing& groupRouting, torch::Tensor& balanceLoss, BlockTrace* trace);

@@ -49,7 +49,8 @@ void synchronizePhaseDevice()
 void countFlops(const ModelConfig& c, const BenchmarkOptions& options, BenchmarkResult& r)
 {
     ModelConfig atLength = c;
-    atLength.maxLen = options.sequence;
+    if (!c.imageInput())  // an image model's sequence is its patches
+        atLength.maxLen = options.sequence;
     const ModelCost cost = modelCost(atLength);
     const double tokens = static_cast<double>(atLength.positions()) * static_cast<double>(options.batch);
     const double passes = options.train ? 3.0 : 1.0;
@@ -118,7 +119,8 @@ void measurePeak(const c10::Device& device, const BenchmarkOptions& options, Ben
 ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence)
 {
     ModelConfig c = config;
-    c.maxLen = std::max(c.maxLen, sequence);
+    if (!c.imageInput())
+        c.maxLen = std::max(c.maxLen, sequence);
     return c;
 }
 
@@ -126,7 +128,8 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
 {
     const c10::Device device = benchmarkDevice(options.device);
     const ModelConfig c = benchmarkConfig(config, options.sequence);
-    const std::int64_t B = options.batch, T = options.sequence;
+    // Image models see their patches whatever the sequence asked for.
+    const std::int64_t B = options.batch, T = c.imageInput() ? c.patches() : options.sequence;
 
     BenchmarkResult r;
     r.mode = options.train ? "train" : "infer";
@@ -148,7 +151,10 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     model->to(device);
     model->train(options.train);
     // Drawn on the CPU, so that every device sees the same tokens.
-    const torch::Tensor ids = torch::randint(c.vocabSize, {B, T}, torch::kLong).to(device);
+    // Images: random normalised pixels [B, C, H, W].
+    const torch::Tensor ids = (c.imageInput() ? torch::randn({B, c.channels, c.imageSize, c.imageSize})
+                                              : torch::randint(c.vocabSize, {B, T}, torch::kLong))
+                                  .to(device);
     const torch::Tensor targets = (c.head == HeadKind::Classification
                                        ? torch::randint(c.numClasses, {B}, torch::kLong)
                                        : torch::randint(c.vocabSize, {B, T}, torch::kLong))

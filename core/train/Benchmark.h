@@ -18,7 +18,7 @@ namespace widelab {
 struct BenchmarkOptions {
     bool train = true;          // false: inference (eval mode, no autograd)
     std::int64_t batch = 16;
-    std::int64_t sequence = 256;  // tokens per sequence, not counting a CLS token
+    std::int64_t sequence = 256;  // tokens per sequence, not counting a CLS token (image models: their patches)
     std::int64_t steps = 10;    // timed steps; the step time reported is their median
     std::int64_t warmup = 2;    // untimed steps first (allocation, caches)
     std::int64_t peakSize = 0;  // matrix size of the peak measurement; 0: 1024 on the CPU, 8192 on CUDA
@@ -69,7 +69,7 @@ struct BenchmarkResult {
 };
 
 // Builds the model (max_len raised to `sequence` when shorter) on the device,
-// runs warm-up and timed steps on random tokens, single process, current thread
+// runs warm-up and timed steps on random tokens (image models: random pixels), single process, current thread
 // settings. Throws std::invalid_argument for a device that cannot be used.
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options);
 

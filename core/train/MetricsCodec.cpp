@@ -4,6 +4,9 @@
 #include "data/ByteText.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
 #include <cstdio>
 #include <limits>
 
@@ -62,6 +65,27 @@ nlohmann::json toJson(const EvaluationResult& r)
             {"accuracy", r.accuracy}, {"perplexity", r.perplexity}, {"examples", r.examples}};
 }
 
+namespace {
+
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(const std::vector<std::uint8_t>& bytes)
+{
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+        const std::uint32_t n = (std::uint32_t{bytes[i]} << 16) | (i + 1 < bytes.size() ? std::uint32_t{bytes[i + 1]} << 8 : 0)
+                                | (i + 2 < bytes.size() ? std::uint32_t{bytes[i + 2]} : 0);
+        out += kBase64[(n >> 18) & 63];
+        out += kBase64[(n >> 12) & 63];
+        out += i + 1 < bytes.size() ? kBase64[(n >> 6) & 63] : '=';
+        out += i + 2 < bytes.size() ? kBase64[n & 63] : '=';
+    }
+    return out;
+}
+
+}  // namespace
+
 nlohmann::json toJson(const ProbeResult& r)
 {
     nlohmann::json line = {{"type", "probe"},   {"step", r.step},           {"text", legibleBytes(r.text)},
@@ -69,6 +93,10 @@ nlohmann::json toJson(const ProbeResult& r)
                            {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
     if (r.label >= 0)
         line["label"] = r.label;  // only when known
+    if (r.image.width > 0)  // image models only
+        line["image"] = {{"width", r.image.width},         {"height", r.image.height},
+                         {"channels", r.image.channels},   {"grid_rows", r.image.gridRows},
+                         {"grid_cols", r.image.gridCols},  {"pixels", base64(r.image.pixels)}};
     return line;
 }
 
@@ -99,6 +127,7 @@ constexpr std::int64_t kMaxBlocks = 4096;
 constexpr std::int64_t kMaxExperts = 65536;
 constexpr std::int64_t kMaxPaths = 1024;
 constexpr std::int64_t kMaxTokens = 100000;
+constexpr std::int64_t kMaxImageSide = 1024;
 // Attention weights and predictions are probabilities; float rounding may pass 1 by a hair.
 constexpr double kProbabilitySlack = 1e-3;
 
@@ -485,6 +514,67 @@ void decodeExperts(const Json& json, ProbeResult& p)
     }
 }
 
+// Standard base64 with padding; nullopt for anything else.
+std::optional<std::vector<std::uint8_t>> fromBase64(const std::string& text)
+{
+    if (text.size() % 4 != 0)
+        return std::nullopt;
+    std::vector<std::uint8_t> out;
+    out.reserve(text.size() / 4 * 3);
+    for (std::size_t i = 0; i < text.size(); i += 4) {
+        std::uint32_t n = 0;
+        int padding = 0;
+        for (std::size_t k = 0; k < 4; ++k) {
+            const char c = text[i + k];
+            const char* found = c == '\0' ? nullptr : std::strchr(kBase64, c);
+            if (c == '=' && i + 4 == text.size() && k >= 2 && (k == 3 || text[i + 3] == '=')) {
+                ++padding;
+                n <<= 6;
+            } else if (found != nullptr && padding == 0) {
+                n = (n << 6) | static_cast<std::uint32_t>(found - kBase64);
+            } else {
+                return std::nullopt;
+            }
+        }
+        out.push_back(static_cast<std::uint8_t>(n >> 16));
+        if (padding < 2)
+            out.push_back(static_cast<std::uint8_t>((n >> 8) & 0xff));
+        if (padding < 1)
+            out.push_back(static_cast<std::uint8_t>(n & 0xff));
+    }
+    return out;
+}
+
+// The probe's image: sizes consistent with each other, with the pixels and with the tokens.
+void decodeProbeImage(const Json& json, ProbeResult& p)
+{
+    const Json* value = member(json, "image");
+    if (value == nullptr)
+        return;
+    const Json& image = object(value, "image");
+    const std::string side = "from 1 to " + std::to_string(kMaxImageSide);
+    ProbeImage& out = p.image;
+    out.width = integer(member(image, "width"), "image.width", 1, kMaxImageSide, side);
+    out.height = integer(member(image, "height"), "image.height", 1, kMaxImageSide, side);
+    out.channels = integer(member(image, "channels"), "image.channels", 1, 3, "1 (grey) or 3 (RGB)");
+    if (out.channels == 2)
+        refuse("\"image.channels\" is 2, not 1 (grey) or 3 (RGB)");
+    out.gridRows = integer(member(image, "grid_rows"), "image.grid_rows", 1, out.height, "from 1 to the height");
+    out.gridCols = integer(member(image, "grid_cols"), "image.grid_cols", 1, out.width, "from 1 to the width");
+    const auto pixels = fromBase64(string(member(image, "pixels"), "image.pixels"));
+    if (!pixels)
+        refuse("\"image.pixels\" is not base64");
+    const std::int64_t expected = out.width * out.height * out.channels;
+    if (static_cast<std::int64_t>(pixels->size()) != expected)
+        refuse("\"image.pixels\" holds " + std::to_string(pixels->size()) + " bytes for " + std::to_string(out.width)
+               + "x" + std::to_string(out.height) + "x" + std::to_string(out.channels) + " (" + std::to_string(expected) + ")");
+    out.pixels = *pixels;
+    const auto patches = static_cast<std::size_t>(out.gridRows * out.gridCols);
+    if (p.tokens.size() != patches && p.tokens.size() != patches + 1)
+        refuse("the probe has " + std::to_string(p.tokens.size()) + " tokens for a grid of "
+               + std::to_string(out.gridRows) + "x" + std::to_string(out.gridCols) + " patches");
+}
+
 void decodeProbe(const Json& json, MetricsRecord& record)
 {
     ProbeResult& p = record.probe;
@@ -499,6 +589,7 @@ void decodeProbe(const Json& json, MetricsRecord& record)
         p.tokens.push_back(string(&tokens[i], at("tokens", i)));
     decodeAttention(json, p);
     decodeExperts(json, p);
+    decodeProbeImage(json, p);
     if (const Json* prediction = member(json, "prediction"))
         p.prediction = listOf<float>(array(prediction, "prediction"), "prediction", probability);
     const Json& labels = optionalArray(json, "prediction_labels", "prediction_labels");

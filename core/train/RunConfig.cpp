@@ -43,6 +43,8 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("validation_size"), t.validationSize);
     s.read(spec("test_size"), t.testSize);
     s.read(spec("seed"), t.seed);
+    s.read(spec("crop_padding"), t.cropPadding);
+    s.read(spec("flip"), t.flip);
     s.rejectUnknownKeys();
     return t;
 }
@@ -87,6 +89,9 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     const ModelConfig& model = run.model;
     const std::string kind = "\"" + nameOf(choicesOf("task.kind"), task.kind) + "\"";
 
+    if (task.isImageTask() != model.imageInput())
+        report("model.input", kind + (task.isImageTask() ? " is an image task: it needs model.input \"image\""
+                                                         : " is a text task: it needs model.input \"tokens\""));
     if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
         report("task.kind", kind + " needs model.head \"language_model\"");
     if (task.kind != TaskKind::LanguageModel && model.head != HeadKind::Classification)
@@ -114,6 +119,21 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
                                           + " examples of up to " + std::to_string(task.maxLength)
                                           + " tokens exceed the 2^32 tokens WideLab generates; lower the sizes or "
                                             "task.max_length");
+    } else if (task.isImageTask()) {
+        if ((task.kind == TaskKind::Shapes || task.kind == TaskKind::Cifar10) && model.numClasses != 10)
+            report("model.num_classes", kind + " has 10 classes, got " + std::to_string(model.numClasses));
+        if (task.kind != TaskKind::Shapes) {
+            std::error_code error;
+            if (task.path.empty())
+                report("task.path", "missing: " + kind + " reads its images from a folder");
+            else if (requireDataFiles && !std::filesystem::is_directory(task.path, error))
+                report("task.path", "no such folder: " + task.path);
+            if (task.validationFraction <= 0.0)
+                report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
+        }
+        if (task.cropPadding >= model.imageSize)
+            report("task.crop_padding", std::to_string(task.cropPadding) + " is not below model.image_size ("
+                                            + std::to_string(model.imageSize) + "): a crop could hold no pixel of the image");
     } else {
         if (task.path.empty()) {
             report("task.path", "missing: " + kind + " reads its data from a file");
@@ -133,7 +153,7 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
         if (task.validationFraction <= 0.0)
             report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
     }
-    if (task.sequenceLength > model.maxLen)
+    if (task.sequenceLength > model.maxLen && !task.isImageTask())
         report("task.sequence_length", std::to_string(task.sequenceLength) + " exceeds model.max_len: "
                                            + std::to_string(model.maxLen));
     if (task.validationFraction + task.testFraction >= 0.9)
@@ -164,10 +184,24 @@ void warnAbout(const RunDocument& run, const JsonSection& taskSection, const Jso
     const TaskConfig& task = run.task;
     const TrainConfig& train = run.train;
 
+    if (task.isImageTask()) {
+        unused(taskSection, {"tokenizer", "vocab_limit", "sequence_length", "min_length", "max_length"},
+               "for an image task (the sequence is the patches)");
+        if (task.kind == TaskKind::Shapes)
+            unused(taskSection, {"path", "validation_fraction", "test_fraction"},
+                   "for the generated shapes, sized by train_size, validation_size and test_size");
+        else
+            unused(taskSection, {"train_size", "validation_size", "test_size"},
+                   "for images read from a folder (they size generated tasks)");
+        if (task.kind == TaskKind::Cifar10)
+            unused(taskSection, {"test_fraction"}, "for CIFAR-10, whose test split is test_batch.bin");
+    } else {
+        unused(taskSection, {"crop_padding", "flip"}, "for a text task (they augment images)");
+    }
     if (task.kind == TaskKind::ListOps) {
         unused(taskSection, {"path", "tokenizer", "vocab_limit", "validation_fraction", "test_fraction"},
                "for ListOps, which is generated with its own fixed vocabulary and split sizes");
-    } else {
+    } else if (!task.isImageTask()) {
         unused(taskSection, {"min_length", "max_length", "train_size", "validation_size", "test_size"},
                "for a task read from a file (they size generated ListOps)");
         if (task.tokenizer == TokenizerChoice::Byte)
@@ -225,6 +259,8 @@ nlohmann::json RunDocument::toJson() const
         {"validation_size", task.validationSize},
         {"test_size", task.testSize},
         {"seed", task.seed},
+        {"crop_padding", task.cropPadding},
+        {"flip", task.flip},
     };
     nlohmann::json probesJson = nlohmann::json::array();
     for (const std::string& probe : train.probes)

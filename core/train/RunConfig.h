@@ -14,7 +14,7 @@
 
 namespace widelab {
 
-enum class TaskKind { ListOps, Classification, LanguageModel };
+enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes };
 enum class TokenizerChoice { Byte, Character, Word };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
@@ -34,6 +34,11 @@ struct TaskConfig {
     std::int64_t validationSize = 1000;
     std::int64_t testSize = 1000;
     std::int64_t seed = 0;
+    // Images (image_folder, cifar10, shapes): augmentation while training.
+    std::int64_t cropPadding = 4;             // 0: no random crop
+    bool flip = true;
+
+    bool isImageTask() const { return kind == TaskKind::ImageFolder || kind == TaskKind::Cifar10 || kind == TaskKind::Shapes; }
 };
 
 struct TrainConfig {
@@ -61,7 +66,8 @@ struct TrainConfig {
     std::int64_t checkpointEvery = 200;
     std::int64_t keepLast = 3;
     std::int64_t probeEvery = 0;              // 0: with every validation
-    std::vector<std::string> probes;          // texts inspected during training (empty: a validation example)
+    std::vector<std::string> probes;          // texts inspected during training (empty: a validation example);
+                                              // image tasks: "validation:N" or the path of an image file
 };
 
 // A run: the model with its task and training. Missing sections take defaults.
@@ -77,7 +83,11 @@ struct RunDocument {
     std::vector<ConfigIssue> warnings;
 
     nlohmann::json toJson() const;
-    std::int64_t sequenceLength() const { return task.sequenceLength > 0 ? task.sequenceLength : model.maxLen; }
+    // Tokens per example without a CLS token; image models: their patches.
+    std::int64_t sequenceLength() const
+    {
+        return task.sequenceLength > 0 && !model.imageInput() ? task.sequenceLength : model.maxLen;
+    }
 };
 
 // Parses and validates everything a run needs from the document alone (model,

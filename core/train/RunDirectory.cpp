@@ -1,5 +1,8 @@
 #include "RunDirectory.h"
 
+#include "ImageTask.h"
+#include "data/Batch.h"
+
 #include "CheckpointDirectory.h"
 #include "Measurements.h"
 #include "MetricsCodec.h"
@@ -9,6 +12,7 @@
 #include "data/ByteText.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <set>
@@ -116,8 +120,15 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
 OpenedRun openRun(const std::filesystem::path& directory, const std::string& which)
 {
     OpenedRun opened{readRunDocument(directory), readRunTokenizer(directory), {},
-                     nullptr, {}, {}, {}};
+                     nullptr, {}, {}, {}, {}};
     opened.labels = readRunLabels(directory);
+    if (opened.document.model.imageInput()) {
+        const auto stats = readRunImageStats(directory, opened.document.model.channels);
+        if (!stats)
+            throw DataError(runlayout::imageStatsFile(directory).string() + ": missing; an image run keeps its "
+                                                                              "normalisation there");
+        opened.imageStats = *stats;
+    }
 
     opened.model = WideTransformer(opened.document.model);
     CheckpointDirectory checkpoints(directory, /*mayWrite=*/false);
@@ -129,31 +140,24 @@ OpenedRun openRun(const std::filesystem::path& directory, const std::string& whi
     return opened;
 }
 
-ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
-                       const std::string& text, std::int64_t maxLength)
+namespace {
+
+// Runs one input ([1, T] ids or [1, C, H, W] pixels) through the model (evaluation
+// mode, no gradient) and records attention maps, expert choices and the prediction;
+// the caller fills text, tokens and image.
+ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, const std::vector<std::string>& labels,
+                       const Tokenizer* tokenizer)
 {
     const ModelConfig& c = model.config();
-    std::vector<std::int64_t> ids = tokenizer.encode(text);
-    if (ids.empty())
-        throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
-    if (static_cast<std::int64_t>(ids.size()) > maxLength)
-        ids.resize(static_cast<std::size_t>(maxLength));
-
     torch::NoGradGuard noGrad;
     const bool training = model.is_training();
     model.eval();
     const torch::Device device = model.parameters().front().device();
-    const torch::Tensor input = torch::tensor(ids, torch::kLong).unsqueeze(0).to(device);
     ForwardTrace trace;
-    const ModelOutput output = model.inspect(input, {}, trace);
+    const ModelOutput output = model.inspect(input.to(device), {}, trace);
     model.train(training);
 
     ProbeResult result;
-    result.text = text;
-    if (c.usesClsToken())
-        result.tokens.push_back("<cls>");
-    for (const std::int64_t id : ids)
-        result.tokens.push_back(tokenizer.tokenText(id));
     for (const BlockTrace& block : trace.blocks) {
         const torch::Tensor maps = block.attention[0].to(torch::kCPU, torch::kFloat32);  // [heads, T, T]
         std::vector<std::vector<std::vector<float>>> heads;
@@ -179,10 +183,58 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     result.prediction = toFloats(torch::softmax(scores.to(torch::kFloat32), -1));
     for (std::int64_t id = 0; id < static_cast<std::int64_t>(result.prediction.size()); ++id) {
         if (languageModel)
-            result.predictionLabels.push_back(id < tokenizer.vocabSize() ? tokenizer.tokenText(id) : "");
+            result.predictionLabels.push_back(tokenizer && id < tokenizer->vocabSize() ? tokenizer->tokenText(id) : "");
         else
             result.predictionLabels.push_back(id < static_cast<std::int64_t>(labels.size()) ? labels[static_cast<std::size_t>(id)]
                                                                                              : std::to_string(id));
+    }
+    return result;
+}
+
+}  // namespace
+
+ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
+                       const std::string& text, std::int64_t maxLength)
+{
+    const ModelConfig& c = model.config();
+    if (c.imageInput())
+        throw DataError("the model reads images: probe it with validation:N or an image file");
+    std::vector<std::int64_t> ids = tokenizer.encode(text);
+    if (ids.empty())
+        throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
+    if (static_cast<std::int64_t>(ids.size()) > maxLength)
+        ids.resize(static_cast<std::size_t>(maxLength));
+
+    ProbeResult result = inspectOne(model, torch::tensor(ids, torch::kLong).unsqueeze(0), labels, &tokenizer);
+    result.text = text;
+    if (c.usesClsToken())
+        result.tokens.push_back("<cls>");
+    for (const std::int64_t id : ids)
+        result.tokens.push_back(tokenizer.tokenText(id));
+    return result;
+}
+
+ProbeResult probeImageModel(WideTransformerImpl& model, const std::vector<std::string>& labels, const Image& image,
+                            const ImageStats& stats, const std::string& entry)
+{
+    const ModelConfig& c = model.config();
+    if (!c.imageInput())
+        throw DataError("the model reads tokens, not images");
+    ProbeResult result = inspectOne(model, imageTensor(image, stats), labels, nullptr);
+    result.text = entry;
+    result.image.width = image.width;
+    result.image.height = image.height;
+    result.image.channels = image.channels;
+    result.image.pixels = image.pixels;
+    result.image.gridRows = result.image.gridCols = c.patchGrid();
+    if (c.usesClsToken())
+        result.tokens.push_back("CLS");
+    for (std::int64_t r = 0; r < c.patchGrid(); ++r) {
+        for (std::int64_t col = 0; col < c.patchGrid(); ++col) {
+            char name[48];
+            std::snprintf(name, sizeof name, "r%lldc%lld", static_cast<long long>(r), static_cast<long long>(col));
+            result.tokens.emplace_back(name);
+        }
     }
     return result;
 }

@@ -1,10 +1,11 @@
-// defines: OpenedRun, openRun, latestCheckpoint, probeModel: reading a finished or
+// defines: OpenedRun, openRun, latestCheckpoint, probeModel, probeImageModel: reading a finished or
 // running run back from its directory, and inspecting its model on a text
 #pragma once
 
 #include "Checkpoint.h"
 #include "RunConfig.h"
 #include "Snapshot.h"
+#include "data/Images.h"
 #include "data/Tokenizer.h"
 #include "model/WideTransformer.h"
 
@@ -23,6 +24,7 @@ struct OpenedRun {
     CheckpointState state;
     std::filesystem::path checkpoint;  // the file loaded: for "latest", the newest one that could be
     std::vector<std::string> warnings;  // newer checkpoints passed over, an unverified (format-1) file
+    ImageStats imageStats;              // image runs: the normalisation (RUN_DIR/image.json)
 };
 
 // The run's own document, RUN_DIR/config.json (its data files need not exist).
@@ -62,7 +64,14 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
 
 // Runs `text` through the model (evaluation mode, no gradient) and records
 // attention maps, expert choices and the prediction.
+// DataError for an image model.
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
                        const std::string& text, std::int64_t maxLength);
+// The same for an image model: `image` as the model sees it before normalisation
+// (model.image_size, model.channels), normalised with `stats`; `entry` becomes the
+// result's text ("validation:N" or the file). Tokens: "CLS" when used, then the
+// patches row by row ("r0c0", "r0c1", ...); the result carries the image.
+ProbeResult probeImageModel(WideTransformerImpl& model, const std::vector<std::string>& labels, const Image& image,
+                            const ImageStats& stats, const std::string& entry);
 
 }  // namespace widelab

@@ -1,5 +1,5 @@
 // defines: runlayout: the names of a run directory's files (config.json,
-// metrics.jsonl, log.txt, status.json, tokenizer.json, labels.json, lock, cache,
+// metrics.jsonl, log.txt, status.json, tokenizer.json, labels.json, image.json, lock, cache,
 // checkpoints/step-NNNNNNNN.pt, checkpoints/best.pt), the one place that spells them
 // (docs/run-directory.md describes what each holds). The app spells none itself: it
 // joins these names to its QString paths.
@@ -19,6 +19,7 @@ inline constexpr std::string_view kLog = "log.txt";               // what the tr
 inline constexpr std::string_view kStatus = "status.json";        // who trains the run, how far (RunStatus.h)
 inline constexpr std::string_view kTokenizer = "tokenizer.json";  // the vocabulary the run was started with
 inline constexpr std::string_view kLabels = "labels.json";        // class names, in class order
+inline constexpr std::string_view kImageStats = "image.json";     // image tasks: the per-channel normalisation
 inline constexpr std::string_view kLock = "lock";                 // held by the process that writes the run
 inline constexpr std::string_view kCache = "cache";               // a language model's tokenised text
 inline constexpr std::string_view kCheckpoints = "checkpoints";
@@ -30,6 +31,7 @@ inline std::filesystem::path logFile(const std::filesystem::path& run) { return 
 inline std::filesystem::path statusFile(const std::filesystem::path& run) { return run / kStatus; }
 inline std::filesystem::path tokenizerFile(const std::filesystem::path& run) { return run / kTokenizer; }
 inline std::filesystem::path labelsFile(const std::filesystem::path& run) { return run / kLabels; }
+inline std::filesystem::path imageStatsFile(const std::filesystem::path& run) { return run / kImageStats; }
 inline std::filesystem::path lockFile(const std::filesystem::path& run) { return run / kLock; }
 inline std::filesystem::path cacheDirectory(const std::filesystem::path& run) { return run / kCache; }
 inline std::filesystem::path checkpointsDirectory(const std::filesystem::path& run) { return run / kCheckpoints; }

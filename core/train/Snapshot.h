@@ -76,7 +76,15 @@ struct EvaluationResult {
     std::int64_t examples = 0;
 };
 
-// What the model does with one probe text.
+// An image probe as the model saw it, before normalisation (resized, channels
+// converted), with the grid of patches its tokens stand for.
+struct ProbeImage {
+    std::int64_t width = 0, height = 0, channels = 0;
+    std::vector<std::uint8_t> pixels;  // row-major HWC
+    std::int64_t gridRows = 0, gridCols = 0;  // patches
+};
+
+// What the model does with one probe text (or, for image models, one image).
 struct ProbeResult {
     std::int64_t step = 0;
     std::string text;
@@ -86,6 +94,10 @@ struct ProbeResult {
     std::vector<float> prediction;    // class probabilities, or the next-token distribution after the last token
     std::vector<std::string> predictionLabels;
     std::int64_t label = -1;          // the true class when the text is a validation example, else -1
+    // Image models: the image (text: the probe entry, "validation:N" or a file);
+    // tokens are "CLS" (when used) and then the patches row by row, "r0c0", "r0c1", ...
+    // Text probes: empty (width 0).
+    ProbeImage image;
 };
 
 class TrainingObserver {

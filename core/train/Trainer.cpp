@@ -203,6 +203,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         writeFileAtomically(runlayout::configFile(m_directory), m_run.toJson().dump(2) + "\n");
         writeFileAtomically(runlayout::tokenizerFile(m_directory), m_tokenizer->toJson().dump() + "\n");
         writeFileAtomically(runlayout::labelsFile(m_directory), nlohmann::json(m_labels).dump() + "\n");
+        if (m_imageStats)
+            writeFileAtomically(runlayout::imageStatsFile(m_directory), m_imageStats->toJson().dump(2) + "\n");
     }
     if (m_options.resume && m_run.train.probes.empty())  // a run from before probes had a default
         keepProbe(defaultProbeText());
@@ -259,8 +261,59 @@ void Trainer::loadLatestCheckpoint()
     m_state.scheduleSteps = m_totalSteps;
 }
 
+void Trainer::prepareImages()
+{
+    // Tokens play no part; a byte tokenizer keeps the run directory's tokenizer.json as for text.
+    m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
+    std::optional<ImageStats> saved;
+    std::vector<std::string> classes;
+    if (m_options.resume) {
+        saved = readRunImageStats(m_directory, m_run.model.channels);
+        classes = readRunLabels(m_directory);
+    }
+    ImageTask images = prepareImageTask(m_run, classes, saved ? &*saved : nullptr);
+    m_labels = std::move(images.labels);
+    m_train = std::move(images.train);
+    m_validation = std::move(images.validation);
+    m_test = std::move(images.test);
+    m_imageStats = images.stats;
+    // Probe entries are checked now, so that a typo is an error naming it, not a warning at every probe.
+    const std::vector<std::string>& probes = m_run.train.probes;
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+        try {
+            std::int64_t label = -1;
+            probeImage(probes[i], m_validation.get(), imageFormat(m_run.model), label);
+        } catch (const DataError& error) {
+            throw ConfigError({{"train.probes[" + std::to_string(i) + "]", error.what()}});
+        }
+    }
+}
+
+Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training) const
+{
+    const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    Batch batch;
+    if (m_imageStats) {
+        // Augmentation from (train.seed, step): a resumed run draws the same crops and flips.
+        const ImageAugmentation augment{m_run.task.cropPadding, m_run.task.flip,
+                                        mixSeed(mixSeed(static_cast<std::uint64_t>(m_run.train.seed), 0x1a6e),
+                                                static_cast<std::uint64_t>(m_state.step))};
+        batch = makeImageBatch(examples, imageFormat(m_run.model), *m_imageStats, training ? &augment : nullptr);
+        batch.tokens *= m_run.model.positions();
+        batch.pixels = upload(batch.pixels, m_device);
+    } else {
+        batch = makeBatch(examples, languageModel);
+        batch.ids = upload(batch.ids, m_device);
+        batch.mask = upload(batch.mask, m_device);
+    }
+    batch.targets = upload(batch.targets, m_device);
+    return batch;
+}
+
 void Trainer::prepareData()
 {
+    if (m_run.task.isImageTask())
+        return prepareImages();
     const TaskConfig& task = m_run.task;
     const std::int64_t length = m_run.sequenceLength();
     const SplitFractions fractions{task.validationFraction, task.testFraction};
@@ -338,6 +391,8 @@ void Trainer::prepareData()
         m_test = m_textFile->dataset(Split::Test, *m_tokenizer, length, fractions);
         break;
     }
+    default:  // image tasks: prepareImages
+        break;
     }
     if (m_tokenizer->vocabSize() > m_run.model.vocabSize)
         throw ConfigError({{"model.vocab_size", std::to_string(m_run.model.vocabSize) + " is smaller than the "
@@ -588,10 +643,8 @@ void Trainer::trainStep(Interval& interval, bool measure)
     std::vector<Example> examples;
     for (const std::int64_t index : m_sampler->next())
         examples.push_back(m_train->get(index));
-    Batch batch = makeBatch(examples, languageModel);
-    batch.ids = upload(batch.ids, m_device);
-    batch.mask = upload(batch.mask, m_device);
-    batch.targets = upload(batch.targets, m_device);
+    const Batch batch = makeDeviceBatch(examples, /*training=*/true);
+    const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
 
     m_model->train();
     m_model->beginStep(m_state.step);
@@ -599,12 +652,12 @@ void Trainer::trainStep(Interval& interval, bool measure)
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;
     // A full batch needs no mask: the model then routes without gathering tokens.
-    const torch::Tensor mask = batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+    const torch::Tensor mask = !batch.mask.defined() || batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
     ModelOutput output;
     {
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
-        output = measure && m_run.model.isMoe() ? m_model->inspect(batch.ids, mask, trace)
-                                                : m_model->forward(batch.ids, mask);
+        output = measure && m_run.model.isMoe() ? m_model->inspect(input, mask, trace)
+                                                : m_model->forward(input, mask);
     }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
     const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
@@ -724,11 +777,9 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
         std::vector<Example> examples;
         for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
             examples.push_back(data.get(i));
-        Batch batch = makeBatch(examples, languageModel);
-        batch.ids = batch.ids.to(m_device);
-        batch.mask = batch.mask.to(m_device);
-        batch.targets = batch.targets.to(m_device);
-        const ModelOutput output = m_model->forward(batch.ids, batch.mask);
+        const Batch batch = makeDeviceBatch(examples, /*training=*/false);  // never augmented
+        const ModelOutput output = batch.pixels.defined() ? m_model->forward(batch.pixels)
+                                                          : m_model->forward(batch.ids, batch.mask);
         const torch::Tensor counts = correct(output.logits, batch, languageModel).to(torch::kCPU);
         const double h = counts[0].item<double>(), c = counts[1].item<double>();
         const double weight = languageModel ? c : static_cast<double>(examples.size());
@@ -764,6 +815,8 @@ void Trainer::probeAll()
 // cut to a length whose attention maps stay readable.
 std::string Trainer::defaultProbeText() const
 {
+    if (m_imageStats)
+        return "validation:0";
     constexpr std::int64_t kCandidates = 64;
     constexpr std::size_t kMaxTokens = 40;
     std::vector<std::int64_t> best;
@@ -829,9 +882,17 @@ std::int64_t knownLabel(const Dataset& validation, const Tokenizer& tokenizer, c
 
 ProbeResult Trainer::probe(const std::string& text)
 {
-    ProbeResult result = probeModel(*m_model, *m_tokenizer, m_labels, text, m_run.sequenceLength());
+    ProbeResult result;
+    if (m_imageStats) {
+        std::int64_t label = -1;
+        const Image image = probeImage(text, m_validation.get(), imageFormat(m_run.model), label);
+        result = probeImageModel(*m_model, m_labels, image, *m_imageStats, text);
+        result.label = label;
+    } else {
+        result = probeModel(*m_model, *m_tokenizer, m_labels, text, m_run.sequenceLength());
+    }
     result.step = m_state.step;
-    if (!result.prediction.empty()) {
+    if (!result.prediction.empty() && !m_imageStats) {
         const std::int64_t label = knownLabel(*m_validation, *m_tokenizer, text);
         if (label >= 0 && label < static_cast<std::int64_t>(result.prediction.size()))
             result.label = label;

@@ -7,6 +7,8 @@
 #include "RunConfig.h"
 #include "Snapshot.h"
 #include "TrainingControl.h"
+#include "ImageTask.h"
+#include "data/Batch.h"
 #include "data/Datasets.h"
 #include "data/Tokenizer.h"
 #include "model/WideTransformer.h"
@@ -92,6 +94,7 @@ public:
     TrainSummary run(const std::atomic<bool>& stop);
 
     EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0);
+    // A text, or for image models "validation:N" or an image file (DataError when neither).
     ProbeResult probe(const std::string& text);
     void saveCheckpoint();
 
@@ -111,6 +114,9 @@ private:
     void loadLatestCheckpoint();
     void serveRequests(TrainingControl& control, Interval& interval);
     void prepareData();
+    void prepareImages();  // image tasks (ImageTask.h)
+    // The examples as a batch on the device; training batches of images are augmented.
+    Batch makeDeviceBatch(const std::vector<Example>& examples, bool training) const;
     void buildOptimizer();
     void trainStep(Interval& interval, bool measure);
     // A snapshot of the interval to the observers; `recorded`: also to
@@ -142,6 +148,7 @@ private:
     std::unique_ptr<TextFile> m_textFile;
     std::unique_ptr<Dataset> m_train, m_validation, m_test;
     std::unique_ptr<class BatchSampler> m_sampler;
+    std::optional<ImageStats> m_imageStats;  // image tasks: the normalisation (RUN_DIR/image.json)
 
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;

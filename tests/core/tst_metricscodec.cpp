@@ -49,6 +49,12 @@ const std::string kGoodProbe =
     R"({"type":"probe","step":4,"text":"caf\\xc3","tokens":["a","b"],"attention":[[[[0.25,0.75],[1,0]]]],)"
     R"("experts":[[[2,-1],[0,1]]],"prediction":[0.125,0.875],"prediction_labels":["0","1"]})";
 
+// An image probe: 2x1 RGB pixels (0, 1, 2), (253, 254, 255), one row of two patches, no CLS.
+const std::string kGoodImageProbe =
+    R"({"type":"probe","step":4,"text":"validation:0","tokens":["r0c0","r0c1"],"attention":[[[[0.25,0.75],[1,0]]]],)"
+    R"("prediction":[0.125,0.875],"prediction_labels":["circle","square"],"label":1,)"
+    R"("image":{"width":2,"height":1,"channels":3,"grid_rows":1,"grid_cols":2,"pixels":"AAEC/f7/"}})";
+
 std::string replaced(std::string line, const std::string& from, const std::string& to)
 {
     const std::size_t at = line.find(from);
@@ -67,6 +73,8 @@ private Q_SLOTS:
     void evalAndProbeLinesComeBackWhole();
     void handWrittenLinesAreRead();
     void badLinesAreRefusedNamingWhatAndWhere();
+    void imageProbesComeBackWhole();
+    void badImageProbesAreRefused();
 };
 
 void TestMetricsCodec::aTrainLineComesBackWhole()
@@ -287,6 +295,74 @@ void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
     const std::string long_ = "ééééééééééééééééééééééééééééééééééééééééééééé";  // 45 characters, 90 bytes
     QVERIFY(!decodeMetricsLine(R"({"type":"train","step":")" + long_ + "\"}", &reason));
     QVERIFY2(reason.find("\"step\" is \"" + long_.substr(0, 80) + "…\"") != std::string::npos, reason.c_str());
+}
+
+void TestMetricsCodec::imageProbesComeBackWhole()
+{
+    std::string reason;
+    // Written by hand: the bytes are base64 of 0, 1, 2, 253, 254, 255.
+    const auto read = decodeMetricsLine(kGoodImageProbe, &reason);
+    QVERIFY2(read, reason.c_str());
+    const ProbeImage& image = read->probe.image;
+    QCOMPARE(image.width, std::int64_t{2});
+    QCOMPARE(image.height, std::int64_t{1});
+    QCOMPARE(image.channels, std::int64_t{3});
+    QCOMPARE(image.gridRows, std::int64_t{1});
+    QCOMPARE(image.gridCols, std::int64_t{2});
+    QVERIFY(image.pixels == (std::vector<std::uint8_t>{0, 1, 2, 253, 254, 255}));
+
+    // Written and read back: a 3x3 grey image (9 bytes: no base64 padding), 7 bytes
+    // and 8 bytes (both paddings), with CLS and a grid of 1 x 1.
+    for (const std::size_t bytes : {std::size_t{9}, std::size_t{1}, std::size_t{2}}) {
+        ProbeResult p;
+        p.step = 3;
+        p.text = "cat.png";
+        p.tokens = {"CLS", "r0c0"};
+        p.attention = {{{{0.5f, 0.5f}, {0.0f, 1.0f}}}};
+        p.prediction = {1.0f};
+        p.image.channels = 1;
+        p.image.width = static_cast<std::int64_t>(bytes);
+        p.image.height = 1;
+        p.image.gridRows = p.image.gridCols = 1;
+        for (std::size_t i = 0; i < bytes; ++i)
+            p.image.pixels.push_back(static_cast<std::uint8_t>(250 - 37 * i));
+        const auto back = decodeMetricsLine(encodeMetricsLine(p), &reason);
+        QVERIFY2(back, reason.c_str());
+        QVERIFY(back->probe.image.pixels == p.image.pixels);
+        QCOMPARE(back->probe.image.width, p.image.width);
+        QCOMPARE(back->probe.tokens, p.tokens);
+    }
+    // A text probe carries no image.
+    ProbeResult text;
+    text.tokens = {"a"};
+    QVERIFY(encodeMetricsLine(text).find("\"image\"") == std::string::npos);
+}
+
+void TestMetricsCodec::badImageProbesAreRefused()
+{
+    const std::vector<std::pair<std::string, std::string>> bad{
+        {replaced(kGoodImageProbe, "\"width\":2", "\"width\":2000"), "\"image.width\" is 2000, not a whole number from 1 to 1024"},
+        {replaced(kGoodImageProbe, "\"height\":1", "\"height\":0"), "\"image.height\" is 0"},
+        {replaced(kGoodImageProbe, "\"channels\":3", "\"channels\":2"), "\"image.channels\" is 2, not 1 (grey) or 3 (RGB)"},
+        {replaced(kGoodImageProbe, "\"channels\":3", "\"channels\":4"), "\"image.channels\" is 4"},
+        {replaced(kGoodImageProbe, "\"AAEC/f7/\"", "\"AAEC/f7\""), "\"image.pixels\" is not base64"},
+        {replaced(kGoodImageProbe, "\"AAEC/f7/\"", "\"AA!C/f7/\""), "\"image.pixels\" is not base64"},
+        {replaced(kGoodImageProbe, "\"AAEC/f7/\"", "\"AAEC\""), "\"image.pixels\" holds 3 bytes for 2x1x3 (6)"},
+        {replaced(kGoodImageProbe, "\"AAEC/f7/\"", "7"), "\"image.pixels\" is 7, not a text"},
+        {replaced(kGoodImageProbe, "\"grid_rows\":1", "\"grid_rows\":2"), "\"image.grid_rows\" is 2, not a whole number from 1 to the height"},
+        {replaced(kGoodImageProbe, R"("width":2,"height":1,"channels":3,"grid_rows":1,"grid_cols":2,"pixels":"AAEC/f7/")",
+                  R"("width":4,"height":4,"channels":3,"grid_rows":2,"grid_cols":2,)"
+                  R"("pixels":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v")"),
+         "the probe has 2 tokens for a grid of 2x2 patches"},
+        {replaced(replaced(kGoodImageProbe, "\"image\":{", "\"image\":[{"), "\"AAEC/f7/\"}}", "\"AAEC/f7/\"}]}"),
+         "\"image\" is an array, not an object"},
+    };
+    for (const auto& [line, expected] : bad) {
+        std::string reason;
+        QVERIFY2(!decodeMetricsLine(line, &reason), line.c_str());
+        QVERIFY2(reason.find(expected) != std::string::npos,
+                 (line + "\n  reason: " + reason + "\n  expected: " + expected).c_str());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestMetricsCodec)

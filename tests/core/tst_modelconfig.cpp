@@ -106,6 +106,8 @@ private Q_SLOTS:
     void largestModelWithinTheBound();
     void keysWithoutEffectWarn_data();
     void keysWithoutEffectWarn();
+    void imageSequenceIsThePatches_data();
+    void imageSequenceIsThePatches();
 
     // JsonSection and closestMatch directly.
     void integerReaderBoundaries_data();
@@ -301,6 +303,23 @@ void TestModelConfig::singleProblem_data()
                                                    << "model.renormalize_gates" << "every gate becomes 1";
     QTest::newRow("pooler on a language model") << R"({"head": "language_model", "pooler": true})"
                                                 << "model.pooler" << "classification";
+    // Images.
+    QTest::newRow("image_size not a multiple of patch_size")
+        << R"({"input": "image", "image_size": 30, "patch_size": 4})" << "model.image_size"
+        << "30 is not a multiple of model.patch_size (4)";
+    QTest::newRow("patch larger than the image") << R"({"input": "image", "image_size": 8, "patch_size": 16})"
+                                                 << "model.image_size" << "not a multiple of model.patch_size";
+    QTest::newRow("language model on images") << R"({"input": "image", "head": "language_model"})" << "model.head"
+                                              << "\"language_model\" predicts next tokens";
+    QTest::newRow("two channels") << R"({"input": "image", "channels": 2})" << "model.channels"
+                                  << "neither grey (1) nor RGB (3)";
+    QTest::newRow("factorised embedding on images") << R"({"input": "image", "embedding_dim": 16})"
+                                                    << "model.embedding_dim" << "for tokens";
+    QTest::newRow("channels 4") << R"({"input": "image", "channels": 4})" << "model.channels"
+                                << "outside the allowed range";
+    QTest::newRow("patch_size 0") << R"({"input": "image", "patch_size": 0})" << "model.patch_size"
+                                  << "outside the allowed range";
+    QTest::newRow("input pixels") << R"({"input": "pixels"})" << "model.input" << "is not one of tokens, image";
     // Ranges.
     QTest::newRow("layers 0") << R"({"layers": 0})" << "model.layers" << "outside the allowed range";
     QTest::newRow("layers -3") << R"({"layers": -3})" << "model.layers" << "outside the allowed range";
@@ -780,6 +799,46 @@ void TestModelConfig::keysWithoutEffectWarn_data()
     QTest::newRow("mixture of experts, routing keys") << R"({"experts": 4, "capacity_factor": 2, "top_k": 1})"
                                                       << QStringList{};
     QTest::newRow("defaults") << "{}" << QStringList{};
+    QTest::newRow("image input, max_len and vocab_size given")
+        << R"({"input": "image", "max_len": 100, "vocab_size": 300})"
+        << QStringList{"model.max_len", "model.vocab_size"};
+    QTest::newRow("image input, max_len equal to the patches") << R"({"input": "image", "max_len": 64})"
+                                                               << QStringList{};
+    QTest::newRow("token input, image keys") << R"({"image_size": 64, "patch_size": 8, "channels": 1})"
+                                             << QStringList{"model.image_size", "model.patch_size", "model.channels"};
+    QTest::newRow("resolved image model")
+        << q([] { ModelConfig c; c.input = InputKind::Image; c.maxLen = c.patches(); return c.toJson().dump(); }())
+        << QStringList{};
+}
+
+void TestModelConfig::imageSequenceIsThePatches_data()
+{
+    QTest::addColumn<QString>("json");
+    QTest::addColumn<qint64>("patches");
+    QTest::addColumn<qint64>("positions");  // with the CLS token when pooling is cls
+
+    QTest::newRow("32 / 4, cls") << R"({"input": "image"})" << qint64(64) << qint64(65);
+    QTest::newRow("32 / 4, mean") << R"({"input": "image", "pooling": "mean"})" << qint64(64) << qint64(64);
+    QTest::newRow("224 / 16, cls, max_len ignored") << R"({"input": "image", "image_size": 224, "patch_size": 16,
+                                                          "max_len": 7})"
+                                                    << qint64(196) << qint64(197);
+    QTest::newRow("one patch") << R"({"input": "image", "image_size": 8, "patch_size": 8, "pooling": "mean"})"
+                               << qint64(1) << qint64(1);
+}
+
+void TestModelConfig::imageSequenceIsThePatches()
+{
+    QFETCH(QString, json);
+    QFETCH(qint64, patches);
+    QFETCH(qint64, positions);
+    std::vector<ConfigIssue> issues;
+    const ModelConfig c = readModel(json.toStdString(), issues);
+    QVERIFY2(issues.empty(), qPrintable(joined(issues)));
+    QVERIFY(c.imageInput());
+    QCOMPARE(qint64(c.patches()), patches);
+    QCOMPARE(qint64(c.maxLen), patches);
+    QCOMPARE(qint64(c.positions()), positions);
+    QCOMPARE(q(c.toJson().at("input").get<std::string>()), QStringLiteral("image"));
 }
 
 void TestModelConfig::keysWithoutEffectWarn()
@@ -914,7 +973,16 @@ void TestModelConfig::toJsonRoundTrip_data()
         "balance_loss_weight": 0.02, "routing_groups": 2, "routing_priority": "batch",
         "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
         "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
-        "path_extra_features": false})";
+        "path_extra_features": false, "input": "tokens", "image_size": 64, "patch_size": 8, "channels": 1})";
+    QTest::newRow("image WideNet, grey 48 x 48 in 8 x 8 patches") << R"({
+        "vocab_size": 1000, "max_len": 36, "d_model": 96, "embedding_dim": 0, "layers": 4, "heads": 3,
+        "head_dim": 40, "ffn_dim": 200, "activation": "silu", "dropout": 0.25, "head": "classification",
+        "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
+        "capacity_factor": 0.5, "eval_capacity_factor": 1.5, "router_noise_std": 0.3,
+        "balance_loss_weight": 0.02, "routing_groups": 2, "routing_priority": "batch",
+        "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
+        "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
+        "path_extra_features": false, "input": "image", "image_size": 48, "patch_size": 8, "channels": 1})";
     QTest::newRow("multi-path language model") << R"({
         "vocab_size": 300, "max_len": 33, "d_model": 48, "embedding_dim": 0, "layers": 5, "heads": 2,
         "head_dim": 12, "ffn_dim": 77, "activation": "relu", "dropout": 0.0, "head": "language_model",
@@ -923,7 +991,7 @@ void TestModelConfig::toJsonRoundTrip_data()
         "balance_loss_weight": 0.0, "routing_groups": 5, "routing_priority": "position",
         "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
         "share_layernorm": false, "paths": 3, "path_norm": true, "learnable_path_weights": true,
-        "path_extra_features": true})";
+        "path_extra_features": true, "input": "tokens", "image_size": 30, "patch_size": 3, "channels": 3})";
 }
 
 void TestModelConfig::toJsonRoundTrip()
@@ -985,17 +1053,18 @@ void TestModelConfig::toJsonRoundTrip()
 
 void TestModelConfig::toJsonOfDefaultsIsComplete()
 {
-    // The configuration table of docs/model.md has 31 keys besides the attention
+    // The configuration table of docs/model.md has 35 keys besides the attention
     // mechanisms' (docs/attention.md); toJson writes them all, and fromJson reads
     // every one of them back without an unknown key.
     const nlohmann::json written = ModelConfig{}.toJson();
-    QCOMPARE(int(written.size()), 31 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
+    QCOMPARE(int(written.size()), 35 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
     for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
                             "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
                             "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",
                             "balance_loss_weight", "routing_groups", "routing_priority", "renormalize_gates",
                             "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",
-                            "path_norm", "learnable_path_weights", "path_extra_features"})
+                            "path_norm", "learnable_path_weights", "path_extra_features", "input", "image_size",
+                            "patch_size", "channels"})
         QVERIFY2(written.contains(key), key);
     QCOMPARE(q(written.at("activation").get<std::string>()), QStringLiteral("gelu"));
     QCOMPARE(q(written.at("head").get<std::string>()), QStringLiteral("classification"));
@@ -1200,11 +1269,13 @@ void TestModelConfig::multipathPresets()
 void TestModelConfig::resolveUnknownName()
 {
     try {
-        resolveConfigPath("widenett");
-        QFAIL("resolveConfigPath(\"widenett\") did not throw");
+        // A letter missing (widenett would abbreviate widenet-vit-b-4e-paper, which
+        // closestMatch prefers to a nearer name it does not abbreviate).
+        resolveConfigPath("widnet");
+        QFAIL("resolveConfigPath(\"widnet\") did not throw");
     } catch (const ConfigError& error) {
         const QString what = QString::fromUtf8(error.what());
-        QVERIFY2(what.startsWith(QStringLiteral("widenett: ")), qPrintable(what));
+        QVERIFY2(what.startsWith(QStringLiteral("widnet: ")), qPrintable(what));
         QVERIFY2(what.contains(QStringLiteral("did you mean \"widenet\"")), qPrintable(what));
         QVERIFY2(what.contains(QStringLiteral("presets: ")), qPrintable(what));
         for (const auto& name : listPresets())

@@ -78,6 +78,23 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
               "share_layernorm": true})"
         << "train" << false;
+
+    // Images (WideNet's ViT setting): 12 x 12 pixels in 4 x 4 patches (9 tokens),
+    // or 8 x 8 grey pixels in 2 x 2 patches (16 tokens).
+    QTest::newRow("image WideNet: mean pooling, shared attention and MoE, drops")
+        << R"({"input": "image", "image_size": 12, "patch_size": 4, "layers": 3, "experts": 4, "top_k": 2,
+              "capacity_factor": 0.8, "pooling": "mean", "share_attention": true, "share_ffn": true})"
+        << "train" << true;
+    QTest::newRow("image ViT with CLS, grey, 2 x 2 patches")
+        << R"({"input": "image", "image_size": 8, "patch_size": 2, "channels": 1, "layers": 2})" << "eval" << false;
+    QTest::newRow("image ViT-MoE: CLS, router per block, drops")
+        << R"({"input": "image", "image_size": 12, "patch_size": 4, "layers": 2, "experts": 3, "top_k": 2,
+              "capacity_factor": 0.7, "share_router": false})"
+        << "train" << true;
+    QTest::newRow("image multi-path: 3 paths, PathNorm, extra features, learnable weights")
+        << R"({"input": "image", "image_size": 8, "patch_size": 4, "channels": 1, "layers": 2, "paths": 3,
+              "path_norm": true, "learnable_path_weights": true, "path_extra_features": true})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()
@@ -101,11 +118,14 @@ void TestReference::matchesReference()
     }
     mode == "train" ? model->train() : model->eval();
 
-    // B = 3 sequences of T = 10 tokens, right-padded to lengths 10, 7 and 4.
+    // B = 3 sequences of T = 10 tokens, right-padded to lengths 10, 7 and 4;
+    // images: 3 images of random (normalised) pixels, no mask.
     const std::int64_t B = 3, T = 10;
-    const torch::Tensor ids = torch::randint(c.vocabSize, {B, T}, torch::kLong);
+    const bool image = c.imageInput();
+    const torch::Tensor ids = image ? torch::randn({B, c.channels, c.imageSize, c.imageSize})
+                                    : torch::randint(c.vocabSize, {B, T}, torch::kLong);
     const torch::Tensor lengths = torch::tensor({10, 7, 4}, torch::kLong);
-    const torch::Tensor mask = torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);
+    const torch::Tensor mask = image ? torch::Tensor() : torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);
     const torch::Tensor targets = c.head == HeadKind::Classification ? torch::randint(c.numClasses, {B}, torch::kLong)
                                                                      : torch::randint(c.vocabSize, {B, T}, torch::kLong);
 
@@ -113,7 +133,13 @@ void TestReference::matchesReference()
     const torch::Tensor loss = taskLoss(c, output.logits, targets, mask) + c.balanceLossWeight * output.balanceLoss;
     loss.backward();
 
-    std::map<std::string, torch::Tensor> tensors{{"input.ids", ids}, {"input.mask", mask}, {"input.targets", targets}};
+    std::map<std::string, torch::Tensor> tensors{{"input.targets", targets}};
+    if (image) {
+        tensors["input.pixels"] = ids;
+    } else {
+        tensors["input.ids"] = ids;
+        tensors["input.mask"] = mask;
+    }
     for (const auto& item : model->named_parameters())
         tensors["param." + item.key()] = item.value();
     for (const auto& item : model->named_buffers())

@@ -82,6 +82,9 @@ private Q_SLOTS:
     void everyPresetTrainsAStep_data();
     void everyPresetTrainsAStep();
     void listOpsLossFalls();
+    void shapesLossFalls();
+    void imageRunResumesExactly();
+    void imageProbesAndTheirErrors();
     void resumeContinuesExactly();
     void killDuringSaveLeavesTheLastCheckpointLoadable();
     void brokenCheckpointsAreClearErrors();
@@ -179,6 +182,119 @@ void TestTrainer::listOpsLossFalls()
     // Every snapshot carries the LayerNorms of both blocks and the cost of measuring.
     QCOMPARE(train.back()["layernorm"]["ffn_gamma"].size(), std::size_t{2});
     QVERIFY(train.back()["measurement_seconds"].get<double>() >= 0.0);
+}
+
+namespace {
+
+// A small image run on the generated shapes: 16x16 RGB in 4x4 patches (16 tokens).
+const char* kTinyImages = R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3,
+                                         "dropout": 0.0},
+                              "task": {"kind": "shapes", "train_size": 2000, "validation_size": 200,
+                                       "test_size": 100, "crop_padding": 2, "flip": true}})";
+
+RunDocument tinyImageRun(const std::string& overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(kTinyImages);
+    json.merge_patch(nlohmann::json::parse(overrides));
+    return tinyRun(json.dump());
+}
+
+}  // namespace
+
+void TestTrainer::shapesLossFalls()
+{
+    // The generated image task is learnable: a small ViT (32x32 in 4x4 patches,
+    // mean pooling, with augmentation) ends clearly below chance, ln 10 = 2.303.
+    QTemporaryDir dir;
+    Trainer trainer(tinyImageRun(R"({"model": {"image_size": 32, "d_model": 64, "layers": 2, "heads": 4,
+                                               "ffn_dim": 128, "pooling": "mean"},
+                                     "task": {"train_size": 5000, "validation_size": 300, "crop_padding": 4},
+                                     "train": {"steps": 500, "batch_size": 32, "learning_rate": 0.003,
+                                               "warmup_steps": 20, "log_every": 10, "eval_every": 500,
+                                               "eval_batches": 0, "checkpoint_every": 500}})"),
+                    fresh(dir, "run"));
+    std::atomic<bool> stop{false};
+    QCOMPARE(static_cast<int>(trainer.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
+    const auto eval = metricLines(fresh(dir, "run"), "eval");
+    QCOMPARE(eval.size(), std::size_t{1});
+    const double loss = eval.back()["loss"].get<double>(), accuracy = eval.back()["accuracy"].get<double>();
+    QVERIFY2(loss < 1.9, qPrintable(QString("validation loss %1, accuracy %2").arg(loss).arg(accuracy)));
+    QVERIFY2(accuracy > 0.25, qPrintable(QString("validation accuracy %1").arg(accuracy)));
+    // The run keeps its normalisation and its classes.
+    QVERIFY(std::filesystem::exists(fresh(dir, "run") / "image.json"));
+    QCOMPARE(readRunLabels(fresh(dir, "run")), shapeNames());
+}
+
+void TestTrainer::imageRunResumesExactly()
+{
+    // Random crops and flips from the batch's seed, MoE: a resumed image run
+    // retraces the uninterrupted run's losses exactly.
+    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 12,
+                                "checkpoint_every": 6, "eval_every": 6}})";
+    QTemporaryDir dir;
+    std::atomic<bool> stop{false};
+    {
+        Trainer whole(tinyImageRun(moe), fresh(dir, "whole"));
+        whole.run(stop);
+    }
+    {
+        struct StopAt : TrainingObserver {
+            std::atomic<bool>& flag;
+            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
+            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 6; }
+        };
+        std::atomic<bool> interrupt{false};
+        StopAt stopAt(interrupt);
+        Trainer first(tinyImageRun(moe), fresh(dir, "parts"), {});
+        first.addObserver(&stopAt);
+        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
+    }
+    {
+        TrainerOptions resume;
+        resume.resume = true;
+        Trainer second(tinyImageRun(moe), fresh(dir, "parts"), resume);
+        QCOMPARE(second.step(), std::int64_t{6});
+        second.run(stop);
+    }
+    const auto whole = metricLines(fresh(dir, "whole"), "train");
+    const auto parts = metricLines(fresh(dir, "parts"), "train");
+    QCOMPARE(parts.size(), whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+        QCOMPARE(parts[i]["step"].get<int>(), whole[i]["step"].get<int>());
+        QCOMPARE(parts[i]["loss"].get<double>(), whole[i]["loss"].get<double>());
+    }
+    QCOMPARE(readText(fresh(dir, "parts") / "image.json"), readText(fresh(dir, "whole") / "image.json"));
+}
+
+void TestTrainer::imageProbesAndTheirErrors()
+{
+    QTemporaryDir dir;
+    {
+        Trainer trainer(tinyImageRun(R"({"train": {"steps": 2, "probes": ["validation:7"]}})"), fresh(dir, "run"));
+        std::atomic<bool> stop{false};
+        trainer.run(stop);
+        const ProbeResult probe = trainer.probe("validation:7");
+        QCOMPARE(probe.label, std::int64_t{7});  // shapes: example i has class i mod 10
+        QCOMPARE(probe.image.width, std::int64_t{16});
+        QCOMPARE(probe.image.channels, std::int64_t{3});
+        QCOMPARE(probe.image.pixels.size(), std::size_t{16 * 16 * 3});
+        QCOMPARE(probe.image.gridRows, std::int64_t{4});
+        QCOMPARE(probe.tokens.front(), std::string("CLS"));
+        QCOMPARE(probe.tokens.back(), std::string("r3c3"));
+        QCOMPARE(probe.tokens.size(), std::size_t{17});
+        QCOMPARE(probe.attention.front().front().size(), std::size_t{17});
+        QVERIFY_THROWS_EXCEPTION(DataError, trainer.probe("a typed text"));
+    }
+    const auto probes = metricLines(fresh(dir, "run"), "probe");
+    QVERIFY(!probes.empty());
+    QVERIFY(probes.front().contains("image"));
+    // A wrong entry is an error naming it, before anything trains.
+    try {
+        Trainer bad(tinyImageRun(R"({"train": {"probes": ["validation:0", "validation:9999"]}})"), fresh(dir, "bad"));
+        QFAIL("a probe beyond the validation split was accepted");
+    } catch (const ConfigError& error) {
+        QVERIFY2(std::string(error.what()).find("train.probes[1]") != std::string::npos, error.what());
+    }
 }
 
 void TestTrainer::resumeContinuesExactly()

@@ -8,6 +8,8 @@ Usage:
 CASE.json: {"model": {every key of docs/model.md, resolved}, "mode": "train" | "eval"}
 CASE.pt:   dict str -> Tensor with "param.<name>" for every parameter and buffer,
            "input.ids" [B, T] int64, "input.mask" [B, T] bool (optional),
+           or, when model.input is "image", "input.pixels" [B, C, H, W] float
+           (normalised; no mask),
            "input.targets" [B] (classification) or [B, T] (language_model) int64.
 OUT.pt:    dict str -> Tensor: "logits", "balance_loss", "loss", "grad.<name>" for
            every trainable parameter, and "route.<t>.expert|kept|gates" per routing call.
@@ -45,6 +47,28 @@ def positions(cfg):
 
 def has_cls_token(cfg):
     return cfg["head"] == "classification" and cfg["pooling"] == "cls"
+
+
+def is_image(cfg):
+    return cfg.get("input", "tokens") == "image"
+
+
+def num_patches(cfg):
+    """ViT: an image of side S cut into (S / P)^2 patches of P x P pixels."""
+    return (cfg["image_size"] // cfg["patch_size"]) ** 2
+
+
+def patch_embedding(pixels, weight, bias, P):
+    """ViT's patch embedding, written out: cut [B, C, S, S] into P x P patches,
+    row-major over the grid, flatten each patch (channel, row, column), and map
+    it linearly to D. Equivalent to a convolution with kernel = stride = P
+    whose weight is [D, C, P, P]."""
+    B, C, S, _ = pixels.shape
+    G = S // P
+    patches = pixels.reshape(B, C, G, P, G, P)            # b c gy py gx px
+    patches = patches.permute(0, 2, 4, 1, 3, 5)            # b gy gx c py px
+    patches = patches.reshape(B, G * G, C * P * P)         # [B, N, C*P*P], row-major grid
+    return patches @ weight.reshape(weight.shape[0], -1).T + bias   # [B, N, D]
 
 
 def is_plain_sublayer(cfg):
@@ -85,11 +109,18 @@ def expected_parameter_shapes(cfg):
     cls = has_cls_token(cfg)
     shapes = {}
 
-    shapes["embed.token.weight"] = [V, edim if edim > 0 else D]
-    if edim > 0:
-        shapes["embed.project.weight"] = [D, edim]
-        shapes["embed.project.bias"] = [D]
-    shapes["embed.position.weight"] = [cfg["max_len"] + (1 if cls else 0), D]
+    if is_image(cfg):
+        P = cfg["patch_size"]
+        shapes["embed.patch.weight"] = [D, cfg["channels"], P, P]
+        shapes["embed.patch.bias"] = [D]
+        positions = num_patches(cfg)
+    else:
+        shapes["embed.token.weight"] = [V, edim if edim > 0 else D]
+        if edim > 0:
+            shapes["embed.project.weight"] = [D, edim]
+            shapes["embed.project.bias"] = [D]
+        positions = cfg["max_len"]
+    shapes["embed.position.weight"] = [positions + (1 if cls else 0), D]
     if cls:
         shapes["embed.cls"] = [D]
 
@@ -357,19 +388,25 @@ class WideLabReference:
         return y
 
     def forward(self, ids, mask):
-        """Returns (logits, balance_loss, routes, mask_used_by_blocks)."""
+        """Returns (logits, balance_loss, routes, mask_used_by_blocks).
+        ids: token ids [B, T], or for image models pixels [B, C, S, S]."""
         cfg, p = self.cfg, self.p
-        B, T = ids.shape
         L, G = cfg["layers"], cfg["routing_groups"]
         causal = cfg["head"] == "language_model"
         moe = cfg["experts"] > 1
-        if T > cfg["max_len"]:
-            raise ValueError(f"sequence length {T} > max_len {cfg['max_len']}")
 
         # Embedding
-        h = F.embedding(ids, p["embed.token.weight"])   # [B, T, edim or D]
-        if cfg["embedding_dim"] > 0:
-            h = h @ p["embed.project.weight"].T + p["embed.project.bias"]
+        if is_image(cfg):
+            B = ids.shape[0]
+            h = patch_embedding(ids, p["embed.patch.weight"], p["embed.patch.bias"],
+                                cfg["patch_size"])      # [B, N, D]
+        else:
+            B, T = ids.shape
+            if T > cfg["max_len"]:
+                raise ValueError(f"sequence length {T} > max_len {cfg['max_len']}")
+            h = F.embedding(ids, p["embed.token.weight"])   # [B, T, edim or D]
+            if cfg["embedding_dim"] > 0:
+                h = h @ p["embed.project.weight"].T + p["embed.project.bias"]
         if has_cls_token(cfg):
             cls = p["embed.cls"].view(1, 1, -1).expand(B, 1, -1)
             h = torch.cat([cls, h], dim=1)               # [B, T+1, D]
@@ -487,9 +524,16 @@ def load_parameters(cfg, case, dtype=torch.float32):
 def run_case(cfg, mode, case, dtype=torch.float32):
     """Returns the OUT dict for one case."""
     params, trainable = load_parameters(cfg, case, dtype)
-    ids = case["input.ids"].long()
-    mask = case.get("input.mask")
-    mask = torch.ones_like(ids, dtype=torch.bool) if mask is None else mask.bool()
+    if is_image(cfg):
+        ids = case["input.pixels"].to(dtype)      # [B, C, S, S]
+        S, C = cfg["image_size"], cfg["channels"]
+        if list(ids.shape[1:]) != [C, S, S]:
+            raise ValueError(f"input.pixels: shape {list(ids.shape)}, expected [B, {C}, {S}, {S}]")
+        mask = torch.ones(ids.shape[0], num_patches(cfg), dtype=torch.bool)
+    else:
+        ids = case["input.ids"].long()
+        mask = case.get("input.mask")
+        mask = torch.ones_like(ids, dtype=torch.bool) if mask is None else mask.bool()
     targets = case["input.targets"].long()
     warn_ill_defined(cfg, mask)
 
@@ -910,6 +954,29 @@ def _test_end_to_end_files():
     logits = out["logits"]
     expected = F.cross_entropy(logits, case["input.targets"]) + 0.01 * out["balance_loss"]
     assert close(out["loss"], expected)
+
+
+def _test_patch_embedding_is_strided_conv():
+    torch.manual_seed(7)
+    B, C, S, P, D = 2, 3, 8, 4, 5
+    x, w, b = torch.randn(B, C, S, S), torch.randn(D, C, P, P), torch.randn(D)
+    conv = F.conv2d(x, w, b, stride=P).flatten(2).transpose(1, 2)   # [B, N, D]
+    assert close(patch_embedding(x, w, b, P), conv, 1e-5)
+    # patch 1 (row 0, column 1) is the pixels x[:, :, 0:P, P:2P]
+    one = (x[:, :, 0:P, P:2 * P].reshape(B, -1) @ w.reshape(D, -1).T) + b
+    assert close(patch_embedding(x, w, b, P)[:, 1], one, 1e-5)
+
+
+def _test_image_case_runs():
+    cfg = default_config(input="image", image_size=8, patch_size=4, channels=3, max_len=4,
+                         experts=2, top_k=1, pooling="mean")
+    case = random_case(cfg, B=2, T=4)
+    case.pop("input.ids")
+    case.pop("input.mask")
+    case["input.pixels"] = torch.randn(2, 3, 8, 8)
+    out = run_case(cfg, "train", case)
+    assert out["logits"].shape == (2, 3)
+    assert out["grad.embed.patch.weight"].abs().sum() > 0
 
 
 def self_test():

@@ -1,0 +1,73 @@
+#include "ImageTask.h"
+
+#include "RunLayout.h"
+#include "config/JsonText.h"
+#include "data/Tokenizer.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace widelab {
+
+ImageFormat imageFormat(const ModelConfig& model) { return {model.imageSize, model.channels}; }
+
+ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string>& classes, const ImageStats* savedStats)
+{
+    const TaskConfig& task = run.task;
+    ImageTask data;
+    data.format = imageFormat(run.model);
+    const auto seed = static_cast<std::uint64_t>(task.seed);
+    switch (task.kind) {
+    case TaskKind::Shapes:
+        data.labels = shapeNames();
+        data.train = makeShapesDataset(task.trainSize, seed, Split::Train, data.format);
+        data.validation = makeShapesDataset(task.validationSize, seed, Split::Validation, data.format);
+        data.test = makeShapesDataset(task.testSize, seed, Split::Test, data.format);
+        break;
+    case TaskKind::Cifar10: {
+        const Cifar10 cifar(task.path, task.validationFraction, seed, data.format);
+        data.labels = Cifar10::classNames();
+        data.train = cifar.dataset(Split::Train);
+        data.validation = cifar.dataset(Split::Validation);
+        data.test = cifar.dataset(Split::Test);
+        break;
+    }
+    case TaskKind::ImageFolder: {
+        const ImageFolder folder(task.path, {task.validationFraction, task.testFraction}, seed, data.format, classes);
+        data.labels = folder.labels();
+        if (static_cast<std::int64_t>(data.labels.size()) > run.model.numClasses)
+            throw ConfigError({{"model.num_classes", std::to_string(run.model.numClasses) + " is fewer than the "
+                                                         + std::to_string(data.labels.size()) + " class folders in "
+                                                         + task.path}});
+        data.train = folder.dataset(Split::Train);
+        data.validation = folder.dataset(Split::Validation);
+        data.test = folder.dataset(Split::Test);
+        break;
+    }
+    default:
+        throw std::invalid_argument("prepareImageTask: task.kind " + toString(task.kind) + " is not an image task");
+    }
+    const std::string where = task.path.empty() ? std::string("the images") : task.path;
+    if (data.train->size() == 0)
+        throw DataError(where + ": the training split is empty: too few images for the split fractions");
+    if (data.validation->size() == 0)
+        throw DataError(where + ": the validation split is empty: raise task.validation_fraction, or give more images");
+    data.stats = savedStats ? *savedStats : imageStats(*data.train, data.format.channels);
+    return data;
+}
+
+std::optional<ImageStats> readRunImageStats(const std::filesystem::path& directory, std::int64_t channels)
+{
+    const std::filesystem::path file = runlayout::imageStatsFile(directory);
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+        return std::nullopt;
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto json = tryParseJsonText(text.str());
+    if (!json)
+        throw DataError(file.string() + ": not JSON");
+    return ImageStats::fromJson(*json, channels, file.string());
+}
+
+}  // namespace widelab

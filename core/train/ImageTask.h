@@ -1,0 +1,35 @@
+// defines: ImageTask, prepareImageTask, readRunImageStats: an image task's datasets,
+// classes and normalisation, set up from a run document (the trainer's data part for images)
+#pragma once
+
+#include "RunConfig.h"
+#include "data/Images.h"
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace widelab {
+
+struct ImageTask {
+    ImageFormat format;
+    std::vector<std::string> labels;  // class names, in class order
+    std::unique_ptr<Dataset> train, validation, test;
+    ImageStats stats;                 // the normalisation every image goes through
+};
+
+ImageFormat imageFormat(const ModelConfig& model);
+
+// The datasets of task.kind image_folder, cifar10 or shapes at the model's image size and channels. `classes`
+// (a run's labels.json, when resuming) must match an image folder's. The normalisation is `savedStats` when
+// given (a run's image.json), else computed from the training split (imageStats). Throws DataError naming the
+// folder or file, ConfigError for model.num_classes fewer than the folder's classes.
+ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string>& classes,
+                           const ImageStats* savedStats);
+
+// RUN_DIR/image.json as written by the trainer; nullopt when absent; DataError naming the file when malformed.
+std::optional<ImageStats> readRunImageStats(const std::filesystem::path& directory, std::int64_t channels);
+
+}  // namespace widelab
