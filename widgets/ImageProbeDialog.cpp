@@ -3,7 +3,6 @@
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -31,8 +30,8 @@ ImageProbeDialog::ImageProbeDialog(QWidget* parent) : QDialog(parent)
     m_browse->setAccessibleName(tr("Browse for an image file"));
     m_validation->setChecked(true);
 
-    auto* note = new QLabel(tr("The image is inspected as the model sees it: resized to the model's image size, "
-                               "its attention and routing drawn over it at every probe."),
+    auto* note = new QLabel(tr("The image is drawn as the model sees it (before normalisation), with its "
+                               "attention and routing over it at every probe. Validation examples count from 0."),
                             this);
     note->setWordWrap(true);
     auto* exampleRow = new QHBoxLayout;
@@ -81,11 +80,8 @@ void ImageProbeDialog::browse()
         m_path->setText(chosen);  // and chooses the file
 }
 
-void ImageProbeDialog::update()
-{
-    m_example->setEnabled(true);
-    m_ok->setEnabled(!probe().isEmpty());
-}
+// OK needs a probe: a file chosen with no path named is none.
+void ImageProbeDialog::update() { m_ok->setEnabled(!probe().isEmpty()); }
 
 QString imageProbeName(const QString& probe)
 {

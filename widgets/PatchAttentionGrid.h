@@ -7,6 +7,8 @@
 #include "PatchMaps.h"
 #include "PatchTileGrid.h"
 
+#include <algorithm>
+
 namespace widelab {
 
 // One tile per head. Each patch cell is filled with the attention colour scale

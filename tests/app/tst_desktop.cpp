@@ -15,6 +15,7 @@
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "MetricsLine.h"
+#include "PatchMaps.h"
 #include "SampleSnapshot.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
@@ -144,6 +145,7 @@ private Q_SLOTS:
     void startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule();
     void pausedTheStatusBarNamesTheLogsStep();
     void theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImages();
+    void anImageProbeGivesTheSamePictureLiveAndReadBack();
 
 private:
     QTemporaryDir m_dir;
@@ -1449,6 +1451,35 @@ void TestDesktop::theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImage
     describeInsights(history, broken);
     QVERIFY(history.headCaptions().isEmpty());
     QVERIFY(history.imageInput());  // model.input is read as written
+}
+
+// The probe image reaches the views the same way from a live probe and from
+// its metrics.jsonl line: the picture as the model saw it, its patch grid, and
+// the patch weights and experts the image views draw.
+void TestDesktop::anImageProbeGivesTheSamePictureLiveAndReadBack()
+{
+    const ProbeResult probe = test::imageProbe(40);
+    const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
+    QString reason;
+    const std::optional<ProbeCapture> read = probeCaptureFromJson(line, &reason);
+    QVERIFY2(read.has_value(), qPrintable(reason));
+    for (const ProbeCapture& c : {toProbeCapture(probe), *read}) {
+        QCOMPARE(c.text, QStringLiteral("validation:3"));
+        QVERIFY(c.hasImage());
+        QCOMPARE(c.image.image.size(), QSize(4, 4));
+        QCOMPARE(c.image.gridRows, 2);
+        QCOMPARE(c.image.gridCols, 2);
+        QCOMPARE(c.image.image.pixelColor(0, 0), QColor(0, 0, 200));
+        QCOMPARE(c.image.image.pixelColor(3, 1), QColor(120, 40, 200));
+        QCOMPARE(c.image.image.pixelColor(2, 3), QColor(80, 120, 200));
+        QCOMPARE(patchSource(c), PatchSource::FromCls);
+        QCOMPARE(patchAttention(c, 0, 0), (QVector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
+        QCOMPARE(patchExperts(c, 0), (QVector<int>{1, 0, -1, 2}));
+    }
+    // A text probe has no picture.
+    ProbeResult text = probe;
+    text.image = ProbeImage();
+    QVERIFY(!toProbeCapture(text).hasImage());
 }
 
 QTEST_MAIN(TestDesktop)

@@ -6,6 +6,7 @@
 #include "ConfigPanel.h"
 #include "ConfigPanelLayout.h"
 #include "CostBreakdown.h"
+#include "ImageProbeDialog.h"
 #include "SchemaFields.h"
 
 #include <QApplication>
@@ -25,6 +26,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
+#include <QTimer>
 #include <QToolButton>
 #include <QWheelEvent>
 
@@ -127,6 +129,23 @@ QJsonValue valueAt(const QJsonObject& document, const QString& section, const QS
 
 // Integer or floating point, as the JSON value stores it.
 bool storedAsInteger(const QJsonValue& value) { return value.toVariant().typeId() == QMetaType::LongLong; }
+
+// Answers the ImageProbeDialog that opens next with validation example `example`.
+void answerImageProbeDialog(int example, int triesLeft = 200)
+{
+    QTimer::singleShot(10, [example, triesLeft] {
+        for (QWidget* widget : QApplication::topLevelWidgets())
+            if (auto* dialog = qobject_cast<ImageProbeDialog*>(widget); dialog != nullptr && dialog->isVisible()) {
+                dialog->example()->setValue(example);
+                dialog->accept();
+                return;
+            }
+        if (triesLeft > 0)
+            answerImageProbeDialog(example, triesLeft - 1);
+        else if (QWidget* modal = QApplication::activeModalWidget())
+            modal->close();  // never leave the test hanging in exec()
+    });
+}
 
 QFrame* frameOf(QWidget* editor)
 {
@@ -528,6 +547,35 @@ private Q_SLOTS:
         QTest::keyClick(probes, Qt::Key_Return);  // a trailing empty line is no probe
         QCOMPARE(valueAt(panel.document(), "train", "probes").toArray(),
                  (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]", "[MED 3 5 ]"}));
+    }
+
+    // With image input the probe list offers a picker for "validation:N" or an
+    // image file; the image keys appear with it.
+    void imageModelsPickImageProbes()
+    {
+        AppPanel panel;
+        panel.setDocument(completeWideNet());
+        panel.show();
+        QPushButton* add = nullptr;
+        for (QPushButton* button : frameOf(panel.field("train.probes"))->findChildren<QPushButton*>())
+            if (button->text() == QStringLiteral("Add image..."))
+                add = button;
+        QVERIFY(add);
+        QVERIFY(!add->isVisibleTo(&panel));
+        QVERIFY(!panel.field("model.patch_size")->isVisibleTo(&panel));
+
+        auto* input = qobject_cast<QComboBox*>(panel.field("model.input"));
+        QVERIFY(input);
+        input->setFocus();
+        QTest::keyClick(input, Qt::Key_Down);
+        QCOMPARE(valueAt(panel.document(), "model", "input"), QJsonValue("image"));
+        QVERIFY(add->isVisibleTo(&panel));
+        QVERIFY(panel.field("model.patch_size")->isVisibleTo(&panel));
+
+        answerImageProbeDialog(4);
+        add->click();
+        QCOMPARE(valueAt(panel.document(), "train", "probes").toArray(),
+                 (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]", "validation:4"}));
     }
 
     void issuesMarkTheirField()
