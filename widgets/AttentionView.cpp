@@ -5,6 +5,7 @@
 #include "HeadLabel.h"
 #include "MatrixView.h"
 #include "ModelViewFigure.h"
+#include "PatchAttentionGrid.h"
 #include "PredictionBars.h"
 #include "TokenFlowView.h"
 #include "ViewExport.h"
@@ -161,6 +162,12 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     m_gridArea->setWidget(m_grid);
     m_gridArea->setWidgetResizable(true);
     m_gridArea->setFrameShape(QFrame::NoFrame);
+    m_patches = new PatchAttentionGrid;
+    m_patches->setAccessibleName(tr("Attention of every head over the probe image"));
+    m_patchArea = new QScrollArea;
+    m_patchArea->setWidget(m_patches);
+    m_patchArea->setWidgetResizable(true);
+    m_patchArea->setFrameShape(QFrame::NoFrame);
     m_matrix = new MatrixView;
     m_matrix->setSquareCells(true);
     m_matrix->setAccessibleName(tr("Attention map"));
@@ -176,7 +183,9 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     m_modelArea->setWidgetResizable(false);
     m_modelArea->setFrameShape(QFrame::NoFrame);
     m_stack->addWidget(m_modelArea);
+    m_stack->addWidget(m_patchArea);
     m_gridArea->viewport()->installEventFilter(this);
+    m_patchArea->viewport()->installEventFilter(this);
     m_modelArea->viewport()->installEventFilter(this);
     m_prediction = new PredictionBars(this);
     m_prediction->setAccessibleName(tr("Prediction for the probe"));
@@ -190,6 +199,7 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     layout->addWidget(m_header);
     layout->addLayout(m_body, 1);
     connect(m_grid, &HeadGrid::headClicked, this, &AttentionPane::headClicked);
+    connect(m_patches, &PatchTileGrid::tileClicked, this, &AttentionPane::headClicked);
     connect(m_model, &ModelViewFigure::headClicked, this, &AttentionPane::layerHeadClicked);
     connect(m_matrix, &MatrixView::cellClicked, this, [this] {
         if (m_stack->currentWidget() == m_matrix)
@@ -227,6 +237,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         m_layer = 0;
         m_header->setText(QStringLiteral("<b>%1</b>").arg(runLabel.toHtmlEscaped()));
         m_grid->setCapture(nullptr, 0);
+        m_patches->setCapture(nullptr, 0);
         m_matrix->setTitle(QString());
         m_matrix->clear(nothing);
         m_tokens->setCapture(nullptr, 0);
@@ -253,25 +264,46 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
                                               .arg(capture->layers())
                                               .arg(headCount)
                                               .arg(capture->tokenCount());
+    if (capture->hasImage())
+        where += tr(" · %1 × %2 patches").arg(capture->image.gridRows).arg(capture->image.gridCols);
+    if (mode == Mode::Grid && capture->hasImage()) {
+        m_patches->setScalePerHead(perHead);
+        m_patches->setPaths(m_paths);
+        m_patches->setCaptions(m_captions);
+        m_patches->setCapture(capture, m_layer);
+        if (m_patches->heads() > 0)  // an image grid says what it draws
+            where += QStringLiteral(" · <b>%1</b>").arg(patchSourceText(m_patches->source()));
+    }
     m_header->setText(QStringLiteral("<b>%1</b> · %2").arg(runLabel.toHtmlEscaped(), where));
     switch (mode) {
     case Mode::Grid:
+        if (capture->hasImage() && m_patches->heads() > 0) {
+            m_patches->setCellSize(cellSize);
+            m_stack->setCurrentWidget(m_patchArea);
+            break;
+        }
         m_grid->setCellSize(cellSize);
         m_grid->setScalePerHead(perHead);
         m_grid->setPaths(m_paths);
+        m_grid->setCaptions(m_captions);
         m_grid->setCapture(capture, m_layer);
         m_stack->setCurrentWidget(m_gridArea);
         break;
     case Mode::Model:
+        m_model->setCaptions(m_captions);
         m_model->setCapture(capture, m_paths, perHead);
         m_model->setCellSize(cellSize / 2);
         m_stack->setCurrentWidget(m_modelArea);
         break;
-    case Mode::Head:
-        m_matrix->setTitle(tr("%1 (click to go back to every head)").arg(capitalized(headLabel(head, heads, m_paths))));
+    case Mode::Head: {
+        const QString caption = headCaptionText(m_captions, head, heads, m_paths);
+        m_matrix->setTitle(tr("%1 (click to go back to every head)")
+                               .arg(capitalized(headLabel(head, heads, m_paths))
+                                    + (caption.isEmpty() ? QString() : QStringLiteral(" · ") + caption)));
         m_matrix->setMatrix(attentionMatrix(capture->attention[m_layer].value(head), *capture));
         m_stack->setCurrentWidget(m_matrix);
         break;
+    }
     case Mode::Mean:
         m_matrix->setTitle(tr("Mean over %1 heads").arg(capture->heads()));
         m_matrix->setMatrix(attentionMatrix(capture->meanOverHeads(m_layer), *capture));
@@ -289,6 +321,8 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     if (m_fitting)
         fit();
 }
+
+bool AttentionPane::showsPatches() const { return m_stack->currentWidget() == m_patchArea; }
 
 // A pane narrower than it is tall (two runs side by side) gives the maps its
 // whole width and the prediction the few lines it needs below them.
@@ -317,6 +351,11 @@ void AttentionPane::fit()
         if (cell != m_grid->cellSize())
             m_grid->setCellSize(cell);
         Q_EMIT fitted(cell);
+    } else if (m_stack->currentWidget() == m_patchArea && m_patches->heads() > 0) {
+        const int cell = m_patches->fittingCellSize(m_patchArea->viewport()->size(), kMinCell);
+        if (cell != m_patches->cellSize())
+            m_patches->setCellSize(cell);
+        Q_EMIT fitted(cell);
     } else if (m_stack->currentWidget() == m_modelArea && m_model->layers() > 0) {
         const int cell = m_model->fittingCellSize(m_modelArea->viewport()->size(), kMinModelCell);
         if (cell != m_model->cellSize())
@@ -331,7 +370,8 @@ void AttentionPane::fit()
 bool AttentionPane::eventFilter(QObject* watched, QEvent* event)
 {
     if (event->type() == QEvent::Resize && m_fitting
-        && (watched == m_gridArea->viewport() || watched == m_modelArea->viewport()))
+        && (watched == m_gridArea->viewport() || watched == m_modelArea->viewport()
+            || watched == m_patchArea->viewport()))
         fit();
     return QWidget::eventFilter(watched, event);
 }
@@ -369,6 +409,10 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     m_scale->setToolTip(tr("One range: heads compare by strength. Each head its own: every head's pattern shows, "
                            "however weak its weights."));
     m_legend = new QLabel(this);
+    m_kinds = new QLabel(this);
+    m_kinds->setWordWrap(true);
+    m_kinds->setAccessibleName(tr("What the maps are"));
+    m_kinds->hide();
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("&Layer"), this));
@@ -411,6 +455,7 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     m_panes[1]->hide();
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
+    layout->addWidget(m_kinds);
     layout->addWidget(m_split, 1);
 
     connect(m_layer, &QSpinBox::valueChanged, this, &AttentionView::refresh);
@@ -469,6 +514,7 @@ void AttentionView::refresh()
         pane->setVisible(i == 0 || source.valid());
         pane->setFitting(m_fitting);
         pane->setPaths(source.valid() ? runPaths(*source.history, m_step) : 1);
+        pane->setCaptions(source.valid() ? source.history->headCaptions() : QVector<HeadMapCaption>());
         if (!source.valid()) {
             if (i == 0)
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));
@@ -486,8 +532,12 @@ void AttentionView::refresh()
             layers = capture->layers();
             heads = capture->heads();
             paths = pane->paths();
+            const float top = pane->showsPatches() ? pane->patches()->maxWeight() : pane->grid()->maxWeight();
             m_legend->setText(perHead ? tr("0 … each head's largest weight")
-                                      : tr("0 … %1").arg(QString::number(pane->grid()->maxWeight(), 'f', 2)));
+                                      : tr("0 … %1").arg(QString::number(top, 'f', 2)));
+            const QString kinds = mapKindLegend(pane->captions());
+            m_kinds->setText(kinds);
+            m_kinds->setVisible(!kinds.isEmpty());
         }
     }
     const QSignalBlocker layerBlock(m_layer), headBlock(m_head);
@@ -547,10 +597,23 @@ QWidget* AttentionView::exportArea()
         header->setTextFormat(Qt::RichText);
         column->addWidget(header);
         QString colours;
-        if (grid) {
+        if (grid && pane->showsPatches()) {
+            auto* heads = new PatchAttentionGrid(m_sheet);
+            heads->setScalePerHead(perHead);
+            heads->setPaths(pane->paths());
+            heads->setCaptions(pane->captions());
+            heads->setCapture(capture, pane->shownLayer());
+            const int columns = exportColumns(heads->heads(), pane->paths());
+            heads->setCellSize(std::clamp(kMaxExportSide / std::max(1, columns) - 24, 96, 360));
+            heads->setColumns(columns);
+            heads->setFixedSize(heads->sizeHint());
+            column->addWidget(heads);
+            colours = perHead ? tr("each head's largest weight") : QString::number(heads->maxWeight(), 'f', 2);
+        } else if (grid) {
             auto* heads = new HeadGrid(m_sheet);
             heads->setScalePerHead(perHead);
             heads->setPaths(pane->paths());
+            heads->setCaptions(pane->captions());
             heads->setCapture(capture, pane->shownLayer());
             const int columns = exportColumns(heads->heads(), pane->paths());
             const int rows = (heads->heads() + columns - 1) / std::max(1, columns);
@@ -567,7 +630,9 @@ QWidget* AttentionView::exportArea()
             colours = perHead ? tr("each head's largest weight") : tr("each layer's largest weight");
         }
         // The colour range travels with the picture (on screen it is beside the controls).
-        header->setText(tr("%1 · colours: 0 (dark) … %2 (light)").arg(pane->header()->text(), colours.toHtmlEscaped()));
+        QString kinds = mapKindLegend(pane->captions()).toHtmlEscaped();
+        header->setText(tr("%1 · colours: 0 (dark) … %2 (light)").arg(pane->header()->text(), colours.toHtmlEscaped())
+                        + (kinds.isEmpty() ? QString() : QStringLiteral("<br>") + kinds));
         column->addStretch(1);
         row->addLayout(column);
     }

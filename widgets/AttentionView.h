@@ -1,7 +1,8 @@
-// defines: widelab::AttentionPane, AttentionView, attention heads on a probe text:
-// every head's map of a layer in a grid, one head enlarged, the mean over heads,
-// where each token looks, every head of every layer (the model view), and the
-// prediction; a second run beside the first on the same text
+// defines: widelab::AttentionPane, AttentionView, attention heads on a probe text
+// or image: every head's map of a layer in a grid (over the picture, for an
+// image), one head enlarged, the mean over heads, where each token looks, every
+// head of every layer (the model view), and the prediction; a second run beside
+// the first on the same probe
 #pragma once
 
 #include "InsightPage.h"
@@ -25,6 +26,7 @@ class HeadGrid;
 class HeadSpinBox;
 class MatrixView;
 class ModelViewFigure;
+class PatchAttentionGrid;
 class PredictionBars;
 class TokenFlowView;
 
@@ -42,6 +44,9 @@ public:
     // Fitting: the grid's (model view's) maps as large as lets all of them be
     // seen in this pane, kept so whenever the pane changes size; else cellSize.
     void setFitting(bool fitting) { m_fitting = fitting; }
+    // What each head's map is (InsightHistory::headCaptions); set before show().
+    void setCaptions(const QVector<HeadMapCaption>& captions) { m_captions = captions; }
+    const QVector<HeadMapCaption>& captions() const { return m_captions; }
 
     // Shows `capture` (nullptr: `why` instead) at `layer` (clamped to the model's layers).
     // perHead: each map in the grid spans its own range (HeadGrid::setScalePerHead).
@@ -51,6 +56,10 @@ public:
     const ProbeCapture* capture() const { return m_capture ? &*m_capture : nullptr; }
 
     HeadGrid* grid() const { return m_grid; }
+    // An image probe's grid: every head's attention over the picture.
+    PatchAttentionGrid* patches() const { return m_patches; }
+    QScrollArea* patchArea() const { return m_patchArea; }
+    bool showsPatches() const;
     MatrixView* matrix() const { return m_matrix; }
     TokenFlowView* tokens() const { return m_tokens; }
     PredictionBars* prediction() const { return m_prediction; }
@@ -79,6 +88,8 @@ private:
     QStackedWidget* m_stack = nullptr;
     QScrollArea* m_gridArea = nullptr;
     HeadGrid* m_grid = nullptr;
+    QScrollArea* m_patchArea = nullptr;
+    PatchAttentionGrid* m_patches = nullptr;
     MatrixView* m_matrix = nullptr;
     TokenFlowView* m_tokens = nullptr;
     QScrollArea* m_modelArea = nullptr;
@@ -87,6 +98,7 @@ private:
     std::optional<ProbeCapture> m_capture;  // a copy: the history may move its captures
     int m_layer = 0;
     int m_paths = 1;
+    QVector<HeadMapCaption> m_captions;
     bool m_fitting = false;
     bool m_inFit = false;
 };
@@ -115,6 +127,8 @@ public:
     void setScalePerHead(bool perHead);
 
     AttentionPane* primaryPane() const { return m_panes[0]; }
+    QLabel* legend() const { return m_legend; }
+    QLabel* mapKinds() const { return m_kinds; }
     AttentionPane* comparisonPane() const { return m_panes[1]; }
 
 protected:
@@ -129,6 +143,7 @@ private:
     QPushButton* m_fit = nullptr;
     QComboBox* m_scale = nullptr;
     QLabel* m_legend = nullptr;
+    QLabel* m_kinds = nullptr;  // what "implied" and "sparse pattern" mean, when a head shows one
     QSplitter* m_split = nullptr;
     AttentionPane* m_panes[2] = {nullptr, nullptr};
     QWidget* m_sheet = nullptr;  // the last export's, never shown

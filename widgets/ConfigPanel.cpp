@@ -3,6 +3,7 @@
 #include "ArchitectureDiagram.h"
 #include "CostBreakdown.h"
 #include "ConfigPanelLayout.h"
+#include "ImageProbeDialog.h"
 #include "NumberSpinBox.h"
 #include "Palette.h"
 
@@ -426,6 +427,18 @@ QWidget* ConfigPanel::makeEditor(Field& f)
         f.browse->setToolTip(tr("Choose the data file"));
         row->addWidget(f.browse);
         connect(f.browse, &QPushButton::clicked, this, [this, &f] { browseForFile(f); });
+    } else if (f.key() == QLatin1String("train.probes")) {
+        // Image models: a probe is "validation:N" or an image file, picked in a dialog.
+        f.browse = new QPushButton(tr("Add image..."), f.frame);
+        f.browse->setAccessibleName(tr("Add an image probe"));
+        f.browse->setToolTip(tr("Add a validation example by number, or a PNG or JPEG file"));
+        f.browse->setVisible(false);
+        row->addWidget(f.browse, 0, Qt::AlignTop);
+        connect(f.browse, &QPushButton::clicked, this, [this, &f] {
+            ImageProbeDialog dialog(this);
+            if (dialog.exec() == QDialog::Accepted && !dialog.probe().isEmpty())
+                static_cast<QPlainTextEdit*>(f.editor)->appendPlainText(dialog.probe());  // textChanged -> edited
+        });
     }
     if (!f.spec.derivedRule.isEmpty()) {
         f.ruleLabel = new QLabel(QStringLiteral("= ") + f.spec.derivedRule, f.frame);
@@ -744,10 +757,15 @@ void ConfigPanel::browseForFile(Field& f)
 {
     auto* edit = static_cast<QLineEdit*>(f.editor);
     const QString current = edit->text();
-    const QString directory = current.isEmpty() ? QString() : QFileInfo(current).absolutePath();
-    const QString chosen = QFileDialog::getOpenFileName(
-        this, tr("Choose the data file"), directory,
-        tr("Text and tables (*.txt *.tsv *.csv *.text);;All files (*)"));
+    const PathChoice choice = pathChoice(f.key(), [this](const QString& key) {
+        const Field* other = fieldFor(key);
+        return other ? valueOf(*other) : QJsonValue();
+    });
+    const QString chosen =
+        choice.folder ? QFileDialog::getExistingDirectory(this, choice.title, current)
+                      : QFileDialog::getOpenFileName(this, choice.title,
+                                                     current.isEmpty() ? QString() : QFileInfo(current).absolutePath(),
+                                                     choice.filter);
     if (!chosen.isEmpty())
         edit->setText(chosen);  // textChanged -> edited
 }
@@ -770,6 +788,8 @@ void ConfigPanel::updateApplicability()
         f.notUsedBecause = state.applicable ? QString() : state.notUsedBecause;
         if (visibilityChanged)
             f.form->setRowVisible(f.frame, f.visible);
+        if (f.browse != nullptr && f.key() == QLatin1String("train.probes"))
+            f.browse->setVisible(value(QStringLiteral("model.input")).toString() == QLatin1String("image"));
         applyEditability(f);
         updateToolTip(f);
     }

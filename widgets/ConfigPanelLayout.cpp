@@ -15,6 +15,18 @@ QList<FieldGroup> makeLayout()
              {"name", t("Name"), t("A short name for the run, shown in lists and plots.")},
              {"description", t("Description"), t("What this run is about: free text, kept with the run.")},
          }},
+        {t("Input"),
+         {
+             {"model.input", t("Input"),
+              t("Tokens: token ids (text, ListOps). Image: pictures cut into patches, each patch embedded as one "
+                "token (ViT; WideNet's image setting); everything after the embedding is the same encoder."),
+              {}, 0.1, false, {{"tokens", t("Tokens")}, {"image", t("Image (patches)")}}},
+             {"model.image_size", t("Image size"),
+              t("Height and width in pixels every image is resized to; a multiple of the patch size.")},
+             {"model.patch_size", t("Patch size"),
+              t("Height and width of a patch in pixels. (image size / patch size)^2 patches are the tokens.")},
+             {"model.channels", t("Channels"), t("1: grey scale; 3: RGB.")},
+         }},
         {t("Depth"),
          {
              {"model.layers", t("Blocks"),
@@ -103,12 +115,20 @@ QList<FieldGroup> makeLayout()
          {
              {"task.kind", t("Task"),
               t("ListOps: nested list operations generated in-process (Long Range Arena rules). Classification: a "
-                "TSV/CSV file of label, text. Language model: any text file."),
+                "TSV/CSV file of label, text. Language model: any text file. Image folder: a folder with one "
+                "sub-folder of PNG/JPEG images per class. CIFAR-10: a folder with your copy of CIFAR-10's binary "
+                "batches. Shapes: small pictures of shapes generated in-process (no download). The image tasks need "
+                "image input."),
               {}, 0.1, false,
               {{"listops", t("ListOps (generated)")},
                {"classification", t("Classification file")},
-               {"language_model", t("Language model file")}}},
-             {"task.path", t("Data file"), t("The TSV/CSV (classification) or text (language model) file.")},
+               {"language_model", t("Language model file")},
+               {"image_folder", t("Image folder")},
+               {"cifar10", t("CIFAR-10 (binary)")},
+               {"shapes", t("Shapes (generated images)")}}},
+             {"task.path", t("Data file or folder"),
+              t("The TSV/CSV (classification) or text (language model) file; the folder of class sub-folders (image "
+                "folder); the folder holding CIFAR-10's data_batch_*.bin and test_batch.bin.")},
              {"task.tokenizer", t("Tokenizer"), t("How file texts become tokens. Bytes need vocab_size >= 258."), {}, 0.1,
               false, {{"byte", t("Bytes")}, {"character", t("Characters")}, {"word", t("Words")}}},
              {"task.vocab_limit", t("Vocabulary limit"),
@@ -125,6 +145,11 @@ QList<FieldGroup> makeLayout()
              {"task.validation_size", t("Validation examples"), t("ListOps examples in the validation split.")},
              {"task.test_size", t("Test examples"), t("ListOps examples in the test split.")},
              {"task.seed", t("Data seed"), t("Seed of the ListOps generator and of the file splits.")},
+             {"task.crop_padding", t("Random crop padding"),
+              t("Images: while training, pad by this many pixels and cut a random crop of the image size. 0: no "
+                "cropping."),
+              t("no cropping")},
+             {"task.flip", t("Random horizontal flip"), t("Images: while training, mirror half of the images.")},
          }},
         {t("Optimizer"),
          {
@@ -183,7 +208,8 @@ QList<FieldGroup> makeLayout()
               t("with validation")},
              {"train.probes", t("Probe texts"),
               t("Texts inspected during training, one per line: their attention maps, expert routing and prediction. "
-                "Empty: a short validation example. Texts added in the Attention view join them.")},
+                "Empty: a short validation example. Texts added in the Attention view join them. Images: "
+                "validation:N (the N-th validation example) or the path of a PNG or JPEG file.")},
          }},
     };
 }
@@ -205,6 +231,8 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
         state.notUsedBecause = t(why);
     };
     const bool listops = is("task.kind", "listops");
+    const bool images = is("task.kind", "image_folder") || is("task.kind", "cifar10") || is("task.kind", "shapes");
+    const bool generated = listops || is("task.kind", "shapes");
     if (k.startsWith("model.") && (k.endsWith("top_k") || k.contains("capacity_factor") || k == "model.balance_loss_weight"
                                    || k == "model.router_noise_std" || k.contains("routing_")
                                    || k == "model.renormalize_gates" || k == "model.share_router")) {
@@ -213,13 +241,20 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
         applies(!is("model.head", "language_model"), "only with a classification head");
     } else if (k == "model.path_extra_features") {
         applies(value("model.paths").toInteger() >= 3 || value(k).toBool(), "needs 3 or more paths");
-    } else if (k == "task.path" || k == "task.tokenizer" || k == "task.vocab_limit" || k == "task.validation_fraction"
-               || k == "task.test_fraction") {
-        state.visible = !listops;
+    } else if (k == "model.image_size" || k == "model.patch_size" || k == "model.channels") {
+        state.visible = is("model.input", "image");
+    } else if (k == "task.crop_padding" || k == "task.flip") {
+        state.visible = images;
+    } else if (k == "task.path" || k == "task.validation_fraction" || k == "task.test_fraction") {
+        state.visible = !generated;
+    } else if (k == "task.tokenizer" || k == "task.vocab_limit") {
+        state.visible = !generated && !images;
         if (k == "task.vocab_limit")
             applies(!is("task.tokenizer", "byte"), "only with the character or word tokenizer");
-    } else if (k == "task.min_length" || k == "task.max_length" || (k.startsWith("task.") && k.endsWith("_size"))) {
+    } else if (k == "task.min_length" || k == "task.max_length") {
         state.visible = listops;
+    } else if (k.startsWith("task.") && k.endsWith("_size")) {
+        state.visible = generated;
     } else if (k == "train.beta1" || k == "train.beta2" || k == "train.epsilon") {
         applies(!is("train.optimizer", "sgd"), "only with AdamW or LAMB");
     } else if (k == "train.momentum") {
@@ -232,6 +267,24 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
         applies(!is("train.device", "cpu"), "only on CUDA");
     }
     return state;
+}
+
+PathChoice pathChoice(const QString& key, const std::function<QJsonValue(const QString& key)>& value)
+{
+    PathChoice choice;
+    choice.title = t("Choose the data file");
+    choice.filter = t("Text and tables (*.txt *.tsv *.csv *.text);;All files (*)");
+    if (key != QLatin1String("task.path"))
+        return choice;
+    const QString kind = value(QStringLiteral("task.kind")).toString();
+    if (kind == QLatin1String("image_folder")) {
+        choice.folder = true;
+        choice.title = t("Choose the image folder (one sub-folder per class)");
+    } else if (kind == QLatin1String("cifar10")) {
+        choice.folder = true;
+        choice.title = t("Choose the folder holding CIFAR-10's binary batches");
+    }
+    return choice;
 }
 
 }  // namespace widelab

@@ -1,4 +1,5 @@
-// defines: FieldPlacement, FieldGroup, configPanelLayout, FieldState, fieldState:
+// defines: FieldPlacement, FieldGroup, configPanelLayout, FieldState, fieldState,
+// PathChoice, pathChoice:
 // where the configuration panel puts the schema's keys, with what the schema cannot
 // say (labels a user reads, longer tooltips, special-value texts, stepping, choice
 // texts), and when a field is shown and has an effect
@@ -49,5 +50,14 @@ struct FieldState {
     QString notUsedBecause;  // when not applicable: "only with more than one expert"
 };
 FieldState fieldState(const QString& key, const std::function<QJsonValue(const QString& key)>& value);
+
+// What a path field's Browse button picks, given the document's other values: a
+// folder for the image folder and CIFAR-10 tasks, else a file.
+struct PathChoice {
+    bool folder = false;
+    QString title;   // of the dialog
+    QString filter;  // files only
+};
+PathChoice pathChoice(const QString& key, const std::function<QJsonValue(const QString& key)>& value);
 
 }  // namespace widelab

@@ -3,13 +3,17 @@
 #include "ColorScale.h"
 #include "MatrixView.h"
 #include "Palette.h"
+#include "PatchExpertGrid.h"
 #include "ViewExport.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -66,6 +70,24 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     m_overTime->setAccessibleName(tr("Share of tokens over training"));
     m_routing = new MatrixView;
     m_routing->setAccessibleName(tr("Expert of each probe token in each block"));
+    m_patches = new PatchExpertGrid;
+    m_patches->setAccessibleName(tr("Expert of each patch of the probe image in each block"));
+    m_patchLegend = new QLabel;
+    m_patchLegend->setWordWrap(true);
+    m_patchLegend->setTextFormat(Qt::RichText);
+    m_patchArea = new QScrollArea;
+    m_patchArea->setWidget(m_patches);
+    m_patchArea->setWidgetResizable(true);
+    m_patchArea->setFrameShape(QFrame::NoFrame);
+    m_patchArea->viewport()->installEventFilter(this);
+    m_patchBox = new QWidget;
+    auto* patchLayout = new QVBoxLayout(m_patchBox);
+    patchLayout->setContentsMargins(0, 0, 0, 0);
+    patchLayout->addWidget(m_patchLegend);
+    patchLayout->addWidget(m_patchArea, 1);
+    m_routingStack = new QStackedWidget;
+    m_routingStack->addWidget(m_routing);
+    m_routingStack->addWidget(m_patchBox);
     m_table = new QTableWidget;
     m_table->setAccessibleName(tr("Dropped tokens, unused experts and balance per block"));
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -101,7 +123,7 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     top->addWidget(timeBox);
     auto* bottom = new QSplitter(Qt::Horizontal);
     bottom->addWidget(tableBox);
-    bottom->addWidget(m_routing);
+    bottom->addWidget(m_routingStack);
     bottom->setSizes({1000, 1000});  // halves, whatever the contents ask for
     top->setSizes({1000, 1000});  // halves, whatever the contents ask for
     auto* split = new QSplitter(Qt::Vertical);
@@ -315,8 +337,42 @@ void ExpertsView::showTable(const ModelState& state)
                          : QStringLiteral("⚠ ") + tr("Step %1: ").arg(state.step) + m_warnings.join(QStringLiteral("; ")));
 }
 
+void ExpertsView::fitPatches()
+{
+    constexpr int kMinTile = 64, kMaxTile = 360;
+    const int cell = std::min(kMaxTile, m_patches->fittingCellSize(m_patchArea->viewport()->size(), kMinTile));
+    if (cell != m_patches->cellSize())
+        m_patches->setCellSize(cell);
+}
+
+bool ExpertsView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (event->type() == QEvent::Resize && watched == m_patchArea->viewport() && showsPatches())
+        fitPatches();
+    return InsightPage::eventFilter(watched, event);
+}
+
+bool ExpertsView::showsPatches() const { return m_routingStack->currentWidget() == m_patchBox; }
+
 void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
 {
+    m_patches->setCapture(capture);
+    if (capture != nullptr && capture->hasImage() && m_patches->blocks() > 0) {
+        // Swatches of every expert, and the mark of a dropped patch.
+        QStringList keys;
+        for (int e = 0; e < experts; ++e)
+            keys << QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2")
+                        .arg(colorscale::categorical(e).name(), tr("expert %1").arg(e + 1));
+        keys << tr("▨&nbsp;✕ dropped (no expert had room)");
+        m_patchLegend->setText(tr("<b>First-choice expert of each patch, step %1</b> (of %2 experts)<br>%3")
+                                   .arg(capture->step)
+                                   .arg(experts)
+                                   .arg(keys.join(QStringLiteral(" &nbsp; "))));
+        m_routingStack->setCurrentWidget(m_patchBox);
+        fitPatches();
+        return;
+    }
+    m_routingStack->setCurrentWidget(m_routing);
     if (capture == nullptr || capture->experts.isEmpty()) {
         m_routing->clear(tr("No probe captured yet: the route of each probe token appears with the first capture."));
         return;

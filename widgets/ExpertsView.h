@@ -1,6 +1,7 @@
 // defines: widelab::ExpertsView, expert load and routing: the share of tokens
 // each expert of each block receives, now and over time, dropped tokens, dead
-// experts and imbalance flagged, and which expert each probe token goes to
+// experts and imbalance flagged, and which expert each probe token (or each
+// patch of a probe image, over the picture) goes to
 #pragma once
 
 #include "InsightPage.h"
@@ -9,11 +10,14 @@
 
 class QComboBox;
 class QLabel;
+class QScrollArea;
+class QStackedWidget;
 class QTableWidget;
 
 namespace widelab {
 
 class MatrixView;
+class PatchExpertGrid;
 
 class ExpertsView : public InsightPage {
     Q_OBJECT
@@ -33,11 +37,19 @@ public:
     MatrixView* shareMap() const { return m_share; }
     MatrixView* timeMap() const { return m_overTime; }
     MatrixView* routingMap() const { return m_routing; }
+    // An image probe's routing: the expert of each patch over the picture, per block.
+    PatchExpertGrid* patchRouting() const { return m_patches; }
+    QLabel* patchLegend() const { return m_patchLegend; }
+    bool showsPatches() const;
     QTableWidget* table() const { return m_table; }
     // The flags at the shown step, one line each.
     QStringList warnings() const { return m_warnings; }
 
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
 private:
+    void fitPatches();  // the image grid's tiles as large as its area allows
     void showShare(const ModelState& state);
     void showOverTime(const InsightHistory& history, qint64 upTo);
     void showTable(const ModelState& state);
@@ -50,6 +62,11 @@ private:
     MatrixView* m_share = nullptr;
     MatrixView* m_overTime = nullptr;
     MatrixView* m_routing = nullptr;
+    QStackedWidget* m_routingStack = nullptr;  // the token matrix, or the image grid
+    QWidget* m_patchBox = nullptr;
+    QLabel* m_patchLegend = nullptr;
+    PatchExpertGrid* m_patches = nullptr;
+    QScrollArea* m_patchArea = nullptr;
     QTableWidget* m_table = nullptr;
     QStringList m_warnings;
     std::optional<ModelState> m_state;  // a copy: the history may move its states

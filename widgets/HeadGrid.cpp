@@ -78,11 +78,20 @@ void HeadGrid::setColumns(int columns)
     update();
 }
 
+void HeadGrid::setCaptions(const QVector<HeadMapCaption>& captions)
+{
+    m_captions = captions;
+    update();
+}
+
 QString HeadGrid::headTitle(int head) const
 {
-    const QString full = headLabel(head, heads(), m_paths);
-    return QFontMetricsF(smallFont(font())).horizontalAdvance(full) <= m_cell ? full
-                                                                              : headShortLabel(head, heads(), m_paths);
+    const QString caption = headCaptionText(m_captions, head, heads(), m_paths);
+    const QString suffix = caption.isEmpty() ? QString() : QStringLiteral(" · ") + caption;
+    const QString full = headLabel(head, heads(), m_paths) + suffix;
+    return QFontMetricsF(smallFont(font())).horizontalAdvance(full) <= m_cell
+               ? full
+               : headShortLabel(head, heads(), m_paths) + suffix;
 }
 
 QColor HeadGrid::colorAt(int head, int query, int key) const
@@ -207,8 +216,9 @@ QString HeadGrid::readout(const Hit& hit) const
         return {};
     const int n = tokens();
     const float weight = m_weights[hit.head].value(hit.query * n + hit.key);
+    const QString caption = headCaptionText(m_captions, hit.head, heads(), m_paths);
     return tr("%1: query %2 \"%3\" → key %4 \"%5\": %6")
-        .arg(headLabel(hit.head, heads(), m_paths))
+        .arg(headLabel(hit.head, heads(), m_paths) + (caption.isEmpty() ? QString() : QStringLiteral(" · ") + caption))
         .arg(hit.query)
         .arg(m_tokens.value(hit.query))
         .arg(hit.key)

@@ -42,7 +42,9 @@ public:
     // The model's attention paths, for the heads' titles (headLabel); 1: none.
     void setPaths(int paths);
     int paths() const { return m_paths; }
-    QString headTitle(int head) const;  // above a map at the current size
+    // What each head's map is (InsightHistory::headCaptions); empty: not said.
+    void setCaptions(const QVector<HeadMapCaption>& captions);
+    QString headTitle(int head) const;  // above a map at the current size, with its caption
     // A fixed number of columns (an export lays the grid out whole); 0: as many as the width holds.
     void setColumns(int columns);
     // The colour a cell of a map is drawn with (invalid outside the maps).
@@ -91,6 +93,7 @@ private:
     double m_labelExtent = 0;  // the widest token label, in pixels
     bool m_perHead = false;
     int m_paths = 1;
+    QVector<HeadMapCaption> m_captions;
     int m_fixedColumns = 0;
     int m_cell = 120;
     Hit m_hover;

@@ -1,5 +1,9 @@
 #include "InsightHistory.h"
 
+#include "HeadLabel.h"
+
+#include <QCoreApplication>
+
 #include <algorithm>
 
 namespace widelab {
@@ -187,6 +191,79 @@ void InsightHistory::setArchitecture(const ArchitectureSketch& sketch)
 {
     m_architecture = sketch;
     ++m_revision;
+}
+
+void InsightHistory::setHeadCaptions(const QVector<HeadMapCaption>& captions)
+{
+    m_headCaptions = captions;
+    ++m_revision;
+}
+
+CaptureImage CaptureImage::fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
+                                      qint64 count, qint64 gridRows, qint64 gridCols)
+{
+    constexpr qint64 kMaxSide = 1 << 14;
+    const bool sized = width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide
+                       && (channels == 1 || channels == 3) && pixels != nullptr && count == width * height * channels;
+    const bool gridded = gridRows > 0 && gridCols > 0 && gridRows <= height && gridCols <= width
+                         && height % gridRows == 0 && width % gridCols == 0;
+    CaptureImage out;
+    if (!sized || !gridded)
+        return out;
+    // The image borrows the bytes only while it is copied into its own.
+    const QImage view(pixels, static_cast<int>(width), static_cast<int>(height), static_cast<qsizetype>(width * channels),
+                      channels == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+    out.image = view.copy();
+    out.gridRows = static_cast<int>(gridRows);
+    out.gridCols = static_cast<int>(gridCols);
+    return out;
+}
+
+void InsightHistory::setImageInput(bool images)
+{
+    m_imageInput = images;
+    ++m_revision;
+}
+
+bool InsightHistory::imageInput() const
+{
+    if (m_imageInput)
+        return *m_imageInput;
+    for (const QVector<ProbeCapture>& captures : m_captures)
+        for (const ProbeCapture& capture : captures)
+            if (capture.hasImage())
+                return true;
+    return false;
+}
+
+QString headCaptionText(const QVector<HeadMapCaption>& captions, int head, int heads, int paths)
+{
+    if (captions.isEmpty() || head < 0)
+        return {};
+    // A multi-path model's heads are path-major (HeadLabel.h): every path has
+    // the same mechanisms, head by head.
+    const int perPath = headsPerPath(heads, paths);
+    const HeadMapCaption& caption = captions.value(perPath > 0 ? head % perPath : head);
+    if (caption.mechanism.isEmpty())
+        return {};
+    return caption.kind.isEmpty() ? caption.mechanism
+                                  : QStringLiteral("%1 (%2)").arg(caption.mechanism, caption.kind);
+}
+
+QString mapKindLegend(const QVector<HeadMapCaption>& captions)
+{
+    QStringList lines;
+    auto has = [&](const QString& kind) {
+        return std::any_of(captions.begin(), captions.end(), [&](const HeadMapCaption& c) { return c.kind == kind; });
+    };
+    if (has(QStringLiteral("sparse pattern")))
+        lines << QCoreApplication::translate("AttentionView",
+                                             "sparse pattern: the exact weights, zero outside the mechanism's window");
+    if (has(QStringLiteral("implied")))
+        lines << QCoreApplication::translate(
+            "AttentionView", "implied: the map a kernel or low-rank mechanism acts as, computed for the probe only "
+                             "(it never forms one while training)");
+    return lines.join(QStringLiteral("; "));
 }
 
 bool InsightHistory::hasExperts() const

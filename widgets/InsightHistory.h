@@ -1,4 +1,5 @@
-// defines: ExpertLoad, NormState, PathWeightState, ModelState, ProbeCapture,
+// defines: ExpertLoad, NormState, PathWeightState, ModelState, CaptureImage,
+// HeadMapCaption, ProbeCapture,
 // InsightHistory: what the interpretability views draw, as plain Qt data (app/
 // converts the core's snapshots and probes into it), kept over a run's steps
 #pragma once
@@ -6,6 +7,7 @@
 #include "ArchitectureSketch.h"
 
 #include <QHash>
+#include <QImage>
 #include <QString>
 #include <QStringList>
 #include <QVector>
@@ -59,7 +61,35 @@ struct ModelState {
     QVector<PathWeightState> paths;    // empty for a one-path model
 };
 
-// What the model did with one probe text at one step.
+// A probe image as the model saw it (before normalisation), cut into a grid of
+// patches; null image for a text probe.
+struct CaptureImage {
+    QImage image;                 // width x height pixels, grey or RGB
+    int gridRows = 0, gridCols = 0;  // patches
+
+    // From 8-bit pixels, row-major HWC with 1 (grey) or 3 (RGB) channels, and
+    // the patch grid. Pixels that do not fill width x height x channels, another
+    // channel count or a grid that does not divide the image (a damaged line of
+    // metrics.jsonl) give an empty image: the probe is then drawn as tokens.
+    static CaptureImage fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
+                                   qint64 count, qint64 gridRows, qint64 gridCols);
+};
+
+// What one head's attention map is: the head's mechanism ("linformer") and the
+// kind of map it shows ("exact", "sparse pattern", "implied"), from the model's
+// configuration.
+struct HeadMapCaption {
+    QString mechanism;
+    QString kind;
+};
+// "linformer (implied)" for `head` (of heads, in `paths` paths; captions are one
+// per head of a path); empty when the captions do not say.
+QString headCaptionText(const QVector<HeadMapCaption>& captions, int head, int heads, int paths);
+// One line that explains the kinds among `captions` that need it ("implied: ...");
+// empty when every map is exact or nothing is said.
+QString mapKindLegend(const QVector<HeadMapCaption>& captions);
+
+// What the model did with one probe text (or image) at one step.
 struct ProbeCapture {
     qint64 step = 0;
     QString text;
@@ -69,8 +99,13 @@ struct ProbeCapture {
     QVector<float> prediction;
     QStringList predictionLabels;
     int trueLabel = -1;  // index into prediction of the text's true class, when known
+    // An image probe's picture; tokens are then "CLS" (when the model has one)
+    // and one per patch, row-major.
+    CaptureImage image;
 
     int tokenCount() const { return static_cast<int>(tokens.size()); }
+    bool hasImage() const { return !image.image.isNull() && image.gridRows > 0 && image.gridCols > 0; }
+    int patchCount() const { return hasImage() ? image.gridRows * image.gridCols : 0; }
     int layers() const { return static_cast<int>(attention.size()); }
     int heads() const { return attention.isEmpty() ? 0 : static_cast<int>(attention.front().size()); }
     // The weight query -> key of a head (0 outside the map).
@@ -119,6 +154,14 @@ public:
     // From the architecture when known, else from whether any state measured them.
     bool hasExperts() const;
     bool hasPathWeights() const;
+    // What each head's attention map is, one per head of a path (from the
+    // configuration, like the architecture); empty: not known. clear() keeps it.
+    void setHeadCaptions(const QVector<HeadMapCaption>& captions);
+    const QVector<HeadMapCaption>& headCaptions() const { return m_headCaptions; }
+    // Whether the model reads images (its probes are "validation:N" or image
+    // files), from the configuration; else whether a capture holds an image.
+    void setImageInput(bool images);
+    bool imageInput() const;
 
     // Increases with every change, so views can tell whether to redraw.
     quint64 revision() const { return m_revision; }
@@ -128,6 +171,8 @@ private:
     QStringList m_texts;
     QHash<QString, QVector<ProbeCapture>> m_captures;
     std::optional<ArchitectureSketch> m_architecture;
+    QVector<HeadMapCaption> m_headCaptions;
+    std::optional<bool> m_imageInput;
     quint64 m_revision = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include "AttentionView.h"
 #include "ExpertsView.h"
+#include "ImageProbeDialog.h"
 #include "LayerNormView.h"
 #include "PathsView.h"
 #include "ViewExport.h"
@@ -265,12 +266,13 @@ void InsightsView::setProbe(const QString& text)
     for (const QString& id : {currentRun(), comparisonRun()})
         if (m_runs.contains(id) && !m_asked[id].contains(text))
             m_asked[id] << text;
-    if (m_probe->findText(text, Qt::MatchExactly) < 0)
-        m_probe->addItem(text);
-    m_probe->setCurrentIndex(m_probe->findText(text, Qt::MatchExactly));
+    // Items show a name (an image probe's file name, "validation #N") and hold the probe.
+    if (m_probe->findData(text) < 0)
+        m_probe->addItem(imageProbeName(text), text);
+    m_probe->setCurrentIndex(m_probe->findData(text));
 }
 
-QString InsightsView::probe() const { return m_probe->currentText(); }
+QString InsightsView::probe() const { return m_probe->currentData().toString(); }
 
 void InsightsView::updateProbes()
 {
@@ -285,13 +287,14 @@ void InsightsView::updateProbes()
     const QString current = probe();
     QStringList held;
     for (int i = 0; i < m_probe->count(); ++i)
-        held << m_probe->itemText(i);
+        held << m_probe->itemData(i).toString();
     if (held == texts)
         return;
     const QSignalBlocker block(m_probe);
     m_probe->clear();
-    m_probe->addItems(texts);
-    m_probe->setCurrentIndex(std::max(0, m_probe->findText(current, Qt::MatchExactly)));
+    for (const QString& text : texts)
+        m_probe->addItem(imageProbeName(text), text);
+    m_probe->setCurrentIndex(std::max(0, m_probe->findData(current)));
 }
 
 void InsightsView::updateScrubber()
@@ -353,12 +356,19 @@ void InsightsView::askForProbe()
     if (m_order.isEmpty())
         return;  // nothing to inspect it with: the button is disabled too
     bool ok = false;
-    const QString text = QInputDialog::getText(this, tr("Add probe"),
+    QString text;
+    if (m_runs.contains(currentRun()) && m_runs[currentRun()].history->imageInput()) {
+        ImageProbeDialog dialog(this);
+        ok = dialog.exec() == QDialog::Accepted;
+        text = dialog.probe();
+    } else {
+        text = QInputDialog::getText(this, tr("Add probe"),
                                                tr("A text to inspect with %1%2: attention, routing and prediction.")
                                                    .arg(m_run->currentText(),
                                                         comparisonRun().isEmpty() ? QString()
                                                                                   : tr(" and ") + m_compare->currentText()),
                                                QLineEdit::Normal, QString(), &ok);
+    }
     if (!ok || text.trimmed().isEmpty())
         return;
     QStringList ids{currentRun()};

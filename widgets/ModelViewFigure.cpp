@@ -152,9 +152,10 @@ QString ModelViewFigure::readout(const Hit& hit) const
         return {};
     const int n = tokens();
     const float weight = m_weights[hit.layer][hit.head].value(hit.query * n + hit.key);
+    const QString caption = headCaptionText(m_captions, hit.head, m_heads, m_paths);
     return tr("layer %1, %2: query %3 \"%4\" → key %5 \"%6\": %7")
         .arg(hit.layer + 1)
-        .arg(headLabel(hit.head, m_heads, m_paths))
+        .arg(headLabel(hit.head, m_heads, m_paths) + (caption.isEmpty() ? QString() : QStringLiteral(" · ") + caption))
         .arg(hit.query)
         .arg(m_tokens.value(hit.query))
         .arg(hit.key)

@@ -30,6 +30,8 @@ public:
     // Copies the maps out of `capture` (nullptr: nothing to draw); `paths`: the
     // model's attention paths (headLabel).
     void setCapture(const ProbeCapture* capture, int paths, bool perHead);
+    // What each head's map is (InsightHistory::headCaptions), named in the hover read-out.
+    void setCaptions(const QVector<HeadMapCaption>& captions) { m_captions = captions; }
     int layers() const { return static_cast<int>(m_maps.size()); }
     int heads() const { return m_heads; }
     int tokens() const { return m_tokens.size(); }
@@ -71,6 +73,7 @@ private:
     QStringList m_tokens;
     int m_heads = 0;
     int m_paths = 1;
+    QVector<HeadMapCaption> m_captions;
     int m_cell = 48;
     Hit m_hover;
 };

@@ -85,6 +85,10 @@ ProbeCapture toProbeCapture(const ProbeResult& p)
     for (const std::string& label : p.predictionLabels)
         c.predictionLabels.push_back(QString::fromStdString(label));
     c.trueLabel = static_cast<int>(p.label);
+    const ProbeImage& image = p.image;  // empty for a text probe
+    if (image.width > 0)
+        c.image = CaptureImage::fromPixels(image.width, image.height, image.channels, image.pixels.data(),
+                                           static_cast<qint64>(image.pixels.size()), image.gridRows, image.gridCols);
     return c;
 }
 

@@ -1,5 +1,6 @@
 // defines: toModelState, toProbeCapture: the views' plain Qt data from the
-// core's snapshots, live (a run read back from disk: MetricsLine.h)
+// core's snapshots and probes (an image probe's picture included), live and
+// read back from disk alike (MetricsLine.h decodes a line into the core's types first)
 #pragma once
 
 #include "InsightHistory.h"

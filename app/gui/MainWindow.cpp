@@ -3,6 +3,7 @@
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
 #include "CurvesView.h"
+#include "InsightFacts.h"
 #include "InsightsView.h"
 #include "LogPanel.h"
 #include "RunContinuation.h"
@@ -750,8 +751,10 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     record.id = absolute;
     record.label = QFileInfo(absolute).fileName();
     record.parameters = static_cast<double>(assessment.cost.stored);
-    if (assessment.valid)
+    if (assessment.valid) {
         record.insights->setArchitecture(assessment.sketch);
+        describeInsights(*record.insights, assessment.complete);
+    }
     addRecord(std::move(record));
     return true;
 }
@@ -984,6 +987,7 @@ bool MainWindow::startTraining()
         record.directory = directory;
         record.parameters = static_cast<double>(m_storedParameters);
         record.insights->setArchitecture(m_sketch);
+        describeInsights(*record.insights, m_complete);
         addRecord(std::move(record));
         clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);

@@ -7,6 +7,7 @@
 #include "ConfigAssessment.h"
 #include "ExpertsView.h"
 #include "InsightConvert.h"
+#include "InsightFacts.h"
 #include "InsightsView.h"
 #include "ConfigPanel.h"
 #include "CurvePlot.h"
@@ -14,6 +15,7 @@
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "MetricsLine.h"
+#include "PatchMaps.h"
 #include "SampleSnapshot.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
@@ -142,6 +144,8 @@ private Q_SLOTS:
     void theThemeSwitchesEveryViewAndIsKept();
     void startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule();
     void pausedTheStatusBarNamesTheLogsStep();
+    void theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImages();
+    void anImageProbeGivesTheSamePictureLiveAndReadBack();
 
 private:
     QTemporaryDir m_dir;
@@ -1420,6 +1424,62 @@ void TestDesktop::pausedTheStatusBarNamesTheLogsStep()
     QCOMPARE(label->text(), QStringLiteral("Step %1 / 100000").arg(step));
     window.action(QStringLiteral("stop"))->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+}
+
+// The attention view's captions and the probe picker's kind come from the
+// configuration, through the core's registry of mechanisms.
+void TestDesktop::theConfigurationSaysWhatEachHeadsMapIsAndWhetherProbesAreImages()
+{
+    const ConfigAssessment assessment = assessDocument(tinyDocument(2));
+    QVERIFY(assessment.valid);
+    InsightHistory history;
+    describeInsights(history, assessment.complete);
+    QCOMPARE(history.headCaptions().size(), qsizetype{4});  // model.heads: one per head of a path
+    for (const HeadMapCaption& caption : history.headCaptions()) {
+        QCOMPARE(caption.mechanism, QStringLiteral("full"));
+        QCOMPARE(caption.kind, QStringLiteral("exact"));
+    }
+    QCOMPARE(headCaptionText(history.headCaptions(), 2, 4, 1), QStringLiteral("full (exact)"));
+    QVERIFY(!history.imageInput());
+
+    // A document the core cannot read says nothing about the heads.
+    QJsonObject broken = assessment.complete;
+    QJsonObject model = broken.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("heads"), -3);
+    model.insert(QStringLiteral("input"), QStringLiteral("image"));
+    broken.insert(QStringLiteral("model"), model);
+    describeInsights(history, broken);
+    QVERIFY(history.headCaptions().isEmpty());
+    QVERIFY(history.imageInput());  // model.input is read as written
+}
+
+// The probe image reaches the views the same way from a live probe and from
+// its metrics.jsonl line: the picture as the model saw it, its patch grid, and
+// the patch weights and experts the image views draw.
+void TestDesktop::anImageProbeGivesTheSamePictureLiveAndReadBack()
+{
+    const ProbeResult probe = test::imageProbe(40);
+    const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
+    QString reason;
+    const std::optional<ProbeCapture> read = probeCaptureFromJson(line, &reason);
+    QVERIFY2(read.has_value(), qPrintable(reason));
+    for (const ProbeCapture& c : {toProbeCapture(probe), *read}) {
+        QCOMPARE(c.text, QStringLiteral("validation:3"));
+        QVERIFY(c.hasImage());
+        QCOMPARE(c.image.image.size(), QSize(4, 4));
+        QCOMPARE(c.image.gridRows, 2);
+        QCOMPARE(c.image.gridCols, 2);
+        QCOMPARE(c.image.image.pixelColor(0, 0), QColor(0, 0, 200));
+        QCOMPARE(c.image.image.pixelColor(3, 1), QColor(120, 40, 200));
+        QCOMPARE(c.image.image.pixelColor(2, 3), QColor(80, 120, 200));
+        QCOMPARE(patchSource(c), PatchSource::FromCls);
+        QCOMPARE(patchAttention(c, 0, 0), (QVector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
+        QCOMPARE(patchExperts(c, 0), (QVector<int>{1, 0, -1, 2}));
+    }
+    // A text probe has no picture.
+    ProbeResult text = probe;
+    text.image = ProbeImage();
+    QVERIFY(!toProbeCapture(text).hasImage());
 }
 
 QTEST_MAIN(TestDesktop)

@@ -31,4 +31,29 @@ TrainingSnapshot snapshotWithInsights(std::int64_t step)
     return s;
 }
 
+ProbeResult imageProbe(std::int64_t step)
+{
+    ProbeResult p;
+    p.step = step;
+    p.text = "validation:3";
+    p.tokens = {"CLS", "r0c0", "r0c1", "r1c0", "r1c1"};
+    // Row = query. Only CLS's row matters to the views; the others spread evenly.
+    const std::vector<float> even(5, 0.2f);
+    p.attention = {{{{0.0f, 0.1f, 0.2f, 0.3f, 0.4f}, even, even, even, even}}};
+    p.experts = {{{0}, {1}, {0}, {-1}, {2}}};
+    p.prediction = {0.25f, 0.75f};
+    p.predictionLabels = {"circle", "square"};
+    p.label = 1;
+    p.image.width = 4;
+    p.image.height = 4;
+    p.image.channels = 3;
+    p.image.gridRows = 2;
+    p.image.gridCols = 2;
+    for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 4; ++x)
+            p.image.pixels.insert(p.image.pixels.end(), {static_cast<std::uint8_t>(40 * x),
+                                                         static_cast<std::uint8_t>(40 * y), std::uint8_t{200}});
+    return p;
+}
+
 }  // namespace widelab::test

@@ -4,7 +4,9 @@
 #include "ArchitectureDiagram.h"
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
+#include "ConfigPanelLayout.h"
 #include "CostBreakdown.h"
+#include "ImageProbeDialog.h"
 #include "SchemaFields.h"
 
 #include <QApplication>
@@ -24,6 +26,7 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
+#include <QTimer>
 #include <QToolButton>
 #include <QWheelEvent>
 
@@ -126,6 +129,23 @@ QJsonValue valueAt(const QJsonObject& document, const QString& section, const QS
 
 // Integer or floating point, as the JSON value stores it.
 bool storedAsInteger(const QJsonValue& value) { return value.toVariant().typeId() == QMetaType::LongLong; }
+
+// Answers the ImageProbeDialog that opens next with validation example `example`.
+void answerImageProbeDialog(int example, int triesLeft = 200)
+{
+    QTimer::singleShot(10, [example, triesLeft] {
+        for (QWidget* widget : QApplication::topLevelWidgets())
+            if (auto* dialog = qobject_cast<ImageProbeDialog*>(widget); dialog != nullptr && dialog->isVisible()) {
+                dialog->example()->setValue(example);
+                dialog->accept();
+                return;
+            }
+        if (triesLeft > 0)
+            answerImageProbeDialog(example, triesLeft - 1);
+        else if (QWidget* modal = QApplication::activeModalWidget())
+            modal->close();  // never leave the test hanging in exec()
+    });
+}
 
 QFrame* frameOf(QWidget* editor)
 {
@@ -529,6 +549,35 @@ private Q_SLOTS:
                  (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]", "[MED 3 5 ]"}));
     }
 
+    // With image input the probe list offers a picker for "validation:N" or an
+    // image file; the image keys appear with it.
+    void imageModelsPickImageProbes()
+    {
+        AppPanel panel;
+        panel.setDocument(completeWideNet());
+        panel.show();
+        QPushButton* add = nullptr;
+        for (QPushButton* button : frameOf(panel.field("train.probes"))->findChildren<QPushButton*>())
+            if (button->text() == QStringLiteral("Add image..."))
+                add = button;
+        QVERIFY(add);
+        QVERIFY(!add->isVisibleTo(&panel));
+        QVERIFY(!panel.field("model.patch_size")->isVisibleTo(&panel));
+
+        auto* input = qobject_cast<QComboBox*>(panel.field("model.input"));
+        QVERIFY(input);
+        input->setFocus();
+        QTest::keyClick(input, Qt::Key_Down);
+        QCOMPARE(valueAt(panel.document(), "model", "input"), QJsonValue("image"));
+        QVERIFY(add->isVisibleTo(&panel));
+        QVERIFY(panel.field("model.patch_size")->isVisibleTo(&panel));
+
+        answerImageProbeDialog(4);
+        add->click();
+        QCOMPARE(valueAt(panel.document(), "train", "probes").toArray(),
+                 (QJsonArray{"[MAX 2 9 [MIN 4 7 ] 0 ]", "[SM 1 2 3 ]", "validation:4"}));
+    }
+
     void issuesMarkTheirField()
     {
         AppPanel panel;
@@ -626,6 +675,51 @@ private Q_SLOTS:
         QCOMPARE(valueAt(panel.document(), "task", "path"), QJsonValue("data/sst2.tsv"));
         // vocab_limit only matters for the character and word tokenizers.
         QVERIFY(!panel.field("task.vocab_limit")->isEnabled());
+    }
+
+    // The image keys show only with image input, augmentation only for image
+    // tasks, the file keys neither for ListOps nor for generated shapes; the
+    // path of an image folder or of CIFAR-10 is picked as a folder.
+    void imageFieldsFollowTheInputAndTheTask()
+    {
+        QHash<QString, QJsonValue> document{{"model.input", "tokens"}, {"task.kind", "listops"}};
+        const auto value = [&document](const QString& key) { return document.value(key); };
+        const auto visible = [&value](const char* key) { return fieldState(QLatin1String(key), value).visible; };
+        for (const char* key : {"model.image_size", "model.patch_size", "model.channels", "task.crop_padding", "task.flip"})
+            QVERIFY2(!visible(key), key);
+        document["model.input"] = "image";
+        for (const char* key : {"model.image_size", "model.patch_size", "model.channels"})
+            QVERIFY2(visible(key), key);
+        QVERIFY(!visible("task.crop_padding"));
+
+        document["task.kind"] = "shapes";
+        QVERIFY(visible("task.crop_padding") && visible("task.flip") && visible("task.train_size"));
+        QVERIFY(!visible("task.path") && !visible("task.tokenizer") && !visible("task.min_length"));
+        QVERIFY(!pathChoice("task.path", value).folder);
+
+        for (const char* kind : {"image_folder", "cifar10"}) {
+            document["task.kind"] = kind;
+            QVERIFY2(visible("task.path") && visible("task.crop_padding") && visible("task.validation_fraction"), kind);
+            QVERIFY2(!visible("task.tokenizer") && !visible("task.vocab_limit") && !visible("task.train_size"), kind);
+            QVERIFY2(pathChoice("task.path", value).folder, kind);
+        }
+        document["task.kind"] = "classification";
+        QVERIFY(visible("task.tokenizer") && !visible("task.crop_padding"));
+        QVERIFY(!pathChoice("task.path", value).folder);
+        QVERIFY(pathChoice("task.path", value).filter.contains(QStringLiteral("*.tsv")));
+
+        // Every new task kind reads as words in the Task box.
+        const FieldPlacement* kind = nullptr;
+        for (const FieldGroup& group : configPanelLayout())
+            for (const FieldPlacement& field : group.fields)
+                if (field.key == QStringLiteral("task.kind"))
+                    kind = &field;
+        QVERIFY(kind != nullptr);
+        QStringList named;
+        for (const auto& choice : kind->choiceTexts)
+            named << choice.first;
+        for (const char* k : {"image_folder", "cifar10", "shapes"})
+            QVERIFY2(named.contains(QLatin1String(k)), k);
     }
 
     void optimizerFieldsFollowTheOptimizer()

@@ -1,0 +1,84 @@
+#include "PatchAttentionGrid.h"
+
+#include "CellPainter.h"
+#include "ColorScale.h"
+#include "HeadLabel.h"
+
+#include <QPainter>
+
+#include <algorithm>
+
+namespace widelab {
+
+PatchAttentionGrid::PatchAttentionGrid(QWidget* parent) : PatchTileGrid(parent) {}
+
+void PatchAttentionGrid::setCapture(const ProbeCapture* capture, int layer)
+{
+    m_weights.clear();
+    m_overlays.clear();
+    m_max = 1;
+    QStringList titles, shortTitles;
+    if (capture != nullptr && capture->hasImage() && layer >= 0 && layer < capture->layers()) {
+        m_source = patchSource(*capture);
+        const int heads = static_cast<int>(capture->attention[layer].size());
+        for (int head = 0; head < heads; ++head)
+            m_weights.push_back(patchAttention(*capture, layer, head));
+        // Every head or none: a head whose map does not match leaves nothing to guess from.
+        const bool whole = std::all_of(m_weights.begin(), m_weights.end(), [](const auto& w) { return !w.isEmpty(); });
+        if (!whole)
+            m_weights.clear();
+        double top = 0, low = 0, high = 0;
+        for (const QVector<float>& w : m_weights)
+            if (colorscale::finiteRange(w.constData(), w.size(), &low, &high))
+                top = std::max(top, high);
+        m_max = static_cast<float>(top > 0 ? top : 1.0);
+        for (int head = 0; head < m_weights.size(); ++head) {
+            const QVector<float>& w = m_weights[head];
+            double own = m_max;
+            if (m_perHead && colorscale::finiteRange(w.constData(), w.size(), &low, &high) && high > 0)
+                own = high;
+            m_overlays.push_back(colorscale::sequentialImage(w.constData(), capture->image.gridRows,
+                                                             capture->image.gridCols, 0, own));
+            const QString caption = headCaptionText(m_captions, head, heads, m_paths);
+            const QString name = headLabel(head, heads, m_paths), shortName = headShortLabel(head, heads, m_paths);
+            titles << (caption.isEmpty() ? name : name + QStringLiteral(" · ") + caption);
+            shortTitles << (caption.isEmpty() ? shortName : shortName + QStringLiteral(" · ") + caption);
+        }
+    }
+    if (capture != nullptr && !m_weights.isEmpty())
+        setTiles(capture->image.image, capture->image.gridRows, capture->image.gridCols, titles, shortTitles);
+    else
+        setTiles(QImage(), 0, 0, {});
+}
+
+float PatchAttentionGrid::weight(int head, int row, int col) const
+{
+    if (head < 0 || head >= m_weights.size() || row < 0 || col < 0 || row >= gridRows() || col >= gridCols())
+        return 0;
+    return m_weights[head].value(static_cast<qsizetype>(row) * gridCols() + col);
+}
+
+QColor PatchAttentionGrid::weightColor(int head, int row, int col) const
+{
+    if (head < 0 || head >= m_overlays.size() || row < 0 || col < 0 || row >= gridRows() || col >= gridCols())
+        return {};
+    return QColor(m_overlays[head].pixel(col, row));
+}
+
+void PatchAttentionGrid::paintTile(QPainter& painter, int tile, const QRectF& target)
+{
+    painter.setOpacity(kOpacity);
+    paintCells(painter, target, m_overlays.value(tile));
+}
+
+QString PatchAttentionGrid::readout(const Hit& hit) const
+{
+    return tr("%1: patch row %2, column %3: %4 (%5)\nclick for the head's whole map")
+        .arg(title(hit.tile))
+        .arg(hit.row + 1)
+        .arg(hit.col + 1)
+        .arg(QString::number(weight(hit.tile, hit.row, hit.col), 'f', 3))
+        .arg(patchSourceText(m_source));
+}
+
+}  // namespace widelab
