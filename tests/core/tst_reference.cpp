@@ -78,6 +78,21 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
               "share_layernorm": true})"
         << "train" << false;
+    // Kernel mechanisms (linear, performer): few features so that they differ from softmax.
+    QTest::newRow("linear attention, classification")
+        << R"({"layers": 2, "heads": 3, "attention": "linear"})" << "train" << false;
+    QTest::newRow("linear attention, language model")
+        << R"({"layers": 2, "head": "language_model", "attention": "linear"})" << "train" << false;
+    QTest::newRow("performer, 12 orthogonal features (1.5 blocks), classification")
+        << R"({"layers": 2, "heads": 3, "attention": "performer", "performer_features": 12})" << "train" << false;
+    QTest::newRow("performer, language model, shared attention")
+        << R"({"layers": 2, "head": "language_model", "attention": "performer", "performer_features": 5,
+              "share_attention": true})"
+        << "train" << false;
+    QTest::newRow("mixed: performer and linear heads beside full ones, 2 paths")
+        << R"({"layers": 2, "heads": 4, "paths": 2, "attention": "mixed",
+              "attention_mix": ["performer", "full", "linear", "full"], "performer_features": 3})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()
