@@ -95,6 +95,21 @@ void TestReference::matchesReference_data()
         << R"({"input": "image", "image_size": 8, "patch_size": 4, "channels": 1, "layers": 2, "paths": 3,
               "path_norm": true, "learnable_path_weights": true, "path_extra_features": true})"
         << "train" << false;
+    // Kernel mechanisms (linear, performer): few features so that they differ from softmax.
+    QTest::newRow("linear attention, classification")
+        << R"({"layers": 2, "heads": 3, "attention": "linear"})" << "train" << false;
+    QTest::newRow("linear attention, language model")
+        << R"({"layers": 2, "head": "language_model", "attention": "linear"})" << "train" << false;
+    QTest::newRow("performer, 12 orthogonal features (1.5 blocks), classification")
+        << R"({"layers": 2, "heads": 3, "attention": "performer", "performer_features": 12})" << "train" << false;
+    QTest::newRow("performer, language model, shared attention")
+        << R"({"layers": 2, "head": "language_model", "attention": "performer", "performer_features": 5,
+              "share_attention": true})"
+        << "train" << false;
+    QTest::newRow("mixed: performer and linear heads beside full ones, 2 paths")
+        << R"({"layers": 2, "heads": 4, "paths": 2, "attention": "mixed",
+              "attention_mix": ["performer", "full", "linear", "full"], "performer_features": 3})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()

@@ -12,5 +12,7 @@ namespace widelab {
 torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype);
 
 const MechanismSpec& fullMechanism();
+const MechanismSpec& linearMechanism();
+const MechanismSpec& performerMechanism();
 
 }  // namespace widelab

@@ -11,6 +11,8 @@ const std::vector<const MechanismSpec*>& attentionMechanisms()
 {
     static const std::vector<const MechanismSpec*> all = {
         &fullMechanism(),
+        &linearMechanism(),
+        &performerMechanism(),
     };
     return all;
 }
