@@ -12,5 +12,8 @@ namespace widelab {
 torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype);
 
 const MechanismSpec& fullMechanism();
+const MechanismSpec& linformerMechanism();
+const MechanismSpec& sinkhornMechanism();
+const MechanismSpec& synthesizerMechanism();
 
 }  // namespace widelab

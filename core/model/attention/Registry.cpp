@@ -11,6 +11,9 @@ const std::vector<const MechanismSpec*>& attentionMechanisms()
 {
     static const std::vector<const MechanismSpec*> all = {
         &fullMechanism(),
+        &linformerMechanism(),
+        &sinkhornMechanism(),
+        &synthesizerMechanism(),
     };
     return all;
 }
