@@ -53,7 +53,7 @@ public:
         if (pad > 0)
             valid = torch::cat({valid, torch::zeros({B, pad}, valid.options())}, 1);
         auto blocks = [&](const torch::Tensor& x) {  // [B, G, T, A] -> [B, G, N, b, A]
-            return (pad > 0 ? torch::constant_pad_nd(x, {0, 0, 0, pad}) : x).view({B, G, N, b, A});
+            return (pad > 0 ? torch::constant_pad_nd(x, {0, 0, 0, pad}) : x).reshape({B, G, N, b, A});
         };
         // Padded keys and values zeroed: they reach neither the sort nor the sorted blocks.
         const torch::Tensor keep = valid.to(in.q.scalar_type()).view({B, 1, N, b, 1});
