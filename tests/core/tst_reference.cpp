@@ -110,6 +110,35 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "heads": 4, "paths": 2, "attention": "mixed",
               "attention_mix": ["performer", "full", "linear", "full"], "performer_features": 3})"
         << "train" << false;
+    // Low-rank and learned-pattern attention (issue 17): keys small enough that
+    // projections, ranks and blocks are shorter than the 10 (or 11) positions.
+    QTest::newRow("linformer k=4, mean pooling, padding")
+        << R"({"layers": 2, "attention": "linformer", "linformer_k": 4, "pooling": "mean"})" << "train" << false;
+    QTest::newRow("linformer k=5 with CLS, shared attention, eval")
+        << R"({"layers": 3, "attention": "linformer", "linformer_k": 5, "share_attention": true})" << "eval" << false;
+    QTest::newRow("synthesizer dense")
+        << R"({"layers": 2, "attention": "synthesizer", "synthesizer_variant": "dense"})" << "train" << false;
+    QTest::newRow("synthesizer random, language model")
+        << R"({"layers": 2, "head": "language_model", "attention": "synthesizer", "synthesizer_variant": "random"})"
+        << "train" << false;
+    QTest::newRow("synthesizer factorized random rank 3, language model")
+        << R"({"layers": 2, "head": "language_model", "attention": "synthesizer", "synthesizer_rank": 3})"
+        << "train" << false;
+    QTest::newRow("sinkhorn blocks of 3 (last one short), 2 Sinkhorn rounds, temperature 0.7")
+        << R"({"layers": 2, "attention": "sinkhorn", "sinkhorn_block_size": 3, "sinkhorn_iterations": 2,
+              "sinkhorn_temperature": 0.7, "pooling": "mean"})"
+        << "train" << false;
+    QTest::newRow("sinkhorn blocks of 4 with CLS, softmax sorting, 2 paths")
+        << R"({"layers": 2, "attention": "sinkhorn", "sinkhorn_block_size": 4, "paths": 2, "path_norm": true})"
+        << "train" << false;
+    QTest::newRow("mixed full, linformer, sinkhorn, synthesizer dense")
+        << R"({"layers": 2, "attention": "mixed", "attention_mix": ["full", "linformer", "sinkhorn", "synthesizer"],
+              "linformer_k": 3, "sinkhorn_block_size": 4, "synthesizer_variant": "dense", "pooling": "mean"})"
+        << "train" << false;
+    QTest::newRow("mixed synthesizer and full, language model, 2 paths")
+        << R"({"layers": 2, "head": "language_model", "attention": "mixed", "attention_mix": ["synthesizer", "full"],
+              "synthesizer_rank": 2, "paths": 2})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()

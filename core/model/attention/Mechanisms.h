@@ -14,5 +14,8 @@ torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype);
 const MechanismSpec& fullMechanism();
 const MechanismSpec& linearMechanism();
 const MechanismSpec& performerMechanism();
+const MechanismSpec& linformerMechanism();
+const MechanismSpec& sinkhornMechanism();
+const MechanismSpec& synthesizerMechanism();
 
 }  // namespace widelab

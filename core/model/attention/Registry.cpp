@@ -13,6 +13,9 @@ const std::vector<const MechanismSpec*>& attentionMechanisms()
         &fullMechanism(),
         &linearMechanism(),
         &performerMechanism(),
+        &linformerMechanism(),
+        &sinkhornMechanism(),
+        &synthesizerMechanism(),
     };
     return all;
 }
