@@ -12,5 +12,9 @@ namespace widelab {
 torch::Tensor maskIn(const torch::Tensor& bias, torch::ScalarType dtype);
 
 const MechanismSpec& fullMechanism();
+const MechanismSpec& localMechanism();
+const MechanismSpec& longformerMechanism();
+const MechanismSpec& bigbirdMechanism();
+const MechanismSpec& sparseMechanism();
 
 }  // namespace widelab

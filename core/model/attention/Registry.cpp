@@ -11,6 +11,10 @@ const std::vector<const MechanismSpec*>& attentionMechanisms()
 {
     static const std::vector<const MechanismSpec*> all = {
         &fullMechanism(),
+        &localMechanism(),
+        &longformerMechanism(),
+        &bigbirdMechanism(),
+        &sparseMechanism(),
     };
     return all;
 }
