@@ -139,6 +139,41 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "language_model", "attention": "mixed", "attention_mix": ["synthesizer", "full"],
               "synthesizer_rank": 2, "paths": 2})"
         << "train" << false;
+    // Windowed mechanisms: windows and blocks smaller than the 11 positions (CLS and 10 tokens).
+    QTest::newRow("local blocks of 3")
+        << R"({"layers": 2, "attention": "local", "local_block_size": 3})" << "train" << false;
+    QTest::newRow("local, language model")
+        << R"({"layers": 2, "attention": "local", "local_block_size": 4, "head": "language_model"})" << "train" << false;
+    QTest::newRow("longformer window 3, CLS global")
+        << R"({"layers": 2, "attention": "longformer", "longformer_window": 3, "longformer_global_tokens": 1})"
+        << "train" << false;
+    QTest::newRow("longformer window 4, no global, mean pooling, 2 paths")
+        << R"({"layers": 2, "attention": "longformer", "longformer_window": 4, "pooling": "mean", "paths": 2})"
+        << "train" << false;
+    QTest::newRow("longformer, language model, 2 global")
+        << R"({"layers": 2, "attention": "longformer", "longformer_window": 4, "longformer_global_tokens": 2,
+              "head": "language_model"})"
+        << "train" << false;
+    QTest::newRow("bigbird blocks of 2, 1 random")
+        << R"({"layers": 2, "attention": "bigbird", "bigbird_block_size": 2, "bigbird_random_blocks": 1})"
+        << "train" << false;
+    QTest::newRow("bigbird, language model, 2 random, shared attention")
+        << R"({"layers": 2, "attention": "bigbird", "bigbird_block_size": 2, "bigbird_random_blocks": 2,
+              "head": "language_model", "share_attention": true})"
+        << "train" << false;
+    QTest::newRow("sparse strided 3")
+        << R"({"layers": 2, "attention": "sparse", "sparse_pattern": "strided", "sparse_block_size": 3})"
+        << "train" << false;
+    QTest::newRow("sparse fixed 4/1, language model")
+        << R"({"layers": 2, "attention": "sparse", "sparse_block_size": 4, "sparse_summary": 1,
+              "head": "language_model"})"
+        << "train" << false;
+    QTest::newRow("sparse fixed 3/2, eval")
+        << R"({"layers": 2, "attention": "sparse", "sparse_block_size": 3, "sparse_summary": 2})" << "eval" << false;
+    QTest::newRow("mixed: full, local, longformer, bigbird")
+        << R"({"layers": 2, "attention": "mixed", "attention_mix": ["full", "local", "longformer", "bigbird"],
+              "local_block_size": 3, "longformer_window": 3, "bigbird_block_size": 3, "bigbird_random_blocks": 1})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()

@@ -17,5 +17,9 @@ const MechanismSpec& performerMechanism();
 const MechanismSpec& linformerMechanism();
 const MechanismSpec& sinkhornMechanism();
 const MechanismSpec& synthesizerMechanism();
+const MechanismSpec& localMechanism();
+const MechanismSpec& longformerMechanism();
+const MechanismSpec& bigbirdMechanism();
+const MechanismSpec& sparseMechanism();
 
 }  // namespace widelab

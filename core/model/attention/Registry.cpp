@@ -14,6 +14,10 @@ const std::vector<const MechanismSpec*>& attentionMechanisms()
         &linearMechanism(),
         &performerMechanism(),
         &linformerMechanism(),
+        &localMechanism(),
+        &longformerMechanism(),
+        &bigbirdMechanism(),
+        &sparseMechanism(),
         &sinkhornMechanism(),
         &synthesizerMechanism(),
     };
