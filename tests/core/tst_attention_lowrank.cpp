@@ -81,7 +81,7 @@ void TestAttentionLowRank::linformerMapHasRankK()
     torch::Tensor map;
     mechanism->mix(inputs(), &map);
     // [T, T] weights that factor through 3 projected positions: singular values 4.. vanish.
-    const torch::Tensor singular = torch::linalg::svdvals(map[0][1]);  // descending
+    const torch::Tensor singular = torch::linalg_svdvals(map[0][1]);  // descending
     QVERIFY(singular[2].item<double>() > 1e-3);
     QVERIFY2(singular[3].item<double>() < 1e-5 * singular[0].item<double>(),
              ("rank above k: " + std::to_string(singular[3].item<double>())).c_str());
