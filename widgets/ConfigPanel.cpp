@@ -48,6 +48,7 @@ struct ConfigPanel::Field {
     QString label;
     QString tip;
     const FieldPlacement* placement = nullptr;  // null: a key the layout does not know
+    QString familyChoice;  // a family member (a mechanism's key): the choice it belongs to
 
     QWidget* editor = nullptr;
     QLabel* labelWidget = nullptr;
@@ -301,8 +302,12 @@ void ConfigPanel::buildForm(const QList<FieldSpec>& schema, QVBoxLayout* content
     QHash<QString, const FieldSpec*> specs;
     for (const FieldSpec& spec : schema)
         specs.insert(spec.key, &spec);
+    const KeyFamily& family = attentionFamily();
+    const FieldSpec* familyKey = specs.value(family.key);
+    const QStringList familyChoices = familyKey ? familyKey->choices : QStringList();
     for (const FieldGroup& group : configPanelLayout()) {
         QFormLayout* form = nullptr;
+        const FieldPlacement* familyPlacement = nullptr;
         for (const FieldPlacement& placement : group.fields) {
             const FieldSpec* spec = specs.value(placement.key);
             if (!spec)
@@ -310,6 +315,25 @@ void ConfigPanel::buildForm(const QList<FieldSpec>& schema, QVBoxLayout* content
             if (!form)
                 form = addGroup(group.title, content);
             addField(form, *spec, &placement);
+            if (placement.key == family.key)
+                familyPlacement = &placement;
+        }
+        // The family's members after the group that holds its key, in schema order.
+        for (const FieldSpec& spec : schema) {
+            const QString choice = familyPlacement ? familyChoiceOf(spec.key, familyChoices) : QString();
+            if (choice.isEmpty() || m_byKey.contains(spec.key))
+                continue;
+            addField(form, spec, nullptr);
+            Field& f = *m_byKey.value(spec.key);
+            f.familyChoice = choice;
+            QString choiceText = choice;
+            for (const auto& [value, text] : familyPlacement->choiceTexts)
+                if (value == choice)
+                    choiceText = text.section(QStringLiteral(" ("), 0, 0);
+            f.label = choiceText + QStringLiteral(": ") + f.name.mid(choice.size() + 1).replace(QLatin1Char('_'), QLatin1Char(' '));
+            if (f.labelWidget)
+                f.labelWidget->setText(f.label);
+            f.editor->setAccessibleName(f.label);
         }
     }
     QFormLayout* other = nullptr;
@@ -399,7 +423,7 @@ QWidget* ConfigPanel::makeEditor(Field& f)
         auto* edit = new QPlainTextEdit;
         edit->setTabChangesFocus(true);
         edit->setLineWrapMode(QPlainTextEdit::NoWrap);
-        edit->setPlaceholderText(tr("one text per line"));
+        edit->setPlaceholderText(f.key() == attentionFamily().mixKey ? tr("one mechanism per line") : tr("one text per line"));
         edit->setFixedHeight(edit->fontMetrics().lineSpacing() * 4 + 12);
         connect(edit, &QPlainTextEdit::textChanged, this, [this, &f] { edited(f); });
         editor = edit;
@@ -781,7 +805,9 @@ void ConfigPanel::updateApplicability()
     };
     for (auto& field : m_fields) {
         Field& f = *field;
-        const FieldState state = fieldState(f.key(), value);
+        FieldState state = fieldState(f.key(), value);
+        if (!f.familyChoice.isEmpty())
+            state.visible = familyChoiceInUse(f.familyChoice, value);
         const bool visibilityChanged = state.visible != f.visible;
         f.visible = state.visible;
         f.applicable = state.applicable;

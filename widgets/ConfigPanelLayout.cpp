@@ -55,6 +55,30 @@ QList<FieldGroup> makeLayout()
              {"model.vocab_size", t("Vocabulary size"),
               t("Token vocabulary size; it must hold the tokenizer's vocabulary (bytes: 258).")},
          }},
+        {t("Attention"),
+         {
+             {"model.attention", t("Mechanism"),
+              t("How each head mixes the values (the Wide Attention paper's ten mechanisms): full softmax, kernel "
+                "(linear, performer), low rank (linformer), windowed and sparse patterns (local, longformer, "
+                "bigbird, sparse), learned sorting (sinkhorn) or synthesised weights (synthesizer); mixed shares "
+                "each layer's heads among several. The mechanism's own settings appear below it."),
+              {}, 0.1, false,
+              {{"full", t("Full (softmax)")},
+               {"linear", t("Linear (elu+1 kernel)")},
+               {"performer", t("Performer (FAVOR+)")},
+               {"linformer", t("Linformer (low rank)")},
+               {"local", t("Local (blocks)")},
+               {"longformer", t("Longformer (sliding window)")},
+               {"bigbird", t("BigBird (window, global, random)")},
+               {"sparse", t("Sparse Transformer (strided, fixed)")},
+               {"sinkhorn", t("Sinkhorn (sorted blocks)")},
+               {"synthesizer", t("Synthesizer (dense, random)")},
+               {"mixed", t("Mixed (heads shared by several)")}}},
+             {"model.attention_mix", t("Mixed heads"),
+              t("Mixed attention: one mechanism per line; each layer's heads are shared equally among them in this "
+                "order (the number of lines must divide the heads). The paper's mixed model: bigbird, linear, "
+                "linformer, local, longformer, performer, sparse, synthesizer.")},
+         }},
         {t("Head"),
          {
              {"model.head", t("Head"),
@@ -222,6 +246,40 @@ const QList<FieldGroup>& configPanelLayout()
     return layout;
 }
 
+const KeyFamily& attentionFamily()
+{
+    static const KeyFamily family{QStringLiteral("model.attention"), QStringLiteral("model.attention_mix"),
+                                  QStringLiteral("mixed")};
+    return family;
+}
+
+QString familyChoiceOf(const QString& key, const QStringList& choices)
+{
+    const int dot = static_cast<int>(key.indexOf(QLatin1Char('.')));
+    const QString name = key.mid(dot + 1);
+    for (const QString& choice : choices)
+        if (name.startsWith(choice + QLatin1Char('_')))
+            return choice;
+    return {};
+}
+
+bool familyChoiceInUse(const QString& choice, const std::function<QJsonValue(const QString& key)>& value)
+{
+    const KeyFamily& family = attentionFamily();
+    const QString chosen = value(family.key).toString();
+    if (chosen == choice)
+        return true;
+    if (chosen != family.mixedChoice)
+        return false;
+    const QJsonValue mix = value(family.mixKey);
+    const QStringList entries = mix.isArray() ? mix.toVariant().toStringList()
+                                              : mix.toString().split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    for (const QString& entry : entries)
+        if (entry.trimmed() == choice)
+            return true;
+    return false;
+}
+
 FieldState fieldState(const QString& k, const std::function<QJsonValue(const QString& key)>& value)
 {
     auto is = [&](const char* key, const char* choice) { return value(QLatin1String(key)).toString() == QLatin1String(choice); };
@@ -231,6 +289,10 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
         state.notUsedBecause = t(why);
     };
     const bool listops = is("task.kind", "listops");
+    if (k == attentionFamily().mixKey) {
+        state.visible = value(attentionFamily().key).toString() == attentionFamily().mixedChoice;
+        return state;
+    }
     const bool images = is("task.kind", "image_folder") || is("task.kind", "cifar10") || is("task.kind", "shapes");
     const bool generated = listops || is("task.kind", "shapes");
     if (k.startsWith("model.") && (k.endsWith("top_k") || k.contains("capacity_factor") || k == "model.balance_loss_weight"

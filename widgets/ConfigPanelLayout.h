@@ -9,6 +9,7 @@
 #include <QList>
 #include <QPair>
 #include <QString>
+#include <QStringList>
 
 #include <functional>
 #include <utility>
@@ -41,6 +42,21 @@ struct FieldGroup {
 // The groups in the order the panel shows them. A key of the schema none of them
 // names goes to a last group, "Other"; a key here the schema lacks is not shown.
 const QList<FieldGroup>& configPanelLayout();
+
+// A family of keys: "model.<choice>_...", <choice> one of the choices of
+// `key` (each attention mechanism's own keys, which the schema declares and the
+// layout cannot list). The panel places them in the group that holds `key`, after
+// its fields, labelled "<choice's text>: <rest>", and shows one only while its
+// choice is in use: `key`'s value, or with `key` at "mixed" an entry of `mixKey`.
+struct KeyFamily {
+    QString key;
+    QString mixKey;
+    QString mixedChoice;
+};
+const KeyFamily& attentionFamily();
+// The choice a key belongs to ("linformer" for model.linformer_k) among `choices`; empty when none.
+QString familyChoiceOf(const QString& key, const QStringList& choices);
+bool familyChoiceInUse(const QString& choice, const std::function<QJsonValue(const QString& key)>& value);
 
 // A field hidden (it belongs to another task kind) or without effect with the
 // document's other values, which `value` gives by dotted key.
