@@ -52,6 +52,7 @@ private Q_SLOTS:
     void everyParameterGetsAGradient();
     void individualLayerNormsDiffer();
     void badInputIsAnErrorNotACrash();
+    void imageInputContract();
     void threadCountIsExplicit();
 };
 
@@ -373,6 +374,45 @@ void TestWideTransformer::threadCountIsExplicit()
     QCOMPARE(setComputeThreads(1), 1);
     QCOMPARE(computeThreads(), 1);
     QVERIFY(runtimeSummary().find("1 thread ") != std::string::npos);
+}
+
+void TestWideTransformer::imageInputContract()
+{
+    // 8x8 RGB in 4x4 patches: 4 patches (+ CLS); the parameters are the patch
+    // convolution, with no token embedding.
+    const ModelConfig c = parse(R"({"input": "image", "image_size": 8, "patch_size": 4, "channels": 3})");
+    WideTransformer model(c);
+    model->eval();
+    const auto parameters = model->named_parameters();
+    QVERIFY(parameters.contains("embed.patch.weight"));
+    QCOMPARE(parameters["embed.patch.weight"].sizes(), (std::vector<std::int64_t>{16, 3, 4, 4}));
+    QCOMPARE(parameters["embed.patch.bias"].sizes(), (std::vector<std::int64_t>{16}));
+    QVERIFY(!parameters.contains("embed.token.weight"));
+    QCOMPARE(parameters["embed.position.weight"].size(0), std::int64_t{5});
+    QCOMPARE(model->forward(torch::randn({2, 3, 8, 8})).logits.sizes(), (std::vector<std::int64_t>{2, 3}));
+
+    auto message = [&](const torch::Tensor& input, const torch::Tensor& mask = {}) -> QString {
+        try {
+            model->forward(input, mask);
+        } catch (const std::invalid_argument& error) {
+            return QString::fromStdString(error.what());
+        }
+        return {};
+    };
+    QVERIFY(message(torch::randn({2, 3, 8})).contains("[batch, 3, 8, 8]"));
+    QVERIFY(message(torch::randint(0, 255, {2, 3, 8, 8}, torch::kLong)).contains("floating-point"));
+    QVERIFY(message(torch::randn({2, 1, 8, 8})).contains("model.channels"));
+    QVERIFY(message(torch::randn({2, 3, 16, 16})).contains("model.image_size"));
+    QVERIFY(message(torch::randn({0, 3, 8, 8})).contains("empty batch"));
+    QVERIFY(message(torch::randn({2, 3, 8, 8}), torch::ones({2, 4}, torch::kBool)).contains("no mask"));
+    // A token model refuses pixels.
+    WideTransformer tokens(parse("{}"));
+    try {
+        tokens->forward(torch::randn({2, 3, 8, 8}));
+        QFAIL("a token model took pixels");
+    } catch (const std::invalid_argument& error) {
+        QVERIFY2(QString(error.what()).contains("[batch, length]"), error.what());
+    }
 }
 
 QTEST_GUILESS_MAIN(TestWideTransformer)
