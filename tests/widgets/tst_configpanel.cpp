@@ -210,7 +210,9 @@ private Q_SLOTS:
         QVERIFY(panel.field("name"));
         QVERIFY(panel.field("description"));
         QCOMPARE(panel.field("model.not_a_key"), nullptr);
-        QCOMPARE(panel.keys().size(), 31 + 13 + 25 + 2);
+        // model: 31, the 4 image keys (input, image_size, patch_size, channels) and
+        // main's 2 attention keys; task: 13 and the 2 augmentation keys.
+        QCOMPARE(panel.keys().size(), 31 + 4 + 2 + 13 + 2 + 25 + 2);
     }
 
     void completeDocumentRoundTrips()
