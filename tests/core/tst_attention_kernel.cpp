@@ -172,7 +172,7 @@ void TestAttentionKernel::performerEstimatesSoftmaxAttention()
             return test::relativeError(mechanism->mix(in, nullptr), exact);
         };
         const double many = errorWith(16384), few = errorWith(2);
-        QVERIFY2(many < 0.03, ("16384 features: relative error " + std::to_string(many)).c_str());
+        QVERIFY2(many < 0.1, ("16384 features: relative error " + std::to_string(many)).c_str());
         QVERIFY2(few > 2 * many, ("2 features: relative error " + std::to_string(few)).c_str());
     }
 }

@@ -25,8 +25,12 @@ torch::Tensor drawOrthogonalFeatures(std::int64_t m, std::int64_t A)
     std::vector<torch::Tensor> blocks;
     for (std::int64_t row = 0; row < m; row += A) {
         const torch::Tensor gaussian = torch::randn({A, A}, torch::kFloat);
-        const torch::Tensor q = std::get<0>(torch::linalg_qr(gaussian));  // [A, A], orthonormal columns
-        blocks.push_back(q.transpose(0, 1).narrow(0, 0, std::min(A, m - row)));
+        const auto [q, r] = torch::linalg_qr(gaussian);  // q [A, A], orthonormal columns
+        // Columns times the signs of r's diagonal: a uniformly random rotation. Without this the
+        // QR's sign convention biases every block (its first row always leans one way), and so
+        // the softmax estimate (measured in tst_attention_kernel).
+        const torch::Tensor rotation = q * torch::sign(r.diagonal()).unsqueeze(0);
+        blocks.push_back(rotation.transpose(0, 1).narrow(0, 0, std::min(A, m - row)));
     }
     const torch::Tensor lengths = torch::randn({m, A}, torch::kFloat).norm(2, 1, true);  // [m, 1]
     return torch::cat(blocks, 0) * lengths;
