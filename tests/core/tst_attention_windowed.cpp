@@ -98,8 +98,8 @@ void TestAttentionWindowed::localSeesItsBlockOnly()
 
 void TestAttentionWindowed::longformerWindowAndGlobals()
 {
-    // Window 5: two keys before the query, itself, two after; window 4: two
-    // before, itself, one after. Position 0 global: sees and is seen by all.
+    // Window 5: two keys before the query, itself, two after; window 4: one
+    // before, itself, two after (w - w/2 on the left, the query included). Position 0 global: sees and is seen by all.
     Built five = build(R"({"attention": "longformer", "longformer_window": 5, "longformer_global_tokens": 1})", 16);
     std::string diff = comparePattern(mapOf(*five.mechanism, 16)[0][0], [](std::int64_t i, std::int64_t j) {
         return (j >= i - 2 && j <= i + 2) || i == 0 || j == 0;
@@ -107,13 +107,13 @@ void TestAttentionWindowed::longformerWindowAndGlobals()
     QVERIFY2(diff.empty(), diff.c_str());
     Built four = build(R"({"attention": "longformer", "longformer_window": 4})", 16);
     diff = comparePattern(mapOf(*four.mechanism, 16)[0][1],
-                          [](std::int64_t i, std::int64_t j) { return j >= i - 2 && j <= i + 1; });
+                          [](std::int64_t i, std::int64_t j) { return j >= i - 1 && j <= i + 2; });
     QVERIFY2(diff.empty(), diff.c_str());
     // Causal with two global tokens: the window's past half and the globals seen so far.
     Built lm = build(R"({"attention": "longformer", "longformer_window": 4, "longformer_global_tokens": 2,
                          "head": "language_model"})", 16, true);
     diff = comparePattern(mapOf(*lm.mechanism, 16, true)[0][0], [](std::int64_t i, std::int64_t j) {
-        return j <= i && (j >= i - 2 || j < 2 || i < 2);
+        return j <= i && (j >= i - 1 || j < 2 || i < 2);
     });
     QVERIFY2(diff.empty(), diff.c_str());
 }
@@ -232,7 +232,7 @@ void TestAttentionWindowed::sparseSummaryLongerThanBlockIsAnError()
 {
     std::vector<ConfigIssue> issues;
     ModelConfig::fromJson(
-        nlohmann::json::parse(R"({"attention": "sparse", "sparse_block_size": 4, "sparse_summary": 5})"), issues);
+        nlohmann::json::parse(R"({"attention": "sparse", "sparse_pattern": "fixed", "sparse_block_size": 4, "sparse_summary": 5})"), issues);
     QVERIFY(!issues.empty());
     QCOMPARE(issues.front().key, std::string("model.sparse_summary"));
 }

@@ -164,11 +164,11 @@ void TestReference::matchesReference_data()
     QTest::newRow("sparse strided 3")
         << R"({"layers": 2, "attention": "sparse", "sparse_pattern": "strided", "sparse_block_size": 3})"
         << "train" << false;
-    QTest::newRow("sparse fixed 4/1, language model")
+    QTest::newRow("sparse fixed l=4 c=1, language model")
         << R"({"layers": 2, "attention": "sparse", "sparse_block_size": 4, "sparse_summary": 1,
               "head": "language_model"})"
         << "train" << false;
-    QTest::newRow("sparse fixed 3/2, eval")
+    QTest::newRow("sparse fixed l=3 c=2, eval")
         << R"({"layers": 2, "attention": "sparse", "sparse_block_size": 3, "sparse_summary": 2})" << "eval" << false;
     QTest::newRow("mixed: full, local, longformer, bigbird")
         << R"({"layers": 2, "attention": "mixed", "attention_mix": ["full", "local", "longformer", "bigbird"],

@@ -94,7 +94,8 @@ const MechanismSpec& sparseMechanism()
             return 2.0 * 2.0 * keys * static_cast<double>(shape.heads * shape.headDim);
         };
         s.validate = [](const ModelConfig& c, const std::function<void(const std::string&, std::string)>& report) {
-            if (c.attentionInteger("sparse_summary") > c.attentionInteger("sparse_block_size"))
+            if (c.attentionText("sparse_pattern") == "fixed"
+                && c.attentionInteger("sparse_summary") > c.attentionInteger("sparse_block_size"))
                 report("sparse_summary", "must not exceed model.sparse_block_size ("
                                              + std::to_string(c.attentionInteger("sparse_block_size")) + ")");
         };
