@@ -31,7 +31,13 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options_, const ModelConfig
 
     mixers = register_module("mix", torch::nn::ModuleList());
     std::vector<std::int64_t> concatenated;
-    for (MechanismUse& use : mechanismUses(config)) {
+    // The heads of this module as its options give them (tests build modules
+    // whose size differs from the configuration's).
+    ModelConfig shaped = config;
+    shaped.heads = options.heads;
+    shaped.headDim = options.headDim;
+    shaped.paths = options.paths;
+    for (MechanismUse& use : mechanismUses(shaped)) {
         Group group;
         group.spec = use.spec;
         group.count = static_cast<std::int64_t>(use.heads.size());

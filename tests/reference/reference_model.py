@@ -113,14 +113,14 @@ def expected_parameter_shapes(cfg):
         P = cfg["patch_size"]
         shapes["embed.patch.weight"] = [D, cfg["channels"], P, P]
         shapes["embed.patch.bias"] = [D]
-        positions = num_patches(cfg)
+        n_positions = num_patches(cfg)
     else:
         shapes["embed.token.weight"] = [V, edim if edim > 0 else D]
         if edim > 0:
             shapes["embed.project.weight"] = [D, edim]
             shapes["embed.project.bias"] = [D]
-        positions = cfg["max_len"]
-    shapes["embed.position.weight"] = [positions + (1 if cls else 0), D]
+        n_positions = cfg["max_len"]
+    shapes["embed.position.weight"] = [n_positions + (1 if cls else 0), D]
     if cls:
         shapes["embed.cls"] = [D]
 
