@@ -184,6 +184,19 @@ double number(const Json* value, const std::string& where, bool nullAllowed = tr
     return v;
 }
 
+// A number of an attention map (or null): a probability for exact and sparse
+// maps, but an implied map (a kernel's or a low-rank projection's, see
+// model/attention/AttentionMechanism.h) may leave [0, 1]; only a value no
+// mechanism gives is refused.
+constexpr double kMapWeightBound = 1e3;
+double mapWeight(const Json* value, const std::string& where)
+{
+    const double v = number(value, where);
+    if (v < -kMapWeightBound || v > kMapWeightBound)
+        refuse(quoted(where) + " is " + shown(value) + ", not an attention weight (from -1000 to 1000)");
+    return v;
+}
+
 // A number that is a probability (or null).
 double probability(const Json* value, const std::string& where)
 {
@@ -478,7 +491,7 @@ void decodeAttention(const Json& json, ProbeResult& p)
                 if (row.size() != n)
                     refuse(quoted(rowWhere) + " has " + std::to_string(row.size()) + " weights for " + std::to_string(n)
                            + " tokens");
-                map.push_back(listOf<float>(row, rowWhere, probability));
+                map.push_back(listOf<float>(row, rowWhere, mapWeight));
             }
             maps.push_back(std::move(map));
         }

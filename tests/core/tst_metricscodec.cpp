@@ -207,6 +207,12 @@ void TestMetricsCodec::handWrittenLinesAreRead()
     QCOMPARE(probe->probe.text, std::string("caf\\xc3"));
     QCOMPARE(probe->probe.attention[0][0][0][1], 0.75f);  // [layer][head][query][key]
     QCOMPARE(probe->probe.experts[0][0], (std::vector<std::int64_t>{2, -1}));
+    // An implied map (a Linformer head's: probabilities times a projection along
+    // the sequence) may leave [0, 1]; it is read, not refused as damaged.
+    const auto implied = decodeMetricsLine(replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[-0.25,1.25],[1,0]]]]"),
+                                           &reason);
+    QVERIFY2(implied, reason.c_str());
+    QCOMPARE(implied->probe.attention[0][0][0][0], -0.25f);
 
     // An older trainer's line: only what it wrote. A dense model: no routing.
     const auto old = decodeMetricsLine(R"({"type":"train","step":3,"loss":null})", &reason);
@@ -267,8 +273,8 @@ void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
          "\"attention[0][0][1]\" has 1 weights for 2 tokens"},
         {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0]]],[[[1,0],[0,1]],[[1,0],[0,1]]]]"),
          "\"attention[1]\" has 2 heads but \"attention[0]\" has 1"},
-        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1.5,0]]]]"),
-         "\"attention[0][0][1][0]\" is 1.5, not a weight from 0 to 1"},
+        {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1500,0]]]]"),
+         "\"attention[0][0][1][0]\" is 1500, not an attention weight (from -1000 to 1000)"},
         {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1]]]"), "\"experts[0]\" has 1 entries for 2 tokens"},
         {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-1],[0]]]"), "has 1 choices but"},
         {replaced(kGoodProbe, "[[[2,-1],[0,1]]]", "[[[2,-7],[0,1]]]"), "\"experts[0][0][1]\" is -7"},
