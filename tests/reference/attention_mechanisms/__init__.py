@@ -18,6 +18,28 @@ Written from the papers, without looking at the C++.
 import importlib
 import pkgutil
 
+import torch
+
+
+def masked_mix(q, k, v, allowed, key_valid, causal):
+    """softmax over the keys `allowed` [G or 1, T, T] (bool) lets each query see,
+    less padded keys (and future ones when causal); rows that see nothing put
+    weight 1 on key 0."""
+    B, G, T, A = q.shape
+    see = allowed.unsqueeze(0) & key_valid.view(B, 1, 1, T)           # [B, G|1, T, T]
+    if causal:
+        see = see & torch.ones(T, T, dtype=torch.bool).tril()
+    see = see.expand(B, G, T, T)
+    scores = (q @ k.transpose(-2, -1)) / A ** 0.5
+    scores = scores.masked_fill(~see, float("-inf"))
+    none = ~see.any(-1, keepdim=True)                                 # [B, G, T, 1]
+    first = torch.zeros(T, dtype=torch.bool)
+    first[0] = True
+    scores = torch.where(none & first, torch.zeros_like(scores), scores)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+
 MECHANISMS = {}
 for _info in pkgutil.iter_modules(__path__):
     _module = importlib.import_module(f"{__name__}.{_info.name}")

@@ -14,27 +14,14 @@ import math
 
 import torch
 
+from . import masked_mix
+
 NAME = "bigbird"
 
 
 def parameter_shapes(cfg, heads, positions):
     b = cfg["bigbird_block_size"]
     return {"random_blocks": [heads, math.ceil(positions / b), cfg["bigbird_random_blocks"]]}
-
-
-def masked_mix(q, k, v, allowed, key_valid, causal):
-    B, G, T, A = q.shape
-    see = allowed.unsqueeze(0) & key_valid.view(B, 1, 1, T)
-    if causal:
-        see = see & torch.ones(T, T, dtype=torch.bool).tril()
-    see = see.expand(B, G, T, T)
-    scores = (q @ k.transpose(-2, -1)) / A ** 0.5
-    scores = scores.masked_fill(~see, float("-inf"))
-    none = ~see.any(-1, keepdim=True)
-    first = torch.zeros(T, dtype=torch.bool)
-    first[0] = True
-    scores = torch.where(none & first, torch.zeros_like(scores), scores)
-    return torch.softmax(scores, dim=-1) @ v
 
 
 def pattern(cfg, T, random_blocks):

@@ -7,29 +7,13 @@ value of position 0 (weight 1 on key 0), so that every row is a distribution.
 
 import torch
 
+from . import masked_mix
+
 NAME = "local"
 
 
 def parameter_shapes(cfg, heads, positions):
     return {}
-
-
-def masked_mix(q, k, v, allowed, key_valid, causal):
-    """softmax over the keys `allowed` [G or 1, T, T] (bool) lets each query see,
-    less padded keys (and future ones when causal); rows that see nothing put
-    weight 1 on key 0."""
-    B, G, T, A = q.shape
-    see = allowed.unsqueeze(0) & key_valid.view(B, 1, 1, T)           # [B, G|1, T, T]
-    if causal:
-        see = see & torch.ones(T, T, dtype=torch.bool).tril()
-    see = see.expand(B, G, T, T)
-    scores = (q @ k.transpose(-2, -1)) / A ** 0.5
-    scores = scores.masked_fill(~see, float("-inf"))
-    none = ~see.any(-1, keepdim=True)                                 # [B, G, T, 1]
-    first = torch.zeros(T, dtype=torch.bool)
-    first[0] = True
-    scores = torch.where(none & first, torch.zeros_like(scores), scores)
-    return torch.softmax(scores, dim=-1) @ v
 
 
 def mix(cfg, q, k, v, key_valid, causal, params):

@@ -10,26 +10,13 @@ A query that sees no real key takes the value of position 0.
 
 import torch
 
+from . import masked_mix
+
 NAME = "longformer"
 
 
 def parameter_shapes(cfg, heads, positions):
     return {}
-
-
-def masked_mix(q, k, v, allowed, key_valid, causal):
-    B, G, T, A = q.shape
-    see = allowed.unsqueeze(0) & key_valid.view(B, 1, 1, T)
-    if causal:
-        see = see & torch.ones(T, T, dtype=torch.bool).tril()
-    see = see.expand(B, G, T, T)
-    scores = (q @ k.transpose(-2, -1)) / A ** 0.5
-    scores = scores.masked_fill(~see, float("-inf"))
-    none = ~see.any(-1, keepdim=True)
-    first = torch.zeros(T, dtype=torch.bool)
-    first[0] = True
-    scores = torch.where(none & first, torch.zeros_like(scores), scores)
-    return torch.softmax(scores, dim=-1) @ v
 
 
 def mix(cfg, q, k, v, key_valid, causal, params):
