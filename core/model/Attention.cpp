@@ -20,6 +20,20 @@ AttentionOptions AttentionOptions::fromConfig(const ModelConfig& c)
     return o;
 }
 
+namespace {
+
+// An index tensor kept on the device it was last used on: moved once, not
+// copied to the GPU on every forward pass (the module's .to() leaves it be,
+// as it is not a buffer: checkpoints and exports hold no such entries).
+const torch::Tensor& onDevice(torch::Tensor& index, const torch::Device& device)
+{
+    if (index.device() != device)
+        index = index.to(device);
+    return index;
+}
+
+}  // namespace
+
 AttentionImpl::AttentionImpl(const AttentionOptions& options_, const ModelConfig& config)
     : options(options_), causal(config.head == HeadKind::LanguageModel)
 {
@@ -79,7 +93,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
         // [B, G, T, A] for the group's heads
         const torch::Tensor heads = group.contiguous || groups.size() == 1
                                         ? qkvAll.narrow(2, group.first, group.count)
-                                        : qkvAll.index_select(2, group.heads.to(x.device()));
+                                        : qkvAll.index_select(2, onDevice(group.heads, x.device()));
         in.q = heads[0];
         in.k = heads[1];
         in.v = heads[2];
@@ -89,9 +103,10 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
             maps.push_back(map);
     }
     // [B, n*H, T, A] in head order
-    torch::Tensor context = contexts.size() == 1 ? contexts.front() : torch::cat(contexts, 1).index_select(1, order.to(x.device()));
+    const torch::Tensor& unmix = groups.size() == 1 ? order : onDevice(order, x.device());
+    torch::Tensor context = contexts.size() == 1 ? contexts.front() : torch::cat(contexts, 1).index_select(1, unmix);
     if (weights)
-        *weights = maps.size() == 1 ? maps.front() : torch::cat(maps, 1).index_select(1, order.to(x.device()));
+        *weights = maps.size() == 1 ? maps.front() : torch::cat(maps, 1).index_select(1, unmix);
 
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =
