@@ -965,7 +965,7 @@ void TestModelConfig::toJsonRoundTrip_data()
     QTest::addColumn<QString>("json");
 
     // Every key, with a value other than its default (within what the rules allow).
-    QTest::newRow("mixture of experts, everything shared") << R"({
+    const char* const moe = R"({
         "vocab_size": 1000, "max_len": 64, "d_model": 96, "embedding_dim": 32, "layers": 4, "heads": 3,
         "head_dim": 40, "ffn_dim": 200, "activation": "silu", "dropout": 0.25, "head": "classification",
         "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
@@ -974,15 +974,11 @@ void TestModelConfig::toJsonRoundTrip_data()
         "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
         "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
         "path_extra_features": false, "input": "tokens", "image_size": 64, "patch_size": 8, "channels": 1})";
-    QTest::newRow("image WideNet, grey 48 x 48 in 8 x 8 patches") << R"({
-        "vocab_size": 1000, "max_len": 36, "d_model": 96, "embedding_dim": 0, "layers": 4, "heads": 3,
-        "head_dim": 40, "ffn_dim": 200, "activation": "silu", "dropout": 0.25, "head": "classification",
-        "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
-        "capacity_factor": 0.5, "eval_capacity_factor": 1.5, "router_noise_std": 0.3,
-        "balance_loss_weight": 0.02, "routing_groups": 2, "routing_priority": "batch",
-        "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
-        "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
-        "path_extra_features": false, "input": "image", "image_size": 48, "patch_size": 8, "channels": 1})";
+    QTest::newRow("mixture of experts, everything shared") << moe;
+    // The same model reading grey 48 x 48 pictures in 8 x 8 patches (36 positions).
+    nlohmann::json image = nlohmann::json::parse(moe);
+    image.update(nlohmann::json::parse(R"({"input": "image", "image_size": 48, "max_len": 36, "embedding_dim": 0})"));
+    QTest::newRow("image WideNet, grey 48 x 48 in 8 x 8 patches") << QString::fromStdString(image.dump());
     QTest::newRow("multi-path language model") << R"({
         "vocab_size": 300, "max_len": 33, "d_model": 48, "embedding_dim": 0, "layers": 5, "heads": 2,
         "head_dim": 12, "ffn_dim": 77, "activation": "relu", "dropout": 0.0, "head": "language_model",

@@ -72,6 +72,48 @@ bool waitFor(Condition condition, double seconds = 60.0)
     return true;
 }
 
+// Trains the run of `document()` whole in DIR/whole, and in DIR/parts
+// interrupted as Ctrl-C does it (the stop flag, raised after step `stopAt`)
+// then resumed; the two must log the same losses at the same steps.
+template <typename Document>
+void resumedRunRetracesTheWholeRun(Document document, const QTemporaryDir& dir, std::int64_t stopAt)
+{
+    std::atomic<bool> stop{false};
+    {
+        Trainer whole(document(), fresh(dir, "whole"));
+        whole.run(stop);
+    }
+    {
+        struct StopAt : TrainingObserver {
+            std::atomic<bool>& flag;
+            std::int64_t at;
+            StopAt(std::atomic<bool>& f, std::int64_t step) : flag(f), at(step) {}
+            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == at; }
+        };
+        std::atomic<bool> interrupt{false};
+        StopAt observer(interrupt, stopAt);
+        Trainer first(document(), fresh(dir, "parts"), {});
+        first.addObserver(&observer);
+        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(first.step(), stopAt);
+    }
+    {
+        TrainerOptions resume;
+        resume.resume = true;
+        Trainer second(document(), fresh(dir, "parts"), resume);
+        QCOMPARE(second.step(), stopAt);
+        second.run(stop);
+    }
+    const auto whole = metricLines(fresh(dir, "whole"), "train");
+    const auto parts = metricLines(fresh(dir, "parts"), "train");
+    QVERIFY(!whole.empty());
+    QCOMPARE(parts.size(), whole.size());
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+        QCOMPARE(parts[i]["step"].get<int>(), whole[i]["step"].get<int>());
+        QCOMPARE(parts[i]["loss"].get<double>(), whole[i]["loss"].get<double>());
+    }
+}
+
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -229,40 +271,10 @@ void TestTrainer::imageRunResumesExactly()
 {
     // Random crops and flips from the batch's seed, MoE: a resumed image run
     // retraces the uninterrupted run's losses exactly.
+    QTemporaryDir dir;
     const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 12,
                                 "checkpoint_every": 6, "eval_every": 6}})";
-    QTemporaryDir dir;
-    std::atomic<bool> stop{false};
-    {
-        Trainer whole(tinyImageRun(moe), fresh(dir, "whole"));
-        whole.run(stop);
-    }
-    {
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 6; }
-        };
-        std::atomic<bool> interrupt{false};
-        StopAt stopAt(interrupt);
-        Trainer first(tinyImageRun(moe), fresh(dir, "parts"), {});
-        first.addObserver(&stopAt);
-        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
-    }
-    {
-        TrainerOptions resume;
-        resume.resume = true;
-        Trainer second(tinyImageRun(moe), fresh(dir, "parts"), resume);
-        QCOMPARE(second.step(), std::int64_t{6});
-        second.run(stop);
-    }
-    const auto whole = metricLines(fresh(dir, "whole"), "train");
-    const auto parts = metricLines(fresh(dir, "parts"), "train");
-    QCOMPARE(parts.size(), whole.size());
-    for (std::size_t i = 0; i < whole.size(); ++i) {
-        QCOMPARE(parts[i]["step"].get<int>(), whole[i]["step"].get<int>());
-        QCOMPARE(parts[i]["loss"].get<double>(), whole[i]["loss"].get<double>());
-    }
+    resumedRunRetracesTheWholeRun([&] { return tinyImageRun(moe); }, dir, 6);
     QCOMPARE(readText(fresh(dir, "parts") / "image.json"), readText(fresh(dir, "whole") / "image.json"));
 }
 
@@ -301,41 +313,9 @@ void TestTrainer::resumeContinuesExactly()
 {
     // Dropout, MoE routing noise and shuffled batches: a resumed run must still
     // retrace the uninterrupted run's losses exactly (same machine, CPU).
-    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 20}})";
     QTemporaryDir dir;
-    std::atomic<bool> stop{false};
-    {
-        Trainer whole(tinyRun(moe), fresh(dir, "whole"));
-        whole.run(stop);
-    }
-    {
-        // Interrupted as Ctrl-C does it: the stop flag, raised after step 10.
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 10; }
-        };
-        std::atomic<bool> interrupt{false};
-        StopAt stopAt(interrupt);
-        Trainer first(tinyRun(moe), fresh(dir, "parts"), {});
-        first.addObserver(&stopAt);
-        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
-        QCOMPARE(first.step(), std::int64_t{10});
-    }
-    {
-        TrainerOptions resume;
-        resume.resume = true;
-        Trainer second(tinyRun(moe), fresh(dir, "parts"), resume);
-        QCOMPARE(second.step(), std::int64_t{10});
-        second.run(stop);
-    }
-    const auto whole = metricLines(fresh(dir, "whole"), "train");
-    const auto parts = metricLines(fresh(dir, "parts"), "train");
-    QCOMPARE(parts.size(), whole.size());
-    for (std::size_t i = 0; i < whole.size(); ++i) {
-        QCOMPARE(parts[i]["step"].get<int>(), whole[i]["step"].get<int>());
-        QCOMPARE(parts[i]["loss"].get<double>(), whole[i]["loss"].get<double>());
-    }
+    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 20}})";
+    resumedRunRetracesTheWholeRun([&] { return tinyRun(moe); }, dir, 10);
 }
 
 void TestTrainer::killDuringSaveLeavesTheLastCheckpointLoadable()
