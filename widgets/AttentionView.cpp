@@ -199,7 +199,12 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     layout->addWidget(m_header);
     layout->addLayout(m_body, 1);
     connect(m_grid, &HeadGrid::headClicked, this, &AttentionPane::headClicked);
-    connect(m_patches, &PatchTileGrid::tileClicked, this, &AttentionPane::headClicked);
+    connect(m_patches, &PatchTileGrid::tileClicked, this, [this](int tile) {
+        if (m_patches->showsLayers())
+            Q_EMIT layerClicked(tile);
+        else
+            Q_EMIT headClicked(tile);
+    });
     connect(m_model, &ModelViewFigure::headClicked, this, &AttentionPane::layerHeadClicked);
     connect(m_matrix, &MatrixView::cellClicked, this, [this] {
         if (m_stack->currentWidget() == m_matrix)
@@ -253,7 +258,9 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     const int perPath = headsPerPath(heads, m_paths);
     const QString headCount = perPath < heads ? tr("%1 paths × %2 heads").arg(heads / perPath).arg(perPath)
                                               : tr("%1 heads").arg(heads);
-    QString where = mode == Mode::Model ? tr("step %1 · %2 layers · %3 · %4 tokens")
+    // A picture's mean over heads is drawn for every layer at once, as the model view is.
+    const bool imageMeans = mode == Mode::Mean && capture->hasImage();
+    QString where = mode == Mode::Model || imageMeans ? tr("step %1 · %2 layers · %3 · %4 tokens")
                                               .arg(capture->step)
                                               .arg(capture->layers())
                                               .arg(headCount)
@@ -266,13 +273,17 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
                                               .arg(capture->tokenCount());
     if (capture->hasImage())
         where += tr(" · %1 × %2 patches").arg(capture->image.gridRows).arg(capture->image.gridCols);
-    if (mode == Mode::Grid && capture->hasImage()) {
+    if ((mode == Mode::Grid || imageMeans) && capture->hasImage()) {
         m_patches->setScalePerHead(perHead);
         m_patches->setPaths(m_paths);
         m_patches->setCaptions(m_captions);
-        m_patches->setCapture(capture, m_layer);
+        if (imageMeans)
+            m_patches->setLayerMeans(capture);
+        else
+            m_patches->setCapture(capture, m_layer);
         if (m_patches->heads() > 0)  // an image grid says what it draws
-            where += QStringLiteral(" · <b>%1</b>").arg(patchSourceText(m_patches->source()));
+            where += QStringLiteral(" · <b>%1%2</b>")
+                         .arg(patchSourceText(m_patches->source()), imageMeans ? tr(", mean over heads") : QString());
     }
     m_header->setText(QStringLiteral("<b>%1</b> · %2").arg(runLabel.toHtmlEscaped(), where));
     switch (mode) {
@@ -305,6 +316,11 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         break;
     }
     case Mode::Mean:
+        if (imageMeans && m_patches->heads() > 0) {
+            m_patches->setCellSize(cellSize);
+            m_stack->setCurrentWidget(m_patchArea);
+            break;
+        }
         m_matrix->setTitle(tr("Mean over %1 heads").arg(capture->heads()));
         m_matrix->setMatrix(attentionMatrix(capture->meanOverHeads(m_layer), *capture));
         m_stack->setCurrentWidget(m_matrix);
@@ -441,6 +457,10 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
             else
                 showHead(head);
         });
+        connect(pane, &AttentionPane::layerClicked, this, [this](int layer) {
+            setLayer(layer);
+            setMode(AttentionPane::Mode::Grid);
+        });
         connect(pane, &AttentionPane::layerHeadClicked, this, [this](int layer, int head) {
             setLayer(layer);
             showHead(head);
@@ -545,8 +565,11 @@ void AttentionView::refresh()
     m_head->setRange(1, std::max(1, heads));
     m_head->setPaths(paths);
     m_head->setEnabled(mode() == AttentionPane::Mode::Head);
-    m_layer->setEnabled(mode() != AttentionPane::Mode::Model);
-    m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid || mode() == AttentionPane::Mode::Model);
+    // The model view and a picture's means draw every layer: no layer to choose, and tiles to zoom.
+    const bool everyLayer = mode() == AttentionPane::Mode::Model
+                            || (mode() == AttentionPane::Mode::Mean && m_panes[0]->showsPatches());
+    m_layer->setEnabled(!everyLayer);
+    m_zoom->setEnabled(mode() == AttentionPane::Mode::Grid || everyLayer);
     // A comparison run that appears gets half the room, not what the splitter had left.
     // (QSplitter raises each size to the pane's minimum: equal large sizes stay equal.)
     if (!comparisonWasShown && m_panes[1]->isVisibleTo(this))

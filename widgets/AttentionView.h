@@ -1,8 +1,8 @@
 // defines: widelab::AttentionPane, AttentionView, attention heads on a probe text
 // or image: every head's map of a layer in a grid (over the picture, for an
-// image), one head enlarged, the mean over heads, where each token looks, every
-// head of every layer (the model view), and the prediction; a second run beside
-// the first on the same probe
+// image), one head enlarged, the mean over heads (every layer's, over an image),
+// where each token looks, every head of every layer (the model view), and the
+// prediction; a second run beside the first on the same probe
 #pragma once
 
 #include "InsightPage.h"
@@ -71,6 +71,7 @@ public:
 Q_SIGNALS:
     void headClicked(int head);             // -1: back to the grid
     void layerHeadClicked(int layer, int head);  // in the model view
+    void layerClicked(int layer);                // a layer's tile of a picture's means
     void fitted(int cellSize);
 
 protected:

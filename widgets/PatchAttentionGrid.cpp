@@ -14,41 +14,75 @@ PatchAttentionGrid::PatchAttentionGrid(QWidget* parent) : PatchTileGrid(parent) 
 
 void PatchAttentionGrid::setCapture(const ProbeCapture* capture, int layer)
 {
-    m_weights.clear();
-    m_overlays.clear();
-    m_max = 1;
+    m_layers = false;
+    QVector<QVector<float>> weights;
     QStringList titles, shortTitles;
     if (capture != nullptr && capture->hasImage() && layer >= 0 && layer < capture->layers()) {
-        m_source = patchSource(*capture);
         const int heads = static_cast<int>(capture->attention[layer].size());
-        for (int head = 0; head < heads; ++head)
-            m_weights.push_back(patchAttention(*capture, layer, head));
-        // Every head or none: a head whose map does not match leaves nothing to guess from.
-        const bool whole = std::all_of(m_weights.begin(), m_weights.end(), [](const auto& w) { return !w.isEmpty(); });
-        if (!whole)
-            m_weights.clear();
-        double top = 0, low = 0, high = 0;
-        for (const QVector<float>& w : m_weights)
-            if (colorscale::finiteRange(w.constData(), w.size(), &low, &high))
-                top = std::max(top, high);
-        m_max = static_cast<float>(top > 0 ? top : 1.0);
-        for (int head = 0; head < m_weights.size(); ++head) {
-            const QVector<float>& w = m_weights[head];
-            double own = m_max;
-            if (m_perHead && colorscale::finiteRange(w.constData(), w.size(), &low, &high) && high > 0)
-                own = high;
-            m_overlays.push_back(colorscale::sequentialImage(w.constData(), capture->image.gridRows,
-                                                             capture->image.gridCols, 0, own));
+        for (int head = 0; head < heads; ++head) {
+            weights.push_back(patchAttention(*capture, layer, head));
             const QString caption = headCaptionText(m_captions, head, heads, m_paths);
             const QString name = headLabel(head, heads, m_paths), shortName = headShortLabel(head, heads, m_paths);
             titles << (caption.isEmpty() ? name : name + QStringLiteral(" · ") + caption);
             shortTitles << (caption.isEmpty() ? shortName : shortName + QStringLiteral(" · ") + caption);
         }
     }
-    if (capture != nullptr && !m_weights.isEmpty())
-        setTiles(capture->image.image, capture->image.gridRows, capture->image.gridCols, titles, shortTitles);
-    else
+    setWeights(capture, std::move(weights), titles, shortTitles);
+}
+
+void PatchAttentionGrid::setLayerMeans(const ProbeCapture* capture)
+{
+    m_layers = true;
+    QVector<QVector<float>> weights;
+    QStringList titles, shortTitles;
+    for (int layer = 0; capture != nullptr && capture->hasImage() && layer < capture->layers(); ++layer) {
+        const int heads = static_cast<int>(capture->attention[layer].size());
+        QVector<float> mean;
+        for (int head = 0; head < heads; ++head) {
+            const QVector<float> w = patchAttention(*capture, layer, head);
+            if (w.isEmpty() || (!mean.isEmpty() && w.size() != mean.size())) {
+                mean.clear();
+                break;
+            }
+            if (mean.isEmpty())
+                mean.fill(0.0f, w.size());
+            for (qsizetype p = 0; p < w.size(); ++p)
+                mean[p] += w[p] / static_cast<float>(heads);
+        }
+        weights.push_back(mean);
+        titles << tr("layer %1 · mean over %2 heads").arg(layer + 1).arg(heads);
+        shortTitles << tr("layer %1").arg(layer + 1);
+    }
+    setWeights(capture, std::move(weights), titles, shortTitles);
+}
+
+void PatchAttentionGrid::setWeights(const ProbeCapture* capture, QVector<QVector<float>> weights,
+                                    const QStringList& titles, const QStringList& shortTitles)
+{
+    m_weights = std::move(weights);
+    m_overlays.clear();
+    m_max = 1;
+    const bool whole = !m_weights.isEmpty()
+                       && std::all_of(m_weights.begin(), m_weights.end(), [](const auto& w) { return !w.isEmpty(); });
+    if (!whole) {
+        m_weights.clear();
         setTiles(QImage(), 0, 0, {});
+        return;
+    }
+    m_source = patchSource(*capture);
+    double top = 0, low = 0, high = 0;
+    for (const QVector<float>& w : m_weights)
+        if (colorscale::finiteRange(w.constData(), w.size(), &low, &high))
+            top = std::max(top, high);
+    m_max = static_cast<float>(top > 0 ? top : 1.0);
+    for (const QVector<float>& w : m_weights) {
+        double own = m_max;
+        if (m_perHead && colorscale::finiteRange(w.constData(), w.size(), &low, &high) && high > 0)
+            own = high;
+        m_overlays.push_back(
+            colorscale::sequentialImage(w.constData(), capture->image.gridRows, capture->image.gridCols, 0, own));
+    }
+    setTiles(capture->image.image, capture->image.gridRows, capture->image.gridCols, titles, shortTitles);
 }
 
 float PatchAttentionGrid::weight(int head, int row, int col) const
@@ -73,7 +107,8 @@ void PatchAttentionGrid::paintTile(QPainter& painter, int tile, const QRectF& ta
 
 QString PatchAttentionGrid::readout(const Hit& hit) const
 {
-    return tr("%1: patch row %2, column %3: %4 (%5)\nclick for the head's whole map")
+    return (m_layers ? tr("%1: patch row %2, column %3: %4 (%5)\nclick for the layer's heads")
+                     : tr("%1: patch row %2, column %3: %4 (%5)\nclick for the head's whole map"))
         .arg(title(hit.tile))
         .arg(hit.row + 1)
         .arg(hit.col + 1)

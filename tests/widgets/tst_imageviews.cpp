@@ -154,6 +154,7 @@ private Q_SLOTS:
     void patchWeightsOfMismatchedMapsAreEmpty();
     void overlayDrawsEachPatchWeightInItsCellOverThePicture();
     void attentionViewSaysWhatItDrawsOverAnImage();
+    void meanOverHeadsDrawsEveryLayerOverThePicture();
     void headCaptionsSayWhatEachMapIs();
     void textProbeStillDrawsTheTokenGrid();
     void imageGridExportsWhole();
@@ -276,6 +277,47 @@ void TestImageViews::attentionViewSaysWhatItDrawsOverAnImage()
     QVERIFY(mean.primaryPane()->showsPatches());
     QVERIFY(mean.primaryPane()->header()->text().contains(QStringLiteral("mean attention over patches")));
     QVERIFY(!mean.primaryPane()->header()->text().contains(QStringLiteral("from CLS")));
+}
+
+void TestImageViews::meanOverHeadsDrawsEveryLayerOverThePicture()
+{
+    // Layer 1 as clsCapture; layer 2: both heads' CLS rows on patch 3 only.
+    ProbeCapture c = clsCapture();
+    Map onThree(25, 0.2f);
+    const Map row{0, 0, 0, 1, 0};
+    for (int k = 0; k < 5; ++k)
+        onThree[k] = row[k];
+    c.attention.push_back({onThree, onThree});
+
+    AttentionView view;
+    view.resize(1000, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    showIn(view, historyWith(c), QStringLiteral("validation:3"));
+    view.setMode(AttentionPane::Mode::Mean);
+    AttentionPane* pane = view.primaryPane();
+    QVERIFY(pane->showsPatches());
+    PatchAttentionGrid* grid = pane->patches();
+    QVERIFY(grid->showsLayers());
+    QCOMPARE(grid->tiles(), 2);
+    QCOMPARE(grid->title(0), QStringLiteral("layer 1 · mean over 2 heads"));
+    // Layer 1: head 1 puts 1 on patch 4, head 2 puts 0.5 on patches 1 and 2.
+    QCOMPARE(grid->weight(0, 0, 0), 0.25f);
+    QCOMPARE(grid->weight(0, 0, 1), 0.25f);
+    QCOMPARE(grid->weight(0, 1, 0), 0.0f);
+    QCOMPARE(grid->weight(0, 1, 1), 0.5f);
+    QCOMPARE(grid->weight(1, 1, 0), 1.0f);
+    QCOMPARE(grid->maxWeight(), 1.0f);
+    const QString header = pane->header()->text();
+    QVERIFY2(header.contains(QStringLiteral("2 layers")) && header.contains(QStringLiteral("mean over heads")),
+             qPrintable(header));
+    // Clicking layer 2's tile opens its heads.
+    QTest::mouseClick(grid, Qt::LeftButton, {}, grid->tileRect(1).center().toPoint());
+    QCOMPARE(view.mode(), AttentionPane::Mode::Grid);
+    QCOMPARE(view.layer(), 1);
+    QVERIFY(!grid->showsLayers());
+    QCOMPARE(grid->title(0), QStringLiteral("head 1"));
+    QCOMPARE(grid->weight(0, 1, 0), 1.0f);
 }
 
 void TestImageViews::headCaptionsSayWhatEachMapIs()
