@@ -65,6 +65,12 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
         unused({"image_size", "patch_size", "channels"}, "with token input (" + s.keyPath("input") + " is \"tokens\")");
     }
     const std::vector<std::string> heads = headMechanisms(c);
+    // A mechanism's own warnings, when every head uses it (in a mixed layer the others reach further).
+    if (!heads.empty() && std::count(heads.begin(), heads.end(), heads.front()) == static_cast<std::ptrdiff_t>(heads.size()))
+        if (const MechanismSpec* mechanism = findMechanism(heads.front()); mechanism && mechanism->warn)
+            mechanism->warn(c, [&](const std::string& key, std::string reason) {
+                warnings.push_back({s.keyPath(key), std::move(reason)});
+            });
     for (const MechanismSpec* mechanism : attentionMechanisms()) {
         if (std::find(heads.begin(), heads.end(), mechanism->name) != heads.end())
             continue;

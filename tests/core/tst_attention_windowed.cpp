@@ -79,6 +79,8 @@ private Q_SLOTS:
     void sparsePatterns();
     void queryWithoutRealKeyTakesTheFirst();
     void sparseSummaryLongerThanBlockIsAnError();
+    void clsTokenThatSeesPartOfTheSequenceWarns_data();
+    void clsTokenThatSeesPartOfTheSequenceWarns();
 };
 
 void TestAttentionWindowed::localSeesItsBlockOnly()
@@ -235,6 +237,51 @@ void TestAttentionWindowed::sparseSummaryLongerThanBlockIsAnError()
         nlohmann::json::parse(R"({"attention": "sparse", "sparse_pattern": "fixed", "sparse_block_size": 4, "sparse_summary": 5})"), issues);
     QVERIFY(!issues.empty());
     QCOMPARE(issues.front().key, std::string("model.sparse_summary"));
+}
+
+void TestAttentionWindowed::clsTokenThatSeesPartOfTheSequenceWarns_data()
+{
+    QTest::addColumn<QString>("model");
+    QTest::addColumn<QString>("warning");  // a part of the warning at model.pooling; empty: none
+
+    // 32 x 32 pictures in 4 x 4 patches: 64 patches and CLS, 65 positions.
+    const QString image = QStringLiteral(R"("input": "image", "image_size": 32, "patch_size": 4, "layers": 6, )");
+    QTest::newRow("local, blocks of 16") << image + R"("attention": "local", "local_block_size": 16})"
+                                         << "sees only 16 of the 65 positions";
+    QTest::newRow("local, one block of 65") << image + R"("attention": "local", "local_block_size": 65})" << "";
+    QTest::newRow("local, mean pooling") << image + R"("attention": "local", "local_block_size": 16, "pooling": "mean"})"
+                                         << "";
+    // Window 16: 8 positions further per layer; 6 layers: 1 + 48 = 49; 8 layers: 65.
+    QTest::newRow("longformer, 6 layers") << image + R"("attention": "longformer", "longformer_window": 16})"
+                                          << "sees only 49 of the 65 positions";
+    QTest::newRow("longformer, 8 layers")
+        << QString(image).replace(QStringLiteral("\"layers\": 6"), QStringLiteral("\"layers\": 8"))
+               + R"("attention": "longformer", "longformer_window": 16})"
+        << "";
+    QTest::newRow("longformer, CLS global")
+        << image + R"("attention": "longformer", "longformer_window": 16, "longformer_global_tokens": 1})" << "";
+    QTest::newRow("mixed with full heads")
+        << image + R"("heads": 2, "attention": "mixed", "attention_mix": ["local", "full"], "local_block_size": 16})"
+        << "";
+    QTest::newRow("full") << image + R"("attention": "full"})" << "";
+}
+
+void TestAttentionWindowed::clsTokenThatSeesPartOfTheSequenceWarns()
+{
+    QFETCH(QString, model);
+    QFETCH(QString, warning);
+    std::vector<ConfigIssue> issues, warnings;
+    ModelConfig::fromJson(nlohmann::json::parse((QStringLiteral("{") + model).toStdString()), issues, "model", &warnings);
+    QVERIFY(issues.empty());
+    QString said;
+    for (const ConfigIssue& w : warnings)
+        if (w.key == "model.pooling")
+            said += QString::fromStdString(w.reason);
+    if (warning.isEmpty())
+        QVERIFY2(said.isEmpty(), qPrintable(said));
+    else
+        QVERIFY2(said.contains(warning) && said.contains(QStringLiteral("\"mean\" pools every position")),
+                 qPrintable(said));
 }
 
 QTEST_GUILESS_MAIN(TestAttentionWindowed)

@@ -79,7 +79,16 @@ struct MechanismSpec {
     // Cross-key checks of its keys against the model (optional): report(key name without
     // "model.", reason).
     std::function<void(const ModelConfig&, const std::function<void(const std::string&, std::string)>&)> validate;
+    // What it accepts but probably should not be (optional), as validate: warnings, e.g. a
+    // classifier's CLS token that sees only part of the sequence.
+    std::function<void(const ModelConfig&, const std::function<void(const std::string&, std::string)>&)> warn;
 };
+
+// For MechanismSpec::warn: a classifier read from its CLS token (model.pooling "cls") whose
+// token sees only `reach` of the model's positions, said at model.pooling with `how` ("its
+// block of model.local_block_size"); nothing when it sees them all.
+void warnClsReach(const ModelConfig& config, std::int64_t reach, const std::string& how,
+                  const std::function<void(const std::string&, std::string)>& report);
 
 // Every registered mechanism, in the order of model.attention's choices.
 const std::vector<const MechanismSpec*>& attentionMechanisms();

@@ -48,6 +48,9 @@ const MechanismSpec& localMechanism()
         s.make = [](const MechanismShape&, const ModelConfig& c) {
             return std::make_shared<LocalImpl>(c.attentionInteger("local_block_size"));
         };
+        s.warn = [](const ModelConfig& c, const std::function<void(const std::string&, std::string)>& report) {
+            warnClsReach(c, c.attentionInteger("local_block_size"), "its block of model.local_block_size, in every layer", report);
+        };
         s.parameters = [](const MechanismShape&, const ModelConfig&) { return std::int64_t{0}; };
         // q k^T and probabilities x v over one block: 2 * 2 * b * A per token and head.
         s.flopsPerToken = [](const MechanismShape& shape, const ModelConfig& c, std::int64_t T) {

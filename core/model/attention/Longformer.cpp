@@ -70,6 +70,15 @@ const MechanismSpec& longformerMechanism()
             return std::make_shared<LongformerImpl>(c.attentionInteger("longformer_window"),
                                                     c.attentionInteger("longformer_global_tokens"));
         };
+        // Position 0 sees w/2 positions after it, and each layer's window adds as many.
+        s.warn = [](const ModelConfig& c, const std::function<void(const std::string&, std::string)>& report) {
+            if (c.attentionInteger("longformer_global_tokens") > 0)
+                return;
+            warnClsReach(c, 1 + c.layers * (c.attentionInteger("longformer_window") / 2),
+                         "model.longformer_window / 2 further per layer; model.longformer_global_tokens 1 makes it "
+                         "global",
+                         report);
+        };
         s.parameters = [](const MechanismShape&, const ModelConfig&) { return std::int64_t{0}; };
         // Per token: a block's Q + w - 1 window keys and the g global keys; the g
         // global queries' T keys each, spread over the T tokens, add g more.

@@ -80,6 +80,17 @@ std::vector<MechanismUse> mechanismUses(const ModelConfig& config)
     return uses;
 }
 
+void warnClsReach(const ModelConfig& config, std::int64_t reach, const std::string& how,
+                  const std::function<void(const std::string&, std::string)>& report)
+{
+    const std::int64_t positions = config.positions();
+    if (!config.usesClsToken() || reach >= positions)
+        return;
+    report("pooling", "\"cls\" with " + config.attention + " attention: the CLS token, all the classifier reads, sees only "
+                          + std::to_string(reach) + " of the " + std::to_string(positions) + " positions (" + how
+                          + "); \"mean\" pools every position");
+}
+
 MapKind mapKind(const std::string& mechanism)
 {
     const MechanismSpec* spec = findMechanism(mechanism);
