@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 
 namespace widelab {
@@ -95,20 +96,48 @@ bool isImageName(const std::filesystem::path& file)
     return extension == ".png" || extension == ".jpg" || extension == ".jpeg";
 }
 
+// Decoding a photograph (and shrinking it to the model's side) costs far more
+// than a training step's share of it; each image is decoded once and kept at
+// the model's size, up to kFolderCacheBytes per split (32x32 RGB: 3 KiB an
+// image, 170,000 of them), past which images are decoded every time they are read.
+constexpr std::size_t kFolderCacheBytes = std::size_t{512} << 20;
+
 class FolderDataset : public Dataset {
 public:
-    FolderDataset(std::vector<ImageFolder::Entry> entries, ImageFormat format) : m_entries(std::move(entries)), m_format(format) {}
+    FolderDataset(std::vector<ImageFolder::Entry> entries, ImageFormat format)
+        : m_entries(std::move(entries)), m_format(format), m_cache(m_entries.size())
+    {
+    }
     std::int64_t size() const override { return static_cast<std::int64_t>(m_entries.size()); }
     Example get(std::int64_t index) const override
     {
         checkIndex(index, size());
-        const ImageFolder::Entry& entry = m_entries[static_cast<std::size_t>(index)];
-        return toExample(toFormat(decodeImageFile(entry.file), m_format), entry.label);
+        const auto at = static_cast<std::size_t>(index);
+        const ImageFolder::Entry& entry = m_entries[at];
+        {
+            const std::lock_guard<std::mutex> lock(m_mutex);
+            if (!m_cache[at].empty()) {
+                Example example;
+                example.pixels = m_cache[at];
+                example.label = entry.label;
+                return example;
+            }
+        }
+        Example example = toExample(toFormat(decodeImageFile(entry.file), m_format), entry.label);
+        const std::lock_guard<std::mutex> lock(m_mutex);
+        if (m_cache[at].empty() && m_cachedBytes + example.pixels.size() <= kFolderCacheBytes) {
+            m_cache[at] = example.pixels;
+            m_cachedBytes += example.pixels.size();
+        }
+        return example;
     }
 
 private:
     std::vector<ImageFolder::Entry> m_entries;
     ImageFormat m_format;
+    mutable std::mutex m_mutex;  // a probe may read the validation split from another thread
+    mutable std::vector<std::vector<std::uint8_t>> m_cache;  // [entry]: the pixels, empty until decoded
+    mutable std::size_t m_cachedBytes = 0;
 };
 
 // ---- CIFAR-10 ----

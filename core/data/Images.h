@@ -38,7 +38,9 @@ Image drawShape(std::int64_t shape, std::uint64_t seed, ImageFormat format);
 // A folder with one sub-folder per class (the class names: the sub-folder names, sorted), each holding PNG and
 // JPEG files (.png, .jpg, .jpeg, any case; other files and deeper folders are ignored). Files are assigned to
 // splits by a hash of (seed, path relative to the folder), so adding a file moves no other. Images are decoded
-// when asked for, centre-cropped to a square, resized and converted to the format's channels.
+// when first asked for, centre-cropped to a square, resized and converted to the format's channels, and kept so
+// (up to 512 MiB of pixels per split), so that later epochs decode nothing: a file changed during a run is not
+// seen again.
 // Errors (DataError naming the folder or file): not a folder, fewer than 2 class folders, a class folder without
 // images, an image that cannot be decoded (when read), a class list (a run's labels.json) that differs.
 class ImageFolder {

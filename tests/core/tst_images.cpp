@@ -344,6 +344,26 @@ void TestImages::imageFolderClassesAndSplits()
             QCOMPARE(red, x.label == 0);
         }
     }
+    // Decoded once: after a first read, the example no longer depends on the file
+    // (every cat painted green on disk; the dataset read before still says red).
+    const auto train = folder.dataset(Split::Train);
+    std::vector<std::vector<std::uint8_t>> before;
+    for (std::int64_t i = 0; i < train->size(); ++i)
+        before.push_back(train->get(i).pixels);
+    for (int i = 0; i < 10; ++i) {
+        char cat[16];
+        std::snprintf(cat, sizeof cat, "c%d.png", i);
+        writePng(uniform(6, {0, 255, 0}), root / "cat" / cat);
+    }
+    for (std::int64_t i = 0; i < train->size(); ++i)
+        QCOMPARE(train->get(i).pixels, before[static_cast<std::size_t>(i)]);
+    // A dataset made afterwards decodes the files as they are now.
+    const auto fresh = folder.dataset(Split::Train);
+    bool green = false;
+    for (std::int64_t i = 0; i < fresh->size(); ++i)
+        green = green || (fresh->get(i).label == 0 && fresh->get(i).pixels[1] > 200);
+    QVERIFY(green);
+
     // The same seed gives the same split; grey format converts.
     const ImageFolder again(root, {0.2, 0.2}, 1, ImageFormat{4, 1});
     QCOMPARE(again.files(Split::Validation), folder.files(Split::Validation));
