@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -82,7 +83,9 @@ public:
     }
     void onMemberMessage(std::size_t index, const std::string& level, const std::string& text) override
     {
-        if (level == "warning" || level == "error")
+        // A warning of the study's base (train.warmup_steps exceeds --steps, say)
+        // comes from every member: said once.
+        if (level == "error" || (level == "warning" && m_warned.insert(text).second))
             line(level + " (" + m_members[index].name + "): " + text);
     }
     void onMemberFinished(std::size_t, const MemberResult& r) override
@@ -159,6 +162,7 @@ private:
     double m_lastStatus = 0.0;
     bool m_shown = false;
     bool m_memberEnded = false, m_started = false;
+    std::set<std::string> m_warned;
 };
 
 int listStudiesCommand(std::ostream& out, std::ostream& err)

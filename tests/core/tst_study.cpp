@@ -292,6 +292,8 @@ void TestStudy::tinyStudyWritesResults()
         QVERIFY(r.measures.at("best_val_loss") <= r.measures.at("final_val_loss"));
         QVERIFY(r.measures.at("latency_ms") > 0.0);
         QVERIFY(r.measures.at("train_tokens_per_s") > 0.0);
+        QVERIFY(r.measures.at("peak_memory_bytes") > 0.0);
+        QVERIFY(r.measures.at("wall_s") > 0.0);
         // Every member is an ordinary run.
         const OpenedRun opened = openRun(studylayout::runDirectory(out, r.name), "best");
         QCOMPARE(opened.document.train.seed, r.seed);
