@@ -182,6 +182,7 @@ private Q_SLOTS:
     void benchText();
     void benchDevice();
     void studyRunsReportsAndContinues();
+    void studyStopsOnInterruptAndContinues();
     void studyListsBuiltinStudies();
 
     void groupDigits_data();
@@ -1022,6 +1023,46 @@ void TestCli::studyRunsReportsAndContinues()
     const CliResult none = cli({"study", "--report", dir.filePath("nothing")});
     QCOMPARE(none.code, 1);
     QVERIFY2(none.err.contains("study.json") && none.err.contains("holds no study"), qPrintable(none.err));
+}
+
+void TestCli::studyStopsOnInterruptAndContinues()
+{
+    // A real widelab-cli process, interrupted with SIGINT as Ctrl-C does, twice:
+    // the member stops with a checkpoint, and the same command continues it from there.
+    QTemporaryDir dir;
+    const QString file = writeFile(dir, "long-study.json", R"({"base": {
+        "model": {"vocab_size": 20, "max_len": 24, "d_model": 16, "layers": 1, "heads": 2, "ffn_dim": 32, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 20, "train_size": 64, "validation_size": 16, "test_size": 16},
+        "train": {"steps": 100000, "batch_size": 8, "log_every": 1, "eval_every": 1000, "device": "cpu", "threads": 1}},
+        "axes": [{"key": "model.layers", "values": [1, 2]}]})");
+    const QString out = dir.filePath("study");
+    auto interrupt = [&](const QString& waitFor) {
+        QProcess study;
+        study.setProcessChannelMode(QProcess::MergedChannels);
+        study.start(WIDELAB_CLI, {"study", file, "--out", out});
+        if (!study.waitForStarted())
+            return QString("did not start");
+        QString output;
+        while (!output.contains(waitFor) && study.state() == QProcess::Running && study.waitForReadyRead(20000))
+            output += QString::fromUtf8(study.readAll());
+        ::kill(static_cast<pid_t>(study.processId()), SIGINT);
+        study.waitForFinished(60000);
+        output += QString::fromUtf8(study.readAll());
+        return QString("exit %1\n").arg(study.exitCode()) + output;
+    };
+    const QString first = interrupt("layers=1,seed=1: started");
+    QVERIFY2(first.startsWith("exit 0\n") && first.contains("layers=1,seed=1 stopped at step")
+                 && first.contains("study stopped: 0 of 2 members done"),
+             qPrintable(first));
+    QCOMPARE(QDir(out + "/runs/layers=1,seed=1/checkpoints").entryList({"step-*.pt"}).size(), 1);
+    QVERIFY(!QDir(out + "/runs/layers=2,seed=1").exists());
+
+    const QString second = interrupt("layers=1,seed=1: continuing from its checkpoint");
+    QVERIFY2(second.startsWith("exit 0\n") && second.contains("continuing from its checkpoint")
+                 && second.contains("study stopped"),
+             qPrintable(second));
+    const CliResult report = cli({"study", "--report", out});
+    QVERIFY2(report.out.contains("0 of 2 members done"), qPrintable(report.out));
 }
 
 void TestCli::studyListsBuiltinStudies()
