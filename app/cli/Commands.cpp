@@ -2,6 +2,7 @@
 
 #include "AttentionCommand.h"
 #include "RunCommands.h"
+#include "StudyCommand.h"
 #include "TextTable.h"
 #include "config/ConfigError.h"
 #include "config/ModelConfig.h"
@@ -56,6 +57,13 @@ usage:
                                         attention, routing and prediction on a text
   widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
                                         a state_dict for Python's torch.load, config beside it
+  widelab-cli study STUDY.json|BUILTIN --out STUDY_DIR [--steps N] [--seeds N] [--jobs N]
+                    [--device D] [--threads N]
+                                        train every member of a study as a run under STUDY_DIR/runs/,
+                                        measure each, write results.csv and results.md (Ctrl-C saves;
+                                        the same command, or --out STUDY_DIR alone, continues)
+  widelab-cli study --report STUDY_DIR  the results table of a study, finished or not
+  widelab-cli study --list              the built-in studies
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -435,6 +443,25 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     }
 }
 
+int study(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    StudyArguments s;
+    s.positional = a.positional();
+    s.out = a.text("--out");
+    s.report = a.text("--report");
+    s.list = a.has("--list");
+    s.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
+    s.seeds = a.integer("--seeds", -1, 1, 1000);
+    s.jobs = a.integer("--jobs", 1, 1, 256);
+    s.device = a.text("--device");
+    s.threads = a.integer("--threads", -1, 0, 4096);
+    try {
+        return studyCommand(s, out, err);
+    } catch (const RunUsageError& usage) {
+        throw UsageError(usage.what());
+    }
+}
+
 }  // namespace
 
 int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err)
@@ -469,6 +496,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
+        if (command == "study")
+            return study(Arguments(rest, {"--list"}, {"--out", "--report", "--steps", "--seeds", "--jobs", "--device", "--threads"}),
+                         out, err);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;

@@ -1,14 +1,15 @@
 #include "RunCommands.h"
 
+#include "StopOnSignals.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "train/RunDirectory.h"
+#include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
 #include "train/Trainer.h"
 
 #include <torch/serialize.h>
 
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -18,34 +19,6 @@
 
 namespace widelab {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void requestStop(int) { g_stop.store(true); }
-
-// Ctrl-C and SIGTERM ask the trainer to stop after the current step; it then
-// saves a checkpoint. A second Ctrl-C falls back to the default (terminate).
-class StopOnSignals {
-public:
-    StopOnSignals()
-    {
-        g_stop.store(false);
-        struct sigaction action {};
-        action.sa_handler = requestStop;
-        action.sa_flags = SA_RESETHAND;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGINT, &action, &m_int);
-        sigaction(SIGTERM, &action, &m_term);
-    }
-    ~StopOnSignals()
-    {
-        sigaction(SIGINT, &m_int, nullptr);
-        sigaction(SIGTERM, &m_term, nullptr);
-    }
-
-private:
-    struct sigaction m_int {}, m_term {};
-};
 
 std::string duration(double seconds)
 {
@@ -187,7 +160,7 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         err << slowMatmulWarning(0.0, computeThreads(), blas) << "\n";
 
     StopOnSignals signals;
-    const TrainSummary summary = trainer.run(g_stop);
+    const TrainSummary summary = trainer.run(StopOnSignals::flag());
     if (terminal)
         out << "\n";
     if (summary.outcome == TrainOutcome::NonFinite || summary.outcome == TrainOutcome::OutOfMemory) {
@@ -205,21 +178,12 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                             "[--json]");
     if (a.split != "validation" && a.split != "test")
         throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
-    const std::filesystem::path directory = a.positional.front();
-    // Checks the run's files as inspect does; the trainer below says what it passes over.
-    const RunDocument run = openRun(directory, a.checkpoint).document;
     Warnings warnings(err);
-    TrainerOptions options;
-    options.observers.push_back(&warnings);
-    options.resume = true;
-    options.readOnly = true;
-    options.checkpoint = a.checkpoint;
-    if (!a.device.empty())
-        options.device = a.device;
-    if (a.threads >= 0)
-        options.threads = a.threads;
-    Trainer trainer(run, directory, options);
-    const EvaluationResult r = trainer.evaluate(a.split == "test" ? Split::Test : Split::Validation);
+    const EvaluationResult r =
+        evaluateRun(a.positional.front(), a.split == "test" ? Split::Test : Split::Validation, a.checkpoint,
+                    a.device.empty() ? std::nullopt : std::optional<std::string>(a.device),
+                    a.threads >= 0 ? std::optional<std::int64_t>(a.threads) : std::nullopt, {&warnings})
+            .result;
     if (a.json) {
         out << toJson(r).dump(2) << "\n";
         return 0;

@@ -420,6 +420,21 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     s.gradientNorm = value("gradient_norm");
     s.tokensPerSecond = value("tokens_per_second");
     s.stepSeconds = value("step_seconds");
+    // Memory as deviceMemory() measured it: passed over (left 0) rather than refused
+    // when it is not a count of bytes, since no view draws the line by it.
+    if (const Json* kind = member(json, "memory_kind"); kind != nullptr && kind->is_string())
+        s.memoryKind = kind->get<std::string>();
+    auto bytes = [&](const char* name) -> std::int64_t {
+        const Json* written = member(json, name);
+        if (written == nullptr || !written->is_number())
+            return 0;
+        const double v = written->get<double>();
+        return std::isfinite(v) && v >= 0 && v <= static_cast<double>(kMaxMetricsStep) ? static_cast<std::int64_t>(v) : 0;
+    };
+    s.memoryBytes = bytes("memory_bytes");
+    s.memoryReservedBytes = bytes("memory_reserved_bytes");
+    s.memoryPeakBytes = bytes("memory_peak_bytes");
+    s.memoryPeakReservedBytes = bytes("memory_peak_reserved_bytes");
 
     const Json& routing = optionalArray(json, "routing", "routing");
     if (static_cast<std::int64_t>(routing.size()) > kMaxBlocks)

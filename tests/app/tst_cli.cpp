@@ -6,6 +6,7 @@
 #include "config/ConfigSchema.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
+#include "study/BuiltinStudies.h"
 
 #include <QtTest>
 
@@ -180,6 +181,9 @@ private Q_SLOTS:
     void bench();
     void benchText();
     void benchDevice();
+    void studyRunsReportsAndContinues();
+    void studyStopsOnInterruptAndContinues();
+    void studyListsBuiltinStudies();
 
     void groupDigits_data();
     void groupDigits();
@@ -972,6 +976,105 @@ void TestCli::damagedLatestCheckpointIsPassedOverOnTheTerminal()
     QVERIFY2(output.contains("step-00000020.pt set aside as step-00000020.pt.unreadable"), qPrintable(output));
     QVERIFY2(output.contains("from step 10"), qPrintable(output));
     QVERIFY(QFile::exists(latest + ".unreadable"));
+}
+
+// ---------------------------------------------------------------- study
+
+void TestCli::studyRunsReportsAndContinues()
+{
+    QTemporaryDir dir;
+    const QString file = writeFile(dir, "tiny-study.json", R"({"name": "tiny study",
+        "base": {"model": {"vocab_size": 20, "max_len": 24, "d_model": 16, "layers": 1, "heads": 2, "ffn_dim": 32,
+                           "num_classes": 10},
+                 "task": {"kind": "listops", "min_length": 5, "max_length": 20, "train_size": 64, "validation_size": 16,
+                          "test_size": 16},
+                 "train": {"steps": 100, "batch_size": 8, "warmup_steps": 1, "log_every": 1, "eval_every": 2,
+                           "checkpoint_every": 2, "device": "cpu"}},
+        "axes": [{"key": "model.layers", "values": [1, 2]}]})");
+    const QString out = dir.filePath("study");
+    const CliResult run = cli({"study", file, "--out", out, "--steps", "4", "--threads", "1"});
+    QVERIFY2(run.code == 0, qPrintable(run.err));
+    QVERIFY2(run.err.contains("member 1/2 layers=1,seed=1: started"), qPrintable(run.err));
+    QVERIFY2(run.err.contains("layers=2,seed=1 completed: best validation accuracy"), qPrintable(run.err));
+    QVERIFY2(run.err.contains("study: 2/2 done"), qPrintable(run.err));
+    QVERIFY2(run.out.contains("| model.layers | seeds |"), qPrintable(run.out));
+    QVERIFY(QFile::exists(out + "/results.csv"));
+    // Each member is an ordinary run, 4 steps long.
+    const CliResult eval = cli({"eval", out + "/runs/layers=2,seed=1", "--split", "test"});
+    QVERIFY2(eval.code == 0, qPrintable(eval.err));
+    QVERIFY2(eval.out.startsWith("test split, step 4,"), qPrintable(eval.out));
+
+    const CliResult report = cli({"study", "--report", out});
+    QCOMPARE(report.code, 0);
+    QVERIFY2(report.out.contains("2 of 2 members done"), qPrintable(report.out));
+    QVERIFY(report.out.contains("| 2 | 1/1 |"));
+
+    // Again: nothing left to train; the recorded --steps is kept without being given.
+    const CliResult again = cli({"study", "--out", out});
+    QVERIFY2(again.code == 0, qPrintable(again.err));
+    QVERIFY2(again.err.contains("4 steps each") && again.err.contains("2 member(s) finished before were passed over"),
+             qPrintable(again.err));
+    // Another length would be another study.
+    const CliResult longer = cli({"study", file, "--out", out, "--steps", "5"});
+    QCOMPARE(longer.code, 1);
+    QVERIFY2(longer.err.contains("--steps 4") && longer.err.contains("--steps 5"), qPrintable(longer.err));
+    // Usage and a directory without a study.
+    QCOMPARE(cli({"study", file}).code, 2);
+    const CliResult none = cli({"study", "--report", dir.filePath("nothing")});
+    QCOMPARE(none.code, 1);
+    QVERIFY2(none.err.contains("study.json") && none.err.contains("holds no study"), qPrintable(none.err));
+}
+
+void TestCli::studyStopsOnInterruptAndContinues()
+{
+    // A real widelab-cli process, interrupted with SIGINT as Ctrl-C does, twice:
+    // the member stops with a checkpoint, and the same command continues it from there.
+    QTemporaryDir dir;
+    const QString file = writeFile(dir, "long-study.json", R"({"base": {
+        "model": {"vocab_size": 20, "max_len": 24, "d_model": 16, "layers": 1, "heads": 2, "ffn_dim": 32, "num_classes": 10},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 20, "train_size": 64, "validation_size": 16, "test_size": 16},
+        "train": {"steps": 100000, "batch_size": 8, "log_every": 1, "eval_every": 1000, "device": "cpu", "threads": 1}},
+        "axes": [{"key": "model.layers", "values": [1, 2]}]})");
+    const QString out = dir.filePath("study");
+    auto interrupt = [&](const QString& waitFor) {
+        QProcess study;
+        study.setProcessChannelMode(QProcess::MergedChannels);
+        study.start(WIDELAB_CLI, {"study", file, "--out", out});
+        if (!study.waitForStarted())
+            return QString("did not start");
+        QString output;
+        while (!output.contains(waitFor) && study.state() == QProcess::Running && study.waitForReadyRead(20000))
+            output += QString::fromUtf8(study.readAll());
+        ::kill(static_cast<pid_t>(study.processId()), SIGINT);
+        study.waitForFinished(60000);
+        output += QString::fromUtf8(study.readAll());
+        return QString("exit %1\n").arg(study.exitCode()) + output;
+    };
+    const QString first = interrupt("layers=1,seed=1: started");
+    QVERIFY2(first.startsWith("exit 0\n") && first.contains("layers=1,seed=1 stopped at step")
+                 && first.contains("study stopped: 0 of 2 members done"),
+             qPrintable(first));
+    QCOMPARE(QDir(out + "/runs/layers=1,seed=1/checkpoints").entryList({"step-*.pt"}).size(), 1);
+    QVERIFY(!QDir(out + "/runs/layers=2,seed=1").exists());
+
+    const QString second = interrupt("layers=1,seed=1: continuing from its checkpoint");
+    QVERIFY2(second.startsWith("exit 0\n") && second.contains("continuing from its checkpoint")
+                 && second.contains("study stopped"),
+             qPrintable(second));
+    const CliResult report = cli({"study", "--report", out});
+    QVERIFY2(report.out.contains("0 of 2 members done"), qPrintable(report.out));
+}
+
+void TestCli::studyListsBuiltinStudies()
+{
+    const CliResult list = cli({"study", "--list"});
+    QVERIFY2(list.code == 0, qPrintable(list.err));
+    QVERIFY(list.err.isEmpty());
+    const std::vector<std::string> names = listStudies();
+    QVERIFY(!names.empty());
+    for (const std::string& name : names)
+        QVERIFY2(list.out.contains(q(name)), qPrintable(list.out));
+    QVERIFY(!list.out.contains("does not validate"));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

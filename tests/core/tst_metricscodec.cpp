@@ -98,6 +98,8 @@ void TestMetricsCodec::aTrainLineComesBackWhole()
     QCOMPARE(t.gradientNorm, 1.5);
     QCOMPARE(t.tokensPerSecond, 4096.0);
     QCOMPARE(t.stepSeconds, 0.125);
+    QCOMPARE(t.memoryKind, std::string("cuda"));
+    QCOMPARE(t.memoryBytes, std::int64_t{1} << 20);
     QCOMPARE(read->values.at("loss"), 2.25);
     QCOMPARE(read->values.at("gradient_norm"), 1.5);
     QCOMPARE(t.routing.size(), std::size_t{1});
@@ -189,6 +191,9 @@ void TestMetricsCodec::handWrittenLinesAreRead()
     QCOMPARE(train->train.wallSeconds, 1.5);
     QCOMPARE(train->train.taskLoss, 2.4);
     QCOMPARE(train->train.stepSeconds, 0.5);
+    QCOMPARE(train->train.memoryKind, std::string("rss"));
+    QCOMPARE(train->train.memoryBytes, std::int64_t{1000});
+    QCOMPARE(train->train.memoryPeakBytes, std::int64_t{0});  // left out
     QCOMPARE(train->values.at("learning_rate"), 0.0005);
     QVERIFY(!train->values.contains("gradient_norm"));  // not written: no point, not a 0
     QCOMPARE(train->train.routing.size(), std::size_t{1});

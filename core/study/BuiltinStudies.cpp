@@ -1,0 +1,72 @@
+#include "BuiltinStudies.h"
+
+#include "config/ConfigError.h"
+#include "config/JsonSection.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace widelab {
+namespace {
+
+std::vector<std::string> studyNames(const std::filesystem::path& directory)
+{
+    std::vector<std::string> names;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+        std::error_code typeError;
+        if (entry.path().extension() == ".json" && entry.is_regular_file(typeError))
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::filesystem::path shippedDirectory()
+{
+    for (const auto& directory : studyDirectories())
+        if (!studyNames(directory).empty())
+            return directory;
+    return {};
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> studyDirectories()
+{
+    std::vector<std::filesystem::path> directories;
+    if (const char* env = std::getenv("WIDELAB_STUDIES"); env != nullptr && *env != '\0')
+        directories.emplace_back(env);
+    directories.emplace_back(WIDELAB_SOURCE_STUDIES);
+    directories.emplace_back(WIDELAB_INSTALLED_STUDIES);
+    return directories;
+}
+
+std::vector<std::string> listStudies()
+{
+    const std::filesystem::path directory = shippedDirectory();
+    return directory.empty() ? std::vector<std::string>{} : studyNames(directory);
+}
+
+std::filesystem::path resolveStudyPath(const std::string& nameOrPath)
+{
+    std::error_code error;
+    if (std::filesystem::is_regular_file(nameOrPath, error))
+        return nameOrPath;
+    if (const std::filesystem::path directory = shippedDirectory(); !directory.empty()) {
+        const auto candidate = directory / (nameOrPath + ".json");
+        if (std::filesystem::is_regular_file(candidate, error))
+            return candidate;
+    }
+    const std::vector<std::string> studies = listStudies();
+    std::string reason = "no such file, and no built-in study of that name";
+    if (const std::string guess = closestMatch(nameOrPath, studies); !guess.empty())
+        reason += " (did you mean \"" + guess + "\"?)";
+    std::string names;
+    for (const auto& name : studies)
+        names += (names.empty() ? "" : ", ") + name;
+    reason += "; built-in studies: " + (names.empty() ? std::string("none found") : names);
+    throw ConfigError({{"", nameOrPath + ": " + reason}});
+}
+
+}  // namespace widelab
