@@ -11,6 +11,8 @@
 
 #include <QtTest>
 
+#include <set>
+
 #include <algorithm>
 #include <fstream>
 #include <optional>
@@ -1105,11 +1107,18 @@ void TestModelConfig::shippedPresetsLoad()
 
 void TestModelConfig::shippedPresetsHaveNoWarnings()
 {
-    // `params` and `check` print warnings: a shipped preset gives none.
+    // `params` and `check` print warnings: a shipped preset gives none, but for
+    // one the paper chose. The Wide Attention paper's classifiers read the CLS
+    // token with every mechanism but Sinkhorn (its appendix: "used the [CLS]
+    // token for classification"), so its local and Longformer models keep a
+    // CLS token that sees part of the sequence, and the warning says so.
+    const std::set<std::string> clsAsInThePaper = {"attention-local-6x8", "attention-local-1x48",
+                                                   "attention-longformer-6x8", "attention-longformer-1x48"};
     for (const auto& [name, document] : test::shippedPresets()) {
         QStringList texts;
         for (const ConfigIssue& warning : document.warnings)
-            texts << q(warning.text());
+            if (!(clsAsInThePaper.count(name) && warning.key == "model.pooling"))
+                texts << q(warning.text());
         QVERIFY2(texts.isEmpty(), qPrintable(q(name) + ": " + texts.join(QStringLiteral("; "))));
     }
 }
