@@ -1,6 +1,7 @@
 #include "RunCommands.h"
 
 #include "StopOnSignals.h"
+#include "TextTable.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "train/RunDirectory.h"
@@ -20,17 +21,6 @@
 namespace widelab {
 namespace {
 
-std::string duration(double seconds)
-{
-    const auto s = static_cast<long long>(seconds + 0.5);
-    char text[32];
-    if (s >= 3600)
-        std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
-    else
-        std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
-    return text;
-}
-
 // A progress bar on a terminal, plain lines otherwise. Observes the trainer from
 // its construction on, so that what resuming says (a checkpoint passed over)
 // reaches the terminal; the run's length is known once it is constructed.
@@ -47,7 +37,7 @@ public:
         std::ostringstream line;
         line << "step " << s.step << "/" << m_total << std::fixed << std::setprecision(4) << "  loss " << s.loss
              << std::setprecision(1) << "  acc " << 100.0 * s.accuracy << "%  " << std::setprecision(0)
-             << s.tokensPerSecond << " tok/s  left " << duration(left);
+             << s.tokensPerSecond << " tok/s  left " << durationText(left);
         if (m_terminal) {
             const int width = 24;
             const auto done = static_cast<int>(width * static_cast<double>(s.step) / static_cast<double>(m_total));

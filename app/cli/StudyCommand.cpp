@@ -28,17 +28,6 @@ const char* kStudyUsage =
     "       widelab-cli study --report STUDY_DIR\n"
     "       widelab-cli study --list";
 
-std::string duration(double seconds)
-{
-    const auto s = static_cast<long long>(seconds + 0.5);
-    char text[32];
-    if (s >= 3600)
-        std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
-    else
-        std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
-    return text;
-}
-
 double seconds()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -94,7 +83,7 @@ public:
             const auto wall = r.measures.find("wall_s");
             line(r.name + " completed: best validation accuracy " + percent(r.measures, "best_val_accuracy")
                  + ", test accuracy at best.pt " + percent(r.measures, "test_accuracy")
-                 + (wall != r.measures.end() ? ", " + duration(wall->second) : ""));
+                 + (wall != r.measures.end() ? ", " + durationText(wall->second) : ""));
         } else {
             line(r.name + " failed: " + r.error);
         }
@@ -113,7 +102,7 @@ public:
             text << " (" << p.failed << " failed)";
         text << ", " << p.running << " running, " << p.left << " left";
         if (p.secondsLeft >= 0.0)
-            text << ", about " << duration(p.secondsLeft) << " left";
+            text << ", about " << durationText(p.secondsLeft) << " left";
         m_study = text.str();
         status(m_memberEnded || !m_started);  // the study's line after every member, unthrottled
         m_memberEnded = false;

@@ -78,4 +78,15 @@ std::string TextTable::render() const
     return out;
 }
 
+std::string durationText(double seconds)
+{
+    const auto s = static_cast<long long>(seconds + 0.5);
+    char text[32];
+    if (s >= 3600)
+        std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else
+        std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+    return text;
+}
+
 }  // namespace widelab

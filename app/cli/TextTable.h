@@ -1,4 +1,4 @@
-// defines: TextTable (aligned columns for terminal output) and groupDigits
+// defines: TextTable (aligned columns for terminal output), groupDigits, shortCount, durationText
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,8 @@ namespace widelab {
 std::string groupDigits(std::int64_t value);
 // 12345678 -> "12.3M"
 std::string shortCount(double value);
+// 95 -> "1m35s", 3725 -> "1h02m" (a time left, a wall time)
+std::string durationText(double seconds);
 
 class TextTable {
 public:

@@ -2,6 +2,7 @@
 
 #include "ConfigError.h"
 #include "JsonSection.h"
+#include "ResourceFolder.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -15,30 +16,9 @@ std::string environment(const char* name)
     return value != nullptr ? std::string(value) : std::string();
 }
 
-// The .json files of `directory`, by name (without .json), sorted; none when it
-// cannot be read.
-std::vector<std::string> presetNames(const std::filesystem::path& directory)
-{
-    std::vector<std::string> names;
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-        std::error_code typeError;
-        if (entry.path().extension() == ".json" && entry.is_regular_file(typeError))
-            names.push_back(entry.path().stem().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
 // The shipped folder that holds presets (the first of presetDirectories() that
 // has any); empty when none does.
-std::filesystem::path shippedDirectory()
-{
-    for (const auto& directory : presetDirectories())
-        if (!presetNames(directory).empty())
-            return directory;
-    return {};
-}
+std::filesystem::path shippedDirectory() { return firstFolderWithJson(presetDirectories()); }
 
 }  // namespace
 
@@ -55,7 +35,7 @@ std::vector<std::filesystem::path> presetDirectories()
 std::vector<std::string> listPresets()
 {
     const std::filesystem::path directory = shippedDirectory();
-    return directory.empty() ? std::vector<std::string>{} : presetNames(directory);
+    return directory.empty() ? std::vector<std::string>{} : jsonFileNames(directory);
 }
 
 std::filesystem::path userPresetDirectory()
@@ -76,7 +56,7 @@ std::filesystem::path userPresetDirectory()
 std::vector<std::string> listUserPresets()
 {
     const std::filesystem::path directory = userPresetDirectory();
-    return directory.empty() ? std::vector<std::string>{} : presetNames(directory);
+    return directory.empty() ? std::vector<std::string>{} : jsonFileNames(directory);
 }
 
 bool isShippedPreset(const std::filesystem::path& file)

@@ -2,6 +2,7 @@
 
 #include "config/ConfigError.h"
 #include "config/JsonSection.h"
+#include "config/ResourceFolder.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -9,26 +10,7 @@
 namespace widelab {
 namespace {
 
-std::vector<std::string> studyNames(const std::filesystem::path& directory)
-{
-    std::vector<std::string> names;
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
-        std::error_code typeError;
-        if (entry.path().extension() == ".json" && entry.is_regular_file(typeError))
-            names.push_back(entry.path().stem().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
-}
-
-std::filesystem::path shippedDirectory()
-{
-    for (const auto& directory : studyDirectories())
-        if (!studyNames(directory).empty())
-            return directory;
-    return {};
-}
+std::filesystem::path shippedDirectory() { return firstFolderWithJson(studyDirectories()); }
 
 }  // namespace
 
@@ -45,7 +27,7 @@ std::vector<std::filesystem::path> studyDirectories()
 std::vector<std::string> listStudies()
 {
     const std::filesystem::path directory = shippedDirectory();
-    return directory.empty() ? std::vector<std::string>{} : studyNames(directory);
+    return directory.empty() ? std::vector<std::string>{} : jsonFileNames(directory);
 }
 
 std::filesystem::path resolveStudyPath(const std::string& nameOrPath)
