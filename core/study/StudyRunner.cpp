@@ -279,16 +279,24 @@ MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& 
         threads = std::max<std::int64_t>(1, all / static_cast<std::int64_t>(jobs));
     }
     TrainingControl control(&stop);
-    {
-        std::lock_guard lock(m_mutex);
-        m_controls.push_back(&control);
-        if (m_stop.load())
-            control.requestStop();
-    }
-    auto forget = [&] {
-        std::lock_guard lock(m_mutex);
-        m_controls.erase(std::remove(m_controls.begin(), m_controls.end(), &control), m_controls.end());
-    };
+    // requestStop reaches the member's control while it trains, and never after it is gone.
+    struct Registration {
+        StudyRunner& runner;
+        TrainingControl& control;
+        Registration(StudyRunner& r, TrainingControl& c) : runner(r), control(c)
+        {
+            std::lock_guard lock(runner.m_mutex);
+            runner.m_controls.push_back(&control);
+            if (runner.m_stop.load())
+                control.requestStop();
+        }
+        ~Registration()
+        {
+            std::lock_guard lock(runner.m_mutex);
+            runner.m_controls.erase(std::remove(runner.m_controls.begin(), runner.m_controls.end(), &control),
+                                    runner.m_controls.end());
+        }
+    } registration(*this, control);
     try {
         nlohmann::json document = member.document;
         if (m_options.device)
@@ -318,7 +326,6 @@ MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& 
             }
             summary = trainer.run(control);
         }
-        forget();
         if (summary.outcome == TrainOutcome::Stopped) {
             stopped = true;
             result.status = MemberStatus::Stopped;
@@ -341,11 +348,9 @@ MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& 
         }
         result.status = MemberStatus::Completed;
     } catch (const SetupCancelled&) {
-        forget();
         stopped = true;
         result.status = MemberStatus::Stopped;
     } catch (const std::exception& error) {
-        forget();
         result.status = MemberStatus::Failed;
         result.error = errorText(error);
     }
