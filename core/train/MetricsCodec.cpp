@@ -421,7 +421,8 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     s.tokensPerSecond = value("tokens_per_second");
     s.stepSeconds = value("step_seconds");
     // Memory as deviceMemory() measured it: passed over (left 0) rather than refused
-    // when it is not a count of bytes, since no view draws the line by it.
+    // when it is not a count of bytes (a non-negative number a double holds exactly,
+    // the bound steps have too), since no view draws the line by it.
     if (const Json* kind = member(json, "memory_kind"); kind != nullptr && kind->is_string())
         s.memoryKind = kind->get<std::string>();
     auto bytes = [&](const char* name) -> std::int64_t {
