@@ -36,20 +36,12 @@ void PatchAttentionGrid::setLayerMeans(const ProbeCapture* capture)
     QVector<QVector<float>> weights;
     QStringList titles, shortTitles;
     for (int layer = 0; capture != nullptr && capture->hasImage() && layer < capture->layers(); ++layer) {
-        const int heads = static_cast<int>(capture->attention[layer].size());
-        QVector<float> mean;
-        for (int head = 0; head < heads; ++head) {
-            const QVector<float> w = patchAttention(*capture, layer, head);
-            if (w.isEmpty() || (!mean.isEmpty() && w.size() != mean.size())) {
-                mean.clear();
-                break;
-            }
-            if (mean.isEmpty())
-                mean.fill(0.0f, w.size());
-            for (qsizetype p = 0; p < w.size(); ++p)
-                mean[p] += w[p] / static_cast<float>(heads);
-        }
-        weights.push_back(mean);
+        const QVector<QVector<float>>& maps = capture->attention[layer];
+        const int heads = static_cast<int>(maps.size());
+        // Every head's map whole, or no mean: meanOverHeads would average what there is.
+        const qsizetype cells = static_cast<qsizetype>(capture->tokenCount()) * capture->tokenCount();
+        const bool whole = heads > 0 && std::all_of(maps.begin(), maps.end(), [&](const auto& m) { return m.size() == cells; });
+        weights.push_back(whole ? patchWeights(*capture, capture->meanOverHeads(layer)) : QVector<float>());
         titles << tr("layer %1 · mean over %2 heads").arg(layer + 1).arg(heads);
         shortTitles << tr("layer %1").arg(layer + 1);
     }

@@ -17,13 +17,16 @@ QString patchSourceText(PatchSource source)
 
 QVector<float> patchAttention(const ProbeCapture& capture, int layer, int head)
 {
+    if (layer < 0 || layer >= capture.layers() || head < 0 || head >= capture.attention[layer].size())
+        return {};
+    return patchWeights(capture, capture.attention[layer][head]);
+}
+
+QVector<float> patchWeights(const ProbeCapture& capture, const QVector<float>& map)
+{
     const int patches = capture.patchCount();
     const int n = capture.tokenCount();
-    if (!capture.hasImage() || layer < 0 || layer >= capture.layers() || head < 0
-        || head >= capture.attention[layer].size())
-        return {};
-    const QVector<float>& map = capture.attention[layer][head];
-    if (map.size() != static_cast<qsizetype>(n) * n || (n != patches && n != patches + 1))
+    if (!capture.hasImage() || map.size() != static_cast<qsizetype>(n) * n || (n != patches && n != patches + 1))
         return {};
     QVector<float> out(patches, 0.0f);
     if (patchSource(capture) == PatchSource::FromCls) {

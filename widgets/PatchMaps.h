@@ -1,4 +1,4 @@
-// defines: widelab::PatchSource, patchSource, patchSourceText, patchAttention,
+// defines: widelab::PatchSource, patchSource, patchSourceText, patchAttention, patchWeights,
 // patchExperts: a probe image's per-patch values, taken from the capture's token
 // maps (the image views draw them over the picture)
 #pragma once
@@ -28,6 +28,9 @@ QString patchSourceText(PatchSource source);
 //   FromCls:         w[p] = map[0][1 + p]
 //   MeanOverPatches: w[p] = (1 / P) * sum_q map[q][p]
 QVector<float> patchAttention(const ProbeCapture& capture, int layer, int head);
+// The same of any tokens x tokens map of the capture (the mean over a layer's
+// heads, say); empty as above.
+QVector<float> patchWeights(const ProbeCapture& capture, const QVector<float>& map);
 
 // The first-choice expert of each patch in a block, gridRows x gridCols,
 // row-major; -1: the patch was dropped (no expert had room). Empty when the
