@@ -534,10 +534,14 @@ std::vector<StudyMember> expandStudy(const StudyDocument& study, const StudyOver
             setDottedKey(member.document, "train.seed", seed);
             if (overrides.steps)
                 setDottedKey(member.document, "train.steps", *overrides.steps);
-            if (!member.document.contains("name") && !study.name.empty())
-                member.document["name"] = study.name + ": " + member.name;
-            else if (member.document.contains("name") && member.document.at("name").is_string())
-                member.document["name"] = member.document.at("name").get<std::string>() + " [" + member.name + "]";
+            // Named by the study, not by its base: a 1x48 member of a study based on the
+            // 6x8 preset must not open in the app as "Transformer 6x8".
+            const nlohmann::json& base = member.document.contains("name") ? member.document.at("name") : nlohmann::json();
+            const std::string title = !study.name.empty() ? study.name : base.is_string() ? base.get<std::string>() : "";
+            member.document["name"] = title.empty() ? member.name : title + ": " + member.name;
+            if (!study.name.empty() && base.is_string())
+                member.document["description"] = "A member of the study \"" + study.name + "\", based on "
+                                                 + base.get<std::string>() + ".";
             members.push_back(std::move(member));
         }
     }

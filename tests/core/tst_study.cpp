@@ -182,6 +182,8 @@ void TestStudy::gridExpansion()
     QCOMPARE(members[3].name, std::string("layers=2,heads=1,ffn_dim=16,seed=1"));
     QCOMPARE(members[6].name, std::string("layers=1,heads=1,ffn_dim=16,seed=2"));
     QCOMPARE(members[6].point, std::string("layers=1,heads=1,ffn_dim=16"));
+    // A member opens under the study's name, whatever its base is called.
+    QCOMPARE(members[3].document.at("name").get<std::string>(), std::string("tiny: layers=2,heads=1,ffn_dim=16,seed=1"));
     const StudyMember& m = members[5];
     QCOMPARE(m.document["model"]["layers"].get<int>(), 2);
     QCOMPARE(m.document["model"]["heads"].get<int>(), 4);
