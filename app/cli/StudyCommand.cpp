@@ -4,6 +4,7 @@
 #include "StopOnSignals.h"
 #include "TextTable.h"
 #include "study/BuiltinStudies.h"
+#include "study/StudyComparisons.h"
 #include "study/StudyLayout.h"
 #include "study/StudyRunner.h"
 
@@ -170,22 +171,6 @@ int listStudiesCommand(std::ostream& out, std::ostream& err)
     return 0;
 }
 
-std::string studyTitle(const StudyRecord& record)
-{
-    return record.document.contains("name") && record.document.at("name").is_string()
-               ? record.document.at("name").get<std::string>()
-               : std::string();
-}
-
-std::string studyMetric(const StudyRecord& record)
-{
-    const nlohmann::json& d = record.document;
-    if (d.contains("report") && d.at("report").is_object() && d.at("report").contains("metric")
-        && d.at("report").at("metric").is_string())
-        return d.at("report").at("metric").get<std::string>();
-    return "accuracy";
-}
-
 }  // namespace
 
 int studyCommand(const StudyArguments& a, std::ostream& out, std::ostream& err)
@@ -199,7 +184,7 @@ int studyCommand(const StudyArguments& a, std::ostream& out, std::ostream& err)
         if (!a.positional.empty() || !a.out.empty())
             throw RunUsageError(kStudyUsage);
         const StudyRecord record = readStudyRecord(a.report);
-        out << resultsMarkdown(studyTitle(record), studyMetric(record), readStudyResults(a.report, record));
+        out << studyReport(record, readStudyResults(a.report, record));
         return 0;
     }
     if (a.out.empty() || a.positional.size() > 1)
@@ -242,7 +227,7 @@ int studyCommand(const StudyArguments& a, std::ostream& out, std::ostream& err)
         return 0;
     }
     const StudyRecord record = readStudyRecord(a.out);
-    out << resultsMarkdown(studyTitle(record), studyMetric(record), readStudyResults(a.out, record));
+    out << studyReport(record, readStudyResults(a.out, record));
     err << "results in " << studylayout::resultsFile(a.out).string() << " and " << studylayout::reportFile(a.out).string()
         << "\n";
     if (summary.failed > 0) {

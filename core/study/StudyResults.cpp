@@ -1,5 +1,6 @@
 #include "StudyResults.h"
 
+#include "StudyComparisons.h"
 #include "StudyLayout.h"
 #include "config/ConfigError.h"
 #include "config/JsonText.h"
@@ -244,10 +245,7 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
           + std::to_string(completed) + " completed, " + std::to_string(failed) + " failed). Reported metric: " + metric
           + "; each cell is the mean ± sample standard deviation over the completed seeds.\n\n";
 
-    std::vector<std::string> points;
-    for (const MemberResult& member : members)
-        if (std::find(points.begin(), points.end(), member.point) == points.end())
-            points.push_back(member.point);
+    const std::vector<std::string> points = studyPoints(members);
     const std::vector<std::string> keys = settingKeys(members);
     // The metric's measures first, the rest after.
     std::vector<MeasureSpec> measures;
@@ -297,17 +295,10 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
         }
         md += " |";
         for (const MeasureSpec& m : measures) {
-            std::vector<double> values;
-            for (const MemberResult* member : group) {
-                const auto it = member->measures.find(m.column);
-                if (member->status == MemberStatus::Completed && it != member->measures.end() && std::isfinite(it->second))
-                    values.push_back(it->second * m.scale);
-            }
-            const auto [mean, spread] = meanAndSpread(values);
-            std::string cell = values.empty() ? "–" : number(mean, m.decimals);
-            if (std::isfinite(spread))
-                cell += " ± " + number(spread, m.decimals);
-            md += " " + cell + " |";
+            const auto [mean, spread] = pointMeasure(members, point, m.column);
+            md += ' ';
+            md += measureText(m, mean, spread);
+            md += " |";
         }
         md += "\n";
     }
@@ -327,20 +318,67 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
     return md;
 }
 
+std::string StudyRecord::title() const
+{
+    return document.contains("name") && document.at("name").is_string() ? document.at("name").get<std::string>()
+                                                                        : std::string();
+}
+
+std::string StudyRecord::metric() const
+{
+    if (document.contains("report") && document.at("report").is_object() && document.at("report").contains("metric")
+        && document.at("report").at("metric").is_string())
+        return document.at("report").at("metric").get<std::string>();
+    return "accuracy";
+}
+
+const MeasureSpec* findMeasure(const std::string& column)
+{
+    for (const MeasureSpec& measure : studyMeasures())
+        if (measure.column == column)
+            return &measure;
+    return nullptr;
+}
+
+std::vector<std::string> studyPoints(const std::vector<MemberResult>& members)
+{
+    std::vector<std::string> points;
+    for (const MemberResult& member : members)
+        if (std::find(points.begin(), points.end(), member.point) == points.end())
+            points.push_back(member.point);
+    return points;
+}
+
+std::pair<double, double> pointMeasure(const std::vector<MemberResult>& members, const std::string& point,
+                                       const std::string& column)
+{
+    std::vector<double> values;
+    for (const MemberResult& member : members) {
+        if (member.point != point || member.status != MemberStatus::Completed)
+            continue;
+        const auto it = member.measures.find(column);
+        if (it != member.measures.end() && std::isfinite(it->second))
+            values.push_back(it->second);
+    }
+    return meanAndSpread(values);
+}
+
+std::string measureText(const MeasureSpec& measure, double mean, double spread)
+{
+    if (!std::isfinite(mean))
+        return "–";
+    std::string text = number(mean * measure.scale, measure.decimals);
+    if (std::isfinite(spread))
+        text += " ± " + number(spread * measure.scale, measure.decimals);
+    return text;
+}
+
 void writeStudyResults(const std::filesystem::path& studyDirectory)
 {
     const StudyRecord record = readStudyRecord(studyDirectory);
     const std::vector<MemberResult> results = readStudyResults(studyDirectory, record);
-    const std::string title = record.document.contains("name") && record.document.at("name").is_string()
-                                  ? record.document.at("name").get<std::string>()
-                                  : std::string();
-    const std::string metric = record.document.contains("report") && record.document.at("report").is_object()
-                                       && record.document.at("report").contains("metric")
-                                       && record.document.at("report").at("metric").is_string()
-                                   ? record.document.at("report").at("metric").get<std::string>()
-                                   : std::string("accuracy");
     writeFileAtomically(studylayout::resultsFile(studyDirectory), resultsCsv(results));
-    writeFileAtomically(studylayout::reportFile(studyDirectory), resultsMarkdown(title, metric, results));
+    writeFileAtomically(studylayout::reportFile(studyDirectory), studyReport(record, results));
 }
 
 }  // namespace widelab

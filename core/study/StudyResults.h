@@ -50,6 +50,9 @@ struct StudyRecord {
     nlohmann::json document;
     nlohmann::json overrides;
     std::vector<MemberResult> members;  // name, point, seed, settings (Pending)
+
+    std::string title() const;   // the document's name; empty when it has none
+    std::string metric() const;  // report.metric: "accuracy" (the default) or "loss"
 };
 
 // Throws ConfigError naming study.json when it is missing or damaged.
@@ -71,6 +74,17 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
 
 // Sample mean and standard deviation (n - 1); the deviation is NaN for fewer than two values.
 std::pair<double, double> meanAndSpread(const std::vector<double>& values);
+
+// The measure of that column; nullptr for another name.
+const MeasureSpec* findMeasure(const std::string& column);
+// The axis points of `members` (MemberResult::point), in the members' order, each once.
+std::vector<std::string> studyPoints(const std::vector<MemberResult>& members);
+// A measure of one axis point: meanAndSpread over its completed members that have
+// it (in the measure's own units, unscaled); the mean is NaN when none has.
+std::pair<double, double> pointMeasure(const std::vector<MemberResult>& members, const std::string& point,
+                                       const std::string& column);
+// "36.1 ± 0.4" at the measure's scale and precision; "–" for a NaN mean; no spread when it is NaN.
+std::string measureText(const MeasureSpec& measure, double mean, double spread);
 
 // Rewrites results.csv and results.md (each atomically) from the study directory's record.
 void writeStudyResults(const std::filesystem::path& studyDirectory);

@@ -85,6 +85,12 @@ public:
             observer->onMemberProgress(m_index, snapshot, m_total);
         m_runner.publishProgress();
     }
+    void onEvaluation(const EvaluationResult& result) override
+    {
+        std::lock_guard lock(m_runner.m_mutex);
+        for (StudyObserver* observer : m_runner.m_options.observers)
+            observer->onMemberEvaluation(m_index, result);
+    }
     void onMessage(const std::string& level, const std::string& text) override
     {
         std::lock_guard lock(m_runner.m_mutex);

@@ -43,6 +43,8 @@ public:
     {
         (void)index, (void)snapshot, (void)totalSteps;
     }
+    // A member's validation (or test) evaluation, as its run's metrics.jsonl records it.
+    virtual void onMemberEvaluation(std::size_t index, const EvaluationResult& result) { (void)index, (void)result; }
     // A member's trainer said something (warnings, errors; "info" too).
     virtual void onMemberMessage(std::size_t index, const std::string& level, const std::string& text)
     {
