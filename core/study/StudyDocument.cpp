@@ -105,7 +105,7 @@ void readAxis(const nlohmann::json& axis, const std::string& path, StudyAxis& ou
         issues.push_back({path, "expected an object with \"key\" (or \"keys\") and \"values\""});
         return;
     }
-    static const std::vector<std::string> known = {"key", "keys", "values", "label", "solve", "keep"};
+    static const std::vector<std::string> known = {"key", "keys", "values", "label", "names", "solve", "keep"};
     for (auto it = axis.begin(); it != axis.end(); ++it) {
         if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
             std::string reason = "unknown key";
@@ -175,6 +175,17 @@ void readAxis(const nlohmann::json& axis, const std::string& path, StudyAxis& ou
             out.label = axis.at("label").get<std::string>();
         else
             issues.push_back({path + ".label", "expected a string"});
+    }
+    if (axis.contains("names")) {
+        const nlohmann::json& names = axis.at("names");
+        const bool strings = names.is_array() && std::all_of(names.begin(), names.end(), [](const nlohmann::json& n) {
+            return n.is_string() && !n.get<std::string>().empty();
+        });
+        if (!strings || names.size() != out.values.size())
+            issues.push_back({path + ".names", "expected " + std::to_string(out.values.size())
+                                                   + " names (non-empty strings), one per value, got " + names.dump()});
+        else
+            out.names = names.get<std::vector<std::string>>();
     }
     const bool solve = axis.contains("solve"), keep = axis.contains("keep");
     if (solve != keep)

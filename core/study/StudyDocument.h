@@ -25,6 +25,7 @@ struct StudyAxis {
     std::vector<std::string> keys;              // dotted run-document keys
     std::vector<std::vector<nlohmann::json>> values;  // [value][key]
     std::string label;                          // what the axis is called ("aspect ratio"); may be empty
+    std::vector<std::string> names;             // what each value is called ("ViT-MoE"); empty, or one per value
     std::string solve;                          // a width key solved for, or empty
 };
 

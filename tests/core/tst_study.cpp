@@ -137,6 +137,8 @@ void TestStudy::validationNamesKeyAndReason_data()
                                         << "axes[0] value 0: model.layers: ";
     QTest::newRow("paired lengths") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1, 2]}, {"key": "model.ffn_dim", "values": [16, 32, 64]}])", R"(, "combine": "paired")"))
                                     << "axes[1].values: paired axes need as many values each: axes[0] has 2, axes[1] has 3";
+    QTest::newRow("names") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1, 2], "names": ["shallow"]}])"))
+                           << R"(axes[0].names: expected 2 names (non-empty strings), one per value, got ["shallow"])";
     QTest::newRow("combine") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1]}])", R"(, "combine": "zip")"))
                              << "combine: expected \"grid\"";
     QTest::newRow("keys and values") << QString::fromStdString(study(R"([{"keys": ["model.layers", "model.heads"], "values": [[1, 2], [2]]}])"))
