@@ -10,6 +10,8 @@
 #include "RunFiles.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
+#include "StudiesPage.h"
+#include "StudiesView.h"
 #include "Theme.h"
 #include "ToolIcons.h"
 #include "config/Presets.h"
@@ -129,7 +131,13 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_insights = new InsightsView(m_tabs);
     m_tabs->addTab(m_insights, tr("&Insights"));
     m_tabs->setTabToolTip(1, tr("Attention heads, expert load, LayerNorm divergence and path weights, live"));
+    m_studies = new StudiesView(m_tabs);
+    m_tabs->addTab(m_studies, tr("&Studies"));
+    m_tabs->setTabToolTip(2, tr("Compare configurations: depth against width, sharing, experts, paths; "
+                                "several seeds each, beside the papers' figures"));
     setCentralWidget(m_tabs);
+    // New studies go beside the runs folder (~/WideLab/studies by default).
+    m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(m_runsRoot).absoluteFilePath(QStringLiteral("../studies"))), this);
     connect(m_insights, &InsightsView::probeRequested, this, &MainWindow::probeRuns);
     connect(m_insights, &InsightsView::liveChanged, this,
             [this](bool live) { m_actions.value(QStringLiteral("live"))->setChecked(live); });
@@ -178,6 +186,21 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
     connect(&m_controller, &TrainingController::paused, this, [this](qint64 step) {
         m_stepLabel->setText(tr("Step %1 / %2").arg(step).arg(m_totalSteps));
+    });
+
+    connect(m_studiesPage, &StudiesPage::message, m_log, &LogPanel::appendLine);
+    connect(m_studiesPage, &StudiesPage::problem, this, &MainWindow::showProblem);
+    connect(m_studiesPage, &StudiesPage::openRunRequested, this, [this](const QString& directory) {
+        if (openRun(directory))
+            m_tabs->setCurrentWidget(m_curves);
+    });
+    connect(m_studies, &StudiesView::buildRequested, this, [this] {
+        m_studiesPage->build(m_panel->document(), resolveDocument(m_panel->document()));
+    });
+    connect(m_studiesPage, &StudiesPage::runningChanged, this, [this](bool running) {
+        updateActions();
+        if (!running && m_closeWhenIdle && !m_controller.busy())
+            close();
     });
 
     refreshPresets();
@@ -299,13 +322,38 @@ void MainWindow::buildActions()
         [this] { exportView(false); });
     add(QStringLiteral("exportData"), tr("Export View &Data (CSV)..."), QKeySequence(tr("Ctrl+Shift+E")),
         [this] { exportView(true); });
-    const QStringList views{tr("&Curves"), tr("&Attention"), tr("E&xperts"), tr("&LayerNorm"), tr("Pa&ths")};
+    const QStringList views{tr("&Curves"), tr("&Attention"), tr("E&xperts"), tr("&LayerNorm"), tr("Pa&ths"),
+                            tr("&Studies")};
     for (int i = 0; i < views.size(); ++i)
         add(QStringLiteral("view%1").arg(i), views[i], QKeySequence(tr("Alt+%1").arg(i + 1)), [this, i] {
+            if (i == 5) {
+                m_tabs->setCurrentWidget(m_studies);
+                return;
+            }
             m_tabs->setCurrentIndex(i == 0 ? 0 : 1);
             if (i > 0)
                 m_insights->setPage(InsightsView::Page(i - 1));
         });
+    add(QStringLiteral("studyNew"), tr("&New Study from Configuration..."), QKeySequence(tr("Ctrl+Shift+N")), [this] {
+        m_tabs->setCurrentWidget(m_studies);
+        m_studiesPage->build(m_panel->document(), resolveDocument(m_panel->document()));
+    });
+    add(QStringLiteral("studyOpen"), tr("&Open Study..."), QKeySequence(tr("Ctrl+Alt+O")), [this] {
+        m_tabs->setCurrentWidget(m_studies);
+        const QString directory =
+            QFileDialog::getExistingDirectory(this, tr("Open Study"), m_studiesPage->studiesRoot());
+        if (!directory.isEmpty())
+            openStudy(directory);
+    });
+    add(QStringLiteral("studyStart"), tr("&Start Study"), QKeySequence(tr("Ctrl+F5")), [this] {
+        m_tabs->setCurrentWidget(m_studies);
+        m_studiesPage->startBuiltin(m_studies->startOptions());
+    });
+    add(QStringLiteral("studyContinue"), tr("&Continue Study"), QKeySequence(tr("Ctrl+Shift+F5")), [this] {
+        m_tabs->setCurrentWidget(m_studies);
+        m_studiesPage->continueStudy(m_studies->startOptions().jobs);
+    });
+    add(QStringLiteral("studyStop"), tr("S&top Study"), QKeySequence(tr("Ctrl+Alt+F5")), [this] { m_studiesPage->stop(); });
     QAction* live = add(QStringLiteral("live"), tr("&Live"), QKeySequence(tr("Ctrl+L")),
                         [this](bool on) { m_insights->setLive(on); });
     live->setCheckable(true);
@@ -428,8 +476,16 @@ void MainWindow::buildMenus()
     for (const char* name : {"start", "pause", "stop", "checkpoint"})
         run->addAction(m_actions.value(QLatin1String(name)));
 
+    QMenu* study = menuBar()->addMenu(tr("St&udy"));
+    for (const char* name : {"studyNew", "studyOpen", "", "studyStart", "studyContinue", "studyStop"}) {
+        if (*name != '\0')
+            study->addAction(m_actions.value(QLatin1String(name)));
+        else
+            study->addSeparator();
+    }
+
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < 6; ++i)
         view->addAction(m_actions.value(QStringLiteral("view%1").arg(i)));
     view->addSeparator();
     for (const char* name : {"live", "stepBack", "stepForward", "addProbe"})
@@ -757,6 +813,27 @@ bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QS
     }
     addRecord(std::move(record));
     return true;
+}
+
+bool MainWindow::openStudy(const QString& directory)
+{
+    m_tabs->setCurrentWidget(m_studies);
+    return m_studiesPage->openStudy(QDir(directory).absolutePath());
+}
+
+bool MainWindow::showBuiltinStudy(const QString& name)
+{
+    m_tabs->setCurrentWidget(m_studies);
+    m_studies->selectBuiltin(name);
+    if (m_studies->selectedBuiltin() == name)
+        return true;
+    showProblem(tr("No Such Study"), tr("There is no built-in study \"%1\".").arg(name));
+    return false;
+}
+
+StudyStartOptions MainWindow::studyStartOptions() const
+{
+    return m_studies->startOptions();
 }
 
 bool MainWindow::openRun(const QString& directory)
@@ -1132,7 +1209,12 @@ void MainWindow::probeRuns(const QStringList& runIds, const QString& text)
 
 void MainWindow::exportView(bool csv)
 {
-    if (m_tabs->currentWidget() == m_insights) {
+    if (m_tabs->currentWidget() == m_studies) {
+        if (csv)
+            m_studies->exportTableWithDialog();
+        else
+            m_studies->exportChartWithDialog();
+    } else if (m_tabs->currentWidget() == m_insights) {
         if (csv)
             m_insights->exportCsvWithDialog();
         else
@@ -1158,7 +1240,7 @@ void MainWindow::onFinished(const QString& outcome, const QString& message)
         askToTrainAnyway(message);
     else
         statusBar()->showMessage(message, 10000);
-    if (m_closeWhenIdle)
+    if (m_closeWhenIdle && !m_studiesPage->busy())
         close();
 }
 
@@ -1205,6 +1287,10 @@ void MainWindow::updateActions()
     m_actions.value(QStringLiteral("open"))->setEnabled(idle);
     m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
     m_recentMenu->setEnabled(idle);
+    const bool studying = m_studiesPage->busy();
+    for (const char* name : {"studyStart", "studyContinue", "studyOpen"})
+        m_actions.value(QLatin1String(name))->setEnabled(!studying);
+    m_actions.value(QStringLiteral("studyStop"))->setEnabled(studying);
 }
 
 void MainWindow::updateTitle()
@@ -1248,13 +1334,16 @@ void MainWindow::rebuildRecentMenu()
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
-    if (m_controller.busy()) {
+    if (m_controller.busy() || m_studiesPage->busy()) {
         event->ignore();
         if (m_closeWhenIdle)
             return;  // already stopping
-        auto* box = new QMessageBox(QMessageBox::Question, tr("Training Is Running"),
-                                    tr("Stop training and close? A checkpoint is saved first, so the run can be "
-                                       "continued later."),
+        const bool study = m_studiesPage->busy();
+        auto* box = new QMessageBox(QMessageBox::Question, study ? tr("A Study Is Running") : tr("Training Is Running"),
+                                    study ? tr("Stop the study and close? The running members save a checkpoint "
+                                               "first, so the study can be continued later.")
+                                          : tr("Stop training and close? A checkpoint is saved first, so the run can be "
+                                               "continued later."),
                                     QMessageBox::NoButton, this);
         box->setObjectName(QStringLiteral("closeQuestion"));
         box->setAttribute(Qt::WA_DeleteOnClose);
@@ -1264,6 +1353,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
         connect(stop, &QPushButton::clicked, this, [this] {
             m_closeWhenIdle = true;
             m_controller.stop();
+            m_studiesPage->stop();
         });
         box->open();
         return;

@@ -32,6 +32,9 @@ class ConfigPanel;
 class CurvesView;
 class InsightsView;
 class LogPanel;
+class StudiesPage;
+class StudiesView;
+struct StudyStartOptions;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -80,6 +83,13 @@ public:
     ConfigPanel* configPanel() const { return m_panel; }
     CurvesView* curves() const { return m_curves; }
     InsightsView* insights() const { return m_insights; }
+    StudiesView* studies() const { return m_studies; }
+    StudiesPage* studiesPage() const { return m_studiesPage; }
+    // Shows a study directory in the Studies tab (false, after saying why, when it is not one).
+    bool openStudy(const QString& directory);
+    // Shows the Studies tab with a built-in study picked (false, after saying why, when there is none of that name).
+    bool showBuiltinStudy(const QString& name);
+    StudyStartOptions studyStartOptions() const;
     QTabWidget* centralTabs() const { return m_tabs; }
     LogPanel* log() const { return m_log; }
     QListWidget* runsList() const { return m_runsList; }
@@ -151,6 +161,8 @@ private:
     QTabWidget* m_tabs = nullptr;
     CurvesView* m_curves = nullptr;
     InsightsView* m_insights = nullptr;
+    StudiesView* m_studies = nullptr;
+    StudiesPage* m_studiesPage = nullptr;  // owned by m_studies
     QList<QThread*> m_jobs;        // worker threads in flight (probes, runtime check); waited for on close
     LogPanel* m_log = nullptr;
     QListWidget* m_runsList = nullptr;

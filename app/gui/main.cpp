@@ -1,6 +1,10 @@
 // widelab: the desktop app. `widelab [CONFIG.json | PRESET] [--train]` opens a
-// configuration (and starts training it); `widelab RUN_DIR` reopens a run.
+// configuration (and starts training it); `widelab RUN_DIR` reopens a run;
+// `widelab STUDY_DIR [--train]` shows a study (and continues it); `widelab
+// --study NAME [--train]` picks a built-in study (and starts it).
 #include "MainWindow.h"
+#include "StudiesPage.h"
+#include "StudyData.h"
 #include "Theme.h"
 #include "runtime/CpuBlockCache.h"
 #include "runtime/Runtime.h"
@@ -26,13 +30,17 @@ int main(int argc, char** argv)
     parser.setApplicationDescription(QStringLiteral("Explore wide Transformers: configure, train and watch them learn."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("what"), QStringLiteral("A configuration (.json), a preset name, or a run directory."));
+    parser.addPositionalArgument(QStringLiteral("what"), QStringLiteral("A configuration (.json), a preset name, a run directory or a study directory."));
     const QCommandLineOption train(QStringLiteral("train"), QStringLiteral("Start training the configuration at once."));
     const QCommandLineOption runs(QStringLiteral("runs"), QStringLiteral("Folder for new runs."), QStringLiteral("DIR"));
     const QCommandLineOption theme(QStringLiteral("theme"),
                                    QStringLiteral("The look: system, light or dark (default: the last one chosen)."),
                                    QStringLiteral("THEME"));
+    const QCommandLineOption study(QStringLiteral("study"),
+                                   QStringLiteral("Show the Studies tab with this built-in study picked (with --train: start it)."),
+                                   QStringLiteral("NAME"));
     parser.addOption(train);
+    parser.addOption(study);
     parser.addOption(runs);
     parser.addOption(theme);
     parser.process(app);
@@ -57,7 +65,17 @@ int main(int argc, char** argv)
     window.show();
     window.checkRuntime();
     const QStringList what = parser.positionalArguments();
-    if (!what.isEmpty()) {
+    const bool studyDirectory = !what.isEmpty() && widelab::isStudyDirectory(what.first());
+    if (studyDirectory) {
+        if (window.openStudy(what.first()) && parser.isSet(train))
+            QTimer::singleShot(0, &window, [&window] { window.studiesPage()->continueStudy(1); });
+    } else {
+        window.studiesPage()->reopenLast();
+    }
+    if (parser.isSet(study)) {
+        if (window.showBuiltinStudy(parser.value(study)) && parser.isSet(train))
+            QTimer::singleShot(0, &window, [&window] { window.studiesPage()->startBuiltin(window.studyStartOptions()); });
+    } else if (!what.isEmpty() && !studyDirectory) {
         const QString target = what.first();
         const bool opened = QFileInfo(target).isDir() ? window.openRun(target) : window.openConfiguration(target);
         if (opened && parser.isSet(train))
