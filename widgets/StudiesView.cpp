@@ -68,19 +68,20 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
 
     m_builtins = new QComboBox(this);
     m_builtins->setObjectName(QStringLiteral("studyPicker"));
-    m_builtins->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_builtins->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_builtins->setMinimumContentsLength(18);
     m_builtins->setToolTip(tr("The built-in studies: each mirrors a comparison of one of the papers"));
     m_steps = new QSpinBox(this);
     m_steps->setObjectName(QStringLiteral("studySteps"));
     m_steps->setRange(0, 10'000'000);
     m_steps->setSingleStep(50);
-    m_steps->setSpecialValueText(tr("as the study says"));
+    m_steps->setSpecialValueText(tr("study's"));
     m_steps->setToolTip(tr("Every member's training steps, for a quick look (recorded with the study, so that "
                            "continuing keeps it)"));
     m_seeds = new QSpinBox(this);
     m_seeds->setObjectName(QStringLiteral("studySeeds"));
     m_seeds->setRange(0, 100);
-    m_seeds->setSpecialValueText(tr("as the study says"));
+    m_seeds->setSpecialValueText(tr("study's"));
     m_seeds->setToolTip(tr("How many seeds each axis point runs with"));
     m_jobs = new QSpinBox(this);
     m_jobs->setObjectName(QStringLiteral("studyJobs"));
@@ -88,19 +89,21 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     m_jobs->setToolTip(tr("Members trained at once; the compute threads are divided among them"));
     m_start = new QPushButton(tr("Start"), this);
     m_start->setObjectName(QStringLiteral("studyStart"));
-    m_start->setToolTip(tr("Start the chosen study in a new folder, or continue it where it is"));
+    m_start->setToolTip(tr("Start the chosen study in a new folder, or continue it where it is (Ctrl+F5)"));
     m_continue = new QPushButton(tr("Continue"), this);
     m_continue->setObjectName(QStringLiteral("studyContinue"));
     m_continue->setToolTip(tr("Continue the study shown where it stopped: finished members are kept, a stopped one "
-                              "resumes from its checkpoint"));
+                              "resumes from its checkpoint (Ctrl+Shift+F5)"));
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setObjectName(QStringLiteral("studyStop"));
-    m_stop->setToolTip(tr("Stop the running members after their current step; each saves a checkpoint"));
-    auto* build = new QPushButton(tr("New from Configuration..."), this);
+    m_stop->setToolTip(tr("Stop the running members after their current step; each saves a checkpoint (Ctrl+Alt+F5)"));
+    auto* build = new QPushButton(tr("New..."), this);
     build->setObjectName(QStringLiteral("studyBuild"));
-    build->setToolTip(tr("A study of the configuration being edited: choose the keys to vary, their values and seeds"));
-    auto* open = new QPushButton(tr("Open Study..."), this);
+    build->setToolTip(tr("A new study of the configuration being edited: choose the keys to vary, their values and "
+                         "seeds (Ctrl+Shift+N)"));
+    auto* open = new QPushButton(tr("Open..."), this);
     open->setObjectName(QStringLiteral("studyOpen"));
+    open->setToolTip(tr("Open a study folder, finished or not, or one widelab-cli study is running (Ctrl+Alt+O)"));
 
     auto* bar = new QHBoxLayout;
     bar->addWidget(new QLabel(tr("Study:"), this));
@@ -162,7 +165,7 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     m_chartAxis->setObjectName(QStringLiteral("studyChartAxis"));
     for (QComboBox* box : {m_chartKind, m_chartMeasure, m_chartAxis}) {
         box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-        box->setMinimumContentsLength(10);
+        box->setMinimumContentsLength(8);
     }
     m_chartMeasure->setToolTip(tr("The measure drawn (mean over the completed seeds, bars: their standard deviation)"));
     m_chartAxis->setToolTip(tr("The axis along x; the other axes' values make the lines"));
@@ -216,7 +219,7 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     split->setStretchFactor(1, 1);
     split->setSizes({500, 420});
     split->setChildrenCollapsible(false);
-    m_table->setMinimumHeight(120);
+    m_table->setMinimumHeight(80);
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(bar);

@@ -55,7 +55,7 @@ bool lowerIsBetter(const QString& measure)
 StudyChart::StudyChart(QWidget* parent) : QCustomPlot(parent)
 {
     setObjectName(QStringLiteral("studyChart"));
-    setMinimumSize(320, 240);
+    setMinimumSize(240, 150);
     plotLayout()->insertRow(0);
     m_title = new QCPTextElement(this, QString(), QFont(font().family(), font().pointSize() + 1, QFont::DemiBold));
     plotLayout()->addElement(0, 0, m_title);
