@@ -32,11 +32,12 @@ struct CurveChoice {
     CurvePlot::SeriesStyle style;
 };
 
+// Training loss first: it is there from a member's first steps, validations only every eval_every.
 const CurveChoice kCurveChoices[] = {
+    {"loss", QT_TRANSLATE_NOOP("widelab::StudiesView", "training loss"), CurvePlot::SeriesStyle::Smoothed},
     {"validation_accuracy", QT_TRANSLATE_NOOP("widelab::StudiesView", "validation accuracy"),
      CurvePlot::SeriesStyle::Markers},
     {"validation_loss", QT_TRANSLATE_NOOP("widelab::StudiesView", "validation loss"), CurvePlot::SeriesStyle::Markers},
-    {"loss", QT_TRANSLATE_NOOP("widelab::StudiesView", "training loss"), CurvePlot::SeriesStyle::Smoothed},
     {"accuracy", QT_TRANSLATE_NOOP("widelab::StudiesView", "training accuracy"), CurvePlot::SeriesStyle::Smoothed},
 };
 
@@ -97,11 +98,11 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     m_stop = new QPushButton(tr("Stop"), this);
     m_stop->setObjectName(QStringLiteral("studyStop"));
     m_stop->setToolTip(tr("Stop the running members after their current step; each saves a checkpoint (Ctrl+Alt+F5)"));
-    auto* build = new QPushButton(tr("New..."), this);
+    auto* build = m_build = new QPushButton(tr("New..."), this);
     build->setObjectName(QStringLiteral("studyBuild"));
     build->setToolTip(tr("A new study of the configuration being edited: choose the keys to vary, their values and "
                          "seeds (Ctrl+Shift+N)"));
-    auto* open = new QPushButton(tr("Open..."), this);
+    auto* open = m_open = new QPushButton(tr("Open..."), this);
     open->setObjectName(QStringLiteral("studyOpen"));
     open->setToolTip(tr("Open a study folder, finished or not, or one widelab-cli study is running (Ctrl+Alt+O)"));
 
@@ -382,10 +383,36 @@ void StudiesView::redrawCurves()
     m_curves->resetView();
 }
 
+void StudiesView::setMemberProgress(const QString& member, qint64 step, qint64 totalSteps)
+{
+    for (int row = 0; row < m_study.members.size(); ++row) {
+        StudyMemberRow& m = m_study.members[row];
+        if (m.name != member || m.status != QLatin1String("running"))
+            continue;
+        m.step = step;
+        m.totalSteps = totalSteps;
+        if (QTableWidgetItem* item = m_table->item(row, 2))
+            item->setText(statusText(m));
+    }
+}
+
 void StudiesView::setRunning(bool running)
 {
     m_running = running;
+    m_stopping = false;
     updateButtons();
+}
+
+void StudiesView::setStopping()
+{
+    m_stopping = m_running;
+    updateButtons();
+}
+
+bool StudiesView::canContinue() const
+{
+    const int done = m_study.count(QStringLiteral("completed")) + m_study.count(QStringLiteral("failed"));
+    return !m_running && !m_study.isEmpty() && done < m_study.members.size();
 }
 
 void StudiesView::setProgress(int done, int total, const QString& text)
@@ -398,10 +425,12 @@ void StudiesView::setProgress(int done, int total, const QString& text)
 
 void StudiesView::updateButtons()
 {
-    const int done = m_study.count(QStringLiteral("completed")) + m_study.count(QStringLiteral("failed"));
     m_start->setEnabled(!m_running && m_builtins->count() > 0);
-    m_continue->setEnabled(!m_running && !m_study.isEmpty() && done < m_study.members.size());
-    m_stop->setEnabled(m_running);
+    m_continue->setEnabled(canContinue());
+    m_stop->setEnabled(m_running && !m_stopping);
+    m_build->setEnabled(!m_running);
+    m_open->setEnabled(!m_running);
+    Q_EMIT buttonsChanged();
     for (QSpinBox* box : {m_steps, m_seeds, m_jobs})
         box->setEnabled(!m_running);
     m_builtins->setEnabled(!m_running);

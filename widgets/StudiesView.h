@@ -53,9 +53,15 @@ public:
     void clearCurve(const QString& member);  // e.g. before reloading it from its run directory
     // A member's points of a metric ("loss", "accuracy", "validation_loss", "validation_accuracy").
     void appendCurve(const QString& member, const QString& metric, const QVector<CurvePoint>& points);
+    // A running member's step: its status cell, without redrawing the rest.
+    void setMemberProgress(const QString& member, qint64 step, qint64 totalSteps);
     // Running: Start and Continue off, Stop on. `progress`: the status line (members done, running, left, time left).
     void setRunning(bool running);
     bool running() const { return m_running; }
+    // Stop was asked for: Stop is off until the study has stopped (setRunning(false)).
+    void setStopping();
+    // Continue would do something: a study is shown, idle, with members not finished.
+    bool canContinue() const;
     void setProgress(int done, int total, const QString& text);
     void setDefaultJobs(int jobs);
 
@@ -79,6 +85,8 @@ Q_SIGNALS:
     void buildRequested();                     // "New from Configuration..."
     void openRequested();                      // "Open Study..."
     void memberActivated(const QString& runDirectory);
+    // What Start, Continue and Stop can do has changed (the window's actions follow).
+    void buttonsChanged();
 
 private:
     void fillTable();
@@ -100,6 +108,9 @@ private:
     QPushButton* m_start = nullptr;
     QPushButton* m_continue = nullptr;
     QPushButton* m_stop = nullptr;
+    QPushButton* m_build = nullptr;
+    QPushButton* m_open = nullptr;
+    bool m_stopping = false;
     QLabel* m_title = nullptr;
     QProgressBar* m_progress = nullptr;
     QLabel* m_status = nullptr;

@@ -44,10 +44,14 @@ QString otherAxesText(const StudyData& study, const StudyMemberRow& member, int 
     return parts.join(QStringLiteral(", "));
 }
 
+// Costs and losses: less is better; accuracy and throughput: more is.
 bool lowerIsBetter(const QString& measure)
 {
-    return measure.contains(QLatin1String("loss")) || measure == QLatin1String("latency_ms")
-           || measure == QLatin1String("wall_s") || measure == QLatin1String("peak_memory_bytes");
+    static const QStringList costs{QStringLiteral("latency_ms"), QStringLiteral("wall_s"),
+                                   QStringLiteral("peak_memory_bytes"), QStringLiteral("flops_per_token"),
+                                   QStringLiteral("stored_parameters"), QStringLiteral("active_parameters"),
+                                   QStringLiteral("steps")};
+    return measure.contains(QLatin1String("loss")) || costs.contains(measure);
 }
 
 }  // namespace
@@ -159,8 +163,9 @@ void StudyChart::collectAgainstAxis()
                             int(values.size()), false, QString()});
     }
     // The papers' values, at every point they give (finished or not), after the study's.
+    // Not latencies: the paper's milliseconds are its hardware's; the notes compare ratios.
     for (const StudyPaperSeries& paper : m_study.papers) {
-        if (paper.measure != m_measure)
+        if (paper.measure != m_measure || m_measure == QLatin1String("latency_ms"))
             continue;
         const QString table = paper.source.section(QLatin1Char(','), 0, 0).trimmed();
         for (const StudyPaperPoint& p : paper.points) {
@@ -267,16 +272,22 @@ void StudyChart::draw()
         const bool paper = first->paper;
         const int index = std::max(0, static_cast<int>(m_series.indexOf(first->group)));
         const QColor color = palette::seriesColor(index);
-        QVector<double> xs, ys, errors;
+        // In x order: the graph keeps its data sorted by x, the error bars in the order given.
+        struct Drawn {
+            double x, y, error;
+        };
+        QVector<Drawn> drawn;
         for (const Point& p : m_points) {
             if (p.series != series)
                 continue;
             // Side by side within a category: the series spread over a fifth of it, the paper's just right of its own.
             const double offset = m_kind == Kind::AgainstAxis && count > 1 ? 0.2 * (index / double(count - 1) - 0.5) : 0.0;
-            xs << p.x + offset + (paper ? 0.06 : 0.0);
-            ys << p.y;
-            errors << (std::isfinite(p.spread) ? p.spread : 0.0);
+            drawn.push_back({p.x + offset + (paper ? 0.06 : 0.0), p.y, std::isfinite(p.spread) ? p.spread : 0.0});
         }
+        std::stable_sort(drawn.begin(), drawn.end(), [](const Drawn& a, const Drawn& b) { return a.x < b.x; });
+        QVector<double> xs, ys, errors;
+        for (const Drawn& d : drawn)
+            xs << d.x, ys << d.y, errors << d.error;
         QCPGraph* graph = addGraph();
         graph->setName(!series.isEmpty() ? series : m_kind == Kind::AgainstAxis ? tr("this study") : tr("axis points"));
         graph->setData(xs, ys);

@@ -197,6 +197,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(m_studies, &StudiesView::buildRequested, this, [this] {
         m_studiesPage->build(m_panel->document(), resolveDocument(m_panel->document()));
     });
+    connect(m_studies, &StudiesView::buttonsChanged, this, &MainWindow::updateActions);
     connect(m_studiesPage, &StudiesPage::runningChanged, this, [this](bool running) {
         updateActions();
         if (!running && m_closeWhenIdle && !m_controller.busy())
@@ -1288,8 +1289,9 @@ void MainWindow::updateActions()
     m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
     m_recentMenu->setEnabled(idle);
     const bool studying = m_studiesPage->busy();
-    for (const char* name : {"studyStart", "studyContinue", "studyOpen"})
+    for (const char* name : {"studyStart", "studyOpen", "studyNew"})
         m_actions.value(QLatin1String(name))->setEnabled(!studying);
+    m_actions.value(QStringLiteral("studyContinue"))->setEnabled(m_studies->canContinue());
     m_actions.value(QStringLiteral("studyStop"))->setEnabled(studying);
 }
 

@@ -69,17 +69,11 @@ StudiesPage::StudiesPage(StudiesView* view, QString studiesRoot, QWidget* dialog
     });
     connect(m_view, &StudiesView::memberActivated, this, &StudiesPage::openRunRequested);
 
-    connect(&m_controller, &StudyController::memberStarted, this, [this](const QString& member, bool resumed) {
-        m_running.insert(member, {0, 0});
-        if (resumed)
-            m_secondsOffset.insert(member, -1.0);  // reloaded from its run at its first snapshot
-        Q_EMIT message(QStringLiteral("info"), tr("Study: %1 %2").arg(member, resumed ? tr("continues") : tr("starts")));
-        refresh();
-    });
+    connect(&m_controller, &StudyController::memberStarted, this, &StudiesPage::onMemberStarted);
     connect(&m_controller, &StudyController::memberProgress, this, &StudiesPage::onMemberProgress);
     connect(&m_controller, &StudyController::memberEvaluation, this,
             [this](const QString& member, qint64 step, double loss, double accuracy) {
-                const double seconds = m_secondsOffset.value(member, 0.0);
+                const double seconds = m_lastSeconds.value(member, 0.0);
                 m_view->appendCurve(member, QStringLiteral("validation_loss"), {{double(step), seconds, loss}});
                 m_view->appendCurve(member, QStringLiteral("validation_accuracy"), {{double(step), seconds, accuracy}});
             });
@@ -90,14 +84,22 @@ StudiesPage::StudiesPage(StudiesView* view, QString studiesRoot, QWidget* dialog
             });
     connect(&m_controller, &StudyController::memberFinished, this,
             [this](const QString& member, const QString& status, const QString& error) {
-                const bool ran = m_running.remove(member) > 0;
+                m_running.remove(member);
                 if (status == QLatin1String("failed"))
                     Q_EMIT message(QStringLiteral("warning"), tr("Study: %1 failed: %2").arg(member, error));
-                else if (ran)
+                else
                     Q_EMIT message(QStringLiteral("info"), tr("Study: %1 %2").arg(member, status));
                 refresh();
             });
+    connect(&m_controller, &StudyController::memberSkipped, this,
+            [this](const QString& member, const QString& status, const QString& error) {
+                Q_EMIT message(QStringLiteral("info"),
+                               error.isEmpty() ? tr("Study: %1 %2 before").arg(member, status)
+                                               : tr("Study: %1 %2 before: %3").arg(member, status, error));
+            });
     connect(&m_controller, &StudyController::progress, this, [this](int done, int total, int running, double left) {
+        if (m_controller.stopping())
+            return;  // "stopping" stays until it has stopped
         QString text = tr("%1 of %2 done, %3 running, %4 left").arg(done).arg(total).arg(running).arg(total - done - running);
         if (left >= 0)
             text += tr(", about %1 to go").arg(curvemath::formatDuration(left));
@@ -121,6 +123,10 @@ bool StudiesPage::openStudy(const QString& directory)
                            .arg(QDir::toNativeSeparators(m_controller.directory())));
         return false;
     }
+    if (m_controller.busy()) {
+        refresh();  // it is the study shown, live
+        return true;
+    }
     StudyData data;
     QString error;
     if (!loadStudyData(directory, data, &error)) {
@@ -128,10 +134,10 @@ bool StudiesPage::openStudy(const QString& directory)
                        tr("%1 is not a study WideLab can read:\n%2").arg(QDir::toNativeSeparators(directory), error));
         return false;
     }
-    m_directory = directory;
-    m_view->clearCurves();
+    show(directory);
     m_view->setStudy(data);
-    loadMemberCurves(data);
+    for (const StudyMemberRow& member : data.members)
+        loadMemberCurves(member);
     QSettings().setValue(kLastStudy, directory);
     const int done = data.count(QStringLiteral("completed")) + data.count(QStringLiteral("failed"));
     if (done < data.members.size())
@@ -152,49 +158,73 @@ void StudiesPage::reopenLast()
     const int done = data.count(QStringLiteral("completed")) + data.count(QStringLiteral("failed"));
     if (done < data.members.size())
         Q_EMIT message(QStringLiteral("info"),
-                       tr("Study \"%1\": %2 of %3 members done; Continue in the Studies tab (Ctrl+F5) trains the rest.")
+                       tr("Study \"%1\": %2 of %3 members done; Continue in the Studies tab (Ctrl+Shift+F5) trains the rest.")
                            .arg(data.title)
                            .arg(done)
                            .arg(data.members.size()));
 }
 
-void StudiesPage::loadMemberCurves(const StudyData& data)
+void StudiesPage::show(const QString& directory)
 {
-    for (const StudyMemberRow& member : data.members) {
-        if (!QFileInfo(member.directory).isDir())
-            continue;
-        RunRecord record;
-        QString error;
-        if (!loadRunRecord(member.directory, record, &error))
-            continue;
-        m_view->clearCurve(member.name);
-        for (auto it = record.curves.constBegin(); it != record.curves.constEnd(); ++it)
-            m_view->appendCurve(member.name, it.key(), it.value());
-        m_secondsOffset.insert(member.name, record.lastSeconds());
+    if (directory != m_directory || directory.isEmpty()) {
+        m_view->clearCurves();
+        m_timeBefore.clear();
+        m_lastSeconds.clear();
+        m_reload.clear();
     }
+    m_directory = directory;
+}
+
+double StudiesPage::loadMemberCurves(const StudyMemberRow& member)
+{
+    m_view->clearCurve(member.name);
+    if (!QFileInfo(member.directory).isDir())
+        return 0.0;
+    RunRecord record;
+    QString error;
+    if (!loadRunRecord(member.directory, record, &error))
+        return 0.0;
+    for (auto it = record.curves.constBegin(); it != record.curves.constEnd(); ++it)
+        m_view->appendCurve(member.name, it.key(), it.value());
+    return record.lastSeconds();
+}
+
+void StudiesPage::onMemberStarted(const QString& member, bool resumed)
+{
+    m_running.insert(member, {0, 0});
+    m_timeBefore.insert(member, 0.0);
+    m_lastSeconds.insert(member, 0.0);
+    // A member that starts afresh draws from nothing (a run folder left by an
+    // earlier start without a checkpoint is begun again); one that continues keeps
+    // what its run kept, read at its first snapshot, once its run has been cut back
+    // to the checkpoint it continues from.
+    if (resumed)
+        m_reload.insert(member);
+    else
+        m_view->clearCurve(member);
+    Q_EMIT message(QStringLiteral("info"), tr("Study: %1 %2").arg(member, resumed ? tr("continues") : tr("starts")));
+    refresh();
 }
 
 void StudiesPage::onMemberProgress(const QString& member, qint64 step, qint64 total, double seconds, double loss,
                                    double accuracy)
 {
-    const bool first = m_running.value(member).second == 0;
     m_running.insert(member, {step, total});
-    if (first && m_secondsOffset.value(member, 0.0) < 0.0) {
-        // A continued member: its run now holds what it kept before its checkpoint.
-        StudyData one;
+    if (m_reload.remove(member)) {
         for (const StudyMemberRow& row : m_view->study().members)
             if (row.name == member)
-                one.members.push_back(row);
-        m_secondsOffset.insert(member, 0.0);
-        loadMemberCurves(one);
-        m_secondsOffset.insert(member, m_secondsOffset.value(member) - seconds);
+                m_timeBefore.insert(member, std::max(0.0, loadMemberCurves(row) - seconds));
+        m_lastSeconds.insert(member, m_timeBefore.value(member) + seconds);
+        // The run's file holds this snapshot's line when it was written first; it is
+        // drawn from there or not at all rather than twice.
+        m_view->setMemberProgress(member, step, total);
         return;
     }
-    const double at = m_secondsOffset.value(member, 0.0) + seconds;
+    const double at = m_timeBefore.value(member, 0.0) + seconds;
+    m_lastSeconds.insert(member, at);
     m_view->appendCurve(member, QStringLiteral("loss"), {{double(step), at, loss}});
     m_view->appendCurve(member, QStringLiteral("accuracy"), {{double(step), at, accuracy}});
-    if (first)
-        refresh();
+    m_view->setMemberProgress(member, step, total);
 }
 
 void StudiesPage::refresh()
@@ -244,11 +274,20 @@ bool StudiesPage::startBuiltin(const StudyStartOptions& options)
         return false;
     }
     StudyController::Job job{file.readAll(), QString(), options.steps, options.seeds, options.jobs};
-    // The same study with the same overrides continues where it is; anything else gets a folder of its own.
+    // The same study with the same overrides continues where it is (NAME, NAME-2, ...);
+    // anything else gets the first free folder.
     const QString home = QDir(m_studiesRoot).filePath(folderName(options.builtin));
-    job.directory = !QFileInfo::exists(home) || (isStudyDirectory(home) && sameStudy(home, job.documentJson, job.steps, job.seeds))
-                        ? home
-                        : freeDirectory(options.builtin);
+    QString candidate = home;
+    for (int i = 2; QFileInfo::exists(candidate); ++i) {
+        if (isStudyDirectory(candidate) && sameStudy(candidate, job.documentJson, job.steps, job.seeds))
+            break;
+        candidate = home + QStringLiteral("-%1").arg(i);
+    }
+    if (candidate != home && !QFileInfo::exists(candidate))
+        Q_EMIT message(QStringLiteral("info"),
+                       tr("Study: %1 holds this study with other settings (or another study): this one goes to %2")
+                           .arg(QDir::toNativeSeparators(home), QDir::toNativeSeparators(candidate)));
+    job.directory = candidate;
     return run(job);
 }
 
@@ -277,15 +316,15 @@ bool StudiesPage::run(const StudyController::Job& job)
         return false;
     }
     m_running.clear();
+    m_reload.clear();
     m_refreshTimer.stop();
     if (job.directory != m_directory) {
-        m_view->clearCurves();
+        show(job.directory);
         StudyData placeholder;
         placeholder.directory = job.directory;
         placeholder.title = tr("Starting...");
         m_view->setStudy(placeholder);
     }
-    m_directory = job.directory;
     const int cores = std::max(1, QThread::idealThreadCount());
     if (job.jobs > cores)
         Q_EMIT message(QStringLiteral("warning"),
@@ -298,7 +337,8 @@ bool StudiesPage::run(const StudyController::Job& job)
     Q_EMIT runningChanged(true);
     if (isStudyDirectory(job.directory)) {
         refresh();
-        loadMemberCurves(m_view->study());
+        for (const StudyMemberRow& member : m_view->study().members)
+            loadMemberCurves(member);
     }
     return true;
 }
@@ -308,6 +348,7 @@ void StudiesPage::stop()
     if (!m_controller.busy())
         return;
     m_controller.stop();
+    m_view->setStopping();
     m_view->setProgress(m_view->study().count(QStringLiteral("completed")) + m_view->study().count(QStringLiteral("failed")),
                         static_cast<int>(m_view->study().members.size()),
                         tr("stopping: the running members save a checkpoint..."));
@@ -316,10 +357,21 @@ void StudiesPage::stop()
 void StudiesPage::onFinished(const QString& outcome, int failed, const QString& text)
 {
     m_running.clear();
+    m_reload.clear();
     m_view->setRunning(false);
     if (outcome == QLatin1String("refused")) {
         Q_EMIT problem(tr("Cannot Start Study"), text);
         Q_EMIT message(QStringLiteral("error"), tr("Study: %1").arg(text));
+        if (!isStudyDirectory(m_directory)) {
+            // Nothing was written: the tab shows no study rather than "Starting...".
+            show(QString());
+            m_view->setStudy(StudyData());
+        }
+    } else if (outcome == QLatin1String("failed")) {
+        Q_EMIT problem(tr("The Study Stopped"), tr("%1\n\nThe running members saved a checkpoint: Continue goes on "
+                                                   "from there once the cause is fixed.")
+                                                    .arg(text));
+        Q_EMIT message(QStringLiteral("error"), tr("Study stopped by an error: %1").arg(text));
     } else if (outcome == QLatin1String("stopped")) {
         Q_EMIT message(QStringLiteral("info"), tr("Study stopped; Continue trains the rest."));
     } else {

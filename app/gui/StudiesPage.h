@@ -9,6 +9,7 @@
 #include <QHash>
 #include <QJsonObject>
 #include <QObject>
+#include <QSet>
 #include <QTimer>
 
 class QWidget;
@@ -56,8 +57,12 @@ Q_SIGNALS:
 
 private:
     bool run(const StudyController::Job& job);
+    // Shows `directory`'s study (or nothing, for an empty one), forgetting the last one's curves.
+    void show(const QString& directory);
     QString freeDirectory(const QString& name) const;
-    void loadMemberCurves(const StudyData& data);
+    // A member's curves as its run directory holds them; its last time in seconds (0 without a run).
+    double loadMemberCurves(const StudyMemberRow& member);
+    void onMemberStarted(const QString& member, bool resumed);
     void onMemberProgress(const QString& member, qint64 step, qint64 total, double seconds, double loss, double accuracy);
     void onFinished(const QString& outcome, int failed, const QString& text);
 
@@ -67,9 +72,12 @@ private:
     StudyController m_controller;
     QTimer m_refreshTimer;
     QString m_directory;                    // the study shown
-    QHash<QString, QPair<qint64, qint64>> m_running;  // member -> step, total (this window's study)
-    QHash<QString, double> m_secondsOffset; // a resumed member's clock restarts: where it stood
-    QString m_lastProgress;
+    // Members training in this window's study: step and total steps.
+    QHash<QString, QPair<qint64, qint64>> m_running;
+    // A member's clock restarts when it continues: the seconds it had before, added to
+    // its snapshots' (its curves' x in time), and its latest time (for its validations).
+    QHash<QString, double> m_timeBefore, m_lastSeconds;
+    QSet<QString> m_reload;                 // continued members: curves reread at their first snapshot
 };
 
 }  // namespace widelab

@@ -45,8 +45,8 @@ public:
     void onMemberSkipped(std::size_t index, const MemberResult& result) override
     {
         const QString name = m_names[index];
-        const QString status = text(toString(result.status));
-        post([=](StudyController* c) { Q_EMIT c->memberFinished(name, status, QString()); });
+        const QString status = text(toString(result.status)), error = text(result.error);
+        post([=](StudyController* c) { Q_EMIT c->memberSkipped(name, status, error); });
     }
     void onMemberProgress(std::size_t index, const TrainingSnapshot& s, std::int64_t total) override
     {
@@ -140,6 +140,8 @@ bool StudyController::start(const Job& job)
                 options.overrides.seeds = job.seeds;
             options.jobs = static_cast<std::size_t>(std::max(1, job.jobs));
             StudyRunner runner(study, directory, options);
+            // Set up: from here an error is the study's failing, not its refusal.
+            outcome = QStringLiteral("failed");
             Relay relay(this, runner.members());
             runner.addObserver(&relay);
             const StudySummary summary = runner.run(*stopFlag);

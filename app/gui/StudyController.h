@@ -46,12 +46,16 @@ Q_SIGNALS:
     // A training snapshot: the curves' values at `step` of `total`.
     void memberProgress(const QString& member, qint64 step, qint64 total, double seconds, double loss, double accuracy);
     void memberEvaluation(const QString& member, qint64 step, double loss, double accuracy);
-    // Completed, failed (`error`), passed over as done before, or stopped on request.
+    // Completed, failed (`error`), or stopped on request ("stopped").
     void memberFinished(const QString& member, const QString& status, const QString& error);
+    // Finished in an earlier session (completed or failed, with its error): passed over.
+    void memberSkipped(const QString& member, const QString& status, const QString& error);
     void memberMessage(const QString& member, const QString& level, const QString& text);
     void progress(int done, int total, int running, double secondsLeft);
     // outcome: "completed" (every member ran; `failed` of them failed), "stopped",
-    // or "refused" (the study could not start: `message` says why).
+    // "refused" (the study could not start: `message` says why) or "failed" (an
+    // error outside the members stopped it, e.g. a study file that cannot be
+    // written: `message` says which; the members saved checkpoints first).
     void finished(const QString& outcome, int failed, const QString& message);
 
 private:

@@ -153,8 +153,12 @@ std::vector<LatencyRatio> latencyRatios(const StudyRecord& record, const std::ve
         const Shape& wide = *std::min_element(shapes.begin(), shapes.end(), byLayers);
         if (deep.layers == wide.layers)
             continue;
-        LatencyRatio ratio{group, deep.point, wide.point, deep.ms, wide.ms,
-                           std::numeric_limits<double>::quiet_NaN(), {}};
+        LatencyRatio ratio;
+        ratio.group = group;
+        ratio.deep = deep.point;
+        ratio.wide = wide.point;
+        ratio.deepMs = deep.ms;
+        ratio.wideMs = wide.ms;
         for (const PaperComparison& paper : papers) {
             if (paper.measure != "latency_ms")
                 continue;

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,7 @@ struct LatencyRatio {
     double ratio() const { return deepMs / wideMs; }
     // The paper's deep/wide ratio at the same settings (a latency_ms comparison
     // giving both points); NaN when none does.
-    double paperRatio = 0.0;
+    double paperRatio = std::numeric_limits<double>::quiet_NaN();
     std::string paperSource;
 };
 std::vector<LatencyRatio> latencyRatios(const StudyRecord& record, const std::vector<MemberResult>& members,

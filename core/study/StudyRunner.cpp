@@ -10,6 +10,7 @@
 #include "train/RunDirectory.h"
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
+#include "train/RunLock.h"
 #include "train/Trainer.h"
 #include "train/TrainingControl.h"
 
@@ -78,9 +79,12 @@ public:
     void onSnapshot(const TrainingSnapshot& snapshot) override
     {
         std::lock_guard lock(m_runner.m_mutex);
-        if (m_total > 0)
-            m_runner.m_runningFraction[m_index] =
-                std::clamp(static_cast<double>(snapshot.step) / static_cast<double>(m_total), 0.0, 1.0);
+        if (m_total > 0) {
+            const double fraction = std::clamp(static_cast<double>(snapshot.step) / static_cast<double>(m_total), 0.0, 1.0);
+            m_runner.m_runningFraction[m_index] = fraction;
+            if (m_runner.m_startFraction[m_index] < 0.0)
+                m_runner.m_startFraction[m_index] = fraction;
+        }
         for (StudyObserver* observer : m_runner.m_options.observers)
             observer->onMemberProgress(m_index, snapshot, m_total);
         m_runner.publishProgress();
@@ -116,6 +120,16 @@ StudyRunner::StudyRunner(const StudyDocument& study, std::filesystem::path direc
     const std::filesystem::path file = studylayout::studyFile(m_directory);
     std::error_code error;
     const bool existing = std::filesystem::exists(file, error);
+    if (!existing && std::filesystem::exists(m_directory, error) && !std::filesystem::is_empty(m_directory, error))
+        throw StudyRefused(m_directory.string() + " is not empty and holds no study (no " + std::string(studylayout::kStudy)
+                           + "); choose a new or empty directory");
+    std::filesystem::create_directories(m_directory);
+    try {
+        m_lock = std::make_unique<RunLock>(m_directory);
+    } catch (const CheckpointError& busy) {
+        throw StudyRefused("the study in " + m_directory.string() + " is running in another process ("
+                           + busy.what() + "); wait for it, or open the study to watch it");
+    }
     if (existing) {
         const StudyRecord saved = readStudyRecord(m_directory);
         const auto differences = differingKeys(saved.document, m_study.toJson());
@@ -134,12 +148,10 @@ StudyRunner::StudyRunner(const StudyDocument& study, std::filesystem::path direc
                              "--steps", file);
         takeRecordedOverride(m_options.overrides.seeds, saved.overrides.contains("seeds") ? saved.overrides.at("seeds") : nlohmann::json(),
                              "--seeds", file);
-    } else if (std::filesystem::exists(m_directory, error) && !std::filesystem::is_empty(m_directory, error)) {
-        throw StudyRefused(m_directory.string() + " is not empty and holds no study (no " + std::string(studylayout::kStudy)
-                           + "); choose a new or empty directory");
     }
     m_members = expandStudy(m_study, m_options.overrides);
     m_runningFraction.assign(m_members.size(), 0.0);
+    m_startFraction.assign(m_members.size(), -1.0);
     if (!existing) {
         std::filesystem::create_directories(studylayout::runsDirectory(m_directory));
         std::filesystem::create_directories(studylayout::membersDirectory(m_directory));
@@ -154,6 +166,8 @@ StudyRunner::StudyRunner(const StudyDocument& study, std::filesystem::path direc
         std::filesystem::create_directories(studylayout::membersDirectory(m_directory));
     }
 }
+
+StudyRunner::~StudyRunner() = default;
 
 void StudyRunner::requestStop()
 {
@@ -178,10 +192,10 @@ void StudyRunner::publishProgress()
     progress.running = m_running;
     progress.left = m_members.size() - m_done - m_running;
     double unitsDone = static_cast<double>(m_memberSeconds.size()), unitsLeft = static_cast<double>(progress.left);
-    for (const double fraction : m_runningFraction)
-        if (fraction > 0.0) {
-            unitsDone += fraction;
-            unitsLeft += 1.0 - fraction;
+    for (std::size_t i = 0; i < m_runningFraction.size(); ++i)
+        if (m_runningFraction[i] > 0.0) {
+            unitsDone += m_runningFraction[i] - std::max(0.0, m_startFraction[i]);
+            unitsLeft += 1.0 - m_runningFraction[i];
         }
     const double elapsed = nowSeconds() - m_started;
     if (unitsDone > 0.02)
@@ -234,6 +248,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
             std::lock_guard lock(m_mutex);
             --m_running;
             m_runningFraction[index] = 0.0;
+            m_startFraction[index] = -1.0;
             if (stopped) {
                 anyStopped = true;
                 publishProgress();
@@ -247,11 +262,28 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
     if (jobs == 1) {
         worker();
     } else {
+        // An exception must not leave a thread (std::terminate): the first one stops
+        // the others and is thrown here once they have saved.
+        std::exception_ptr failure;
+        auto guarded = [&] {
+            try {
+                worker();
+            } catch (...) {
+                {
+                    std::lock_guard lock(m_mutex);
+                    if (!failure)
+                        failure = std::current_exception();
+                }
+                requestStop();
+            }
+        };
         std::vector<std::thread> threads;
         for (std::size_t j = 0; j < jobs; ++j)
-            threads.emplace_back(worker);
+            threads.emplace_back(guarded);
         for (std::thread& thread : threads)
             thread.join();
+        if (failure)
+            std::rethrow_exception(failure);
     }
     StudySummary summary;
     std::lock_guard lock(m_mutex);

@@ -21,6 +21,7 @@
 
 namespace widelab {
 
+class RunLock;
 class TrainingControl;
 
 // Where the study stands; `secondsLeft` is an estimate (negative: none yet).
@@ -73,8 +74,8 @@ struct StudySummary {
     std::size_t completed = 0, failed = 0, total = 0;
 };
 
-// A study refused: the directory holds another study, or continuing would change
-// it (the message names what differs).
+// A study refused: the directory holds another study, continuing would change it
+// (the message names what differs), or another process is running it.
 class StudyRefused : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -85,15 +86,20 @@ public:
     // Expands the document (ConfigError when it does not validate) and prepares
     // the directory: a new study writes study.json; an existing one is continued
     // when its document and overrides are the same (overrides not given are taken
-    // from study.json), else StudyRefused says what differs.
+    // from study.json), else StudyRefused says what differs. The runner holds the
+    // directory's lock (the file a run's RunLock holds) while it lives: a study
+    // another process runs is refused, naming that process.
     StudyRunner(const StudyDocument& study, std::filesystem::path directory, StudyOptions options = {});
+    ~StudyRunner();
 
     // Runs every member not finished yet: completed and failed members are passed
     // over, a stopped one continues from its checkpoint (ResumeRule). A member that
     // fails (a configuration the data refuses, a non-finite loss, out of memory) is
     // recorded and the study goes on. Returns when all are done or a stop was asked
     // for (`stop` becoming true, or requestStop()); the running members then save a
-    // checkpoint. results.csv and results.md are rewritten after every member.
+    // checkpoint. results.csv and results.md are rewritten after every member. An
+    // error outside a member (a study file that cannot be written) stops the other
+    // members as a stop would, and is thrown once they have saved.
     StudySummary run(const std::atomic<bool>& stop);
     StudySummary run();
     // Thread-safe: stops the running members after their current step.
@@ -113,6 +119,7 @@ private:
 
     StudyDocument m_study;
     std::filesystem::path m_directory;
+    std::unique_ptr<RunLock> m_lock;
     StudyOptions m_options;
     std::vector<StudyMember> m_members;
 
@@ -125,6 +132,9 @@ private:
     std::size_t m_done = 0, m_failed = 0, m_running = 0;
     std::vector<double> m_memberSeconds;  // members finished in this session
     std::vector<double> m_runningFraction;  // per member: the share of its steps done (running ones)
+    // Per member: the share done at its first snapshot of this session (-1: none yet), so
+    // that a continued member's steps from before do not count as this session's speed.
+    std::vector<double> m_startFraction;
     double m_started = 0.0;
 };
 

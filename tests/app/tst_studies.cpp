@@ -19,6 +19,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QPushButton>
 #include <QSettings>
 #include <QSignalSpy>
@@ -123,6 +124,7 @@ private Q_SLOTS:
     void chartParetoFront();
     void builderReadsValuesAndChecks();
     void aStudyRunsFromTheTab();
+    void stoppedFromTheTabItContinuesWithWholeCurves();
     void theAppKilledHalfwayContinuesTheStudy();
 
 private:
@@ -199,6 +201,15 @@ void TestStudies::chartParetoFront()
     for (const StudyChart::Point& p : chart.points())
         if (p.point == QLatin1String("layers=6,heads=8"))
             QCOMPARE(p.x, 13.0);
+    // The error bars follow their points into x order: 3x16 (8 ms), 2x24 (9 ms), then 6x8 (13 ms, sqrt(8) points).
+    QCPErrorBars* bars = nullptr;
+    for (int i = 0; i < chart.plottableCount(); ++i)
+        bars = bars ? bars : qobject_cast<QCPErrorBars*>(chart.plottable(i));
+    QVERIFY(bars != nullptr);
+    QCOMPARE(bars->dataCount(), 3);
+    QCOMPARE(bars->dataPlottable()->interface1D()->dataMainKey(2), 13.0);
+    QVERIFY(std::abs(bars->data()->at(2).errorPlus - std::sqrt(8.0)) < 1e-9);
+    QCOMPARE(bars->data()->at(0).errorPlus, 0.0);
 }
 
 void TestStudies::builderReadsValuesAndChecks()
@@ -259,15 +270,18 @@ void TestStudies::aStudyRunsFromTheTab()
     QCOMPARE(view.table()->rowCount(), 4);
     for (int row = 0; row < 4; ++row)
         QCOMPARE(view.table()->item(row, 2)->text(), QStringLiteral("completed"));
-    // Every member's validation curve, coloured by its point: both seeds of 2x2 alike, 1x4 another colour.
+    // Every member's training loss, coloured by its point: both seeds of 2x2 alike, 1x4 another colour.
     QCOMPARE(view.curves()->runs().size(), 4);
     const QString deep1 = QStringLiteral("layers=2,heads=2,seed=1"), deep2 = QStringLiteral("layers=2,heads=2,seed=2"),
                   wide1 = QStringLiteral("layers=1,heads=4,seed=1");
-    QCOMPARE(view.curves()->seriesColor(deep1, QStringLiteral("validation_accuracy")),
-             view.curves()->seriesColor(deep2, QStringLiteral("validation_accuracy")));
-    QVERIFY(view.curves()->seriesColor(deep1, QStringLiteral("validation_accuracy"))
-            != view.curves()->seriesColor(wide1, QStringLiteral("validation_accuracy")));
-    QVERIFY(!view.curves()->points(deep1, QStringLiteral("validation_accuracy")).isEmpty());
+    const QString loss = QStringLiteral("loss"), accuracy = QStringLiteral("validation_accuracy");
+    QCOMPARE(view.curves()->seriesColor(deep1, loss), view.curves()->seriesColor(deep2, loss));
+    QVERIFY(view.curves()->seriesColor(deep1, loss) != view.curves()->seriesColor(wide1, loss));
+    QCOMPARE(view.curves()->points(deep1, loss).size(), 30);  // log_every 1, 30 steps
+    // The validations (every 5 steps: 6) are kept for when they are asked for.
+    view.setCurveMetric(accuracy);
+    QCOMPARE(view.curves()->points(deep1, accuracy).size(), 6);
+    QCOMPARE(view.curves()->seriesColor(deep1, accuracy), view.curves()->seriesColor(deep2, accuracy));
     // The chart: both shapes, named, with the tiny paper's values beside them.
     QCOMPARE(view.chart()->categories(), (QStringList{QStringLiteral("2x2"), QStringLiteral("1x4")}));
     int paperPoints = 0;
@@ -289,6 +303,65 @@ void TestStudies::aStudyRunsFromTheTab()
     QVERIFY(finished.wait(120000));
     QCOMPARE(QDir::cleanPath(view.study().directory), QDir::cleanPath(dir.filePath(QStringLiteral("studies/tiny-2"))));
     QCOMPARE(view.study().members.size(), 2);
+}
+
+void TestStudies::stoppedFromTheTabItContinuesWithWholeCurves()
+{
+    QTemporaryDir dir;
+    QVERIFY(writeText(dir.filePath(QStringLiteral("builtin/long.json")), tinyStudy(120)));
+    qputenv("WIDELAB_STUDIES", dir.filePath(QStringLiteral("builtin")).toUtf8());
+    const auto restore = qScopeGuard([this] { qputenv("WIDELAB_STUDIES", m_studies.toUtf8()); });
+    StudiesView view;
+    StudiesPage page(&view, dir.filePath(QStringLiteral("studies")), &view);
+    view.selectBuiltin(QStringLiteral("long"));
+    QSignalSpy finished(&page.controller(), &StudyController::finished);
+    QVERIFY(page.startBuiltin(view.startOptions()));
+    const QString study = dir.filePath(QStringLiteral("studies/long"));
+    const QString second = study + QStringLiteral("/runs/layers=1,heads=4,seed=1");
+    // Stopped inside the second member, once it has a checkpoint.
+    QTRY_VERIFY_WITH_TIMEOUT(!QDir(second + QStringLiteral("/checkpoints")).entryList({QStringLiteral("step-*.pt")}).isEmpty(),
+                             120000);
+    auto* stop = view.findChild<QPushButton*>(QStringLiteral("studyStop"));
+    auto* resume = view.findChild<QPushButton*>(QStringLiteral("studyContinue"));
+    QVERIFY(stop->isEnabled());
+    QVERIFY(!resume->isEnabled());
+    stop->click();
+    QVERIFY(!stop->isEnabled());  // stopping: not twice
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(finished.last().at(0).toString(), QStringLiteral("stopped"));
+    QCoreApplication::processEvents();
+    QVERIFY(resume->isEnabled());
+    QCOMPARE(view.study().count(QStringLiteral("completed")), 1);
+    QCOMPARE(view.study().count(QStringLiteral("stopped")), 1);
+
+    resume->click();
+    QVERIFY(finished.wait(120000));
+    QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
+    QCoreApplication::processEvents();
+    QCOMPARE(view.study().count(QStringLiteral("completed")), 4);
+    QVERIFY(!resume->isEnabled());
+    // The continued member's training loss: every step once, in order (120 steps, logged every step),
+    // its time going on from before the stop.
+    const QVector<CurvePoint> points = view.curves()->points(QStringLiteral("layers=1,heads=4,seed=1"), QStringLiteral("loss"));
+    QCOMPARE(points.size(), 120);
+    for (int i = 0; i < points.size(); ++i) {
+        QCOMPARE(points[i].step, double(i + 1));
+        if (i > 0)
+            QVERIFY2(points[i].seconds >= points[i - 1].seconds, qPrintable(QString::number(i)));
+    }
+
+    // Start again with one seed: the study with two is kept; the first free folder takes it,
+    // and the next Start with one seed continues that one.
+    StudyStartOptions one = view.startOptions();
+    one.seeds = 1;
+    one.steps = 10;
+    QVERIFY(page.startBuiltin(one));
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(QDir::cleanPath(view.study().directory), QDir::cleanPath(study + QStringLiteral("-2")));
+    QVERIFY(page.startBuiltin(one));
+    QVERIFY(finished.wait(60000));
+    QCOMPARE(QDir::cleanPath(view.study().directory), QDir::cleanPath(study + QStringLiteral("-2")));
+    QVERIFY(!QFileInfo::exists(study + QStringLiteral("-3")));
 }
 
 void TestStudies::theAppKilledHalfwayContinuesTheStudy()
@@ -314,8 +387,9 @@ void TestStudies::theAppKilledHalfwayContinuesTheStudy()
     app.start(QStringLiteral(WIDELAB_APP), {QStringLiteral("--runs"), runs, QStringLiteral("--study"), QStringLiteral("tiny"),
                                             QStringLiteral("--train")});
     QVERIFY(app.waitForStarted());
-    // Killed (no chance to save) once the first member is done and the second has a checkpoint.
-    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(first) && !QDir(second).entryList({QStringLiteral("*.pt")}).isEmpty(), 120000);
+    // Killed (no chance to save) once the first member is done and the second has a checkpoint
+    // to continue from (best.pt, written at a validation, is not one).
+    QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(first) && !QDir(second).entryList({QStringLiteral("step-*.pt")}).isEmpty(), 120000);
     app.kill();
     app.waitForFinished();
     const QByteArray firstMetrics = readAll(study + QStringLiteral("/runs/layers=2,heads=2,seed=1/metrics.jsonl"));

@@ -91,6 +91,7 @@ private Q_SLOTS:
     void latencyRatioDeepAgainstWide();
     void reportShowsRatiosAndPapers();
     void shippedFiguresAreThePapers();
+    void shippedWideAttentionTablesCellByCell();
 };
 
 void TestStudyCompare::figureCellsFromRowsAndColumns()
@@ -267,6 +268,66 @@ void TestStudyCompare::shippedFiguresAreThePapers()
             QCOMPARE(c.points.size(), std::size_t{1});
             QVERIFY(std::abs(c.points[0].value - 0.775) < 1e-12);
         }
+    }
+}
+
+void TestStudyCompare::shippedWideAttentionTablesCellByCell()
+{
+    // Typed from the paper (wide-attention-transformers.txt): Table 4's ListOps
+    // columns (mean, spread) and Table 9's ListOps CPU latency (deep, wide).
+    struct Row {
+        const char* attention;
+        double mean[4], spread[4], deepMs, wideMs;
+    };
+    const Row rows[] = {
+        {"bigbird", {36.7, 37.0, 37.1, 37.3}, {0.2, 0.7, 0.2, 0.3}, 103, 30},
+        {"linear", {37.1, 37.5, 37.3, 37.4}, {0.4, 0.4, 0.3, 0.5}, 33, 11},
+        {"linformer", {29.9, 36.9, 36.7, 37.0}, {8.9, 0.3, 0.1, 0.1}, 39, 12},
+        {"local", {36.8, 37.1, 37.2, 37.7}, {0.1, 0.1, 0.3, 0.2}, 33, 12},
+        {"longformer", {36.8, 36.9, 36.9, 37.7}, {0.2, 0.3, 0.2, 0.2}, 149, 37},
+        {"performer", {36.2, 34.1, 32.0, 36.6}, {0.1, 3.1, 6.4, 0.1}, 55, 35},
+        {"sinkhorn", {19.4, 18.0, 17.9, 21.7}, {2.1, 0.2, 0.5, 3.8}, 59, 17},
+        {"sparse", {37.0, 37.1, 37.6, 36.9}, {0.3, 0.1, 0.6, 0.0}, 47, 27},
+        {"synthesizer", {36.5, 36.7, 32.9, 37.3}, {0.3, 0.2, 5.8, 0.1}, 130, 20},
+        {"full", {35.7, 36.4, 36.7, 37.2}, {1.2, 0.3, 0.1, 0.2}, 41, 16},
+    };
+    const int shapes[4][2] = {{6, 8}, {3, 16}, {2, 24}, {1, 48}};
+    // A study of every mechanism at every shape, on the default task (ListOps).
+    StudyRecord record;
+    record.document = nlohmann::json::parse(R"({"name": "all", "base": {"model": {"d_model": 96}}, "set": {},
+        "axes": [{"key": "model.attention", "values": []}, {"keys": ["model.layers", "model.heads"], "values": []}]})");
+    for (const Row& row : rows)
+        for (const auto& shape : shapes) {
+            const std::string point = std::string("attention=") + row.attention + ",layers=" + std::to_string(shape[0])
+                                      + ",heads=" + std::to_string(shape[1]);
+            record.members.push_back(member(point, 1, {{"model.attention", row.attention}, {"model.layers", shape[0]},
+                                                       {"model.heads", shape[1]}}, 1.0));
+        }
+    const auto comparisons = paperComparisons(record, loadPaperFigures());
+    const PaperComparison* accuracy = nullptr;
+    const PaperComparison* latency = nullptr;
+    for (const PaperComparison& c : comparisons) {
+        accuracy = c.source.find("Table 4") != std::string::npos ? &c : accuracy;
+        latency = c.source.find("Table 9") != std::string::npos ? &c : latency;
+    }
+    QVERIFY(accuracy != nullptr && latency != nullptr);
+    QCOMPARE(accuracy->points.size(), std::size_t{40});
+    QCOMPARE(latency->points.size(), std::size_t{20});
+    for (int r = 0; r < 10; ++r)
+        for (int c = 0; c < 4; ++c) {
+            const PaperPoint& p = accuracy->points[static_cast<std::size_t>(r * 4 + c)];
+            QCOMPARE(p.point, record.members[static_cast<std::size_t>(r * 4 + c)].point);
+            QVERIFY2(std::abs(p.value - rows[r].mean[c] / 100.0) < 1e-12, p.point.c_str());
+            QVERIFY2(std::abs(p.spread - rows[r].spread[c] / 100.0) < 1e-12, p.point.c_str());
+        }
+    for (int r = 0; r < 10; ++r) {
+        // Deep (6x8) then wide (1x48) of each mechanism.
+        const PaperPoint& deep = latency->points[static_cast<std::size_t>(r * 2)];
+        const PaperPoint& wide = latency->points[static_cast<std::size_t>(r * 2 + 1)];
+        QCOMPARE(deep.point, record.members[static_cast<std::size_t>(r * 4)].point);
+        QCOMPARE(wide.point, record.members[static_cast<std::size_t>(r * 4 + 3)].point);
+        QCOMPARE(deep.value, rows[r].deepMs);
+        QCOMPARE(wide.value, rows[r].wideMs);
     }
 }
 
