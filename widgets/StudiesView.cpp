@@ -314,8 +314,19 @@ void StudiesView::setStudy(const StudyData& study)
     // New members take their colours; curves already drawn keep theirs.
     for (const StudyMemberRow& member : study.members)
         if (m_curves->hasRun(member.name))
-            m_curves->addRun(member.name, member.name, pointColor(member.point));
+            m_curves->addRun(member.name, memberLabel(member), pointColor(member.point));
     updateButtons();
+}
+
+QString StudiesView::memberLabel(const StudyMemberRow& member) const
+{
+    QStringList values;
+    for (int axis = 0; axis < m_study.axes.size(); ++axis)
+        values << studyAxisValueText(m_study, member, axis, true);
+    values.removeAll(QString());
+    if (values.isEmpty() || member.axisValues.isEmpty())
+        return member.name;
+    return values.join(QStringLiteral(", ")) + tr(" · seed %1").arg(member.seed);
 }
 
 QColor StudiesView::pointColor(const QString& point) const
@@ -354,11 +365,12 @@ void StudiesView::appendCurve(const QString& member, const QString& metric, cons
     if (metric != curveMetric())
         return;
     if (!m_curves->hasRun(member)) {
-        QString point = member;
-        for (const StudyMemberRow& row : m_study.members)
-            if (row.name == member)
-                point = row.point;
-        m_curves->addRun(member, member, pointColor(point));
+        StudyMemberRow row;
+        row.name = row.point = member;
+        for (const StudyMemberRow& known : m_study.members)
+            if (known.name == member)
+                row = known;
+        m_curves->addRun(member, memberLabel(row), pointColor(row.point));
     }
     m_curves->appendPoints(member, metric, points);
 }
@@ -377,7 +389,7 @@ void StudiesView::redrawCurves()
         const auto member = m_memberCurves.constFind(row.name);
         if (member == m_memberCurves.constEnd() || !member->contains(metric))
             continue;
-        m_curves->addRun(row.name, row.name, pointColor(row.point));
+        m_curves->addRun(row.name, memberLabel(row), pointColor(row.point));
         m_curves->appendPoints(row.name, metric, member->value(metric));
     }
     m_curves->resetView();

@@ -95,6 +95,8 @@ private:
     void redrawCurves();
     void updateButtons();
     QColor pointColor(const QString& point) const;
+    // A member in the curves' legend: its axis values and seed ("6x8 · seed 2").
+    QString memberLabel(const StudyMemberRow& member) const;
 
     StudyData m_study;
     bool m_running = false;

@@ -22,6 +22,8 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace widelab {
 namespace {
 
@@ -85,7 +87,7 @@ StudyBuilderDialog::StudyBuilderDialog(const QJsonObject& base, const QJsonObjec
 
     m_axes = new QTableWidget(0, ColumnCount, this);
     m_axes->setObjectName(QStringLiteral("studyAxes"));
-    m_axes->setHorizontalHeaderLabels({tr("keys"), tr("values"), tr("label"), tr("solve for (fixed parameters)")});
+    m_axes->setHorizontalHeaderLabels({tr("keys"), tr("values"), tr("label"), tr("solve for (same parameters)")});
     m_axes->horizontalHeader()->setSectionResizeMode(Values, QHeaderView::Stretch);
     m_axes->verticalHeader()->setVisible(false);
     QStringList keys;
@@ -111,6 +113,7 @@ StudyBuilderDialog::StudyBuilderDialog(const QJsonObject& base, const QJsonObjec
     m_steps->setObjectName(QStringLiteral("studyBuilderSteps"));
     m_steps->setRange(1, 10'000'000);
     m_baseSteps = resolved.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInt(1000);
+    m_headDim = resolved.value(QStringLiteral("model")).toObject().value(QStringLiteral("head_dim")).toInt(0);
     m_steps->setValue(m_baseSteps);
 
     m_result = new QLabel(this);
@@ -141,7 +144,9 @@ StudyBuilderDialog::StudyBuilderDialog(const QJsonObject& base, const QJsonObjec
     layout->addLayout(form);
     layout->addWidget(m_result);
     layout->addWidget(buttons);
-    resize(760, 420);
+    m_axes->horizontalHeader()->setSectionResizeMode(Label, QHeaderView::ResizeToContents);
+    m_axes->horizontalHeader()->setSectionResizeMode(Solve, QHeaderView::ResizeToContents);
+    resize(900, 440);
 
     addAxisRow(QStringLiteral("model.layers, model.heads"), aspectRatioValues(resolved), tr("aspect ratio (layers x heads)"),
                QString());
@@ -252,8 +257,9 @@ QJsonObject StudyBuilderDialog::study() const
     document.insert(QStringLiteral("description"),
                     tr("Built in the desktop app from the configuration \"%1\".").arg(baseName));
     document.insert(QStringLiteral("base"), m_base);
+    QJsonObject set;
     if (m_steps->value() != m_baseSteps)
-        document.insert(QStringLiteral("set"), QJsonObject{{QStringLiteral("train.steps"), m_steps->value()}});
+        set.insert(QStringLiteral("train.steps"), m_steps->value());
     QJsonArray axes;
     for (int row = 0; row < m_axes->rowCount(); ++row) {
         static const QRegularExpression keySeparator(QStringLiteral("[\\s,]+"));
@@ -273,6 +279,18 @@ QJsonObject StudyBuilderDialog::study() const
         axes.append(axis);
     }
     document.insert(QStringLiteral("axes"), axes);
+    // Heads keep their width as their number changes (the Wide Attention paper's
+    // shapes): a head_dim the configuration leaves to d_model / heads is fixed at
+    // what it is now.
+    const bool variesHeads = std::any_of(axes.begin(), axes.end(), [](const QJsonValue& axis) {
+        return axis[QStringLiteral("key")] == QStringLiteral("model.heads")
+               || axis[QStringLiteral("keys")].toArray().contains(QStringLiteral("model.heads"));
+    });
+    if (variesHeads && !m_base.value(QStringLiteral("model")).toObject().contains(QStringLiteral("head_dim"))
+        && m_headDim > 0)
+        set.insert(QStringLiteral("model.head_dim"), m_headDim);
+    if (!set.isEmpty())
+        document.insert(QStringLiteral("set"), set);
     document.insert(QStringLiteral("combine"), m_combine->currentData().toString());
     document.insert(QStringLiteral("seeds"), m_seeds->value());
     return document;
@@ -284,10 +302,15 @@ void StudyBuilderDialog::check()
     int members = 0;
     m_problems = m_validator ? m_validator(study(), &members) : QString();
     m_valid = m_problems.isEmpty();
-    if (m_valid)
-        m_result->setText(tr("%n member(s): every point of the axes at each seed.", nullptr, members));
-    else
+    if (m_valid) {
+        QString text = tr("%n member(s): every point of the axes at each seed.", nullptr, members);
+        const QJsonValue headDim = study()[QStringLiteral("set")][QStringLiteral("model.head_dim")];
+        if (headDim.isDouble())
+            text += tr(" The heads keep their width: model.head_dim is %1 in every member.").arg(headDim.toInt());
+        m_result->setText(text);
+    } else {
         m_result->setText(m_problems);
+    }
     m_result->setStyleSheet(m_valid ? QString() : QStringLiteral("color: #d55e00;"));
     m_start->setEnabled(m_valid);
 }

@@ -66,6 +66,7 @@ private:
     QSpinBox* m_seeds = nullptr;
     QSpinBox* m_steps = nullptr;
     int m_baseSteps = 0;
+    int m_headDim = 0;  // the configuration's (resolved) head width
     QLabel* m_result = nullptr;
     QPushButton* m_start = nullptr;
     QTimer m_checkTimer;

@@ -73,6 +73,8 @@ StudiesPage::StudiesPage(StudiesView* view, QString studiesRoot, QWidget* dialog
     connect(&m_controller, &StudyController::memberProgress, this, &StudiesPage::onMemberProgress);
     connect(&m_controller, &StudyController::memberEvaluation, this,
             [this](const QString& member, qint64 step, double loss, double accuracy) {
+                if (double(step) <= m_loadedUntil.value(member, -1.0))
+                    return;  // read from its run already
                 const double seconds = m_lastSeconds.value(member, 0.0);
                 m_view->appendCurve(member, QStringLiteral("validation_loss"), {{double(step), seconds, loss}});
                 m_view->appendCurve(member, QStringLiteral("validation_accuracy"), {{double(step), seconds, accuracy}});
@@ -170,6 +172,7 @@ void StudiesPage::show(const QString& directory)
         m_view->clearCurves();
         m_timeBefore.clear();
         m_lastSeconds.clear();
+        m_loadedUntil.clear();
         m_reload.clear();
     }
     m_directory = directory;
@@ -186,6 +189,7 @@ double StudiesPage::loadMemberCurves(const StudyMemberRow& member)
         return 0.0;
     for (auto it = record.curves.constBegin(); it != record.curves.constEnd(); ++it)
         m_view->appendCurve(member.name, it.key(), it.value());
+    m_loadedUntil.insert(member.name, record.lastStep());
     return record.lastSeconds();
 }
 
@@ -194,6 +198,7 @@ void StudiesPage::onMemberStarted(const QString& member, bool resumed)
     m_running.insert(member, {0, 0});
     m_timeBefore.insert(member, 0.0);
     m_lastSeconds.insert(member, 0.0);
+    m_loadedUntil.remove(member);
     // A member that starts afresh draws from nothing (a run folder left by an
     // earlier start without a checkpoint is begun again); one that continues keeps
     // what its run kept, read at its first snapshot, once its run has been cut back
@@ -210,6 +215,9 @@ void StudiesPage::onMemberProgress(const QString& member, qint64 step, qint64 to
                                    double accuracy)
 {
     m_running.insert(member, {step, total});
+    // Read from its run already (the study's thread runs ahead of this one's queue).
+    if (double(step) <= m_loadedUntil.value(member, -1.0))
+        return;
     if (m_reload.remove(member)) {
         for (const StudyMemberRow& row : m_view->study().members)
             if (row.name == member)
@@ -329,17 +337,18 @@ bool StudiesPage::run(const StudyController::Job& job)
     if (job.jobs > cores)
         Q_EMIT message(QStringLiteral("warning"),
                        tr("Study: %1 members at once on %2 cores: each gets less than a core").arg(job.jobs).arg(cores));
+    // What the members have so far, read before the study's thread writes again.
+    if (isStudyDirectory(job.directory)) {
+        refresh();
+        for (const StudyMemberRow& member : m_view->study().members)
+            loadMemberCurves(member);
+    }
     m_controller.start(job);
     m_view->setRunning(true);
     m_view->setProgress(0, 0, tr("starting..."));
     QSettings().setValue(kLastStudy, job.directory);
     Q_EMIT message(QStringLiteral("info"), tr("Study in %1").arg(QDir::toNativeSeparators(job.directory)));
     Q_EMIT runningChanged(true);
-    if (isStudyDirectory(job.directory)) {
-        refresh();
-        for (const StudyMemberRow& member : m_view->study().members)
-            loadMemberCurves(member);
-    }
     return true;
 }
 

@@ -78,6 +78,9 @@ private:
     // its snapshots' (its curves' x in time), and its latest time (for its validations).
     QHash<QString, double> m_timeBefore, m_lastSeconds;
     QSet<QString> m_reload;                 // continued members: curves reread at their first snapshot
+    // Per member: the last step its curves were read up to from its run; live points
+    // up to there arrive late and are left out.
+    QHash<QString, double> m_loadedUntil;
 };
 
 }  // namespace widelab

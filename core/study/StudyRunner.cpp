@@ -463,7 +463,7 @@ std::map<std::string, double> measureMember(const std::filesystem::path& runDire
     bench.batch = 1;
     bench.sequence = run.sequenceLength();
     bench.steps = std::max<std::int64_t>(1, latencySteps);
-    bench.warmup = 1;
+    bench.warmup = 3;
     bench.peakSize = 64;  // the peak is not reported here
     bench.device = test.device;
     const BenchmarkResult latency = runBenchmark(run.model, bench);

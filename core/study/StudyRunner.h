@@ -66,7 +66,7 @@ struct StudyOptions {
     std::optional<std::int64_t> threads;
     std::vector<StudyObserver*> observers;  // not owned
     // Latency measurement: timed inference steps per member (batch 1).
-    std::int64_t latencySteps = 5;
+    std::int64_t latencySteps = 21;
 };
 
 struct StudySummary {
@@ -148,6 +148,6 @@ StudyDocument recordedStudy(const std::filesystem::path& directory);
 // tokens/s and peak memory over metrics.jsonl, wall time over its sessions, and
 // inference latency (core/train/Benchmark, batch 1, the task's length).
 std::map<std::string, double> measureMember(const std::filesystem::path& runDirectory, const std::string& device,
-                                            std::optional<std::int64_t> threads, std::int64_t latencySteps = 5);
+                                            std::optional<std::int64_t> threads, std::int64_t latencySteps = 21);
 
 }  // namespace widelab
