@@ -9,6 +9,7 @@
 #include "study/BuiltinStudies.h"
 #include "study/StudyDocument.h"
 #include "study/StudyResults.h"
+#include "study/StudyRunner.h"
 
 #include <QDir>
 #include <QFile>
@@ -44,7 +45,7 @@ bool sameStudy(const QString& directory, const QByteArray& documentJson, int ste
             overrides.steps = steps;
         if (seeds > 0)
             overrides.seeds = seeds;
-        return record.document == study.toJson() && record.overrides == overrides.toJson();
+        return studyDifferences(record.document, study.toJson()).empty() && record.overrides == overrides.toJson();
     } catch (const std::exception&) {
         return false;
     }

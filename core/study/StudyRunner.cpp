@@ -108,6 +108,24 @@ private:
     std::int64_t m_total;
 };
 
+std::vector<std::string> studyDifferences(const nlohmann::json& recorded, const nlohmann::json& document)
+{
+    const auto members = [](nlohmann::json study) {
+        if (!study.is_object())
+            return study;
+        study.erase("description");
+        study.erase("report");
+        if (study.contains("axes") && study.at("axes").is_array())
+            for (nlohmann::json& axis : study.at("axes"))
+                if (axis.is_object()) {
+                    axis.erase("label");
+                    axis.erase("names");
+                }
+        return study;
+    };
+    return differingKeys(members(recorded), members(document));
+}
+
 StudyDocument recordedStudy(const std::filesystem::path& directory)
 {
     const StudyRecord record = readStudyRecord(directory);
@@ -126,13 +144,18 @@ StudyRunner::StudyRunner(const StudyDocument& study, std::filesystem::path direc
     std::filesystem::create_directories(m_directory);
     try {
         m_lock = std::make_unique<RunLock>(m_directory);
-    } catch (const CheckpointError& busy) {
-        throw StudyRefused("the study in " + m_directory.string() + " is running in another process ("
-                           + busy.what() + "); wait for it, or open the study to watch it");
+    } catch (const CheckpointError&) {
+        // The lock file holds the process id of its holder (RunLock).
+        std::string holder;
+        std::ifstream lock(runlayout::lockFile(m_directory));
+        std::getline(lock, holder);
+        throw StudyRefused("the study in " + m_directory.string() + " is running in another process"
+                           + (holder.empty() ? std::string() : " (process " + holder + ")")
+                           + ": wait for it to finish, or open the study in the app to watch it");
     }
     if (existing) {
         const StudyRecord saved = readStudyRecord(m_directory);
-        const auto differences = differingKeys(saved.document, m_study.toJson());
+        const auto differences = studyDifferences(saved.document, m_study.toJson());
         if (!differences.empty()) {
             std::string keys;
             for (std::size_t i = 0; i < differences.size() && i < 8; ++i)

@@ -138,6 +138,12 @@ private:
     double m_started = 0.0;
 };
 
+// The keys (dotted) in which a study `document` (StudyDocument::toJson()) differs
+// from the one a directory records, leaving out what only describes it (its
+// description and report, each axis's label and names): empty when continuing
+// `document` there continues the same study.
+std::vector<std::string> studyDifferences(const nlohmann::json& recorded, const nlohmann::json& document);
+
 // The study a directory's study.json records (its base inline), for continuing it
 // without its file; ConfigError naming study.json when it is missing or damaged.
 StudyDocument recordedStudy(const std::filesystem::path& directory);

@@ -415,10 +415,26 @@ void TestStudy::continuingAnotherStudyIsRefused()
         const QString what = error.what();
         QVERIFY2(what.contains("--steps 4") && what.contains("--steps 5"), qPrintable(what));
     }
+    // Words are not the study: another description, axis label or value names continue it.
+    {
+        StudyRunner reworded(parseStudyDocument(study(R"([{"key": "model.layers", "values": [1, 2], "label": "depth",
+                                                           "names": ["shallow", "deep"]}])",
+                                                      R"(, "description": "said otherwise")")),
+                             out, options);
+        QCOMPARE(reworded.members().size(), std::size_t{2});
+    }
     // Without --steps, the recorded one is kept.
     StudyRunner same(recordedStudy(out), out);
     QCOMPARE(same.overrides().steps.value_or(-1), std::int64_t{4});
     QCOMPARE(same.members().front().document["train"]["steps"].get<int>(), 4);
+    // While a runner has the directory, another is refused, whatever its document.
+    try {
+        StudyRunner second(recordedStudy(out), out);
+        QFAIL("a second runner of the same directory was accepted");
+    } catch (const StudyRefused& error) {
+        const QString what = error.what();
+        QVERIFY2(what.contains("running in another process"), qPrintable(what));
+    }
 }
 
 void TestStudy::failingMemberIsRecorded()
