@@ -1,6 +1,6 @@
 #include "StudyController.h"
 
-#include "config/ConfigError.h"
+#include "StudyData.h"
 #include "study/StudyRunner.h"
 
 #include <QPointer>
@@ -14,17 +14,6 @@ namespace {
 QString text(const std::string& s)
 {
     return QString::fromStdString(s);
-}
-
-QString problemText(const std::exception& error)
-{
-    if (const auto* config = dynamic_cast<const ConfigError*>(&error)) {
-        QStringList lines;
-        for (const ConfigIssue& issue : config->issues())
-            lines << text(issue.text());
-        return lines.join(QLatin1Char('\n'));
-    }
-    return text(error.what());
 }
 
 // Hears the runner on its threads and re-emits on the controller's (queued; a
@@ -148,7 +137,7 @@ bool StudyController::start(const Job& job)
             failed = static_cast<int>(summary.failed);
             outcome = summary.stopped ? QStringLiteral("stopped") : QStringLiteral("completed");
         } catch (const std::exception& problem) {
-            message = problemText(problem);
+            message = studyProblemText(problem);
         }
         QMetaObject::invokeMethod(
             this, [self, outcome, failed, message] {

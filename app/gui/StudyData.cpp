@@ -26,17 +26,6 @@ QString valueText(const nlohmann::json& value)
     return value.is_string() ? text(value.get<std::string>()) : text(value.dump());
 }
 
-QString problemText(const std::exception& error)
-{
-    if (const auto* config = dynamic_cast<const ConfigError*>(&error)) {
-        QStringList lines;
-        for (const ConfigIssue& issue : config->issues())
-            lines << text(issue.text());
-        return lines.join(QLatin1Char('\n'));
-    }
-    return text(error.what());
-}
-
 // Which of `axis`'s values the member has (its settings hold every key of the axis).
 int axisValueIndex(const StudyAxis& axis, const MemberResult& member)
 {
@@ -54,6 +43,17 @@ int axisValueIndex(const StudyAxis& axis, const MemberResult& member)
 }
 
 }  // namespace
+
+QString studyProblemText(const std::exception& error)
+{
+    if (const auto* config = dynamic_cast<const ConfigError*>(&error)) {
+        QStringList lines;
+        for (const ConfigIssue& issue : config->issues())
+            lines << text(issue.text());
+        return lines.join(QLatin1Char('\n'));
+    }
+    return text(error.what());
+}
 
 bool isStudyDirectory(const QString& directory)
 {
@@ -105,7 +105,7 @@ bool loadStudyData(const QString& directory, StudyData& data, QString* error)
         try {
             papers = paperComparisons(record, loadPaperFigures());
         } catch (const ConfigError& problem) {
-            data.paperProblem = problemText(problem);
+            data.paperProblem = studyProblemText(problem);
         }
         for (const PaperComparison& paper : papers) {
             StudyPaperSeries series{text(paper.paper), text(paper.source), text(paper.measure), text(paper.note), {}};
@@ -119,7 +119,7 @@ bool loadStudyData(const QString& directory, StudyData& data, QString* error)
         return true;
     } catch (const std::exception& problem) {
         if (error)
-            *error = problemText(problem);
+            *error = studyProblemText(problem);
         return false;
     }
 }
@@ -132,7 +132,7 @@ QVector<StudiesView::Builtin> builtinStudies()
             const StudyDocument study = loadStudyDocument(resolveStudyPath(name));
             list.push_back({text(name), text(study.name), text(study.description)});
         } catch (const std::exception& problem) {
-            list.push_back({text(name), text(name), problemText(problem)});
+            list.push_back({text(name), text(name), studyProblemText(problem)});
         }
     }
     return list;
@@ -148,7 +148,7 @@ QString checkStudyDocument(const QJsonObject& study, int* members)
             *members = static_cast<int>(count);
         return {};
     } catch (const std::exception& problem) {
-        return problemText(problem);
+        return studyProblemText(problem);
     }
 }
 

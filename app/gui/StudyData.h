@@ -10,6 +10,8 @@
 #include <QString>
 #include <QVector>
 
+#include <exception>
+
 namespace widelab {
 
 // A study directory's record, members (status and measures), the papers' figures
@@ -24,6 +26,9 @@ QVector<StudiesView::Builtin> builtinStudies();
 // Checks a study document as `widelab-cli study` would (parse and expand): empty
 // when valid (`members` set), else every problem, one per line.
 QString checkStudyDocument(const QJsonObject& study, int* members);
+
+// A study's error in words for the user: each problem of a ConfigError on a line.
+QString studyProblemText(const std::exception& error);
 
 // The directory holds a study (a study.json).
 bool isStudyDirectory(const QString& directory);
