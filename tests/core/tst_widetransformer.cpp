@@ -296,19 +296,25 @@ void TestWideTransformer::fusedPathsEqualSeparateAttentions()
 
 void TestWideTransformer::headBlocksEqualAllHeadsAtOnce()
 {
-    // Inference whose scores would pass 2^22 elements takes the heads a block at
-    // a time (here 3 blocks: 3 + 3 + 1 heads of 1100 x 1100 scores); the result
-    // must equal the same heads at once, as computed with autograd on.
-    torch::manual_seed(7);
-    const std::int64_t T = 1100, D = 8;
-    Attention attention(AttentionOptions{D, 7, 4, 1, 0.0}, ModelConfig{});
-    const torch::Tensor x = torch::randn({1, T, D});
-    const torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);
-    const torch::Tensor causal = torch::zeros({1, 1, T, T}).masked_fill(future, -1e9);
-    for (const torch::Tensor& bias : {torch::Tensor(), causal}) {
-        const torch::Tensor all = attention->forward(x, bias).detach();
-        torch::NoGradGuard noGrad;
-        QVERIFY(torch::allclose(attention->forward(x, bias), all, 1e-5, 1e-6));
+    // Inference whose scores would pass 2^18 elements takes the heads a block at
+    // a time: 7 heads of 1100 x 1100 scores one at a time, and 48 heads of 128 x 128
+    // (the wide 1x48 shape) in 3 blocks of 16. The result must equal the same heads
+    // at once, as computed with autograd on.
+    struct Case {
+        std::int64_t T, heads;
+    };
+    for (const Case c : {Case{1100, 7}, Case{128, 48}}) {
+        torch::manual_seed(7);
+        const std::int64_t D = 8;
+        Attention attention(AttentionOptions{D, c.heads, 4, 1, 0.0}, ModelConfig{});
+        const torch::Tensor x = torch::randn({1, c.T, D});
+        const torch::Tensor future = torch::ones({c.T, c.T}, torch::kBool).triu(1);
+        const torch::Tensor causal = torch::zeros({1, 1, c.T, c.T}).masked_fill(future, -1e9);
+        for (const torch::Tensor& bias : {torch::Tensor(), causal}) {
+            const torch::Tensor all = attention->forward(x, bias).detach();
+            torch::NoGradGuard noGrad;
+            QVERIFY(torch::allclose(attention->forward(x, bias), all, 1e-5, 1e-6));
+        }
     }
 }
 
