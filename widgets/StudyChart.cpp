@@ -15,25 +15,6 @@ namespace {
 
 using palette::blend;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Sample mean and standard deviation (n - 1; NaN for one value).
-std::pair<double, double> meanAndSpread(const QVector<double>& values)
-{
-    if (values.isEmpty())
-        return {kNaN, kNaN};
-    double sum = 0.0;
-    for (const double v : values)
-        sum += v;
-    const double mean = sum / values.size();
-    if (values.size() < 2)
-        return {mean, kNaN};
-    double squares = 0.0;
-    for (const double v : values)
-        squares += (v - mean) * (v - mean);
-    return {mean, std::sqrt(squares / (values.size() - 1))};
-}
-
 // The member's values on every axis but `axis`: the series it belongs to.
 QString otherAxesText(const StudyData& study, const StudyMemberRow& member, int axis)
 {
@@ -140,27 +121,19 @@ void StudyChart::collectAgainstAxis()
         return;
     // Every point once: its category along the axis and its series (the other axes).
     for (const QString& point : m_study.points()) {
-        const StudyMemberRow* first = nullptr;
-        QVector<double> values;
-        for (const StudyMemberRow& member : m_study.members) {
-            if (member.point != point)
-                continue;
-            first = first ? first : &member;
-            const auto it = member.measures.find(m_measure);
-            if (member.status == QLatin1String("completed") && it != member.measures.end() && std::isfinite(*it))
-                values << *it * measure->scale;
-        }
-        const QString category = studyAxisValueText(m_study, *first, m_axis, false);
-        const QString series = otherAxesText(m_study, *first, m_axis);
+        const StudyMemberRow& first = *std::find_if(m_study.members.begin(), m_study.members.end(),
+                                                    [&](const StudyMemberRow& m) { return m.point == point; });
+        const QString category = studyAxisValueText(m_study, first, m_axis, false);
+        const QString series = otherAxesText(m_study, first, m_axis);
         if (!m_categories.contains(category))
             m_categories << category;
         if (!m_series.contains(series))
             m_series << series;
-        if (values.isEmpty())
+        const StudyPointMeasure* value = m_study.pointMeasure(point, m_measure);
+        if (!value)
             continue;
-        const auto [mean, spread] = meanAndSpread(values);
-        m_points.push_back({series, series, point, category, double(m_categories.indexOf(category)), mean, spread,
-                            int(values.size()), false, QString()});
+        m_points.push_back({series, series, point, category, double(m_categories.indexOf(category)),
+                            value->mean * measure->scale, value->spread * measure->scale, value->seeds, false, QString()});
     }
     // The papers' values, at every point they give (finished or not), after the study's.
     // Not latencies: the paper's milliseconds are its hardware's; the notes compare ratios.
@@ -190,27 +163,18 @@ void StudyChart::collectAgainstMeasure(const QString& xKey)
     if (!measure || !xMeasure)
         return;
     for (const QString& point : m_study.points()) {
-        QVector<double> xs, ys;
-        QStringList names;  // the point as its axes' values call it: "1x48", "full, 6x8"
-        for (const StudyMemberRow& member : m_study.members) {
-            const auto x = member.measures.find(xKey);
-            const auto y = member.measures.find(m_measure);
-            if (member.point == point && names.isEmpty())
-                for (int axis = 0; axis < m_study.axes.size(); ++axis)
-                    names << studyAxisValueText(m_study, member, axis, false);
-            if (member.point == point && member.status == QLatin1String("completed") && x != member.measures.end()
-                && y != member.measures.end() && std::isfinite(*x) && std::isfinite(*y)) {
-                xs << *x * xMeasure->scale;
-                ys << *y * measure->scale;
-            }
-        }
-        if (ys.isEmpty())
+        const StudyPointMeasure* x = m_study.pointMeasure(point, xKey);
+        const StudyPointMeasure* y = m_study.pointMeasure(point, m_measure);
+        if (!x || !y)
             continue;
-        const auto [x, xSpread] = meanAndSpread(xs);
-        const auto [y, spread] = meanAndSpread(ys);
-        (void)xSpread;
-        m_points.push_back({QString(), QString(), point, names.join(QStringLiteral(", ")), x, y, spread, int(ys.size()),
-                            false, QString()});
+        // The point as its axes' values call it: "1x48", "full, 6x8".
+        const StudyMemberRow& first = *std::find_if(m_study.members.begin(), m_study.members.end(),
+                                                    [&](const StudyMemberRow& m) { return m.point == point; });
+        QStringList names;
+        for (int axis = 0; axis < m_study.axes.size(); ++axis)
+            names << studyAxisValueText(m_study, first, axis, false);
+        m_points.push_back({QString(), QString(), point, names.join(QStringLiteral(", ")), x->mean * xMeasure->scale,
+                            y->mean * measure->scale, y->spread * measure->scale, y->seeds, false, QString()});
     }
     // The front: no other point is at once smaller in x and better in y.
     const bool lower = lowerIsBetter(m_measure);

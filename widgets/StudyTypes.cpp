@@ -27,6 +27,15 @@ const StudyMeasureInfo* StudyData::measure(const QString& key) const
     return nullptr;
 }
 
+const StudyPointMeasure* StudyData::pointMeasure(const QString& point, const QString& key) const
+{
+    const auto measures = pointMeasures.constFind(point);
+    if (measures == pointMeasures.constEnd())
+        return nullptr;
+    const auto measure = measures->constFind(key);
+    return measure == measures->constEnd() ? nullptr : &*measure;
+}
+
 QString studySettingValue(const StudyMemberRow& member, const QString& key)
 {
     for (const auto& [name, value] : member.settings)

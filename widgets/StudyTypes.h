@@ -56,6 +56,14 @@ struct StudyPaperSeries {
     QVector<StudyPaperPoint> points;
 };
 
+// A measure of one axis point over its completed seeds (core/study's pointMeasure),
+// in the measure's own units.
+struct StudyPointMeasure {
+    double mean = std::numeric_limits<double>::quiet_NaN();
+    double spread = std::numeric_limits<double>::quiet_NaN();  // sample standard deviation; NaN for one seed
+    int seeds = 0;
+};
+
 struct StudyLatencyRow {
     QString group, deep, wide;
     double deepMs = 0.0, wideMs = 0.0;
@@ -70,6 +78,8 @@ struct StudyData {
     QVector<StudyAxisInfo> axes;
     QVector<StudyMeasureInfo> measures;
     QVector<StudyMemberRow> members;        // in the study's order
+    // Per axis point, per measure key: over its completed members (absent: none has it).
+    QHash<QString, QHash<QString, StudyPointMeasure>> pointMeasures;
     QVector<StudyPaperSeries> papers;
     QVector<StudyLatencyRow> latency;
     QString paperProblem;                   // a paper figure that did not read
@@ -78,6 +88,8 @@ struct StudyData {
     int count(const QString& status) const;
     QStringList points() const;              // each once, in the members' order
     const StudyMeasureInfo* measure(const QString& key) const;
+    // nullptr when no completed member of the point has that measure.
+    const StudyPointMeasure* pointMeasure(const QString& point, const QString& key) const;
 };
 
 // The value text a member has for `key`; empty when its settings do not name it.

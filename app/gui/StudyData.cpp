@@ -100,6 +100,13 @@ bool loadStudyData(const QString& directory, StudyData& data, QString* error)
             row.directory = text(studylayout::runDirectory(dir, member.name).string());
             data.members.push_back(row);
         }
+        for (const std::string& point : studyPoints(members))
+            for (const MeasureSpec& measure : studyMeasures()) {
+                int seeds = 0;
+                const auto [mean, spread] = pointMeasure(members, point, measure.column, &seeds);
+                if (seeds > 0)
+                    data.pointMeasures[text(point)][text(measure.column)] = {mean, spread, seeds};
+            }
         record.members = members;
         std::vector<PaperComparison> papers;
         try {

@@ -350,7 +350,7 @@ std::vector<std::string> studyPoints(const std::vector<MemberResult>& members)
 }
 
 std::pair<double, double> pointMeasure(const std::vector<MemberResult>& members, const std::string& point,
-                                       const std::string& column)
+                                       const std::string& column, int* count)
 {
     std::vector<double> values;
     for (const MemberResult& member : members) {
@@ -360,6 +360,8 @@ std::pair<double, double> pointMeasure(const std::vector<MemberResult>& members,
         if (it != member.measures.end() && std::isfinite(it->second))
             values.push_back(it->second);
     }
+    if (count)
+        *count = static_cast<int>(values.size());
     return meanAndSpread(values);
 }
 

@@ -81,8 +81,9 @@ const MeasureSpec* findMeasure(const std::string& column);
 std::vector<std::string> studyPoints(const std::vector<MemberResult>& members);
 // A measure of one axis point: meanAndSpread over its completed members that have
 // it (in the measure's own units, unscaled); the mean is NaN when none has.
+// `count`, when given, is set to how many members that is.
 std::pair<double, double> pointMeasure(const std::vector<MemberResult>& members, const std::string& point,
-                                       const std::string& column);
+                                       const std::string& column, int* count = nullptr);
 // "36.1 ± 0.4" at the measure's scale and precision; "–" for a NaN mean; no spread when it is NaN.
 std::string measureText(const MeasureSpec& measure, double mean, double spread);
 

@@ -111,6 +111,17 @@ StudyData knownStudy()
     study.papers = {{QStringLiteral("P"), QStringLiteral("Table 4, ListOps"), QStringLiteral("test_accuracy"), QString(),
                      {{QStringLiteral("layers=6,heads=8"), QStringLiteral("T, 6-8"), 0.357, 0.012},
                       {QStringLiteral("layers=1,heads=48"), QStringLiteral("T, 1-48"), 0.372, std::nan("")}}}};
+    // What the app takes from the core for each point (its completed seeds), worked out by hand:
+    // 6x8's accuracy 30 and 34 % (mean 32, deviation sqrt(8) points), its latency 12 and 14 ms.
+    const double none = std::nan("");
+    study.pointMeasures[QStringLiteral("layers=6,heads=8")] = {
+        {QStringLiteral("test_accuracy"), {0.32, std::sqrt(0.0008), 2}},
+        {QStringLiteral("stored_parameters"), {1000, 0, 2}},
+        {QStringLiteral("latency_ms"), {13.0, std::sqrt(2.0), 2}}};
+    study.pointMeasures[QStringLiteral("layers=3,heads=16")] = {
+        {QStringLiteral("test_accuracy"), {0.38, none, 1}},
+        {QStringLiteral("stored_parameters"), {1000, none, 1}},
+        {QStringLiteral("latency_ms"), {8.0, none, 1}}};
     return study;
 }
 
@@ -187,8 +198,13 @@ void TestStudies::chartParetoFront()
     StudyData study = knownStudy();
     // Parameters against accuracy: 6x8 (1000, 32 %), 3x16 (2000, 38 %), 2x24 (1500, 30 %): 2x24 is dominated.
     study.members[1].measures[QStringLiteral("stored_parameters")] = 2000;
+    study.pointMeasures[QStringLiteral("layers=3,heads=16")][QStringLiteral("stored_parameters")].mean = 2000;
     StudyMemberRow extra = member(QStringLiteral("layers=2,heads=24"), -1, 1, 0.30, 1500, 9.0);
     study.members.push_back(extra);
+    study.pointMeasures[QStringLiteral("layers=2,heads=24")] = {
+        {QStringLiteral("test_accuracy"), {0.30, std::nan(""), 1}},
+        {QStringLiteral("stored_parameters"), {1500, std::nan(""), 1}},
+        {QStringLiteral("latency_ms"), {9.0, std::nan(""), 1}}};
     StudyChart chart;
     chart.setStudy(study);
     chart.setMeasure(QStringLiteral("test_accuracy"));
