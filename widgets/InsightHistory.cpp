@@ -138,10 +138,23 @@ void InsightHistory::addCapture(ProbeCapture capture)
     ++m_revision;
 }
 
+void InsightHistory::addValidationInsight(ValidationInsight insight)
+{
+    insertByStep(m_validation, std::move(insight));
+    thin(m_validation, kMaxStates);
+    ++m_revision;
+}
+
+const ValidationInsight* InsightHistory::validationInsightAt(qint64 step) const
+{
+    return lastAtOrBefore(m_validation, step);
+}
+
 void InsightHistory::truncateAfter(qint64 step)
 {
     auto later = [step](const auto& item) { return item.step > step; };
     m_states.erase(std::remove_if(m_states.begin(), m_states.end(), later), m_states.end());
+    m_validation.erase(std::remove_if(m_validation.begin(), m_validation.end(), later), m_validation.end());
     for (auto& list : m_captures)
         list.erase(std::remove_if(list.begin(), list.end(), later), list.end());
     ++m_revision;
@@ -152,6 +165,7 @@ void InsightHistory::clear()
     m_states.clear();
     m_texts.clear();
     m_captures.clear();
+    m_validation.clear();
     ++m_revision;
 }
 
@@ -291,6 +305,8 @@ QVector<qint64> InsightHistory::steps() const
     QVector<qint64> all;
     for (const ModelState& state : m_states)
         all.push_back(state.step);
+    for (const ValidationInsight& insight : m_validation)
+        all.push_back(insight.step);
     for (const auto& list : m_captures)
         for (const ProbeCapture& capture : list)
             all.push_back(capture.step);

@@ -1,4 +1,5 @@
-// defines: ExpertLoad, NormState, PathWeightState, ModelState, CaptureImage,
+// defines: ExpertLoad, HealthAlarm, NormState, PathWeightState, ModelState,
+// HeadRoleState, ExpertSpecialisation, ValidationInsight, CaptureImage,
 // HeadMapCaption, ProbeCapture,
 // InsightHistory: what the interpretability views draw, as plain Qt data (app/
 // converts the core's snapshots and probes into it), kept over a run's steps
@@ -24,6 +25,12 @@ struct ExpertLoad {
     int unusedExperts = 0;
     double routerEntropy = 0;                 // nats
     QVector<double> loadVsFair;               // tokens / (S * K / E)
+    // Router health, on the router's probabilities averaged over the tokens (p):
+    double maxViolation = 0;                  // E * max_e p_e - 1 (0: balanced)
+    double effectiveExperts = 0;              // exp(entropy of p) / E (1: balanced)
+    double zLoss = 0;                         // mean over tokens of logsumexp(router logits)^2
+    double deadFraction = 0;                  // unusedExperts / E
+    double consistency = -1;                  // tokens keeping their top-1 expert from the previous routing block; -1: first
 
     qint64 totalTokens() const;
     double share(int expert) const;           // of the block's kept assignments, 0..1
@@ -54,11 +61,47 @@ struct PathWeightState {
     QString featureName(int index) const;  // "path 2", "mean without path 2"
 };
 
+// A health alarm the trainer raised at a measurement (also in the run's log).
+struct HealthAlarm {
+    QString kind;    // "collapse", "dead expert", "z-loss", "path weight"
+    QString level;   // "warning" when raised, "info" when it clears
+    int block = -1;  // 0-based
+    int index = -1;  // the expert, or the path feature; -1 for the block
+    QString text;    // the sentence the log shows
+};
+
 struct ModelState {
     qint64 step = 0;
     QVector<ExpertLoad> routing;       // empty for a dense model
     NormState norms;
     QVector<PathWeightState> paths;    // empty for a one-path model
+    QVector<HealthAlarm> alarms;       // raised or cleared at this step
+};
+
+// What every head of every layer does on the validation probes at one validation:
+// a score per role, 0..1 (core/train/HeadRoles.h defines them).
+struct HeadRoleState {
+    QStringList roles;                        // role names, e.g. "previous token"
+    QVector<QVector<QVector<double>>> scores; // [layer][head][role]
+    QVector<QVector<int>> dominant;           // [layer][head]: index into roles
+
+    int layers() const { return static_cast<int>(scores.size()); }
+    int heads() const { return scores.isEmpty() ? 0 : static_cast<int>(scores.front().size()); }
+};
+
+// What one routing block's experts receive over the validation sample.
+struct ExpertSpecialisation {
+    int block = 0;                                     // 0-based
+    QVector<QVector<QPair<QString, qint64>>> topTokens;// [expert]: most frequent tokens, with counts
+    QVector<QVector<qint64>> classCounts;              // [expert][class]: tokens of each class (classification)
+    QStringList classNames;                            // empty for language models
+};
+
+// What a validation measured beyond loss and accuracy.
+struct ValidationInsight {
+    qint64 step = 0;
+    HeadRoleState heads;
+    QVector<ExpertSpecialisation> experts;  // empty for a dense model
 };
 
 // A probe image as the model saw it (before normalisation), cut into a grid of
@@ -102,6 +145,14 @@ struct ProbeCapture {
     // An image probe's picture; tokens are then "CLS" (when the model has one)
     // and one per patch, row-major.
     CaptureImage image;
+    // Logit lens: the model's final LayerNorm and head applied to the residual
+    // stream after each sublayer. lensStages[i] names stage i ("block 1 attention",
+    // "block 1 ffn", ...); the last stage is the model's output, so its row
+    // equals prediction. logitLens[i][c] is the probability of
+    // predictionLabels[lensColumns[c]] (lensColumns empty: of every label, c).
+    QStringList lensStages;
+    QVector<QVector<float>> logitLens;
+    QVector<int> lensColumns;
 
     int tokenCount() const { return static_cast<int>(tokens.size()); }
     bool hasImage() const { return !image.image.isNull() && image.gridRows > 0 && image.gridCols > 0; }
@@ -128,6 +179,7 @@ public:
 
     void addState(ModelState state);      // a state for a step already held replaces it
     void addCapture(ProbeCapture capture);
+    void addValidationInsight(ValidationInsight insight);  // one for a step already held replaces it
     void truncateAfter(qint64 step);      // a resumed run retraces the steps after its checkpoint
     void clear();
 
@@ -142,10 +194,13 @@ public:
     const ModelState* routedStateAt(qint64 step) const;
     const ModelState* pathStateAt(qint64 step) const;
     const ProbeCapture* captureAt(const QString& text, qint64 step) const;
+    const QVector<ValidationInsight>& validationInsights() const { return m_validation; }
+    // The newest validation insight at or before `step` (step < 0: the newest); nullptr when none.
+    const ValidationInsight* validationInsightAt(qint64 step) const;
     // Every step something was recorded at, ascending: the scrubber's stops.
     QVector<qint64> steps() const;
     qint64 lastStep() const;  // -1 when empty
-    bool isEmpty() const { return m_states.isEmpty() && m_texts.isEmpty(); }
+    bool isEmpty() const { return m_states.isEmpty() && m_texts.isEmpty() && m_validation.isEmpty(); }
     // What the model has, from its configuration: the views decide from this
     // whether a run has experts or path weights at all, not from whether some
     // step measured them. Unknown (nullopt) until the app sets it; clear() keeps it.
@@ -170,6 +225,7 @@ private:
     QVector<ModelState> m_states;
     QStringList m_texts;
     QHash<QString, QVector<ProbeCapture>> m_captures;
+    QVector<ValidationInsight> m_validation;
     std::optional<ArchitectureSketch> m_architecture;
     QVector<HeadMapCaption> m_headCaptions;
     std::optional<bool> m_imageInput;
