@@ -1,9 +1,12 @@
 #include "ExpertsView.h"
 
+#include "AlarmList.h"
 #include "ColorScale.h"
+#include "ExpertSpecialisationPanel.h"
 #include "MatrixView.h"
 #include "Palette.h"
 #include "PatchExpertGrid.h"
+#include "RouterHealthPanel.h"
 #include "ViewExport.h"
 
 #include <QComboBox>
@@ -14,6 +17,7 @@
 #include <QScrollArea>
 #include <QSplitter>
 #include <QStackedWidget>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
 
@@ -129,17 +133,44 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
     split->addWidget(bottom);
+
+    m_health = new RouterHealthPanel;
+    m_specialisation = new ExpertSpecialisationPanel;
+    m_alarmBadge = new QLabel;
+    m_alarmBadge->setWordWrap(true);
+    m_alarmBadge->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_alarmBadge->setAccessibleName(tr("Routing alarms in force"));
+    m_alarmBadge->setStyleSheet(QStringLiteral("QLabel { background: %1; padding: 3px; border-radius: 3px; }")
+                                    .arg(palette::blend(palette().color(QPalette::Base), palette::seriesColor(5), 0.3)
+                                             .name()));
+    m_alarmBadge->hide();
+    m_sections = new QTabWidget;
+    m_sections->setDocumentMode(true);
+    m_sections->addTab(split, tr("Load"));
+    m_sections->addTab(m_health, tr("Router health"));
+    m_sections->addTab(m_specialisation, tr("Specialisation"));
+    m_sections->setTabToolTip(1, tr("Balance, entropy, z-loss, dead experts and consistency per routing block, and "
+                                    "the trainer's routing alarms"));
+    m_sections->setTabToolTip(2, tr("The tokens and classes each expert receives, measured at each validation"));
     auto* bodyLayout = new QVBoxLayout(m_body);
     bodyLayout->setContentsMargins(0, 0, 0, 0);
-    bodyLayout->addWidget(split);
+    bodyLayout->addWidget(m_alarmBadge);
+    bodyLayout->addWidget(m_sections, 1);
 
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_empty);
     layout->addWidget(m_body, 1);
     connect(m_timeBlock, &QComboBox::currentIndexChanged, this, &ExpertsView::refresh);
+    connect(m_health, &RouterHealthPanel::measureChanged, this, &ExpertsView::refresh);
+    // A click on an alarm shows its block's experts.
+    connect(m_health->alarms(), &AlarmList::alarmActivated, this,
+            [this](const HealthAlarm& alarm) { m_specialisation->setBlock(alarm.block); });
 }
 
 void ExpertsView::setTimeBlock(int block) { m_timeBlock->setCurrentIndex(m_timeBlock->findData(block)); }
+void ExpertsView::setSection(Section section) { m_sections->setCurrentIndex(int(section)); }
+ExpertsView::Section ExpertsView::section() const { return Section(m_sections->currentIndex()); }
+QVector<HealthAlarm> ExpertsView::activeAlarms() const { return m_health->alarms()->active(); }
 
 void ExpertsView::refresh()
 {
@@ -170,14 +201,28 @@ void ExpertsView::refresh()
         for (const ExpertLoad& load : m_state->routing)
             m_timeBlock->addItem(tr("block %1").arg(load.block + 1), load.block);
     }
-    showShare(*m_state);
+    // Alarms up to the step asked for (live: all of them), so that scrubbing
+    // back hides those raised later.
+    m_health->show(m_primary.runId, *m_primary.history, *m_state, m_step);
+    const QVector<HealthAlarm> active = activeAlarms();
+    m_alarmBadge->setText(m_health->alarms()->badgeText());
+    m_alarmBadge->setVisible(!active.isEmpty());
+    m_sections->setTabText(1, active.isEmpty() ? tr("Router health") : tr("Router health ⚠ %1").arg(active.size()));
+    const ValidationInsight* insight = m_primary.history->validationInsightAt(m_step);
+    m_specialisation->show(insight, active,
+                           insight == nullptr && m_primary.history->validationInsightAt(-1) != nullptr
+                               ? tr("No validation at or before step %1: what each expert receives is measured at "
+                                    "each validation.").arg(m_step)
+                               : tr("No validation yet: what each expert receives (its tokens, and for a "
+                                    "classifier their classes) is measured at each validation."));
+    showShare(*m_state, active);
     showOverTime(*m_primary.history, m_state->step);
     showTable(*m_state);
     const ProbeCapture* capture = m_primary.history->captureAt(probeText(), m_step);
     showRouting(capture, expertCount(*m_state));
 }
 
-void ExpertsView::showShare(const ModelState& state)
+void ExpertsView::showShare(const ModelState& state, const QVector<HealthAlarm>& active)
 {
     MatrixView::Matrix m;
     m.rows = static_cast<int>(state.routing.size());
@@ -207,17 +252,27 @@ void ExpertsView::showShare(const ModelState& state)
     m.valueScale = 100;
     m.valueSuffix = QStringLiteral("%");
     m.decimals = 1;
+    // The experts an alarm in force names are outlined, and their read-out says why.
+    QHash<QPair<int, int>, QString> alarmed;
+    for (int row = 0; row < state.routing.size(); ++row)
+        for (const HealthAlarm& alarm : active)
+            if (alarm.block == state.routing[row].block && alarm.index >= 0 && alarm.index < m.cols) {
+                m.marked.push_back(QPoint(alarm.index, row));
+                alarmed[{row, alarm.index}] += QStringLiteral("\n⚠ ") + alarm.text;
+            }
     const QVector<ExpertLoad> routing = state.routing;
-    m_share->setReadout([routing](int row, int col) {
+    m_share->setReadout([routing, alarmed](int row, int col) {
         const ExpertLoad& load = routing[row];
         return tr("block %1, expert %2: %3 of the tokens (%4 tokens, %5× a fair share)")
-            .arg(load.block + 1)
-            .arg(col + 1)
-            .arg(percent(load.share(col)))
-            .arg(load.tokensPerExpert.value(col))
-            .arg(QString::number(load.loadVsFair.value(col), 'f', 2));
+                   .arg(load.block + 1)
+                   .arg(col + 1)
+                   .arg(percent(load.share(col)))
+                   .arg(load.tokensPerExpert.value(col))
+                   .arg(QString::number(load.loadVsFair.value(col), 'f', 2))
+               + alarmed.value({row, col});
     });
-    m_share->setTitle(tr("Share of tokens routed, step %1").arg(state.step));
+    m_share->setTitle(tr("Share of tokens routed, step %1").arg(state.step)
+                      + (m.marked.isEmpty() ? QString() : tr(" (outlined: an alarm in force)")));
     m_share->setMatrix(std::move(m));
 }
 
@@ -420,6 +475,11 @@ QString ExpertsView::exportTitle() const { return tr("experts %1 step %2").arg(m
 
 QByteArray ExpertsView::csv() const
 {
+    // The numbers of the part shown: router health, specialisation, or the load below.
+    if (m_state && section() == Section::Health)
+        return m_health->csv(m_primary.label);
+    if (m_state && section() == Section::Specialisation)
+        return m_specialisation->csv(m_primary.label);
     QByteArray out = "run,step,block,expert,tokens,share,load_vs_fair,router_entropy,unused_experts,dropped_percent_per_choice\n";
     if (!m_state)
         return out;

@@ -1,7 +1,9 @@
 // defines: widelab::ExpertsView, expert load and routing: the share of tokens
 // each expert of each block receives, now and over time, dropped tokens, dead
 // experts and imbalance flagged, and which expert each probe token (or each
-// patch of a probe image, over the picture) goes to
+// patch of a probe image, over the picture) goes to; beside it, router health
+// (RouterHealthPanel) with its alarms and what each expert receives
+// (ExpertSpecialisationPanel)
 #pragma once
 
 #include "InsightPage.h"
@@ -12,12 +14,15 @@ class QComboBox;
 class QLabel;
 class QScrollArea;
 class QStackedWidget;
+class QTabWidget;
 class QTableWidget;
 
 namespace widelab {
 
+class ExpertSpecialisationPanel;
 class MatrixView;
 class PatchExpertGrid;
+class RouterHealthPanel;
 
 class ExpertsView : public InsightPage {
     Q_OBJECT
@@ -45,12 +50,23 @@ public:
     // The flags at the shown step, one line each.
     QStringList warnings() const { return m_warnings; }
 
+    // The page's parts: load (the maps above), router health, specialisation.
+    enum class Section { Load, Health, Specialisation };
+    void setSection(Section section);
+    Section section() const;
+    RouterHealthPanel* health() const { return m_health; }
+    ExpertSpecialisationPanel* specialisation() const { return m_specialisation; }
+    // The routing alarms in force at the shown step, and the badge that names them
+    // (hidden when none is in force).
+    QVector<HealthAlarm> activeAlarms() const;
+    QLabel* alarmBadge() const { return m_alarmBadge; }
+
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void fitPatches();  // the image grid's tiles as large as its area allows
-    void showShare(const ModelState& state);
+    void showShare(const ModelState& state, const QVector<HealthAlarm>& active);
     void showOverTime(const InsightHistory& history, qint64 upTo);
     void showTable(const ModelState& state);
     void showRouting(const ProbeCapture* capture, int experts);
@@ -58,6 +74,10 @@ private:
     QWidget* m_body = nullptr;
     QLabel* m_empty = nullptr;
     QLabel* m_flags = nullptr;
+    QLabel* m_alarmBadge = nullptr;
+    QTabWidget* m_sections = nullptr;
+    RouterHealthPanel* m_health = nullptr;
+    ExpertSpecialisationPanel* m_specialisation = nullptr;
     QComboBox* m_timeBlock = nullptr;
     MatrixView* m_share = nullptr;
     MatrixView* m_overTime = nullptr;

@@ -10,6 +10,20 @@ namespace widelab {
 
 namespace {
 
+// Whether thinning must keep `item` whatever its place: a state that raised or
+// cleared an alarm (the alarm lists replay them; dropping one would leave a
+// warning in force forever, or lose it).
+template <typename T>
+bool keptWhenThinning(const T&)
+{
+    return false;
+}
+template <>
+bool keptWhenThinning(const ModelState& state)
+{
+    return !state.alarms.isEmpty();
+}
+
 // Halves the density of the older half of `items` once it holds more than `limit`.
 template <typename T>
 void thin(QVector<T>& items, int limit)
@@ -20,7 +34,7 @@ void thin(QVector<T>& items, int limit)
     QVector<T> kept;
     kept.reserve(items.size() - older / 2);
     for (qsizetype i = 0; i < items.size(); ++i)
-        if (i >= older || i % 2 == 0)
+        if (i >= older || i % 2 == 0 || keptWhenThinning(items[i]))
             kept.push_back(std::move(items[i]));
     items = std::move(kept);
 }

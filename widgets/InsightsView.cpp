@@ -1,5 +1,6 @@
 #include "InsightsView.h"
 
+#include "AblationView.h"
 #include "AttentionView.h"
 #include "ExpertsView.h"
 #include "ImageProbeDialog.h"
@@ -101,6 +102,10 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_tabs->addTab(scrolled(m_experts), tr("Experts"));
     m_tabs->addTab(scrolled(m_layerNorm), tr("LayerNorm"));
     m_tabs->addTab(scrolled(m_paths), tr("Paths"));
+    m_ablation = new AblationView;
+    m_tabs->addTab(scrolled(m_ablation), tr("Ablation"));
+    m_tabs->setTabToolTip(int(Page::Ablation), tr("Switch each head, expert, path or sublayer off in turn and see "
+                                                  "what it does to validation loss and the probe's prediction"));
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);

@@ -20,6 +20,7 @@ class QToolButton;
 
 namespace widelab {
 
+class AblationView;
 class AttentionView;
 class ExpertsView;
 class InsightPage;
@@ -33,7 +34,7 @@ class PathsView;
 class InsightsView : public QWidget {
     Q_OBJECT
 public:
-    enum class Page { Attention, Experts, LayerNorm, Paths };
+    enum class Page { Attention, Experts, LayerNorm, Paths, Ablation };
     static constexpr int kRefreshMs = 250;
 
     explicit InsightsView(QWidget* parent = nullptr);
@@ -56,6 +57,8 @@ public:
     ExpertsView* experts() const { return m_experts; }
     LayerNormView* layerNorm() const { return m_layerNorm; }
     PathsView* paths() const { return m_paths; }
+    // The app connects its scanRequested / cancelRequested and reports to its slots.
+    AblationView* ablation() const { return m_ablation; }
 
     void setLive(bool live);
     bool isLive() const;
@@ -111,6 +114,7 @@ private:
     ExpertsView* m_experts = nullptr;
     LayerNormView* m_layerNorm = nullptr;
     PathsView* m_paths = nullptr;
+    AblationView* m_ablation = nullptr;
     QVector<qint64> m_steps;
     qint64 m_frozenStep = -1;
     QTimer m_refreshTimer;

@@ -341,6 +341,16 @@ void MatrixView::paintEvent(QPaintEvent*)
         painter.drawText(QPointF(m_bar.right() + 4, m_bar.top() + metrics.ascent()), scaleHighText());
         painter.drawText(QPointF(m_bar.right() + 4, m_bar.bottom()), scaleLowText());
     }
+    // Marked cells: a dark frame around a light one, visible on any cell colour.
+    painter.setBrush(Qt::NoBrush);
+    for (const QPoint& cell : m.marked)
+        if (cell.x() >= 0 && cell.x() < m.cols && cell.y() >= 0 && cell.y() < m.rows) {
+            const QRectF r = cellRect(cell.y(), cell.x());
+            painter.setPen(QPen(Qt::black, 3));
+            painter.drawRect(r.adjusted(1.5, 1.5, -1.5, -1.5));
+            painter.setPen(QPen(Qt::white, 1));
+            painter.drawRect(r.adjusted(3, 3, -3, -3));
+        }
     if (m_hover.x() >= 0) {
         painter.setPen(QPen(palette().color(QPalette::Highlight), 2));
         painter.setBrush(Qt::NoBrush);

@@ -2,6 +2,7 @@
 // labels, a colour bar, a hover read-out and clicks on cells
 #pragma once
 
+#include <QPoint>
 #include <QString>
 #include <QStringList>
 #include <QVector>
@@ -37,6 +38,7 @@ public:
         double valueScale = 1;           // the read-out and colour bar show value * valueScale ...
         QString valueSuffix;             // ... followed by this ("%")
         int decimals = 3;
+        QVector<QPoint> marked;          // cells outlined boldly (x = column, y = row): an alarm's expert, a selection
     };
 
     explicit MatrixView(QWidget* parent = nullptr);

@@ -1,5 +1,6 @@
 #include "PathsView.h"
 
+#include "AlarmList.h"
 #include "CurvePlot.h"
 #include "Palette.h"
 #include "ViewExport.h"
@@ -7,6 +8,7 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QSet>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -53,14 +55,23 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     m_diversity->setAccessibleName(tr("Path diversity against depth"));
     m_diversity->setMinimumHeight(160);
 
+    m_alarms = new AlarmList;
+    m_alarms->setKinds({QStringLiteral("path weight")});
+    m_alarms->setEmptyText(tr("No path-weight alarm so far: the trainer raises one when a path's weight collapses "
+                              "towards zero or dominates the others."));
+
     m_body = new QWidget(this);
     auto* curves = new QSplitter(Qt::Horizontal);
     curves->addWidget(m_alpha);
     curves->addWidget(m_beta);
     curves->setSizes({1000, 1000});  // halves, whatever the contents ask for
+    auto* lower = new QSplitter(Qt::Horizontal);
+    lower->addWidget(m_diversity);
+    lower->addWidget(m_alarms);
+    lower->setSizes({1400, 600});
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(curves);
-    split->addWidget(m_diversity);
+    split->addWidget(lower);
     auto* bodyLayout = new QVBoxLayout(m_body);
     bodyLayout->setContentsMargins(0, 0, 0, 0);
     bodyLayout->addWidget(split);
@@ -83,6 +94,22 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     layout->addWidget(m_body, 1);
     connect(m_block, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
     connect(m_sublayer, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
+    // A click on an alarm shows its block's weights.
+    connect(m_alarms, &AlarmList::alarmActivated, this, [this](const HealthAlarm& alarm) {
+        if (alarm.block >= 0 && alarm.block < m_block->count())
+            setBlock(alarm.block);
+    });
+}
+
+bool PathsView::concerns(const HealthAlarm& alarm, int block, const QString& sublayer)
+{
+    if (alarm.block != block)
+        return false;
+    const bool attention = alarm.text.contains(QLatin1String("attention"), Qt::CaseInsensitive);
+    const bool ffn = alarm.text.contains(QLatin1String("ffn"), Qt::CaseInsensitive);
+    if (attention == ffn)
+        return true;  // names neither (or both): it may be this one
+    return sublayer == QLatin1String("attention") ? attention : ffn;
 }
 
 void PathsView::setBlock(int block) { m_block->setCurrentIndex(m_block->findData(block)); }
@@ -118,6 +145,7 @@ void PathsView::refresh()
         for (int b = 0; b < blocks; ++b)
             m_block->addItem(QString::number(b + 1), b);
     }
+    m_alarms->setHistory(m_primary.history.get(), m_step);
     showCurves();
     showDiversity();
     const ModelState* shown = m_step >= 0 ? m_primary.history->stateAt(m_step) : nullptr;
@@ -129,17 +157,28 @@ void PathsView::showCurves()
 {
     const int block = m_block->currentData().toInt();
     const QString sublayer = m_sublayer->currentData().toString();
+    // The path features an alarm in force names, in this block and sublayer.
+    QHash<int, QStringList> alarmed;  // feature index -> alarm texts
+    for (const HealthAlarm& alarm : m_alarms->active())
+        if (alarm.index >= 0 && concerns(alarm, block, sublayer))
+            alarmed[alarm.index] << alarm.text;
+    QStringList alarmTexts;
+    for (const QStringList& texts : std::as_const(alarmed))
+        alarmTexts += texts;
     const QString key = m_primary.runId + QLatin1Char(':') + QString::number(m_primary.history->revision())
-                        + QLatin1Char('/') + QString::number(block) + sublayer;
+                        + QLatin1Char('/') + QString::number(block) + sublayer + QLatin1Char('/')
+                        + alarmTexts.join(QLatin1Char('|'));
     if (key == m_curvesKey)
         return;
     m_curvesKey = key;
     for (CurvePlot* plot : {m_alpha, m_beta})
         for (const QString& run : plot->runs())
             plot->removeRun(run);
-    m_alpha->setTitle(tr("α of block %1's %2 paths").arg(block + 1).arg(sublayerName(sublayer)));
+    m_alpha->setTitle(tr("α of block %1's %2 paths").arg(block + 1).arg(sublayerName(sublayer))
+                      + (alarmTexts.isEmpty() ? QString() : QStringLiteral("  ⚠ ") + alarmTexts.join(QStringLiteral("; "))));
     QHash<QString, QVector<CurvePoint>> alpha, beta;
     QStringList alphaOrder, betaOrder;
+    QSet<QString> markedPaths;  // "path 2": its weight, or the feature without it, is alarmed
     for (const ModelState& state : m_primary.history->states())
         for (const PathWeightState& p : state.paths) {
             const QString sub = QStringLiteral("%1 %2").arg(p.block).arg(p.sublayer);
@@ -156,11 +195,15 @@ void PathsView::showCurves()
                 const QString series = f < p.paths ? QStringLiteral("alpha") : QStringLiteral("feature");
                 if (!alphaOrder.contains(path))
                     alphaOrder << path;
+                if (alarmed.contains(f))
+                    markedPaths.insert(path);
                 alpha[path + QLatin1Char('/') + series].push_back({double(state.step), 0.0, p.alpha[f]});
             }
         }
     for (int i = 0; i < alphaOrder.size(); ++i) {
-        m_alpha->addRun(alphaOrder[i], alphaOrder[i], palette::seriesColor(i));
+        m_alpha->addRun(alphaOrder[i],
+                        markedPaths.contains(alphaOrder[i]) ? alphaOrder[i] + QStringLiteral(" ⚠") : alphaOrder[i],
+                        palette::seriesColor(i));
         for (const QString& series : {QStringLiteral("alpha"), QStringLiteral("feature")})
             if (const auto points = alpha.value(alphaOrder[i] + QLatin1Char('/') + series); !points.isEmpty())
                 m_alpha->appendPoints(alphaOrder[i], series, points);

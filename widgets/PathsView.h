@@ -3,6 +3,8 @@
 // path diversity against depth (the multi-path paper's |d| figure). In the
 // alpha chart each path is a run of its own colour: series "alpha" its weight,
 // "feature" the weight of the extra feature that leaves it out, when there is one.
+// The trainer's path-weight alarms are listed (AlarmList) and the path an alarm
+// in force names is marked in the alpha chart's legend and title.
 #pragma once
 
 #include "InsightPage.h"
@@ -13,6 +15,7 @@ class QLabel;
 
 namespace widelab {
 
+class AlarmList;
 class CurvePlot;
 
 class PathsView : public InsightPage {
@@ -30,6 +33,10 @@ public:
     CurvePlot* alphaPlot() const { return m_alpha; }
     CurvePlot* betaPlot() const { return m_beta; }
     QCustomPlot* diversityPlot() const { return m_diversity; }
+    AlarmList* alarms() const { return m_alarms; }
+    // Whether `alarm` (kind "path weight") concerns the alpha chart's block and
+    // sublayer: same block, and the sublayer its text names, or either when it names none.
+    static bool concerns(const HealthAlarm& alarm, int block, const QString& sublayer);
 
 private:
     void showCurves();
@@ -43,6 +50,7 @@ private:
     CurvePlot* m_alpha = nullptr;
     CurvePlot* m_beta = nullptr;
     QCustomPlot* m_diversity = nullptr;
+    AlarmList* m_alarms = nullptr;
     QString m_curvesKey;
 };
 
