@@ -344,7 +344,8 @@ void AblationView::updateControls()
     } else {
         m_progress->setRange(0, 1);
         m_progress->setValue(run.scan ? 1 : 0);
-        m_progress->setFormat(run.scan ? tr("done: %n part(s) scanned", nullptr, static_cast<int>(run.scan->rows.size()))
+        m_progress->setFormat(run.scan ? (run.scan->rows.size() == 1 ? tr("done: 1 part scanned")
+                                                                        : tr("done: %1 parts scanned").arg(run.scan->rows.size()))
                                        : tr("no scan yet"));
     }
     QString status;

@@ -121,10 +121,10 @@ void AlarmList::setHistory(const InsightHistory* history, qint64 upTo)
     if (m_entries.isEmpty())
         m_title->setText(m_emptyText);
     else if (active == 0)
-        m_title->setText(tr("No alarm in force; %n raised or cleared so far (newest first):", nullptr,
-                            static_cast<int>(m_entries.size())));
+        m_title->setText(tr("No alarm in force; %1 raised or cleared so far (newest first):").arg(m_entries.size()));
     else
-        m_title->setText(QStringLiteral("⚠ ") + tr("%n alarm(s) in force (bold); all so far, newest first:", nullptr, active));
+        m_title->setText(QStringLiteral("⚠ ") + (active == 1 ? tr("1 alarm in force (bold)") : tr("%1 alarms in force (bold)").arg(active))
+                         + tr("; all so far, newest first:"));
 }
 
 QString AlarmList::badgeText() const
@@ -135,7 +135,7 @@ QString AlarmList::badgeText() const
     QStringList texts;
     for (const HealthAlarm& alarm : now)
         texts << alarm.text;
-    return QStringLiteral("⚠ ") + tr("%n alarm(s) in force: ", nullptr, static_cast<int>(now.size()))
+    return QStringLiteral("⚠ ") + (now.size() == 1 ? tr("1 alarm in force: ") : tr("%1 alarms in force: ").arg(now.size()))
            + texts.join(QStringLiteral("; "));
 }
 
