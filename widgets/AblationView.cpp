@@ -44,10 +44,12 @@ public:
     }
 };
 
+// "+0.033", "−0.020", "0.000": the sign of the number as written (no "−0.000").
 QString signedNumber(double value, int decimals)
 {
-    return (value > 0 ? QStringLiteral("+") : value < 0 ? QStringLiteral("−") : QString())
-           + QString::number(std::abs(value), 'f', decimals);
+    const QString digits = QString::number(std::abs(value), 'f', decimals);
+    const bool zero = QString::number(0.0, 'f', decimals) == digits;
+    return (zero ? QString() : value > 0 ? QStringLiteral("+") : QStringLiteral("−")) + digits;
 }
 
 QString kindName(const QString& kind)
@@ -153,7 +155,6 @@ AblationView::AblationView(QWidget* parent) : InsightPage(parent)
     m_table->horizontalHeaderItem(3)->setToolTip(tr("Accuracy with the part ablated minus the baseline, in "
                                                     "percentage points"));
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_table->horizontalHeader()->setStretchLastSection(true);
     m_baselineBars = new PredictionBars;
     m_ablatedBars = new PredictionBars;
     m_topClass = new QLabel;

@@ -72,6 +72,7 @@ AlarmList::AlarmList(QWidget* parent) : QWidget(parent)
     m_list->setAccessibleName(tr("Health alarms, newest first"));
     m_list->setWordWrap(true);
     m_list->setUniformItemSizes(false);
+    m_list->setIconSize(QSize(16, 16));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_title);

@@ -211,7 +211,7 @@ void ExpertSpecialisationPanel::showBlock()
         m_table->setItem(e, 3, text);
     }
     m_table->resizeColumnsToContents();
-    m_table->setColumnWidth(2, std::max(160, m_table->columnWidth(2)));
+    m_table->setColumnWidth(2, std::max(240, m_table->columnWidth(2)));
     m_table->horizontalHeader()->setStretchLastSection(true);
 }
 

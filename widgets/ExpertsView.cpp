@@ -59,6 +59,16 @@ int expertCount(const ModelState& state)
     return static_cast<int>(experts);
 }
 
+// The page's body: it fills the height it is given instead of telling the
+// scroll area the height its word-wrapped labels would like beside the maps'
+// preferred sizes (which made the page scroll at 720 pixels); the page scrolls
+// only below its minimum size.
+class FillingBody : public QWidget {
+public:
+    using QWidget::QWidget;
+    bool hasHeightForWidth() const override { return false; }
+};
+
 }  // namespace
 
 ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
@@ -66,7 +76,7 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     m_empty = new QLabel(tr("This model has no experts: every block has one dense FFN, so nothing is routed."), this);
     m_empty->setAlignment(Qt::AlignCenter);
     m_empty->setWordWrap(true);
-    m_body = new QWidget(this);
+    m_body = new FillingBody(this);
 
     m_share = new MatrixView;
     m_share->setAccessibleName(tr("Share of tokens per block and expert"));

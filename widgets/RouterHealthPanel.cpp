@@ -153,7 +153,7 @@ RouterHealthPanel::RouterHealthPanel(QWidget* parent) : QWidget(parent)
     }
     m_plot = new CurvePlot(this);
     m_plot->declareSeries(QStringLiteral("health"), QString(), CurvePlot::SeriesStyle::Exact);
-    m_plot->setMinimumHeight(180);
+    m_plot->setMinimumHeight(150);
     m_alarms = new AlarmList(this);
     m_alarms->setKinds(alarmKinds());
     m_alarms->setEmptyText(tr("No routing alarm so far: the trainer raises one on collapse, a dead expert or a "
@@ -178,6 +178,7 @@ RouterHealthPanel::RouterHealthPanel(QWidget* parent) : QWidget(parent)
     auto* split = new QSplitter(Qt::Vertical);
     split->addWidget(top);
     split->addWidget(plotBox);
+    split->setSizes({800, 1200});  // the chart gets the larger part: the table holds a few rows
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(split);

@@ -38,7 +38,7 @@ AblationRow row(int layer, int index, double delta, double accuracyDelta, const 
     return r;
 }
 
-// Two layers of three heads. Δloss:  layer 1: 0.1, -0.02, 0;  layer 2: 0.5, 0.05, 0.2.
+// Two layers of three heads. Δloss:  layer 1: 0.1, -0.02, -0.0001;  layer 2: 0.5, 0.05, 0.2.
 AblationScan headScan()
 {
     AblationScan s;
@@ -55,7 +55,7 @@ AblationScan headScan()
     s.predictionLabels = {QStringLiteral("neg"), QStringLiteral("pos")};
     s.baselinePrediction = {0.25f, 0.75f};
     s.rows << row(0, 0, 0.1, -0.01, {0.4f, 0.6f}) << row(0, 1, -0.02, 0.005, {0.2f, 0.8f})
-           << row(0, 2, 0.0, 0.0, {0.25f, 0.75f}) << row(1, 0, 0.5, -0.125, {0.9f, 0.1f})
+           << row(0, 2, -0.0001, 0.0, {0.25f, 0.75f}) << row(1, 0, 0.5, -0.125, {0.9f, 0.1f})
            << row(1, 1, 0.05, 0.0, {0.3f, 0.7f}) << row(1, 2, 0.2, -0.05, {0.6f, 0.4f});
     return s;
 }
@@ -114,15 +114,16 @@ void TestAblationView::scanFillsHeatmapTableAndBaseline()
     QCOMPARE(m.rows, 2);
     QCOMPARE(m.cols, 3);
     QCOMPARE(m.scale, MatrixView::Scale::Diverging);
-    QCOMPARE(m.values, (QVector<float>{0.1f, -0.02f, 0.0f, 0.5f, 0.05f, 0.2f}));
+    QCOMPARE(m.values, (QVector<float>{0.1f, -0.02f, -0.0001f, 0.5f, 0.05f, 0.2f}));
     QCOMPARE(m.rowLabels, (QStringList{QStringLiteral("1"), QStringLiteral("2")}));
     QCOMPARE(m.cellTexts[3], QStringLiteral("+0.500"));
     QCOMPARE(m.cellTexts[1], QStringLiteral("−0.020"));
+    QCOMPARE(m.cellTexts[2], QStringLiteral("0.000"));  // rounds to zero: no sign
     // Centred at 0, spanning the largest |Δloss| (0.5): layer 2 head 1 at the hurting end,
     // layer 1 head 2 at -0.02 / 0.5 towards "helps".
     QCOMPARE(view.heatmap()->cellColor(1, 0).rgb(), colorscale::diverging(1.0));
     QCOMPARE(view.heatmap()->cellColor(0, 1).rgb(), colorscale::diverging(-0.04));
-    QCOMPARE(view.heatmap()->cellColor(0, 2).rgb(), colorscale::diverging(0.0));
+    QCOMPARE(view.heatmap()->cellColor(0, 2).rgb(), colorscale::diverging(-0.0002));
     const QString tip = view.heatmap()->readout(1, 2);
     QVERIFY2(tip.contains(QStringLiteral("layer 2 head 3")) && tip.contains(QStringLiteral("0.7000"))
                  && tip.contains(QStringLiteral("+0.2000")) && tip.contains(QStringLiteral("−5.00")),
@@ -134,7 +135,7 @@ void TestAblationView::scanFillsHeatmapTableAndBaseline()
                           QStringLiteral("layer 2 head 2"), QStringLiteral("layer 1 head 3"), QStringLiteral("layer 1 head 2")}));
     QCOMPARE(tableColumn(view.table(), 2),
              (QStringList{QStringLiteral("+0.5000"), QStringLiteral("+0.2000"), QStringLiteral("+0.1000"),
-                          QStringLiteral("+0.0500"), QStringLiteral("0.0000"), QStringLiteral("−0.0200")}));
+                          QStringLiteral("+0.0500"), QStringLiteral("−0.0001"), QStringLiteral("−0.0200")}));
     QCOMPARE(view.table()->item(0, 1)->text(), QStringLiteral("1.0000"));
     QCOMPARE(view.table()->item(0, 3)->text(), QStringLiteral("−12.50 pts"));
     // Sortable: by accuracy change ascending, the largest drop first.
@@ -283,7 +284,7 @@ void TestAblationView::scansAreKeptPerRun()
     view.setScan(QStringLiteral("b"), other);
     view.setProgress(QStringLiteral("a"), 4, 6, QStringLiteral("layer 2 head 1"));
     QCOMPARE(view.progressBar()->text(), QStringLiteral("done: 3 parts scanned"));
-    QCOMPARE(view.heatmap()->matrix().values, (QVector<float>{0.3f, -0.02f, 0.0f}));
+    QCOMPARE(view.heatmap()->matrix().values, (QVector<float>{0.3f, -0.02f, -0.0001f}));
 
     // Back to A: its scan and its progress.
     view.setSources(a, {});
@@ -296,7 +297,7 @@ void TestAblationView::scansAreKeptPerRun()
     view.setSources(a, b);
     view.refresh();
     QVERIFY(view.comparisonHeatmap()->isVisibleTo(&view));
-    QCOMPARE(view.comparisonHeatmap()->matrix().values, (QVector<float>{0.3f, -0.02f, 0.0f}));
+    QCOMPARE(view.comparisonHeatmap()->matrix().values, (QVector<float>{0.3f, -0.02f, -0.0001f}));
     QVERIFY(view.comparisonHeatmap()->title().startsWith(QStringLiteral("Run B")));
     view.setSources(a, {});
     view.refresh();

@@ -344,8 +344,7 @@ void TestRouterHealth::specialisationTopTokensAndClassMix()
     QCOMPARE(table->rowCount(), 1);
     QCOMPARE(table->item(0, 3)->text(), QStringLiteral("x ×1"));
 
-    // At step 100 the dead expert 4 of block 3 is in force; the block has 3 experts listed, so
-    // nothing to mark there, but expert rows of an alarmed expert would carry ⚠: check with expert 2.
+    // An alarm in force about expert 2 of block 3 (raised at step 160) marks that expert's row.
     ModelState s;
     s.step = 160;
     s.routing = history->states().back().routing;
