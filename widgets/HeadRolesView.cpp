@@ -27,7 +27,6 @@ namespace {
 
 constexpr double kMargin = 6;
 constexpr double kPathGap = 8;         // between the heads of two paths
-constexpr double kMinCellHeight = 22;  // a line of the small font and a little air
 constexpr double kMaxCellHeight = 34;
 constexpr int kBesideCellWidth = 22;   // two runs' grids stand side by side while cells keep this width
 
@@ -164,7 +163,7 @@ QColor HeadRoleGrid::cellColor(int layer, int head) const
     return headRoleCellColor(headRoleColor(m_state.roles[d], d, text), dominantScore(layer, head), base);
 }
 
-HeadRoleGrid::Geometry HeadRoleGrid::geometry(int width) const
+HeadRoleGrid::Geometry HeadRoleGrid::layoutFor(int width, double height) const
 {
     Geometry g;
     const QFontMetricsF small(smallFont(font()));
@@ -185,11 +184,14 @@ HeadRoleGrid::Geometry HeadRoleGrid::geometry(int width) const
     const double header = (groups > 1 ? small.height() + 2 : 0) + small.height() + 2;  // paths, then heads
     const double room = width - 2 * kMargin - g.labelWidth - g.gap * (groups - 1);
     g.cellWidth = std::clamp(room / heads, double(kMinCellWidth), double(kMaxCellWidth));
-    g.cellHeight = std::clamp(g.cellWidth * 0.7, kMinCellHeight, kMaxCellHeight);
+    const double fits = (height - top - header - kMargin) / layers;
+    g.cellHeight = std::clamp(std::min(g.cellWidth * 0.7, fits), double(kMinCellHeight), kMaxCellHeight);
     g.cells = QRectF(kMargin + g.labelWidth, top + header, heads * g.cellWidth + g.gap * (groups - 1),
                      layers * g.cellHeight);
     return g;
 }
+
+HeadRoleGrid::Geometry HeadRoleGrid::layoutNow() const { return layoutFor(width(), height()); }
 
 double HeadRoleGrid::headLeft(const Geometry& g, int head) const
 {
@@ -200,7 +202,7 @@ QRectF HeadRoleGrid::cellRect(int layer, int head) const
 {
     if (!hasGrid() || layer < 0 || head < 0 || layer >= m_state.layers() || head >= m_state.heads())
         return {};
-    const Geometry g = geometry(width());
+    const Geometry g = layoutNow();
     return {headLeft(g, head), g.cells.top() + layer * g.cellHeight, g.cellWidth, g.cellHeight};
 }
 
@@ -208,7 +210,7 @@ QPoint HeadRoleGrid::cellAt(const QPointF& position) const
 {
     if (!hasGrid())
         return {-1, -1};
-    const Geometry g = geometry(width());
+    const Geometry g = layoutNow();
     if (!g.cells.contains(position))
         return {-1, -1};
     const int layer = std::clamp(int((position.y() - g.cells.top()) / g.cellHeight), 0, m_state.layers() - 1);
@@ -234,6 +236,8 @@ QString HeadRoleGrid::cellText(int layer, int head) const
     QString shortened = full;
     if (shortened.startsWith(QLatin1String("0.")))
         shortened.remove(0, 1);  // ".92"
+    else if (shortened == QLatin1String("1.00"))
+        shortened = QStringLiteral("1");
     return small.horizontalAdvance(shortened) + 2 <= cell.width() ? shortened : QString();
 }
 
@@ -255,7 +259,7 @@ QString HeadRoleGrid::readout(int layer, int head) const
 
 int HeadRoleGrid::heightForWidth(int width) const
 {
-    const Geometry g = geometry(width);
+    const Geometry g = layoutFor(width, std::numeric_limits<double>::infinity());
     return int(std::ceil(g.cells.bottom() + kMargin));
 }
 
@@ -269,7 +273,8 @@ QSize HeadRoleGrid::minimumSizeHint() const
 {
     const int heads = std::max(1, m_state.heads());
     const int width = int(kMargin * 2 + 60 + heads * kMinCellWidth + (m_paths - 1) * kPathGap);
-    return {std::min(width, 200 + heads * kMinCellWidth), heightForWidth(width)};
+    const Geometry g = layoutFor(width, 0);  // every row kMinCellHeight
+    return {std::min(width, 200 + heads * kMinCellWidth), int(std::ceil(g.cells.bottom() + kMargin))};
 }
 
 void HeadRoleGrid::paintEvent(QPaintEvent*)
@@ -278,7 +283,7 @@ void HeadRoleGrid::paintEvent(QPaintEvent*)
     const QColor base = palette().color(QPalette::Base);
     const QColor text = palette().color(QPalette::Text);
     painter.fillRect(rect(), base);
-    const Geometry g = geometry(width());
+    const Geometry g = layoutNow();
     if (!m_title.isEmpty()) {
         painter.setFont(boldFont(font()));
         painter.setPen(text);
@@ -398,7 +403,7 @@ HeadRolesView::HeadRolesView(QWidget* parent) : InsightPage(parent)
     for (int i = 0; i < 2; ++i) {
         m_grids[i] = new HeadRoleGrid(m_body);
         m_grids[i]->setAccessibleName(i == 0 ? tr("Role of every head") : tr("Role of every head, comparison run"));
-        m_gridBox->addWidget(m_grids[i], 1, Qt::AlignTop);
+        m_gridBox->addWidget(m_grids[i], 1);
         connect(m_grids[i], &HeadRoleGrid::cellClicked, this, [this, i](int layer, int head) { selectHead(i, layer, head); });
     }
     m_grids[1]->hide();

@@ -39,6 +39,7 @@ class HeadRoleGrid : public QWidget {
 public:
     static constexpr int kMinCellWidth = 12;  // 48 heads need 576 pixels
     static constexpr int kMaxCellWidth = 72;
+    static constexpr int kMinCellHeight = 20;
 
     explicit HeadRoleGrid(QWidget* parent = nullptr);
 
@@ -84,7 +85,10 @@ private:
         double cellWidth = 0, cellHeight = 0, gap = 0, labelWidth = 0;
         int perPath = 0;
     };
-    Geometry geometry(int width) const;
+    // The layout in `width` x `height` pixels: cells as tall as the width
+    // suggests, less when the height is short, never below kMinCellHeight.
+    Geometry layoutFor(int width, double height) const;
+    Geometry layoutNow() const;  // at the widget's size
     double headLeft(const Geometry& g, int head) const;
 
     HeadRoleState m_state;

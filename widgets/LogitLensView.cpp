@@ -112,6 +112,7 @@ LogitLensView::LogitLensView(QWidget* parent) : InsightPage(parent)
         row->setContentsMargins(0, 0, 0, 0);
         row->addWidget(pane.area, 1, Qt::AlignTop);
         row->addWidget(pane.top, 0, Qt::AlignTop);
+        row->addStretch(0);  // what the map (at its widest) leaves, right of the words
         auto* column = new QVBoxLayout(pane.box);
         column->setContentsMargins(0, 0, 0, 0);
         column->addWidget(pane.header);
@@ -277,6 +278,7 @@ void LogitLensView::showPane(int run, const Shown* shown, const QString& why)
     pane.map->setMinimumSize(int(std::ceil(fixed + cols * kMinCellWidth)), height);
     pane.map->setMaximumWidth(int(std::ceil(fixed + cols * kMaxCellWidth)));
     pane.area->setFixedHeight(height + pane.area->horizontalScrollBar()->sizeHint().height());
+    pane.area->setMaximumWidth(pane.map->maximumWidth());  // the words stay beside the map
 
     QStringList lines;
     for (qsizetype i = 0; i < shown->lines.size(); ++i) {
