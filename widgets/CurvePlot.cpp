@@ -11,6 +11,7 @@
 #include "ValueAxisTicker.h"
 
 #include <QContextMenuEvent>
+#include <QLineF>
 #include <QMenu>
 
 #include <algorithm>
@@ -477,6 +478,8 @@ void CurvePlot::mousePressEvent(QMouseEvent* event)
 {
     Q_EMIT activated();
     setHover(Readout());
+    m_pressed = event->button() == Qt::LeftButton;
+    m_pressAt = event->position();
     if (event->button() == Qt::LeftButton) {
         const bool band = m_rubberBand || event->modifiers().testFlag(Qt::ShiftModifier);
         setSelectionRectMode(band ? QCP::srmZoom : QCP::srmNone);
@@ -489,6 +492,21 @@ void CurvePlot::mouseMoveEvent(QMouseEvent* event)
     QCustomPlot::mouseMoveEvent(event);
     if (event->buttons() == Qt::NoButton)
         setHover(readoutAt(event->position()));
+}
+
+void CurvePlot::mouseReleaseEvent(QMouseEvent* event)
+{
+    QCustomPlot::mouseReleaseEvent(event);
+    // A click, not the end of a pan or a zoom rectangle: the point hovered there.
+    constexpr double kClickSlack = 3;  // pixels the pointer may move between press and release
+    const bool click = m_pressed && event->button() == Qt::LeftButton
+                       && QLineF(m_pressAt, event->position()).length() <= kClickSlack;
+    m_pressed = false;
+    if (!click)
+        return;
+    const Readout hit = readoutAt(event->position());
+    if (hit.valid)
+        Q_EMIT stepClicked(static_cast<qint64>(std::llround(hit.step)));
 }
 
 void CurvePlot::mouseDoubleClickEvent(QMouseEvent* event)
@@ -622,5 +640,17 @@ void CurvePlot::setStepMarker(double step)
     }
     scheduleRefresh();
 }
+
+void CurvePlot::setCursorStep(qint64 step)
+{
+    setStepMarker(step < 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(step));
+}
+
+qint64 CurvePlot::cursorStep() const
+{
+    return std::isfinite(m_markerStep) ? static_cast<qint64>(std::llround(m_markerStep)) : -1;
+}
+
+bool CurvePlot::cursorShown() const { return m_marker->visible(); }
 
 }  // namespace widelab

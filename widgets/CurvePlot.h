@@ -1,6 +1,7 @@
 // defines: widelab::CurvePlot, one training-curve chart: every point kept, a
 // min/max-decimated display, debiased EMA smoothing, log y, pan/zoom/rubber band,
-// a hover read-out, x by step, time or parameter count, PNG/PDF/SVG/CSV export
+// a hover read-out, a click naming a point's step, a step cursor, x by step,
+// time or parameter count, PNG/PDF/SVG/CSV export
 #pragma once
 
 #include "CurvePoint.h"
@@ -153,6 +154,13 @@ public:
     // mode; NaN removes it.
     void setStepMarker(double step);
     double stepMarker() const { return m_markerStep; }
+    // The step another view shows (InsightsView's scrubber), as the same line:
+    // -1 removes it. In Time and Parameters mode it is hidden (a step has no
+    // single time when runs are compared) and comes back in Step mode. It is an
+    // item at plot coordinates, so refreshes, rescales, pans and zooms keep it.
+    void setCursorStep(qint64 step);
+    qint64 cursorStep() const;   // -1: none
+    bool cursorShown() const;    // drawn now (set, and in Step mode)
 
     // The read-out for a widget pixel (no state changes), and the one shown now.
     Readout readoutAt(const QPointF& pixel) const;
@@ -181,12 +189,17 @@ public Q_SLOTS:
 Q_SIGNALS:
     // The user clicked into this chart or gave it focus (CurvesView's "current chart").
     void activated();
+    // A left click (press and release without dragging) inside the axis rect:
+    // the step of the point the hover read-out names there, the nearest point
+    // (in pixels) of the nearest visible series. Drags pan or zoom and emit nothing.
+    void stepClicked(qint64 step);
     void logScaleChanged(bool on);
     void rubberBandZoomChanged(bool on);
 
 protected:
     void mousePressEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
     void mouseDoubleClickEvent(QMouseEvent* event) override;
     void resizeEvent(QResizeEvent* event) override;
     void showEvent(QShowEvent* event) override;
@@ -251,6 +264,8 @@ private:
     QTimer m_refreshTimer;
     QString m_exportDirectory;
     Readout m_hover;
+    QPointF m_pressAt{-1, -1};  // where the left button went down; (-1, -1): not down
+    bool m_pressed = false;
     double m_smoothing = 0;
     bool m_logScale = false;
     bool m_rubberBand = false;

@@ -159,6 +159,7 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
         m_metricCharts.append(static_cast<int>(m_charts.size()));
     }
     connect(plot, &CurvePlot::activated, this, [this, plot] { setCurrentChart(plot); });
+    connect(plot, &CurvePlot::stepClicked, this, &CurvesView::stepClicked);
     m_chartKeys.append(key);
     m_charts.append(plot);
     m_export->menu()->addAction(tr("Export %1…").arg(title), this, [this, key] { exportChart(key); });
@@ -355,6 +356,14 @@ CurvePlot::XAxisMode CurvesView::xAxisMode() const
 {
     return static_cast<CurvePlot::XAxisMode>(m_xAxis->currentData().toInt());
 }
+
+void CurvesView::setCursorStep(qint64 step)
+{
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setCursorStep(step);
+}
+
+qint64 CurvesView::cursorStep() const { return m_charts.front()->cursorStep(); }
 
 void CurvesView::resetViews()
 {

@@ -1,6 +1,7 @@
 // defines: widelab::CurvesView, the training-curves panel: a grid of CurvePlots
 // (loss, accuracy, balance loss, learning rate, gradient norm, tokens/s) under
-// shared controls (smoothing, log y, x axis, reset view, export)
+// shared controls (smoothing, log y, x axis, reset view, export), linked to the
+// insight views by a clicked step and a step cursor
 #pragma once
 
 #include "CurvePlot.h"
@@ -74,11 +75,20 @@ public:
     void setXAxisMode(CurvePlot::XAxisMode mode);
     CurvePlot::XAxisMode xAxisMode() const;
 
+    qint64 cursorStep() const;  // -1: none
+
 public Q_SLOTS:
+    // One vertical line at `step` on every chart (the step the insight views
+    // show); -1 removes it. Drawn in Step mode only (CurvePlot::setCursorStep).
+    void setCursorStep(qint64 step);
     void resetViews();
     // Ask for a file name and export the chart (PNG, PDF, SVG or CSV).
     void exportChart(const QString& chartKey);
     void exportCurrentChart();
+
+Q_SIGNALS:
+    // A point of a curve in any chart was clicked: its step (CurvePlot::stepClicked).
+    void stepClicked(qint64 step);
 
 protected:
     void resizeEvent(QResizeEvent* event) override;

@@ -67,6 +67,7 @@ struct HealthAlarm {
     QString level;   // "warning" when raised, "info" when it clears
     int block = -1;  // 0-based
     int index = -1;  // the expert, or the path feature; -1 for the block
+    QString sublayer;  // path weights: "attention" or "ffn"; else empty
     QString text;    // the sentence the log shows
 };
 

@@ -3,8 +3,10 @@
 #include "AblationView.h"
 #include "AttentionView.h"
 #include "ExpertsView.h"
+#include "HeadRolesView.h"
 #include "ImageProbeDialog.h"
 #include "LayerNormView.h"
+#include "LogitLensView.h"
 #include "PathsView.h"
 #include "ViewExport.h"
 
@@ -89,6 +91,8 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_experts = new ExpertsView;
     m_layerNorm = new LayerNormView;
     m_paths = new PathsView;
+    m_headRoles = new HeadRolesView;
+    m_logitLens = new LogitLensView;
     // Each page scrolls when the window is smaller than it would like, rather
     // than making the window wider or taller than a 1280x720 screen.
     auto scrolled = [](InsightPage* page) {
@@ -102,6 +106,8 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_tabs->addTab(scrolled(m_experts), tr("Experts"));
     m_tabs->addTab(scrolled(m_layerNorm), tr("LayerNorm"));
     m_tabs->addTab(scrolled(m_paths), tr("Paths"));
+    m_tabs->addTab(scrolled(m_headRoles), tr("Head roles"));
+    m_tabs->addTab(scrolled(m_logitLens), tr("Logit lens"));
     m_ablation = new AblationView;
     m_tabs->addTab(scrolled(m_ablation), tr("Ablation"));
     m_tabs->setTabToolTip(int(Page::Ablation), tr("Switch each head, expert, path or sublayer off in turn and see "
@@ -331,6 +337,11 @@ void InsightsView::refreshNow()
     m_refreshTimer.stop();
     updateProbes();
     updateScrubber();
+    // Every change of the shown step passes here (scrubber, Live, run), shown or not.
+    if (shownStep() != m_announcedStep) {
+        m_announcedStep = shownStep();
+        Q_EMIT shownStepChanged(m_announcedStep);
+    }
     auto source = [this](const QString& id) {
         InsightSource s;
         if (m_runs.contains(id)) {

@@ -23,8 +23,10 @@ namespace widelab {
 class AblationView;
 class AttentionView;
 class ExpertsView;
+class HeadRolesView;
 class InsightPage;
 class LayerNormView;
+class LogitLensView;
 class PathsView;
 
 // The app hands it each run's InsightHistory and says when one changed; the
@@ -34,7 +36,7 @@ class PathsView;
 class InsightsView : public QWidget {
     Q_OBJECT
 public:
-    enum class Page { Attention, Experts, LayerNorm, Paths, Ablation };
+    enum class Page { Attention, Experts, LayerNorm, Paths, Heads, LogitLens, Ablation };
     static constexpr int kRefreshMs = 250;
 
     explicit InsightsView(QWidget* parent = nullptr);
@@ -57,6 +59,8 @@ public:
     ExpertsView* experts() const { return m_experts; }
     LayerNormView* layerNorm() const { return m_layerNorm; }
     PathsView* paths() const { return m_paths; }
+    HeadRolesView* headRoles() const { return m_headRoles; }
+    LogitLensView* logitLens() const { return m_logitLens; }
     // The app connects its scanRequested / cancelRequested and reports to its slots.
     AblationView* ablation() const { return m_ablation; }
 
@@ -84,6 +88,10 @@ Q_SIGNALS:
     void probeRequested(const QStringList& runIds, const QString& text);
     void currentRunChanged(const QString& runId);
     void liveChanged(bool live);
+    // The step the pages show changed (the scrubber moved, Live toggled, another
+    // run chosen): the frozen step, or -1 while live. For a step cursor on the
+    // training curves (CurvesView::setCursorStep).
+    void shownStepChanged(qint64 step);
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -114,9 +122,12 @@ private:
     ExpertsView* m_experts = nullptr;
     LayerNormView* m_layerNorm = nullptr;
     PathsView* m_paths = nullptr;
+    HeadRolesView* m_headRoles = nullptr;
+    LogitLensView* m_logitLens = nullptr;
     AblationView* m_ablation = nullptr;
     QVector<qint64> m_steps;
     qint64 m_frozenStep = -1;
+    qint64 m_announcedStep = -1;  // the last shownStepChanged
     QTimer m_refreshTimer;
     QString m_exportDirectory;
 };

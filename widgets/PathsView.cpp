@@ -105,6 +105,8 @@ bool PathsView::concerns(const HealthAlarm& alarm, int block, const QString& sub
 {
     if (alarm.block != block)
         return false;
+    if (!alarm.sublayer.isEmpty())
+        return alarm.sublayer == sublayer;
     const bool attention = alarm.text.contains(QLatin1String("attention"), Qt::CaseInsensitive);
     const bool ffn = alarm.text.contains(QLatin1String("ffn"), Qt::CaseInsensitive);
     if (attention == ffn)

@@ -1,5 +1,6 @@
 // Tests CurvePlot: what it hands QCustomPlot (smoothing, decimation, log scale,
-// modes), its view fitting, hover read-out, coalesced replots and exports.
+// modes), its view fitting, hover read-out, coalesced replots and exports, a
+// click naming a point's step and the step cursor.
 #include "CurvePlot.h"
 
 #include <QtTest>
@@ -72,6 +73,8 @@ private Q_SLOTS:
     void imageExportRejectsUnknownSuffixes();
     void runsCanBeClearedAndRemoved();
     void aDarkPaletteGivesADarkChart();
+    void clickingAPointNamesItsStep();
+    void theCursorStepIsALineAtThatStep();
 };
 
 void TestCurvePlot::smoothedLineIsTheDebiasedEmaAndRawStaysFaint()
@@ -850,6 +853,107 @@ void TestCurvePlot::aDarkPaletteGivesADarkChart()
     QVERIFY(plot.xAxis->tickLabelColor().lightness() > 150);
     const int grid = plot.xAxis->grid()->pen().color().lightness();
     QVERIFY(grid > 30 && grid < 150);
+}
+
+void TestCurvePlot::clickingAPointNamesItsStep()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    // a: steps 0, 10, ..., 100 at 1.0; b: steps 0..100 at 3.0.
+    QVector<CurvePoint> sparse;
+    for (int i = 0; i <= 10; ++i)
+        sparse.append({10.0 * i, 20.0 * i, 1.0});
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), sparse);
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), constant(3.0, 101));
+    plot.refreshNow();
+    QSignalSpy clicked(&plot, &CurvePlot::stepClicked);
+
+    // On a's point at step 40.
+    const QPoint atA(int(std::lround(plot.xAxis->coordToPixel(40))), int(std::lround(plot.yAxis->coordToPixel(1.0))));
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, atA);
+    QCOMPARE(clicked.size(), 1);
+    QCOMPARE(clicked.back().front().toLongLong(), 40);
+    // Near b's line at step 73: b's point at 73, not a's points (further in y).
+    const QPoint nearB(int(std::lround(plot.xAxis->coordToPixel(73))), int(std::lround(plot.yAxis->coordToPixel(2.9))));
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, nearB);
+    QCOMPARE(clicked.size(), 2);
+    QCOMPARE(clicked.back().front().toLongLong(), 73);
+    // Between a's points 40 and 50, at 44 on a's line: the nearest, 40.
+    const QPoint between(int(std::lround(plot.xAxis->coordToPixel(44))), atA.y());
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, between);
+    QCOMPARE(clicked.back().front().toLongLong(), 40);
+
+    // A drag pans and names no step; nor does a right click or a click outside the axis rect.
+    const double lower = plot.xAxis->range().lower;
+    QTest::mousePress(&plot, Qt::LeftButton, Qt::NoModifier, atA);
+    QTest::mouseMove(&plot, atA + QPoint(60, 0));
+    QTest::mouseRelease(&plot, Qt::LeftButton, Qt::NoModifier, atA + QPoint(60, 0));
+    QVERIFY(plot.xAxis->range().lower != lower);
+    QTest::mouseClick(&plot, Qt::RightButton, Qt::NoModifier, atA);
+    QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, QPoint(2, 2));
+    QCOMPARE(clicked.size(), 3);
+
+    // Hover still reads out after a click.
+    QTest::mouseMove(&plot, nearB + QPoint(0, 1));
+    QVERIFY(plot.hoverReadout().valid);
+}
+
+void TestCurvePlot::theCursorStepIsALineAtThatStep()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), constant(1.0, 101));
+    plot.refreshNow();
+    const QColor highlight = plot.palette().color(QPalette::Highlight);
+    // Whether the pixel column at `step` holds the cursor's colour somewhere in the axis rect (it is dashed).
+    auto lineAt = [&](double step) {
+        const QImage image = plot.grab().toImage();
+        const int x = int(std::lround(plot.xAxis->coordToPixel(step)));
+        const QRect area = plot.axisRect()->rect();
+        int hits = 0;
+        for (int y = area.top() + 2; y < area.bottom() - 2; ++y)
+            for (int dx = -1; dx <= 1; ++dx)
+                if (const QColor c(image.pixel(x + dx, y)); std::abs(c.red() - highlight.red())
+                                                                 + std::abs(c.green() - highlight.green())
+                                                                 + std::abs(c.blue() - highlight.blue())
+                                                             < 60)  // antialiased: near the colour
+                    ++hits;
+        return hits > area.height() / 4;  // dashes cover about half the column
+    };
+    QCOMPARE(plot.cursorStep(), -1);
+    QVERIFY(!plot.cursorShown());
+    QVERIFY(!lineAt(30));
+
+    plot.setCursorStep(30);
+    plot.refreshNow();
+    QCOMPARE(plot.cursorStep(), 30);
+    QVERIFY(plot.cursorShown());
+    QVERIFY(lineAt(30));
+    QVERIFY(!lineAt(70));
+
+    // More data rescales the axis: the line stays at step 30, now at another pixel.
+    const double before = plot.xAxis->coordToPixel(30);
+    plot.appendPoints(QStringLiteral("a"), QStringLiteral("loss"),
+                      QVector<CurvePoint>{{200.0, 400.0, 1.0}, {300.0, 600.0, 1.0}});
+    plot.refreshNow();
+    QVERIFY(std::abs(plot.xAxis->coordToPixel(30) - before) > 20);
+    QVERIFY(lineAt(30));
+
+    // Time mode hides it (a step has no one time across runs); Step mode brings it back.
+    plot.setXAxisMode(CurvePlot::XAxisMode::Time);
+    QVERIFY(!plot.cursorShown());
+    QCOMPARE(plot.cursorStep(), 30);
+    plot.setXAxisMode(CurvePlot::XAxisMode::Step);
+    QVERIFY(plot.cursorShown());
+
+    plot.setCursorStep(-1);
+    plot.refreshNow();
+    QCOMPARE(plot.cursorStep(), -1);
+    QVERIFY(!plot.cursorShown());
+    QVERIFY(!lineAt(30));
 }
 
 QTEST_MAIN(TestCurvePlot)

@@ -1,6 +1,7 @@
 // Tests CurvesView: metric routing, one colour per run in every chart, the
 // shared controls reaching every chart, what is smoothed and what is not, the
-// balance-loss chart of models without experts, and legends beside the data.
+// balance-loss chart of models without experts, legends beside the data, and
+// the link to the insight views (a clicked step, the step cursor).
 #include "CurvesView.h"
 #include "Palette.h"
 
@@ -52,6 +53,8 @@ private Q_SLOTS:
     void balanceChartLeavesOutRunsWithoutExperts();
     void balanceChartOfAModelWithoutExpertsSaysWhyItIsEmpty();
     void legendsOfFiveRunsStayOffTheData();
+    void aClickedPointOfAnyChartNamesItsStep();
+    void theCursorStepReachesEveryChart();
 };
 
 void TestCurvesView::hasTheSixCharts()
@@ -434,6 +437,39 @@ void TestCurvesView::legendsOfFiveRunsStayOffTheData()
         // The data keeps most of the chart.
         QVERIFY2(data.height() > chart->height() / 2, qPrintable(key));
     }
+}
+
+void TestCurvesView::aClickedPointOfAnyChartNamesItsStep()
+{
+    CurvesView view;
+    view.resize(1200, 800);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.addRun(QStringLiteral("a"), QStringLiteral("A"), 0);
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("gradient_norm"), ramp(20));  // steps 0..19, value step + 1
+    CurvePlot* plot = view.chart(QStringLiteral("gradient_norm"));
+    view.setSmoothing(0);
+    plot->refreshNow();
+    QSignalSpy clicked(&view, &CurvesView::stepClicked);
+    const QPoint at(int(std::lround(plot->xAxis->coordToPixel(12))), int(std::lround(plot->yAxis->coordToPixel(13))));
+    QTest::mouseClick(plot, Qt::LeftButton, Qt::NoModifier, at);
+    QCOMPARE(clicked.size(), 1);
+    QCOMPARE(clicked.front().front().toLongLong(), 12);
+}
+
+void TestCurvesView::theCursorStepReachesEveryChart()
+{
+    CurvesView view;
+    QCOMPARE(view.cursorStep(), -1);
+    view.setCursorStep(250);
+    QCOMPARE(view.cursorStep(), 250);
+    for (const QString& key : kChartKeys) {
+        QCOMPARE(view.chart(key)->cursorStep(), 250);
+        QVERIFY(view.chart(key)->cursorShown());
+    }
+    view.setCursorStep(-1);
+    for (const QString& key : kChartKeys)
+        QVERIFY(!view.chart(key)->cursorShown());
 }
 
 QTEST_MAIN(TestCurvesView)

@@ -1,16 +1,19 @@
 // Tests the interpretability widgets with hand-built data: InsightHistory (order,
 // replacement, look-ups, thinning), ProbeCapture, MatrixView, HeadGrid,
 // TokenFlowView, PredictionBars and the pages AttentionView, ExpertsView,
-// LayerNormView, PathsView, InsightsView (scrubber, export, probe requests).
+// LayerNormView, PathsView, InsightsView (scrubber, export, probe requests,
+// the shown step, the head roles and logit lens pages).
 // Every expected value below is worked out by hand from the constructed data.
 #include "AttentionView.h"
 #include "ColorScale.h"
 #include "CurvePlot.h"
 #include "ExpertsView.h"
+#include "HeadRolesView.h"
 #include "HeadGrid.h"
 #include "InsightHistory.h"
 #include "InsightsView.h"
 #include "LayerNormView.h"
+#include "LogitLensView.h"
 #include "MatrixView.h"
 #include "PathsView.h"
 #include "PredictionBars.h"
@@ -25,6 +28,7 @@
 #include <QLabel>
 #include <QRegularExpression>
 #include <QScrollArea>
+#include <QSlider>
 #include <QTableWidget>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -230,6 +234,10 @@ private Q_SLOTS:
     void insightsProbeBoxHoldsOnlyTheShownRunsTexts();
     void insightsChoosingAnotherRunFollowsItLive();
     void predictionBarsMarkTheTrueClass();
+
+    // Issue 19: the head roles and logit lens pages, the shown step for the curves' cursor.
+    void insightsAnnouncesTheShownStep();
+    void insightsShowsHeadRolesAndTheLogitLens();
 };
 
 // --- InsightHistory ---------------------------------------------------------
@@ -2052,6 +2060,113 @@ void TestInsights::predictionBarsMarkTheTrueClass()
     QCOMPARE(bars.shown().size(), PredictionBars::kShown);
     bars.setPrediction(many, {}, QString(), 99);
     QCOMPARE(bars.trueBar(), -1);
+}
+
+void TestInsights::insightsAnnouncesTheShownStep()
+{
+    auto other = std::make_shared<InsightHistory>();
+    other->addState(stateAt(5));
+    InsightsView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("Run A"), fullHistory());  // steps 10, 20, 30
+    view.addRun(QStringLiteral("b"), QStringLiteral("Run B"), other);
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QSignalSpy announced(&view, &InsightsView::shownStepChanged);
+    auto steps = [&] {
+        QVector<qint64> out;
+        for (const QList<QVariant>& args : announced)
+            out << args.front().toLongLong();
+        return out;
+    };
+    view.setStep(25);  // frozen on the recorded step at or before: 20
+    QCOMPARE(steps(), (QVector<qint64>{20}));
+    view.setStep(20);  // no change, no signal
+    QCOMPARE(steps(), (QVector<qint64>{20}));
+    view.stepBy(-1);
+    QCOMPARE(steps(), (QVector<qint64>{20, 10}));
+    // The user drags the scrubber to its last stop.
+    QSlider* scrubber = nullptr;
+    for (auto* slider : view.findChildren<QSlider*>())
+        if (slider->accessibleName() == QStringLiteral("Step shown"))
+            scrubber = slider;
+    QVERIFY(scrubber);
+    scrubber->setValue(2);
+    QCOMPARE(steps(), (QVector<qint64>{20, 10, 30}));
+    // Live: -1; frozen again, then another run chosen: live, -1.
+    view.setLive(true);
+    QCOMPARE(steps(), (QVector<qint64>{20, 10, 30, -1}));
+    view.setStep(10);
+    view.setCurrentRun(QStringLiteral("b"));
+    QCOMPARE(steps(), (QVector<qint64>{20, 10, 30, -1, 10, -1}));
+    // Unticking Live freezes on the newest stop (run B's only step, 5).
+    view.findChild<QCheckBox*>()->setChecked(false);
+    QCOMPARE(steps().back(), 5);
+}
+
+void TestInsights::insightsShowsHeadRolesAndTheLogitLens()
+{
+    auto history = fullHistory();
+    auto roles = [](double previous) {
+        HeadRoleState h;
+        h.roles = {QStringLiteral("previous token"), QStringLiteral("self")};
+        h.scores = {{{previous, 0.25}, {0.125, 0.5}}};
+        h.dominant = {{0, 1}};
+        return h;
+    };
+    ValidationInsight early, late;
+    early.step = 10;
+    early.heads = roles(0.5);
+    late.step = 30;
+    late.heads = roles(0.75);
+    history->addValidationInsight(early);
+    history->addValidationInsight(late);
+    ProbeCapture lens = *history->captureAt(QStringLiteral("probe"), 20);
+    lens.predictionLabels = {QStringLiteral("neg"), QStringLiteral("pos")};
+    lens.lensStages = {QStringLiteral("block 1 ffn"), QStringLiteral("output")};
+    lens.logitLens = {{0.75f, 0.25f}, {0.25f, 0.75f}};
+    history->addCapture(lens);
+
+    InsightsView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("Run A"), history);
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setPage(InsightsView::Page::Heads);
+    QCOMPARE(view.currentPage(), static_cast<InsightPage*>(view.headRoles()));
+    QCOMPARE(view.headRoles()->grid(0)->dominantScore(0, 0), 0.75);  // live: the validation at 30
+    view.setStep(20);
+    QCOMPARE(view.headRoles()->grid(0)->dominantScore(0, 0), 0.5);  // the one at 10
+    QVERIFY(view.headRoles()->grid(0)->title().contains(QStringLiteral("step 10")));
+    QCOMPARE(view.headRoles()->csv(),
+             QByteArray("step,run,layer,head,previous token,self,dominant\n"
+                        "10,Run A,1,1,0.5,0.25,previous token\n"
+                        "10,Run A,1,2,0.125,0.5,self\n"));
+
+    view.setPage(InsightsView::Page::LogitLens);
+    QCOMPARE(view.currentPage(), static_cast<InsightPage*>(view.logitLens()));
+    QCOMPARE(view.logitLens()->lensMap(0)->topColumns(), (QVector<int>{0, 1}));
+    QCOMPARE(view.logitLens()->topLines(0).back(), QStringLiteral("output: predicts pos (0.75)"));
+    view.setStep(10);  // the capture at 10 has no lens
+    QVERIFY(view.logitLens()->emptyLabel()->text().contains(QStringLiteral("no logit lens")));
+
+    // Both export like every page.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    view.setLive(true);
+    for (const InsightsView::Page page : {InsightsView::Page::Heads, InsightsView::Page::LogitLens}) {
+        view.setPage(page);
+        QString error;
+        const QString png = dir.filePath(QStringLiteral("page%1.png").arg(int(page)));
+        QVERIFY2(view.exportImage(png, &error), qPrintable(error));
+        QCOMPARE(QImage(png).size(), view.currentPage()->exportArea()->size() * 2);
+        const QString csv = dir.filePath(QStringLiteral("page%1.csv").arg(int(page)));
+        QVERIFY2(view.exportCsv(csv, &error), qPrintable(error));
+        QFile file(csv);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        QCOMPARE(file.readAll(), view.currentPage()->csv());
+    }
+    QCOMPARE(view.currentPage()->csv().count('\n'), 1 + 4);  // 2 stages x 2 classes
 }
 
 int main(int argc, char** argv)
