@@ -1,5 +1,6 @@
 #include "Commands.h"
 
+#include "AblateCommand.h"
 #include "AttentionCommand.h"
 #include "RunCommands.h"
 #include "StudyCommand.h"
@@ -52,9 +53,15 @@ usage:
                                         continue a run as it was configured
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
                        [--device D] [--threads N] [--json]
-  widelab-cli inspect RUN_DIR --text "..." [--checkpoint latest|best|FILE] [--json]
-  widelab-cli inspect RUN_DIR --image FILE|validation:N [--checkpoint ...] [--json]
-                                        attention, routing and prediction on a text
+  widelab-cli inspect RUN_DIR --text "..." [--checkpoint latest|best|FILE] [--heads] [--json]
+  widelab-cli inspect RUN_DIR --image FILE|validation:N [--checkpoint ...] [--heads] [--json]
+                                        attention, routing, the logit lens and the prediction
+                                        on a text; --heads: every head's role scores
+  widelab-cli ablate RUN_DIR [--heads|--experts|--paths|--sublayers] [--mode zero|mean]
+                     [--checkpoint latest|best|FILE] [--batches N] [--text T|--image I]
+                     [--device D] [--threads N] [--json]
+                                        switch every head (expert, path, sublayer) off in turn:
+                                        validation loss and accuracy against the whole model
   widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
                                         a state_dict for Python's torch.load, config beside it
   widelab-cli study STUDY.json|BUILTIN --out STUDY_DIR [--steps N] [--seeds N] [--jobs N]
@@ -411,7 +418,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         flags = {"--json"};
         options = {"--split", "--checkpoint", "--device", "--threads"};
     } else if (command == "inspect") {
-        flags = {"--json"};
+        flags = {"--json", "--heads"};
         options = {"--text", "--image", "--checkpoint"};
     } else {
         options = {"--out", "--checkpoint"};
@@ -430,6 +437,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.resume = a.has("--resume");
     r.force = train && a.has("--force");
     r.json = a.has("--json");
+    r.heads = command == "inspect" && a.has("--heads");
     try {
         if (command == "train")
             return trainCommand(r, out, err);
@@ -438,6 +446,34 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         if (command == "inspect")
             return inspectCommand(r, out, err);
         return exportCommand(r, out, err);
+    } catch (const RunUsageError& usage) {
+        throw UsageError(usage.what());
+    }
+}
+
+int ablate(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    AblateArguments b;
+    b.positional = a.positional();
+    int kinds = 0;
+    for (const char* kind : {"heads", "experts", "paths", "sublayers"}) {
+        if (a.has(std::string("--") + kind)) {
+            b.part = kind;
+            ++kinds;
+        }
+    }
+    if (kinds > 1)
+        throw UsageError("ablate one kind of part at a time: --heads, --experts, --paths or --sublayers");
+    b.mode = a.text("--mode", "zero");
+    b.checkpoint = a.text("--checkpoint", "latest");
+    b.batches = a.integer("--batches", 0, 1, std::int64_t{1} << 40);
+    b.text = a.text("--text");
+    b.image = a.text("--image");
+    b.device = a.text("--device");
+    b.threads = a.integer("--threads", -1, 0, 4096);
+    b.json = a.has("--json");
+    try {
+        return ablateCommand(b, out, err);
     } catch (const RunUsageError& usage) {
         throw UsageError(usage.what());
     }
@@ -496,6 +532,10 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
+        if (command == "ablate")
+            return ablate(Arguments(rest, {"--json", "--heads", "--experts", "--paths", "--sublayers"},
+                                    {"--mode", "--checkpoint", "--batches", "--text", "--image", "--device", "--threads"}),
+                          out, err);
         if (command == "study")
             return study(Arguments(rest, {"--list"}, {"--out", "--report", "--steps", "--seeds", "--jobs", "--device", "--threads"}),
                          out, err);

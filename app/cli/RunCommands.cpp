@@ -8,9 +8,11 @@
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
 #include "train/Trainer.h"
+#include "train/ValidationInsight.h"
 
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -72,18 +74,6 @@ private:
 
 // A trainer's warnings and errors, one a line (on stderr, for commands whose
 // standard output is their result).
-class Warnings : public TrainingObserver {
-public:
-    explicit Warnings(std::ostream& err) : m_err(err) {}
-    void onMessage(const std::string& level, const std::string& text) override
-    {
-        if (level == "warning" || level == "error")
-            m_err << level << ": " << text << "\n" << std::flush;
-    }
-
-private:
-    std::ostream& m_err;
-};
 
 void printWarnings(const OpenedRun& opened, std::ostream& err)
 {
@@ -106,6 +96,12 @@ std::string top(const std::vector<float>& values, const std::vector<std::string>
 }
 
 }  // namespace
+
+void Warnings::onMessage(const std::string& level, const std::string& text)
+{
+    if (level == "warning" || level == "error")
+        m_err << level << ": " << text << "\n" << std::flush;
+}
 
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
@@ -189,7 +185,7 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1 || a.text.empty() == a.image.empty())
-        throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" | --image FILE|validation:N [--json]");
+        throw RunUsageError("usage: widelab-cli inspect RUN_DIR --text \"...\" | --image FILE|validation:N [--heads] [--json]");
     OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
     printWarnings(opened, err);
     const ModelConfig& model = opened.document.model;
@@ -210,8 +206,46 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         r = probeModel(*opened.model, opened.tokenizer, opened.labels, a.text, opened.document.sequenceLength());
     }
     r.step = opened.state.step;
+    std::optional<HeadRoleScores> roles;
+    if (a.heads) {
+        // The text alone (and, for a language model, repeated random sequences).
+        InsightInputs inputs;
+        if (model.imageInput()) {
+            std::int64_t label = -1;
+            std::unique_ptr<ImageTask> task;
+            if (a.image.rfind("validation:", 0) == 0)
+                task = std::make_unique<ImageTask>(prepareImageTask(opened.document, opened.labels, &opened.imageStats));
+            inputs.probes.push_back(
+                imageTensor(probeImage(a.image, task ? task->validation.get() : nullptr, imageFormat(model), label),
+                            opened.imageStats));
+        } else {
+            std::vector<std::int64_t> ids = opened.tokenizer.encode(a.text);
+            if (static_cast<std::int64_t>(ids.size()) > opened.document.sequenceLength())
+                ids.resize(static_cast<std::size_t>(opened.document.sequenceLength()));
+            inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
+        }
+        roles = measureValidationInsights(*opened.model, inputs, r.step, static_cast<std::uint64_t>(opened.document.train.seed)).heads;
+    }
     if (a.json) {
-        out << toJson(r).dump() << "\n";
+        nlohmann::json line = toJson(r);
+        if (roles) {
+            // One object per layer and head: its scores by role, and the role it is drawn as.
+            nlohmann::json heads = nlohmann::json::array();
+            for (std::size_t l = 0; l < roles->scores.size(); ++l) {
+                for (std::size_t h = 0; h < roles->scores[l].size(); ++h) {
+                    nlohmann::json head = {{"layer", l}, {"head", h}};
+                    for (std::size_t k = 0; k < roles->roles.size(); ++k) {
+                        std::string key = roles->roles[k];
+                        std::replace(key.begin(), key.end(), ' ', '_');
+                        head[key] = roles->scores[l][h][k];
+                    }
+                    head["dominant"] = roles->roles[static_cast<std::size_t>(roles->dominant[l][h])];
+                    heads.push_back(std::move(head));
+                }
+            }
+            line["head_roles"] = std::move(heads);
+        }
+        out << line.dump() << "\n";
         return 0;
     }
     out << "step " << r.step << ", " << r.tokens.size() << " tokens:";
@@ -236,6 +270,30 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                 out << " " << r.tokens[token] << "->";
                 for (std::size_t c = 0; c < r.experts[block][token].size(); ++c)
                     out << (c ? "," : "") << r.experts[block][token][c];
+            }
+            out << "\n";
+        }
+    }
+    if (!r.logitLens.empty()) {
+        out << "\nlogit lens: the prediction read after each sublayer\n";
+        for (const LensStage& stage : r.logitLens) {
+            std::vector<std::string> labels;
+            for (std::size_t i = 0; i < stage.distribution.size(); ++i) {
+                const std::size_t column = r.lensColumns.empty() ? i : static_cast<std::size_t>(r.lensColumns[i]);
+                labels.push_back(column < r.predictionLabels.size() ? r.predictionLabels[column] : std::to_string(column));
+            }
+            out << "  block " << stage.block << " " << std::setw(9) << std::left << stage.sublayer << std::right << " "
+                << top(stage.distribution, labels, 3) << "\n";
+        }
+    }
+    if (roles) {
+        out << "\nhead roles: the role each head is drawn as, and its score\n";
+        for (std::size_t l = 0; l < roles->scores.size(); ++l) {
+            out << "  layer " << l << ":";
+            for (std::size_t h = 0; h < roles->scores[l].size(); ++h) {
+                const auto role = static_cast<std::size_t>(roles->dominant[l][h]);
+                out << (h % 4 == 0 ? "\n   " : "") << " h" << h << " " << roles->roles[role] << " " << std::fixed
+                    << std::setprecision(2) << roles->scores[l][h][role] << ";";
             }
             out << "\n";
         }

@@ -2,6 +2,8 @@
 // commands that train a run and read it back
 #pragma once
 
+#include "train/Snapshot.h"
+
 #include <cstdint>
 #include <ostream>
 #include <stdexcept>
@@ -28,6 +30,18 @@ struct RunArguments {
     bool resume = false;
     bool force = false;         // --force: train even when the memory estimate says it will not fit
     bool json = false;
+    bool heads = false;         // inspect --heads: score every head's role on the text
+};
+
+// What a trainer opened read-only says that the user must hear (a checkpoint
+// passed over): its warnings and errors, on `err`.
+class Warnings : public TrainingObserver {
+public:
+    explicit Warnings(std::ostream& err) : m_err(err) {}
+    void onMessage(const std::string& level, const std::string& text) override;
+
+private:
+    std::ostream& m_err;
 };
 
 // Warnings (a damaged checkpoint passed over, say) go to `err` for eval, inspect

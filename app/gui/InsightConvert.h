@@ -9,8 +9,10 @@ namespace widelab {
 
 struct TrainingSnapshot;
 struct ProbeResult;
+struct ValidationInsights;
 
 ModelState toModelState(const TrainingSnapshot& snapshot);
 ProbeCapture toProbeCapture(const ProbeResult& probe);
+ValidationInsight toValidationInsight(const ValidationInsights& insights);
 
 }  // namespace widelab

@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include "AblationPage.h"
+#include "AblationView.h"
 #include "ConfigAssessment.h"
 #include "ConfigPanel.h"
 #include "CurvesView.h"
@@ -139,6 +141,24 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     // New studies go beside the runs folder (~/WideLab/studies by default).
     m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(m_runsRoot).absoluteFilePath(QStringLiteral("../studies"))), this);
     connect(m_insights, &InsightsView::probeRequested, this, &MainWindow::probeRuns);
+    // Linked views: a click on a curve moves the insights to that step; the
+    // curves show the step the insights draw.
+    connect(m_curves, &CurvesView::stepClicked, this, [this](qint64 step) { m_insights->setStep(step); });
+    connect(m_insights, &InsightsView::shownStepChanged, m_curves, &CurvesView::setCursorStep);
+    AblationPage::Hooks hooks;
+    hooks.directory = [this](const QString& runId) {
+        const auto it = m_records.constFind(runId);
+        return it == m_records.constEnd() ? QString() : it->directory;
+    };
+    hooks.checkpointLive = [this](const QString& runId) -> qint64 {
+        if (runId != m_currentRun || !m_controller.busy()
+            || m_controller.state() == TrainingController::State::Stopping || !m_records.contains(runId))
+            return -1;
+        m_controller.saveCheckpoint();
+        return static_cast<qint64>(m_records.value(runId).lastStep());
+    };
+    hooks.probe = [this] { return m_insights->probe(); };
+    m_ablation = new AblationPage(m_insights->ablation(), std::move(hooks), this);
     connect(m_insights, &InsightsView::liveChanged, this,
             [this](bool live) { m_actions.value(QStringLiteral("live"))->setChecked(live); });
 
@@ -181,6 +201,13 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::snapshot, this, &MainWindow::onSnapshot);
     connect(&m_controller, &TrainingController::evaluation, this, &MainWindow::onEvaluation);
     connect(&m_controller, &TrainingController::probed, this, &MainWindow::onProbe);
+    connect(&m_controller, &TrainingController::insights, this, [this](const ValidationInsights& insights) {
+        auto it = m_records.find(m_currentRun);
+        if (it == m_records.end())
+            return;
+        it->addValidationInsights(insights);
+        m_insights->historyChanged(m_currentRun);
+    });
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
     // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
@@ -216,6 +243,8 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
 MainWindow::~MainWindow()
 {
     m_follower.reset();
+    delete m_ablation;  // cancels a scan in progress and waits for it
+    m_ablation = nullptr;
     for (QThread* job : std::as_const(m_jobs))
         job->wait();
 }

@@ -194,6 +194,7 @@ private:
     QJsonObject m_openRunDocument; // that run's config.json
     TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
     QHash<QString, RunRecord> m_records;
+    class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
     QString m_currentRun;          // the run training now (or last)
     qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;

@@ -54,6 +54,10 @@ std::optional<MetricsLine> decodeMetricsLine(const QByteArray& bytes, QString* r
         line.type = MetricsLine::Type::Probe;
         line.capture = toProbeCapture(record->probe);
         break;
+    case MetricsRecord::Type::Insights:
+        line.type = MetricsLine::Type::Insights;
+        line.insight = toValidationInsight(record->insights);
+        break;
     case MetricsRecord::Type::Other:
         break;
     }

@@ -18,7 +18,7 @@ class QJsonObject;
 namespace widelab {
 
 struct MetricsLine {
-    enum class Type { Train, Eval, Probe, Other };
+    enum class Type { Train, Eval, Probe, Insights, Other };
     Type type = Type::Other;
     QString typeName;                   // as written: "train", "eval", "probe", or another
     qint64 step = 0;
@@ -31,6 +31,8 @@ struct MetricsLine {
     double loss = 0, accuracy = 0;
     // probe
     ProbeCapture capture;
+    // insights: head roles and expert specialisation at a validation
+    ValidationInsight insight;
 };
 
 // Decodes one line (without its '\n'): nullopt with *reason set, in words, when

@@ -75,6 +75,8 @@ CurveBatch RunRecord::addEvaluation(const EvaluationResult& r)
 
 void RunRecord::addProbe(const ProbeResult& probe) { insights->addCapture(toProbeCapture(probe)); }
 
+void RunRecord::addValidationInsights(const ValidationInsights& v) { insights->addValidationInsight(toValidationInsight(v)); }
+
 CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber, QString* warning)
 {
     QString reason;
@@ -100,6 +102,9 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber,
         return addTrainingValues(static_cast<double>(line->step), line->wallSeconds, line->values);
     case MetricsLine::Type::Probe:
         insights->addCapture(std::move(line->capture));
+        return {};
+    case MetricsLine::Type::Insights:
+        insights->addValidationInsight(std::move(line->insight));
         return {};
     case MetricsLine::Type::Eval:
         if (line->split == QLatin1String("validation"))

@@ -19,6 +19,7 @@ namespace widelab {
 struct TrainingSnapshot;
 struct EvaluationResult;
 struct ProbeResult;
+struct ValidationInsights;
 
 // Metric names as in metrics.jsonl: loss, accuracy, balance_loss, learning_rate,
 // gradient_norm, tokens_per_second, validation_loss, validation_accuracy.
@@ -38,6 +39,7 @@ public:
     CurveBatch addTraining(const TrainingSnapshot& snapshot);
     CurveBatch addEvaluation(const EvaluationResult& result);
     void addProbe(const ProbeResult& probe);
+    void addValidationInsights(const ValidationInsights& insights);
     // A line of metrics.jsonl (train, eval and probe lines; others are ignored),
     // `lineNumber` its place in the file. A line that does not decode
     // (decodeMetricsLine), or a train line whose step is before an earlier

@@ -22,6 +22,7 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent)
     connect(m_worker, &TrainingWorker::snapshot, this, &TrainingController::snapshot);
     connect(m_worker, &TrainingWorker::evaluation, this, &TrainingController::evaluation);
     connect(m_worker, &TrainingWorker::probe, this, &TrainingController::probed);
+    connect(m_worker, &TrainingWorker::insights, this, &TrainingController::insights);
     connect(m_worker, &TrainingWorker::message, this, &TrainingController::message);
     connect(m_worker, &TrainingWorker::paused, this, &TrainingController::paused);
     connect(m_worker, &TrainingWorker::finished, this, [this](const QString& outcome, const QString& text) {

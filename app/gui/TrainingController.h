@@ -46,6 +46,7 @@ Q_SIGNALS:
     void snapshot(const widelab::TrainingSnapshot& snapshot);
     void evaluation(const widelab::EvaluationResult& result);
     void probed(const widelab::ProbeResult& result);
+    void insights(const widelab::ValidationInsights& insights);
     void message(const QString& level, const QString& text);
     // The run has paused after `step` optimiser updates: the step its log line
     // names, which the last snapshot (every log_every steps) may lag behind.

@@ -25,6 +25,7 @@ public:
     void onSnapshot(const TrainingSnapshot& s) override { Q_EMIT m_worker.snapshot(s); }
     void onEvaluation(const EvaluationResult& r) override { Q_EMIT m_worker.evaluation(r); }
     void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.probe(p); }
+    void onValidationInsights(const ValidationInsights& v) override { Q_EMIT m_worker.insights(v); }
     void onMessage(const std::string& level, const std::string& text) override
     {
         Q_EMIT m_worker.message(QString::fromStdString(level), QString::fromStdString(text));
@@ -54,6 +55,7 @@ void registerEngineTypes()
     qRegisterMetaType<TrainingSnapshot>();
     qRegisterMetaType<EvaluationResult>();
     qRegisterMetaType<ProbeResult>();
+    qRegisterMetaType<ValidationInsights>();
     qRegisterMetaType<TrainingRequest>();
 }
 

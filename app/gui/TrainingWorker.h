@@ -29,6 +29,7 @@ Q_SIGNALS:
     void snapshot(const widelab::TrainingSnapshot& snapshot);
     void evaluation(const widelab::EvaluationResult& result);
     void probe(const widelab::ProbeResult& result);
+    void insights(const widelab::ValidationInsights& insights);
     void message(const QString& level, const QString& text);
     void paused(qint64 step);  // after `step` optimiser updates (TrainingObserver::onPaused)
     // outcome: "completed", "stopped", "non-finite" or "failed" (the run could

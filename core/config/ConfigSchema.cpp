@@ -110,6 +110,8 @@ std::vector<KeySpec> makeSchema()
         derived(number("model.router_noise_std", 0.0, 1.0e3, 0.0, "Gaussian noise on router logits while training (0 with one expert)"),
                 "1 / experts", {"model.experts"}),
         number("model.balance_loss_weight", 0.0, 1.0e3, 0.01, "weight of the load-balancing loss"),
+        number("model.router_z_loss_weight", 0.0, 1.0e3, 0.0,
+               "weight of the router z-loss (mean squared log-sum-exp of the router logits); 0: off"),
         derived(integer("model.routing_groups", 1, kMaxLayers, 6, "groups of consecutive blocks that share one routing"),
                 "layers", {"model.layers"}),
         choice("model.routing_priority", {"position", "batch"}, "which tokens fill a full expert first"),
@@ -167,6 +169,8 @@ std::vector<KeySpec> makeSchema()
         integer("train.checkpoint_every", 1, kBig, 200, "steps between checkpoints"),
         integer("train.keep_last", 1, 1000, 3, "checkpoints kept"),
         integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),
+        number("train.alarm_expert_share", 0.0, 1.0, 0.6,
+               "warn when one expert takes more than this share of a block's tokens (collapse)"),
         text("train.probes", KeyType::TextList, json::array(),
              "texts inspected during training; images: validation:N or an image file"),
     };

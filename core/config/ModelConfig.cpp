@@ -46,7 +46,7 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
                 warnings.push_back({s.keyPath(key), "has no effect " + why});
     };
     if (!c.isMoe())
-        unused({"top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std", "balance_loss_weight",
+        unused({"top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std", "balance_loss_weight", "router_z_loss_weight",
                 "routing_groups", "routing_priority", "renormalize_gates", "share_router"},
                "without a mixture of experts (" + s.keyPath("experts") + " is 1)");
     if (c.isMoe() && c.capacityFactor <= 0.0 && c.evalCapacityFactor <= 0.0)
@@ -229,6 +229,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     c.routerNoiseStd = c.experts > 1 ? 1.0 / static_cast<double>(c.experts) : 0.0;
     s.read(spec("router_noise_std"), c.routerNoiseStd);
     s.read(spec("balance_loss_weight"), c.balanceLossWeight);
+    s.read(spec("router_z_loss_weight"), c.routerZLossWeight);
     c.routingGroups = c.layers;
     s.read(spec("routing_groups"), c.routingGroups);
     s.readChoice(spec("routing_priority"), c.routingPriority);
@@ -363,6 +364,7 @@ nlohmann::json ModelConfig::toJson() const
         {"eval_capacity_factor", evalCapacityFactor},
         {"router_noise_std", routerNoiseStd},
         {"balance_loss_weight", balanceLossWeight},
+        {"router_z_loss_weight", routerZLossWeight},
         {"routing_groups", routingGroups},
         {"routing_priority", nameOf("routing_priority", routingPriority)},
         {"renormalize_gates", renormalizeGates},

@@ -58,6 +58,7 @@ struct ModelConfig {
     double evalCapacityFactor = 2.0;
     double routerNoiseStd = 0.0;           // default 1 / experts when experts > 1
     double balanceLossWeight = 0.01;
+    double routerZLossWeight = 0.0;      // the router z-loss in the training loss (ST-MoE); 0: off
     std::int64_t routingGroups = 6;        // default layers
     RoutingPriority routingPriority = RoutingPriority::Position;
     bool renormalizeGates = false;

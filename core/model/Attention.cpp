@@ -74,7 +74,7 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options_, const ModelConfig
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const torch::Tensor& keyValid,
-                                     torch::Tensor* weights)
+                                     torch::Tensor* weights, const std::vector<Ablation>& ablated)
 {
     // B = batch, T = sequence, D = model width, n = paths, H = heads, A = head_dim
     const std::int64_t B = x.size(0), T = x.size(1), D = x.size(2);
@@ -107,6 +107,15 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     torch::Tensor context = contexts.size() == 1 ? contexts.front() : torch::cat(contexts, 1).index_select(1, unmix);
     if (weights)
         *weights = maps.size() == 1 ? maps.front() : torch::cat(maps, 1).index_select(1, unmix);
+    for (const Ablation& a : ablated) {
+        if (a.part != AblationPart::Head || a.index < 0 || a.index >= n * H)
+            continue;
+        // The head's context [B*T, A], over the real tokens for a mean.
+        const torch::Tensor head = context.select(1, a.index).reshape({B * T, A});
+        const torch::Tensor replaced = ablatedValue(head, a.mode, keyValid.defined() ? keyValid.reshape({-1}) : torch::Tensor());
+        context = context.clone();
+        context.select(1, a.index).copy_(replaced.view({B, T, A}));
+    }
 
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =

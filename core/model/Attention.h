@@ -3,6 +3,7 @@
 // products, around the mixing step of the configured mechanism(s)
 #pragma once
 
+#include "Ablation.h"
 #include "attention/AttentionMechanism.h"
 #include "config/ModelConfig.h"
 
@@ -34,8 +35,10 @@ struct AttentionImpl : torch::nn::Module {
     // bool (true for real tokens) or undefined when all are real.
     // Returns the per-path outputs [n, B, T, D]. When `weights` is given it
     // receives each head's attention map [B, n*H, T, T] (what mapKind says).
+    // `ablated`: heads (Ablation::index among the n*H) whose context is replaced
+    // before the output projection (Ablation.h); the others are ignored.
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const torch::Tensor& keyValid = {},
-                          torch::Tensor* weights = nullptr);
+                          torch::Tensor* weights = nullptr, const std::vector<Ablation>& ablated = {});
     // Before every training step: the mechanisms' schedules.
     void beginStep(std::int64_t step);
 

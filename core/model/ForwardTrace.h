@@ -1,8 +1,13 @@
 // defines: BlockTrace, ForwardTrace: what an inspecting forward pass records for the
-// live views (attention probabilities, routing decisions), kept out of plain forward()
+// live views (attention probabilities, routing decisions, the logit lens) and the
+// parts it switches off (ablations), kept out of plain forward()
 #pragma once
 
+#include "Ablation.h"
+
 #include <torch/types.h>
+
+#include <string>
 
 #include <vector>
 
@@ -15,14 +20,24 @@ struct BlockTrace {
     torch::Tensor gates;      // [S, K]
     torch::Tensor kept;       // [S, K]
     torch::Tensor probs;      // [S, E] router probabilities (routing blocks only)
+    torch::Tensor logits;     // [S, E] router logits, fp32 (routing blocks only)
     std::int64_t capacity = 0;
 };
 
 struct ForwardTrace {
     bool captureAttention = true;
     bool captureRouting = true;
+    // Logit lens: the final LayerNorm and head applied to the residual stream after
+    // every sublayer, as the model's output is ([B, classes] or [B, T, V]); the
+    // last stage is the model's own output.
+    bool captureLens = false;
+    std::vector<Ablation> ablations;  // parts switched off in this pass
+
     std::vector<BlockTrace> blocks;
     torch::Tensor tokenIndex;  // [S] flat [B*T'] positions of the routed (real) tokens
+    // Logit lens: lens[2i] after block i's attention, lens[2i+1] after its FFN;
+    // the last equals the model's logits.
+    std::vector<torch::Tensor> lens;
 };
 
 }  // namespace widelab

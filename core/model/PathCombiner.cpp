@@ -26,7 +26,8 @@ PathCombinerImpl::PathCombinerImpl(const PathCombinerOptions& options_) : option
     }
 }
 
-torch::Tensor PathCombinerImpl::forward(const torch::Tensor& x, const torch::Tensor& raw)
+torch::Tensor PathCombinerImpl::forward(const torch::Tensor& x, const torch::Tensor& raw,
+                                        const std::vector<Ablation>& ablated, const torch::Tensor& valid)
 {
     // n = paths, m = features, B = batch, T = sequence, D = width
     const std::int64_t n = options.paths, D = options.dModel;
@@ -41,6 +42,14 @@ torch::Tensor PathCombinerImpl::forward(const torch::Tensor& x, const torch::Ten
         // All m PathNorms at once: normalise, then each feature's own affine.
         features = torch::layer_norm(features, {D}, {}, {}, 1e-5);
         features = torch::addcmul(normBias.view({m, 1, 1, D}), features, normWeight.view({m, 1, 1, D}));
+    }
+    for (const Ablation& a : ablated) {
+        if (a.part != AblationPart::Path || a.index < 0 || a.index >= n)
+            continue;
+        const torch::Tensor own = features[a.index].reshape({-1, D});
+        const torch::Tensor replaced = ablatedValue(own, a.mode, valid.defined() ? valid.reshape({-1}) : torch::Tensor());
+        features = features.clone();
+        features[a.index].copy_(replaced.view_as(features[a.index]));
     }
     const torch::Tensor mixed = torch::tensordot(alpha.to(features.dtype()), features, {0}, {0});  // [B, T, D]
     return beta.to(x.dtype()) * x + mixed;

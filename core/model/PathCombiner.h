@@ -2,6 +2,8 @@
 // Y = beta * X + sum_j alpha_j * PathNorm_j(F_j), with the optional extra features
 #pragma once
 
+#include "Ablation.h"
+
 #include <torch/nn/module.h>
 
 #include <vector>
@@ -20,7 +22,10 @@ struct PathCombinerImpl : torch::nn::Module {
     explicit PathCombinerImpl(const PathCombinerOptions& options);
 
     // x: residual [B, T, D]; raw: path outputs [n, B, T, D]. Returns [B, T, D].
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& raw);
+    // `ablated`: paths (Ablation::index) whose own feature PathNorm_p(F_p) is
+    // replaced (Ablation.h), its mean taken over `valid` ([B, T] bool; undefined: every token).
+    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& raw, const std::vector<Ablation>& ablated = {},
+                          const torch::Tensor& valid = {});
 
     std::int64_t features() const { return alpha.size(0); }
 

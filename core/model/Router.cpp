@@ -70,6 +70,8 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         if (options.training && options.noiseStd > 0.0)
             logits = logits + torch::randn_like(logits) * options.noiseStd;
         r.probs = torch::softmax(logits, -1);
+        r.zLoss = S == 0 ? logits.sum() * 0.0 : torch::logsumexp(logits, -1).square().mean();
+        r.logits = logits;
     }
 
     auto [gates, expert] = torch::topk(r.probs, K, -1);  // sorted: choice 0 is the top-1
@@ -113,7 +115,8 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     return r;
 }
 
-torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)
+torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
+                              const Ablation* ablated)
 {
     // S = tokens, K = choices, E = experts, C = capacity, D = width
     const std::int64_t S = x.size(0), D = x.size(1);
@@ -133,9 +136,18 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
 
     const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, perChoice);
     timed.emplace(Phase::FeedForward);
-    const torch::Tensor expertOut =
+    torch::Tensor expertOut =
         experts.forwardEach(buffer.narrow(0, 0, E * C).view({E, C, D})).reshape({E * C, D});
     timed.emplace(Phase::Routing);
+    if (ablated != nullptr && ablated->index >= 0 && ablated->index < E) {
+        // The rows of the expert's buffer that hold a token.
+        const torch::Tensor filled = torch::zeros({E * C + 1}, x.options()).index_fill_(0, writeRow, 1.0);
+        const torch::Tensor rows = expertOut.narrow(0, ablated->index * C, C);
+        const torch::Tensor replaced =
+            ablatedValue(rows, ablated->mode, filled.narrow(0, ablated->index * C, C));
+        expertOut = expertOut.clone();
+        expertOut.narrow(0, ablated->index * C, C).copy_(replaced);
+    }
 
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = (routing.gates * routing.kept.to(routing.gates.dtype())).reshape({-1, 1});

@@ -2,6 +2,7 @@
 // Routing (one routing call's decisions), route() and dispatchCombine()
 #pragma once
 
+#include "Ablation.h"
 #include "FeedForward.h"
 #include "config/ModelConfig.h"
 
@@ -30,12 +31,14 @@ struct RoutingOptions {
 // The decisions of one routing call over S tokens. Everything here but `expert`,
 // `slot` and `kept` stays in the autograd graph.
 struct Routing {
+    torch::Tensor logits;       // [S, E] fp32 router logits (noisy while training)
     torch::Tensor probs;        // [S, E] fp32 router probabilities (noisy while training)
     torch::Tensor expert;       // [S, K] int64, choice 0 is the top-1 expert
     torch::Tensor gates;        // [S, K] fp32 combine weights
     torch::Tensor slot;         // [S, K] int64 position in the expert's buffer
     torch::Tensor kept;         // [S, K] bool, false where the expert was full
     torch::Tensor balanceLoss;  // [] E * sum_e m_e * P_e
+    torch::Tensor zLoss;        // [] router z-loss: mean over tokens of logsumexp_e(logits)^2
     std::int64_t capacity = 0;  // slots per expert
     std::int64_t experts = 0;
 };
@@ -50,7 +53,9 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
 // Sends each token to its kept experts and sums their outputs weighted by the
 // gates: [S, D], in x's dtype. Builds no token x expert x capacity tensor:
 // tokens are copied into one [E, capacity, D] buffer by index, and results
-// gathered back by index.
-torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts);
+// gathered back by index. `ablated`: an expert (Ablation::index) whose output is
+// replaced (Ablation.h: by zeros, or by its mean over the tokens it received).
+torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
+                              const Ablation* ablated = nullptr);
 
 }  // namespace widelab

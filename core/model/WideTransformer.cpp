@@ -175,12 +175,28 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
     h = applyDropout(h, c.dropout, is_training());
 
     torch::Tensor balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    torch::Tensor zLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
     Routing groupRouting;
+    if (trace)
+        trace->lens.clear();
+    // Logit lens: what the model's head makes of the residual stream at this point.
+    auto lens = [&] {
+        if (trace && trace->captureLens)
+            trace->lens.push_back(head(m_finalNorm(h), valid).detach());
+    };
     for (std::int64_t i = 0; i < c.layers; ++i) {
         BlockTrace* blockTrace = nullptr;
+        std::vector<Ablation> ablated;  // this block's
+        const Ablation* expertAblated = nullptr;
         if (trace) {
             trace->blocks.emplace_back();
             blockTrace = &trace->blocks.back();
+            for (const Ablation& a : trace->ablations)
+                if (a.block == i)
+                    ablated.push_back(a);
+            for (const Ablation& a : ablated)
+                if (a.part == AblationPart::Expert)
+                    expertAblated = &a;
         }
         auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
         auto& lnAttention = *m_lnAttention->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
@@ -190,45 +206,71 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
         torch::Tensor attended;
         {
             const PhaseScope timed(Phase::Attention);
-            attended = attention.forward(normed, bias, valid, wantWeights ? &weights : nullptr);
+            attended = attention.forward(normed, bias, valid, wantWeights ? &weights : nullptr, ablated);
         }
         if (wantWeights)
             blockTrace->attention = weights.detach();
-        h = sublayer(h, attended, i, true);
+        h = sublayer(h, attended, i, true, ablated, valid);
+        lens();
 
         auto& lnFfn = *m_lnFfn->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
         const torch::Tensor x = lnFfn.forward(h);
         torch::Tensor transformed;
         if (c.isMoe()) {
-            const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, tokenIndex, groupRouting, balanceLoss,
-                                                  blockTrace && trace->captureRouting ? blockTrace : nullptr);
+            const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, tokenIndex, groupRouting, balanceLoss, zLoss,
+                                                  blockTrace && trace->captureRouting ? blockTrace : nullptr,
+                                                  expertAblated);
             transformed = moe.view({1, B, T, D});
         } else {
             auto& ffn = *m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>();
             const PhaseScope timed(Phase::FeedForward);
             transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
         }
-        h = sublayer(h, transformed, i, false);
+        h = sublayer(h, transformed, i, false, ablated, valid);
+        lens();
     }
     h = m_finalNorm(h);
-    return {head(h, valid), balanceLoss};
+    return {head(h, valid), balanceLoss, zLoss};
 }
 
 torch::Tensor WideTransformerImpl::sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block,
-                                           bool attention)
+                                           bool attention, const std::vector<Ablation>& ablated,
+                                           const torch::Tensor& valid)
 {
     const ModelConfig& c = m_config;
     const PhaseScope timed(Phase::Paths);
-    const torch::Tensor paths = applyDropout(raw, c.dropout, is_training());
+    torch::Tensor paths = applyDropout(raw, c.dropout, is_training());
+    for (const Ablation& a : ablated) {
+        if (a.part != AblationPart::Sublayer || a.index != (attention ? 0 : 1))
+            continue;
+        if (a.mode == AblationMode::Zero)
+            return h;  // the sublayer skipped: only the residual passes
+        // Every path's output [n, B*T, D] by its mean over the real tokens.
+        const std::int64_t n = paths.size(0), D = paths.size(-1);
+        const torch::Tensor flat = paths.reshape({n, -1, D});
+        std::vector<torch::Tensor> means;
+        for (std::int64_t p = 0; p < n; ++p)
+            means.push_back(ablatedValue(flat[p], a.mode, valid.defined() ? valid.reshape({-1}) : torch::Tensor()));
+        paths = torch::stack(means).view_as(paths);
+    }
     if (!c.isMultiPath())
         return h + paths[0];
     const auto& combiners = attention ? m_pathAttention : m_pathFfn;
-    return combiners->ptr(pick(block, c.shareLayerNorm))->as<PathCombinerImpl>()->forward(h, paths);
+    std::vector<Ablation> pathsAblated;  // this sublayer's, indexed among its own paths
+    const std::int64_t first = attention ? 0 : c.paths;
+    for (Ablation a : ablated) {
+        if (a.part != AblationPart::Path || a.index < first || a.index >= first + c.paths)
+            continue;
+        a.index -= first;
+        pathsAblated.push_back(a);
+    }
+    return combiners->ptr(pick(block, c.shareLayerNorm))->as<PathCombinerImpl>()->forward(h, paths, pathsAblated, valid);
 }
 
 torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int64_t block,
                                               const torch::Tensor& tokenIndex, Routing& groupRouting,
-                                              torch::Tensor& balanceLoss, BlockTrace* trace)
+                                              torch::Tensor& balanceLoss, torch::Tensor& zLoss, BlockTrace* trace,
+                                              const Ablation* expertAblated)
 {
     const ModelConfig& c = m_config;
     torch::Tensor tokens;
@@ -239,18 +281,21 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
             const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
             groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
             balanceLoss = balanceLoss + groupRouting.balanceLoss;
+            zLoss = zLoss + groupRouting.zLoss;
         }
     }
     auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
-    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts);
+    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts, expertAblated);
     if (trace) {
         trace->routed = c.routesAt(block);
         trace->expert = groupRouting.expert;
         trace->gates = groupRouting.gates.detach();
         trace->kept = groupRouting.kept;
         trace->capacity = groupRouting.capacity;
-        if (trace->routed)
+        if (trace->routed) {
             trace->probs = groupRouting.probs.detach();
+            trace->logits = groupRouting.logits.detach();
+        }
     }
     if (!tokenIndex.defined())
         return y;

@@ -21,6 +21,7 @@ namespace widelab {
 struct ModelOutput {
     torch::Tensor logits;       // [B, classes] or [B, T, V]
     torch::Tensor balanceLoss;  // [] sum of the balance losses of every routing call (0 without MoE)
+    torch::Tensor routerZLoss;  // [] sum of the router z-losses of every routing call (0 without MoE)
 };
 
 // LayerNorm parameters of one block, for the divergence views.
@@ -54,9 +55,13 @@ public:
 
 private:
     ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace);
-    torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, bool attention);
+    // The residual after a sublayer; `ablated` (this block's ablations) may switch
+    // the sublayer, or one of its paths, off.
+    torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, bool attention,
+                           const std::vector<Ablation>& ablated = {}, const torch::Tensor& valid = {});
     torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, const torch::Tensor& tokenIndex,
-                              Routing& groupRouting, torch::Tensor& balanceLoss, BlockTrace* trace);
+                              Routing& groupRouting, torch::Tensor& balanceLoss, torch::Tensor& zLoss,
+                              BlockTrace* trace, const Ablation* expertAblated);
     torch::Tensor head(const torch::Tensor& h, const torch::Tensor& mask);
 
     std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }

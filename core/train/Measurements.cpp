@@ -15,6 +15,7 @@ std::vector<float> toFloats(const torch::Tensor& tensor)
 std::vector<RoutingStats> routingStats(const ForwardTrace& trace, std::int64_t experts)
 {
     std::vector<RoutingStats> all;
+    torch::Tensor previousTop1;  // [S] at the previous routing block
     for (std::size_t block = 0; block < trace.blocks.size(); ++block) {
         const BlockTrace& b = trace.blocks[block];
         if (!b.routed || !b.expert.defined())
@@ -40,7 +41,19 @@ std::vector<RoutingStats> routingStats(const ForwardTrace& trace, std::int64_t e
         if (b.probs.defined() && S > 0) {
             const torch::Tensor p = b.probs.to(torch::kCPU, torch::kFloat64);
             stats.routerEntropy = -(p * torch::log(p.clamp_min(1e-30))).sum(-1).mean().item<double>();
+            // What the router asks for on average: balanced when every expert gets 1/E.
+            const torch::Tensor mean = p.mean(0);
+            const double E = static_cast<double>(experts);
+            stats.maxViolation = E * mean.max().item<double>() - 1.0;
+            stats.effectiveExperts = std::exp(-(mean * torch::log(mean.clamp_min(1e-300))).sum().item<double>()) / E;
         }
+        if (b.logits.defined() && S > 0)
+            stats.zLoss = torch::logsumexp(b.logits.to(torch::kCPU, torch::kFloat64), -1).square().mean().item<double>();
+        stats.deadFraction = static_cast<double>(stats.unusedExperts) / static_cast<double>(experts);
+        const torch::Tensor top1 = expert.select(1, 0);
+        if (previousTop1.defined() && previousTop1.numel() == top1.numel() && S > 0)
+            stats.consistency = top1.eq(previousTop1).to(torch::kFloat64).mean().item<double>();
+        previousTop1 = top1;
         all.push_back(std::move(stats));
     }
     return all;
@@ -108,29 +121,5 @@ std::vector<PathWeights> pathWeights(const WideTransformerImpl& model)
     return all;
 }
 
-std::vector<std::pair<std::string, std::string>> UnusedExpertWatch::update(const std::vector<RoutingStats>& routing,
-                                                                          std::int64_t step)
-{
-    std::vector<std::pair<std::string, std::string>> messages;
-    for (const RoutingStats& stats : routing) {
-        std::vector<int>& idle = m_idle[stats.block];
-        idle.resize(stats.tokensPerExpert.size(), 0);
-        for (std::size_t expert = 0; expert < stats.tokensPerExpert.size(); ++expert) {
-            // Numbered from 1, as the app's views number them.
-            const std::string which =
-                "expert " + std::to_string(expert + 1) + " of block " + std::to_string(stats.block + 1);
-            if (stats.tokensPerExpert[expert] > 0) {
-                if (idle[expert] >= m_deadAfter)
-                    messages.emplace_back("info", which + " receives tokens again at step " + std::to_string(step));
-                idle[expert] = 0;
-            } else if (++idle[expert] == m_deadAfter) {
-                messages.emplace_back("warning", which + " received no tokens in the last "
-                                                     + std::to_string(m_deadAfter) + " measurements (to step "
-                                                     + std::to_string(step) + ")");
-            }
-        }
-    }
-    return messages;
-}
 
 }  // namespace widelab

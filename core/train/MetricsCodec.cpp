@@ -17,13 +17,29 @@ namespace widelab {
 nlohmann::json toJson(const TrainingSnapshot& s)
 {
     nlohmann::json routing = nlohmann::json::array();
-    for (const auto& r : s.routing)
-        routing.push_back({{"block", r.block},
-                           {"tokens_per_expert", r.tokensPerExpert},
-                           {"dropped_percent_per_choice", r.droppedPercentPerChoice},
-                           {"unused_experts", r.unusedExperts},
-                           {"router_entropy", r.routerEntropy},
-                           {"load_vs_fair", r.loadVsFair}});
+    for (const auto& r : s.routing) {
+        nlohmann::json block = {{"block", r.block},
+                                {"tokens_per_expert", r.tokensPerExpert},
+                                {"dropped_percent_per_choice", r.droppedPercentPerChoice},
+                                {"unused_experts", r.unusedExperts},
+                                {"router_entropy", r.routerEntropy},
+                                {"load_vs_fair", r.loadVsFair},
+                                {"max_violation", r.maxViolation},
+                                {"effective_experts", r.effectiveExperts},
+                                {"z_loss", r.zLoss},
+                                {"dead_fraction", r.deadFraction}};
+        if (r.consistency >= 0)  // not for the first routing block
+            block["consistency"] = r.consistency;
+        routing.push_back(std::move(block));
+    }
+    nlohmann::json alarms = nlohmann::json::array();
+    for (const auto& a : s.alarms) {
+        nlohmann::json alarm = {{"kind", a.kind}, {"level", a.level}, {"block", a.block}, {"index", a.index},
+                                {"text", a.text}};
+        if (!a.sublayer.empty())
+            alarm["sublayer"] = a.sublayer;
+        alarms.push_back(std::move(alarm));
+    }
     nlohmann::json paths = nlohmann::json::array();
     for (const auto& p : s.paths)
         paths.push_back({{"block", p.block}, {"sublayer", p.sublayer}, {"paths", p.paths}, {"alpha", p.alpha},
@@ -56,6 +72,7 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"divergence", divergence(s.divergence)},
         {"attention_divergence", divergence(s.attentionDivergence)},
         {"paths", paths},
+        {"alarms", alarms},
     };
 }
 
@@ -93,10 +110,44 @@ nlohmann::json toJson(const ProbeResult& r)
                            {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
     if (r.label >= 0)
         line["label"] = r.label;  // only when known
+    if (!r.logitLens.empty()) {
+        nlohmann::json lens = nlohmann::json::array();
+        for (const LensStage& stage : r.logitLens)
+            lens.push_back({{"block", stage.block}, {"sublayer", stage.sublayer}, {"distribution", stage.distribution}});
+        line["logit_lens"] = std::move(lens);
+        if (!r.lensColumns.empty())
+            line["logit_lens_columns"] = r.lensColumns;
+    }
     if (r.image.width > 0)  // image models only
         line["image"] = {{"width", r.image.width},         {"height", r.image.height},
                          {"channels", r.image.channels},   {"grid_rows", r.image.gridRows},
                          {"grid_cols", r.image.gridCols},  {"pixels", base64(r.image.pixels)}};
+    return line;
+}
+
+nlohmann::json toJson(const ValidationInsights& v)
+{
+    nlohmann::json experts = nlohmann::json::array();
+    for (const ExpertIntake& e : v.experts) {
+        nlohmann::json top = nlohmann::json::array();
+        for (const auto& tokens : e.topTokens) {
+            nlohmann::json list = nlohmann::json::array();
+            for (const auto& [token, count] : tokens)
+                list.push_back({legibleBytes(token), count});
+            top.push_back(std::move(list));
+        }
+        nlohmann::json block = {{"block", e.block}, {"top_tokens", top}};
+        if (!e.classCounts.empty())
+            block["class_counts"] = e.classCounts;
+        experts.push_back(std::move(block));
+    }
+    nlohmann::json line = {{"type", "insights"},
+                           {"step", v.step},
+                           {"examples", v.examples},
+                           {"head_roles", {{"roles", v.heads.roles}, {"scores", v.heads.scores}, {"dominant", v.heads.dominant}}},
+                           {"experts", experts}};
+    if (!v.classNames.empty())
+        line["classes"] = v.classNames;
     return line;
 }
 
@@ -114,6 +165,7 @@ std::string line(const nlohmann::json& json)
 std::string encodeMetricsLine(const TrainingSnapshot& snapshot) { return line(toJson(snapshot)); }
 std::string encodeMetricsLine(const EvaluationResult& result) { return line(toJson(result)); }
 std::string encodeMetricsLine(const ProbeResult& result) { return line(toJson(result)); }
+std::string encodeMetricsLine(const ValidationInsights& insights) { return line(toJson(insights)); }
 
 // ---- The reader.
 
@@ -358,6 +410,16 @@ RoutingStats decodeRouting(const Json& value, const std::string& where, const st
                                      "from 0 to " + std::to_string(experts) + " (the experts)");
     if (const Json* entropy = member(r, "router_entropy"))
         load.routerEntropy = number(entropy, field(where, "router_entropy"));
+    auto optionalNumber = [&](const char* key, double& out) {
+        if (const Json* v = member(r, key))
+            out = number(v, field(where, key));
+    };
+    optionalNumber("max_violation", load.maxViolation);
+    optionalNumber("effective_experts", load.effectiveExperts);
+    optionalNumber("z_loss", load.zLoss);
+    optionalNumber("dead_fraction", load.deadFraction);
+    if (const Json* consistency = member(r, "consistency"))
+        load.consistency = probability(consistency, field(where, "consistency"));
     if (const Json* fair = member(r, "load_vs_fair")) {
         const std::string fairWhere = field(where, "load_vs_fair");
         load.loadVsFair = doublesOf(fair, fairWhere);
@@ -461,6 +523,27 @@ void decodeTrain(const Json& json, MetricsRecord& record)
                + std::to_string(2 * kMaxBlocks));
     for (std::size_t i = 0; i < paths.size(); ++i)
         s.paths.push_back(decodePath(paths[i], at("paths", i)));
+
+    const Json& alarms = optionalArray(json, "alarms", "alarms");
+    if (static_cast<std::int64_t>(alarms.size()) > kMaxBlocks * 4)
+        refuse("\"alarms\" has " + std::to_string(alarms.size()) + " alarms, more than " + std::to_string(kMaxBlocks * 4));
+    for (std::size_t i = 0; i < alarms.size(); ++i) {
+        const std::string where = at("alarms", i);
+        const Json& a = object(&alarms[i], where);
+        HealthEvent alarm;
+        alarm.kind = string(member(a, "kind"), field(where, "kind"));
+        alarm.level = string(member(a, "level"), field(where, "level"));
+        if (alarm.level != "warning" && alarm.level != "info")
+            refuse(quoted(field(where, "level")) + " is " + shown(member(a, "level")) + ", not \"warning\" or \"info\"");
+        alarm.block = integer(member(a, "block"), field(where, "block"), -1, kMaxBlocks - 1,
+                              "from -1 to " + std::to_string(kMaxBlocks - 1));
+        alarm.index = integer(member(a, "index"), field(where, "index"), -1, kMaxExperts - 1,
+                              "from -1 to " + std::to_string(kMaxExperts - 1));
+        if (const Json* sublayer = member(a, "sublayer"))
+            alarm.sublayer = string(sublayer, field(where, "sublayer"));
+        alarm.text = string(member(a, "text"), field(where, "text"));
+        s.alarms.push_back(std::move(alarm));
+    }
     record.step = s.step;
 }
 
@@ -604,6 +687,37 @@ void decodeProbeImage(const Json& json, ProbeResult& p)
                + std::to_string(out.gridRows) + "x" + std::to_string(out.gridCols) + " patches");
 }
 
+// The logit lens: stages in block order, each a distribution over the
+// prediction's entries that "logit_lens_columns" names (absent: all of them).
+void decodeLens(const Json& json, ProbeResult& p)
+{
+    const Json& stages = optionalArray(json, "logit_lens", "logit_lens");
+    if (stages.empty())
+        return;
+    if (static_cast<std::int64_t>(stages.size()) > 2 * kMaxBlocks)
+        refuse("\"logit_lens\" has " + std::to_string(stages.size()) + " stages, more than " + std::to_string(2 * kMaxBlocks));
+    const auto last = static_cast<std::int64_t>(p.prediction.size()) - 1;
+    const Json& columns = optionalArray(json, "logit_lens_columns", "logit_lens_columns");
+    p.lensColumns = listOf<std::int64_t>(columns, "logit_lens_columns", [&](const Json* v, const std::string& w) {
+        return integer(v, w, 0, std::max<std::int64_t>(last, 0), "from 0 to " + std::to_string(last) + " (the predictions)");
+    });
+    const std::size_t width = p.lensColumns.empty() ? p.prediction.size() : p.lensColumns.size();
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        const std::string where = at("logit_lens", i);
+        const Json& s = object(&stages[i], where);
+        LensStage stage;
+        stage.block = integer(member(s, "block"), field(where, "block"), 0, kMaxBlocks - 1,
+                              "from 0 to " + std::to_string(kMaxBlocks - 1));
+        stage.sublayer = string(member(s, "sublayer"), field(where, "sublayer"));
+        const std::string distributionWhere = field(where, "distribution");
+        stage.distribution = listOf<float>(array(member(s, "distribution"), distributionWhere), distributionWhere, probability);
+        if (stage.distribution.size() != width)
+            refuse(quoted(distributionWhere) + " has " + std::to_string(stage.distribution.size()) + " values for "
+                   + std::to_string(width) + " columns");
+        p.logitLens.push_back(std::move(stage));
+    }
+}
+
 void decodeProbe(const Json& json, MetricsRecord& record)
 {
     ProbeResult& p = record.probe;
@@ -627,6 +741,7 @@ void decodeProbe(const Json& json, MetricsRecord& record)
                + std::to_string(p.prediction.size()) + " predictions");
     for (std::size_t i = 0; i < labels.size(); ++i)
         p.predictionLabels.push_back(string(&labels[i], at("prediction_labels", i)));
+    decodeLens(json, p);
     // Optional: the text's true class, an index into "prediction".
     if (const Json* label = member(json, "label")) {
         if (p.prediction.empty())
@@ -635,6 +750,98 @@ void decodeProbe(const Json& json, MetricsRecord& record)
         p.label = integer(label, "label", 0, last, "from 0 to " + std::to_string(last));
     }
     record.step = p.step;
+}
+
+// An insights line: head roles (every layer as many heads, every head a score per
+// role, dominant roles among them) and expert specialisation.
+void decodeInsights(const Json& json, MetricsRecord& record)
+{
+    ValidationInsights& v = record.insights;
+    v.step = stepOf(json);
+    if (const Json* examples = member(json, "examples"))
+        v.examples = integer(examples, "examples", 0, kMaxMetricsStep, "from 0 to 2^53");
+    const Json& classes = optionalArray(json, "classes", "classes");
+    for (std::size_t i = 0; i < classes.size(); ++i)
+        v.classNames.push_back(string(&classes[i], at("classes", i)));
+    if (const Json* heads = member(json, "head_roles")) {
+        const Json& h = object(heads, "head_roles");
+        const Json& roles = array(member(h, "roles"), "head_roles.roles");
+        if (roles.empty() || roles.size() > 64)
+            refuse("\"head_roles.roles\" has " + std::to_string(roles.size()) + " roles, not 1 to 64");
+        for (std::size_t i = 0; i < roles.size(); ++i)
+            v.heads.roles.push_back(string(&roles[i], at("head_roles.roles", i)));
+        const Json& layers = array(member(h, "scores"), "head_roles.scores");
+        const Json& dominant = array(member(h, "dominant"), "head_roles.dominant");
+        if (static_cast<std::int64_t>(layers.size()) > kMaxBlocks || dominant.size() != layers.size())
+            refuse("\"head_roles.dominant\" has " + std::to_string(dominant.size()) + " layers for "
+                   + std::to_string(layers.size()) + " layers of scores (at most " + std::to_string(kMaxBlocks) + ")");
+        const auto lastRole = static_cast<std::int64_t>(roles.size()) - 1;
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+            const std::string where = at("head_roles.scores", l);
+            const Json& heads = array(&layers[l], where);
+            const Json& dominantHeads = array(&dominant[l], at("head_roles.dominant", l));
+            if (heads.empty() || (l > 0 && heads.size() != v.heads.scores.front().size()) || dominantHeads.size() != heads.size())
+                refuse(quoted(where) + " has " + std::to_string(heads.size()) + " heads, not as many as every layer's scores and dominant roles");
+            std::vector<std::vector<double>> layer;
+            for (std::size_t k = 0; k < heads.size(); ++k) {
+                const std::string headWhere = at(where, k);
+                layer.push_back(listOf<double>(array(&heads[k], headWhere), headWhere, probability));
+                if (layer.back().size() != roles.size())
+                    refuse(quoted(headWhere) + " has " + std::to_string(layer.back().size()) + " scores for "
+                           + std::to_string(roles.size()) + " roles");
+            }
+            v.heads.scores.push_back(std::move(layer));
+            v.heads.dominant.push_back(listOf<std::int64_t>(dominantHeads, at("head_roles.dominant", l),
+                                                            [&](const Json* value, const std::string& w) {
+                                                                return integer(value, w, 0, lastRole,
+                                                                               "from 0 to " + std::to_string(lastRole));
+                                                            }));
+        }
+    }
+    const Json& experts = optionalArray(json, "experts", "experts");
+    if (static_cast<std::int64_t>(experts.size()) > kMaxBlocks)
+        refuse("\"experts\" has " + std::to_string(experts.size()) + " blocks, more than " + std::to_string(kMaxBlocks));
+    for (std::size_t b = 0; b < experts.size(); ++b) {
+        const std::string where = at("experts", b);
+        const Json& e = object(&experts[b], where);
+        ExpertIntake s;
+        s.block = integer(member(e, "block"), field(where, "block"), 0, kMaxBlocks - 1,
+                          "from 0 to " + std::to_string(kMaxBlocks - 1));
+        const std::string topWhere = field(where, "top_tokens");
+        const Json& top = array(member(e, "top_tokens"), topWhere);
+        if (top.empty() || static_cast<std::int64_t>(top.size()) > kMaxExperts)
+            refuse(quoted(topWhere) + " has " + std::to_string(top.size()) + " experts, not 1 to " + std::to_string(kMaxExperts));
+        for (std::size_t x = 0; x < top.size(); ++x) {
+            const std::string expertWhere = at(topWhere, x);
+            const Json& list = array(&top[x], expertWhere);
+            std::vector<std::pair<std::string, std::int64_t>> tokens;
+            for (std::size_t t = 0; t < list.size(); ++t) {
+                const std::string pairWhere = at(expertWhere, t);
+                const Json& pair = array(&list[t], pairWhere);
+                if (pair.size() != 2)
+                    refuse(quoted(pairWhere) + " is not a [token, count] pair");
+                tokens.emplace_back(string(&pair[0], at(pairWhere, 0)),
+                                    integer(&pair[1], at(pairWhere, 1), 0, kMaxMetricsStep, "from 0 to 2^53"));
+            }
+            s.topTokens.push_back(std::move(tokens));
+        }
+        const Json& counts = optionalArray(e, "class_counts", field(where, "class_counts"));
+        if (!counts.empty() && counts.size() != top.size())
+            refuse(quoted(field(where, "class_counts")) + " has " + std::to_string(counts.size()) + " experts but "
+                   + quoted(topWhere) + " has " + std::to_string(top.size()));
+        for (std::size_t x = 0; x < counts.size(); ++x) {
+            const std::string countsWhere = at(field(where, "class_counts"), x);
+            s.classCounts.push_back(listOf<std::int64_t>(array(&counts[x], countsWhere), countsWhere,
+                                                         [](const Json* value, const std::string& w) {
+                                                             return integer(value, w, 0, kMaxMetricsStep, "from 0 to 2^53");
+                                                         }));
+            if (!v.classNames.empty() && s.classCounts.back().size() != v.classNames.size())
+                refuse(quoted(countsWhere) + " has " + std::to_string(s.classCounts.back().size()) + " counts for "
+                       + std::to_string(v.classNames.size()) + " classes");
+        }
+        v.experts.push_back(std::move(s));
+    }
+    record.step = v.step;
 }
 
 // The offset of the first byte that is not part of valid UTF-8, or -1.
@@ -712,6 +919,9 @@ std::optional<MetricsRecord> decodeMetricsLine(std::string_view bytes, std::stri
         } else if (record.typeName == "probe") {
             record.type = MetricsRecord::Type::Probe;
             decodeProbe(json, record);
+        } else if (record.typeName == "insights") {
+            record.type = MetricsRecord::Type::Insights;
+            decodeInsights(json, record);
         }
         return record;
     } catch (const Refused& refused) {

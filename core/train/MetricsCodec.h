@@ -21,7 +21,7 @@ inline constexpr std::int64_t kMaxMetricsStep = std::int64_t{1} << 53;
 
 // One line, decoded. Each type fills its own part.
 struct MetricsRecord {
-    enum class Type { Train, Eval, Probe, Other };
+    enum class Type { Train, Eval, Probe, Insights, Other };
     Type type = Type::Other;
     std::string typeName;  // as written: "train", "eval", "probe", or another (passed over)
     std::int64_t step = 0;
@@ -35,6 +35,8 @@ struct MetricsRecord {
     // probe: the text as written (legible UTF-8, see data/ByteText.h), tokens,
     // attention, experts, prediction and its labels.
     ProbeResult probe;
+    // insights: head roles and expert specialisation at a validation.
+    ValidationInsights insights;
 };
 
 // The values of a train line that are curves, as written.
@@ -55,5 +57,6 @@ std::optional<MetricsRecord> decodeMetricsLine(std::string_view line, std::strin
 std::string encodeMetricsLine(const TrainingSnapshot& snapshot);
 std::string encodeMetricsLine(const EvaluationResult& result);
 std::string encodeMetricsLine(const ProbeResult& result);
+std::string encodeMetricsLine(const ValidationInsights& insights);
 
 }  // namespace widelab

@@ -40,7 +40,8 @@ std::string shown(const nlohmann::json& json, const std::string& dottedKey)
 const std::vector<std::string>& resumeIgnoredKeys()
 {
     static const std::vector<std::string> keys{"name",         "description",  "train.steps", "train.device",
-                                               "train.threads", "train.probes", "train.probe_every"};
+                                               "train.threads", "train.probes", "train.probe_every",
+                                               "train.alarm_expert_share"};
     return keys;
 }
 

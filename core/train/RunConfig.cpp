@@ -77,6 +77,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("checkpoint_every"), t.checkpointEvery);
     s.read(spec("keep_last"), t.keepLast);
     s.read(spec("probe_every"), t.probeEvery);
+    s.read(spec("alarm_expert_share"), t.alarmExpertShare);
     s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
@@ -290,6 +291,7 @@ nlohmann::json RunDocument::toJson() const
         {"checkpoint_every", train.checkpointEvery},
         {"keep_last", train.keepLast},
         {"probe_every", train.probeEvery},
+        {"alarm_expert_share", train.alarmExpertShare},
         {"probes", probesJson},
     };
     return json;

@@ -66,6 +66,7 @@ struct TrainConfig {
     std::int64_t checkpointEvery = 200;
     std::int64_t keepLast = 3;
     std::int64_t probeEvery = 0;              // 0: with every validation
+    double alarmExpertShare = 0.6;            // a block's expert above this share of its tokens: collapse
     std::vector<std::string> probes;          // texts inspected during training (empty: a validation example);
                                               // image tasks: "validation:N" or the path of an image file
 };

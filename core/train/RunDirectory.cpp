@@ -142,11 +142,16 @@ OpenedRun openRun(const std::filesystem::path& directory, const std::string& whi
 
 namespace {
 
+// The logit lens keeps every entry of a distribution up to this many; past it
+// (a language model's large vocabulary) the union of each stage's top kLensTop.
+constexpr std::size_t kLensAllUpTo = 512;
+constexpr std::int64_t kLensTop = 8;
+
 // Runs one input ([1, T] ids or [1, C, H, W] pixels) through the model (evaluation
-// mode, no gradient) and records attention maps, expert choices and the prediction;
-// the caller fills text, tokens and image.
+// mode, no gradient) and records attention maps, expert choices, the logit lens
+// and the prediction; the caller fills text, tokens and image.
 ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, const std::vector<std::string>& labels,
-                       const Tokenizer* tokenizer)
+                       const Tokenizer* tokenizer, const std::vector<Ablation>& ablations)
 {
     const ModelConfig& c = model.config();
     torch::NoGradGuard noGrad;
@@ -154,6 +159,8 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
     model.eval();
     const torch::Device device = model.parameters().front().device();
     ForwardTrace trace;
+    trace.captureLens = true;
+    trace.ablations = ablations;
     const ModelOutput output = model.inspect(input.to(device), {}, trace);
     model.train(training);
 
@@ -181,6 +188,25 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
     const bool languageModel = c.head == HeadKind::LanguageModel;
     const torch::Tensor scores = languageModel ? output.logits[0][-1] : output.logits[0];
     result.prediction = toFloats(torch::softmax(scores.to(torch::kFloat32), -1));
+
+    std::vector<torch::Tensor> stages;  // [V] probabilities after each sublayer
+    for (const torch::Tensor& logits : trace.lens)
+        stages.push_back(torch::softmax((languageModel ? logits[0][-1] : logits[0]).to(torch::kCPU, torch::kFloat32), -1));
+    torch::Tensor columns;
+    if (result.prediction.size() > kLensAllUpTo && !stages.empty()) {
+        std::vector<torch::Tensor> tops;
+        for (const torch::Tensor& p : stages)
+            tops.push_back(std::get<1>(p.topk(std::min<std::int64_t>(kLensTop, p.numel()))));
+        columns = std::get<0>(torch::_unique(torch::cat(tops), /*sorted=*/true));
+        result.lensColumns.assign(columns.data_ptr<std::int64_t>(), columns.data_ptr<std::int64_t>() + columns.numel());
+    }
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+        LensStage stage;
+        stage.block = static_cast<std::int64_t>(i / 2);
+        stage.sublayer = i % 2 == 0 ? "attention" : "ffn";
+        stage.distribution = toFloats(columns.defined() ? stages[i].index_select(0, columns) : stages[i]);
+        result.logitLens.push_back(std::move(stage));
+    }
     for (std::int64_t id = 0; id < static_cast<std::int64_t>(result.prediction.size()); ++id) {
         if (languageModel)
             result.predictionLabels.push_back(tokenizer && id < tokenizer->vocabSize() ? tokenizer->tokenText(id) : "");
@@ -194,7 +220,7 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
 }  // namespace
 
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
-                       const std::string& text, std::int64_t maxLength)
+                       const std::string& text, std::int64_t maxLength, const std::vector<Ablation>& ablations)
 {
     const ModelConfig& c = model.config();
     if (c.imageInput())
@@ -205,7 +231,7 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     if (static_cast<std::int64_t>(ids.size()) > maxLength)
         ids.resize(static_cast<std::size_t>(maxLength));
 
-    ProbeResult result = inspectOne(model, torch::tensor(ids, torch::kLong).unsqueeze(0), labels, &tokenizer);
+    ProbeResult result = inspectOne(model, torch::tensor(ids, torch::kLong).unsqueeze(0), labels, &tokenizer, ablations);
     result.text = text;
     if (c.usesClsToken())
         result.tokens.push_back("<cls>");
@@ -215,12 +241,12 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
 }
 
 ProbeResult probeImageModel(WideTransformerImpl& model, const std::vector<std::string>& labels, const Image& image,
-                            const ImageStats& stats, const std::string& entry)
+                            const ImageStats& stats, const std::string& entry, const std::vector<Ablation>& ablations)
 {
     const ModelConfig& c = model.config();
     if (!c.imageInput())
         throw DataError("the model reads tokens, not images");
-    ProbeResult result = inspectOne(model, imageTensor(image, stats), labels, nullptr);
+    ProbeResult result = inspectOne(model, imageTensor(image, stats), labels, nullptr, ablations);
     result.text = entry;
     result.image.width = image.width;
     result.image.height = image.height;

@@ -63,15 +63,15 @@ std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, c
 bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result);
 
 // Runs `text` through the model (evaluation mode, no gradient) and records
-// attention maps, expert choices and the prediction.
-// DataError for an image model.
+// attention maps, expert choices, the logit lens and the prediction, with
+// `ablations` switched off (model/Ablation.h). DataError for an image model.
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
-                       const std::string& text, std::int64_t maxLength);
+                       const std::string& text, std::int64_t maxLength, const std::vector<Ablation>& ablations = {});
 // The same for an image model: `image` as the model sees it before normalisation
 // (model.image_size, model.channels), normalised with `stats`; `entry` becomes the
 // result's text ("validation:N" or the file). Tokens: "CLS" when used, then the
 // patches row by row ("r0c0", "r0c1", ...); the result carries the image.
 ProbeResult probeImageModel(WideTransformerImpl& model, const std::vector<std::string>& labels, const Image& image,
-                            const ImageStats& stats, const std::string& entry);
+                            const ImageStats& stats, const std::string& entry, const std::vector<Ablation>& ablations = {});
 
 }  // namespace widelab

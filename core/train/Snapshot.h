@@ -1,6 +1,7 @@
-// defines: RoutingStats, PathWeights, LayerNormDivergence, TrainingSnapshot,
-// EvaluationResult, ProbeResult and TrainingObserver: what training reports, as
-// plain C++ data (no tensors), for observers and metrics.jsonl
+// defines: RoutingStats, HealthEvent, PathWeights, LayerNormDivergence,
+// TrainingSnapshot, EvaluationResult, HeadRoleScores, ExpertIntake,
+// ValidationInsights, ProbeResult and TrainingObserver: what training reports,
+// as plain C++ data (no tensors), for observers and metrics.jsonl
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,26 @@ struct RoutingStats {
     std::int64_t unusedExperts = 0;               // experts that received no token
     double routerEntropy = 0.0;                   // mean entropy of the router distribution, nats
     std::vector<double> loadVsFair;               // tokens per expert / (S * K / E)
+    // Router health (docs/insights.md), on the router's probabilities averaged
+    // over the tokens, p_e (what the router asks for, before ties and capacity):
+    double maxViolation = 0.0;      // MaxVio: E * max_e p_e - 1; 0 when balanced
+    double effectiveExperts = 0.0;  // exp(H(p)) / E; 1 when balanced
+    double zLoss = 0.0;             // mean over tokens of logsumexp_e(logits)^2
+    double deadFraction = 0.0;      // unusedExperts / E
+    // Tokens whose top-1 expert is the one they had at the previous routing
+    // block, 0..1; -1 for the first routing block.
+    double consistency = -1.0;
+};
+
+// A health alarm raised (level "warning") or cleared ("info") at a measurement;
+// the same sentence goes to the run's log (HealthAlarms.h).
+struct HealthEvent {
+    std::string kind;        // "collapse", "dead expert", "z-loss", "path weight"
+    std::string level;       // "warning" or "info"
+    std::int64_t block = -1; // 0-based
+    std::int64_t index = -1; // the expert or the path feature; -1: the block
+    std::string sublayer;    // path weights: "attention" or "ffn"; else empty
+    std::string text;
 };
 
 // Learnable path weights of one multi-path sublayer.
@@ -65,6 +86,7 @@ struct TrainingSnapshot {
     LayerNormDivergence divergence;           // the LayerNorm before the FFN/MoE (the paper's)
     LayerNormDivergence attentionDivergence;  // the LayerNorm before attention
     std::vector<PathWeights> paths;
+    std::vector<HealthEvent> alarms;          // raised or cleared at this snapshot
 };
 
 struct EvaluationResult {
@@ -76,12 +98,43 @@ struct EvaluationResult {
     std::int64_t examples = 0;
 };
 
+// What every head does on the validation probes (HeadRoles.h), 0..1 per role.
+struct HeadRoleScores {
+    std::vector<std::string> roles;                      // headRoleNames(): the scores' order
+    std::vector<std::vector<std::vector<double>>> scores;  // [layer][head][role]
+    std::vector<std::vector<std::int64_t>> dominant;      // [layer][head]: index into roles
+};
+
+// What one routing block's experts received over the validation sample: every
+// kept choice counts.
+struct ExpertIntake {
+    std::int64_t block = 0;
+    std::vector<std::vector<std::pair<std::string, std::int64_t>>> topTokens;  // [expert]: most frequent first
+    std::vector<std::vector<std::int64_t>> classCounts;  // [expert][class] (classification; else empty)
+};
+
+// Measured at every validation besides loss and accuracy.
+struct ValidationInsights {
+    std::int64_t step = 0;
+    std::int64_t examples = 0;         // validation examples in the sample (probes besides)
+    HeadRoleScores heads;
+    std::vector<ExpertIntake> experts;  // per routing block; empty for a dense model
+    std::vector<std::string> classNames;        // classification: the classes of classCounts
+};
+
 // An image probe as the model saw it, before normalisation (resized, channels
 // converted), with the grid of patches its tokens stand for.
 struct ProbeImage {
     std::int64_t width = 0, height = 0, channels = 0;
     std::vector<std::uint8_t> pixels;  // row-major HWC
     std::int64_t gridRows = 0, gridCols = 0;  // patches
+};
+
+// The logit lens at one point of the residual stream.
+struct LensStage {
+    std::int64_t block = 0;     // 0-based
+    std::string sublayer;       // after "attention" or "ffn"
+    std::vector<float> distribution;
 };
 
 // What the model does with one probe text (or, for image models, one image).
@@ -98,6 +151,12 @@ struct ProbeResult {
     // tokens are "CLS" (when used) and then the patches row by row, "r0c0", "r0c1", ...
     // Text probes: empty (width 0).
     ProbeImage image;
+    // Logit lens: the final LayerNorm and head applied after every sublayer, one
+    // stage each, in order; the last stage's distribution is `prediction`.
+    // Each distribution holds the entries of `prediction` that lensColumns names
+    // (empty: all of them, in order).
+    std::vector<LensStage> logitLens;
+    std::vector<std::int64_t> lensColumns;
 };
 
 class TrainingObserver {
@@ -106,6 +165,7 @@ public:
     virtual void onSnapshot(const TrainingSnapshot&) {}
     virtual void onEvaluation(const EvaluationResult&) {}
     virtual void onProbe(const ProbeResult&) {}
+    virtual void onValidationInsights(const ValidationInsights&) {}
     virtual void onMessage(const std::string& level, const std::string& text) { (void)level, (void)text; }
     // The run has paused after `step` optimiser updates (the step its log line names);
     // snapshots come every log_every steps, so the last one may tell of fewer.
@@ -117,5 +177,6 @@ public:
 nlohmann::json toJson(const TrainingSnapshot& snapshot);
 nlohmann::json toJson(const EvaluationResult& result);
 nlohmann::json toJson(const ProbeResult& result);
+nlohmann::json toJson(const ValidationInsights& insights);
 
 }  // namespace widelab

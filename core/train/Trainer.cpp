@@ -3,6 +3,7 @@
 #include "CheckpointDirectory.h"
 #include "FusedAdamW.h"
 #include "GradientHealth.h"
+#include "HealthAlarms.h"
 #include "Lamb.h"
 #include "Measurements.h"
 #include "MemoryEstimate.h"
@@ -15,6 +16,7 @@
 #include "RunSchedule.h"
 #include "RunStatusWriter.h"
 #include "Schedule.h"
+#include "ValidationInsight.h"
 #include "data/Batch.h"
 #include "data/ListOps.h"
 #include "model/ParameterCount.h"
@@ -153,6 +155,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
     m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : runlayout::logFile(m_directory));
+    HealthAlarmOptions alarms;
+    alarms.collapseShare = train.alarmExpertShare;
+    m_alarms = std::make_unique<HealthAlarms>(alarms);
     for (const ConfigIssue& warning : m_run.warnings)
         message("warning", warning.text());
     for (const std::string& name : m_checkpoints->removeOrphans())
@@ -587,6 +592,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                     text += line;
                 }
                 message("info", text);
+                measureInsights();
                 if (result.loss < m_state.bestValidationLoss) {
                     m_state.bestValidationLoss = result.loss;
                     widelab::saveCheckpoint(runlayout::bestCheckpointFile(m_directory), *m_model, *m_optimizer, stateToSave());
@@ -652,7 +658,9 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                 : m_model->forward(input, mask);
     }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
-    const torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
+    torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
+    if (m_run.model.routerZLossWeight > 0.0)
+        loss = loss + m_run.model.routerZLossWeight * output.routerZLoss;
     loss.backward();
     const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip);
     m_nonFinite->observe(m_state.step + 1, loss, norms);
@@ -708,11 +716,8 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.memoryPeakBytes = memory.peakAllocated;
     s.memoryPeakReservedBytes = memory.peakReserved;
 
-    if (m_run.model.isMoe()) {
+    if (m_run.model.isMoe())
         s.routing = routingStats(interval.trace, m_run.model.experts);
-        for (const auto& [level, text] : m_unusedExperts.update(s.routing, m_state.step))
-            message(level, text);
-    }
     std::vector<torch::Tensor> gammas, betas, attentionGammas, attentionBetas;
     for (const BlockNorms& norms : m_model->blockNorms()) {
         s.attentionGamma.push_back(toFloats(norms.attentionGamma));
@@ -727,6 +732,12 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
     s.attentionDivergence = layerNormDivergence(torch::stack(attentionGammas), torch::stack(attentionBetas));
     s.paths = pathWeights(*m_model);
+    if (recorded) {
+        s.alarms = m_alarms->update(s.routing, m_run.model.learnablePathWeights ? s.paths : std::vector<PathWeights>{},
+                                    m_state.step);
+        for (const HealthEvent& alarm : s.alarms)
+            message(alarm.level, alarm.text);
+    }
     s.measurementSeconds = nowSeconds() - measureStart;
 
     if (recorded)
@@ -751,6 +762,20 @@ CheckpointState Trainer::stateToSave() const
 
 EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
 {
+    const EvaluationResult result = measure(split, maxBatches, {});
+    record(encodeMetricsLine(result));
+    for (auto* observer : m_observers)
+        observer->onEvaluation(result);
+    return result;
+}
+
+EvaluationResult Trainer::evaluateAblated(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations)
+{
+    return measure(split, maxBatches, ablations);
+}
+
+EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations)
+{
     Dataset& data = split == Split::Test ? *m_test : *m_validation;
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     const std::int64_t batchSize = m_run.train.batchSize;
@@ -770,8 +795,16 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
         for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
             examples.push_back(data.get(i));
         const Batch batch = makeDeviceBatch(examples, /*training=*/false);  // never augmented
-        const ModelOutput output = batch.pixels.defined() ? m_model->forward(batch.pixels)
-                                                          : m_model->forward(batch.ids, batch.mask);
+        const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
+        ModelOutput output;
+        if (ablations.empty()) {
+            output = m_model->forward(input, batch.mask);
+        } else {
+            ForwardTrace trace;
+            trace.captureAttention = trace.captureRouting = false;
+            trace.ablations = ablations;
+            output = m_model->inspect(input, batch.mask, trace);
+        }
         const torch::Tensor counts = correct(output.logits, batch, languageModel).to(torch::kCPU);
         const double h = counts[0].item<double>(), c = counts[1].item<double>();
         const double weight = languageModel ? c : static_cast<double>(examples.size());
@@ -784,10 +817,52 @@ EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
     result.loss = weightSum > 0 ? lossSum / weightSum : 0.0;
     result.accuracy = counted > 0 ? hits / counted : 0.0;
     result.perplexity = languageModel ? std::exp(result.loss) : 0.0;
-    record(encodeMetricsLine(result));
-    for (auto* observer : m_observers)
-        observer->onEvaluation(result);
     return result;
+}
+
+// Head roles and expert specialisation on the first validation examples and the
+// probes (ValidationInsight.h), to metrics.jsonl and the observers.
+void Trainer::measureInsights()
+{
+    constexpr std::int64_t kSample = 32;
+    InsightInputs inputs;
+    const std::int64_t chunk = insightChunkSize(m_run.model, m_run.model.positions());
+    std::vector<Example> examples;
+    for (std::int64_t i = 0; i < std::min(kSample, m_validation->size()); ++i) {
+        examples.push_back(m_validation->get(i));
+        if (static_cast<std::int64_t>(examples.size()) == chunk) {
+            inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
+            examples.clear();
+        }
+    }
+    if (!examples.empty())
+        inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
+    for (const std::string& text : m_run.train.probes) {
+        try {
+            if (m_imageStats) {
+                std::int64_t label = -1;
+                inputs.probes.push_back(imageTensor(probeImage(text, m_validation.get(), imageFormat(m_run.model), label),
+                                                    *m_imageStats));
+            } else {
+                std::vector<std::int64_t> ids = m_tokenizer->encode(text);
+                if (static_cast<std::int64_t>(ids.size()) > m_run.sequenceLength())
+                    ids.resize(static_cast<std::size_t>(m_run.sequenceLength()));
+                if (!ids.empty())
+                    inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
+            }
+        } catch (const std::exception&) {
+            // probeAll says why a probe cannot be read
+        }
+    }
+    if (!m_imageStats)
+        inputs.tokenText = [this](std::int64_t id) { return m_tokenizer->tokenText(id); };
+    if (m_run.model.head == HeadKind::Classification)
+        inputs.classNames = m_labels;
+    const ValidationInsights insights = measureValidationInsights(
+        *m_model, inputs, m_state.step, static_cast<std::uint64_t>(m_run.train.seed) + static_cast<std::uint64_t>(m_state.step));
+    record(encodeMetricsLine(insights));
+    for (auto* observer : m_observers)
+        observer->onValidationInsights(insights);
 }
 
 // Every probe text of the run; one that cannot be probed is skipped with a warning.

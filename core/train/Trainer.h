@@ -94,6 +94,9 @@ public:
     TrainSummary run(const std::atomic<bool>& stop);
 
     EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0);
+    // The same pass with parts of the model switched off (model/Ablation.h),
+    // recorded nowhere and told to no observer.
+    EvaluationResult evaluateAblated(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
     // A text, or for image models "validation:N" or an image file (DataError when neither).
     ProbeResult probe(const std::string& text);
     void saveCheckpoint();
@@ -118,6 +121,7 @@ private:
     // The examples as a batch on the device; training batches of images are augmented.
     Batch makeDeviceBatch(const std::vector<Example>& examples, bool training) const;
     void buildOptimizer();
+    EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
     void trainStep(Interval& interval, bool measure);
     // A snapshot of the interval to the observers; `recorded`: also to
     // metrics.jsonl, and the interval starts anew.
@@ -125,6 +129,7 @@ private:
     CheckpointState stateToSave() const;  // m_state with the pending interval
     std::string defaultProbeText() const;
     void probeAll();
+    void measureInsights();
     void keepProbe(const std::string& text);
     void record(const std::string& line);  // a line of metrics.jsonl (MetricsCodec.h)
     void message(const std::string& level, const std::string& text);
@@ -161,7 +166,7 @@ private:
     std::ofstream m_metrics;
     std::unique_ptr<class RunLog> m_log;
     double m_startSeconds = 0.0;
-    UnusedExpertWatch m_unusedExperts;
+    std::unique_ptr<class HealthAlarms> m_alarms;
 };
 
 }  // namespace widelab

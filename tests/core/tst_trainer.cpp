@@ -7,6 +7,7 @@
 #include "train/Measurements.h"
 #include "train/MemoryEstimate.h"
 #include "train/RunDirectory.h"
+#include "train/HealthAlarms.h"
 #include "train/Trainer.h"
 
 #include <torch/version.h>
@@ -135,6 +136,7 @@ private Q_SLOTS:
     void resumeKeepsTheRunsOwnConfiguration();
     void probesStayWithTheRun();
     void deadExpertsAreReportedOnce();
+    void collapseZLossAndPathAlarms();
     void oneTrainerPerRunDirectory();
     void truncatedLatestCheckpointFallsBack();
     void controlPausesServesRequestsAndStops();
@@ -535,17 +537,76 @@ void TestTrainer::deadExpertsAreReportedOnce()
         s.tokensPerExpert = std::move(tokens);
         return std::vector<RoutingStats>{s};
     };
-    UnusedExpertWatch watch(3);
-    QVERIFY(watch.update(stats({5, 0, 3}), 10).empty());  // once is chance
-    QVERIFY(watch.update(stats({5, 0, 3}), 20).empty());
-    auto messages = watch.update(stats({5, 0, 3}), 30);
+    HealthAlarmOptions options;
+    options.deadAfter = 3;
+    options.collapseShare = 0.9;  // 5 of 8 tokens is not a collapse here
+    HealthAlarms watch(options);
+    QVERIFY(watch.update(stats({5, 0, 3}), {}, 10).empty());  // once is chance
+    QVERIFY(watch.update(stats({5, 0, 3}), {}, 20).empty());
+    auto messages = watch.update(stats({5, 0, 3}), {}, 30);
     QCOMPARE(messages.size(), std::size_t{1});
-    QCOMPARE(messages[0].first, std::string("warning"));
-    QCOMPARE(messages[0].second, std::string("expert 2 of block 2 received no tokens in the last 3 measurements (to step 30)"));
-    QVERIFY(watch.update(stats({5, 0, 3}), 40).empty());  // said once
-    messages = watch.update(stats({5, 2, 0}), 50);
+    QCOMPARE(messages[0].level, std::string("warning"));
+    QCOMPARE(messages[0].kind, std::string("dead expert"));
+    QCOMPARE(messages[0].block, std::int64_t{1});
+    QCOMPARE(messages[0].index, std::int64_t{1});
+    QCOMPARE(messages[0].text, std::string("expert 2 of block 2 received no tokens in the last 3 measurements (to step 30)"));
+    QVERIFY(watch.update(stats({5, 0, 3}), {}, 40).empty());  // said once
+    messages = watch.update(stats({5, 2, 0}), {}, 50);
     QCOMPARE(messages.size(), std::size_t{1});
-    QCOMPARE(messages[0].second, std::string("expert 2 of block 2 receives tokens again at step 50"));
+    QCOMPARE(messages[0].level, std::string("info"));
+    QCOMPARE(messages[0].text, std::string("expert 2 of block 2 receives tokens again at step 50"));
+}
+
+void TestTrainer::collapseZLossAndPathAlarms()
+{
+    HealthAlarmOptions options;  // collapse above 60%, z-loss at twice its lowest, paths below 10% of 1/sqrt(2n)
+    HealthAlarms watch(options);
+    RoutingStats s;
+    s.block = 0;
+    s.tokensPerExpert = {30, 30, 20, 20};  // 30% at most
+    s.zLoss = 2.0;
+    QVERIFY(watch.update({s}, {}, 10).empty());
+    s.tokensPerExpert = {70, 10, 10, 10};  // expert 1 takes 70%
+    s.zLoss = 3.5;                         // 1.75x its lowest: not yet growing
+    auto alarms = watch.update({s}, {}, 20);
+    QCOMPARE(alarms.size(), std::size_t{1});
+    QCOMPARE(alarms[0].kind, std::string("collapse"));
+    QCOMPARE(alarms[0].index, std::int64_t{0});
+    QCOMPARE(alarms[0].text, std::string("expert 1 of block 1 takes 70% of the block's tokens at step 20 (above 60%: "
+                                         "routing is collapsing)"));
+    s.zLoss = 4.5;  // 2.25x the lowest 2.0, and 2.5 above it
+    alarms = watch.update({s}, {}, 30);
+    QCOMPARE(alarms.size(), std::size_t{1});
+    QCOMPARE(alarms[0].kind, std::string("z-loss"));
+    QCOMPARE(alarms[0].level, std::string("warning"));
+    s.tokensPerExpert = {25, 25, 25, 25};
+    s.zLoss = 2.5;  // below 1.5x the lowest: calm again
+    alarms = watch.update({s}, {}, 40);
+    QCOMPARE(alarms.size(), std::size_t{2});
+    QCOMPARE(alarms[0].kind, std::string("collapse"));
+    QCOMPARE(alarms[0].level, std::string("info"));
+    QCOMPARE(alarms[1].kind, std::string("z-loss"));
+    QCOMPARE(alarms[1].level, std::string("info"));
+
+    // Two paths start at 1/sqrt(4) = 0.5: below 0.05 is switching off, above 0.1 is back.
+    PathWeights p;
+    p.block = 2;
+    p.sublayer = "ffn";
+    p.paths = 2;
+    p.alpha = {0.5f, 0.04f};
+    alarms = watch.update({}, {p}, 50);
+    QCOMPARE(alarms.size(), std::size_t{1});
+    QCOMPARE(alarms[0].kind, std::string("path weight"));
+    QCOMPARE(alarms[0].index, std::int64_t{1});
+    QCOMPARE(alarms[0].sublayer, std::string("ffn"));
+    QCOMPARE(alarms[0].text, std::string("the weight of path 2 of block 3's ffn has fallen to 0.04 at step 50 "
+                                         "(it started at 0.5): the path is switching off"));
+    p.alpha = {0.5f, 0.07f};  // between the two thresholds: unchanged
+    QVERIFY(watch.update({}, {p}, 60).empty());
+    p.alpha = {0.5f, 0.2f};
+    alarms = watch.update({}, {p}, 70);
+    QCOMPARE(alarms.size(), std::size_t{1});
+    QCOMPARE(alarms[0].level, std::string("info"));
 }
 
 void TestTrainer::oneTrainerPerRunDirectory()

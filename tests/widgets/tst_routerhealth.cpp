@@ -46,7 +46,7 @@ ExpertLoad healthLoad(int block, const QVector<qint64>& tokens, double maxViolat
 
 HealthAlarm alarm(const QString& kind, const QString& level, int block, int index, const QString& text)
 {
-    return {kind, level, block, index, text};
+    return {kind, level, block, index, QString(), text};
 }
 
 // Routing blocks 1 and 3 (0-based 0 and 2) of four experts at steps 50, 100, 200, 300.
