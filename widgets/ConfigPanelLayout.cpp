@@ -104,6 +104,9 @@ QList<FieldGroup> makeLayout()
              {"model.eval_capacity_factor", t("Evaluation capacity"), t("Capacity factor C in evaluation. <= 0: never drop.")},
              {"model.balance_loss_weight", t("Balance loss weight"),
               t("Weight lambda of the load-balancing loss (WideNet Eq. 8) added to the task loss."), {}, 0.01, true},
+             {"model.router_z_loss_weight", t("Router z-loss weight"),
+              t("Weight of the router z-loss (ST-MoE): the mean squared log-sum-exp of the router logits, added to the "
+                "task loss to keep the logits small. 0: off; 0.001 is usual."), {}, 0.001, true},
              {"model.router_noise_std", t("Router noise"),
               t("Standard deviation of the Gaussian noise added to router logits while training."), {}, 0.05},
              {"model.routing_groups", t("Routing groups"),
@@ -230,6 +233,9 @@ QList<FieldGroup> makeLayout()
               t("Steps between inspections of the probe texts (attention, routing, prediction); 0: with every "
                 "validation."),
               t("with validation")},
+             {"train.alarm_expert_share", t("Collapse alarm above"),
+              t("Warn in the log and the Experts page when one expert takes more than this share of a block's tokens."),
+              {}, 0.05},
              {"train.probes", t("Probe texts"),
               t("Texts inspected during training, one per line: their attention maps, expert routing and prediction. "
                 "Empty: a short validation example. Texts added in the Attention view join them. Images: "
@@ -296,7 +302,7 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
     const bool images = is("task.kind", "image_folder") || is("task.kind", "cifar10") || is("task.kind", "shapes");
     const bool generated = listops || is("task.kind", "shapes");
     if (k.startsWith("model.") && (k.endsWith("top_k") || k.contains("capacity_factor") || k == "model.balance_loss_weight"
-                                   || k == "model.router_noise_std" || k.contains("routing_")
+                                   || k == "model.router_z_loss_weight" || k == "model.router_noise_std" || k.contains("routing_")
                                    || k == "model.renormalize_gates" || k == "model.share_router")) {
         applies(value("model.experts").toInteger() > 1, "only with more than one expert");
     } else if (k == "model.pooling" || k == "model.pooler" || k == "model.num_classes") {

@@ -972,7 +972,7 @@ void TestModelConfig::toJsonRoundTrip_data()
         "head_dim": 40, "ffn_dim": 200, "activation": "silu", "dropout": 0.25, "head": "classification",
         "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
         "capacity_factor": 0.5, "eval_capacity_factor": 1.5, "router_noise_std": 0.3,
-        "balance_loss_weight": 0.02, "routing_groups": 2, "routing_priority": "batch",
+        "balance_loss_weight": 0.02, "router_z_loss_weight": 0.001, "routing_groups": 2, "routing_priority": "batch",
         "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
         "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
         "path_extra_features": false, "input": "tokens", "image_size": 64, "patch_size": 8, "channels": 1})";
@@ -986,7 +986,7 @@ void TestModelConfig::toJsonRoundTrip_data()
         "head_dim": 12, "ffn_dim": 77, "activation": "relu", "dropout": 0.0, "head": "language_model",
         "pooling": "cls", "pooler": false, "num_classes": 3, "experts": 1, "top_k": 1,
         "capacity_factor": -1.0, "eval_capacity_factor": 0.0, "router_noise_std": 0.0,
-        "balance_loss_weight": 0.0, "routing_groups": 5, "routing_priority": "position",
+        "balance_loss_weight": 0.0, "router_z_loss_weight": 0.0, "routing_groups": 5, "routing_priority": "position",
         "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
         "share_layernorm": false, "paths": 3, "path_norm": true, "learnable_path_weights": true,
         "path_extra_features": true, "input": "tokens", "image_size": 30, "patch_size": 3, "channels": 3})";
@@ -1051,15 +1051,15 @@ void TestModelConfig::toJsonRoundTrip()
 
 void TestModelConfig::toJsonOfDefaultsIsComplete()
 {
-    // The configuration table of docs/model.md has 35 keys besides the attention
+    // The configuration table of docs/model.md has 36 keys besides the attention
     // mechanisms' (docs/attention.md); toJson writes them all, and fromJson reads
     // every one of them back without an unknown key.
     const nlohmann::json written = ModelConfig{}.toJson();
-    QCOMPARE(int(written.size()), 35 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
+    QCOMPARE(int(written.size()), 36 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
     for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
                             "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
                             "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",
-                            "balance_loss_weight", "routing_groups", "routing_priority", "renormalize_gates",
+                            "balance_loss_weight", "router_z_loss_weight", "routing_groups", "routing_priority", "renormalize_gates",
                             "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",
                             "path_norm", "learnable_path_weights", "path_extra_features", "input", "image_size",
                             "patch_size", "channels"})

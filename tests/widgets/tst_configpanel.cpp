@@ -210,10 +210,10 @@ private Q_SLOTS:
         QVERIFY(panel.field("name"));
         QVERIFY(panel.field("description"));
         QCOMPARE(panel.field("model.not_a_key"), nullptr);
-        // model: 31, the 4 image keys (input, image_size, patch_size, channels),
+        // model: 32, the 4 image keys (input, image_size, patch_size, channels),
         // the 2 attention keys and the 16 keys of the ten mechanisms; task: 13 and
-        // the 2 augmentation keys.
-        QCOMPARE(panel.keys().size(), 31 + 4 + 2 + 16 + 13 + 2 + 25 + 2);
+        // the 2 augmentation keys; train: 26.
+        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 13 + 2 + 26 + 2);
     }
 
     void completeDocumentRoundTrips()
