@@ -194,11 +194,13 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
         stages.push_back(torch::softmax((languageModel ? logits[0][-1] : logits[0]).to(torch::kCPU, torch::kFloat32), -1));
     torch::Tensor columns;
     if (result.prediction.size() > kLensAllUpTo && !stages.empty()) {
-        std::vector<torch::Tensor> tops;
-        for (const torch::Tensor& p : stages)
-            tops.push_back(std::get<1>(p.topk(std::min<std::int64_t>(kLensTop, p.numel()))));
-        columns = std::get<0>(torch::_unique(torch::cat(tops), /*sorted=*/true));
-        result.lensColumns.assign(columns.data_ptr<std::int64_t>(), columns.data_ptr<std::int64_t>() + columns.numel());
+        std::set<std::int64_t> kept;  // ascending
+        for (const torch::Tensor& p : stages) {
+            const torch::Tensor top = std::get<1>(p.topk(std::min<std::int64_t>(kLensTop, p.numel()))).contiguous();
+            kept.insert(top.data_ptr<std::int64_t>(), top.data_ptr<std::int64_t>() + top.numel());
+        }
+        result.lensColumns.assign(kept.begin(), kept.end());
+        columns = torch::tensor(result.lensColumns, torch::kLong);
     }
     for (std::size_t i = 0; i < stages.size(); ++i) {
         LensStage stage;

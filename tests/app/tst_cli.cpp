@@ -181,6 +181,7 @@ private Q_SLOTS:
     void bench();
     void benchText();
     void benchDevice();
+    void headRolesLogitLensAndAblationScans();
     void studyRunsReportsAndContinues();
     void studyStopsOnInterruptAndContinues();
     void studyListsBuiltinStudies();
@@ -976,6 +977,74 @@ void TestCli::damagedLatestCheckpointIsPassedOverOnTheTerminal()
     QVERIFY2(output.contains("step-00000020.pt set aside as step-00000020.pt.unreadable"), qPrintable(output));
     QVERIFY2(output.contains("from step 10"), qPrintable(output));
     QVERIFY(QFile::exists(latest + ".unreadable"));
+}
+
+// ---------------------------------------------------------------- interpretability
+
+void TestCli::headRolesLogitLensAndAblationScans()
+{
+    QTemporaryDir dir;
+    const QString config = writeFile(dir, "moe.json", R"({"name": "moe",
+        "model": {"vocab_size": 20, "max_len": 32, "d_model": 16, "layers": 2, "heads": 2, "ffn_dim": 32,
+                  "num_classes": 10, "experts": 4},
+        "task": {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 64, "validation_size": 16},
+        "train": {"steps": 10, "batch_size": 8, "log_every": 5, "eval_every": 10, "checkpoint_every": 10,
+                  "threads": 1}})");
+    const QString run = dir.filePath("run");
+    QCOMPARE(cli({"train", config, "--out", run}).code, 0);
+
+    // The validation wrote head roles and what each expert received.
+    const std::vector<nlohmann::json> insights = test::metricLines(run.toStdString(), "insights");
+    QCOMPARE(insights.size(), std::size_t{1});
+    QCOMPARE(insights[0]["examples"].get<int>(), 16);
+    QCOMPARE(insights[0]["head_roles"]["scores"].size(), std::size_t{2});
+    QCOMPARE(insights[0]["head_roles"]["scores"][0].size(), std::size_t{2});
+    QCOMPARE(insights[0]["experts"].size(), std::size_t{2});  // every block routes
+    QCOMPARE(insights[0]["experts"][0]["class_counts"].size(), std::size_t{4});
+
+    const CliResult inspect = cli({"inspect", run, "--text", "[MAX 2 9 ]", "--heads", "--json"});
+    QCOMPARE(inspect.code, 0);
+    const nlohmann::json probe = nlohmann::json::parse(inspect.out.toStdString());
+    // One object per layer and head, a score per role.
+    QCOMPARE(probe["head_roles"].size(), std::size_t{4});
+    QCOMPARE(probe["head_roles"][3]["layer"].get<int>(), 1);
+    QCOMPARE(probe["head_roles"][3]["head"].get<int>(), 1);
+    for (const char* role : {"previous_token", "next_token", "first_token", "self", "local", "broad"}) {
+        const double value = probe["head_roles"][3][role].get<double>();
+        QVERIFY2(value >= 0.0 && value <= 1.0, role);
+    }
+    // The logit lens: after both sublayers of both blocks, the last the prediction.
+    QCOMPARE(probe["logit_lens"].size(), std::size_t{4});
+    QCOMPARE(probe["logit_lens"][3]["block"].get<int>(), 1);
+    QCOMPARE(probe["logit_lens"][3]["sublayer"].get<std::string>(), std::string("ffn"));
+    const auto last = probe["logit_lens"][3]["distribution"].get<std::vector<double>>();
+    const auto prediction = probe["prediction"].get<std::vector<double>>();
+    QCOMPARE(last.size(), prediction.size());
+    for (std::size_t i = 0; i < last.size(); ++i)
+        QVERIFY(std::abs(last[i] - prediction[i]) < 1e-6);
+
+    const CliResult heads = cli({"ablate", run, "--heads", "--json"});
+    QCOMPARE(heads.code, 0);
+    const nlohmann::json scan = nlohmann::json::parse(heads.out.toStdString());
+    QCOMPARE(scan["parts"].size(), std::size_t{4});
+    QCOMPARE(scan["parts"][2]["layer"].get<int>(), 1);
+    QCOMPARE(scan["parts"][2]["head"].get<int>(), 0);
+    const double baseline = scan["baseline"]["loss"].get<double>();
+    for (const auto& part : scan["parts"])
+        QVERIFY(std::abs(part["loss_delta"].get<double>() - (part["loss"].get<double>() - baseline)) < 1e-9);
+
+    const CliResult experts = cli({"ablate", run, "--experts", "--mode", "mean", "--json"});
+    QCOMPARE(experts.code, 0);
+    QCOMPARE(nlohmann::json::parse(experts.out.toStdString())["parts"].size(), std::size_t{8});
+    // A part the model does not have, and a mode that does not exist, are usage errors.
+    const CliResult paths = cli({"ablate", run, "--paths"});
+    QCOMPARE(paths.code, 2);
+    QVERIFY2(paths.err.contains("model.paths is 1"), qPrintable(paths.err));
+    QCOMPARE(cli({"ablate", run, "--mode", "half"}).code, 2);
+    // The text table sorts the parts by what they are worth.
+    const CliResult table = cli({"ablate", run, "--sublayers"});
+    QCOMPARE(table.code, 0);
+    QVERIFY2(table.out.contains("block 2 ffn"), qPrintable(table.out));
 }
 
 // ---------------------------------------------------------------- study

@@ -180,6 +180,57 @@ void TestMetricsCodec::evalAndProbeLinesComeBackWhole()
     const auto known = decodeMetricsLine(encodeMetricsLine(p), &reason);
     QVERIFY2(known, reason.c_str());
     QCOMPARE(known->probe.label, std::int64_t{1});
+
+    // The logit lens, over the entries the columns name.
+    p.logitLens = {{0, "attention", {0.5f, 0.5f}}, {0, "ffn", {0.25f, 0.75f}}};
+    const auto lens = decodeMetricsLine(encodeMetricsLine(p), &reason);
+    QVERIFY2(lens, reason.c_str());
+    QCOMPARE(lens->probe.logitLens.size(), std::size_t{2});
+    QCOMPARE(lens->probe.logitLens[1].sublayer, std::string("ffn"));
+    QCOMPARE(lens->probe.logitLens[1].distribution, (std::vector<float>{0.25f, 0.75f}));
+    p.lensColumns = {1};  // one column for two values
+    QVERIFY(!decodeMetricsLine(encodeMetricsLine(p), &reason));
+    QVERIFY2(reason.find("\"logit_lens[0].distribution\" has 2 values for 1 columns") != std::string::npos, reason.c_str());
+
+    // Head roles and what experts received, at a validation.
+    ValidationInsights v;
+    v.step = 30;
+    v.examples = 16;
+    v.heads.roles = {"previous token", "self"};
+    v.heads.scores = {{{1.0, 0.2}, {0.0, 0.9}}};
+    v.heads.dominant = {{0, 1}};
+    v.experts = {{1, {{{"a", 3}, {"b", 1}}, {}}, {{4, 0}, {0, 0}}}};
+    v.classNames = {"no", "yes"};
+    const auto insights = decodeMetricsLine(encodeMetricsLine(v), &reason);
+    QVERIFY2(insights, reason.c_str());
+    QCOMPARE(insights->type, MetricsRecord::Type::Insights);
+    QCOMPARE(insights->insights.heads.scores, v.heads.scores);
+    QCOMPARE(insights->insights.heads.dominant, v.heads.dominant);
+    QCOMPARE(insights->insights.experts[0].topTokens, v.experts[0].topTokens);
+    QCOMPARE(insights->insights.experts[0].classCounts, v.experts[0].classCounts);
+    v.heads.dominant = {{0, 2}};  // no third role
+    QVERIFY(!decodeMetricsLine(encodeMetricsLine(v), &reason));
+    QVERIFY2(reason.find("head_roles.dominant[0][1]") != std::string::npos, reason.c_str());
+
+    // Router health and alarms in a train line.
+    TrainingSnapshot s;
+    s.step = 5;
+    RoutingStats r;
+    r.tokensPerExpert = {3, 1};
+    r.loadVsFair = {1.5, 0.5};
+    r.maxViolation = 0.4;
+    r.effectiveExperts = 0.9;
+    r.zLoss = 2.5;
+    r.deadFraction = 0.0;
+    r.consistency = 0.75;
+    s.routing = {r};
+    s.alarms = {{"collapse", "warning", 0, 0, "", "expert 1 of block 1 takes 75%"}};
+    const auto train = decodeMetricsLine(encodeMetricsLine(s), &reason);
+    QVERIFY2(train, reason.c_str());
+    QCOMPARE(train->train.routing[0].zLoss, 2.5);
+    QCOMPARE(train->train.routing[0].consistency, 0.75);
+    QCOMPARE(train->train.alarms.size(), std::size_t{1});
+    QCOMPARE(train->train.alarms[0].text, std::string("expert 1 of block 1 takes 75%"));
 }
 
 void TestMetricsCodec::handWrittenLinesAreRead()
