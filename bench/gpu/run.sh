@@ -150,6 +150,15 @@ unpack_carried() {
       || { log "cannot unpack $deb (dpkg-deb missing?)"; return 1; }
   done
   libdir=$prefix/usr/lib/x86_64-linux-gnu
+  # Where the machine has a library's own headers, the carried copy of that
+  # library goes: CMake would otherwise pair one's headers with the other's
+  # library (libjpeg: "Wrong JPEG library version: library is 62, caller
+  # expects 80", its version being in the arch-specific jconfig.h).
+  if [[ -e /usr/include/jpeglib.h ]]; then
+    rm -f "$libdir"/libjpeg.* "$prefix"/usr/include/j{peglib,error,morecfg,pegint}.h \
+      "$prefix"/usr/include/x86_64-linux-gnu/jconfig.h
+    log "carried libjpeg dropped: the machine has its own headers"
+  fi
   local host_libs kept=() dropped=()
   # ldconfig lives in /sbin, which a non-root PATH may lack; without it every
   # carried library is kept.

@@ -3,6 +3,7 @@
 // A CUDA build of LibTorch (CMakeLists.txt decides) has the caching allocator;
 // with Debian's CPU build every device is the CPU.
 #ifdef WIDELAB_TORCH_CUDA
+#include <ATen/Functions.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
@@ -59,6 +60,18 @@ std::int64_t availableHostMemory()
     return std::max<std::int64_t>(0, available);
 }
 
+#ifdef WIDELAB_TORCH_CUDA
+// The caching allocator sets itself up at the first CUDA tensor; asking it for
+// statistics before that fails ("Invalid device argument: did you call
+// init?"). Creating one small tensor sets it up the way LibTorch itself does.
+c10::DeviceIndex readyAllocator(const c10::Device& device)
+{
+    const c10::DeviceIndex index = device.has_index() ? device.index() : 0;
+    (void)at::empty({1}, at::TensorOptions().device(c10::Device(c10::kCUDA, index)));
+    return index;
+}
+#endif
+
 }  // namespace
 
 std::int64_t availableMemory(const c10::Device& device)
@@ -83,7 +96,7 @@ DeviceMemory deviceMemory(const c10::Device& device)
     if (device.is_cuda()) {
         namespace allocator = c10::cuda::CUDACachingAllocator;
         constexpr auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-        const auto stats = allocator::getDeviceStats(device.has_index() ? device.index() : 0);
+        const auto stats = allocator::getDeviceStats(readyAllocator(device));
         DeviceMemory memory;
         memory.cuda = true;
         memory.allocated = stats.allocated_bytes[all].current;
@@ -101,7 +114,7 @@ void resetPeakDeviceMemory(const c10::Device& device)
 {
 #ifdef WIDELAB_TORCH_CUDA
     if (device.is_cuda())
-        c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : 0);
+        c10::cuda::CUDACachingAllocator::resetPeakStats(readyAllocator(device));
 #endif
     (void)device;
 }

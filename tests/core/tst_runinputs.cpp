@@ -306,6 +306,7 @@ void TestRunInputs::runTooLargeForTheMachineIsRefused()
     run.model.vocabSize = 1 << 20;
     run.model.maxLen = 512;
     run.train.batchSize = 32;
+    run.train.device = "cpu";  // what is asked of the CPU, also where a GPU is present
     if (availableMemory(torch::kCPU) > std::int64_t{140} << 30)
         QSKIP("this machine has more than 128 GiB available");
     try {

@@ -72,7 +72,7 @@ def main(argv):
         return 2
     with open(argv[1]) as fh:
         spec = json.load(fh)
-    case = torch.load(argv[2])
+    case = torch.load(argv[2], weights_only=False)  # written by torch::save (TorchScript pickle)
     torch.save(run_case(spec, case), argv[3])
     return 0
 

@@ -564,7 +564,7 @@ def main(argv):
         return 2
     with open(argv[1]) as fh:
         spec = json.load(fh)
-    case = torch.load(argv[2])
+    case = torch.load(argv[2], weights_only=False)  # written by torch::save (TorchScript pickle)
     try:
         out = run_case(spec["model"], spec["mode"], case)
     except (ValueError, KeyError) as err:
@@ -936,7 +936,7 @@ def _test_end_to_end_files():
         rc = main(["x", os.path.join(d, "case.json"), os.path.join(d, "case.pt"),
                    os.path.join(d, "out.pt")])
         assert rc == 0
-        out = torch.load(os.path.join(d, "out.pt"))
+        out = torch.load(os.path.join(d, "out.pt"), weights_only=False)
         # train mode with noise is refused
         with open(os.path.join(d, "bad.json"), "w") as fh:
             json.dump({"model": dict(cfg, router_noise_std=0.25), "mode": "train"}, fh)
