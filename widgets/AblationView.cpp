@@ -188,6 +188,9 @@ AblationView::AblationView(QWidget* parent) : InsightPage(parent)
     layout->addLayout(controls);
     layout->addWidget(m_status);
     layout->addWidget(m_body, 1);
+    // Takes the height while the body is hidden (no scan yet), so that the
+    // controls stay at the top instead of floating to the middle.
+    layout->addStretch(0);
 
     connect(m_scan, &QPushButton::clicked, this, [this] {
         if (m_primary.valid() && !kind().isEmpty() && !isBusy(m_primary.runId))

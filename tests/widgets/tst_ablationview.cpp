@@ -215,6 +215,12 @@ void TestAblationView::progressAndButtonsWhileBusy()
     QCOMPARE(view.progressBar()->text(), QStringLiteral("12 / 48: layer 1 head 12"));
     QCOMPARE(view.progressBar()->value(), 12);
     QCOMPARE(view.progressBar()->maximum(), 48);
+    // Before the first result the controls stay at the top of a tall page.
+    view.resize(900, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY2(view.scanButton()->geometry().bottom() < 100, qPrintable(QString::number(view.scanButton()->y())));
+    view.hide();
 
     QSignalSpy cancel(&view, &AblationView::cancelRequested);
     QTest::mouseClick(view.cancelButton(), Qt::LeftButton);
