@@ -426,6 +426,7 @@ HeadRolesView::HeadRolesView(QWidget* parent) : InsightPage(parent)
     bodyLayout->addLayout(m_gridBox);
     bodyLayout->addWidget(m_plotHint);
     bodyLayout->addWidget(m_plot, 1);
+    bodyLayout->addStretch(0);  // the room below the grid until a head's plot is shown
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(m_empty);
     layout->addWidget(m_body, 1);

@@ -308,6 +308,9 @@ void TestHeadRoles::clickingAHeadPlotsItsRolesOverTraining()
     show(view, roleHistory(), {}, 200);
     QVERIFY(!view.rolePlot()->isVisible());
     QCOMPARE(view.selectedRun(), -1);
+    // Until a head is chosen the grid sits at the top, not in the middle of the page.
+    QVERIFY2(view.grid(0)->mapTo(&view, QPoint(0, 0)).y() < 120,
+             qPrintable(QString::number(view.grid(0)->mapTo(&view, QPoint(0, 0)).y())));
     QTest::mouseClick(view.grid(0), Qt::LeftButton, Qt::NoModifier, view.grid(0)->cellRect(0, 1).center().toPoint());
     QCOMPARE(view.selectedRun(), 0);
     QCOMPARE(view.grid(0)->selected(), QPoint(1, 0));
