@@ -1184,6 +1184,10 @@ void TestModelConfig::vitMoeSemantics()
     QCOMPARE(qint64(c.attentionModules()), qint64(c.layers));
     QCOMPARE(qint64(c.ffnModules()), qint64(c.layers));
     QCOMPARE(qint64(c.routerModules()), qint64(c.layers));
+    // WideNet section 4.1: its MoE models (ViT-MoE and WideNet) classify with a
+    // global average pooling head instead of the CLS token.
+    for (const char* name : {"vit-moe", "vit-moe-image", "vit-moe-b-paper", "widenet", "widenet-vit-b-4e-paper"})
+        QVERIFY2(preset(name).model.pooling == Pooling::Mean, name);
 }
 
 void TestModelConfig::albertSemantics()
