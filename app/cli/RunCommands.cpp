@@ -219,9 +219,8 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                 imageTensor(probeImage(a.image, task ? task->validation.get() : nullptr, imageFormat(model), label),
                             opened.imageStats));
         } else {
-            std::vector<std::int64_t> ids = opened.tokenizer.encode(a.text);
-            if (static_cast<std::int64_t>(ids.size()) > opened.document.sequenceLength())
-                ids.resize(static_cast<std::size_t>(opened.document.sequenceLength()));
+            const std::vector<std::int64_t> ids =
+                probeTokenIds(opened.tokenizer, a.text, opened.document.sequenceLength());
             inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
         }
         roles = measureValidationInsights(*opened.model, inputs, r.step, static_cast<std::uint64_t>(opened.document.train.seed)).heads;
@@ -248,6 +247,10 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         out << line.dump() << "\n";
         return 0;
     }
+    if (r.cutTokens > 0)
+        out << "the text is longer than the run's sequence length (" << opened.document.sequenceLength()
+            << " tokens): the model reads its first " << opened.document.sequenceLength() << " tokens; the last "
+            << r.cutTokens << " were cut\n";
     out << "step " << r.step << ", " << r.tokens.size() << " tokens:";
     for (const auto& token : r.tokens)
         out << " " << std::quoted(token);

@@ -110,6 +110,8 @@ nlohmann::json toJson(const ProbeResult& r)
                            {"prediction", r.prediction}, {"prediction_labels", r.predictionLabels}};
     if (r.label >= 0)
         line["label"] = r.label;  // only when known
+    if (r.cutTokens > 0)
+        line["cut_tokens"] = r.cutTokens;  // only when the text was longer than the sequence
     if (!r.logitLens.empty()) {
         nlohmann::json lens = nlohmann::json::array();
         for (const LensStage& stage : r.logitLens)
@@ -749,6 +751,9 @@ void decodeProbe(const Json& json, MetricsRecord& record)
         const auto last = static_cast<std::int64_t>(p.prediction.size()) - 1;
         p.label = integer(label, "label", 0, last, "from 0 to " + std::to_string(last));
     }
+    // Optional: tokens of the text past the sequence length, which the model did not see.
+    if (const Json* cut = member(json, "cut_tokens"))
+        p.cutTokens = integer(cut, "cut_tokens", 1, std::numeric_limits<std::int64_t>::max(), "at least 1");
     record.step = p.step;
 }
 

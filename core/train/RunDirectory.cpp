@@ -221,20 +221,31 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
 
 }  // namespace
 
+std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const std::string& text, std::int64_t maxLength,
+                                        std::int64_t* cut)
+{
+    std::vector<std::int64_t> ids = tokenizer.encode(text);
+    if (ids.empty())
+        throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
+    const std::int64_t extra = std::max<std::int64_t>(0, static_cast<std::int64_t>(ids.size()) - maxLength);
+    ids.resize(ids.size() - static_cast<std::size_t>(extra));
+    if (cut != nullptr)
+        *cut = extra;
+    return ids;
+}
+
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
                        const std::string& text, std::int64_t maxLength, const std::vector<Ablation>& ablations)
 {
     const ModelConfig& c = model.config();
     if (c.imageInput())
         throw DataError("the model reads images: probe it with validation:N or an image file");
-    std::vector<std::int64_t> ids = tokenizer.encode(text);
-    if (ids.empty())
-        throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
-    if (static_cast<std::int64_t>(ids.size()) > maxLength)
-        ids.resize(static_cast<std::size_t>(maxLength));
+    std::int64_t cut = 0;
+    const std::vector<std::int64_t> ids = probeTokenIds(tokenizer, text, maxLength, &cut);
 
     ProbeResult result = inspectOne(model, torch::tensor(ids, torch::kLong).unsqueeze(0), labels, &tokenizer, ablations);
     result.text = text;
+    result.cutTokens = cut;
     if (c.usesClsToken())
         result.tokens.push_back("<cls>");
     for (const std::int64_t id : ids)

@@ -62,9 +62,17 @@ std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, c
 // holds the run (that trainer keeps the probes it is asked for itself).
 bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result);
 
+// The ids of `text` as a probe gives them to the model: the first `maxLength`
+// tokens; `cut` (optional) receives how many more the text had. DataError for a
+// text without a token.
+std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const std::string& text, std::int64_t maxLength,
+                                        std::int64_t* cut = nullptr);
+
 // Runs `text` through the model (evaluation mode, no gradient) and records
 // attention maps, expert choices, the logit lens and the prediction, with
-// `ablations` switched off (model/Ablation.h). DataError for an image model.
+// `ablations` switched off (model/Ablation.h). A text longer than `maxLength`
+// tokens is cut there, and the result says how many tokens went (cutTokens).
+// DataError for an image model.
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
                        const std::string& text, std::int64_t maxLength, const std::vector<Ablation>& ablations = {});
 // The same for an image model: `image` as the model sees it before normalisation

@@ -147,6 +147,7 @@ struct ProbeResult {
     std::vector<float> prediction;    // class probabilities, or the next-token distribution after the last token
     std::vector<std::string> predictionLabels;
     std::int64_t label = -1;          // the true class when the text is a validation example, else -1
+    std::int64_t cutTokens = 0;       // tokens of the text past the run's sequence length: the model never saw them
     // Image models: the image (text: the probe entry, "validation:N" or a file);
     // tokens are "CLS" (when used) and then the patches row by row, "r0c0", "r0c1", ...
     // Text probes: empty (width 0).

@@ -1022,6 +1022,22 @@ void TestCli::headRolesLogitLensAndAblationScans()
     QCOMPARE(last.size(), prediction.size());
     for (std::size_t i = 0; i < last.size(); ++i)
         QVERIFY(std::abs(last[i] - prediction[i]) < 1e-6);
+    QVERIFY(!probe.contains("cut_tokens"));  // 5 tokens fit in 32
+
+    // A text of 40 tokens ("[MAX", 38 digits, "]") against the run's 32: the
+    // model reads the first 32, and both outputs say that 8 were cut.
+    std::string longText = "[MAX";
+    for (int i = 0; i < 38; ++i)
+        longText += " 1";
+    longText += " ]";
+    const CliResult cut = cli({"inspect", run, "--text", QString::fromStdString(longText), "--json"});
+    QCOMPARE(cut.code, 0);
+    const nlohmann::json cutProbe = nlohmann::json::parse(cut.out.toStdString());
+    QCOMPARE(cutProbe["cut_tokens"].get<int>(), 8);
+    QCOMPARE(cutProbe["tokens"].back().get<std::string>(), std::string("1"));  // the closing bracket went
+    const CliResult cutText = cli({"inspect", run, "--text", QString::fromStdString(longText)});
+    QCOMPARE(cutText.code, 0);
+    QVERIFY2(cutText.out.contains("the last 8 were cut"), qPrintable(cutText.out));
 
     const CliResult heads = cli({"ablate", run, "--heads", "--json"});
     QCOMPARE(heads.code, 0);

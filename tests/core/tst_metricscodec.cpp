@@ -180,6 +180,13 @@ void TestMetricsCodec::evalAndProbeLinesComeBackWhole()
     const auto known = decodeMetricsLine(encodeMetricsLine(p), &reason);
     QVERIFY2(known, reason.c_str());
     QCOMPARE(known->probe.label, std::int64_t{1});
+    QCOMPARE(known->probe.cutTokens, std::int64_t{0});  // not written when nothing was cut
+    QVERIFY(encodeMetricsLine(p).find("cut_tokens") == std::string::npos);
+    p.cutTokens = 5;  // a text 5 tokens longer than the sequence
+    const auto cut = decodeMetricsLine(encodeMetricsLine(p), &reason);
+    QVERIFY2(cut, reason.c_str());
+    QCOMPARE(cut->probe.cutTokens, std::int64_t{5});
+    p.cutTokens = 0;
 
     // The logit lens, over the entries the columns name.
     p.logitLens = {{0, "attention", {0.5f, 0.5f}}, {0, "ffn", {0.25f, 0.75f}}};
