@@ -246,7 +246,8 @@ def check_case(cli, folder, name, document, probe, files):
             seen = torch.tensor(list(__import__("base64").b64decode(shown["image"]["pixels"])), dtype=torch.uint8)
             assert torch.equal(tokenizer.pixels(entry).flatten(), seen), "the decoded, fitted picture differs"
         assert tokenizer.tokens() == shown["tokens"], (tokenizer.tokens(), shown["tokens"])
-        out = model(pixels, lens=True)
+        with torch.no_grad():
+            out = model(pixels, lens=True)
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the long text's warning; check_facts checks it
@@ -255,7 +256,8 @@ def check_case(cli, folder, name, document, probe, files):
         assert tokens == shown["tokens"], "tokens: package %s, CLI %s" % (tokens, shown["tokens"])
         if probe == LISTOPS_LONG:
             assert len(ids) == 40 and len(tokenizer.encode_list(probe, truncate=False)) == 52, "not cut at 40"
-        out = model(ids, lens=True)
+        with torch.no_grad():
+            out = model(ids, lens=True)
         report["tokens"] = len(ids)
 
     language = model.config.head == "language_model"
