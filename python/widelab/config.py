@@ -1,0 +1,220 @@
+"""The `model` section of a WideLab run document (docs/model.md, "Configuration").
+
+The export's model.json has every key written out, defaults included, so this
+module reads keys and checks them; it fills no defaults of its own except for the
+keys of attention mechanisms that an older document may lack.
+"""
+
+import math
+
+from .errors import WideLabError
+
+# Every key of the model section this package implements, with its type.
+# A key the document has and this table lacks belongs to a newer WideLab: it is an
+# error (the model could compute something this package does not).
+_INTEGER = int
+_NUMBER = float
+_BOOL = bool
+_TEXT = str
+_TEXT_LIST = list
+
+_KEYS = {
+    "vocab_size": _INTEGER, "max_len": _INTEGER, "input": _TEXT, "image_size": _INTEGER,
+    "patch_size": _INTEGER, "channels": _INTEGER, "d_model": _INTEGER, "embedding_dim": _INTEGER,
+    "layers": _INTEGER, "heads": _INTEGER, "head_dim": _INTEGER, "ffn_dim": _INTEGER,
+    "activation": _TEXT, "dropout": _NUMBER, "attention": _TEXT, "attention_mix": _TEXT_LIST,
+    "head": _TEXT, "pooling": _TEXT, "pooler": _BOOL, "num_classes": _INTEGER,
+    "experts": _INTEGER, "top_k": _INTEGER, "capacity_factor": _NUMBER,
+    "eval_capacity_factor": _NUMBER, "router_noise_std": _NUMBER, "balance_loss_weight": _NUMBER,
+    "router_z_loss_weight": _NUMBER, "routing_groups": _INTEGER, "routing_priority": _TEXT,
+    "renormalize_gates": _BOOL, "share_router": _BOOL, "share_attention": _BOOL,
+    "share_ffn": _BOOL, "share_layernorm": _BOOL, "paths": _INTEGER, "path_norm": _BOOL,
+    "learnable_path_weights": _BOOL, "path_extra_features": _BOOL,
+}
+
+# The attention mechanisms' own keys and their defaults (docs/attention/*.md).
+_MECHANISM_KEYS = {
+    "performer_features": (_INTEGER, 256), "performer_redraw_every": (_INTEGER, 1),
+    "linformer_k": (_INTEGER, 16), "local_block_size": (_INTEGER, 50),
+    "longformer_window": (_INTEGER, 512), "longformer_global_tokens": (_INTEGER, 0),
+    "bigbird_block_size": (_INTEGER, 64), "bigbird_random_blocks": (_INTEGER, 3),
+    "sparse_pattern": (_TEXT, "fixed"), "sparse_block_size": (_INTEGER, 128),
+    "sparse_summary": (_INTEGER, 32), "sinkhorn_block_size": (_INTEGER, 20),
+    "sinkhorn_iterations": (_INTEGER, 0), "sinkhorn_temperature": (_NUMBER, 1.0),
+    "synthesizer_variant": (_TEXT, "factorized_random"), "synthesizer_rank": (_INTEGER, 32),
+}
+
+_CHOICES = {
+    "input": ("tokens", "image"),
+    "activation": ("gelu", "relu", "silu"),
+    "head": ("classification", "language_model"),
+    "pooling": ("cls", "mean"),
+    "routing_priority": ("position", "batch"),
+    "sparse_pattern": ("fixed", "strided"),
+    "synthesizer_variant": ("dense", "random", "factorized_random"),
+}
+
+MECHANISMS = ("full", "linear", "performer", "linformer", "local", "longformer", "bigbird",
+              "sparse", "sinkhorn", "synthesizer")
+_NOT_CAUSAL = ("linformer", "sinkhorn")
+
+
+class ModelConfig:
+    """The resolved `model` section, with the quantities docs/model.md derives from it.
+
+    Keys are attributes under their JSON names (`config.d_model`, `config.top_k`).
+    """
+
+    def __init__(self, section, origin="model.json"):
+        self.origin = origin
+        if not isinstance(section, dict):
+            raise WideLabError("%s: \"model\" must be a JSON object" % origin)
+        values = {}
+        for key, value in section.items():
+            if key in _KEYS:
+                kind = _KEYS[key]
+            elif key in _MECHANISM_KEYS:
+                kind = _MECHANISM_KEYS[key][0]
+            else:
+                raise WideLabError(
+                    "%s: model.%s: unknown key; this widelab package does not implement it "
+                    "(a newer WideLab wrote the file: update the package)" % (origin, key))
+            values[key] = self._typed(key, value, kind)
+        for key in _KEYS:
+            if key not in values:
+                raise WideLabError("%s: model.%s: missing (an export writes every key)" % (origin, key))
+        for key, (_, default) in _MECHANISM_KEYS.items():
+            values.setdefault(key, default)
+        for key, value in values.items():
+            setattr(self, key, value)
+        self._check()
+
+    def _typed(self, key, value, kind):
+        where = "%s: model.%s" % (self.origin, key)
+        if kind is _BOOL:
+            if not isinstance(value, bool):
+                raise WideLabError("%s: expected true or false, got %r" % (where, value))
+            return value
+        if kind is _INTEGER:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+                raise WideLabError("%s: expected an integer, got %r" % (where, value))
+            return int(value)
+        if kind is _NUMBER:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise WideLabError("%s: expected a finite number, got %r" % (where, value))
+            return float(value)
+        if kind is _TEXT:
+            if not isinstance(value, str):
+                raise WideLabError("%s: expected a string, got %r" % (where, value))
+            if key in _CHOICES and value not in _CHOICES[key]:
+                raise WideLabError("%s: \"%s\" is not one of %s" % (where, value, ", ".join(_CHOICES[key])))
+            return value
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise WideLabError("%s: expected a list of strings, got %r" % (where, value))
+        return list(value)
+
+    def _check(self):
+        def fail(key, reason):
+            raise WideLabError("%s: model.%s: %s" % (self.origin, key, reason))
+
+        positive = ("vocab_size", "max_len", "d_model", "layers", "heads", "head_dim", "ffn_dim",
+                    "experts", "top_k", "routing_groups", "paths", "num_classes")
+        for key in positive:
+            if getattr(self, key) < 1:
+                fail(key, "must be at least 1, got %d" % getattr(self, key))
+        names = MECHANISMS + ("mixed",)
+        if self.attention not in names:
+            fail("attention", "\"%s\" is not one of %s" % (self.attention, ", ".join(names)))
+        if self.attention == "mixed":
+            if not self.attention_mix:
+                fail("attention_mix", "a mixed model lists its mechanisms")
+            for name in self.attention_mix:
+                if name not in MECHANISMS:
+                    fail("attention_mix", "\"%s\" is not one of %s" % (name, ", ".join(MECHANISMS)))
+            if self.heads % len(self.attention_mix) != 0:
+                fail("attention_mix", "its %d entries do not divide model.heads (%d)"
+                     % (len(self.attention_mix), self.heads))
+        if self.top_k > self.experts:
+            fail("top_k", "%d exceeds model.experts: %d" % (self.top_k, self.experts))
+        if self.routing_groups > self.layers:
+            fail("routing_groups", "%d exceeds model.layers: %d" % (self.routing_groups, self.layers))
+        if self.image_input:
+            if self.patch_size < 1 or self.image_size % self.patch_size != 0:
+                fail("image_size", "%d is not a multiple of model.patch_size (%d)" % (self.image_size, self.patch_size))
+            if self.channels not in (1, 3):
+                fail("channels", "must be 1 or 3, got %d" % self.channels)
+            if self.head == "language_model":
+                fail("head", "a language model cannot read images")
+        if self.head == "language_model":
+            for name in self.head_mechanisms():
+                if name in _NOT_CAUSAL:
+                    fail("attention", "%s attention does not work with a language-model head" % name)
+        if self.paths > 1 and self.is_moe:
+            fail("paths", "multi-path mixtures of experts are not defined")
+
+    # ---- derived quantities (docs/model.md)
+    @property
+    def image_input(self):
+        return self.input == "image"
+
+    @property
+    def is_moe(self):
+        return self.experts > 1
+
+    @property
+    def is_multi_path(self):
+        return self.paths > 1 or self.path_norm or self.learnable_path_weights or self.path_extra_features
+
+    @property
+    def path_features(self):
+        return 2 * self.paths if self.path_extra_features else self.paths
+
+    @property
+    def uses_cls_token(self):
+        return self.head == "classification" and self.pooling == "cls"
+
+    @property
+    def patch_grid(self):
+        return self.image_size // self.patch_size
+
+    @property
+    def sequence_max(self):
+        """The longest input in tokens (patches for an image model), without the CLS token."""
+        return self.patch_grid ** 2 if self.image_input else self.max_len
+
+    @property
+    def positions(self):
+        return self.sequence_max + (1 if self.uses_cls_token else 0)
+
+    @property
+    def output_size(self):
+        return self.num_classes if self.head == "classification" else self.vocab_size
+
+    @property
+    def causal(self):
+        return self.head == "language_model"
+
+    def routing_group_of(self, block):
+        return block * self.routing_groups // self.layers
+
+    def routes_at(self, block):
+        return self.is_moe and (block == 0 or self.routing_group_of(block) != self.routing_group_of(block - 1))
+
+    def head_mechanisms(self):
+        """The mechanism of each head of a path: equal consecutive shares of attention_mix."""
+        if self.attention != "mixed":
+            return [self.attention] * self.heads
+        share = max(1, self.heads // len(self.attention_mix))
+        last = len(self.attention_mix) - 1
+        return [self.attention_mix[min(h // share, last)] for h in range(self.heads)]
+
+    def mechanism_groups(self):
+        """[(name, [head indices over all paths, p * heads + h])] in order of first appearance."""
+        per_head = self.head_mechanisms()
+        groups = []
+        for name in per_head:
+            if any(g[0] == name for g in groups):
+                continue
+            heads = [p * self.heads + h for p in range(self.paths) for h in range(self.heads) if per_head[h] == name]
+            groups.append((name, heads))
+        return groups
