@@ -225,6 +225,10 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     c.topK = std::min<std::int64_t>(2, c.experts);
     s.read(spec("top_k"), c.topK);
     s.read(spec("capacity_factor"), c.capacityFactor);
+    // A language model never drops in evaluation unless asked to: capacity grows
+    // with the tokens routed, so dropping would let later tokens change earlier
+    // predictions (docs/model.md, "causal-safe").
+    c.evalCapacityFactor = c.head == HeadKind::LanguageModel ? 0.0 : 2.0;
     s.read(spec("eval_capacity_factor"), c.evalCapacityFactor);
     c.routerNoiseStd = c.experts > 1 ? 1.0 / static_cast<double>(c.experts) : 0.0;
     s.read(spec("router_noise_std"), c.routerNoiseStd);

@@ -55,7 +55,7 @@ struct ModelConfig {
     std::int64_t experts = 1;
     std::int64_t topK = 1;                 // default min(2, experts)
     double capacityFactor = 1.2;           // <= 0: never drop
-    double evalCapacityFactor = 2.0;
+    double evalCapacityFactor = 2.0;  // a classifier's default; fromJson gives a language model 0 (never drop)
     double routerNoiseStd = 0.0;           // default 1 / experts when experts > 1
     double balanceLossWeight = 0.01;
     double routerZLossWeight = 0.0;      // the router z-loss in the training loss (ST-MoE); 0: off

@@ -789,7 +789,13 @@ void TestModelConfig::keysWithoutEffectWarn_data()
         << QStringList{};
     QTest::newRow("resolved dense model") << q(ModelConfig().toJson().dump()) << QStringList{};
     QTest::newRow("resolved language model")
-        << q([] { ModelConfig c; c.head = HeadKind::LanguageModel; return c.toJson().dump(); }()) << QStringList{};
+        << q([] {
+               ModelConfig c;
+               c.head = HeadKind::LanguageModel;
+               c.evalCapacityFactor = 0.0;  // a language model's own default
+               return c.toJson().dump();
+           }())
+        << QStringList{};
     QTest::newRow("language model, pooling")
         << R"({"head": "language_model", "pooling": "mean", "num_classes": 4})"
         << QStringList{"model.pooling", "model.num_classes"};

@@ -54,6 +54,7 @@ private Q_SLOTS:
     void balanceLossGradientReachesTheRouter();
     void noiseOnlyWhileTraining();
     void routingGroupsReuseTheFirstBlocksRouting();
+    void languageModelsAreCausalSafeInEvaluation();
 };
 
 void TestRouting::capacity_data()
@@ -304,6 +305,41 @@ void TestRouting::routingGroupsReuseTheFirstBlocksRouting()
         expected += 4.0 * (m * b.probs.mean(0)).sum().item<double>();
     }
     QVERIFY(std::abs(out.balanceLoss.item<double>() - expected) < 1e-5);
+}
+
+void TestRouting::languageModelsAreCausalSafeInEvaluation()
+{
+    // A language model's evaluation drops nothing by default, so the logits of
+    // the first 6 tokens are the same alone and followed by 10 more. With a
+    // small capacity asked for explicitly, the 10 later tokens raise the
+    // capacity and change what the first 6 get.
+    const auto lm = [](const char* extra) {
+        std::vector<ConfigIssue> issues;
+        const ModelConfig c = ModelConfig::fromJson(
+            nlohmann::json::parse(std::string(R"({"vocab_size": 20, "max_len": 16, "d_model": 16, "heads": 2,
+                "layers": 2, "experts": 4, "top_k": 2, "dropout": 0.0, "head": "language_model")") + extra + "}"),
+            issues);
+        return c;
+    };
+    const ModelConfig safe = lm("");
+    QCOMPARE(safe.evalCapacityFactor, 0.0);
+    QCOMPARE(lm(R"(, "head": "classification")").evalCapacityFactor, 2.0);
+    const ModelConfig dropping = lm(R"(, "eval_capacity_factor": 0.5)");
+    QCOMPARE(dropping.evalCapacityFactor, 0.5);
+
+    torch::manual_seed(4);
+    const torch::Tensor ids = torch::randint(20, {1, 16}, torch::kLong);
+    const auto prefixChange = [&](const ModelConfig& c) {
+        torch::manual_seed(5);
+        WideTransformer model(c);
+        model->eval();
+        torch::NoGradGuard noGrad;
+        const torch::Tensor whole = model->forward(ids).logits.slice(1, 0, 6);
+        const torch::Tensor prefix = model->forward(ids.slice(1, 0, 6)).logits;
+        return (whole - prefix).abs().max().item<double>();
+    };
+    QVERIFY2(prefixChange(safe) < 1e-5, std::to_string(prefixChange(safe)).c_str());
+    QVERIFY2(prefixChange(dropping) > 1e-4, std::to_string(prefixChange(dropping)).c_str());
 }
 
 QTEST_GUILESS_MAIN(TestRouting)

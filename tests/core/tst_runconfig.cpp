@@ -614,7 +614,7 @@ void TestRunConfig::derivedKeysNameTheirRule()
             QVERIFY2(keySpec(input).key == input, qPrintable(q(input)));
     }
     QVERIFY((derived == std::set<std::string>{"model.head_dim", "model.ffn_dim", "model.top_k", "model.router_noise_std",
-                                               "model.routing_groups"}));
+                                               "model.routing_groups", "model.eval_capacity_factor"}));
     QCOMPARE(q(keySpec("model.head_dim").derivedRule), QStringLiteral("d_model / heads"));
     QCOMPARE(q(keySpec("model.routing_groups").derivedRule), QStringLiteral("layers"));
 }
@@ -630,6 +630,10 @@ void TestRunConfig::resolvingNeverFailsAndFollowsTheRules()
     QCOMPARE(model.at("top_k").get<int>(), 2);
     QCOMPARE(model.at("router_noise_std").get<double>(), 0.125);
     QCOMPARE(model.at("routing_groups").get<int>(), 12);
+    QCOMPARE(model.at("eval_capacity_factor").get<double>(), 2.0);  // classification
+    const auto languageModel = resolveRunDocument(nlohmann::json::parse(
+        R"({"model": {"head": "language_model", "experts": 4}, "task": {"kind": "language_model", "path": "x"}})"));
+    QCOMPARE(languageModel.at("model").at("eval_capacity_factor").get<double>(), 0.0);  // never drops: causal-safe
     QCOMPARE(resolved.at("train").at("steps").get<int>(), 7);
     QCOMPARE(resolved.at("task").at("kind").get<std::string>(), std::string("listops"));
 
