@@ -220,6 +220,13 @@ def check_images(acc, lines, where):
     tags = set(acc.Tags()["images"])
     wanted = set()
     for line in (l for l in lines if l["type"] == "probe"):
+        if "image" in line:  # image models: the probe image as the model saw it
+            tag = f"probe/{probe_name(line['text'])}/input"
+            wanted.add(tag)
+            picture = line["image"]
+            size = (picture["width"], picture["height"], picture["channels"])
+            for e in (e for e in acc.Images(tag) if e.step == line["step"]) if tag in tags else []:
+                check(png_size(e.encoded_image_string) == size, f"{where}: {tag}: not {size}")
         for layer, heads in enumerate(line["attention"]):
             tag = f"probe/{probe_name(line['text'])}/attention/layer_{layer + 1}"
             wanted.add(tag)
