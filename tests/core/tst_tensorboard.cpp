@@ -1,7 +1,8 @@
 // Tests of log/TensorBoardWriter (the TFRecord framing and the hand-encoded Event
 // protobuf) and of the pictures train/TensorBoardExport draws: CRC-32C against
 // published check values, masking and varints worked by hand, one record byte for
-// byte, histograms and attention images of known inputs. tests/app/tensorboard_roundtrip.py
+// byte, histograms and attention images of known inputs, and the follower of a
+// training run writing only the lines appended since. tests/app/tensorboard_roundtrip.py
 // reads whole exports back with TensorBoard's own reader.
 #include "log/TensorBoardWriter.h"
 #include "train/TensorBoardExport.h"
@@ -62,6 +63,7 @@ private Q_SLOTS:
     void longMapsAreAveragedDown();
     void probeTagsStayApartAndPlain();
     void anUnwritableFolderIsAnErrorNamingIt();
+    void theFollowerWritesOnlyLinesAppendedSince();
 };
 
 void TestTensorBoard::crc32cMatchesPublishedCheckValues()
@@ -274,6 +276,28 @@ void TestTensorBoard::anUnwritableFolderIsAnErrorNamingIt()
         QVERIFY2(what.find((blocker / "run").string()) != std::string::npos, error.what());
         QVERIFY2(what.find("cannot create") != std::string::npos, error.what());
     }
+}
+
+void TestTensorBoard::theFollowerWritesOnlyLinesAppendedSince()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::filesystem::path run = std::filesystem::path(dir.path().toStdString()) / "resumed";
+    std::filesystem::create_directory(run);
+    std::ofstream(run / "metrics.jsonl") << R"({"type":"train","step":5,"loss":1.5})" << "\n";
+    TensorBoardFollower follower(run, std::filesystem::path(dir.path().toStdString()) / "tb", 5);
+    QCOMPARE(follower.file().parent_path().filename().string(), std::string("resumed"));
+    std::ofstream(run / "metrics.jsonl", std::ios::app)
+        << R"({"type":"eval","step":6,"split":"validation","loss":2,"accuracy":0.5})" << "\n";
+    follower.onEvaluation({});
+    QVERIFY(follower.error().empty());
+    const std::string bytes = readAll(follower.file());
+    // The version, a SessionLog START at step 6 (10 06 3a 02 08 01 after the wall
+    // time), then the new line alone: the step-5 line came before this session.
+    QVERIFY(bytes.find("brain.Event:2") != std::string::npos);
+    QVERIFY(hexOf(bytes).find("10 06 3a 02 08 01") != std::string::npos);
+    QVERIFY(bytes.find("validation/loss") != std::string::npos);
+    QVERIFY(bytes.find("train/loss") == std::string::npos);
 }
 
 QTEST_GUILESS_MAIN(TestTensorBoard)
