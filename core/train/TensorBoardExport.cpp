@@ -85,12 +85,12 @@ tensorboard::Histogram valuesHistogram(const std::vector<float>& values)
 
 std::filesystem::path tensorBoardFolder(const std::filesystem::path& logdir, const std::filesystem::path& runDirectory)
 {
-    std::filesystem::path run = runDirectory.lexically_normal();
-    if (!run.has_filename())  // "runs/wide/" names the folder "wide"
+    // Absolute first, so that "." and "runs/wide/" name the folder too.
+    std::error_code error;
+    std::filesystem::path run = std::filesystem::absolute(runDirectory, error).lexically_normal();
+    if (!run.has_filename())
         run = run.parent_path();
-    std::string name = run.filename().string();
-    if (name.empty() || name == "." || name == "..")
-        name = std::filesystem::absolute(run).lexically_normal().filename().string();
+    const std::string name = run.filename().string();
     return logdir / (name.empty() ? std::string("run") : name);
 }
 
