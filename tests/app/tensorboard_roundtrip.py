@@ -30,10 +30,10 @@ except ImportError as error:
 CLI = sys.argv[1]
 TASK = {"kind": "listops", "min_length": 5, "max_length": 30, "train_size": 128, "validation_size": 32}
 TRAIN = {"steps": 10, "batch_size": 8, "log_every": 5, "eval_every": 5, "checkpoint_every": 10, "threads": 1}
-BASE = {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 3, "ffn_dim": 64, "num_classes": 10}
+BASE = {"vocab_size": 20, "max_len": 40, "d_model": 32, "layers": 2, "heads": 3, "head_dim": 8, "ffn_dim": 64, "num_classes": 10}
 MOE = dict(BASE, experts=4, top_k=2, capacity_factor=1.2, share_attention=True, share_ffn=True,
            share_layernorm=False)
-PATHS = dict(BASE, paths=2, path_norm=True, learnable_path_weights=True, path_extra_features=True)
+PATHS = dict(BASE, paths=3, path_norm=True, learnable_path_weights=True, path_extra_features=True)
 
 failures = []
 
@@ -275,7 +275,7 @@ def main():
 
         acc = accumulator(os.path.join(root, "tb", "paths"))
         scalars = check_scalars(acc, paths, "paths")
-        check("paths/block_2/ffn/alpha/extra_2" in scalars, "paths: no extra-feature weight")
+        check("paths/block_2/ffn/alpha/extra_3" in scalars, "paths: no extra-feature weight")
         check_histograms(acc, paths, "paths")
         check_images(acc, paths, "paths")
 
