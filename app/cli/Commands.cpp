@@ -4,6 +4,7 @@
 #include "AttentionCommand.h"
 #include "RunCommands.h"
 #include "StudyCommand.h"
+#include "TensorBoardCommand.h"
 #include "TextTable.h"
 #include "config/ConfigError.h"
 #include "config/ModelConfig.h"
@@ -47,9 +48,12 @@ usage:
                                         throughput, MFU against the measured matmul peak (and
                                         a nominal one), peak memory, phases
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
+                    [--tensorboard LOGDIR]
                                         train (Ctrl-C saves a checkpoint and stops; --force:
-                                        even when the memory estimate exceeds what is available)
+                                        even when the memory estimate exceeds what is available;
+                                        --tensorboard: TensorBoard events into LOGDIR/RUN as it goes)
   widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
+                    [--tensorboard LOGDIR]
                                         continue a run as it was configured
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
                        [--device D] [--threads N] [--json]
@@ -64,6 +68,10 @@ usage:
                                         validation loss and accuracy against the whole model
   widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
                                         a state_dict for Python's torch.load, config beside it
+  widelab-cli export-tb RUN_DIR --out LOGDIR [--replace]
+                                        metrics.jsonl as TensorBoard events in LOGDIR/RUN (scalars,
+                                        LayerNorm and expert-load histograms, probes' attention
+                                        maps); --replace: that run's earlier events there go first
   widelab-cli study STUDY.json|BUILTIN --out STUDY_DIR [--steps N] [--seeds N] [--jobs N]
                     [--device D] [--threads N]
                                         train every member of a study as a run under STUDY_DIR/runs/,
@@ -413,7 +421,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     std::vector<std::string> flags, options;
     if (train) {
         flags = {"--resume", "--force"};
-        options = {"--out", "--steps", "--device", "--threads"};
+        options = {"--out", "--steps", "--device", "--threads", "--tensorboard"};
     } else if (eval) {
         flags = {"--json"};
         options = {"--split", "--checkpoint", "--device", "--threads"};
@@ -427,6 +435,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     RunArguments r;
     r.positional = a.positional();
     r.out = a.text("--out");
+    r.tensorboard = a.text("--tensorboard");
     r.device = a.text("--device");
     r.split = a.text("--split", "validation");
     r.text = a.text("--text");
@@ -474,6 +483,19 @@ int ablate(const Arguments& a, std::ostream& out, std::ostream& err)
     b.json = a.has("--json");
     try {
         return ablateCommand(b, out, err);
+    } catch (const RunUsageError& usage) {
+        throw UsageError(usage.what());
+    }
+}
+
+int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    TensorBoardArguments t;
+    t.positional = a.positional();
+    t.out = a.text("--out");
+    t.replace = a.has("--replace");
+    try {
+        return exportTensorBoardCommand(t, out, err);
     } catch (const RunUsageError& usage) {
         throw UsageError(usage.what());
     }
@@ -532,6 +554,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
+        if (command == "export-tb")
+            return exportTb(Arguments(rest, {"--replace"}, {"--out"}), out, err);
         if (command == "ablate")
             return ablate(Arguments(rest, {"--json", "--heads", "--experts", "--paths", "--sublayers"},
                                     {"--mode", "--checkpoint", "--batches", "--text", "--image", "--device", "--threads"}),

@@ -7,6 +7,7 @@
 #include "train/RunDirectory.h"
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
+#include "train/TensorBoardExport.h"
 #include "train/Trainer.h"
 #include "train/ValidationInsight.h"
 
@@ -106,8 +107,10 @@ void Warnings::onMessage(const std::string& level, const std::string& text)
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() > 1 || (a.positional.empty() && !a.resume) || a.out.empty())
-        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]\n"
-                            "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]");
+        throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force] "
+                            "[--tensorboard LOGDIR]\n"
+                            "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force] "
+                            "[--tensorboard LOGDIR]");
     // Resuming without a configuration continues the run as RUN_DIR/config.json says;
     // with one, the trainer checks that it is the run's own.
     RunDocument run = a.positional.empty() ? readRunDocument(a.out)
@@ -135,6 +138,13 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     }
     Trainer& trainer = *made;
     progress.setTotalSteps(trainer.totalSteps());
+    // Made once the trainer is (a resume has trimmed metrics.jsonl by then); an
+    // unwritable LOGDIR stops the command before any step.
+    std::unique_ptr<TensorBoardFollower> tensorboard;
+    if (!a.tensorboard.empty()) {
+        tensorboard = std::make_unique<TensorBoardFollower>(a.out, a.tensorboard, trainer.step());
+        trainer.addObserver(tensorboard.get());
+    }
     const std::string title = !trainer.document().name.empty() ? trainer.document().name
                               : a.positional.empty()          ? a.out
                                                               : a.positional.front();
@@ -142,6 +152,8 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         << trainer.device().str() << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
         << "\n";
     out << runtimeSummary() << "\n";
+    if (tensorboard)
+        out << "TensorBoard events: " << tensorboard->file().string() << "\n";
     if (const BlasInfo blas = blasLibrary(); blas.reference)
         err << slowMatmulWarning(0.0, computeThreads(), blas) << "\n";
 
@@ -149,6 +161,8 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     const TrainSummary summary = trainer.run(StopOnSignals::flag());
     if (terminal)
         out << "\n";
+    if (tensorboard && !tensorboard->error().empty())
+        err << "warning: TensorBoard events stopped: " << tensorboard->error() << "\n";
     if (summary.outcome == TrainOutcome::NonFinite || summary.outcome == TrainOutcome::OutOfMemory) {
         err << summary.message << "\n";
         return 1;

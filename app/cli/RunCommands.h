@@ -21,6 +21,7 @@ struct RunArguments {
     std::vector<std::string> positional;
     std::string out;            // --out
     std::string device;         // --device
+    std::string tensorboard;    // train --tensorboard LOGDIR: events into LOGDIR/<run> as it trains
     std::string split = "validation";
     std::string text;           // --text
     std::string image;          // --image: an image file or validation:N (image runs)

@@ -204,6 +204,30 @@ void writePng(const Image& image, const std::filesystem::path& file)
 #endif
 }
 
+std::vector<std::uint8_t> encodePng(const Image& image, const std::string& name)
+{
+    checkWritable(image, name);
+#ifdef WIDELAB_HAVE_PNG
+    png_image png;
+    std::memset(&png, 0, sizeof png);
+    png.version = PNG_IMAGE_VERSION;
+    png.width = static_cast<png_uint_32>(image.width);
+    png.height = static_cast<png_uint_32>(image.height);
+    png.format = image.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    // Asked once for the size (no buffer), then written into a buffer of that size.
+    png_alloc_size_t size = 0;
+    if (!png_image_write_to_memory(&png, nullptr, &size, 0, image.pixels.data(), 0, nullptr))
+        throw DataError(name + ": cannot encode the PNG (" + png.message + ")");
+    std::vector<std::uint8_t> bytes(size);
+    if (!png_image_write_to_memory(&png, bytes.data(), &size, 0, image.pixels.data(), 0, nullptr))
+        throw DataError(name + ": cannot encode the PNG (" + png.message + ")");
+    bytes.resize(size);
+    return bytes;
+#else
+    throw DataError(name + ": WideLab was built without PNG support (libpng)");
+#endif
+}
+
 void writeJpeg(const Image& image, const std::filesystem::path& file, int quality)
 {
     checkWritable(image, file);

@@ -1,5 +1,5 @@
 // defines: Image (8-bit pixels, row-major HWC), decodeImageFile / decodeImage (PNG through libpng, JPEG through
-// libjpeg), writePng / writeJpeg, fitImage (centre crop to a square, then resize), withChannels (grey <-> RGB),
+// libjpeg), writePng / writeJpeg / encodePng, fitImage (centre crop to a square, then resize), withChannels (grey <-> RGB),
 // and whether this build has PNG and JPEG support
 #pragma once
 
@@ -33,6 +33,8 @@ Image decodeImage(const std::vector<std::uint8_t>& bytes, const std::string& nam
 // Write an image (1 or 3 channels) as PNG or JPEG (quality 1..100); DataError naming the file on failure.
 void writePng(const Image& image, const std::filesystem::path& file);
 void writeJpeg(const Image& image, const std::filesystem::path& file, int quality = 95);
+// The same PNG as bytes in memory; `name` is what the error calls it.
+std::vector<std::uint8_t> encodePng(const Image& image, const std::string& name);
 
 // The largest centred square of the image, resized to side x side (bilinear, averaging over the source pixels a
 // target pixel covers when shrinking). An image already side x side is returned unchanged.

@@ -484,6 +484,7 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     s.gradientNorm = value("gradient_norm");
     s.tokensPerSecond = value("tokens_per_second");
     s.stepSeconds = value("step_seconds");
+    s.measurementSeconds = value("measurement_seconds");
     // Memory as deviceMemory() measured it: passed over (left 0) rather than refused
     // when it is not a count of bytes (a non-negative number a double holds exactly,
     // the bound steps have too), since no view draws the line by it.

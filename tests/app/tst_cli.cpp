@@ -10,6 +10,7 @@
 
 #include <QtTest>
 
+#include <QDir>
 #include <QProcess>
 
 #include <torch/cuda.h>
@@ -185,6 +186,7 @@ private Q_SLOTS:
     void studyRunsReportsAndContinues();
     void studyStopsOnInterruptAndContinues();
     void studyListsBuiltinStudies();
+    void exportTbReportsBadInput();
 
     void groupDigits_data();
     void groupDigits();
@@ -531,6 +533,57 @@ void TestCli::usageErrors_data()
     QTest::newRow("export --resume") << QStringList{"export", "run", "--out", "m.pt", "--resume"}
                                      << "unknown option --resume";
     QTest::newRow("train without config") << QStringList{"train", "--out", "run"} << "train --resume --out RUN_DIR";
+}
+
+// export-tb on a hand-written metrics.jsonl (it reads nothing else of a run):
+// a malformed line is skipped naming the file and line, the rest is written;
+// missing runs, an unwritable LOGDIR and a second export are errors (status 1),
+// a missing --out a usage error (2). tests/app/tensorboard_roundtrip.py reads
+// real exports back with TensorBoard.
+void TestCli::exportTbReportsBadInput()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString run = dir.filePath("hand");
+    QVERIFY(QDir().mkpath(run));
+    const QString logdir = dir.filePath("tb");
+
+    const CliResult usage = cli({"export-tb", run});
+    QCOMPARE(usage.code, 2);
+    QVERIFY2(usage.err.contains("usage: widelab-cli export-tb RUN_DIR --out LOGDIR"), qPrintable(usage.err));
+
+    const CliResult missingRun = cli({"export-tb", dir.filePath("nowhere"), "--out", logdir});
+    QCOMPARE(missingRun.code, 1);
+    QVERIFY2(missingRun.err.contains(dir.filePath("nowhere") + ": no such run directory"), qPrintable(missingRun.err));
+    const CliResult noMetrics = cli({"export-tb", run, "--out", logdir});
+    QCOMPARE(noMetrics.code, 1);
+    QVERIFY2(noMetrics.err.contains(run + "/metrics.jsonl: missing"), qPrintable(noMetrics.err));
+
+    writeFile(dir, "hand/metrics.jsonl",
+              "{\"type\":\"train\",\"step\":5,\"loss\":1.5}\n"
+              "{not json\n"
+              "{\"type\":\"eval\",\"step\":5,\"split\":\"validation\",\"loss\":2,\"accuracy\":0.5}\n");
+    const QString blocker = writeFile(dir, "file", "not a folder");
+    const CliResult unwritable = cli({"export-tb", run, "--out", blocker});
+    QCOMPARE(unwritable.code, 1);
+    QVERIFY2(unwritable.err.contains(blocker + "/hand: cannot create the folder"), qPrintable(unwritable.err));
+
+    const CliResult exported = cli({"export-tb", run, "--out", logdir});
+    QCOMPARE(exported.code, 0);
+    QVERIFY2(exported.err.contains("warning: " + run + "/metrics.jsonl, line 2: skipped, not JSON"), qPrintable(exported.err));
+    // train/loss, train/task_loss, 3 time/ and 4 memory/rss/ scalars; validation/loss,
+    // accuracy and examples (no perplexity for a classifier's 0).
+    QVERIFY2(exported.out.contains("3 lines of metrics.jsonl (1 skipped) as 12 scalars, 0 histograms and 0 images"),
+             qPrintable(exported.out));
+    const QStringList files = QDir(logdir + "/hand").entryList(QDir::Files);
+    QCOMPARE(files.size(), 1);
+    QVERIFY2(files.front().startsWith("events.out.tfevents."), qPrintable(files.front()));
+
+    const CliResult again = cli({"export-tb", run, "--out", logdir});
+    QCOMPARE(again.code, 1);
+    QVERIFY2(again.err.contains(logdir + "/hand already holds TensorBoard events"), qPrintable(again.err));
+    QCOMPARE(cli({"export-tb", run, "--out", logdir, "--replace"}).code, 0);
+    QCOMPARE(QDir(logdir + "/hand").entryList(QDir::Files).size(), 1);
 }
 
 void TestCli::usageErrors()
