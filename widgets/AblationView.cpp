@@ -451,9 +451,16 @@ void AblationView::showMap(MatrixView* map, const InsightSource& source, const A
     m.columnTitle = partName(scan->kind);
     for (int layer : layers)
         m.rowLabels << QString::number(layer + 1);
-    for (int c = 0; c < m.cols; ++c)
-        m.columnLabels << (scan->kind == QLatin1String("sublayers") ? (c == 0 ? tr("attention") : tr("FFN"))
-                                                                     : QString::number(c + 1));
+    // Paths: the attention sublayer's n paths, then the FFN's n.
+    const int paths = m.cols / 2;
+    for (int c = 0; c < m.cols; ++c) {
+        if (scan->kind == QLatin1String("sublayers"))
+            m.columnLabels << (c == 0 ? tr("attention") : tr("FFN"));
+        else if (scan->kind == QLatin1String("paths"))
+            m.columnLabels << (c < paths ? tr("attn %1").arg(c + 1) : tr("FFN %1").arg(c - paths + 1));
+        else
+            m.columnLabels << QString::number(c + 1);
+    }
     m.values.fill(0.0f, qsizetype(m.rows) * m.cols);
     QVector<int> rowAt(m.values.size(), -1);
     for (int i = 0; i < scan->rows.size(); ++i) {

@@ -116,6 +116,7 @@ void TestAblationView::scanFillsHeatmapTableAndBaseline()
     QCOMPARE(m.scale, MatrixView::Scale::Diverging);
     QCOMPARE(m.values, (QVector<float>{0.1f, -0.02f, -0.0001f, 0.5f, 0.05f, 0.2f}));
     QCOMPARE(m.rowLabels, (QStringList{QStringLiteral("1"), QStringLiteral("2")}));
+    QCOMPARE(m.columnLabels, (QStringList{QStringLiteral("1"), QStringLiteral("2"), QStringLiteral("3")}));
     QCOMPARE(m.cellTexts[3], QStringLiteral("+0.500"));
     QCOMPARE(m.cellTexts[1], QStringLiteral("−0.020"));
     QCOMPARE(m.cellTexts[2], QStringLiteral("0.000"));  // rounds to zero: no sign
@@ -124,6 +125,20 @@ void TestAblationView::scanFillsHeatmapTableAndBaseline()
     QCOMPARE(view.heatmap()->cellColor(1, 0).rgb(), colorscale::diverging(1.0));
     QCOMPARE(view.heatmap()->cellColor(0, 1).rgb(), colorscale::diverging(-0.04));
     QCOMPARE(view.heatmap()->cellColor(0, 2).rgb(), colorscale::diverging(-0.0002));
+    // A multi-path scan: 2 paths per sublayer, the attention's columns first.
+    AblationScan paths = headScan();
+    paths.kind = QStringLiteral("paths");
+    paths.layers = 1;
+    paths.columns = 4;
+    paths.rows.clear();
+    for (int p = 0; p < 4; ++p)
+        paths.rows << row(0, p, 0.01 * p, 0.0, {0.25f, 0.75f});
+    AblationView pathsView;
+    pathsView.setSources({QStringLiteral("p"), QStringLiteral("Run P"), historyWith(1, 2)}, {});
+    pathsView.setScan(QStringLiteral("p"), paths);
+    QCOMPARE(pathsView.heatmap()->matrix().columnLabels,
+             (QStringList{QStringLiteral("attn 1"), QStringLiteral("attn 2"), QStringLiteral("FFN 1"), QStringLiteral("FFN 2")}));
+
     const QString tip = view.heatmap()->readout(1, 2);
     QVERIFY2(tip.contains(QStringLiteral("layer 2 head 3")) && tip.contains(QStringLiteral("0.7000"))
                  && tip.contains(QStringLiteral("+0.2000")) && tip.contains(QStringLiteral("−5.00")),
