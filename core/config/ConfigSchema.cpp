@@ -107,9 +107,9 @@ std::vector<KeySpec> makeSchema()
                 {"model.experts"}),
         number("model.capacity_factor", -1.0e9, 1.0e9, 1.2, "tokens an expert takes in training, as a factor; <= 0: never drop"),
         derived(number("model.eval_capacity_factor", -1.0e9, 1.0e9, 2.0,
-                       "the capacity factor in evaluation, inspection and probes; <= 0: never drop"),
-                "0 for a language model (causal-safe: no drops, so no position depends on a later one), else 2",
-                {"model.head"}),
+                       "the capacity factor in evaluation, inspection and probes; <= 0: never drop (a language "
+                       "model's default: then no prediction depends on a later token)"),
+                "0 for a language model, else 2", {"model.head"}),
         derived(number("model.router_noise_std", 0.0, 1.0e3, 0.0, "Gaussian noise on router logits while training (0 with one expert)"),
                 "1 / experts", {"model.experts"}),
         number("model.balance_loss_weight", 0.0, 1.0e3, 0.01, "weight of the load-balancing loss"),
