@@ -66,8 +66,12 @@ usage:
                      [--device D] [--threads N] [--json]
                                         switch every head (expert, path, sublayer) off in turn:
                                         validation loss and accuracy against the whole model
-  widelab-cli export RUN_DIR --out model.pt [--checkpoint latest|best|FILE]
-                                        a state_dict for Python's torch.load, config beside it
+  widelab-cli export RUN_DIR --out model.safetensors [--format safetensors|pt]
+                     [--checkpoint latest|best|FILE]
+                                        the weights for Python (safetensors, or with --format pt
+                                        or a .pt name a state_dict for torch.load), the run
+                                        document beside them as .json, and the run's tokenizer,
+                                        image and labels files as NAME.tokenizer.json and so on
   widelab-cli export-tb RUN_DIR --out LOGDIR [--replace]
                                         metrics.jsonl as TensorBoard events in LOGDIR/RUN (scalars,
                                         LayerNorm and expert-load histograms, probes' attention
@@ -429,7 +433,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         flags = {"--json", "--heads"};
         options = {"--text", "--image", "--checkpoint"};
     } else {
-        options = {"--out", "--checkpoint"};
+        options = {"--out", "--checkpoint", "--format"};
     }
     const Arguments a(rest, flags, options);
     RunArguments r;
@@ -441,6 +445,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.text = a.text("--text");
     r.image = a.text("--image");
     r.checkpoint = a.text("--checkpoint", "latest");
+    r.format = a.text("--format");
     r.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
     r.threads = a.integer("--threads", -1, 0, 4096);
     r.resume = a.has("--resume");

@@ -7,6 +7,7 @@
 #include "train/RunDirectory.h"
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
+#include "train/Safetensors.h"
 #include "train/TensorBoardExport.h"
 #include "train/Trainer.h"
 #include "train/ValidationInsight.h"
@@ -321,26 +322,79 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     return 0;
 }
 
+namespace {
+
+// export's format: --format when given, else --out's extension (.safetensors or .pt),
+// else safetensors; a --format that the extension contradicts is a usage error.
+std::string exportFormat(const RunArguments& a)
+{
+    const std::string extension = std::filesystem::path(a.out).extension().string();
+    const std::string implied = extension == ".pt" ? "pt" : extension == ".safetensors" ? "safetensors" : "";
+    if (!a.format.empty() && a.format != "safetensors" && a.format != "pt")
+        throw RunUsageError("--format " + a.format + ": expected safetensors or pt");
+    if (!a.format.empty() && !implied.empty() && a.format != implied)
+        throw RunUsageError("--format " + a.format + " disagrees with --out " + a.out + " (a " + extension
+                            + " file): change one of them");
+    if (!a.format.empty())
+        return a.format;
+    return implied.empty() ? "safetensors" : implied;
+}
+
+}  // namespace
+
 int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1 || a.out.empty())
-        throw RunUsageError("usage: widelab-cli export RUN_DIR --out model.pt");
+        throw RunUsageError("usage: widelab-cli export RUN_DIR --out model.safetensors [--format safetensors|pt]");
     const std::filesystem::path weights = a.out;
     if (weights.extension() == ".json")
-        throw RunUsageError("--out " + a.out + ": the weights go to a .pt file, the configuration beside it as .json");
+        throw RunUsageError("--out " + a.out + ": the weights go to a .safetensors or .pt file, the configuration "
+                            "beside it as .json");
+    const std::string format = exportFormat(a);
     const OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
     printWarnings(opened, err);
-    c10::Dict<std::string, torch::Tensor> stateDict;
+    SafetensorsTensors tensors;
     for (const auto& item : opened.model->named_parameters())
-        stateDict.insert(item.key(), item.value().detach().contiguous());
+        tensors.emplace(item.key(), item.value().detach().contiguous());
     for (const auto& item : opened.model->named_buffers())
-        stateDict.insert(item.key(), item.value().detach().contiguous());
-    const std::vector<char> bytes = torch::pickle_save(c10::IValue(stateDict));
-    writeFileAtomically(weights, std::string(bytes.begin(), bytes.end()));
+        tensors.emplace(item.key(), item.value().detach().contiguous());
+    if (format == "pt") {
+        c10::Dict<std::string, torch::Tensor> stateDict;
+        for (const auto& [name, tensor] : tensors)
+            stateDict.insert(name, tensor);
+        const std::vector<char> bytes = torch::pickle_save(c10::IValue(stateDict));
+        writeFileAtomically(weights, std::string(bytes.begin(), bytes.end()));
+    } else {
+        const SafetensorsMetadata metadata = {{"format", "pt"},
+                                              {"config", opened.document.toJson().dump()},
+                                              {"step", std::to_string(opened.state.step)}};
+        writeSafetensors(weights, tensors, metadata);
+    }
+    std::vector<std::string> written = {a.out};
     const std::string configFile = std::filesystem::path(weights).replace_extension(".json").string();
     writeFileAtomically(configFile, opened.document.toJson().dump(2) + "\n");
-    out << "wrote " << a.out << " (" << stateDict.size() << " tensors, step " << opened.state.step << ") and "
-        << configFile << "; docs/model.md maps every key to the architecture\n";
+    written.push_back(configFile);
+    // What rebuilds the inputs in Python, as NAME.tokenizer.json and so on (python/widelab finds them there).
+    const std::filesystem::path run = a.positional.front();
+    const std::string stem = weights.stem().string();
+    for (const std::filesystem::path& source :
+         {runlayout::tokenizerFile(run), runlayout::imageStatsFile(run), runlayout::labelsFile(run)}) {
+        if (!std::filesystem::exists(source))
+            continue;
+        std::ifstream in(source, std::ios::binary);
+        if (!in)
+            throw CheckpointError(source.string() + ": cannot be read (no permission?)");
+        std::ostringstream content;
+        content << in.rdbuf();
+        const std::filesystem::path copy = weights.parent_path() / (stem + "." + source.filename().string());
+        writeFileAtomically(copy, content.str());
+        written.push_back(copy.string());
+    }
+    out << "wrote";
+    for (std::size_t i = 0; i < written.size(); ++i)
+        out << (i == 0 ? " " : i + 1 == written.size() ? " and " : ", ") << written[i];
+    out << " (" << format << ", " << tensors.size() << " tensors, step " << opened.state.step
+        << "); docs/model.md maps every key to the architecture\n";
     return 0;
 }
 

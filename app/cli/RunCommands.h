@@ -26,6 +26,7 @@ struct RunArguments {
     std::string text;           // --text
     std::string image;          // --image: an image file or validation:N (image runs)
     std::string checkpoint = "latest";
+    std::string format;         // export --format safetensors|pt (empty: from --out's extension)
     std::int64_t steps = -1;    // --steps
     std::int64_t threads = -1;  // --threads
     bool resume = false;

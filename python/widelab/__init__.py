@@ -1,7 +1,7 @@
 """Load WideLab exports in PyTorch.
 
     import widelab
-    model, tokenizer = widelab.load("model.pt")   # model.json beside it
+    model, tokenizer = widelab.load("model.safetensors")   # or model.pt, model.json beside it
     out = model(tokenizer.encode("[MAX 2 9 [MIN 4 7 ] 0 ]"))
     out.logits, out.attention, out.experts
 

@@ -1,5 +1,5 @@
-"""widelab.load: a WideLab export (model.pt and model.json beside it) as a module and
-its tokenizer (docs/run-directory.md, "Export")."""
+"""widelab.load: a WideLab export (model.safetensors or model.pt, model.json beside it) as
+a module and its tokenizer (docs/run-directory.md, "Export")."""
 
 import json
 import os
@@ -10,6 +10,7 @@ from .config import ModelConfig
 from .errors import WideLabError
 from .images import ImageProcessor
 from .model import WideLabModel
+from .safetensors_reader import read_safetensors
 from .tokenizer import LISTOPS_TOKENS, Tokenizer
 
 
@@ -114,11 +115,32 @@ def make_tokenizer(document, config, export, run_dir):
     return tokenizer
 
 
+def read_document(path, metadata):
+    """The run document: NAME.json beside the export, else (a safetensors export) the
+    copy in its metadata's "config"."""
+    document_path = os.path.splitext(path)[0] + ".json"
+    if os.path.exists(document_path) or metadata is None:
+        document = _read_json(document_path)
+        origin = document_path
+    else:
+        if "config" not in metadata:
+            raise WideLabError("%s: %s is missing and the file's metadata holds no \"config\"" % (path, document_path))
+        try:
+            document = json.loads(metadata["config"])
+        except ValueError as error:
+            raise WideLabError("%s: the metadata's \"config\" is not valid JSON (%s)" % (path, error))
+        origin = "%s (metadata \"config\")" % path
+    if not isinstance(document, dict) or "model" not in document:
+        raise WideLabError("%s: not a WideLab run document (no \"model\" section)" % origin)
+    return document, origin
+
+
 def load(path, run_dir=None):
     """(model, tokenizer) of a WideLab export.
 
-    path: the export's .pt file (`widelab-cli export RUN_DIR --out model.pt`); its run
-        document, model.json, lies beside it (the .pt name with .json).
+    path: the export's .safetensors or .pt file (`widelab-cli export RUN_DIR --out
+        model.safetensors`); its run document, model.json, lies beside it (the name with
+        .json); a safetensors file without it uses the copy in its metadata.
     run_dir: the run directory to read tokenizer.json, image.json and labels.json from;
         without it they are looked for beside the export (as NAME.tokenizer.json or
         tokenizer.json, and so on). ListOps and byte-tokenizer runs need none; character
@@ -127,13 +149,14 @@ def load(path, run_dir=None):
     The model is in evaluation mode, on the CPU, in float32; `model.labels` holds the class
     names when labels.json was found."""
     path = os.fspath(path)
-    document_path = os.path.splitext(path)[0] + ".json"
-    document = _read_json(document_path)
-    if not isinstance(document, dict) or "model" not in document:
-        raise WideLabError("%s: not a WideLab run document (no \"model\" section)" % document_path)
-    config = ModelConfig(document["model"], document_path)
+    if path.endswith(".safetensors"):
+        state, metadata = read_safetensors(path)
+    else:
+        state, metadata = read_state(path), None
+    document, origin = read_document(path, metadata)
+    config = ModelConfig(document["model"], origin)
     model = WideLabModel(config)
-    load_state(model, read_state(path), path)
+    load_state(model, state, path)
     model.eval()
     model.document = document
     labels = _beside(path, run_dir, "labels.json")

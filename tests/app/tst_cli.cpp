@@ -15,6 +15,7 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cmath>
 #include <fstream>
@@ -187,6 +188,7 @@ private Q_SLOTS:
     void studyStopsOnInterruptAndContinues();
     void studyListsBuiltinStudies();
     void exportTbReportsBadInput();
+    void exportWritesSafetensorsOrPickleAndSidecars();
 
     void groupDigits_data();
     void groupDigits();
@@ -533,6 +535,11 @@ void TestCli::usageErrors_data()
     QTest::newRow("export --resume") << QStringList{"export", "run", "--out", "m.pt", "--resume"}
                                      << "unknown option --resume";
     QTest::newRow("train without config") << QStringList{"train", "--out", "run"} << "train --resume --out RUN_DIR";
+    QTest::newRow("export --format against the name")
+        << QStringList{"export", "run", "--out", "m.pt", "--format", "safetensors"}
+        << "--format safetensors disagrees with --out m.pt (a .pt file)";
+    QTest::newRow("export --format unknown") << QStringList{"export", "run", "--out", "m.bin", "--format", "onnx"}
+                                             << "--format onnx: expected safetensors or pt";
 }
 
 // export-tb on a hand-written metrics.jsonl (it reads nothing else of a run):
@@ -584,6 +591,82 @@ void TestCli::exportTbReportsBadInput()
     QVERIFY2(again.err.contains(logdir + "/hand already holds TensorBoard events"), qPrintable(again.err));
     QCOMPARE(cli({"export-tb", run, "--out", logdir, "--replace"}).code, 0);
     QCOMPARE(QDir(logdir + "/hand").entryList(QDir::Files).size(), 1);
+}
+
+// export on a word-tokenizer classification run: safetensors by default (its
+// header's length, the tensors back to back up to the end of the file, the run
+// document and step as metadata), the pickle with --format pt or a .pt name, and
+// beside both the run document and the run's tokenizer and labels files as
+// NAME.tokenizer.json and NAME.labels.json (no image.json: not an image run).
+void TestCli::exportWritesSafetensorsOrPickleAndSidecars()
+{
+    QTemporaryDir dir;
+    QString rows;
+    for (int i = 0; i < 60; ++i)
+        rows += QString("%1\tthe %2 model routes token %3\n").arg(i % 2 ? "wide" : "deep").arg(i % 7).arg(i);
+    const QString tsv = writeFile(dir, "labelled.tsv", rows.toStdString());
+    const QString config = writeFile(dir, "tiny.json", QString(R"({"model": {"vocab_size": 60, "max_len": 16,
+        "d_model": 16, "layers": 1, "heads": 2, "ffn_dim": 32, "num_classes": 2},
+        "task": {"kind": "classification", "path": "%1", "tokenizer": "word", "validation_fraction": 0.2},
+        "train": {"steps": 2, "batch_size": 8, "log_every": 1, "eval_every": 2, "checkpoint_every": 2,
+                  "threads": 1}})").arg(tsv).toStdString());
+    const QString run = dir.filePath("run");
+    const CliResult trained = cli({"train", config, "--out", run});
+    QVERIFY2(trained.code == 0, qPrintable(trained.out + trained.err));
+    const auto bytes = [](const QString& file) {
+        QFile f(file);
+        return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+    };
+
+    const CliResult plain = cli({"export", run, "--out", dir.filePath("model.weights")});
+    QVERIFY2(plain.code == 0, qPrintable(plain.err));
+    QVERIFY2(plain.out.contains("(safetensors, "), qPrintable(plain.out));
+    const QByteArray file = bytes(dir.filePath("model.weights"));
+    QVERIFY(file.size() > 8);
+    std::uint64_t length = 0;
+    for (int i = 7; i >= 0; --i)
+        length = length * 256 + static_cast<unsigned char>(file[i]);
+    QCOMPARE(length % 8, std::uint64_t{0});
+    QVERIFY(8 + length <= static_cast<std::uint64_t>(file.size()));
+    const nlohmann::json header = nlohmann::json::parse(file.mid(8, static_cast<qsizetype>(length)).toStdString());
+    const nlohmann::json document = nlohmann::json::parse(bytes(dir.filePath("model.json")).toStdString());
+    QVERIFY(document.contains("model"));
+    QCOMPARE(nlohmann::json::parse(header["__metadata__"]["config"].get<std::string>()), document);
+    QCOMPARE(header["__metadata__"]["step"].get<std::string>(), std::string("2"));
+    QCOMPARE(header["__metadata__"]["format"].get<std::string>(), std::string("pt"));
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+    for (const auto& [name, entry] : header.items())
+        if (name != "__metadata__") {
+            QCOMPARE(entry["dtype"].get<std::string>(), std::string("F32"));
+            spans.emplace_back(entry["data_offsets"][0].get<std::uint64_t>(), entry["data_offsets"][1].get<std::uint64_t>());
+        }
+    QVERIFY(spans.size() > 5);
+    std::sort(spans.begin(), spans.end());
+    std::uint64_t at = 0;
+    for (const auto& [begin, end] : spans) {
+        QCOMPARE(begin, at);
+        at = end;
+    }
+    QCOMPARE(8 + length + at, static_cast<std::uint64_t>(file.size()));
+    QCOMPARE(bytes(dir.filePath("model.tokenizer.json")), bytes(run + "/tokenizer.json"));
+    QCOMPARE(bytes(dir.filePath("model.labels.json")), bytes(run + "/labels.json"));
+    QVERIFY(!bytes(run + "/labels.json").isEmpty());
+    QVERIFY(!QFile::exists(dir.filePath("model.image.json")));
+    QVERIFY2(plain.out.contains(dir.filePath("model.tokenizer.json")), qPrintable(plain.out));
+
+    // --format pt and a .pt name both write the pickle (a zip archive, as torch.save's), not safetensors.
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("p.bin"), "--format", "pt"}).code, 0);
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("q.pt")}).code, 0);
+    QVERIFY(bytes(dir.filePath("p.bin")).startsWith("PK\x03\x04"));
+    QCOMPARE(bytes(dir.filePath("q.pt")), bytes(dir.filePath("p.bin")));
+    QVERIFY(QFile::exists(dir.filePath("q.tokenizer.json")) && QFile::exists(dir.filePath("q.json")));
+    // A .safetensors name and --format safetensors write the same bytes as the default.
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("s.safetensors")}).code, 0);
+    QCOMPARE(bytes(dir.filePath("s.safetensors")), file);
+
+    const CliResult unwritable = cli({"export", run, "--out", dir.filePath("model.weights/inside.safetensors")});
+    QCOMPARE(unwritable.code, 1);
+    QVERIFY2(unwritable.err.contains(dir.filePath("model.weights/inside.safetensors")), qPrintable(unwritable.err));
 }
 
 void TestCli::usageErrors()

@@ -5,7 +5,10 @@ For every case: a preset (or document) shrunk to a tiny model is trained for 2
 steps with `widelab-cli train`, exported with `widelab-cli export`, inspected with
 `widelab-cli inspect --json`, and loaded with `widelab.load`; the package's
 prediction (softmax of its logits), every attention map and every expert choice must
-equal the CLI's, and its tokens the ones the CLI shows.
+equal the CLI's, and its tokens the ones the CLI shows. The run is exported a second
+time as safetensors: its tensors must equal the pickle's, its metadata's config the
+run document, and the package must load it alone (no run_dir, no model.json: the
+tokenizer, image and labels files beside it) and compute the same.
 
 Usage:
     python3 tests/python/test_package.py --cli build/app/cli/widelab-cli [--only SUBSTRING] [--keep DIR]
@@ -36,6 +39,8 @@ import zlib
 import torch
 
 import widelab
+from widelab.loading import read_state
+from widelab.safetensors_reader import read_safetensors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRESETS = os.path.join(ROOT, "resources", "presets")
@@ -224,6 +229,7 @@ def check_case(cli, folder, name, document, probe, files):
     run(cli, "export", run_dir, "--out", export)
 
     image = isinstance(probe, tuple)
+    entry = None
     if image:
         entry = probe[1]
         if entry == "png":
@@ -233,6 +239,33 @@ def check_case(cli, folder, name, document, probe, files):
         shown = json.loads(run(cli, "inspect", run_dir, "--text", probe, "--json"))
 
     model, tokenizer = widelab.load(export, run_dir=run_dir)
+    report = compare_with_cli(model, tokenizer, shown, probe, image, entry)
+
+    # The same run as safetensors (the default format), its run document only in the
+    # metadata: the package finds the tokenizer, image and labels files beside it.
+    safetensors = os.path.join(folder, "export-st", "model.safetensors")
+    os.makedirs(os.path.dirname(safetensors))
+    run(cli, "export", run_dir, "--out", safetensors)
+    for sidecar in ("tokenizer.json", "image.json", "labels.json"):
+        there = os.path.exists(os.path.join(run_dir, sidecar))
+        assert os.path.exists(os.path.join(folder, "export-st", "model." + sidecar)) == there, sidecar
+    with open(os.path.join(folder, "export-st", "model.json")) as f:
+        written = json.load(f)
+    os.remove(os.path.join(folder, "export-st", "model.json"))
+    tensors, metadata = read_safetensors(safetensors)
+    assert json.loads(metadata["config"]) == written == model.document, "the metadata's config is not the run document"
+    pickled = read_state(export)
+    assert sorted(tensors) == sorted(pickled), "safetensors and pickle hold other names"
+    for key, tensor in pickled.items():
+        assert tensors[key].dtype == tensor.dtype and torch.equal(tensors[key], tensor), "%s differs" % key
+    model, tokenizer = widelab.load(safetensors)
+    again = compare_with_cli(model, tokenizer, shown, probe, image, entry)
+    assert again["prediction"] == report["prediction"] and again["attention"] == report["attention"], \
+        "the safetensors export computes otherwise than the pickle"
+    return report
+
+
+def compare_with_cli(model, tokenizer, shown, probe, image, entry):
     report = {}
     if image:
         if entry.startswith("validation:"):
