@@ -189,19 +189,11 @@ Image decodeImageFile(const std::filesystem::path& file)
 
 void writePng(const Image& image, const std::filesystem::path& file)
 {
-    checkWritable(image, file);
-#ifdef WIDELAB_HAVE_PNG
-    png_image png;
-    std::memset(&png, 0, sizeof png);
-    png.version = PNG_IMAGE_VERSION;
-    png.width = static_cast<png_uint_32>(image.width);
-    png.height = static_cast<png_uint_32>(image.height);
-    png.format = image.channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
-    if (!png_image_write_to_file(&png, file.string().c_str(), 0, image.pixels.data(), 0, nullptr))
-        throw DataError(file.string() + ": cannot write the PNG (" + png.message + ")");
-#else
-    throw DataError(file.string() + ": WideLab was built without PNG support (libpng)");
-#endif
+    const std::vector<std::uint8_t> bytes = encodePng(image, file.string());
+    std::ofstream out(file, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush())
+        throw DataError(file.string() + ": cannot write the PNG");
 }
 
 std::vector<std::uint8_t> encodePng(const Image& image, const std::string& name)

@@ -89,7 +89,7 @@ QJsonObject completeWideNet()
 // The derived keys of completeWideNet hold what their rules give (head_dim 256 / 8,
 // ffn_dim 4 x 256, top_k min(2, 4), router_noise_std 1 / 4, routing_groups 6):
 // the panel takes them as following, and its document leaves them out.
-const QStringList kDerivedKeys = {"head_dim", "ffn_dim", "top_k", "router_noise_std", "routing_groups"};
+const QStringList kDerivedKeys = {"head_dim", "ffn_dim", "top_k", "router_noise_std", "routing_groups", "eval_capacity_factor"};
 
 QJsonObject withoutDerived(QJsonObject document)
 {
@@ -252,12 +252,14 @@ private Q_SLOTS:
         QVERIFY(!preset.isEmpty());
         AppPanel panel;
         panel.setDocument(preset);
-        // The preset's top_k (2 = min(2, 4)) and ffn_dim (1024 = 4 x 256) are what
-        // their rules give: they follow, and the document leaves them out.
+        // The preset's top_k (2 = min(2, 4)), ffn_dim (1024 = 4 x 256) and
+        // eval_capacity_factor (2, a classifier's) are what their rules give:
+        // they follow, and the document leaves them out.
         QJsonObject expected = preset;
         QJsonObject model = expected.value("model").toObject();
         model.remove("top_k");
         model.remove("ffn_dim");
+        model.remove("eval_capacity_factor");
         expected.insert("model", model);
         QCOMPARE(panel.document(), expected);
         // Absent keys show their defaults.
