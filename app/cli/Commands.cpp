@@ -39,7 +39,7 @@ usage:
                                         resolved: every key with the value train uses,
                                         defaults and derived defaults written out
                                         (warnings on stderr)
-  widelab-cli presets [--json]          the shipped presets
+  widelab-cli presets [--json]          the shipped presets, and the folder they are read from
   widelab-cli attention [--json]        the attention mechanisms, their keys and defaults
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
@@ -272,11 +272,19 @@ int check(const Arguments& a, std::ostream& out, std::ostream& err)
     return 0;
 }
 
-int presets(const Arguments& a, std::ostream& out)
+int presets(const Arguments& a, std::ostream& out, std::ostream& err)
 {
+    const std::vector<std::string> names = listPresets();
+    if (names.empty()) {
+        err << "error: no shipped presets found; looked in:";
+        for (const auto& folder : presetDirectories())
+            err << " " << folder.string();
+        err << " (set WIDELAB_PRESETS to their folder)\n";
+        return 1;
+    }
     nlohmann::json list = nlohmann::json::array();
     TextTable table({"preset", "stored", "FLOPs/token", "name"});
-    for (const auto& name : listPresets()) {
+    for (const auto& name : names) {
         const ModelDocument document = loadDocument(name);
         const ModelCost cost = modelCost(document.model);
         list.push_back({{"preset", name}, {"name", document.name}, {"description", document.description},
@@ -287,7 +295,7 @@ int presets(const Arguments& a, std::ostream& out)
     if (a.has("--json"))
         out << list.dump(2) << "\n";
     else
-        out << table.render();
+        out << table.render() << names.size() << " presets in " << shippedPresetDirectory().string() << "\n";
     return 0;
 }
 
@@ -547,7 +555,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "check")
             return check(Arguments(rest, {}, {}), out, err);
         if (command == "presets")
-            return presets(Arguments(rest, {"--json"}, {}), out);
+            return presets(Arguments(rest, {"--json"}, {}), out, err);
         if (command == "attention")
             return attentionCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
         if (command == "forward")

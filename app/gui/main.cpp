@@ -25,6 +25,9 @@ int main(int argc, char** argv)
     QApplication::setOrganizationName(QStringLiteral("WideLab"));
     QApplication::setApplicationName(QStringLiteral("WideLab"));
     QApplication::setApplicationVersion(QStringLiteral(WIDELAB_VERSION));
+    // The installed menu entry (packaging/linux): Wayland shells match the window to
+    // it, and its icon, by this name; X11 ones by the window class (StartupWMClass).
+    QGuiApplication::setDesktopFileName(QStringLiteral(WIDELAB_APP_ID));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Explore wide Transformers: configure, train and watch them learn."));

@@ -16,25 +16,18 @@ std::string environment(const char* name)
     return value != nullptr ? std::string(value) : std::string();
 }
 
-// The shipped folder that holds presets (the first of presetDirectories() that
-// has any); empty when none does.
-std::filesystem::path shippedDirectory() { return firstFolderWithJson(presetDirectories()); }
-
 }  // namespace
 
 std::vector<std::filesystem::path> presetDirectories()
 {
-    std::vector<std::filesystem::path> directories;
-    if (const std::string env = environment("WIDELAB_PRESETS"); !env.empty())
-        directories.emplace_back(env);
-    directories.emplace_back(WIDELAB_SOURCE_PRESETS);
-    directories.emplace_back(WIDELAB_INSTALLED_PRESETS);
-    return directories;
+    return shippedFolderCandidates("presets", "WIDELAB_PRESETS");
 }
+
+std::filesystem::path shippedPresetDirectory() { return firstFolderWithJson(presetDirectories()); }
 
 std::vector<std::string> listPresets()
 {
-    const std::filesystem::path directory = shippedDirectory();
+    const std::filesystem::path directory = shippedPresetDirectory();
     return directory.empty() ? std::vector<std::string>{} : jsonFileNames(directory);
 }
 

@@ -1,4 +1,4 @@
-// defines: presetDirectories, listPresets, userPresetDirectory, listUserPresets,
+// defines: presetDirectories, shippedPresetDirectory, listPresets, userPresetDirectory, listUserPresets,
 // isShippedPreset, resolveConfigPath: where the shipped presets
 // (resources/presets/*.json) and the user's own presets are found, and lookup
 // by name. The one rule for where user presets live is userPresetDirectory():
@@ -11,9 +11,12 @@
 
 namespace widelab {
 
-// Where the shipped presets may be: $WIDELAB_PRESETS, the source tree, the
-// installed share folder. The first that holds presets is the one used.
+// Where the shipped presets may be: $WIDELAB_PRESETS, the share folder installed
+// beside the program, the source tree (shippedFolderCandidates says how). The
+// first that holds presets is the one used.
 std::vector<std::filesystem::path> presetDirectories();
+// The folder the shipped presets are read from; empty when none holds any.
+std::filesystem::path shippedPresetDirectory();
 // Shipped preset names (file names without .json), sorted.
 std::vector<std::string> listPresets();
 

@@ -1,6 +1,7 @@
 #include "ResourceFolder.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace widelab {
 
@@ -23,6 +24,26 @@ std::filesystem::path firstFolderWithJson(const std::vector<std::filesystem::pat
         if (!jsonFileNames(directory).empty())
             return directory;
     return {};
+}
+
+std::filesystem::path programDirectory()
+{
+    std::error_code error;
+    const std::filesystem::path program = std::filesystem::canonical("/proc/self/exe", error);
+    return error ? std::filesystem::path() : program.parent_path();
+}
+
+std::vector<std::filesystem::path> shippedFolderCandidates(const std::string& name, const char* variable)
+{
+    std::vector<std::filesystem::path> folders;
+    if (const char* value = std::getenv(variable); value != nullptr && *value != '\0')
+        folders.emplace_back(value);
+    // WIDELAB_DATA_FROM_BIN: the share folder relative to the installed bin
+    // folder ("../share/widelab" for the usual layout); core/CMakeLists.txt.
+    if (const std::filesystem::path bin = programDirectory(); !bin.empty())
+        folders.push_back((bin / WIDELAB_DATA_FROM_BIN / name).lexically_normal());
+    folders.push_back(std::filesystem::path(WIDELAB_SOURCE_RESOURCES) / name);
+    return folders;
 }
 
 }  // namespace widelab

@@ -5,7 +5,6 @@
 #include "config/ResourceFolder.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace widelab {
 namespace {
@@ -16,12 +15,7 @@ std::filesystem::path shippedDirectory() { return firstFolderWithJson(studyDirec
 
 std::vector<std::filesystem::path> studyDirectories()
 {
-    std::vector<std::filesystem::path> directories;
-    if (const char* env = std::getenv("WIDELAB_STUDIES"); env != nullptr && *env != '\0')
-        directories.emplace_back(env);
-    directories.emplace_back(WIDELAB_SOURCE_STUDIES);
-    directories.emplace_back(WIDELAB_INSTALLED_STUDIES);
-    return directories;
+    return shippedFolderCandidates("studies", "WIDELAB_STUDIES");
 }
 
 std::vector<std::string> listStudies()

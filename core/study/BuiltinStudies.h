@@ -8,8 +8,9 @@
 
 namespace widelab {
 
-// Where the shipped studies may be: $WIDELAB_STUDIES, the source tree, the
-// installed share folder. The first that holds studies is the one used.
+// Where the shipped studies may be: $WIDELAB_STUDIES, the share folder installed
+// beside the program, the source tree (shippedFolderCandidates says how). The
+// first that holds studies is the one used.
 std::vector<std::filesystem::path> studyDirectories();
 // Shipped study names (file names without .json), sorted.
 std::vector<std::string> listStudies();

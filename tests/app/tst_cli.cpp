@@ -6,6 +6,7 @@
 #include "config/ConfigSchema.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
+#include "config/ResourceFolder.h"
 #include "study/BuiltinStudies.h"
 
 #include <QtTest>
@@ -176,6 +177,7 @@ private Q_SLOTS:
     void threadsPinEveryPool();
     void presetsListsEveryShippedPreset();
     void presetsJson();
+    void shippedFoldersInstalledFirstThenSourceTree();
     void attentionListsEveryMechanism();
     void forward_data();
     void forward();
@@ -734,8 +736,10 @@ void TestCli::presetsListsEveryShippedPreset()
     QCOMPARE(result.code, 0);
     QVERIFY2(result.err.isEmpty(), qPrintable(result.err));
     const QStringList all = lines(result.out);
-    // Header, rule, then one row per preset.
-    QCOMPARE(all.size(), 2 + int(shipped.size()));
+    // Header, rule, one row per preset, then the folder they were read from: a
+    // test program runs from the build tree, so the source tree's.
+    QCOMPARE(all.size(), 2 + int(shipped.size()) + 1);
+    QCOMPARE(all.last(), QStringLiteral("%1 presets in " WIDELAB_PRESETS_DIR).arg(shipped.size()));
     for (int i = 0; i < int(shipped.size()); ++i) {
         const QString row = all[2 + i];
         QVERIFY2(row.startsWith(q(shipped[i].first) + QLatin1Char(' ')), qPrintable(row));
@@ -760,6 +764,45 @@ void TestCli::presetsJson()
         if (shipped[i].first == "widenet")
             QCOMPARE(qint64(list[i].at("stored_parameters").get<std::int64_t>()), widenetStored());
     }
+}
+
+// Where shipped presets and studies are looked for: $WIDELAB_PRESETS first, then
+// the share folder beside the program (BIN/../share/widelab/NAME, what an
+// installed package reads), then the source tree. tests/packaging checks the
+// installed case with the real package.
+void TestCli::shippedFoldersInstalledFirstThenSourceTree()
+{
+    const QByteArray saved = qgetenv("WIDELAB_PRESETS");
+    const auto restore = qScopeGuard([&saved] {
+        if (saved.isNull())
+            qunsetenv("WIDELAB_PRESETS");
+        else
+            qputenv("WIDELAB_PRESETS", saved);
+    });
+    const std::filesystem::path program = QFileInfo(QCoreApplication::applicationFilePath()).canonicalFilePath().toStdString();
+    QCOMPARE(q(programDirectory().string()), q(program.parent_path().string()));
+    const std::filesystem::path installed = (program.parent_path().parent_path() / "share" / "widelab").lexically_normal();
+
+    qunsetenv("WIDELAB_PRESETS");
+    std::vector<std::filesystem::path> folders = presetDirectories();
+    QCOMPARE(int(folders.size()), 2);
+    QCOMPARE(q(folders[0].string()), q((installed / "presets").string()));
+    QCOMPARE(q(folders[1].string()), QStringLiteral(WIDELAB_PRESETS_DIR));
+    QCOMPARE(q(shippedPresetDirectory().string()), QStringLiteral(WIDELAB_PRESETS_DIR));
+
+    qputenv("WIDELAB_PRESETS", "/nonexistent/presets");
+    folders = presetDirectories();
+    QCOMPARE(int(folders.size()), 3);
+    QCOMPARE(q(folders[0].string()), QStringLiteral("/nonexistent/presets"));
+    // An empty or missing folder is passed over for the next that holds presets.
+    QCOMPARE(q(shippedPresetDirectory().string()), QStringLiteral(WIDELAB_PRESETS_DIR));
+
+    // Studies follow the same rule under their own name.
+    const std::vector<std::filesystem::path> studies = studyDirectories();
+    QVERIFY(studies.size() >= 2);
+    QCOMPARE(q(studies[studies.size() - 2].string()), q((installed / "studies").string()));
+    QCOMPARE(q(studies.back().filename().string()), QStringLiteral("studies"));
+    QCOMPARE(q(studies.back().parent_path().string()), q(std::filesystem::path(WIDELAB_PRESETS_DIR).parent_path().string()));
 }
 
 // ---------------------------------------------------------------- forward
