@@ -88,9 +88,9 @@ usage:
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
 )";
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+// Wrong arguments: exit status 2, with the usage. One type with the run
+// commands' own (RunCommands.h), so the dispatcher answers both alike.
+using UsageError = RunUsageError;
 
 // Arguments after the subcommand: positionals, --flags, and --options with a value.
 class Arguments {
@@ -460,17 +460,13 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.force = train && a.has("--force");
     r.json = a.has("--json");
     r.heads = command == "inspect" && a.has("--heads");
-    try {
-        if (command == "train")
-            return trainCommand(r, out, err);
-        if (command == "eval")
-            return evalCommand(r, out, err);
-        if (command == "inspect")
-            return inspectCommand(r, out, err);
-        return exportCommand(r, out, err);
-    } catch (const RunUsageError& usage) {
-        throw UsageError(usage.what());
-    }
+    if (command == "train")
+        return trainCommand(r, out, err);
+    if (command == "eval")
+        return evalCommand(r, out, err);
+    if (command == "inspect")
+        return inspectCommand(r, out, err);
+    return exportCommand(r, out, err);
 }
 
 int ablate(const Arguments& a, std::ostream& out, std::ostream& err)
@@ -494,11 +490,7 @@ int ablate(const Arguments& a, std::ostream& out, std::ostream& err)
     b.device = a.text("--device");
     b.threads = a.integer("--threads", -1, 0, 4096);
     b.json = a.has("--json");
-    try {
-        return ablateCommand(b, out, err);
-    } catch (const RunUsageError& usage) {
-        throw UsageError(usage.what());
-    }
+    return ablateCommand(b, out, err);
 }
 
 int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
@@ -507,11 +499,7 @@ int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
     t.positional = a.positional();
     t.out = a.text("--out");
     t.replace = a.has("--replace");
-    try {
-        return exportTensorBoardCommand(t, out, err);
-    } catch (const RunUsageError& usage) {
-        throw UsageError(usage.what());
-    }
+    return exportTensorBoardCommand(t, out, err);
 }
 
 int study(const Arguments& a, std::ostream& out, std::ostream& err)
@@ -526,11 +514,7 @@ int study(const Arguments& a, std::ostream& out, std::ostream& err)
     s.jobs = a.integer("--jobs", 1, 1, 256);
     s.device = a.text("--device");
     s.threads = a.integer("--threads", -1, 0, 4096);
-    try {
-        return studyCommand(s, out, err);
-    } catch (const RunUsageError& usage) {
-        throw UsageError(usage.what());
-    }
+    return studyCommand(s, out, err);
 }
 
 }  // namespace

@@ -34,6 +34,14 @@ torch::Tensor parameter(WideTransformerImpl& model, const std::string& name)
     throw std::runtime_error("no parameter " + name);
 }
 
+// q = k = 0 in both layers of tiny(): every query weighs its visible keys equally.
+void zeroQueriesAndKeys(WideTransformerImpl& model)
+{
+    torch::NoGradGuard noGrad;
+    for (const char* name : {"attention.0.qkv.weight", "attention.1.qkv.weight"})
+        parameter(model, name).zero_();
+}
+
 // [1, H, T, T] maps from rows given per head.
 torch::Tensor maps(const std::vector<std::vector<std::vector<double>>>& heads)
 {
@@ -184,11 +192,7 @@ void TestInterpretability::uniformAttentionModelScoresByHand()
 {
     // q = k = 0: every query weighs its 6 keys equally, in every head of every layer.
     WideTransformer model(tiny());
-    {
-        torch::NoGradGuard noGrad;
-        for (const char* name : {"attention.0.qkv.weight", "attention.1.qkv.weight"})
-            parameter(*model, name).zero_();
-    }
+    zeroQueriesAndKeys(*model);
     InsightInputs inputs;
     inputs.probes.push_back(ids({2, 3, 4, 5, 6, 7}));
     const HeadRoleScores s = measureValidationInsights(*model, inputs, 0, 0).heads;
@@ -209,11 +213,7 @@ void TestInterpretability::causalUniformAttentionScoresByHand()
 {
     // A language model with q = k = 0: query i weighs its i + 1 visible keys equally.
     WideTransformer model(tiny(R"({"head": "language_model"})"));
-    {
-        torch::NoGradGuard noGrad;
-        for (const char* name : {"attention.0.qkv.weight", "attention.1.qkv.weight"})
-            parameter(*model, name).zero_();
-    }
+    zeroQueriesAndKeys(*model);
     InsightInputs inputs;
     inputs.probes.push_back(ids({2, 3, 4, 5, 6, 7}));
     const HeadRoleScores s = measureValidationInsights(*model, inputs, 0, 7).heads;
