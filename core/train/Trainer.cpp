@@ -661,6 +661,10 @@ void Trainer::trainStep(Interval& interval, bool measure)
     torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
     if (m_run.model.routerZLossWeight > 0.0)
         loss = loss + m_run.model.routerZLossWeight * output.routerZLoss;
+    // Counted now, so that a language model's [tokens, vocabulary] logits are
+    // not held through the backward pass, whose peak they would raise.
+    const torch::Tensor hits = correct(output.logits.detach(), batch, languageModel);
+    output.logits = torch::Tensor();
     loss.backward();
     const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip);
     m_nonFinite->observe(m_state.step + 1, loss, norms);
@@ -677,7 +681,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor stepSums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64),
                                                              task.detach().to(torch::kFloat64),
                                                              output.balanceLoss.detach().to(torch::kFloat64)}),
-                                               correct(output.logits.detach(), batch, languageModel),
+                                               hits,
                                                norms.total.view({1})});
     interval.sums = interval.steps == 0 ? stepSums : interval.sums + stepSums;
     interval.tokens += batch.tokens;
