@@ -5,12 +5,10 @@
 #include "config/Presets.h"
 #include "train/Checkpoint.h"
 #include "train/Measurements.h"
-#include "train/MemoryEstimate.h"
 #include "train/RunDirectory.h"
 #include "train/HealthAlarms.h"
 #include "train/Trainer.h"
 
-#include <torch/version.h>
 
 #include <QtTest>
 
@@ -143,7 +141,6 @@ private Q_SLOTS:
     void stopDuringEvaluationEndsTheRun();
     void nonFiniteLossStopsAndKeepsTheCheckpoint();
     void outOfMemoryIsAMessageNotACrash();
-    void memoryEstimateByHand();
     void languageModelOnATextFile();
     void exportedWeightsLoadInPython();
 };
@@ -810,26 +807,6 @@ void TestTrainer::outOfMemoryIsAMessageNotACrash()
         QVERIFY2(summary.message.find(part) != std::string::npos, (part + std::string(": ") + summary.message).c_str());
     QCOMPARE(summary.step, std::int64_t{0});
     QVERIFY(std::filesystem::exists(fresh(dir, "oom") / "config.json"));  // the run stays
-}
-
-// tinyRun: batch 16 x 40 tokens, d 32, 4 heads of 8, ffn 64, 2 layers, AdamW.
-// Kept per token and block: 4 d + 4 A + 2 M = 128 + 128 + 128 = 384 floats,
-// over 640 tokens; scores 16 x 4 heads x 2 x 40^2 unless attention is fused.
-void TestTrainer::memoryEstimateByHand()
-{
-    const RunDocument run = tinyRun();
-    const std::int64_t stored = 12345;
-    const MemoryEstimate cpu = estimateTrainingMemory(run, stored, false);
-    QCOMPARE(cpu.parameterBytes, std::int64_t{16 * 12345});
-    const std::int64_t scores = TORCH_VERSION_MAJOR >= 2 ? 0 : 16 * 4 * 2 * 40 * 40;
-    QCOMPARE(cpu.activationBytes, std::int64_t{4 * 2 * (640 * 384 + scores)});
-    // bf16 on a GPU halves the activations; without bf16 it does not.
-    QCOMPARE(estimateTrainingMemory(run, stored, true).activationBytes, cpu.activationBytes / 2);
-    const RunDocument fp32 = tinyRun(R"({"train": {"bf16": false}})");
-    QCOMPARE(estimateTrainingMemory(fp32, stored, true).activationBytes, cpu.activationBytes);
-    // SGD keeps one momentum instead of two moments.
-    const RunDocument sgd = tinyRun(R"({"train": {"optimizer": "sgd"}})");
-    QCOMPARE(estimateTrainingMemory(sgd, stored, false).parameterBytes, std::int64_t{12 * 12345});
 }
 
 void TestTrainer::languageModelOnATextFile()
