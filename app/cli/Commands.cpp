@@ -406,6 +406,11 @@ int bench(const Arguments& a, std::ostream& out)
         summary.addRow({"peak reserved (CUDA allocator)", formatBytes(r.peakReservedBytes)});
     if (r.moeRoutingShare >= 0.0)
         summary.addRow({"routing+dispatch+combine / MoE layer", fixed(100.0 * r.moeRoutingShare, 1) + " % (forward)"});
+    if (r.queueSeconds > 0.0)
+        summary.addRow({"host time to queue a step", fixed(1e3 * r.queueSeconds, 1) + " ms of "
+                                                         + fixed(1e3 * r.medianStepSeconds, 1) + " ms"});
+    if (r.memoryEstimateBytes > 0)
+        summary.addRow({"configuration panel's estimate", formatBytes(r.memoryEstimateBytes)});
     out << summary.render() << "\n";
 
     double total = 0.0;

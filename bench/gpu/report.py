@@ -161,6 +161,14 @@ def fmt_gib(result):
         f"{result['peak_allocated_bytes'] / 2**30:.2f}"
 
 
+def fmt_estimate(result):
+    """The configuration panel's estimate for WideLab's steps, in GiB, and the measured peak over it."""
+    if not result or not result.get("memory_estimate_bytes") or not result.get("peak_allocated_bytes"):
+        return "–"
+    estimate = result["memory_estimate_bytes"]
+    return f"{estimate / 2**30:.2f} ({result['peak_allocated_bytes'] / estimate:.2f}x)"
+
+
 def missing(entry, *sides):
     """Why a figure is absent: the first side without a result, and its status."""
     for side in sides:
@@ -253,15 +261,27 @@ def markdown(results):
             share = (w or {}).get("moe_routing_share")
             rows.append([e["family"], fmt_tokens(w), fmt_tokens(g), fmt_tokens(c),
                          fmt_percent(mfu(e, "widelab")), fmt_percent(mfu(e, "eager")), fmt_percent(mfu(e, "compile")),
-                         fmt_gib(w), fmt_gib(g), fmt_gib(c),
+                         fmt_gib(w), fmt_estimate(w), fmt_gib(g), fmt_gib(c),
                          "–" if share is None else f"{100 * share:.1f} %",
                          f"{sum(c['warmup_seconds']):.0f}" if c else side_status(e, "compile")])
         out.append(table(["family", "WideLab tok/s", "eager tok/s", "compile tok/s", "WideLab MFU", "eager MFU",
-                          "compile MFU", "WideLab GiB", "eager GiB", "compile GiB", "routing share",
+                          "compile MFU", "WideLab GiB", "estimate GiB (peak / it)", "eager GiB", "compile GiB", "routing share",
                           "compile warm-up s"], rows))
         out.append("\nGiB: peak allocated by the CUDA caching allocator (peak resident set on the CPU). "
                    "Routing share: routing + dispatch + combine over the MoE layers' forward time, from a "
                    "second, synchronised pass.")
+
+        queued = [(e["family"], side_result(e, "widelab")) for e in bench
+                  if (side_result(e, "widelab") or {}).get("queue_seconds_median")]
+        if queued:
+            out.append("\n### Does the GPU wait for the host?\n")
+            out.append(table(["family", "step ms", "host queues the step in ms", "share"],
+                             [[family, f"{1e3 * w['step_seconds_median']:.1f}", f"{1e3 * w['queue_seconds_median']:.1f}",
+                               f"{100 * w['queue_seconds_median'] / w['step_seconds_median']:.0f} %"]
+                              for family, w in queued]))
+            out.append("\nThe host's time from the start of a step until it has queued the forward, backward and "
+                       "optimizer work (before the loss is read back). Near 100 % of the step, the GPU waits on "
+                       "kernel launches (fewer, fused kernels or CUDA graphs help); well under, the GPU sets the pace.")
 
         out.append("\n### Targets\n")
         out.append(table(["family", "tok/s >= torch.compile", "MFU >= 40 % (deep)", "routing < 10 % of MoE",

@@ -2,6 +2,7 @@
 
 #include "BenchmarkDevice.h"
 #include "FusedAdamW.h"
+#include "MemoryEstimate.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/Autocast.h"
@@ -59,11 +60,18 @@ void countFlops(const ModelConfig& c, const BenchmarkOptions& options, Benchmark
     r.flopsPerStepAtCapacity = passes * cost.flopsPerTokenAtCapacity * tokens;
 }
 
+// When the step being timed began, and when it had queued all its work (the
+// step sets `queued` just before it reads the loss back, which waits).
+struct StepClock {
+    std::chrono::steady_clock::time_point start, queued;
+};
+
 // Runs `count` steps, each timed between two synchronisations of the device,
-// and returns their seconds. With `phases`, PhaseTimer is reset and enabled for
+// and returns their seconds; `queuedSeconds`, when given, gets how long each
+// took to queue its work. With `phases`, PhaseTimer is reset and enabled for
 // them, its scopes synchronising on CUDA.
 std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t count, const c10::Device& device,
-                              bool phases)
+                              bool phases, StepClock& clock, std::vector<double>* queuedSeconds = nullptr)
 {
     if (phases) {
         PhaseTimer::reset();
@@ -73,10 +81,12 @@ std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t co
     std::vector<double> seconds;
     for (std::int64_t i = 0; i < count; ++i) {
         synchronizeDevice(device);
-        const auto start = std::chrono::steady_clock::now();
+        clock.start = clock.queued = std::chrono::steady_clock::now();
         step();
         synchronizeDevice(device);
-        seconds.push_back(secondsSince(start));
+        seconds.push_back(secondsSince(clock.start));
+        if (queuedSeconds)
+            queuedSeconds->push_back(std::chrono::duration<double>(clock.queued - clock.start).count());
     }
     if (phases)
         PhaseTimer::setEnabled(false);
@@ -144,6 +154,15 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     r.blas = blas.name;
     r.blasFile = blas.file;
     countFlops(c, options, r);
+    if (options.train) {
+        RunDocument run;  // what these steps amount to as a run: full-length examples, AdamW, no label smoothing
+        run.model = c;
+        run.task.kind = c.head == HeadKind::LanguageModel ? TaskKind::LanguageModel : TaskKind::Classification;
+        run.task.sequenceLength = options.sequence;
+        run.train.batchSize = B;
+        run.train.bf16 = options.bf16;
+        r.memoryEstimateBytes = estimateTrainingMemory(run, modelCost(c).total.stored, device.is_cuda()).totalBytes();
+    }
 
     resetPeakDeviceMemory(device);
     torch::manual_seed(0);
@@ -165,6 +184,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     FusedAdamW optimizer(groups, torch::optim::AdamWOptions(options.learningRate));
 
     // One step. Autocast covers forward and loss; backward runs outside it.
+    StepClock clock;
     const auto step = [&] {
         if (!options.train) {
             torch::NoGradGuard noGrad;
@@ -189,19 +209,23 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
             const PhaseScope timed(Phase::Optimizer);
             optimizer.step();
         }
+        clock.queued = std::chrono::steady_clock::now();
         const PhaseScope timed(Phase::Measurement);
         r.loss = loss.item<double>();
     };
 
-    timeSteps(step, options.warmup, device, false);
+    timeSteps(step, options.warmup, device, false, clock);
     // On the CPU the phase scopes cost nothing measurable, so the timed steps
     // give the phases too; on CUDA the scopes synchronise and get their own pass.
     const bool separatePhasePass = device.is_cuda();
-    r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass);
+    std::vector<double> queued;
+    r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass, clock, &queued);
     r.medianStepSeconds = median(r.stepSeconds);
+    if (device.is_cuda() && options.train)
+        r.queueSeconds = median(queued);
     r.tokensPerSecond = static_cast<double>(B * T) / r.medianStepSeconds;
     r.achievedFlops = r.flopsPerStep / r.medianStepSeconds;
-    readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true) : r.stepSeconds, c.isMoe(), r);
+    readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, clock) : r.stepSeconds, c.isMoe(), r);
 
     // Read before the peak measurement allocates its matrices.
     const DeviceMemory memory = deviceMemory(device);
@@ -250,8 +274,10 @@ nlohmann::json BenchmarkResult::toJson() const
             {"mfu_nominal", orNull(nominalPeakRatio, nominalPeakFlops > 0.0)},
             {"peak_allocated_bytes", peakAllocatedBytes},
             {"peak_reserved_bytes", peakReservedBytes},
+            {"memory_estimate_bytes", orNull(static_cast<double>(memoryEstimateBytes), memoryEstimateBytes > 0)},
             {"phase_seconds_per_step", phaseJson},
             {"phase_step_seconds", phaseStepSeconds},
+            {"queue_seconds_median", orNull(queueSeconds, queueSeconds > 0.0)},
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
             {"loss", loss},
             {"warning", warning}};

@@ -53,12 +53,19 @@ struct BenchmarkResult {
     // Memory since the process started, as deviceMemory() counts it: the CUDA
     // allocator's peaks, or the process's resident high-water mark on the CPU.
     std::int64_t peakAllocatedBytes = 0, peakReservedBytes = 0;
+    // Training: what the configuration panel's estimate (MemoryEstimate.h) says
+    // these steps hold, to set against the CUDA allocator's peak. 0 for inference.
+    std::int64_t memoryEstimateBytes = 0;
     // Seconds per step (mean over the steps timed for phases) of each phase, in
     // PhaseTimer's names, then "other" (embedding, LayerNorms, head, loss,
     // zero_grad). On the CPU these are the timed steps; on CUDA a separate pass
     // of as many steps whose scopes synchronise (PhaseTimer.h).
     std::vector<std::pair<std::string, double>> phases;
     double phaseStepSeconds = 0.0;     // mean step of the pass the phases come from
+    // CUDA training: how long the host took to queue a step's work (forward,
+    // backward, optimizer; median over the timed steps). Close to the step time,
+    // the GPU waited on the host's kernel launches rather than the other way round.
+    double queueSeconds = 0.0;
     // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
     // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
     double moeRoutingShare = -1.0;
