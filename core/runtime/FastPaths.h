@@ -8,7 +8,8 @@
 namespace widelab {
 
 enum class FastPath {
-    FusedAttention,  // scaled_dot_product_attention when no attention maps are asked for (model/Attention.cpp)
+    FusedAttention,  // scaled_dot_product_attention when no attention maps are asked for, on the CPU
+                     // only without dropout (model/attention/Full.cpp)
     FusedAdamW,      // the multi-tensor AdamW kernel (train/FusedAdamW.cpp)
 };
 

@@ -35,19 +35,12 @@ struct Widths {
     double productInputFrom(bool kept) const { return castCopies ? product : (kept ? 0.0 : fp32); }
 };
 
-// How the full softmax attention runs in training (model/attention/Full.cpp).
-enum class FullKernel {
-    Fused,  // flash or memory-efficient kernel: no [T, T] tensor is kept
-    Math,   // LibTorch 2.x's scaled_dot_product_attention on the CPU with dropout: its reference code
-    Own,    // WideLab's own softmax(q k^T) v (LibTorch 1.x, or the fused path turned off)
-};
-
-FullKernel fullKernel(bool cuda, double dropout)
+// Whether the full softmax attention runs LibTorch 2.x's fused kernel in
+// training (model/attention/Full.cpp): on a GPU, and on the CPU without dropout.
+// Otherwise it is WideLab's own softmax, which keeps the [T, T] probabilities.
+bool fusedFullAttention(bool cuda, double dropout)
 {
-    if (TORCH_VERSION_MAJOR < 2 || !fastPathEnabled(FastPath::FusedAttention))
-        return FullKernel::Own;
-    // The CPU's flash kernel takes no dropout; LibTorch then falls back to the math path.
-    return cuda || dropout <= 0.0 ? FullKernel::Fused : FullKernel::Math;
+    return TORCH_VERSION_MAJOR >= 2 && fastPathEnabled(FastPath::FusedAttention) && (cuda || dropout <= 0.0);
 }
 
 // Per token of one block's attention sublayer, for `heads` heads of width A
@@ -59,19 +52,11 @@ double attentionCore(const MechanismSpec& spec, double heads, double A, double T
 {
     const double width = heads * A;
     const bool dropping = dropout > 0.0;
-    if (spec.name == "full") {  // the one mechanism with a fused kernel (model/attention/Full.cpp)
-        switch (fullKernel(cuda, dropout)) {
-        case FullKernel::Fused:
-            // The output (which the projection reads in place) and the fp32 log-sum-exp per head.
-            return width * w.product + heads * Widths::fp32;
-        case FullKernel::Math:
-            // Scaled q and k; fp32 probabilities, the dropout's fp32 noise and the dropped
-            // probabilities; the output, copied into the projection's layout.
-            return 3.0 * width * w.product + heads * T * 3.0 * Widths::fp32;
-        case FullKernel::Own:
-            break;
-        }
-    } else if (spec.linearCost) {
+    if (spec.name == "full" && fusedFullAttention(cuda, dropout)) {
+        // The output (which the projection reads in place) and the fp32 log-sum-exp per head.
+        return width * w.product + heads * Widths::fp32;
+    }
+    if (spec.linearCost) {
         // Linear-cost mechanisms keep O(T) per head: counted as the context alone.
         return 2.0 * width * w.product;
     }

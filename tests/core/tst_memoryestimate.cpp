@@ -107,10 +107,9 @@ private Q_SLOTS:
 // bytes, fp32 on the CPU:
 //   attention: LayerNorm input 4 x 32, QKV input 4 x 32, q k v 3 x 32 x 4,
 //              output dropout mask 32                                   = 672
-//     LibTorch 1.x (WideLab's softmax): scaled q and context 2 x 32 x 4, and per
-//              head 31 x (probabilities 4 + mask 1 + dropped copy 4)   = 256 + 1116
-//     LibTorch 2.x (its math path, as the CPU's flash kernel takes no dropout):
-//              scaled q and k, context 3 x 32 x 4, per head 31 x 3 x 4 = 384 + 1488
+//     WideLab's softmax (LibTorch 2.x's fused kernel runs on the CPU only without
+//              dropout): scaled q and context 2 x 32 x 4, and per head
+//              31 x (probabilities 4 + mask 1 + dropped copy 4)       = 256 + 1116
 //   FFN: LayerNorm input 128, mask 32, input 128, hidden 2 x 64 x 4     = 800
 // and once: embedding dropout mask 32, final LayerNorm input 128 and the
 // classifier's input 128. Logits 16 x 10, kept with two gradients, fp32.
@@ -120,14 +119,13 @@ void TestMemoryEstimate::byHand()
     const std::int64_t stored = 12345;
     const MemoryEstimate cpu = estimateTrainingMemory(run, stored, false);
     QCOMPARE(cpu.parameterBytes, std::int64_t{16 * 12345});
-    const std::int64_t block = TORCH_VERSION_MAJOR >= 2 ? 672 + 1872 + 800 : 672 + 1372 + 800;
+    const std::int64_t block = 672 + 1372 + 800;
     QCOMPARE(cpu.activationBytes, std::int64_t{496 * (2 * block + 32 + 256)});
     QCOMPARE(cpu.headBytes, std::int64_t{3 * 4 * 16 * 10});
 
     // Longer examples make more positions and longer rows of probabilities.
     const RunDocument longer = tinyRun(R"({"task": {"max_length": 40}})");
-    const std::int64_t longerBlock = TORCH_VERSION_MAJOR >= 2 ? 672 + 384 + 4 * 41 * 12 + 800
-                                                              : 672 + 256 + 4 * 41 * 9 + 800;
+    const std::int64_t longerBlock = 672 + 256 + 4 * 41 * 9 + 800;
     QCOMPARE(estimateTrainingMemory(longer, stored, false).activationBytes,
              std::int64_t{656 * (2 * longerBlock + 32 + 256)});
 
