@@ -44,9 +44,11 @@ usage:
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
-                    [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--peak-tflops F] [--json]
+                    [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--cuda-graph]
+                    [--peak-tflops F] [--json]
                                         throughput, MFU against the measured matmul peak (and
-                                        a nominal one), peak memory, phases
+                                        a nominal one), peak memory, phases; --cuda-graph
+                                        replays a captured training step (timing only)
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
                     [--tensorboard LOGDIR]
                                         train (Ctrl-C saves a checkpoint and stops; --force:
@@ -365,6 +367,7 @@ int bench(const Arguments& a, std::ostream& out)
     options.warmup = a.integer("--warmup", 2, 0, 100000);
     options.device = a.text("--device", "cpu");
     options.bf16 = a.has("--bf16");
+    options.cudaGraph = a.has("--cuda-graph");
     options.nominalPeakFlops = 1e12 * a.real("--peak-tflops", 0.0, 0.0, 1e6);
     setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
 
@@ -382,7 +385,8 @@ int bench(const Arguments& a, std::ostream& out)
         return 0;
     }
     out << title(document, source) << ": " << r.mode << " on " << r.device << " in " << r.dtype << ", batch " << r.batch
-        << " x " << r.sequence << " tokens, median of " << r.steps << " steps after " << r.warmup << " warm-up\n";
+        << " x " << r.sequence << " tokens, median of " << r.steps << " steps after " << r.warmup << " warm-up"
+        << (r.cudaGraph ? ", replaying one captured CUDA graph" : "") << "\n";
     out << runtimeSummary() << "\n";
     if (!r.blasFile.empty())
         out << "BLAS library: " << r.blasFile << "\n";
@@ -550,7 +554,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         if (command == "bench")
-            return bench(Arguments(rest, {"--json", "--bf16"},
+            return bench(Arguments(rest, {"--json", "--bf16", "--cuda-graph"},
                                    {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads", "--device",
                                     "--peak-tflops"}),
                          out);

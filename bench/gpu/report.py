@@ -267,8 +267,9 @@ def markdown(results):
         out.append(table(["family", "WideLab tok/s", "eager tok/s", "compile tok/s", "WideLab MFU", "eager MFU",
                           "compile MFU", "WideLab GiB", "estimate GiB (peak / it)", "eager GiB", "compile GiB", "routing share",
                           "compile warm-up s"], rows))
-        out.append("\nGiB: peak allocated by the CUDA caching allocator (peak resident set on the CPU). "
-                   "Routing share: routing + dispatch + combine over the MoE layers' forward time, from a "
+        out.append("\nGiB: peak allocated by the CUDA caching allocator (peak resident set on the CPU); "
+                   "estimate: the configuration panel's figure for WideLab's steps (core/train/MemoryEstimate.h), "
+                   "and WideLab's peak over it. Routing share: routing + dispatch + combine over the MoE layers' forward time, from a "
                    "second, synchronised pass.")
 
         queued = [(e["family"], side_result(e, "widelab")) for e in bench
@@ -282,6 +283,18 @@ def markdown(results):
             out.append("\nThe host's time from the start of a step until it has queued the forward, backward and "
                        "optimizer work (before the loss is read back). Near 100 % of the step, the GPU waits on "
                        "kernel launches (fewer, fused kernels or CUDA graphs help); well under, the GPU sets the pace.")
+
+        graphed = [(e, side_result(e, "widelab"), side_result(e, "graph")) for e in bench
+                   if e["sides"].get("graph")]
+        if graphed:
+            out.append("\n### WideLab's step replayed as a CUDA graph\n")
+            out.append(table(["family", "WideLab tok/s", "as a graph tok/s", "graph / WideLab", "graph MFU"],
+                             [[e["family"], fmt_tokens(w), fmt_tokens(g) if g else side_status(e, "graph"),
+                               f"{g['tokens_per_second'] / w['tokens_per_second']:.2f}x" if w and g else "–",
+                               fmt_percent(mfu(e, "graph"))] for e, w, g in graphed]))
+            out.append("\n`widelab-cli bench --cuda-graph`: one training step captured after the warm-up and "
+                       "replayed, so that no kernel waits on the host's launches (timing only: AdamW's step count "
+                       "stays the captured one's).")
 
         out.append("\n### Targets\n")
         out.append(table(["family", "tok/s >= torch.compile", "MFU >= 40 % (deep)", "routing < 10 % of MoE",

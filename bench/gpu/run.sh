@@ -28,7 +28,8 @@
 #   WIDELAB_GPU_STAGES     the stages to run (default "setup build test train bench");
 #                          without "test", only widelab-cli is built
 #   WIDELAB_GPU_FAMILIES   benchmark families to run (default all five, e.g. "widenet vit-moe")
-#   WIDELAB_GPU_SIDES      benchmark sides, in order (default "widelab eager compile")
+#   WIDELAB_GPU_SIDES      benchmark sides, in order (default "widelab eager compile graph"; graph:
+#                          WideLab's step captured once as a CUDA graph and replayed)
 set -euo pipefail
 set -o pipefail
 
@@ -384,7 +385,7 @@ stage_bench() {
   # figures come before the first (slow) torch.compile, so a budget that runs
   # out costs compile figures, never the comparison itself.
   local wanted=" ${WIDELAB_GPU_FAMILIES:-${families[*]%%:*}} "
-  for side in ${WIDELAB_GPU_SIDES:-widelab eager compile}; do
+  for side in ${WIDELAB_GPU_SIDES:-widelab eager compile graph}; do
     local k=0
     for entry in "${families[@]}"; do
       local family=${entry%%:*} config limit cmd rc
@@ -395,8 +396,13 @@ stage_bench() {
         widelab) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}") ;;
         eager) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}") ;;
         compile) limit=$(cap 120 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile) ;;
+        graph) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}" --cuda-graph) ;;
         *) log "unknown benchmark side $side"; continue ;;
       esac
+      if [[ $side == graph && $device == cpu ]]; then
+        echo "{\"status\": \"skipped (a CUDA graph needs a GPU)\"}" >"$work/bench/$family.$side.status.json"
+        continue
+      fi
       if [[ $side == compile && $compile_first_only == 1 && $k -gt 1 ]]; then
         echo "{\"status\": \"skipped (smoke: torch.compile on a CPU takes minutes; first family only)\"}" \
           >"$work/bench/$family.$side.status.json"

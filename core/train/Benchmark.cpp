@@ -14,6 +14,7 @@
 #include <chrono>
 #include <functional>
 #include <numeric>
+#include <stdexcept>
 
 namespace widelab {
 namespace {
@@ -137,6 +138,9 @@ ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence)
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options)
 {
     const c10::Device device = benchmarkDevice(options.device);
+    if (options.cudaGraph && (!device.is_cuda() || !options.train))
+        throw std::invalid_argument("--cuda-graph: a CUDA graph replays training steps on a GPU (--device cuda, "
+                                    "--mode train)");
     const ModelConfig c = benchmarkConfig(config, options.sequence);
     // Image models see their patches whatever the sequence asked for.
     const std::int64_t B = options.batch, T = c.imageInput() ? c.patches() : options.sequence;
@@ -185,15 +189,9 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
 
     // One step. Autocast covers forward and loss; backward runs outside it.
     StepClock clock;
-    const auto step = [&] {
-        if (!options.train) {
-            torch::NoGradGuard noGrad;
-            const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
-            const ModelOutput output = model->forward(ids);
-            const PhaseScope timed(Phase::Measurement);
-            r.loss = output.logits.to(torch::kFloat).mean().item<double>();
-            return;
-        }
+    // A training step's work, queued: zero_grad, forward and loss, backward, optimizer.
+    torch::Tensor lastLoss;
+    const auto queueStep = [&] {
         optimizer.zero_grad();
         torch::Tensor loss;
         {
@@ -209,14 +207,35 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
             const PhaseScope timed(Phase::Optimizer);
             optimizer.step();
         }
+        lastLoss = loss;
+    };
+    std::function<void()> replay;  // queueStep captured as a CUDA graph (--cuda-graph)
+    const auto step = [&] {
+        if (!options.train) {
+            torch::NoGradGuard noGrad;
+            const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
+            const ModelOutput output = model->forward(ids);
+            const PhaseScope timed(Phase::Measurement);
+            r.loss = output.logits.to(torch::kFloat).mean().item<double>();
+            return;
+        }
+        if (replay)
+            replay();
+        else
+            queueStep();
         clock.queued = std::chrono::steady_clock::now();
         const PhaseScope timed(Phase::Measurement);
-        r.loss = loss.item<double>();
+        r.loss = lastLoss.item<double>();
     };
 
     timeSteps(step, options.warmup, device, false, clock);
+    if (options.cudaGraph) {
+        replay = captureCudaGraph(device, queueStep);
+        r.cudaGraph = true;
+    }
     // On the CPU the phase scopes cost nothing measurable, so the timed steps
-    // give the phases too; on CUDA the scopes synchronise and get their own pass.
+    // give the phases too; on CUDA the scopes synchronise and get their own
+    // pass, of ordinary steps (none when the steps are a graph's replays).
     const bool separatePhasePass = device.is_cuda();
     std::vector<double> queued;
     r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass, clock, &queued);
@@ -225,7 +244,9 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         r.queueSeconds = median(queued);
     r.tokensPerSecond = static_cast<double>(B * T) / r.medianStepSeconds;
     r.achievedFlops = r.flopsPerStep / r.medianStepSeconds;
-    readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, clock) : r.stepSeconds, c.isMoe(), r);
+    if (!replay)
+        readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, clock) : r.stepSeconds, c.isMoe(),
+                   r);
 
     // Read before the peak measurement allocates its matrices.
     const DeviceMemory memory = deviceMemory(device);
@@ -278,6 +299,7 @@ nlohmann::json BenchmarkResult::toJson() const
             {"phase_seconds_per_step", phaseJson},
             {"phase_step_seconds", phaseStepSeconds},
             {"queue_seconds_median", orNull(queueSeconds, queueSeconds > 0.0)},
+            {"cuda_graph", cudaGraph},
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
             {"loss", loss},
             {"warning", warning}};

@@ -26,6 +26,11 @@ struct BenchmarkOptions {
     std::string device = "cpu";  // cpu, cuda, cuda:N
     bool bf16 = false;          // bf16 autocast for forward and loss (the router stays fp32)
     double nominalPeakFlops = 0.0;  // the device's dense peak from its data sheet; 0: none
+    // CUDA training: capture one step as a CUDA graph after the warm-up and time
+    // its replays (no host launches per kernel; no phase pass). For timing only:
+    // the optimizer's step count, and so AdamW's bias correction, stays at the
+    // captured step's.
+    bool cudaGraph = false;
 };
 
 struct BenchmarkResult {
@@ -66,6 +71,7 @@ struct BenchmarkResult {
     // backward, optimizer; median over the timed steps). Close to the step time,
     // the GPU waited on the host's kernel launches rather than the other way round.
     double queueSeconds = 0.0;
+    bool cudaGraph = false;            // the timed steps were replays of a captured CUDA graph
     // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
     // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
     double moeRoutingShare = -1.0;

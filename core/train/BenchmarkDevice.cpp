@@ -5,8 +5,16 @@
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#ifdef WIDELAB_TORCH_CUDA
+#include <ATen/autocast_mode.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <regex>
 #include <stdexcept>
 
@@ -32,6 +40,41 @@ void synchronizeDevice(const c10::Device& device)
 {
     if (device.is_cuda())
         torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
+std::function<void()> captureCudaGraph(const c10::Device& device, const std::function<void()>& queueStep)
+{
+#ifdef WIDELAB_TORCH_CUDA
+    if (!device.is_cuda())
+        throw std::invalid_argument("a CUDA graph needs a CUDA device, not " + device.str());
+    const c10::cuda::CUDAGuard onDevice(device);
+    synchronizeDevice(device);
+    auto graph = std::make_shared<at::cuda::CUDAGraph>();
+    {
+        // Captured work must not run on the legacy default stream.
+        const c10::cuda::CUDAStreamGuard onSide(c10::cuda::getStreamFromPool(false, device.index()));
+        for (int i = 0; i < 3; ++i)
+            queueStep();
+        synchronizeDevice(device);
+        const bool cached = at::autocast::is_autocast_cache_enabled();
+        at::autocast::set_autocast_cache_enabled(false);  // its casts would outlive the capture
+        try {
+            graph->capture_begin();
+            queueStep();
+            graph->capture_end();
+        } catch (...) {
+            at::autocast::set_autocast_cache_enabled(cached);
+            throw;
+        }
+        at::autocast::set_autocast_cache_enabled(cached);
+    }
+    synchronizeDevice(device);
+    return [graph] { graph->replay(); };
+#else
+    (void)queueStep;
+    throw std::invalid_argument("a CUDA graph needs a LibTorch built with CUDA; this one (" + device.str()
+                                + ") has none");
+#endif
 }
 
 double measureDeviceMatmulPeak(const c10::Device& device, c10::ScalarType dtype, std::int64_t size, int repeats)

@@ -6,6 +6,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace widelab {
@@ -25,6 +26,15 @@ void synchronizeDevice(const c10::Device& device);
 // measureMatmulPeak (Runtime.h); on CUDA each repeat times a burst of products
 // between synchronisations, so launch latency does not count.
 double measureDeviceMatmulPeak(const c10::Device& device, c10::ScalarType dtype, std::int64_t size, int repeats = 5);
+
+// Captures the work `queueStep` queues on `device` as one CUDA graph, after
+// three warm-up calls (on the same side stream, as the capture needs), and
+// returns a function that replays it. `queueStep` must only queue work: no
+// host synchronisation, no reading back, the same shapes every call; the
+// tensors it leaves behind are rewritten by every replay. Autocast's weight
+// cache is off while capturing. Throws std::invalid_argument where this
+// LibTorch has no CUDA.
+std::function<void()> captureCudaGraph(const c10::Device& device, const std::function<void()>& queueStep);
 
 // "bf16", "fp16", "fp32": the short names the benchmark's JSON uses.
 std::string shortDtypeName(c10::ScalarType dtype);

@@ -917,6 +917,13 @@ void TestCli::bench()
     QVERIFY(r.at("mfu_nominal").is_null());
     QVERIFY(r.at("peak_allocated_bytes").get<double>() > 0.0);
     QCOMPARE(r.at("moe_routing_share").is_null(), preset != QStringLiteral("widenet"));
+    // The panel's estimate for training steps (none for inference); the host's
+    // queue time and CUDA graphs are for GPUs only.
+    QCOMPARE(r.at("memory_estimate_bytes").is_null(), mode != QStringLiteral("train"));
+    if (mode == QStringLiteral("train"))
+        QVERIFY(r.at("memory_estimate_bytes").get<double>() > 0.0);
+    QVERIFY(r.at("queue_seconds_median").is_null());
+    QCOMPARE(r.at("cuda_graph").get<bool>(), false);
 }
 
 // --device takes only a device this LibTorch can use, else it is a usage
@@ -939,6 +946,9 @@ void TestCli::benchDevice()
     QVERIFY2(badName.err.contains(QLatin1String("--device")), qPrintable(badName.err));
     const CliResult badPeak = cli({"bench", "widenet", "--peak-tflops", "fast"});
     QCOMPARE(badPeak.code, 2);
+    const CliResult graphOnCpu = cli(common + QStringList{"--cuda-graph"});
+    QCOMPARE(graphOnCpu.code, 2);
+    QVERIFY2(graphOnCpu.err.contains(QLatin1String("--cuda-graph")), qPrintable(graphOnCpu.err));
 
     if (!torch::cuda::is_available()) {
         const CliResult noCuda = cli({"bench", "widenet", "--device", "cuda"});
@@ -957,6 +967,19 @@ void TestCli::benchDevice()
     const double share = r.at("moe_routing_share").get<double>();
     QVERIFY(share > 0.0 && share < 1.0);
     QVERIFY(std::abs(r.at("mfu_nominal").get<double>() - r.at("achieved_flops").get<double>() / 1e15) < 1e-9);
+    const double queued = r.at("queue_seconds_median").get<double>();
+    QVERIFY(queued > 0.0 && queued <= r.at("step_seconds_median").get<double>());
+    QVERIFY(r.at("memory_estimate_bytes").get<double>() > 0.0);
+
+    // The same steps captured once as a CUDA graph and replayed: they train
+    // (a finite loss), and leave the host almost nothing to queue.
+    const CliResult graph = cli(common + QStringList{"--device", "cuda", "--bf16", "--cuda-graph"});
+    QCOMPARE(graph.code, 0);
+    const nlohmann::json g = nlohmann::json::parse(graph.out.toStdString());
+    QCOMPARE(g.at("cuda_graph").get<bool>(), true);
+    QVERIFY(std::isfinite(g.at("loss").get<double>()));
+    QVERIFY(g.at("tokens_per_second").get<double>() > 0.0);
+    QVERIFY(g.at("moe_routing_share").is_null());  // no phase pass for replays
 }
 
 void TestCli::benchText()
