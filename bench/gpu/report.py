@@ -166,6 +166,8 @@ def fmt_estimate(result):
     if not result or not result.get("memory_estimate_bytes") or not result.get("peak_allocated_bytes"):
         return "–"
     estimate = result["memory_estimate_bytes"]
+    if not str(result.get("device", "")).startswith("cuda"):
+        return f"{estimate / 2**30:.2f}"  # the CPU's figure is the process's resident set: no ratio
     return f"{estimate / 2**30:.2f} ({result['peak_allocated_bytes'] / estimate:.2f}x)"
 
 
