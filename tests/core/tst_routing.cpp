@@ -68,6 +68,8 @@ void TestRouting::capacity_data()
     QTest::newRow("exact: 2*1.2*10/4 = 6") << 10LL << 4LL << 2LL << 1.2 << 6LL;
     QTest::newRow("2*1.25*100/8 = 31.25 -> 32") << 100LL << 8LL << 2LL << 1.25 << 32LL;
     QTest::newRow("1*1.1*5/2 = 2.75 -> 3") << 5LL << 2LL << 1LL << 1.1 << 3LL;
+    // 7 exactly, though 2 * 0.56 * 25 / 4 is 7.000000000000001 in doubles
+    QTest::newRow("2*0.56*25/4 = 7") << 25LL << 4LL << 2LL << 0.56 << 7LL;
     QTest::newRow("C = 0: never drop, S slots") << 7LL << 2LL << 1LL << 0.0 << 7LL;
     QTest::newRow("C < 0: never drop") << 7LL << 2LL << 1LL << -1.0 << 7LL;
     QTest::newRow("at most S: 2*2*4/2 = 8 -> 4") << 4LL << 2LL << 2LL << 2.0 << 4LL;

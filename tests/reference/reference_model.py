@@ -253,10 +253,12 @@ class Routing:
 
 
 def expert_capacity(top_k, capacity_factor, num_tokens, num_experts):
-    """cap = ceil(K * C * S / E), evaluated left to right in double; C <= 0: cap = S."""
+    """cap = ceil(K * C * S / E); C <= 0: cap = S. The product is rounded to 9
+    decimals before the ceiling: a decimal C such as 0.56 is not exact in binary,
+    and 2 * 0.56 * 25 / 4 evaluates to 7.000000000000001, whose ceiling is 8."""
     if capacity_factor <= 0:
         return num_tokens
-    return int(math.ceil(top_k * capacity_factor * num_tokens / num_experts))
+    return int(math.ceil(round(top_k * capacity_factor * num_tokens / num_experts, 9)))
 
 
 def priority_order(top1_prob, routing_priority):
