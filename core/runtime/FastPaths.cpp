@@ -1,5 +1,7 @@
 #include "FastPaths.h"
 
+#include <torch/version.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -39,6 +41,11 @@ const std::string& disabledList()
 }  // namespace
 
 bool fastPathEnabled(FastPath path) { return !listed(disabledList(), name(path)); }
+
+bool fusedAttentionRuns(bool onCpu, double dropout)
+{
+    return TORCH_VERSION_MAJOR >= 2 && fastPathEnabled(FastPath::FusedAttention) && (!onCpu || dropout <= 0.0);
+}
 
 std::string disabledFastPaths()
 {

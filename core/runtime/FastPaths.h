@@ -18,6 +18,15 @@ enum class FastPath {
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 
+// Whether training or inference attention takes LibTorch 2.x's fused kernel
+// (scaled_dot_product_attention) where no maps are asked for: with a 2.x
+// LibTorch and the path on, on a GPU always, on the CPU only without dropout.
+// There the CPU's flash kernel takes no dropout, and LibTorch's fallback with
+// dropout (its math path) trained at 0.73-0.82x of the 1.13 build, where
+// WideLab's own softmax ran at 1.06-1.26x (docs/performance.md). What
+// model/attention/Full.cpp runs and what the memory estimate counts.
+bool fusedAttentionRuns(bool onCpu, double dropout);
+
 // The names WIDELAB_DISABLE turned off, comma-separated ("" when none), for the
 // runtime summary.
 std::string disabledFastPaths();

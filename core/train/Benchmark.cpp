@@ -61,18 +61,14 @@ void countFlops(const ModelConfig& c, const BenchmarkOptions& options, Benchmark
     r.flopsPerStepAtCapacity = passes * cost.flopsPerTokenAtCapacity * tokens;
 }
 
-// When the step being timed began, and when it had queued all its work (the
-// step sets `queued` just before it reads the loss back, which waits).
-struct StepClock {
-    std::chrono::steady_clock::time_point start, queued;
-};
-
 // Runs `count` steps, each timed between two synchronisations of the device,
-// and returns their seconds; `queuedSeconds`, when given, gets how long each
-// took to queue its work. With `phases`, PhaseTimer is reset and enabled for
-// them, its scopes synchronising on CUDA.
+// and returns their seconds. A step sets `queuedAt` when it has queued all its
+// work (before it reads the loss back, which waits); `queuedSeconds`, when
+// given, gets how long after its start that was. With `phases`, PhaseTimer is
+// reset and enabled for them, its scopes synchronising on CUDA.
 std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t count, const c10::Device& device,
-                              bool phases, StepClock& clock, std::vector<double>* queuedSeconds = nullptr)
+                              bool phases, std::chrono::steady_clock::time_point& queuedAt,
+                              std::vector<double>* queuedSeconds = nullptr)
 {
     if (phases) {
         PhaseTimer::reset();
@@ -82,12 +78,13 @@ std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t co
     std::vector<double> seconds;
     for (std::int64_t i = 0; i < count; ++i) {
         synchronizeDevice(device);
-        clock.start = clock.queued = std::chrono::steady_clock::now();
+        const auto start = std::chrono::steady_clock::now();
+        queuedAt = start;
         step();
         synchronizeDevice(device);
-        seconds.push_back(secondsSince(clock.start));
+        seconds.push_back(secondsSince(start));
         if (queuedSeconds)
-            queuedSeconds->push_back(std::chrono::duration<double>(clock.queued - clock.start).count());
+            queuedSeconds->push_back(std::chrono::duration<double>(queuedAt - start).count());
     }
     if (phases)
         PhaseTimer::setEnabled(false);
@@ -135,6 +132,18 @@ ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence)
     return c;
 }
 
+RunDocument benchmarkRunDocument(const ModelConfig& config, const BenchmarkOptions& options)
+{
+    RunDocument run;
+    run.model = benchmarkConfig(config, options.sequence);
+    // Not ListOps, whose examples the estimate caps at task.max_length: random tokens fill every position.
+    run.task.kind = config.head == HeadKind::LanguageModel ? TaskKind::LanguageModel : TaskKind::Classification;
+    run.task.sequenceLength = options.sequence;
+    run.train.batchSize = options.batch;
+    run.train.bf16 = options.bf16;
+    return run;
+}
+
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options)
 {
     const c10::Device device = benchmarkDevice(options.device);
@@ -158,15 +167,10 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     r.blas = blas.name;
     r.blasFile = blas.file;
     countFlops(c, options, r);
-    if (options.train) {
-        RunDocument run;  // what these steps amount to as a run: full-length examples, AdamW, no label smoothing
-        run.model = c;
-        run.task.kind = c.head == HeadKind::LanguageModel ? TaskKind::LanguageModel : TaskKind::Classification;
-        run.task.sequenceLength = options.sequence;
-        run.train.batchSize = B;
-        run.train.bf16 = options.bf16;
-        r.memoryEstimateBytes = estimateTrainingMemory(run, modelCost(c).total.stored, device.is_cuda()).totalBytes();
-    }
+    if (options.train)
+        r.memoryEstimateBytes = estimateTrainingMemory(benchmarkRunDocument(config, options), modelCost(c).total.stored,
+                                                       device.is_cuda())
+                                    .totalBytes();
 
     resetPeakDeviceMemory(device);
     torch::manual_seed(0);
@@ -188,7 +192,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     FusedAdamW optimizer(groups, torch::optim::AdamWOptions(options.learningRate));
 
     // One step. Autocast covers forward and loss; backward runs outside it.
-    StepClock clock;
+    std::chrono::steady_clock::time_point queuedAt;
     // A training step's work, queued: zero_grad, forward and loss, backward, optimizer.
     torch::Tensor lastLoss;
     const auto queueStep = [&] {
@@ -223,12 +227,12 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
             replay();
         else
             queueStep();
-        clock.queued = std::chrono::steady_clock::now();
+        queuedAt = std::chrono::steady_clock::now();
         const PhaseScope timed(Phase::Measurement);
         r.loss = lastLoss.item<double>();
     };
 
-    timeSteps(step, options.warmup, device, false, clock);
+    timeSteps(step, options.warmup, device, false, queuedAt);
     if (options.cudaGraph) {
         replay = captureCudaGraph(device, queueStep);
         r.cudaGraph = true;
@@ -238,14 +242,14 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     // pass, of ordinary steps (none when the steps are a graph's replays).
     const bool separatePhasePass = device.is_cuda();
     std::vector<double> queued;
-    r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass, clock, &queued);
+    r.stepSeconds = timeSteps(step, options.steps, device, !separatePhasePass, queuedAt, &queued);
     r.medianStepSeconds = median(r.stepSeconds);
     if (device.is_cuda() && options.train)
         r.queueSeconds = median(queued);
     r.tokensPerSecond = static_cast<double>(B * T) / r.medianStepSeconds;
     r.achievedFlops = r.flopsPerStep / r.medianStepSeconds;
     if (!replay)
-        readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, clock) : r.stepSeconds, c.isMoe(),
+        readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, queuedAt) : r.stepSeconds, c.isMoe(),
                    r);
 
     // Read before the peak measurement allocates its matrices.

@@ -4,6 +4,7 @@
 // matrix-product peak (MFU), peak memory and a per-phase breakdown (`widelab-cli bench`)
 #pragma once
 
+#include "RunConfig.h"
 #include "config/ModelConfig.h"
 
 #include <nlohmann/json.hpp>
@@ -85,6 +86,11 @@ struct BenchmarkResult {
 // runs warm-up and timed steps on random tokens (image models: random pixels), single process, current thread
 // settings. Throws std::invalid_argument for a device that cannot be used.
 BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& options);
+
+// The run the training steps of runBenchmark amount to, as the memory estimate
+// takes it: benchmarkConfig, every example `sequence` tokens long, `batch` of
+// them, AdamW, bf16 as asked, no label smoothing.
+RunDocument benchmarkRunDocument(const ModelConfig& config, const BenchmarkOptions& options);
 
 // The configuration runBenchmark builds for a sequence length.
 ModelConfig benchmarkConfig(const ModelConfig& config, std::int64_t sequence);

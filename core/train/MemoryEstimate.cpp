@@ -6,8 +6,6 @@
 #include "runtime/DeviceMemory.h"
 #include "runtime/FastPaths.h"
 
-#include <torch/version.h>
-
 #include <algorithm>
 
 namespace widelab {
@@ -35,14 +33,6 @@ struct Widths {
     double productInputFrom(bool kept) const { return castCopies ? product : (kept ? 0.0 : fp32); }
 };
 
-// Whether the full softmax attention runs LibTorch 2.x's fused kernel in
-// training (model/attention/Full.cpp): on a GPU, and on the CPU without dropout.
-// Otherwise it is WideLab's own softmax, which keeps the [T, T] probabilities.
-bool fusedFullAttention(bool cuda, double dropout)
-{
-    return TORCH_VERSION_MAJOR >= 2 && fastPathEnabled(FastPath::FusedAttention) && (cuda || dropout <= 0.0);
-}
-
 // Per token of one block's attention sublayer, for `heads` heads of width A
 // (every path's), what the backward pass keeps beyond the q, k, v projections:
 // the [T, T] probabilities of a mechanism that forms them, scaled queries, and
@@ -52,7 +42,7 @@ double attentionCore(const MechanismSpec& spec, double heads, double A, double T
 {
     const double width = heads * A;
     const bool dropping = dropout > 0.0;
-    if (spec.name == "full" && fusedFullAttention(cuda, dropout)) {
+    if (spec.name == "full" && fusedAttentionRuns(!cuda, dropout)) {  // the one mechanism with a fused kernel
         // The output (which the projection reads in place) and the fp32 log-sum-exp per head.
         return width * w.product + heads * Widths::fp32;
     }

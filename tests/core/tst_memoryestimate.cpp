@@ -69,18 +69,6 @@ private:
     static inline std::atomic<std::int64_t> s_peak = 0;
 };
 
-// The run the benchmark's training steps amount to: `config` at `batch` x
-// `sequence` tokens, AdamW, on the CPU.
-RunDocument benchmarkRun(const ModelConfig& config, std::int64_t batch, std::int64_t sequence)
-{
-    RunDocument run;
-    run.model = benchmarkConfig(config, sequence);
-    run.task.kind = TaskKind::Classification;  // every example as long as the sequence
-    run.task.sequenceLength = sequence;
-    run.train.batchSize = batch;
-    return run;
-}
-
 ModelConfig model(const std::string& json)
 {
     nlohmann::json document = nlohmann::json::parse(R"({"vocab_size": 200, "max_len": 64, "d_model": 64,
@@ -217,7 +205,7 @@ void TestMemoryEstimate::againstTheBytesATrainingStepHolds()
     runBenchmark(config, options);
     const std::int64_t measured = CountingAllocator::peak() - before;
 
-    const RunDocument run = benchmarkRun(config, batch, sequence);
+    const RunDocument run = benchmarkRunDocument(config, options);
     const MemoryEstimate estimate = estimateTrainingMemory(run, modelCost(run.model).total.stored, false);
     const double ratio = static_cast<double>(estimate.totalBytes()) / static_cast<double>(measured);
     const QString figures = QString("estimated %1 bytes (parameters %2, activations %3, head %4), measured %5: %6x")

@@ -57,10 +57,7 @@ public:
         const std::int64_t B = q.size(0), G = q.size(1), T = q.size(2), A = q.size(3);
 #if TORCH_VERSION_MAJOR >= 2
         // LibTorch 2.x: a fused kernel that never stores the [T, T] probabilities.
-        // On the CPU only without dropout: the CPU's flash kernel takes none, and
-        // LibTorch's fallback with dropout (its math path) trained at 0.73-0.82x
-        // of the 1.13 build where this softmax ran at 1.06-1.26x (docs/performance.md).
-        if (!map && fastPathEnabled(FastPath::FusedAttention) && (!q.is_cpu() || in.dropout == 0.0))
+        if (!map && fusedAttentionRuns(q.is_cpu(), in.dropout))
             return in.bias.defined()
                        ? at::scaled_dot_product_attention(q, k, v, maskIn(in.bias, q.scalar_type()), in.dropout)
                        : at::scaled_dot_product_attention(q, k, v, c10::nullopt, in.dropout);
