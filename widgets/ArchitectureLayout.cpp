@@ -272,7 +272,7 @@ QVector<DiagramItem> Builder::run()
     }
     const double stackEnd = placed.isEmpty() ? stackTop : y - kRowGap;
     add(make("embedding", -1, false, QRectF(contentLeft, stackEnd + kGap, right - contentLeft, kBoxHeight),
-             QStringLiteral("Token + position embedding")));
+             s.imageInput ? QStringLiteral("Patch + position embedding") : QStringLiteral("Token + position embedding")));
     for (DiagramItem item : legend.items) {
         item.rect.translate(0, stackEnd + kGap + kBoxHeight + kGap);
         add(item);

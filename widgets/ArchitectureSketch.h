@@ -1,5 +1,5 @@
 // defines: ArchitectureSketch, the few facts about a model that the architecture
-// diagram draws (depth, sharing, experts, paths, heads, head kind)
+// diagram draws (depth, sharing, experts, paths, heads, head kind, input)
 #pragma once
 
 #include <QString>
@@ -20,6 +20,7 @@ struct ArchitectureSketch {
     bool learnablePathWeights = false;
     int heads = 0;
     QString headKind;            // "classification" or "language_model"
+    bool imageInput = false;     // patches of an image, not tokens, enter the embedding
 };
 
 }  // namespace widelab

@@ -31,6 +31,7 @@ ArchitectureSketch sketchOf(const ModelConfig& m)
     sketch.heads = static_cast<int>(m.heads);
     sketch.headKind = m.head == HeadKind::LanguageModel ? QStringLiteral("language_model")
                                                         : QStringLiteral("classification");
+    sketch.imageInput = m.imageInput();
     return sketch;
 }
 

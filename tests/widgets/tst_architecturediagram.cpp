@@ -222,6 +222,17 @@ private Q_SLOTS:
         QCOMPARE(withRole(fixed, "combine").first().text, QStringLiteral("Σ"));
     }
 
+    // The embedding box names what enters the model: tokens, or an image's patches.
+    void embeddingNamesTheInput()
+    {
+        ArchitectureSketch s = plain(2, 8);
+        QCOMPARE(withRole(layoutArchitecture(s, kSize), "embedding").first().text,
+                 QStringLiteral("Token + position embedding"));
+        s.imageInput = true;
+        QCOMPARE(withRole(layoutArchitecture(s, kSize), "embedding").first().text,
+                 QStringLiteral("Patch + position embedding"));
+    }
+
     void description()
     {
         QCOMPARE(describeArchitecture(wideNet()),
