@@ -415,17 +415,37 @@ int bench(const Arguments& a, std::ostream& out)
                                                          + fixed(1e3 * r.medianStepSeconds, 1) + " ms"});
     if (r.memoryEstimateBytes > 0)
         summary.addRow({"configuration panel's estimate", formatBytes(r.memoryEstimateBytes)});
+    const bool counted = r.operators.operators > 0;
+    if (counted)
+        summary.addRow({"ATen operators per step", groupDigits(r.operators.operators) + " ("
+                                                       + groupDigits(r.operators.innermost) + " innermost)"});
     out << summary.render() << "\n";
 
     double total = 0.0;
     for (const auto& phase : r.phases)
         total += phase.second;
-    TextTable phases({"phase", "ms/step", "share"});
-    for (const auto& [name, seconds] : r.phases)
-        phases.addRow({name, fixed(1e3 * seconds, 2), fixed(total > 0.0 ? 100.0 * seconds / total : 0.0, 1) + " %"});
+    std::vector<std::string> columns = {"phase", "ms/step", "share"};
+    if (counted)
+        columns.push_back("operators");
+    TextTable phases(columns);
+    for (std::size_t p = 0; p < r.phases.size(); ++p) {
+        const auto& [name, seconds] = r.phases[p];
+        std::vector<std::string> row = {name, fixed(1e3 * seconds, 2),
+                                        fixed(total > 0.0 ? 100.0 * seconds / total : 0.0, 1) + " %"};
+        if (counted)
+            row.push_back(groupDigits(r.operators.innermostByPhase.at(p)));
+        phases.addRow(row);
+    }
     out << phases.render();
     out << "attention, ffn_experts, routing_dispatch_combine and paths_residual are forward time only; the\n"
            "backward pass of all of them is one phase. other: embedding, LayerNorms, head, loss, zero_grad.\n";
+    if (counted) {
+        out << "operators: innermost ATen operators of one more step (on a GPU each that computes is a kernel\n"
+               "launch); the most frequent:";
+        for (const auto& [name, count] : r.operators.mostFrequent(8))
+            out << " " << name << " " << count;
+        out << "\n";
+    }
     if (cuda)
         out << "On CUDA the phases come from a second pass of " << r.steps
             << " steps whose scopes synchronise the device (" << fixed(1e3 * r.phaseStepSeconds, 1)

@@ -229,6 +229,18 @@ def table(header, rows, numeric=True):
     return "\n".join(lines)
 
 
+def fmt_operators(w):
+    ops = (w or {}).get("operators_per_step") or {}
+    return f"{ops['all']:,} ({ops['innermost']:,})" if ops.get("all") else "–"
+
+
+def fmt_host_per_operator(w):
+    ops = (w or {}).get("operators_per_step") or {}
+    if not ops.get("all") or not w.get("queue_seconds_median"):
+        return "–"
+    return f"{1e6 * w['queue_seconds_median'] / ops['all']:.1f}"
+
+
 def markdown(results):
     meta = results.get("meta", {})
     out = []
@@ -278,13 +290,18 @@ def markdown(results):
                   if (side_result(e, "widelab") or {}).get("queue_seconds_median")]
         if queued:
             out.append("\n### Does the GPU wait for the host?\n")
-            out.append(table(["family", "step ms", "host queues the step in ms", "share"],
+            out.append(table(["family", "step ms", "host queues the step in ms", "share", "operators (innermost)",
+                              "host µs per operator"],
                              [[family, f"{1e3 * w['step_seconds_median']:.1f}", f"{1e3 * w['queue_seconds_median']:.1f}",
-                               f"{100 * w['queue_seconds_median'] / w['step_seconds_median']:.0f} %"]
+                               f"{100 * w['queue_seconds_median'] / w['step_seconds_median']:.0f} %",
+                               fmt_operators(w), fmt_host_per_operator(w)]
                               for family, w in queued]))
             out.append("\nThe host's time from the start of a step until it has queued the forward, backward and "
                        "optimizer work (before the loss is read back). Near 100 % of the step, the GPU waits on "
-                       "kernel launches (fewer, fused kernels or CUDA graphs help); well under, the GPU sets the pace.")
+                       "kernel launches (fewer, fused kernels or CUDA graphs help); well under, the GPU sets the pace. "
+                       "Operators: the ATen operators one step dispatches, all and innermost (those calling no other; "
+                       "each that computes is a kernel launch), counted in a step of their own; host µs per operator "
+                       "is the queue time over all of them.")
 
         graphed = [(e, side_result(e, "widelab"), side_result(e, "graph")) for e in bench
                    if e["sides"].get("graph")]

@@ -3,6 +3,7 @@
 namespace widelab {
 
 std::atomic<bool> PhaseTimer::s_enabled{false};
+std::atomic<Phase> PhaseTimer::s_current{Phase::Count};
 PhaseTimer::SynchronizeFunction PhaseTimer::s_synchronize = nullptr;
 std::array<double, static_cast<std::size_t>(Phase::Count)> PhaseTimer::s_seconds{};
 

@@ -48,9 +48,15 @@ public:
     static void reset() { s_seconds.fill(0.0); }
     static void add(Phase phase, double seconds) { s_seconds[static_cast<std::size_t>(phase)] += seconds; }
     static double seconds(Phase phase) { return s_seconds[static_cast<std::size_t>(phase)]; }
+    // The phase whose scope is open, Phase::Count outside every scope; kept
+    // only while enabled (OperatorCount.h attributes operators by it, from
+    // autograd's threads too). Returns the phase it replaces.
+    static Phase current() { return s_current.load(std::memory_order_relaxed); }
+    static Phase enter(Phase phase) { return s_current.exchange(phase, std::memory_order_relaxed); }
 
 private:
     static std::atomic<bool> s_enabled;
+    static std::atomic<Phase> s_current;
     static SynchronizeFunction s_synchronize;  // set and read by the one benchmark thread
     static std::array<double, static_cast<std::size_t>(Phase::Count)> s_seconds;
 };
@@ -61,6 +67,7 @@ public:
     {
         if (m_on) {
             PhaseTimer::synchronize();
+            m_outer = PhaseTimer::enter(phase);
             m_start = std::chrono::steady_clock::now();
         }
     }
@@ -70,12 +77,14 @@ public:
             return;
         PhaseTimer::synchronize();
         PhaseTimer::add(m_phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count());
+        PhaseTimer::enter(m_outer);
     }
     PhaseScope(const PhaseScope&) = delete;
     PhaseScope& operator=(const PhaseScope&) = delete;
 
 private:
     Phase m_phase;
+    Phase m_outer = Phase::Count;
     bool m_on;
     std::chrono::steady_clock::time_point m_start;
 };

@@ -109,6 +109,24 @@ void readPhases(const std::vector<double>& stepSeconds, bool moe, BenchmarkResul
         r.moeRoutingShare = routing / (routing + experts);
 }
 
+// The operators one more step dispatches, attributed to phases by PhaseTimer
+// (enabled without synchronising, its totals dropped after).
+OperatorTally countOperators(const std::function<void()>& step, const c10::Device& device)
+{
+    synchronizeDevice(device);
+    PhaseTimer::reset();
+    PhaseTimer::setEnabled(true);
+    OperatorTally tally;
+    {
+        const OperatorCounter counter;
+        step();
+        tally = counter.tally();
+    }
+    PhaseTimer::setEnabled(false);
+    PhaseTimer::reset();
+    return tally;
+}
+
 // The dense peak in the step's dtype, and the MFU against it (and against the
 // nominal peak when one was given).
 void measurePeak(const c10::Device& device, const BenchmarkOptions& options, BenchmarkResult& r)
@@ -248,9 +266,11 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         r.queueSeconds = median(queued);
     r.tokensPerSecond = static_cast<double>(B * T) / r.medianStepSeconds;
     r.achievedFlops = r.flopsPerStep / r.medianStepSeconds;
-    if (!replay)
+    if (!replay) {
         readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, queuedAt) : r.stepSeconds, c.isMoe(),
                    r);
+        r.operators = countOperators(step, device);
+    }
 
     // Read before the peak measurement allocates its matrices.
     const DeviceMemory memory = deviceMemory(device);
@@ -272,6 +292,17 @@ nlohmann::json BenchmarkResult::toJson() const
     for (const auto& [name, seconds] : phases)
         phaseJson[name] = seconds;
     const auto orNull = [](double value, bool present) { return present ? nlohmann::json(value) : nlohmann::json(); };
+    const auto frequent = [](const std::vector<std::pair<std::string, std::int64_t>>& ranked) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& [name, count] : ranked)
+            list.push_back({{"name", name}, {"count", count}});
+        return list;
+    };
+    nlohmann::json operatorsByPhase = nlohmann::json::object(), frequentByPhase = nlohmann::json::object();
+    for (std::size_t p = 0; p < phases.size() && p < operators.innermostByPhase.size(); ++p) {
+        operatorsByPhase[phases[p].first] = operators.innermostByPhase[p];
+        frequentByPhase[phases[p].first] = frequent(operators.mostFrequent(30, static_cast<Phase>(p)));
+    }
     return {{"mode", mode},
             {"device", device},
             {"dtype", dtype},
@@ -305,6 +336,12 @@ nlohmann::json BenchmarkResult::toJson() const
             {"queue_seconds_median", orNull(queueSeconds, queueSeconds > 0.0)},
             {"cuda_graph", cudaGraph},
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
+            {"operators_per_step",
+             {{"all", operators.operators},
+              {"innermost", operators.innermost},
+              {"innermost_by_phase", operatorsByPhase},
+              {"most_frequent", frequent(operators.mostFrequent(20))},
+              {"most_frequent_by_phase", frequentByPhase}}},
             {"loss", loss},
             {"warning", warning}};
 }

@@ -6,6 +6,7 @@
 
 #include "RunConfig.h"
 #include "config/ModelConfig.h"
+#include "runtime/OperatorCount.h"
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,10 @@ struct BenchmarkResult {
     // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
     // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
     double moeRoutingShare = -1.0;
+    // The ATen operators of one more step, counted apart from the timed ones
+    // (none counted for graph replays): per phase as `phases` orders them.
+    // Fewer is faster wherever the host's dispatches and launches bound a step.
+    OperatorTally operators;
     double loss = 0.0;                 // last step's loss (training) or mean logit (inference)
     std::string warning;               // slowMatmulWarning, empty when none
 

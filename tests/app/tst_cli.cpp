@@ -924,6 +924,27 @@ void TestCli::bench()
         QVERIFY(r.at("memory_estimate_bytes").get<double>() > 0.0);
     QVERIFY(r.at("queue_seconds_median").is_null());
     QCOMPARE(r.at("cuda_graph").get<bool>(), false);
+
+    // Operators of one more step: the innermost ones are among all, and the
+    // phases share them out exactly; only a mixture routes, only training
+    // runs backward and the optimizer.
+    const auto& ops = r.at("operators_per_step");
+    const std::int64_t all = ops.at("all").get<std::int64_t>(), innermost = ops.at("innermost").get<std::int64_t>();
+    QVERIFY2(innermost > 0 && all > innermost, qPrintable(QString::fromStdString(ops.dump())));
+    std::int64_t shared = 0;
+    for (const auto& [name, count] : ops.at("innermost_by_phase").items()) {
+        QVERIFY2(phases.contains(name), name.c_str());
+        shared += count.get<std::int64_t>();
+    }
+    QCOMPARE(shared, innermost);
+    const auto& byPhase = ops.at("innermost_by_phase");
+    QCOMPARE(byPhase.at("routing_dispatch_combine").get<std::int64_t>() > 0, preset == QStringLiteral("widenet"));
+    QCOMPARE(byPhase.at("backward").get<std::int64_t>() > 0, mode == QStringLiteral("train"));
+    QCOMPARE(byPhase.at("optimizer").get<std::int64_t>() > 0, mode == QStringLiteral("train"));
+    std::int64_t listed = 0;
+    for (const auto& entry : ops.at("most_frequent"))
+        listed += entry.at("count").get<std::int64_t>();
+    QVERIFY(listed > 0 && listed <= innermost);
 }
 
 // --device takes only a device this LibTorch can use, else it is a usage
@@ -987,7 +1008,8 @@ void TestCli::benchText()
     const CliResult result =
         cli({"bench", "transformer-1x48", "--batch", "1", "--seq", "4", "--steps", "1", "--warmup", "0"});
     QCOMPARE(result.code, 0);
-    for (const char* expected : {"tokens/s", "achieved / peak", "fp32 matmul peak", "BLAS: ", "routing_dispatch_combine"})
+    for (const char* expected : {"tokens/s", "achieved / peak", "fp32 matmul peak", "BLAS: ", "routing_dispatch_combine",
+                                 "ATen operators per step", "the most frequent:"})
         QVERIFY2(result.out.contains(QLatin1String(expected)), qPrintable(result.out));
 
     const CliResult wrongMode = cli({"bench", "transformer-1x48", "--mode", "fast"});

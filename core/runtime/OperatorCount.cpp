@@ -1,0 +1,100 @@
+#include "OperatorCount.h"
+
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+
+namespace widelab {
+
+struct OperatorCounter::State {
+    at::CallbackHandle handle = 0;
+    std::mutex mutex;  // the forward thread and autograd's threads take turns, but may overlap
+    OperatorTally tally;
+};
+
+namespace {
+
+OperatorCounter::State* g_active = nullptr;  // the one counter counting, set and cleared by its thread
+
+// Per thread: one entry per operator running, true once it has called another.
+thread_local std::vector<bool> t_calledAnother;
+
+std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction&)
+{
+    if (!t_calledAnother.empty())
+        t_calledAnother.back() = true;
+    t_calledAnother.push_back(false);
+    return nullptr;
+}
+
+void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
+{
+    if (t_calledAnother.empty())  // began before the counter did
+        return;
+    const bool innermost = !t_calledAnother.back();
+    t_calledAnother.pop_back();
+    OperatorCounter::State* state = g_active;
+    if (state == nullptr)
+        return;
+    const std::lock_guard lock(state->mutex);
+    OperatorTally& tally = state->tally;
+    ++tally.operators;
+    if (!innermost)
+        return;
+    ++tally.innermost;
+    const auto phase = static_cast<std::size_t>(PhaseTimer::current());
+    ++tally.innermostByPhase[phase];
+    ++tally.innermostByName[fn.name()];
+    ++tally.innermostByPhaseAndName[phase][fn.name()];
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::pair<std::string, std::int64_t>> ranked(const std::map<std::string, std::int64_t>& counts,
+                                                         std::size_t count)
+{
+    std::vector<std::pair<std::string, std::int64_t>> ranked(counts.begin(), counts.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    ranked.resize(std::min(count, ranked.size()));
+    return ranked;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(std::size_t count) const
+{
+    return ranked(innermostByName, count);
+}
+
+std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(std::size_t count, Phase phase) const
+{
+    return ranked(innermostByPhaseAndName.at(static_cast<std::size_t>(phase)), count);
+}
+
+OperatorCounter::OperatorCounter() : m_state(std::make_unique<State>())
+{
+    if (g_active != nullptr)
+        throw std::logic_error("OperatorCounter: another counter is counting");
+    g_active = m_state.get();
+    t_calledAnother.clear();
+    m_state->handle = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&onStart, &onEnd).scopes({at::RecordScope::FUNCTION}));
+}
+
+OperatorCounter::~OperatorCounter()
+{
+    at::removeCallback(m_state->handle);
+    g_active = nullptr;
+}
+
+OperatorTally OperatorCounter::tally() const
+{
+    const std::lock_guard lock(m_state->mutex);
+    return m_state->tally;
+}
+
+}  // namespace widelab

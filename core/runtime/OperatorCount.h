@@ -1,0 +1,58 @@
+// defines: OperatorTally, OperatorCounter: how many ATen operators some work
+// dispatches, in all and innermost (those that call no other operator), by
+// phase of the step and by name, for `widelab-cli bench`
+#pragma once
+
+#include "PhaseTimer.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace widelab {
+
+// Every operator costs the host a pass through LibTorch's dispatcher (and
+// autograd's bookkeeping); on a GPU each innermost one that computes launches
+// a kernel. A step of small kernels is bound by these host costs, so their
+// count is the figure to cut when the GPU waits on the host.
+struct OperatorTally {
+    std::int64_t operators = 0;  // every operator dispatched, those called by others included
+    std::int64_t innermost = 0;  // those that called no other operator (kernels, views, allocations)
+    // Innermost operators by the PhaseScope open when they ran (PhaseTimer.h),
+    // the last entry those outside every scope. Backward's operators count
+    // under Phase::Backward.
+    std::array<std::int64_t, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhase{};
+    std::map<std::string, std::int64_t> innermostByName;
+    // The same by phase, indexed as innermostByPhase.
+    std::array<std::map<std::string, std::int64_t>, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhaseAndName;
+
+    // The `count` most frequent innermost operators, most frequent first (ties
+    // by name): of the whole step, or of one phase (Phase::Count: outside every scope).
+    std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count) const;
+    std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count, Phase phase) const;
+};
+
+// Counts the operators dispatched from its construction to its destruction, on
+// this thread and on the threads that run this thread's backward passes (they
+// inherit its RecordFunction callbacks). Phases are attributed while
+// PhaseTimer is enabled. One counter at a time, on one thread.
+class OperatorCounter {
+public:
+    OperatorCounter();
+    ~OperatorCounter();
+    OperatorCounter(const OperatorCounter&) = delete;
+    OperatorCounter& operator=(const OperatorCounter&) = delete;
+
+    OperatorTally tally() const;
+
+    struct State;  // what the RecordFunction callbacks count into (OperatorCount.cpp)
+
+private:
+    std::unique_ptr<State> m_state;
+};
+
+}  // namespace widelab
