@@ -214,7 +214,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     // A training step's work, queued: zero_grad, forward and loss, backward, optimizer.
     torch::Tensor lastLoss;
     const auto queueStep = [&] {
-        optimizer.zero_grad();
+        model->zero_grad(/*set_to_none=*/true);  // as the trainer does
         torch::Tensor loss;
         {
             const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);

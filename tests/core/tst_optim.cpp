@@ -3,6 +3,7 @@
 // archive, and the learning-rate schedules at steps worked out by hand in the comments.
 #include "TestSupport.h"
 #include "train/FusedAdamW.h"
+#include "train/GradientHealth.h"
 #include "train/Lamb.h"
 #include "train/Schedule.h"
 
@@ -149,6 +150,8 @@ private Q_SLOTS:
     void fusedAdamWMatchesAdamW_data();
     void fusedAdamWMatchesAdamW();
     void fusedAdamWCheckpointsLoadInAdamW();
+
+    void clippingScalesEveryGradientByOneFactor();
 
     void schedule_data();
     void schedule();
@@ -695,6 +698,39 @@ void TestOptim::applyLearningRateRejectsOtherOptimizers()
     torch::optim::RMSprop rmsprop({w}, torch::optim::RMSpropOptions(0.01));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, applyLearningRate(rmsprop, 0.1));
     QCOMPARE(static_cast<const torch::optim::RMSpropOptions&>(rmsprop.param_groups()[0].options()).lr(), 0.01);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Gradient clipping (train/GradientHealth), by hand: gradients (3, 4) and (12)
+// have norms 5 and 12 and a total norm of 13. A parameter without a gradient
+// counts 0 and is left without one.
+
+void TestOptim::clippingScalesEveryGradientByOneFactor()
+{
+    const auto parameters = [] {
+        std::vector<torch::Tensor> p = {torch::zeros({2}).requires_grad_(true), torch::zeros({1}).requires_grad_(true),
+                                        torch::zeros({3}).requires_grad_(true)};
+        p[0].mutable_grad() = torch::tensor({3.0f, 4.0f});
+        p[1].mutable_grad() = torch::tensor({12.0f});
+        return p;
+    };
+
+    std::vector<torch::Tensor> clipped = parameters();
+    const GradientNorms norms = clipGradients(clipped, 2.6);
+    QVERIFY(torch::allclose(norms.each, torch::tensor({5.0f, 12.0f, 0.0f})));
+    QVERIFY(std::abs(norms.total.item<double>() - 13.0) < 1e-9);
+    // Scaled by 2.6 / 13 = 0.2 (the 1e-6 guard moves it by 1.5e-8).
+    QVERIFY(torch::allclose(clipped[0].grad(), torch::tensor({0.6f, 0.8f}), 1e-6, 1e-6));
+    QVERIFY(torch::allclose(clipped[1].grad(), torch::tensor({2.4f}), 1e-6, 1e-6));
+    QVERIFY(!clipped[2].grad().defined());
+
+    // Under the bound, and with no bound (0), the gradients stay as they were.
+    for (const double bound : {13.5, 0.0}) {
+        std::vector<torch::Tensor> kept = parameters();
+        clipGradients(kept, bound);
+        QVERIFY(torch::equal(kept[0].grad(), torch::tensor({3.0f, 4.0f})));
+        QVERIFY(torch::equal(kept[1].grad(), torch::tensor({12.0f})));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestOptim)
