@@ -27,6 +27,8 @@ RoutingOptions RoutingOptions::fromConfig(const ModelConfig& config, bool traini
     options.renormalize = config.renormalizeGates;
     options.training = training;
     options.causal = config.head == HeadKind::LanguageModel;
+    // Only the training loss uses it (the health views compute their own from the logits).
+    options.zLoss = training && config.routerZLossWeight > 0.0;
     return options;
 }
 
@@ -70,7 +72,8 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         if (options.training && options.noiseStd > 0.0)
             logits = logits + torch::randn_like(logits) * options.noiseStd;
         r.probs = torch::softmax(logits, -1);
-        r.zLoss = S == 0 ? logits.sum() * 0.0 : torch::logsumexp(logits, -1).square().mean();
+        if (options.zLoss)
+            r.zLoss = S == 0 ? logits.sum() * 0.0 : torch::logsumexp(logits, -1).square().mean();
         r.logits = logits;
     }
 
@@ -95,14 +98,13 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     // position order or, under batch priority, by falling top-1 probability.
     // A causal model serves token-major instead, so that no later token can take
     // an earlier token's slot. A stable sort by expert turns queue order into a
-    // rank within each expert.
-    torch::Tensor tokenOrder;
-    if (options.priority == RoutingPriority::Batch) {
-        tokenOrder = std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true));
-    } else {
-        tokenOrder = torch::arange(S, expert.options());
-    }
-    const torch::Tensor ordered = expert.index_select(0, tokenOrder);                              // [S, K]
+    // rank within each expert. Position order needs no permutation of tokens
+    // (each operator here is a kernel launch on a GPU).
+    const bool byProbability = options.priority == RoutingPriority::Batch;
+    const torch::Tensor tokenOrder =
+        byProbability ? std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true))
+                      : torch::Tensor();
+    const torch::Tensor ordered = byProbability ? expert.index_select(0, tokenOrder) : expert;      // [S, K]
     const torch::Tensor queue = (options.causal ? ordered : ordered.t()).reshape({-1});           // [S*K]
     const auto [sortedExpert, queueIndex] = torch::sort(queue, /*stable=*/true, /*dim=*/0, /*descending=*/false);
     const torch::Tensor perExpert = countPerBin(queue, E);
@@ -110,7 +112,9 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     const torch::Tensor rank = torch::arange(K * S, queue.options()) - firstOfExpert.index_select(0, sortedExpert);
     const torch::Tensor queueSlot = torch::empty_like(queue).scatter_(0, queueIndex, rank);
     const torch::Tensor orderedSlot = options.causal ? queueSlot.view({S, K}) : queueSlot.view({K, S}).t();
-    r.slot = torch::empty_like(expert).index_copy_(0, tokenOrder, orderedSlot);
+    // Contiguous, as `expert` is: dispatchCombine's row indices are then flat views, not copies.
+    r.slot = byProbability ? torch::empty_like(expert).index_copy_(0, tokenOrder, orderedSlot)
+                           : orderedSlot.contiguous();
     r.kept = r.slot < r.capacity;
     return r;
 }

@@ -24,6 +24,7 @@ struct RoutingOptions {
     bool renormalize = false;
     bool training = false;
     bool causal = false;          // serve slots token by token (language models)
+    bool zLoss = true;            // compute Routing::zLoss (training with router_z_loss_weight > 0)
 
     static RoutingOptions fromConfig(const ModelConfig& config, bool training);
 };
@@ -38,7 +39,7 @@ struct Routing {
     torch::Tensor slot;         // [S, K] int64 position in the expert's buffer
     torch::Tensor kept;         // [S, K] bool, false where the expert was full
     torch::Tensor balanceLoss;  // [] E * sum_e m_e * P_e
-    torch::Tensor zLoss;        // [] router z-loss: mean over tokens of logsumexp_e(logits)^2
+    torch::Tensor zLoss;        // [] router z-loss: mean over tokens of logsumexp_e(logits)^2; undefined unless asked for
     std::int64_t capacity = 0;  // slots per expert
     std::int64_t experts = 0;
 };

@@ -281,7 +281,8 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
             const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
             groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
             balanceLoss = balanceLoss + groupRouting.balanceLoss;
-            zLoss = zLoss + groupRouting.zLoss;
+            if (groupRouting.zLoss.defined())
+                zLoss = zLoss + groupRouting.zLoss;
         }
     }
     auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();

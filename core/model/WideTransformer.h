@@ -21,7 +21,8 @@ namespace widelab {
 struct ModelOutput {
     torch::Tensor logits;       // [B, classes] or [B, T, V]
     torch::Tensor balanceLoss;  // [] sum of the balance losses of every routing call (0 without MoE)
-    torch::Tensor routerZLoss;  // [] sum of the router z-losses of every routing call (0 without MoE)
+    torch::Tensor routerZLoss;  // [] sum of the router z-losses of every routing call (0 without MoE, and
+                                // unless training with model.router_z_loss_weight > 0: not computed)
 };
 
 // LayerNorm parameters of one block, for the divergence views.

@@ -55,6 +55,7 @@ private Q_SLOTS:
     void noiseOnlyWhileTraining();
     void routingGroupsReuseTheFirstBlocksRouting();
     void languageModelsAreCausalSafeInEvaluation();
+    void zLossOnlyWhenTrainingAsksForIt();
 };
 
 void TestRouting::capacity_data()
@@ -342,6 +343,49 @@ void TestRouting::languageModelsAreCausalSafeInEvaluation()
     };
     QVERIFY2(prefixChange(safe) < 1e-5, std::to_string(prefixChange(safe)).c_str());
     QVERIFY2(prefixChange(dropping) > 1e-4, std::to_string(prefixChange(dropping)).c_str());
+}
+
+void TestRouting::zLossOnlyWhenTrainingAsksForIt()
+{
+    // The z-loss is computed only where the training loss takes it: in training,
+    // with router_z_loss_weight > 0. Then the model's is the sum over its two
+    // routing calls (blocks 0 and 2) of the mean over tokens of
+    // (log sum_e exp(logit_e))^2, worked out here from the recorded logits.
+    const auto model = [](double weight) {
+        std::vector<ConfigIssue> issues;
+        const ModelConfig c = ModelConfig::fromJson(
+            nlohmann::json::parse(R"({"vocab_size": 20, "max_len": 8, "d_model": 16, "heads": 2, "layers": 4,
+                "experts": 4, "top_k": 2, "routing_groups": 2, "dropout": 0.0, "pooling": "mean",
+                "router_z_loss_weight": )" + std::to_string(weight) + "}"),
+            issues);
+        return c;
+    };
+    QCOMPARE(RoutingOptions::fromConfig(model(0.0), true).zLoss, false);
+    QCOMPARE(RoutingOptions::fromConfig(model(0.01), false).zLoss, false);
+    QCOMPARE(RoutingOptions::fromConfig(model(0.01), true).zLoss, true);
+
+    const torch::Tensor ids = torch::randint(20, {2, 8}, torch::kLong);
+    for (const double weight : {0.0, 0.01}) {
+        torch::manual_seed(3);
+        WideTransformer m(model(weight));
+        m->train();
+        ForwardTrace trace;
+        const ModelOutput out = m->inspect(ids, {}, trace);
+        if (weight == 0.0) {
+            QCOMPARE(out.routerZLoss.item<double>(), 0.0);
+            continue;
+        }
+        double expected = 0.0;
+        for (const int block : {0, 2}) {
+            const torch::Tensor logits = trace.blocks[static_cast<std::size_t>(block)].logits.to(torch::kFloat64);
+            const torch::Tensor top = std::get<0>(logits.max(-1, true));
+            const torch::Tensor lse = (logits - top).exp().sum(-1).log() + top.squeeze(-1);
+            expected += lse.square().mean().item<double>();
+        }
+        QVERIFY(expected > 0.1);
+        QVERIFY2(std::abs(out.routerZLoss.item<double>() - expected) < 1e-5,
+                 qPrintable(QString("%1 against %2").arg(out.routerZLoss.item<double>()).arg(expected)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRouting)
