@@ -70,7 +70,7 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         c10::impl::ExcludeDispatchKeyGuard noAutocast(c10::autocast_dispatch_keyset);
         torch::Tensor logits = torch::matmul(x.to(torch::kFloat32), routerWeight.to(torch::kFloat32).t());  // [S, E]
         if (options.training && options.noiseStd > 0.0)
-            logits = logits + torch::randn_like(logits) * options.noiseStd;
+            logits = logits + torch::empty_like(logits).normal_(0.0, options.noiseStd);
         r.probs = torch::softmax(logits, -1);
         if (options.zLoss)
             r.zLoss = S == 0 ? logits.sum() * 0.0 : torch::logsumexp(logits, -1).square().mean();
@@ -78,19 +78,23 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     }
 
     auto [gates, expert] = torch::topk(r.probs, K, -1);  // sorted: choice 0 is the top-1
-    const torch::Tensor top1Probability = gates.select(1, 0).detach();
+    const bool byProbability = options.priority == RoutingPriority::Batch;
+    const torch::Tensor top1Probability = byProbability ? gates.select(1, 0).detach() : torch::Tensor();
     if (options.renormalize)
         gates = gates / gates.sum(-1, true);
     r.gates = gates;
     r.expert = expert;
 
-    // Balance loss: m_e counts top-1 choices (no gradient), P_e is differentiable.
-    // With no token to route it is zero, still attached to the graph.
+    // Balance loss E * sum_e m_e * P_e: m_e, the share of top-1 choices (no
+    // gradient), and P_e, the mean probability (differentiable), both over S
+    // tokens: E / S^2 * sum_e count_e * sum_s p_se, in four operators (each a
+    // kernel launch on a GPU). With no token to route it is zero, still
+    // attached to the graph.
     if (S == 0) {
         r.balanceLoss = r.probs.sum() * 0.0;
     } else {
-        const torch::Tensor top1Share = countPerBin(expert.select(1, 0), E).to(torch::kFloat32) / static_cast<double>(S);
-        r.balanceLoss = static_cast<double>(E) * (top1Share * r.probs.mean(0)).sum();
+        const torch::Tensor top1Count = countPerBin(expert.select(1, 0), E).to(torch::kFloat32);
+        r.balanceLoss = torch::dot(top1Count, r.probs.sum(0)) * (static_cast<double>(E) / (static_cast<double>(S) * S));
     }
 
     // Slots. The queue lists every (token, choice) in the order they are served:
@@ -100,7 +104,6 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     // an earlier token's slot. A stable sort by expert turns queue order into a
     // rank within each expert. Position order needs no permutation of tokens
     // (each operator here is a kernel launch on a GPU).
-    const bool byProbability = options.priority == RoutingPriority::Batch;
     const torch::Tensor tokenOrder =
         byProbability ? std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true))
                       : torch::Tensor();
@@ -131,9 +134,9 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     // row past the experts' rows and read back from any row with weight zero,
     // which needs no data-dependent shapes and so no host synchronisation.
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
-    const torch::Tensor slotRow = routing.expert * C + routing.slot;                                // [S, K]
-    const torch::Tensor writeRow = torch::where(routing.kept, slotRow, torch::full_like(slotRow, E * C)).reshape({-1});
-    const torch::Tensor readRow = torch::where(routing.kept, slotRow, torch::zeros_like(slotRow)).reshape({-1});
+    const torch::Tensor slotRow = torch::add(routing.slot, routing.expert, C);                       // [S, K]
+    const torch::Tensor writeRow = torch::where(routing.kept, slotRow, E * C).reshape({-1});
+    const torch::Tensor readRow = torch::where(routing.kept, slotRow, 0).reshape({-1});
     // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
     // sum over the choices, where gathering by token index would scatter back.
     const torch::Tensor perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
@@ -154,7 +157,7 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     }
 
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
-    const torch::Tensor weight = (routing.gates * routing.kept.to(routing.gates.dtype())).reshape({-1, 1});
+    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
     const torch::Tensor contribution = (expertOut.index_select(0, readRow) * weight).to(x.scalar_type());
     return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
 }
