@@ -90,13 +90,18 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     in.dropout = is_training() ? options.dropout : 0.0;
     std::vector<torch::Tensor> contexts, maps;
     for (Group& group : groups) {
-        // [B, G, T, A] for the group's heads
-        const torch::Tensor heads = group.contiguous || groups.size() == 1
-                                        ? qkvAll.narrow(2, group.first, group.count)
-                                        : qkvAll.index_select(2, onDevice(group.heads, x.device()));
-        in.q = heads[0];
-        in.k = heads[1];
-        in.v = heads[2];
+        // [3, B, G, T, A] for the group's heads: all of them when one mechanism has them all
+        const torch::Tensor heads = groups.size() == 1 ? qkvAll
+                                    : group.contiguous ? qkvAll.narrow(2, group.first, group.count)
+                                                       : qkvAll.index_select(2, onDevice(group.heads, x.device()));
+        // unbind, not three selects: its backward stacks the three gradients
+        // once, where each select's would fill a zero tensor of all three and
+        // copy into it, and the three be added up (on the GPU four fills, four
+        // copies and two additions of the [3, B, G, T, A] gradient per layer).
+        const std::vector<torch::Tensor> qkvHeads = heads.unbind(0);
+        in.q = qkvHeads[0];
+        in.k = qkvHeads[1];
+        in.v = qkvHeads[2];
         torch::Tensor map;
         contexts.push_back(group.mechanism->mix(in, weights ? &map : nullptr));
         if (weights)
