@@ -2,6 +2,7 @@
 
 #include "BenchmarkDevice.h"
 #include "FusedAdamW.h"
+#include "GradientHealth.h"
 #include "MemoryEstimate.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
@@ -205,8 +206,9 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
                                        : torch::randint(c.vocabSize, {B, T}, torch::kLong))
                                       .to(device);
     // The trainer's optimizer: LibTorch 2.x's fused kernel unless WIDELAB_DISABLE=fused_adamw.
+    const std::vector<torch::Tensor> parameters = model->parameters();
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(model->parameters());
+    groups.emplace_back(parameters);
     FusedAdamW optimizer(groups, torch::optim::AdamWOptions(options.learningRate));
 
     // One step. Autocast covers forward and loss; backward runs outside it.
@@ -214,7 +216,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     // A training step's work, queued: zero_grad, forward and loss, backward, optimizer.
     torch::Tensor lastLoss;
     const auto queueStep = [&] {
-        model->zero_grad(/*set_to_none=*/true);  // as the trainer does
+        clearGradients(parameters);  // as the trainer does
         torch::Tensor loss;
         {
             const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);

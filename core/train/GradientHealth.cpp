@@ -4,6 +4,12 @@
 
 namespace widelab {
 
+void clearGradients(const std::vector<torch::Tensor>& parameters)
+{
+    for (const torch::Tensor& p : parameters)
+        p.mutable_grad().reset();
+}
+
 GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm)
 {
     std::vector<torch::Tensor> grads;

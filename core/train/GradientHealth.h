@@ -1,5 +1,5 @@
-// defines: GradientNorms, clipGradients, NonFiniteWatch: a step's gradient norms and
-// clipping, and the first non-finite tensor of the steps since the last check,
+// defines: clearGradients, GradientNorms, clipGradients, NonFiniteWatch: a step's
+// gradients reset, their norms and clipping, and the first non-finite tensor of the steps since the last check,
 // all kept on the device so that a GPU step never waits for the host
 #pragma once
 
@@ -11,6 +11,11 @@
 #include <vector>
 
 namespace widelab {
+
+// Drops every parameter's gradient before a step, so that backward writes the
+// gradients rather than adding into zeros. Dispatches no operator (a module's
+// zero_grad(true) detaches each gradient first, an operator per parameter).
+void clearGradients(const std::vector<torch::Tensor>& parameters);
 
 // P = parameters, in the order of module.parameters()
 struct GradientNorms {

@@ -649,7 +649,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     // Gradients reset to none, not to zeros: the backward pass then writes them
     // instead of adding to zero-filled ones (LibTorch 2.x's default, 1.13's
     // optimizer would zero them: a fill and an add per parameter every step).
-    m_model->zero_grad(/*set_to_none=*/true);
+    clearGradients(m_model->parameters());
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;
     // A full batch needs no mask: the model then routes without gathering tokens.

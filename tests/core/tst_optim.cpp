@@ -6,6 +6,7 @@
 #include "train/GradientHealth.h"
 #include "train/Lamb.h"
 #include "train/Schedule.h"
+#include "runtime/OperatorCount.h"
 
 #include <nlohmann/json.hpp>
 
@@ -152,6 +153,7 @@ private Q_SLOTS:
     void fusedAdamWCheckpointsLoadInAdamW();
 
     void clippingScalesEveryGradientByOneFactor();
+    void clearingGradientsDispatchesNothing();
 
     void schedule_data();
     void schedule();
@@ -731,6 +733,24 @@ void TestOptim::clippingScalesEveryGradientByOneFactor()
         QVERIFY(torch::equal(kept[0].grad(), torch::tensor({3.0f, 4.0f})));
         QVERIFY(torch::equal(kept[1].grad(), torch::tensor({12.0f})));
     }
+}
+
+// Before a step every gradient is dropped (none, not zeros), without an
+// operator: a module's zero_grad(true) would detach each one first.
+void TestOptim::clearingGradientsDispatchesNothing()
+{
+    std::vector<torch::Tensor> p = {torch::zeros({2}).requires_grad_(true), torch::zeros({3}).requires_grad_(true)};
+    p[0].mutable_grad() = torch::ones({2});
+    {
+        const OperatorCounter counter;
+        clearGradients(p);
+        QCOMPARE(counter.tally().operators, std::int64_t{0});
+    }
+    QVERIFY(!p[0].grad().defined());
+    QVERIFY(!p[1].grad().defined());
+    // The next backward writes the gradient afresh.
+    (p[0] * 3.0).sum().backward();
+    QVERIFY(torch::equal(p[0].grad(), torch::full({2}, 3.0)));
 }
 
 QTEST_GUILESS_MAIN(TestOptim)
