@@ -3,6 +3,7 @@
 #include <ATen/record_function.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 
@@ -16,7 +17,8 @@ struct OperatorCounter::State {
 
 namespace {
 
-OperatorCounter::State* g_active = nullptr;  // the one counter counting, set and cleared by its thread
+// The one counter counting, set and cleared by its thread, read by autograd's.
+std::atomic<OperatorCounter::State*> g_active{nullptr};
 
 // Per thread: one entry per operator running, true once it has called another.
 thread_local std::vector<bool> t_calledAnother;
@@ -35,7 +37,7 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
         return;
     const bool innermost = !t_calledAnother.back();
     t_calledAnother.pop_back();
-    OperatorCounter::State* state = g_active;
+    OperatorCounter::State* state = g_active.load(std::memory_order_acquire);
     if (state == nullptr)
         return;
     const std::lock_guard lock(state->mutex);
@@ -77,18 +79,21 @@ std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(st
 
 OperatorCounter::OperatorCounter() : m_state(std::make_unique<State>())
 {
-    if (g_active != nullptr)
+    if (g_active.load(std::memory_order_acquire) != nullptr)
         throw std::logic_error("OperatorCounter: another counter is counting");
-    g_active = m_state.get();
     t_calledAnother.clear();
     m_state->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&onStart, &onEnd).scopes({at::RecordScope::FUNCTION}));
+    g_active.store(m_state.get(), std::memory_order_release);  // last: nothing to undo if registering threw
 }
 
+// On the thread that made it: its callback is that thread's (removeCallback
+// finds no other thread's), and autograd's threads have finished with it once
+// the backward passes it counted have returned.
 OperatorCounter::~OperatorCounter()
 {
     at::removeCallback(m_state->handle);
-    g_active = nullptr;
+    g_active.store(nullptr, std::memory_order_release);
 }
 
 OperatorTally OperatorCounter::tally() const

@@ -39,7 +39,8 @@ struct OperatorTally {
 // Counts the operators dispatched from its construction to its destruction, on
 // this thread and on the threads that run this thread's backward passes (they
 // inherit its RecordFunction callbacks). Phases are attributed while
-// PhaseTimer is enabled. One counter at a time, on one thread.
+// PhaseTimer is enabled. One counter at a time, made and destroyed on one
+// thread, outside any backward pass it counts.
 class OperatorCounter {
 public:
     OperatorCounter();

@@ -37,8 +37,9 @@ GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double
     if (maxNorm > 0.0) {
         const torch::Tensor scale = (maxNorm / (total + 1e-6)).clamp_max(1.0);
 #if TORCH_VERSION_MAJOR >= 2
-        // One fused kernel for all the gradients (by a tensor: no host synchronisation).
-        at::_foreach_mul_(grads, scale.to(grads.front().dtype()));
+        // One fused kernel for all the gradients (by a tensor: no host
+        // synchronisation), by the fp32 factor whatever their dtypes.
+        at::_foreach_mul_(grads, scale);
 #else
         for (auto& grad : grads)
             grad.mul_(scale.to(grad.dtype()));
