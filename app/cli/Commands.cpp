@@ -418,7 +418,7 @@ int bench(const Arguments& a, std::ostream& out)
     const bool counted = r.operators.operators > 0;
     if (counted)
         summary.addRow({"ATen operators per step", groupDigits(r.operators.operators) + " ("
-                                                       + groupDigits(r.operators.innermost) + " innermost)"});
+                                                       + groupDigits(r.operators.innermost()) + " innermost)"});
     out << summary.render() << "\n";
 
     double total = 0.0;
@@ -433,7 +433,7 @@ int bench(const Arguments& a, std::ostream& out)
         std::vector<std::string> row = {name, fixed(1e3 * seconds, 2),
                                         fixed(total > 0.0 ? 100.0 * seconds / total : 0.0, 1) + " %"};
         if (counted)
-            row.push_back(groupDigits(r.operators.innermostByPhase.at(p)));
+            row.push_back(groupDigits(r.operators.innermost(static_cast<Phase>(p))));
         phases.addRow(row);
     }
     out << phases.render();

@@ -43,18 +43,17 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
     const std::lock_guard lock(state->mutex);
     OperatorTally& tally = state->tally;
     ++tally.operators;
-    if (!innermost)
-        return;
-    ++tally.innermost;
-    const auto phase = static_cast<std::size_t>(PhaseTimer::current());
-    ++tally.innermostByPhase[phase];
-    ++tally.innermostByName[fn.name()];
-    ++tally.innermostByPhaseAndName[phase][fn.name()];
+    if (innermost)
+        ++tally.innermostByPhase[static_cast<std::size_t>(PhaseTimer::current())][fn.name()];
 }
 
-}  // namespace
-
-namespace {
+std::int64_t total(const std::map<std::string, std::int64_t>& counts)
+{
+    std::int64_t sum = 0;
+    for (const auto& entry : counts)
+        sum += entry.second;
+    return sum;
+}
 
 std::vector<std::pair<std::string, std::int64_t>> ranked(const std::map<std::string, std::int64_t>& counts,
                                                          std::size_t count)
@@ -67,14 +66,36 @@ std::vector<std::pair<std::string, std::int64_t>> ranked(const std::map<std::str
 
 }  // namespace
 
+std::int64_t OperatorTally::innermost() const
+{
+    std::int64_t sum = 0;
+    for (const auto& counts : innermostByPhase)
+        sum += total(counts);
+    return sum;
+}
+
+std::int64_t OperatorTally::innermost(Phase phase) const
+{
+    return total(innermostByPhase.at(static_cast<std::size_t>(phase)));
+}
+
+std::map<std::string, std::int64_t> OperatorTally::innermostByName() const
+{
+    std::map<std::string, std::int64_t> merged;
+    for (const auto& counts : innermostByPhase)
+        for (const auto& [name, count] : counts)
+            merged[name] += count;
+    return merged;
+}
+
 std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(std::size_t count) const
 {
-    return ranked(innermostByName, count);
+    return ranked(innermostByName(), count);
 }
 
 std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(std::size_t count, Phase phase) const
 {
-    return ranked(innermostByPhaseAndName.at(static_cast<std::size_t>(phase)), count);
+    return ranked(innermostByPhase.at(static_cast<std::size_t>(phase)), count);
 }
 
 OperatorCounter::OperatorCounter() : m_state(std::make_unique<State>())

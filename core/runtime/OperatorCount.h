@@ -21,17 +21,17 @@ namespace widelab {
 // count is the figure to cut when the GPU waits on the host.
 struct OperatorTally {
     std::int64_t operators = 0;  // every operator dispatched, those called by others included
-    std::int64_t innermost = 0;  // those that called no other operator (kernels, views, allocations)
-    // Innermost operators by the PhaseScope open when they ran (PhaseTimer.h),
-    // the last entry those outside every scope. Backward's operators count
-    // under Phase::Backward.
-    std::array<std::int64_t, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhase{};
-    std::map<std::string, std::int64_t> innermostByName;
-    // The same by phase, indexed as innermostByPhase.
-    std::array<std::map<std::string, std::int64_t>, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhaseAndName;
+    // The innermost operators (those that called no other: kernels, views,
+    // allocations) by name, per PhaseScope open when they ran (PhaseTimer.h),
+    // indexed by Phase, the last entry those outside every scope. Backward's
+    // operators count under Phase::Backward.
+    std::array<std::map<std::string, std::int64_t>, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhase;
 
+    std::int64_t innermost() const;
+    std::int64_t innermost(Phase phase) const;  // Phase::Count: outside every scope
+    std::map<std::string, std::int64_t> innermostByName() const;  // over all phases
     // The `count` most frequent innermost operators, most frequent first (ties
-    // by name): of the whole step, or of one phase (Phase::Count: outside every scope).
+    // by name): of the whole step, or of one phase.
     std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count) const;
     std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count, Phase phase) const;
 };

@@ -302,7 +302,7 @@ nlohmann::json BenchmarkResult::toJson() const
     };
     nlohmann::json operatorsByPhase = nlohmann::json::object(), frequentByPhase = nlohmann::json::object();
     for (std::size_t p = 0; p < phases.size() && p < operators.innermostByPhase.size(); ++p) {
-        operatorsByPhase[phases[p].first] = operators.innermostByPhase[p];
+        operatorsByPhase[phases[p].first] = operators.innermost(static_cast<Phase>(p));
         frequentByPhase[phases[p].first] = frequent(operators.mostFrequent(30, static_cast<Phase>(p)));
     }
     return {{"mode", mode},
@@ -340,7 +340,7 @@ nlohmann::json BenchmarkResult::toJson() const
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
             {"operators_per_step",
              {{"all", operators.operators},
-              {"innermost", operators.innermost},
+              {"innermost", operators.innermost()},
               {"innermost_by_phase", operatorsByPhase},
               {"most_frequent", frequent(operators.mostFrequent(20))},
               {"most_frequent_by_phase", frequentByPhase}}},

@@ -1,6 +1,7 @@
 // defines: clearGradients, GradientNorms, clipGradients, NonFiniteWatch: a step's
-// gradients reset, their norms and clipping, and the first non-finite tensor of the steps since the last check,
-// all kept on the device so that a GPU step never waits for the host
+// gradients dropped, their norms and clipping, and the first non-finite tensor of
+// the steps since the last check, all kept on the device so that a GPU step never
+// waits for the host
 #pragma once
 
 #include <torch/torch.h>
