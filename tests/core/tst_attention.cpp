@@ -72,6 +72,8 @@ private Q_SLOTS:
     void mechanisms();
     void sharingPathsAndInspection_data() { mechanisms_data(); }
     void sharingPathsAndInspection();
+    void withoutMapTheSameContext_data() { mechanisms_data(); }
+    void withoutMapTheSameContext();
     void registryAndSchemaAgree();
     void mixedHeadsFollowTheList();
 };
@@ -212,6 +214,53 @@ void TestAttention::sharingPathsAndInspection()
     QCOMPARE(qint64(trace.blocks.size()), qint64(3));
     for (const BlockTrace& block : trace.blocks)
         QCOMPARE(block.attention.sizes().vec(), (std::vector<std::int64_t>{kB, 2 * kG, kT, kT}));
+}
+
+void TestAttention::withoutMapTheSameContext()
+{
+    // Training asks for no map, and may then take another path (LibTorch 2.x's
+    // fused kernel; for a language model without padding, its own causal rule
+    // instead of the mask): the same context and gradients as the inspected
+    // path, with padding and without.
+    QFETCH(QString, name);
+    QFETCH(bool, languageModel);
+    const MechanismSpec& spec = *findMechanism(name.toStdString());
+    const ModelConfig config = configFor(spec, languageModel);
+    MechanismShape shape;
+    shape.heads = kG;
+    shape.headDim = kA;
+    shape.positions = config.positions();
+    shape.causal = languageModel;
+    torch::manual_seed(6);
+    const std::shared_ptr<MechanismImpl> mechanism = spec.make(shape, config);
+    mechanism->eval();
+
+    const torch::Tensor padded = torch::arange(kT).unsqueeze(0) < torch::tensor({kT, std::int64_t{15}}).unsqueeze(1);
+    for (const bool padding : {true, false}) {
+        MixInput in = inputs(padded, languageModel);
+        if (!padding) {
+            in.keyValid = torch::Tensor();
+            in.bias = languageModel ? in.bias.narrow(0, 0, 1).contiguous() : torch::Tensor();
+        }
+        auto contextAndGradients = [&](bool inspected) {
+            MixInput leaf = in;
+            for (torch::Tensor* t : {&leaf.q, &leaf.k, &leaf.v})
+                *t = t->detach().clone().requires_grad_(true);
+            torch::Tensor map;
+            const torch::Tensor context = mechanism->mix(leaf, inspected ? &map : nullptr);
+            (context * torch::linspace(-1.0, 1.0, context.numel()).view(context.sizes())).sum().backward();
+            // A mechanism may not read q or k (the synthesizer's scores are learned): no gradient is zero.
+            auto gradient = [](const torch::Tensor& t) { return t.grad().defined() ? t.grad() : torch::zeros_like(t); };
+            return std::vector<torch::Tensor>{context.detach(), gradient(leaf.q), gradient(leaf.k), gradient(leaf.v)};
+        };
+        const std::vector<torch::Tensor> plain = contextAndGradients(false), inspected = contextAndGradients(true);
+        const char* what[] = {"context", "q gradient", "k gradient", "v gradient"};
+        for (std::size_t i = 0; i < plain.size(); ++i) {
+            const double error = test::relativeError(plain[i], inspected[i]);
+            QVERIFY2(error < 1e-5, (std::string(what[i]) + (padding ? " (padded)" : " (no padding)")
+                                    + " differs without a map by " + std::to_string(error)).c_str());
+        }
+    }
 }
 
 void TestAttention::registryAndSchemaAgree()
