@@ -340,7 +340,8 @@ def markdown(results):
                          memory_against_estimate(t)])
         out.append(table(["preset", "status", "last step", "first loss", "last loss", "fell", "last eval loss / acc",
                           "tok/s (last)", "peak memory / panel's estimate"], rows))
-        out.append("\nTraining ran beside the test build and ctest, so its tokens/s are not benchmark figures; "
+        out.append("\nTraining runs beside the test build and ctest when a call runs the tests (the stage's note says "
+                   "whether it did), so its tokens/s are not benchmark figures; "
                    "a preset that ran out of its time share was stopped with SIGINT (checkpoint saved).")
     return "\n".join(out) + "\n"
 
