@@ -76,13 +76,23 @@ if ! (cd "$root" && git check-ignore -q "$carry_name"); then
   echo "prepare.sh: note: $carry_name is not ignored by git yet; it travels as an untracked file until it is" >&2
 fi
 
-command="bash bench/gpu/run.sh"
+# What is not on record yet comes first (docs/gpu.md, "The next call"): with 15
+# minutes of device time, the machine's start included, one call is what a
+# session can count on.
+command='WIDELAB_GPU_BUDGET_S=560 WIDELAB_GPU_STAGES="setup build bench" bash bench/gpu/run.sh'
+second='WIDELAB_GPU_STAGES="build test train" WIDELAB_GPU_TEST_S=220 WIDELAB_GPU_PRESETS="vit-moe-b-paper widenet-vit-b-4e-paper" WIDELAB_GPU_TRAIN_S=240 bash bench/gpu/run.sh'
 cat <<MSG
 
 == The device call (one run, up to 600 s):
-   run(command="$command",
+   run(command='$command',
        carry=["$carry_name"],
        timeout_s=600)
-   Its files come back under files_at: summary.md, results.json, logs.tar.gz.
+   If the device time left allows a second call on the still warm machine:
+   run(command='$second',
+       carry=["$carry_name"],
+       timeout_s=600)
+   Their files come back under files_at: summary.md, results.json, logs.tar.gz
+   (the second call's results.json holds both calls' records).
    Then: python3 bench/gpu/report.py FILES_AT/results.json > table.md
+   Everything in one call (every stage, each shortened to fit): bash bench/gpu/run.sh
 MSG
