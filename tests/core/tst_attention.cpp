@@ -95,11 +95,7 @@ void TestAttention::mechanisms()
     QFETCH(bool, languageModel);
     const MechanismSpec& spec = *findMechanism(name.toStdString());
     const ModelConfig config = configFor(spec, languageModel);
-    MechanismShape shape;
-    shape.heads = kG;
-    shape.headDim = kA;
-    shape.positions = config.positions();
-    shape.causal = languageModel;
+    const MechanismShape shape{kG, kA, config.positions(), languageModel};
 
     torch::manual_seed(3);
     const std::shared_ptr<MechanismImpl> mechanism = spec.make(shape, config);
@@ -226,11 +222,7 @@ void TestAttention::withoutMapTheSameContext()
     QFETCH(bool, languageModel);
     const MechanismSpec& spec = *findMechanism(name.toStdString());
     const ModelConfig config = configFor(spec, languageModel);
-    MechanismShape shape;
-    shape.heads = kG;
-    shape.headDim = kA;
-    shape.positions = config.positions();
-    shape.causal = languageModel;
+    const MechanismShape shape{kG, kA, config.positions(), languageModel};
     torch::manual_seed(6);
     const std::shared_ptr<MechanismImpl> mechanism = spec.make(shape, config);
     mechanism->eval();
