@@ -330,7 +330,7 @@ int forward(const Arguments& a, std::ostream& out)
         model->zero_grad();
         output = model->forward(ids);
         task = taskLoss(config, output.logits, targets);
-        (task + config.balanceLossWeight * output.balanceLoss).backward();
+        trainingLoss(config, task, output).backward();
         if (step > 0)
             seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }

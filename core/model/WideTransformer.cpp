@@ -374,4 +374,12 @@ torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, c
     return (perToken * weight).sum() / weight.sum().clamp_min(1.0);
 }
 
+torch::Tensor trainingLoss(const ModelConfig& config, const torch::Tensor& task, const ModelOutput& output)
+{
+    torch::Tensor loss = task + config.balanceLossWeight * output.balanceLoss;
+    if (config.routerZLossWeight > 0.0)
+        loss = loss + config.routerZLossWeight * output.routerZLoss;
+    return loss;
+}
+
 }  // namespace widelab

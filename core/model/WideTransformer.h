@@ -80,4 +80,9 @@ TORCH_MODULE(WideTransformer);
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,
                        const torch::Tensor& mask = {}, double labelSmoothing = 0.0);
 
+// What a training step minimises: `task` (taskLoss) plus the auxiliary losses
+// at their weights, model.balance_loss_weight x the balance loss and, when
+// model.router_z_loss_weight is above zero, that x the router z-loss.
+torch::Tensor trainingLoss(const ModelConfig& config, const torch::Tensor& task, const ModelOutput& output);
+
 }  // namespace widelab

@@ -221,7 +221,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         {
             const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
             const ModelOutput output = model->forward(ids);
-            loss = taskLoss(c, output.logits, targets) + c.balanceLossWeight * output.balanceLoss;
+            loss = trainingLoss(c, taskLoss(c, output.logits, targets), output);
         }
         {
             const PhaseScope timed(Phase::Backward);

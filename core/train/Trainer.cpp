@@ -661,9 +661,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                 : m_model->forward(input, mask);
     }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
-    torch::Tensor loss = task + m_run.model.balanceLossWeight * output.balanceLoss;
-    if (m_run.model.routerZLossWeight > 0.0)
-        loss = loss + m_run.model.routerZLossWeight * output.routerZLoss;
+    const torch::Tensor loss = trainingLoss(m_run.model, task, output);
     // Counted now, so that a language model's [tokens, vocabulary] logits are
     // not held through the backward pass, whose peak they would raise.
     const torch::Tensor hits = correct(output.logits.detach(), batch, languageModel);

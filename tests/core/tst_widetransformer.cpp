@@ -42,6 +42,7 @@ private Q_SLOTS:
     void mixedPrecisionKeepsTheRouterInFp32();
     void batchWithNoRealTokenStaysFinite();
     void languageModelLossIgnoresPadding();
+    void trainingLossAddsTheWeightedAuxiliaryLosses();
     void inspectionMatchesForward();
     void dropoutOnlyWhileTraining();
     void pathWeightsStartAsInThePaper_data();
@@ -206,6 +207,21 @@ void TestWideTransformer::languageModelLossIgnoresPadding()
             if (mask[b][t].item<bool>())
                 sum -= logProbs[b][t][targets[b][t].item<std::int64_t>()].item<double>();
     QVERIFY(std::abs(before - sum / 8.0) < 1e-5);
+}
+
+void TestWideTransformer::trainingLossAddsTheWeightedAuxiliaryLosses()
+{
+    // task 1, balance 2, z-loss 3: 1 + 0.5 * 2 + 0.25 * 3; without a z-loss weight, 1 + 0.5 * 2
+    // (its z-loss is then not computed, whatever the output holds).
+    ModelOutput output;
+    output.balanceLoss = torch::tensor(2.0);
+    output.routerZLoss = torch::tensor(3.0);
+    const torch::Tensor task = torch::tensor(1.0);
+    const ModelConfig both = test::modelConfig(
+        R"({"experts": 4, "balance_loss_weight": 0.5, "router_z_loss_weight": 0.25})");
+    QCOMPARE(trainingLoss(both, task, output).item<double>(), 2.75);
+    const ModelConfig balanceOnly = test::modelConfig(R"({"experts": 4, "balance_loss_weight": 0.5})");
+    QCOMPARE(trainingLoss(balanceOnly, task, output).item<double>(), 2.0);
 }
 
 void TestWideTransformer::inspectionMatchesForward()
