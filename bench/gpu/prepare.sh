@@ -87,7 +87,8 @@ cat <<MSG
    run(command='$command',
        carry=["$carry_name"],
        timeout_s=600)
-   If the device time left allows a second call on the still warm machine:
+   A second call on the still warm machine, only if status's budget_left_s is then
+   above about 420 s, with WIDELAB_GPU_BUDGET_S=<budget_left_s - 60> put in front:
    run(command='$second',
        carry=["$carry_name"],
        timeout_s=600)

@@ -175,7 +175,7 @@ void TestCuda::forwardAndGradientsMatchCpu_data()
     for (const auto& [name, json] : families())
         QTest::newRow(name) << QByteArray(json) << true;
     // Without padding a language model's full attention takes the kernel's causal rule, not a mask.
-    const auto& [name, json] = families().back();
+    const auto [name, json] = families().back();  // a copy: the vector is a temporary
     QTest::newRow((std::string(name) + ", no padding").c_str()) << QByteArray(json) << false;
 }
 
