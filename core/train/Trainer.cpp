@@ -56,6 +56,14 @@ torch::Tensor correct(const torch::Tensor& logits, const Batch& batch, bool lang
     return torch::stack({hits.sum().to(torch::kFloat64), batch.mask.sum().to(torch::kFloat64)});
 }
 
+// The mask the model is given: none for a full batch (every token real), so
+// that it routes without gathering tokens and a language model's attention
+// takes the kernel's causal rule; the batch's own mask still weighs the loss.
+torch::Tensor modelMask(const Batch& batch)
+{
+    return !batch.mask.defined() || batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+}
+
 // Host tensors to the device; pinned and asynchronous for a GPU, so that the
 // copy does not wait for the steps still queued there.
 torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
@@ -652,8 +660,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     clearGradients(m_model->parameters());
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;
-    // A full batch needs no mask: the model then routes without gathering tokens.
-    const torch::Tensor mask = !batch.mask.defined() || batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+    const torch::Tensor mask = modelMask(batch);
     ModelOutput output;
     {
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
@@ -803,12 +810,12 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
         const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
         ModelOutput output;
         if (ablations.empty()) {
-            output = m_model->forward(input, batch.mask);
+            output = m_model->forward(input, modelMask(batch));
         } else {
             ForwardTrace trace;
             trace.captureAttention = trace.captureRouting = false;
             trace.ablations = ablations;
-            output = m_model->inspect(input, batch.mask, trace);
+            output = m_model->inspect(input, modelMask(batch), trace);
         }
         const torch::Tensor counts = correct(output.logits, batch, languageModel).to(torch::kCPU);
         const double h = counts[0].item<double>(), c = counts[1].item<double>();
