@@ -311,7 +311,7 @@ PY
 }
 
 stage_train() { # runs in the background while the tests build and run
-  local t0=$SECONDS stop_at presets=() n i=0 most=60
+  local t0=$SECONDS stop_at presets=() n i=0
   stop_at=$(($(date +%s) + $(cap "${WIDELAB_GPU_TRAIN_S:-170}" "$(bench_reserve)")))
   if [[ -n ${WIDELAB_GPU_PRESETS:-} ]]; then
     # Chosen presets (those a shorter run left without a falling loss) get the whole time between them.
@@ -320,7 +320,6 @@ stage_train() { # runs in the background while the tests build and run
       presets+=("$preset")
       rm -rf "${work:?}/train/$preset" "$work/train/$preset.status.json"
     done
-    most=100000
   else
     for f in resources/presets/*-paper.json; do presets+=("$(basename "$f" .json)"); done
   fi
@@ -329,7 +328,8 @@ stage_train() { # runs in the background while the tests build and run
   for preset in "${presets[@]}"; do
     local left=$((stop_at - $(date +%s))) share config rc estimate
     share=$((left / (n - i)))
-    ((share > most)) && share=$most
+    # Every preset: 60 s at most each; chosen ones share the whole time.
+    [[ -z ${WIDELAB_GPU_PRESETS:-} ]] && ((share > 60)) && share=60
     i=$((i + 1))
     config=$(train_config "$preset")
     rc=$(run_boxed "$share" "$logs/train-$preset.log" "$cli" train "$config" --out "$work/train/$preset" \

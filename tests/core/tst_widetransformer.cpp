@@ -212,7 +212,7 @@ void TestWideTransformer::languageModelLossIgnoresPadding()
 void TestWideTransformer::trainingLossAddsTheWeightedAuxiliaryLosses()
 {
     // task 1, balance 2, z-loss 3: 1 + 0.5 * 2 + 0.25 * 3; without a z-loss weight, 1 + 0.5 * 2
-    // (its z-loss is then not computed, whatever the output holds).
+    // (the z-loss is then left out, whatever the output holds).
     ModelOutput output;
     output.balanceLoss = torch::tensor(2.0);
     output.routerZLoss = torch::tensor(3.0);

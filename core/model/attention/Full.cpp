@@ -57,15 +57,16 @@ public:
         const std::int64_t B = q.size(0), G = q.size(1), T = q.size(2), A = q.size(3);
 #if TORCH_VERSION_MAJOR >= 2
         // LibTorch 2.x: a fused kernel that never stores the [T, T] probabilities.
-        // A language model without padding passes no mask but the kernel's own
-        // causal rule, which the flash kernels (CUDA's fastest) take and a
-        // mask rules out.
-        if (!map && fusedAttentionRuns(q.is_cpu(), in.dropout) && in.causal && !in.keyValid.defined())
-            return at::scaled_dot_product_attention(q, k, v, c10::nullopt, in.dropout, /*is_causal=*/true);
-        if (!map && fusedAttentionRuns(q.is_cpu(), in.dropout))
+        if (!map && fusedAttentionRuns(q.is_cpu(), in.dropout)) {
+            // A language model without padding passes no mask but the kernel's
+            // own causal rule, which the flash kernels (CUDA's fastest) take and
+            // a mask rules out.
+            if (in.causal && !in.keyValid.defined())
+                return at::scaled_dot_product_attention(q, k, v, c10::nullopt, in.dropout, /*is_causal=*/true);
             return in.bias.defined()
                        ? at::scaled_dot_product_attention(q, k, v, maskIn(in.bias, q.scalar_type()), in.dropout)
                        : at::scaled_dot_product_attention(q, k, v, c10::nullopt, in.dropout);
+        }
 #endif
         const double scale = 1.0 / std::sqrt(static_cast<double>(A));
         if (!map && in.dropout == 0.0 && !torch::GradMode::is_enabled() && B * G * T * T > kScoreChunkElements)
