@@ -7,11 +7,19 @@
 
 #include <QtTest>
 
+#include <algorithm>
+
 using namespace widelab;
 
 namespace {
 
-constexpr double kTolerance = 1e-5;  // relative, fp32 on both sides
+// Relative, fp32 on both sides. A tensor whose fp32 rounding alone exceeds it
+// (a gradient through cancellation: the ViT-MoE router's reached 1.3e-5 on an
+// AVX-512 machine, the reference's fp32 against its own fp64 as much as against
+// the C++) is held instead to the larger of kTolerance and kRoundingFactor times
+// the reference's own fp32 error, both measured from the reference computed in fp64.
+constexpr double kTolerance = 1e-5;
+constexpr double kRoundingFactor = 2.0;
 
 // Small models of every family. Dropout and router noise are off so that the
 // comparison is exact; capacity factors are chosen so that K*C*S/E is never
@@ -232,14 +240,30 @@ void TestReference::matchesReference()
         QFAIL(error.what());
     }
 
+    // The reference in fp64, computed when a tensor first misses kTolerance.
+    std::map<std::string, torch::Tensor> exact;
+    auto exactValue = [&](const std::string& what) -> torch::Tensor {
+        if (exact.empty())
+            exact = test::runReference(c, mode.toStdString(), tensors, caseName, "float64");
+        return exact.count(what) ? exact[what] : torch::Tensor();
+    };
     // Empty when `actual` matches `reference`, else what differs.
-    auto mismatch = [](const std::string& what, const torch::Tensor& actual, const torch::Tensor& reference) {
+    auto mismatch = [&](const std::string& what, const torch::Tensor& actual, const torch::Tensor& reference) {
         if (!reference.defined())
             return "the reference did not return " + what;
         if (actual.sizes() != reference.sizes())
             return what + ": shapes differ";
         const double error = test::relativeError(actual, reference);
-        return error <= kTolerance ? std::string() : what + ": relative error " + std::to_string(error);
+        if (error <= kTolerance)
+            return std::string();
+        const torch::Tensor truth = exactValue(what);
+        if (!truth.defined())
+            return what + ": relative error " + std::to_string(error) + ", and no fp64 reference";
+        const double ours = test::relativeError(actual, truth), rounding = test::relativeError(reference, truth);
+        if (ours <= std::max(kTolerance, kRoundingFactor * rounding))
+            return std::string();
+        return what + ": relative error " + std::to_string(error) + " (" + std::to_string(ours)
+               + " from the fp64 reference, whose own fp32 rounding is " + std::to_string(rounding) + ")";
     };
 #define CHECK_CLOSE(what, actual, reference)                                   \
     do {                                                                       \

@@ -567,8 +567,13 @@ def main(argv):
     with open(argv[1]) as fh:
         spec = json.load(fh)
     case = torch.load(argv[2], weights_only=False)  # written by torch::save (TorchScript pickle)
+    # float64: the same case (parameters and pixels cast up), for the exact value
+    # that an fp32 result's rounding error is measured against.
+    dtype = torch.float64 if spec.get("dtype") == "float64" else torch.float32
+    if dtype == torch.float64:
+        case = {k: v.double() if v.is_floating_point() else v for k, v in case.items()}
     try:
-        out = run_case(spec["model"], spec["mode"], case)
+        out = run_case(spec["model"], spec["mode"], case, dtype)
     except (ValueError, KeyError) as err:
         print(f"reference_model.py: error: {type(err).__name__}: {err}", file=sys.stderr)
         return 1

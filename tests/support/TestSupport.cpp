@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <stdexcept>
 
 namespace widelab::test {
@@ -74,18 +75,21 @@ std::vector<std::pair<std::string, ModelDocument>> shippedPresets()
 
 std::map<std::string, torch::Tensor> runReference(const ModelConfig& config, const std::string& mode,
                                                   const std::map<std::string, torch::Tensor>& tensors,
-                                                  const std::string& caseName)
+                                                  const std::string& caseName, const char* dtype)
 {
     if (std::string(WIDELAB_REFERENCE_PYTHON).empty())
         throw std::runtime_error("no Python with torch was found at configure time (apt-get install python3-torch)");
     const std::filesystem::path directory = std::filesystem::temp_directory_path() / "widelab-reference";
     std::filesystem::create_directories(directory);
-    const std::filesystem::path json = directory / (caseName + ".json");
-    const std::filesystem::path input = directory / (caseName + ".pt");
-    const std::filesystem::path output = directory / (caseName + ".out.pt");
+    std::string stem = caseName;
+    if (std::string_view(dtype) != "float32")
+        stem.append(".").append(dtype);
+    const std::filesystem::path json = directory / (stem + ".json");
+    const std::filesystem::path input = directory / (stem + ".pt");
+    const std::filesystem::path output = directory / (stem + ".out.pt");
     std::filesystem::remove(output);
 
-    std::ofstream(json) << nlohmann::json{{"model", config.toJson()}, {"mode", mode}}.dump(2);
+    std::ofstream(json) << nlohmann::json{{"model", config.toJson()}, {"mode", mode}, {"dtype", dtype}}.dump(2);
     c10::Dict<std::string, torch::Tensor> dict;
     for (const auto& [name, tensor] : tensors)
         dict.insert(name, tensor.detach().contiguous());

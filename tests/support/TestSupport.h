@@ -41,9 +41,11 @@ std::vector<std::pair<std::string, ModelDocument>> shippedPresets();
 
 // Writes CASE.json and CASE.pt for the Python reference (tests/reference/), runs
 // it, and returns what it wrote. Throws std::runtime_error with the script's
-// output when it fails.
+// output when it fails. `dtype` "float64": the reference computes the case in
+// double precision (its floating tensors cast up), the exact value to measure an
+// fp32 result's rounding against.
 std::map<std::string, torch::Tensor> runReference(const ModelConfig& config, const std::string& mode,
                                                   const std::map<std::string, torch::Tensor>& tensors,
-                                                  const std::string& caseName);
+                                                  const std::string& caseName, const char* dtype = "float32");
 
 }  // namespace widelab::test
