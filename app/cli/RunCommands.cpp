@@ -4,6 +4,7 @@
 #include "TextTable.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
+#include "task/ImageTask.h"
 #include "train/RunDirectory.h"
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"

@@ -1,6 +1,6 @@
 #include "AblationScan.h"
 
-#include "ImageTask.h"
+#include "task/ImageTask.h"
 #include "RunDirectory.h"
 #include "Trainer.h"
 

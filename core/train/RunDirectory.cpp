@@ -1,6 +1,6 @@
 #include "RunDirectory.h"
 
-#include "ImageTask.h"
+#include "task/ImageTask.h"
 #include "data/Batch.h"
 
 #include "CheckpointDirectory.h"

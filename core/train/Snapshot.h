@@ -87,6 +87,10 @@ struct TrainingSnapshot {
     LayerNormDivergence attentionDivergence;  // the LayerNorm before attention
     std::vector<PathWeights> paths;
     std::vector<HealthEvent> alarms;          // raised or cleared at this snapshot
+    // The steps of a stopped run since the last recorded snapshot: shown, but
+    // kept for its checkpoint rather than written to metrics.jsonl, so that the
+    // resumed run writes the lines an uninterrupted run writes. No alarms.
+    bool provisional = false;
 };
 
 struct EvaluationResult {

@@ -1,13 +1,12 @@
 #include "Trainer.h"
 
 #include "CheckpointDirectory.h"
-#include "FusedAdamW.h"
 #include "GradientHealth.h"
 #include "HealthAlarms.h"
-#include "Lamb.h"
 #include "Measurements.h"
 #include "MemoryEstimate.h"
-#include "MetricsCodec.h"
+#include "MetricsWriter.h"
+#include "Optimizers.h"
 #include "OutOfMemory.h"
 #include "RunDirectory.h"
 #include "RunLayout.h"
@@ -18,30 +17,23 @@
 #include "Schedule.h"
 #include "ValidationInsight.h"
 #include "data/Batch.h"
-#include "data/ListOps.h"
 #include "model/ParameterCount.h"
+#include "task/ImageTask.h"
 #include "log/RunLog.h"
+#include "runtime/Clock.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
 
 #include <torch/cuda.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
 namespace widelab {
 
 namespace {
-
-double nowSeconds()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // Correct predictions and how many were counted ([2], on the device): classes for
 // classification, next tokens at real positions for a language model.
@@ -73,29 +65,6 @@ torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
     return tensor.pin_memory().to(device, /*non_blocking=*/true);
 }
 
-// Keeps the lines of metrics.jsonl up to `step` (and drops a line cut short by
-// a kill), rewriting the file atomically.
-void trimMetrics(const std::filesystem::path& file, std::int64_t step)
-{
-    std::ifstream in(file);
-    if (!in)
-        return;
-    std::string kept;
-    for (std::string line; std::getline(in, line);) {
-        // A damaged line goes as an unreadable one does: one that is not an object,
-        // or whose step is not a number, made json.value() throw (a resume refused
-        // over "[json.exception.type_error...]"), and a step of 1e308 converted to
-        // an integer undefinedly and stayed.
-        const nlohmann::json json = tryParseJsonText(line).value_or(nlohmann::json());
-        if (!json.is_object())
-            continue;
-        const auto found = json.find("step");
-        if (found == json.end() || (found->is_number() && found->get<double>() <= static_cast<double>(step)))
-            kept += line + "\n";
-    }
-    writeFileAtomically(file, kept);
-}
-
 }  // namespace
 
 torch::Device trainingDevice(const std::string& name)
@@ -119,7 +88,7 @@ torch::Device trainingDevice(const std::string& name)
 // Sums over the steps since the last snapshot. They stay on the device and are
 // read once per snapshot: reading a value from a GPU waits for it.
 struct Trainer::Interval {
-    double started = nowSeconds();
+    double started = steadySeconds();
     torch::Tensor sums;        // [6]: loss, task, balance, hits, counted, gradient norm
     std::int64_t steps = 0, tokens = 0;
     std::int64_t resumedSteps = 0;  // of `steps`, those run before a resume (in the sums, not timed)
@@ -173,7 +142,12 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (m_options.resume && !m_options.readOnly)
         checkResumedDocument();
 
-    prepareData();
+    m_data = prepareTaskData({.run = m_run,
+                              .directory = m_directory,
+                              .resume = m_options.resume,
+                              .probes = m_options.readOnly ? nullptr : &m_run.train.probes,
+                              .progress = [this](const std::string& text) { message("info", text); },
+                              .cancelled = m_options.cancelled});
 
     torch::manual_seed(static_cast<std::uint64_t>(train.seed));
     m_model = WideTransformer(m_run.model);
@@ -190,10 +164,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     for (const auto& item : m_model->named_parameters())
         parameterNames.push_back(item.key());
     m_nonFinite = std::make_unique<NonFiniteWatch>(std::move(parameterNames));
-    buildOptimizer();
-    m_sampler = std::make_unique<BatchSampler>(m_train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
+    m_optimizer = makeOptimizer(train, *m_model);
+    m_sampler = std::make_unique<BatchSampler>(m_data.train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
-    const std::filesystem::path metricsFile = runlayout::metricsFile(m_directory);
     m_interval = std::make_unique<Interval>();
     if (m_options.resume) {
         loadLatestCheckpoint();
@@ -202,28 +175,29 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
             m_interval->sums = torch::tensor(m_state.intervalSums, torch::kFloat64).to(m_device);
             m_interval->steps = m_interval->resumedSteps = m_state.intervalSteps;
         }
-        // Lines written after this checkpoint describe steps that will run again.
-        if (!m_options.readOnly)
-            trimMetrics(metricsFile, m_state.step);
     } else {
         m_state.scheduleSteps = m_totalSteps;
         if (m_run.train.probes.empty())
             m_run.train.probes.push_back(defaultProbeText());
         // A new run: whatever an earlier, checkpoint-less attempt left goes.
         std::error_code ignored;
-        std::filesystem::remove(metricsFile, ignored);
         std::filesystem::remove(runlayout::bestCheckpointFile(m_directory), ignored);
         writeFileAtomically(runlayout::configFile(m_directory), m_run.toJson().dump(2) + "\n");
-        writeFileAtomically(runlayout::tokenizerFile(m_directory), m_tokenizer->toJson().dump() + "\n");
-        writeFileAtomically(runlayout::labelsFile(m_directory), nlohmann::json(m_labels).dump() + "\n");
-        if (m_imageStats)
-            writeFileAtomically(runlayout::imageStatsFile(m_directory), m_imageStats->toJson().dump(2) + "\n");
+        writeFileAtomically(runlayout::tokenizerFile(m_directory), m_data.tokenizer.toJson().dump() + "\n");
+        writeFileAtomically(runlayout::labelsFile(m_directory), nlohmann::json(m_data.labels).dump() + "\n");
+        if (m_data.imageStats)
+            writeFileAtomically(runlayout::imageStatsFile(m_directory), m_data.imageStats->toJson().dump(2) + "\n");
     }
     if (m_options.resume && m_run.train.probes.empty())  // a run from before probes had a default
         keepProbe(defaultProbeText());
-    if (!m_options.readOnly)
-        m_metrics.open(metricsFile, std::ios::app);
-    message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_train->size())
+    // Written before the other observers hear of a line.
+    m_metrics = std::make_unique<MetricsWriter>(m_options.readOnly ? std::filesystem::path()
+                                                                   : runlayout::metricsFile(m_directory),
+                                                m_options.resume ? MetricsWriter::Start::Resumed
+                                                                 : MetricsWriter::Start::NewRun,
+                                                m_state.step);
+    m_observers.insert(m_observers.begin(), m_metrics.get());
+    message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_data.train->size())
                         + " training examples");
 }
 
@@ -274,36 +248,16 @@ void Trainer::loadLatestCheckpoint()
     m_state.scheduleSteps = m_totalSteps;
 }
 
-void Trainer::prepareImages()
-{
-    // Tokens play no part; a byte tokenizer keeps the run directory's tokenizer.json as for text.
-    m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
-    std::optional<ImageStats> saved;
-    std::vector<std::string> classes;
-    if (m_options.resume) {
-        saved = readRunImageStats(m_directory, m_run.model.channels);
-        classes = readRunLabels(m_directory);
-    }
-    // Probes are checked where the run trains (a probe file gone since does not stop eval).
-    ImageTask images = prepareImageTask(m_run, classes, saved ? &*saved : nullptr,
-                                        m_options.readOnly ? nullptr : &m_run.train.probes);
-    m_labels = std::move(images.labels);
-    m_train = std::move(images.train);
-    m_validation = std::move(images.validation);
-    m_test = std::move(images.test);
-    m_imageStats = images.stats;
-}
-
 Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training) const
 {
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     Batch batch;
-    if (m_imageStats) {
+    if (m_data.imageStats) {
         // Augmentation from (train.seed, step): a resumed run draws the same crops and flips.
         const ImageAugmentation augment{m_run.task.cropPadding, m_run.task.flip,
                                         mixSeed(mixSeed(static_cast<std::uint64_t>(m_run.train.seed), 0x1a6e),
                                                 static_cast<std::uint64_t>(m_state.step))};
-        batch = makeImageBatch(examples, imageFormat(m_run.model), *m_imageStats, training ? &augment : nullptr);
+        batch = makeImageBatch(examples, imageFormat(m_run.model), *m_data.imageStats, training ? &augment : nullptr);
         batch.tokens *= m_run.model.positions();
         batch.pixels = upload(batch.pixels, m_device);
     } else {
@@ -315,142 +269,6 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
     return batch;
 }
 
-void Trainer::prepareData()
-{
-    if (m_run.task.isImageTask())
-        return prepareImages();
-    const TaskConfig& task = m_run.task;
-    const std::int64_t length = m_run.sequenceLength();
-    const SplitFractions fractions{task.validationFraction, task.testFraction};
-    const auto seed = static_cast<std::uint64_t>(task.seed);
-    const std::filesystem::path savedTokenizer = runlayout::tokenizerFile(m_directory);
-
-    auto chooseTokenizer = [&](auto&& streamTexts) {
-        if (m_options.resume && std::filesystem::exists(savedTokenizer)) {
-            m_tokenizer = std::make_unique<Tokenizer>(readRunTokenizer(m_directory));
-        } else if (task.tokenizer == TokenizerChoice::Byte) {
-            m_tokenizer = std::make_unique<Tokenizer>(Tokenizer::bytes());
-        } else {
-            VocabularyBuilder builder(task.tokenizer == TokenizerChoice::Word ? TokenizerKind::Word
-                                                                               : TokenizerKind::Character);
-            streamTexts(builder);
-            m_tokenizer = std::make_unique<Tokenizer>(builder.build(task.vocabLimit));
-        }
-    };
-
-    switch (task.kind) {
-    case TaskKind::ListOps: {
-        ListOpsOptions listops;
-        listops.minLength = task.minLength;
-        listops.maxLength = task.maxLength;
-        m_tokenizer = std::make_unique<Tokenizer>(listOpsTokenizer());
-        // Generated up front, in memory: refused when it cannot fit, reported as it goes when it is long.
-        const std::int64_t needed = listOpsMemoryBytes(listops, task.trainSize + task.validationSize + task.testSize);
-        if (const std::int64_t available = availableMemory(torch::kCPU); available > 0 && needed > available)
-            throw ConfigError({{"task.train_size", std::to_string(task.trainSize) + " ListOps examples (with the "
-                                                       "validation and test splits) take up to " + formatBytes(needed)
-                                                       + " of memory, more than the " + formatBytes(available)
-                                                       + " available; lower task.train_size or task.max_length"}});
-        auto generate = [&](std::int64_t count, Split split) {
-            double shown = nowSeconds();
-            auto progress = [&](std::int64_t done) {
-                if (m_options.cancelled && m_options.cancelled())
-                    throw SetupCancelled("stopped while generating the ListOps " + toString(split) + " split");
-                if (nowSeconds() - shown < 5.0)
-                    return;
-                shown = nowSeconds();
-                message("info", "generating the ListOps " + toString(split) + " split: "
-                                    + std::to_string(100 * done / count) + "% (" + std::to_string(done) + " of "
-                                    + std::to_string(count) + " examples)");
-            };
-            return makeListOpsDataset(listops, count, seed, split, length, progress);
-        };
-        m_train = generate(task.trainSize, Split::Train);
-        m_validation = generate(task.validationSize, Split::Validation);
-        m_test = generate(task.testSize, Split::Test);
-        for (int value = 0; value < 10; ++value)
-            m_labels.push_back(std::to_string(value));
-        break;
-    }
-    case TaskKind::Classification: {
-        // A run keeps the classes it started with (labels.json): a file that gained
-        // a label must not renumber them under the trained model.
-        const std::vector<std::string> classes = m_options.resume ? readRunLabels(m_directory)
-                                                                  : std::vector<std::string>();
-        m_classificationFile = std::make_unique<ClassificationFile>(task.path, fractions, seed, classes);
-        chooseTokenizer([&](VocabularyBuilder& builder) { m_classificationFile->addTrainingTexts(builder); });
-        m_labels = m_classificationFile->labels();
-        if (static_cast<std::int64_t>(m_labels.size()) > m_run.model.numClasses)
-            throw ConfigError({{"model.num_classes", std::to_string(m_run.model.numClasses) + " is fewer than the "
-                                                         + std::to_string(m_labels.size()) + " labels in " + task.path}});
-        m_train = m_classificationFile->dataset(Split::Train, *m_tokenizer, length);
-        m_validation = m_classificationFile->dataset(Split::Validation, *m_tokenizer, length);
-        m_test = m_classificationFile->dataset(Split::Test, *m_tokenizer, length);
-        break;
-    }
-    case TaskKind::LanguageModel: {
-        m_textFile = std::make_unique<TextFile>(task.path, runlayout::cacheDirectory(m_directory));
-        chooseTokenizer([&](VocabularyBuilder& builder) { m_textFile->addTexts(builder); });
-        m_train = m_textFile->dataset(Split::Train, *m_tokenizer, length, fractions);
-        m_validation = m_textFile->dataset(Split::Validation, *m_tokenizer, length, fractions);
-        m_test = m_textFile->dataset(Split::Test, *m_tokenizer, length, fractions);
-        break;
-    }
-    default:  // image tasks: prepareImages
-        break;
-    }
-    if (m_tokenizer->vocabSize() > m_run.model.vocabSize)
-        throw ConfigError({{"model.vocab_size", std::to_string(m_run.model.vocabSize) + " is smaller than the "
-                                                    + toString(m_tokenizer->kind()) + " tokenizer's vocabulary ("
-                                                    + std::to_string(m_tokenizer->vocabSize()) + " tokens)"}});
-    const std::string data = task.path.empty() ? std::string("the data") : task.path;
-    if (m_train->size() == 0)
-        throw DataError(data + ": the training split is empty: too few examples for the split fractions");
-    if (m_validation->size() == 0)
-        throw DataError(data + ": the validation split is empty: raise task.validation_fraction, or give more data "
-                               "(a language model needs sequence_length + 1 tokens per example)");
-}
-
-void Trainer::buildOptimizer()
-{
-    // Weight decay on matrices only: biases, LayerNorms, path weights and other
-    // vectors are left alone, as BERT and ViT train them.
-    const TrainConfig& t = m_run.train;
-    std::vector<torch::Tensor> decayed, exempt;
-    for (const auto& item : m_model->named_parameters()) {
-        const std::string& name = item.key();
-        const bool vector = item.value().dim() < 2 || name.find("bias") != std::string::npos
-                            || name.find("norm") != std::string::npos || name.find("ln") != std::string::npos
-                            || name.ends_with("b_in") || name.ends_with("b_out");
-        (vector ? exempt : decayed).push_back(item.value());
-    }
-    auto groups = [&](auto options) {
-        std::vector<torch::optim::OptimizerParamGroup> list;
-        list.emplace_back(decayed, std::make_unique<decltype(options)>(options));
-        options.weight_decay(0.0);
-        list.emplace_back(exempt, std::make_unique<decltype(options)>(options));
-        return list;
-    };
-    switch (t.optimizer) {
-    case OptimizerKind::AdamW: {
-        const auto options =
-            torch::optim::AdamWOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay);
-        m_optimizer = std::make_unique<FusedAdamW>(groups(options), options);
-        break;
-    }
-    case OptimizerKind::Lamb: {
-        const auto options = LambOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.epsilon).weight_decay(t.weightDecay);
-        m_optimizer = std::make_unique<Lamb>(groups(options), options);
-        break;
-    }
-    case OptimizerKind::Sgd: {
-        const auto options = torch::optim::SGDOptions(t.learningRate).momentum(t.momentum).weight_decay(t.weightDecay);
-        m_optimizer = std::make_unique<torch::optim::SGD>(groups(options), options);
-        break;
-    }
-    }
-}
-
 void Trainer::addObserver(TrainingObserver* observer) { m_observers.push_back(observer); }
 
 void Trainer::message(const std::string& level, const std::string& text)
@@ -458,14 +276,6 @@ void Trainer::message(const std::string& level, const std::string& text)
     m_log->write(level, text);
     for (auto* observer : m_observers)
         observer->onMessage(level, text);
-}
-
-void Trainer::record(const std::string& line)
-{
-    if (!m_metrics.is_open())
-        return;
-    m_metrics << line << '\n';
-    m_metrics.flush();
 }
 
 TrainSummary Trainer::run(const std::atomic<bool>& stop)
@@ -478,7 +288,7 @@ TrainSummary Trainer::run(const std::atomic<bool>& stop)
 // pause's, is not training time.
 void Trainer::serveRequests(TrainingControl& control, Interval& interval)
 {
-    const double start = nowSeconds();
+    const double start = steadySeconds();
     if (control.takeCheckpointRequest())
         saveCheckpoint();
     for (const TrainingControl::ProbeRequest& request : control.takeProbeRequests()) {
@@ -490,12 +300,12 @@ void Trainer::serveRequests(TrainingControl& control, Interval& interval)
             message("warning", std::string("probe skipped: ") + error.what());
         }
     }
-    interval.started += nowSeconds() - start;
+    interval.started += steadySeconds() - start;
 }
 
 TrainSummary Trainer::run(TrainingControl& control)
 {
-    m_startSeconds = nowSeconds();
+    m_startSeconds = steadySeconds();
     m_control = &control;
     struct Release {
         const TrainingControl*& control;
@@ -504,7 +314,7 @@ TrainSummary Trainer::run(TrainingControl& control)
     const TrainConfig& t = m_run.train;
     TrainSummary summary;
     Interval& interval = *m_interval;
-    interval.started = nowSeconds();
+    interval.started = steadySeconds();
     // A non-finite step ends the run without saving: the last good checkpoint stays.
     auto stopped = [&](const std::domain_error& error) {
         summary.outcome = TrainOutcome::NonFinite;
@@ -552,12 +362,12 @@ TrainSummary Trainer::run(TrainingControl& control)
                 for (auto* observer : m_observers)
                     observer->onPaused(m_state.step);
                 m_status->paused(m_state.step);
-                const double pauseStart = nowSeconds();
+                const double pauseStart = steadySeconds();
                 while (control.paused() && !control.stopRequested()) {
                     control.waitWhilePaused();
                     serveRequests(control, interval);
                 }
-                interval.started += nowSeconds() - pauseStart;
+                interval.started += steadySeconds() - pauseStart;
                 if (!control.stopRequested()) {
                     message("info", "resumed at step " + std::to_string(m_state.step));
                     m_status->training(m_state.step);
@@ -587,7 +397,7 @@ TrainSummary Trainer::run(TrainingControl& control)
             if (auto error = unsavedStepsNonFinite())
                 return stopped(*error);
         }
-        const double pauseStart = nowSeconds();
+        const double pauseStart = steadySeconds();
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
             try {
                 const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
@@ -619,7 +429,7 @@ TrainSummary Trainer::run(TrainingControl& control)
         const std::int64_t probeEvery = t.probeEvery > 0 ? t.probeEvery : t.evalEvery;
         if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps)
             probeAll();
-        interval.started += nowSeconds() - pauseStart;  // not training time
+        interval.started += steadySeconds() - pauseStart;  // not training time
     }
     if (auto error = unsavedStepsNonFinite())
         return stopped(*error);
@@ -648,7 +458,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
 
     std::vector<Example> examples;
     for (const std::int64_t index : m_sampler->next())
-        examples.push_back(m_train->get(index));
+        examples.push_back(m_data.train->get(index));
     const Batch batch = makeDeviceBatch(examples, /*training=*/true);
     const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
 
@@ -704,7 +514,7 @@ void Trainer::stopIfNonFinite()
 
 void Trainer::publish(Interval& interval, bool recorded)
 {
-    const double measureStart = nowSeconds();
+    const double measureStart = steadySeconds();
     const double elapsed = measureStart - interval.started;
     const double steps = static_cast<double>(std::max<std::int64_t>(1, interval.steps));
     const double timedSteps = static_cast<double>(std::max<std::int64_t>(1, interval.steps - interval.resumedSteps));
@@ -750,10 +560,9 @@ void Trainer::publish(Interval& interval, bool recorded)
         for (const HealthEvent& alarm : s.alarms)
             message(alarm.level, alarm.text);
     }
-    s.measurementSeconds = nowSeconds() - measureStart;
+    s.measurementSeconds = steadySeconds() - measureStart;
 
-    if (recorded)
-        record(encodeMetricsLine(s));
+    s.provisional = !recorded;
     for (auto* observer : m_observers)
         observer->onSnapshot(s);
     if (recorded)
@@ -775,7 +584,6 @@ CheckpointState Trainer::stateToSave() const
 EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
 {
     const EvaluationResult result = measure(split, maxBatches, {});
-    record(encodeMetricsLine(result));
     for (auto* observer : m_observers)
         observer->onEvaluation(result);
     return result;
@@ -788,7 +596,7 @@ EvaluationResult Trainer::evaluateAblated(Split split, std::int64_t maxBatches, 
 
 EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations)
 {
-    Dataset& data = split == Split::Test ? *m_test : *m_validation;
+    Dataset& data = split == Split::Test ? *m_data.test : *m_data.validation;
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     const std::int64_t batchSize = m_run.train.batchSize;
     torch::NoGradGuard noGrad;
@@ -840,8 +648,8 @@ void Trainer::measureInsights()
     InsightInputs inputs;
     const std::int64_t chunk = insightChunkSize(m_run.model, m_run.model.positions());
     std::vector<Example> examples;
-    for (std::int64_t i = 0; i < std::min(kSample, m_validation->size()); ++i) {
-        examples.push_back(m_validation->get(i));
+    for (std::int64_t i = 0; i < std::min(kSample, m_data.validation->size()); ++i) {
+        examples.push_back(m_data.validation->get(i));
         if (static_cast<std::int64_t>(examples.size()) == chunk) {
             inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
             examples.clear();
@@ -851,12 +659,12 @@ void Trainer::measureInsights()
         inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
     for (const std::string& text : m_run.train.probes) {
         try {
-            if (m_imageStats) {
+            if (m_data.imageStats) {
                 std::int64_t label = -1;
-                inputs.probes.push_back(imageTensor(probeImage(text, m_validation.get(), imageFormat(m_run.model), label),
-                                                    *m_imageStats));
+                inputs.probes.push_back(imageTensor(probeImage(text, m_data.validation.get(), imageFormat(m_run.model), label),
+                                                    *m_data.imageStats));
             } else {
-                std::vector<std::int64_t> ids = m_tokenizer->encode(text);
+                std::vector<std::int64_t> ids = m_data.tokenizer.encode(text);
                 if (static_cast<std::int64_t>(ids.size()) > m_run.sequenceLength())
                     ids.resize(static_cast<std::size_t>(m_run.sequenceLength()));
                 if (!ids.empty())
@@ -866,13 +674,12 @@ void Trainer::measureInsights()
             // probeAll says why a probe cannot be read
         }
     }
-    if (!m_imageStats)
-        inputs.tokenText = [this](std::int64_t id) { return m_tokenizer->tokenText(id); };
+    if (!m_data.imageStats)
+        inputs.tokenText = [this](std::int64_t id) { return m_data.tokenizer.tokenText(id); };
     if (m_run.model.head == HeadKind::Classification)
-        inputs.classNames = m_labels;
+        inputs.classNames = m_data.labels;
     const ValidationInsights insights = measureValidationInsights(
         *m_model, inputs, m_state.step, static_cast<std::uint64_t>(m_run.train.seed) + static_cast<std::uint64_t>(m_state.step));
-    record(encodeMetricsLine(insights));
     for (auto* observer : m_observers)
         observer->onValidationInsights(insights);
 }
@@ -894,19 +701,19 @@ void Trainer::probeAll()
 // cut to a length whose attention maps stay readable.
 std::string Trainer::defaultProbeText() const
 {
-    if (m_imageStats)
+    if (m_data.imageStats)
         return "validation:0";
     constexpr std::int64_t kCandidates = 64;
     constexpr std::size_t kMaxTokens = 40;
     std::vector<std::int64_t> best;
-    for (std::int64_t i = 0; i < std::min(kCandidates, m_validation->size()); ++i) {
-        std::vector<std::int64_t> ids = m_validation->get(i).ids;
+    for (std::int64_t i = 0; i < std::min(kCandidates, m_data.validation->size()); ++i) {
+        std::vector<std::int64_t> ids = m_data.validation->get(i).ids;
         if (i == 0 || ids.size() < best.size())
             best = std::move(ids);
     }
     // Byte tokens: a window of UTF-8 text may start inside a character, and the
     // cut must not end inside one (at most three continuation bytes follow a lead).
-    const bool bytes = m_tokenizer->kind() == TokenizerKind::Byte;
+    const bool bytes = m_data.tokenizer.kind() == TokenizerKind::Byte;
     auto continuation = [&](std::int64_t id) {
         const std::int64_t byte = id - Tokenizer::kFirstToken;
         return bytes && byte >= 0x80 && byte < 0xc0;
@@ -924,7 +731,7 @@ std::string Trainer::defaultProbeText() const
         if (lead - 1 + length > end && lead - 1 > begin)
             end = lead - 1;  // that character does not fit: cut before it
     }
-    return m_tokenizer->decode({best.begin() + static_cast<std::ptrdiff_t>(begin),
+    return m_data.tokenizer.decode({best.begin() + static_cast<std::ptrdiff_t>(begin),
                                 best.begin() + static_cast<std::ptrdiff_t>(end)});
 }
 
@@ -962,21 +769,20 @@ std::int64_t knownLabel(const Dataset& validation, const Tokenizer& tokenizer, c
 ProbeResult Trainer::probe(const std::string& text)
 {
     ProbeResult result;
-    if (m_imageStats) {
+    if (m_data.imageStats) {
         std::int64_t label = -1;
-        const Image image = probeImage(text, m_validation.get(), imageFormat(m_run.model), label);
-        result = probeImageModel(*m_model, m_labels, image, *m_imageStats, text);
+        const Image image = probeImage(text, m_data.validation.get(), imageFormat(m_run.model), label);
+        result = probeImageModel(*m_model, m_data.labels, image, *m_data.imageStats, text);
         result.label = label;
     } else {
-        result = probeModel(*m_model, *m_tokenizer, m_labels, text, m_run.sequenceLength());
+        result = probeModel(*m_model, m_data.tokenizer, m_data.labels, text, m_run.sequenceLength());
     }
     result.step = m_state.step;
-    if (!result.prediction.empty() && !m_imageStats) {
-        const std::int64_t label = knownLabel(*m_validation, *m_tokenizer, text);
+    if (!result.prediction.empty() && !m_data.imageStats) {
+        const std::int64_t label = knownLabel(*m_data.validation, m_data.tokenizer, text);
         if (label >= 0 && label < static_cast<std::int64_t>(result.prediction.size()))
             result.label = label;
     }
-    record(encodeMetricsLine(result));
     for (auto* observer : m_observers)
         observer->onProbe(result);
     return result;

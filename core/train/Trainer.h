@@ -7,10 +7,8 @@
 #include "RunConfig.h"
 #include "Snapshot.h"
 #include "TrainingControl.h"
-#include "ImageTask.h"
 #include "data/Batch.h"
-#include "data/Datasets.h"
-#include "data/Tokenizer.h"
+#include "task/TaskData.h"
 #include "model/WideTransformer.h"
 
 #include <torch/optim/optimizer.h>
@@ -18,7 +16,6 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -43,16 +40,10 @@ struct TrainerOptions {
     // added with addObserver afterwards miss. Not owned.
     std::vector<TrainingObserver*> observers;
     // Asked between chunks of long set-up work (generating a large ListOps set):
-    // true abandons construction with SetupCancelled, so that a Stop or a closing
-    // window is not kept waiting for minutes.
+    // true abandons construction with SetupCancelled (task/TaskData.h), so that a
+    // Stop or a closing window is not kept waiting for minutes; nothing of the run
+    // was written then but what a new run writes first (its log).
     std::function<bool()> cancelled;
-};
-
-// Construction abandoned because TrainerOptions::cancelled said so; nothing of
-// the run was written but what a new run writes first (its log).
-class SetupCancelled : public std::runtime_error {
-public:
-    using std::runtime_error::runtime_error;
 };
 
 // The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this
@@ -104,7 +95,7 @@ public:
     std::int64_t step() const { return m_state.step; }
     std::int64_t totalSteps() const { return m_totalSteps; }
     const RunDocument& document() const { return m_run; }
-    const Tokenizer& tokenizer() const { return *m_tokenizer; }
+    const Tokenizer& tokenizer() const { return m_data.tokenizer; }
     WideTransformer& model() { return m_model; }
     torch::Device device() const { return m_device; }
     const std::filesystem::path& directory() const { return m_directory; }
@@ -116,22 +107,18 @@ private:
     void checkResumedDocument();
     void loadLatestCheckpoint();
     void serveRequests(TrainingControl& control, Interval& interval);
-    void prepareData();
-    void prepareImages();  // image tasks (ImageTask.h)
     // The examples as a batch on the device; training batches of images are augmented.
     Batch makeDeviceBatch(const std::vector<Example>& examples, bool training) const;
-    void buildOptimizer();
     EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
     void trainStep(Interval& interval, bool measure);
-    // A snapshot of the interval to the observers; `recorded`: also to
-    // metrics.jsonl, and the interval starts anew.
+    // A snapshot of the interval to the observers. `recorded`: the interval
+    // starts anew; else the snapshot is provisional (TrainingSnapshot::provisional).
     void publish(Interval& interval, bool recorded = true);
     CheckpointState stateToSave() const;  // m_state with the pending interval
     std::string defaultProbeText() const;
     void probeAll();
     void measureInsights();
     void keepProbe(const std::string& text);
-    void record(const std::string& line);  // a line of metrics.jsonl (MetricsCodec.h)
     void message(const std::string& level, const std::string& text);
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).
@@ -147,13 +134,8 @@ private:
     std::unique_ptr<class RunStatusWriter> m_status;  // status.json; destroyed before the lock is released
     const TrainingControl* m_control = nullptr;  // during run()
 
-    std::unique_ptr<Tokenizer> m_tokenizer;
-    std::vector<std::string> m_labels;
-    std::unique_ptr<ClassificationFile> m_classificationFile;
-    std::unique_ptr<TextFile> m_textFile;
-    std::unique_ptr<Dataset> m_train, m_validation, m_test;
+    TaskData m_data;  // tokenizer, labels, splits; image tasks: the normalisation (RUN_DIR/image.json)
     std::unique_ptr<class BatchSampler> m_sampler;
-    std::optional<ImageStats> m_imageStats;  // image tasks: the normalisation (RUN_DIR/image.json)
 
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
@@ -163,7 +145,7 @@ private:
     std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from
 
     std::vector<TrainingObserver*> m_observers;
-    std::ofstream m_metrics;
+    std::unique_ptr<class MetricsWriter> m_metrics;  // metrics.jsonl: the first observer
     std::unique_ptr<class RunLog> m_log;
     double m_startSeconds = 0.0;
     std::unique_ptr<class HealthAlarms> m_alarms;

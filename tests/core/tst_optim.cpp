@@ -5,6 +5,7 @@
 #include "train/FusedAdamW.h"
 #include "train/GradientHealth.h"
 #include "train/Lamb.h"
+#include "train/Optimizers.h"
 #include "train/Schedule.h"
 #include "runtime/OperatorCount.h"
 
@@ -165,6 +166,9 @@ private Q_SLOTS:
     void scheduleRejectsNegativeSteps();
     void applyLearningRateSetsEveryGroup();
     void applyLearningRateRejectsOtherOptimizers();
+
+    void optimizerDecaysMatricesOnly_data();
+    void optimizerDecaysMatricesOnly();
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -751,6 +755,78 @@ void TestOptim::clearingGradientsDispatchesNothing()
     // The next backward writes the gradient afresh.
     (p[0] * 3.0).sum().backward();
     QVERIFY(torch::equal(p[0].grad(), torch::full({2}, 3.0)));
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// makeOptimizer: two groups, weight decay on matrices only
+// ---------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+// Parameters named as WideLab's modules name them, each shape chosen so that the
+// name alone (a matrix called "norm") or the shape alone (a vector) decides.
+struct NamedParameters : torch::nn::Module {
+    NamedParameters()
+    {
+        register_parameter("q_proj", torch::zeros({4, 4}));          // decays
+        register_parameter("ffn_w_in", torch::zeros({4, 8}));        // decays
+        register_parameter("q_bias", torch::zeros({4}));             // a vector
+        register_parameter("path_weights", torch::zeros({3}));       // a vector
+        register_parameter("norm_matrix", torch::zeros({2, 2}));     // named norm
+        register_parameter("ln1_table", torch::zeros({2, 2}));       // named ln
+        register_parameter("expert_b_in", torch::zeros({2, 8}));     // an expert's biases, stacked
+        register_parameter("expert_b_out", torch::zeros({2, 4}));
+    }
+};
+
+std::vector<std::string> groupNames(const torch::optim::OptimizerParamGroup& group, const torch::nn::Module& module)
+{
+    std::vector<std::string> names;
+    for (const torch::Tensor& parameter : group.params())
+        for (const auto& item : module.named_parameters())
+            if (item.value().is_same(parameter))
+                names.push_back(item.key());
+    return names;
+}
+
+}  // namespace
+
+void TestOptim::optimizerDecaysMatricesOnly_data()
+{
+    QTest::addColumn<int>("kind");
+    QTest::newRow("adamw") << static_cast<int>(OptimizerKind::AdamW);
+    QTest::newRow("lamb") << static_cast<int>(OptimizerKind::Lamb);
+    QTest::newRow("sgd") << static_cast<int>(OptimizerKind::Sgd);
+}
+
+void TestOptim::optimizerDecaysMatricesOnly()
+{
+    QFETCH(int, kind);
+    TrainConfig train;
+    train.optimizer = static_cast<OptimizerKind>(kind);
+    train.learningRate = 0.25;
+    train.weightDecay = 0.125;
+    NamedParameters module;
+    const auto optimizer = makeOptimizer(train, module);
+    QCOMPARE(optimizer->param_groups().size(), std::size_t(2));
+    QCOMPARE(groupNames(optimizer->param_groups()[0], module), (std::vector<std::string>{"q_proj", "ffn_w_in"}));
+    QCOMPARE(groupNames(optimizer->param_groups()[1], module),
+             (std::vector<std::string>{"q_bias", "path_weights", "norm_matrix", "ln1_table", "expert_b_in",
+                                       "expert_b_out"}));
+    auto decay = [&](std::size_t group) {
+        const torch::optim::OptimizerOptions& options = optimizer->param_groups()[group].options();
+        if (auto* adamw = dynamic_cast<const torch::optim::AdamWOptions*>(&options))
+            return adamw->weight_decay();
+        if (auto* lamb = dynamic_cast<const LambOptions*>(&options))
+            return lamb->weight_decay();
+        return dynamic_cast<const torch::optim::SGDOptions&>(options).weight_decay();
+    };
+    QCOMPARE(decay(0), 0.125);
+    QCOMPARE(decay(1), 0.0);
+    QCOMPARE(optimizer->param_groups()[0].options().get_lr(), 0.25);
+    QCOMPARE(optimizer->param_groups()[1].options().get_lr(), 0.25);
+    const bool fused = dynamic_cast<const FusedAdamW*>(optimizer.get()) != nullptr;
+    QCOMPARE(fused, train.optimizer == OptimizerKind::AdamW);
 }
 
 QTEST_GUILESS_MAIN(TestOptim)

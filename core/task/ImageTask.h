@@ -2,7 +2,7 @@
 // classes and normalisation, set up from a run document (the trainer's data part for images)
 #pragma once
 
-#include "RunConfig.h"
+#include "train/RunConfig.h"
 #include "data/Images.h"
 
 #include <filesystem>

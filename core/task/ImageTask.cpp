@@ -1,8 +1,10 @@
-#include "ImageTask.h"
+#include "task/ImageTask.h"
+#include "task/TaskKinds.h"
 
-#include "RunLayout.h"
+#include "train/RunLayout.h"
 #include "config/JsonText.h"
 #include "data/Tokenizer.h"
+#include "train/RunDirectory.h"
 
 #include <fstream>
 #include <sstream>
@@ -78,6 +80,48 @@ std::optional<ImageStats> readRunImageStats(const std::filesystem::path& directo
     if (!json)
         throw DataError(file.string() + ": not JSON");
     return ImageStats::fromJson(*json, channels, file.string());
+}
+
+namespace {
+
+// The three image kinds share one preparation: prepareImageTask picks by kind.
+TaskData prepareImages(const TaskSetup& setup)
+{
+    std::optional<ImageStats> saved;
+    std::vector<std::string> classes;
+    if (setup.resume) {
+        saved = readRunImageStats(setup.directory, setup.run.model.channels);
+        classes = readRunLabels(setup.directory);
+    }
+    ImageTask images = prepareImageTask(setup.run, classes, saved ? &*saved : nullptr, setup.probes);
+    TaskData data;
+    data.tokenizer = Tokenizer::bytes();  // tokens play no part; the run directory keeps a tokenizer.json as for text
+    data.labels = std::move(images.labels);
+    data.train = std::move(images.train);
+    data.validation = std::move(images.validation);
+    data.test = std::move(images.test);
+    data.imageStats = images.stats;
+    return data;
+}
+
+}  // namespace
+
+const TaskSpec& imageFolderTask()
+{
+    static const TaskSpec spec{TaskKind::ImageFolder, prepareImages};
+    return spec;
+}
+
+const TaskSpec& cifar10Task()
+{
+    static const TaskSpec spec{TaskKind::Cifar10, prepareImages};
+    return spec;
+}
+
+const TaskSpec& shapesTask()
+{
+    static const TaskSpec spec{TaskKind::Shapes, prepareImages};
+    return spec;
 }
 
 }  // namespace widelab

@@ -1,0 +1,16 @@
+// defines: the registration of each task kind (one file in this folder each),
+// listed by Registry.cpp
+#pragma once
+
+#include "task/TaskData.h"
+
+namespace widelab {
+
+const TaskSpec& listOpsTask();         // ListOps.cpp: generated, Long Range Arena rules
+const TaskSpec& classificationTask();  // Classification.cpp: a TSV or text file of labelled texts
+const TaskSpec& languageModelTask();   // LanguageModel.cpp: next tokens of any text file
+const TaskSpec& imageFolderTask();     // ImageTask.cpp: a folder per class
+const TaskSpec& cifar10Task();         // ImageTask.cpp: CIFAR-10's binary batches
+const TaskSpec& shapesTask();          // ImageTask.cpp: generated shapes
+
+}  // namespace widelab
