@@ -1,5 +1,7 @@
 #include "JsonText.h"
 
+#include <fstream>
+#include <sstream>
 #include <unordered_set>
 #include <vector>
 
@@ -144,6 +146,14 @@ std::optional<nlohmann::json> tryParseJsonText(const std::string& text, std::str
             *error = problem.what();
         return std::nullopt;
     }
+}
+
+std::string readFileText(const std::filesystem::path& file)
+{
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
 }
 
 }  // namespace widelab

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -28,5 +29,9 @@ nlohmann::json parseJsonText(const std::string& text, const std::string& origin)
 // where a damaged file is skipped rather than reported: nullopt, and the reason
 // in `error` when given.
 std::optional<nlohmann::json> tryParseJsonText(const std::string& text, std::string* error = nullptr);
+
+// The whole of `file`, byte for byte, to hand one of the two; empty when it
+// cannot be read (which either parser then reports, or skips).
+std::string readFileText(const std::filesystem::path& file);
 
 }  // namespace widelab

@@ -40,7 +40,7 @@ Example toExample(const Image& image, std::int64_t label)
 
 Image toFormat(const Image& image, ImageFormat format) { return fitImage(withChannels(image, format.channels), format.side); }
 
-void checkIndex(std::int64_t index, std::int64_t size)
+void checkImageIndex(std::int64_t index, std::int64_t size)
 {
     if (index < 0 || index >= size)
         throw std::out_of_range("image dataset: index " + std::to_string(index) + " outside 0.." + std::to_string(size - 1));
@@ -54,7 +54,7 @@ public:
     std::int64_t size() const override { return m_count; }
     Example get(std::int64_t index) const override
     {
-        checkIndex(index, m_count);
+        checkImageIndex(index, m_count);
         const std::int64_t shape = index % 10;
         return toExample(drawShape(shape, mixSeed(m_seed, static_cast<std::uint64_t>(index)), m_format), shape);
     }
@@ -111,7 +111,7 @@ public:
     std::int64_t size() const override { return static_cast<std::int64_t>(m_entries.size()); }
     Example get(std::int64_t index) const override
     {
-        checkIndex(index, size());
+        checkImageIndex(index, size());
         const auto at = static_cast<std::size_t>(index);
         const ImageFolder::Entry& entry = m_entries[at];
         {
@@ -149,7 +149,7 @@ public:
     std::int64_t size() const override { return static_cast<std::int64_t>(m_records.size()); }
     Example get(std::int64_t index) const override
     {
-        checkIndex(index, size());
+        checkImageIndex(index, size());
         const std::int64_t record = m_records[static_cast<std::size_t>(index)];
         const std::filesystem::path file = m_folder / Cifar10::fileNames()[static_cast<std::size_t>(record / Cifar10::kRecordsPerFile)];
         std::ifstream in(file, std::ios::binary);

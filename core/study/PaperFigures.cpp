@@ -5,6 +5,7 @@
 #include "config/ConfigError.h"
 #include "config/ConfigSchema.h"
 #include "config/JsonSection.h"
+#include "config/JsonText.h"
 #include "config/ResourceFolder.h"
 
 #include <fstream>
@@ -51,14 +52,6 @@ void merge(nlohmann::json& settings, const nlohmann::json& more, const std::stri
             issues.push_back({path, key + " is " + settings.at(key).dump() + " and " + value.dump() + " at once"});
         settings[key] = value;
     }
-}
-
-std::string readText(const std::filesystem::path& file)
-{
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
 }
 
 }  // namespace
@@ -183,7 +176,7 @@ std::vector<PaperFigure> loadPaperFigures()
         return figures;
     for (const std::string& name : jsonFileNames(directory)) {
         const std::filesystem::path file = directory / (name + ".json");
-        figures.push_back(parsePaperFigure(readText(file), name, file.string()));
+        figures.push_back(parsePaperFigure(readFileText(file), name, file.string()));
     }
     return figures;
 }

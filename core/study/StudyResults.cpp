@@ -17,14 +17,6 @@
 namespace widelab {
 namespace {
 
-std::string readText(const std::filesystem::path& file)
-{
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 std::string csvField(const std::string& text)
 {
     if (text.find_first_of(",\"\n\r") == std::string::npos)
@@ -127,7 +119,7 @@ StudyRecord readStudyRecord(const std::filesystem::path& studyDirectory)
     std::error_code error;
     if (!std::filesystem::is_regular_file(file, error))
         throw ConfigError({{"", file.string() + ": no such file; " + studyDirectory.string() + " holds no study"}});
-    const nlohmann::json json = parseJsonText(readText(file), file.string());
+    const nlohmann::json json = parseJsonText(readFileText(file), file.string());
     const auto damaged = [&](const std::string& why) { return ConfigError({{"", file.string() + ": " + why}}); };
     if (!json.is_object() || !json.contains("document") || !json.at("document").is_object() || !json.contains("members")
         || !json.at("members").is_array())
@@ -158,7 +150,7 @@ std::vector<MemberResult> readStudyResults(const std::filesystem::path& studyDir
         std::error_code error;
         const std::filesystem::path file = studylayout::memberFile(studyDirectory, member.name);
         if (std::filesystem::is_regular_file(file, error)) {
-            const auto json = tryParseJsonText(readText(file));
+            const auto json = tryParseJsonText(readFileText(file));
             if (json && json->is_object() && json->contains("status")) {
                 const nlohmann::json& status = json->at("status");
                 if (status == "completed" || status == "failed") {

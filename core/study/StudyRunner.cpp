@@ -3,6 +3,7 @@
 #include "StudyLayout.h"
 #include "config/JsonText.h"
 #include "model/ParameterCount.h"
+#include "runtime/Clock.h"
 #include "train/Benchmark.h"
 #include "train/Checkpoint.h"
 #include "train/MetricsCodec.h"
@@ -22,11 +23,6 @@
 
 namespace widelab {
 namespace {
-
-double nowSeconds()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // An exception's message; LibTorch's without its C++ backtrace.
 std::string errorText(const std::exception& error)
@@ -220,7 +216,7 @@ void StudyRunner::publishProgress()
             unitsDone += m_runningFraction[i] - std::max(0.0, m_startFraction[i]);
             unitsLeft += 1.0 - m_runningFraction[i];
         }
-    const double elapsed = nowSeconds() - m_started;
+    const double elapsed = steadySeconds() - m_started;
     if (unitsDone > 0.02)
         progress.secondsLeft = elapsed / unitsDone * unitsLeft;
     for (StudyObserver* observer : m_options.observers)
@@ -229,7 +225,7 @@ void StudyRunner::publishProgress()
 
 StudySummary StudyRunner::run(const std::atomic<bool>& stop)
 {
-    m_started = nowSeconds();
+    m_started = steadySeconds();
     std::vector<std::size_t> pending;
     {
         std::lock_guard lock(m_mutex);
@@ -266,7 +262,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
                 ++m_running;
             }
             bool stopped = false;
-            const double start = nowSeconds();
+            const double start = steadySeconds();
             MemberResult result = runMember(index, stop, stopped);
             std::lock_guard lock(m_mutex);
             --m_running;
@@ -278,7 +274,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
                 continue;
             }
             if (result.status == MemberStatus::Completed)
-                m_memberSeconds.push_back(nowSeconds() - start);
+                m_memberSeconds.push_back(steadySeconds() - start);
             finish(index, result);
         }
     };

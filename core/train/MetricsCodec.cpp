@@ -178,8 +178,8 @@ using Json = nlohmann::json;
 // Bounds far beyond any model WideLab trains, so that a damaged number cannot
 // make a view build millions of rows, combo entries or colour categories.
 constexpr std::int64_t kMaxBlocks = 4096;
-constexpr std::int64_t kMaxExperts = 65536;
-constexpr std::int64_t kMaxPaths = 1024;
+constexpr std::int64_t kMaxExpertsRead = 65536;
+constexpr std::int64_t kMaxPathsRead = 1024;
 constexpr std::int64_t kMaxTokens = 100000;
 constexpr std::int64_t kMaxImageSide = 1024;
 // Attention weights and predictions are probabilities; float rounding may pass 1 by a hair.
@@ -390,9 +390,9 @@ RoutingStats decodeRouting(const Json& value, const std::string& where, const st
                          "from 0 to " + std::to_string(kMaxBlocks - 1));
     const std::string tokensWhere = field(where, "tokens_per_expert");
     const Json& tokens = array(member(r, "tokens_per_expert"), tokensWhere);
-    if (tokens.empty() || static_cast<std::int64_t>(tokens.size()) > kMaxExperts)
+    if (tokens.empty() || static_cast<std::int64_t>(tokens.size()) > kMaxExpertsRead)
         refuse(quoted(tokensWhere) + " has " + std::to_string(tokens.size()) + " experts, not 1 to "
-               + std::to_string(kMaxExperts));
+               + std::to_string(kMaxExpertsRead));
     load.tokensPerExpert = listOf<std::int64_t>(tokens, tokensWhere, [](const Json* v, const std::string& w) {
         return integer(v, w, 0, kMaxMetricsStep, "from 0 to 2^53");
     });
@@ -444,7 +444,7 @@ PathWeights decodePath(const Json& value, const std::string& where)
                + ", not \"attention\" or \"ffn\"");
     path.alpha = floatsOf(member(p, "alpha"), field(where, "alpha"));
     const Json* paths = member(p, "paths");
-    path.paths = paths != nullptr ? integer(paths, field(where, "paths"), 1, kMaxPaths, "from 1 to " + std::to_string(kMaxPaths))
+    path.paths = paths != nullptr ? integer(paths, field(where, "paths"), 1, kMaxPathsRead, "from 1 to " + std::to_string(kMaxPathsRead))
                                   : static_cast<std::int64_t>(path.alpha.size());
     // alpha: a weight per path, then (extra features on) one per "mean without path i".
     const auto weights = static_cast<std::int64_t>(path.alpha.size());
@@ -540,8 +540,8 @@ void decodeTrain(const Json& json, MetricsRecord& record)
             refuse(quoted(field(where, "level")) + " is " + shown(member(a, "level")) + ", not \"warning\" or \"info\"");
         alarm.block = integer(member(a, "block"), field(where, "block"), -1, kMaxBlocks - 1,
                               "from -1 to " + std::to_string(kMaxBlocks - 1));
-        alarm.index = integer(member(a, "index"), field(where, "index"), -1, kMaxExperts - 1,
-                              "from -1 to " + std::to_string(kMaxExperts - 1));
+        alarm.index = integer(member(a, "index"), field(where, "index"), -1, kMaxExpertsRead - 1,
+                              "from -1 to " + std::to_string(kMaxExpertsRead - 1));
         if (const Json* sublayer = member(a, "sublayer"))
             alarm.sublayer = string(sublayer, field(where, "sublayer"));
         alarm.text = string(member(a, "text"), field(where, "text"));
@@ -622,7 +622,7 @@ void decodeExperts(const Json& json, ProbeResult& p)
                 refuse(quoted(tokenWhere) + " has " + std::to_string(choices.size()) + " choices but "
                        + quoted(at(blockWhere, 0)) + " has " + std::to_string(block.front().size()));
             block.push_back(listOf<std::int64_t>(choices, tokenWhere, [](const Json* v, const std::string& w) {
-                return integer(v, w, -1, kMaxExperts - 1, "from -1 (dropped) to " + std::to_string(kMaxExperts - 1));
+                return integer(v, w, -1, kMaxExpertsRead - 1, "from -1 (dropped) to " + std::to_string(kMaxExpertsRead - 1));
             }));
         }
         p.experts.push_back(std::move(block));
@@ -815,8 +815,8 @@ void decodeInsights(const Json& json, MetricsRecord& record)
                           "from 0 to " + std::to_string(kMaxBlocks - 1));
         const std::string topWhere = field(where, "top_tokens");
         const Json& top = array(member(e, "top_tokens"), topWhere);
-        if (top.empty() || static_cast<std::int64_t>(top.size()) > kMaxExperts)
-            refuse(quoted(topWhere) + " has " + std::to_string(top.size()) + " experts, not 1 to " + std::to_string(kMaxExperts));
+        if (top.empty() || static_cast<std::int64_t>(top.size()) > kMaxExpertsRead)
+            refuse(quoted(topWhere) + " has " + std::to_string(top.size()) + " experts, not 1 to " + std::to_string(kMaxExpertsRead));
         for (std::size_t x = 0; x < top.size(); ++x) {
             const std::string expertWhere = at(topWhere, x);
             const Json& list = array(&top[x], expertWhere);

@@ -44,7 +44,7 @@ std::string probeName(const std::string& text)
 
 std::string numbered(const char* what, std::int64_t zeroBased) { return what + std::to_string(zeroBased + 1); }
 
-double nowSeconds()
+double unixSeconds()
 {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -382,9 +382,9 @@ TensorBoardFollower::TensorBoardFollower(const std::filesystem::path& runDirecto
     // The lines already there are the sessions before this one (export-tb's).
     while (m_tail.poll().more) {
     }
-    m_writer = std::make_unique<tensorboard::EventWriter>(tensorBoardFolder(logdir, runDirectory), nowSeconds());
+    m_writer = std::make_unique<tensorboard::EventWriter>(tensorBoardFolder(logdir, runDirectory), unixSeconds());
     if (step > 0)
-        m_writer->sessionStart(nowSeconds(), step + 1);
+        m_writer->sessionStart(unixSeconds(), step + 1);
     m_events = std::make_unique<TensorBoardEvents>(*m_writer);
 }
 
@@ -400,7 +400,7 @@ void TensorBoardFollower::convertNewLines()
             update = m_tail.poll();
             for (const std::string& line : update.lines)
                 if (const auto record = decodeMetricsLine(line, nullptr))
-                    m_events->add(*record, nowSeconds());
+                    m_events->add(*record, unixSeconds());
         } while (update.more);
     } catch (const std::exception& failure) {
         m_error = failure.what();

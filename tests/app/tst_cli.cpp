@@ -368,7 +368,8 @@ void TestCli::deeplyNestedFile_data()
     std::string objects;
     for (int i = 0; i < 100000; ++i)
         objects += "{\"a\":";
-    objects += "1" + std::string(100000, '}');
+    objects += '1';
+    objects.append(100000, '}');
     QTest::newRow("check, arrays") << "check" << q(arrays) << 1;
     QTest::newRow("check, objects in model.heads") << "check" << q("{\"model\":\n{\"heads\": " + objects + "}}") << 2;
     QTest::newRow("check, arrays in train") << "check" << q("{\"model\": {},\n\n\"train\": " + arrays + "}") << 3;
@@ -394,8 +395,10 @@ void TestCli::deeplyNestedFileInTheBinary()
 {
     // Used to end in a stack overflow (SIGSEGV); now a message and exit status 1.
     QTemporaryDir directory;
-    const QString file = writeFile(directory, QStringLiteral("deep.json"),
-                                   "{\"model\": {\"layers\": " + std::string(200000, '[') + "}}");
+    std::string deep = "{\"model\": {\"layers\": ";
+    deep.append(200000, '[');
+    deep += "}}";
+    const QString file = writeFile(directory, QStringLiteral("deep.json"), deep);
     for (const char* command : {"check", "params"}) {
         QProcess process;
         process.start(QStringLiteral(WIDELAB_CLI), {QString::fromLatin1(command), file});

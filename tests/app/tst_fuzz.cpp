@@ -296,7 +296,7 @@ std::vector<KeyPath> keyPaths(const Json& json)
     return paths;
 }
 
-Json& at(Json& json, const KeyPath& path)
+Json& valueAt(Json& json, const KeyPath& path)
 {
     Json* node = &json;
     for (const auto& key : path)
@@ -310,7 +310,7 @@ const std::string kPlaceholder = "@@WIDELAB-FUZZ-PLACEHOLDER@@";
 // not be JSON: that is the point).
 std::string withRawValue(Json document, const KeyPath& path, const std::string& raw)
 {
-    at(document, path) = kPlaceholder;
+    valueAt(document, path) = kPlaceholder;
     std::string text = document.dump(2);
     const std::string quoted = "\"" + kPlaceholder + "\"";
     text.replace(text.find(quoted), quoted.size(), raw);
@@ -654,7 +654,7 @@ void TestFuzz::configurations()
                                            -0.0, 4294967297LL};
         switch (kind) {
         case Delete: {
-            Json& parent = key.size() == 1 ? document : at(document, KeyPath(key.begin(), key.end() - 1));
+            Json& parent = key.size() == 1 ? document : valueAt(document, KeyPath(key.begin(), key.end() - 1));
             parent.erase(key.back());
             text = document.dump(2);
             names << dotted(key);
@@ -662,12 +662,12 @@ void TestFuzz::configurations()
             break;
         }
         case Null:
-            at(document, key) = nullptr;
+            valueAt(document, key) = nullptr;
             text = document.dump(2);
             names << dotted(key);
             break;
         case WrongType: {
-            const Json original = at(document, key);
+            const Json original = valueAt(document, key);
             std::vector<Json> others;
             if (!original.is_string())
                 others.push_back("12");
@@ -679,9 +679,9 @@ void TestFuzz::configurations()
                 others.push_back(true);
             if (!original.is_number())
                 others.push_back(3);
-            at(document, key) = pick(rng, others);
+            valueAt(document, key) = pick(rng, others);
             text = document.dump(2);
-            description += " (" + QString::fromStdString(at(document, key).dump()) + ")";
+            description += " (" + QString::fromStdString(valueAt(document, key).dump()) + ")";
             names << dotted(key);
             mustRefuse = true;
             break;
@@ -690,12 +690,12 @@ void TestFuzz::configurations()
             // At a number of the document (every document has some).
             std::vector<KeyPath> numeric;
             for (const auto& p : paths)
-                if (at(document, p).is_number())
+                if (valueAt(document, p).is_number())
                     numeric.push_back(p);
             key = pick(rng, numeric);
-            at(document, key) = pick(rng, numbers);
+            valueAt(document, key) = pick(rng, numbers);
             text = document.dump(2);
-            description += " (" + QString::fromStdString(at(document, key).dump()) + ")";
+            description += " (" + QString::fromStdString(valueAt(document, key).dump()) + ")";
             names << dotted(key);
             anyKey = true;
             break;
@@ -705,11 +705,11 @@ void TestFuzz::configurations()
                                                       "Model", "tokeniser"};
             std::vector<KeyPath> objects = {KeyPath{}};
             for (const auto& p : paths)
-                if (at(document, p).is_object())
+                if (valueAt(document, p).is_object())
                     objects.push_back(p);
             const KeyPath parent = pick(rng, objects);
             const std::string name = pick(rng, unknown);
-            (parent.empty() ? document : at(document, parent))[name] = 1;
+            (parent.empty() ? document : valueAt(document, parent))[name] = 1;
             KeyPath full = parent;
             full.push_back(name);
             text = document.dump(2);
@@ -721,7 +721,7 @@ void TestFuzz::configurations()
         case DuplicateKey: {
             // The key twice, with another value the second time: which one counts is
             // nowhere said, so the document must be refused.
-            Json original = at(document, key);
+            Json original = valueAt(document, key);
             Json other = original.is_number() ? Json(original.get<double>() + 1)
                          : original.is_string() ? Json(original.get<std::string>() + "x")
                                                 : Json(123);
@@ -1431,9 +1431,9 @@ void TestFuzz::runDirectories()
             const std::vector<KeyPath> paths = keyPaths(config);
             const KeyPath key = pick(rng, paths);
             const std::vector<Json> values = {nullptr, "x", -1, 0, 1e308, Json::array(), 64};
-            at(config, key) = pick(rng, values);
+            valueAt(config, key) = pick(rng, values);
             writeBytes(target, QByteArray::fromStdString(config.dump(2)));
-            description += " (" + dotted(key) + " = " + QString::fromStdString(at(config, key).dump()) + ")";
+            description += " (" + dotted(key) + " = " + QString::fromStdString(valueAt(config, key).dump()) + ")";
             changesMeaning = true;
             break;
         }

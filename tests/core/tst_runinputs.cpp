@@ -206,8 +206,12 @@ void TestRunInputs::classesStayWithTheRun()
     QTemporaryDir dir;
     const std::filesystem::path data = fresh(dir, "reviews.tsv");
     std::string rows;
-    for (int i = 0; i < 20; ++i)
-        rows += std::string(i % 2 ? "pos" : "neg") + "\treview number " + std::to_string(i) + "\n";
+    for (int i = 0; i < 20; ++i) {
+        rows += i % 2 ? "pos" : "neg";
+        rows += "\treview number ";
+        rows += std::to_string(i);
+        rows += '\n';
+    }
     writeBytes(data, rows);
     {
         Trainer trainer(classifierOn(data), fresh(dir, "run"));
