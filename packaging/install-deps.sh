@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   python3-torch           # the independent reference the tests compare against
+  python3-venv            # the tests' PyPI readers live in a venv (install-test-venv.sh)
   libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
   help2man librsvg2-bin file       # the .deb: man pages, PNG icons, dpkg-shlibdeps's look at the programs
   desktop-file-utils appstream lintian man-db   # the .deb's checks (tests/packaging)
