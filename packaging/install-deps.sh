@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkgconf
   libtorch-dev            # LibTorch 1.13, CPU
+  libgloo-dev             # Gloo's headers, for c10d's Gloo process group (distributed training)
   libopenblas0-pthread    # without it LibTorch multiplies matrices with the reference BLAS, ~50x slower
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG

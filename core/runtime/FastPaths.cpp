@@ -13,6 +13,7 @@ const char* name(FastPath path)
     switch (path) {
     case FastPath::FusedAttention: return "fused_attention";
     case FastPath::FusedAdamW: return "fused_adamw";
+    case FastPath::GradientOverlap: return "gradient_overlap";
     }
     return "";
 }
@@ -50,7 +51,7 @@ bool fusedAttentionRuns(bool onCpu, double dropout)
 std::string disabledFastPaths()
 {
     std::string names;
-    for (const FastPath path : {FastPath::FusedAttention, FastPath::FusedAdamW}) {
+    for (const FastPath path : {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap}) {
         if (fastPathEnabled(path))
             continue;
         if (!names.empty())  // appended piece by piece: GCC 12 warns falsely on "a" + b (bug 105329)

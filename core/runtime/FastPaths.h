@@ -11,10 +11,13 @@ enum class FastPath {
     FusedAttention,  // scaled_dot_product_attention when no attention maps are asked for, on the CPU
                      // only without dropout (model/attention/Full.cpp)
     FusedAdamW,      // the multi-tensor AdamW kernel (train/FusedAdamW.cpp)
+    GradientOverlap, // distributed runs: gradient buckets sent while backward goes on, not after it
+                     // (dist/GradientSync.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
-// ("fused_attention", "fused_adamw"; comma-separated), read once per process.
+// ("fused_attention", "fused_adamw", "gradient_overlap"; comma-separated), read
+// once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 
