@@ -219,6 +219,10 @@ QList<FieldGroup> makeLayout()
              {"train.bf16", t("bfloat16 autocast"),
               t("Autocast to bfloat16 on CUDA (the router stays in fp32). No effect on the CPU.")},
              {"train.threads", t("CPU threads"), t("Intra-op threads; 0: every core."), t("every core")},
+             {"train.processes", t("Processes"),
+              t("Processes that share each batch, on this machine (distributed training over Gloo): each trains "
+                "on its part of every batch and the gradients are summed. The curves are one process's."),
+              {}, 1},
              {"train.seed", t("Seed"), t("Seed of the initialisation, dropout, router noise and batch order.")},
          }},
         {t("Logging, evaluation and checkpoints"),
@@ -236,6 +240,10 @@ QList<FieldGroup> makeLayout()
              {"train.alarm_expert_share", t("Collapse alarm above"),
               t("Warn in the log and the Experts page when one expert takes more than this share of a block's tokens."),
               {}, 0.05},
+             {"train.collective_timeout_s", t("Distributed timeout"),
+              t("Seconds a process of a distributed run waits for the others before it stops with an error naming "
+                "the one that did not answer."),
+              {}, 10},
              {"train.probes", t("Probe texts"),
               t("Texts inspected during training, one per line: their attention maps, expert routing and prediction. "
                 "Empty: a short validation example. Texts added in the Attention view join them. Images: "

@@ -165,6 +165,8 @@ std::vector<KeySpec> makeSchema()
         text("train.device", KeyType::Device, "auto", "auto, cpu, cuda or cuda:N"),
         boolean("train.bf16", true, "autocast to bfloat16 on CUDA"),
         integer("train.threads", 0, 4096, 0, "intra-op CPU threads; 0: every core"),
+        integer("train.processes", 1, 1024, 1,
+                "processes sharing each batch on this machine (distributed; a launcher's count wins)"),
         integer("train.seed", 0, kBig, 0, "seed of initialisation, dropout, router noise and batch order"),
         integer("train.log_every", 1, kBig, 10, "steps between snapshots and metrics lines"),
         integer("train.eval_every", 1, kBig, 200, "steps between validation passes"),
@@ -174,6 +176,8 @@ std::vector<KeySpec> makeSchema()
         integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),
         number("train.alarm_expert_share", 0.0, 1.0, 0.6,
                "warn when one expert takes more than this share of a block's tokens (collapse)"),
+        integer("train.collective_timeout_s", 1, 86400, 60,
+                "distributed runs: seconds a rank waits for the others before it stops with an error"),
         text("train.probes", KeyType::TextList, json::array(),
              "texts inspected during training; images: validation:N or an image file"),
     };

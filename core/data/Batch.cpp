@@ -96,7 +96,7 @@ Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, c
                                         + std::to_string(C * S * S));
         Image image = exampleImage(example, format);
         if (augment) {
-            DataRandom random(mixSeed(augment->seed, static_cast<std::uint64_t>(b)));
+            DataRandom random(mixSeed(augment->seed, static_cast<std::uint64_t>(augment->first + b)));
             image = augmentImage(image, augment->padding, augment->flip, random);
         }
         normalise(image, stats, pixels + b * C * S * S);

@@ -31,6 +31,10 @@ struct ImageAugmentation {
     std::int64_t padding = 0;  // task.crop_padding; 0: no crop
     bool flip = false;         // task.flip
     std::uint64_t seed = 0;
+    // Each example's draw is keyed by its place in the global batch: the first
+    // example here is that batch's `first` (a distributed rank's share starts
+    // later), so that W ranks crop and flip as one process does.
+    std::int64_t first = 0;
 };
 
 // Images to a batch: `pixels` normalised with `stats`, `targets` the labels; ids and mask stay undefined.

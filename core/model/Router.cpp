@@ -72,8 +72,6 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         if (options.training && options.noiseStd > 0.0)
             logits = logits + torch::empty_like(logits).normal_(0.0, options.noiseStd);
         r.probs = torch::softmax(logits, -1);
-        if (options.zLoss)
-            r.zLoss = S == 0 ? logits.sum() * 0.0 : torch::logsumexp(logits, -1).square().mean();
         r.logits = logits;
     }
 
@@ -90,11 +88,26 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     // tokens: E / S^2 * sum_e count_e * sum_s p_se, in four operators (each a
     // kernel launch on a GPU). With no token to route it is zero, still
     // attached to the graph.
-    if (S == 0) {
+    // Distributed, the counts and S are the global batch's (RoutingOptions::sumOverRanks).
+    if (options.sumOverRanks) {
+        torch::Tensor counts = torch::cat({countPerBin(expert.select(1, 0), E).to(torch::kFloat64),
+                                           torch::full({1}, static_cast<double>(S), x.options().dtype(torch::kFloat64))});
+        options.sumOverRanks(counts);  // every rank takes part, one with no token too
+        const double tokens = counts[E].item<double>();
+        const torch::Tensor top1Count = counts.narrow(0, 0, E).to(torch::kFloat32);
+        r.balanceLoss = tokens == 0.0 ? r.probs.sum() * 0.0
+                                      : torch::dot(top1Count, r.probs.sum(0)) * (static_cast<double>(E) / (tokens * tokens));
+        if (options.zLoss)
+            r.zLoss = tokens == 0.0 ? r.logits.sum() * 0.0 : torch::logsumexp(r.logits, -1).square().sum() / tokens;
+    } else if (S == 0) {
         r.balanceLoss = r.probs.sum() * 0.0;
+        if (options.zLoss)
+            r.zLoss = r.logits.sum() * 0.0;
     } else {
         const torch::Tensor top1Count = countPerBin(expert.select(1, 0), E).to(torch::kFloat32);
         r.balanceLoss = torch::dot(top1Count, r.probs.sum(0)) * (static_cast<double>(E) / (static_cast<double>(S) * S));
+        if (options.zLoss)
+            r.zLoss = torch::logsumexp(r.logits, -1).square().mean();
     }
 
     // Slots. The queue lists every (token, choice) in the order they are served:

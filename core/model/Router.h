@@ -8,6 +8,8 @@
 
 #include <torch/nn/module.h>
 
+#include <functional>
+
 namespace widelab {
 
 struct RouterImpl : torch::nn::Module {
@@ -25,6 +27,11 @@ struct RoutingOptions {
     bool training = false;
     bool causal = false;          // serve slots token by token (language models)
     bool zLoss = true;            // compute Routing::zLoss (training with router_z_loss_weight > 0)
+    // A distributed step (data parallel): sums a tensor over the ranks in place.
+    // The balance and z-losses are then this rank's part of the global batch's:
+    // counted over every rank's tokens, so that the ranks' parts and their
+    // gradients add up to one process's. Routing and capacity stay per rank.
+    std::function<void(torch::Tensor&)> sumOverRanks;
 
     static RoutingOptions fromConfig(const ModelConfig& config, bool training);
 };

@@ -279,7 +279,10 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
         tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
         if (c.routesAt(block)) {
             const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
-            groupRouting = route(tokens, router.weight, RoutingOptions::fromConfig(c, is_training()));
+            RoutingOptions options = RoutingOptions::fromConfig(c, is_training());
+            if (is_training())
+                options.sumOverRanks = m_sumOverRanks;
+            groupRouting = route(tokens, router.weight, options);
             balanceLoss = balanceLoss + groupRouting.balanceLoss;
             if (groupRouting.zLoss.defined())
                 zLoss = zLoss + groupRouting.zLoss;

@@ -47,6 +47,9 @@ public:
     // Before every training step (0-based): the attention mechanisms' schedules
     // (the Performer redraws its random features).
     void beginStep(std::int64_t step);
+    // Distributed training: how the routers sum their counts over the ranks in
+    // training passes (RoutingOptions::sumOverRanks); none in one process.
+    void setSumOverRanks(std::function<void(torch::Tensor&)> sum) { m_sumOverRanks = std::move(sum); }
 
     const ModelConfig& config() const { return m_config; }
     std::vector<BlockNorms> blockNorms() const;
@@ -68,6 +71,7 @@ private:
     std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }
 
     ModelConfig m_config;
+    std::function<void(torch::Tensor&)> m_sumOverRanks;
     Embedding m_embed{nullptr};
     torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
     torch::nn::LayerNorm m_finalNorm{nullptr};

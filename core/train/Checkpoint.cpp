@@ -212,6 +212,7 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("schedule_steps", torch::tensor(state.scheduleSteps));
     archive.write("interval_sums", torch::tensor(state.intervalSums, torch::kFloat64));
     archive.write("interval_steps", torch::tensor(state.intervalSteps));
+    archive.write("world_size", torch::tensor(state.worldSize));
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
     if (const auto device = modelDevice(model); device.is_cuda())  // dropout and router noise draw on the GPU
         archive.write("rng_cuda", cudaGenerator(device).get_state());
@@ -424,6 +425,9 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
             state.intervalSums.assign(sums.data_ptr<double>(), sums.data_ptr<double>() + sums.numel());
             state.intervalSteps = intervalSteps.item<std::int64_t>();
         }
+        torch::Tensor worldSize;  // written since distributed training
+        if (archive.try_read("world_size", worldSize))
+            state.worldSize = worldSize.item<std::int64_t>();
 
         auto check = [&](const std::string& name, const torch::Tensor& target, bool buffer) {
             torch::Tensor value;

@@ -43,6 +43,9 @@ struct CheckpointState {
     // lines an uninterrupted run writes. Empty when no step is pending.
     std::vector<double> intervalSums;
     std::int64_t intervalSteps = 0;
+    // The processes that trained it (distributed runs); a checkpoint from before
+    // distributed training reads as 1.
+    std::int64_t worldSize = 1;
     // Set by loadCheckpoint: false for a format-1 file, written before checkpoints
     // had a checksum, whose bytes could not be checked. Ignored by saveCheckpoint.
     bool verified = true;

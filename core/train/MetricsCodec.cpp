@@ -48,7 +48,7 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         return nlohmann::json{{"gamma_all_pairs", d.gammaAllPairs}, {"beta_all_pairs", d.betaAllPairs},
                               {"gamma_elementwise", d.gammaElementwise}, {"beta_elementwise", d.betaElementwise}};
     };
-    return {
+    nlohmann::json line = {
         {"type", "train"},
         {"step", s.step},
         {"wall_seconds", s.wallSeconds},
@@ -74,6 +74,13 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"paths", paths},
         {"alarms", alarms},
     };
+    if (s.world.size > 1) {  // a distributed run's: a run of one process writes the lines it always wrote
+        line["world_size"] = s.world.size;
+        line["rank_compute_seconds"] = s.world.computeSeconds;
+        line["rank_memory_peak_bytes"] = s.world.peakBytes;
+        line["all_reduce_wait_seconds"] = s.world.allReduceWaitSeconds;
+    }
+    return line;
 }
 
 nlohmann::json toJson(const EvaluationResult& r)
@@ -519,6 +526,24 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     }
     s.divergence = divergenceOf(json, "divergence");
     s.attentionDivergence = divergenceOf(json, "attention_divergence");
+
+    if (const Json* world = member(json, "world_size")) {
+        constexpr std::int64_t kMaxRanksRead = 1 << 20;
+        WorldPace& pace = s.world;
+        pace.size = integer(world, "world_size", 1, kMaxRanksRead, "from 1 to 2^20");
+        pace.allReduceWaitSeconds = value("all_reduce_wait_seconds");
+        if (const Json* compute = member(json, "rank_compute_seconds"))
+            pace.computeSeconds = doublesOf(compute, "rank_compute_seconds");
+        if (const Json* peaks = member(json, "rank_memory_peak_bytes"))
+            pace.peakBytes = listOf<std::int64_t>(array(peaks, "rank_memory_peak_bytes"), "rank_memory_peak_bytes",
+                                                  [](const Json* v, const std::string& w) {
+                                                      return integer(v, w, 0, kMaxMetricsStep, "from 0 to 2^53");
+                                                  });
+        if (static_cast<std::int64_t>(pace.computeSeconds.size()) > pace.size
+            || static_cast<std::int64_t>(pace.peakBytes.size()) > pace.size)
+            refuse("\"rank_compute_seconds\" and \"rank_memory_peak_bytes\" hold at most world_size ("
+                   + std::to_string(pace.size) + ") entries");
+    }
 
     const Json& paths = optionalArray(json, "paths", "paths");
     if (static_cast<std::int64_t>(paths.size()) > 2 * kMaxBlocks)

@@ -78,6 +78,8 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("keep_last"), t.keepLast);
     s.read(spec("probe_every"), t.probeEvery);
     s.read(spec("alarm_expert_share"), t.alarmExpertShare);
+    s.read(spec("collective_timeout_s"), t.collectiveTimeoutSeconds);
+    s.read(spec("processes"), t.processes);
     s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
@@ -292,6 +294,8 @@ nlohmann::json RunDocument::toJson() const
         {"keep_last", train.keepLast},
         {"probe_every", train.probeEvery},
         {"alarm_expert_share", train.alarmExpertShare},
+        {"collective_timeout_s", train.collectiveTimeoutSeconds},
+        {"processes", train.processes},
         {"probes", probesJson},
     };
     return json;

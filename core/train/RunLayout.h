@@ -34,6 +34,11 @@ inline std::filesystem::path labelsFile(const std::filesystem::path& run) { retu
 inline std::filesystem::path imageStatsFile(const std::filesystem::path& run) { return run / kImageStats; }
 inline std::filesystem::path lockFile(const std::filesystem::path& run) { return run / kLock; }
 inline std::filesystem::path cacheDirectory(const std::filesystem::path& run) { return run / kCache; }
+// A distributed run's other ranks log here (rank 0 writes log.txt).
+inline std::filesystem::path rankLogFile(const std::filesystem::path& run, int rank)
+{
+    return run / "logs" / ("rank-" + std::to_string(rank) + ".txt");
+}
 inline std::filesystem::path checkpointsDirectory(const std::filesystem::path& run) { return run / kCheckpoints; }
 inline std::filesystem::path bestCheckpointFile(const std::filesystem::path& run)
 {

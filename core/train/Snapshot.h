@@ -61,6 +61,28 @@ struct LayerNormDivergence {
     double gammaElementwise = 0.0, betaElementwise = 0.0;
 };
 
+// A distributed run's processes over a snapshot's interval (docs/distributed.md):
+// each one's mean time per step computing (not waiting for the others: the
+// slowest one's is the run's pace) and its peak memory, in rank order; and the
+// mean time per step that rank 0 waited for the gradients' all-reduce after its
+// backward pass (what the overlap did not hide). One process: size 1, empty.
+struct WorldPace {
+    std::int64_t size = 1;
+    std::vector<double> computeSeconds;
+    std::vector<std::int64_t> peakBytes;
+    double allReduceWaitSeconds = 0.0;
+
+    // The rank whose computing took longest (the others wait for it); -1 when none is known.
+    int slowestRank() const
+    {
+        int slowest = -1;
+        for (std::size_t r = 0; r < computeSeconds.size(); ++r)
+            if (slowest < 0 || computeSeconds[r] > computeSeconds[static_cast<std::size_t>(slowest)])
+                slowest = static_cast<int>(r);
+        return slowest;
+    }
+};
+
 struct TrainingSnapshot {
     std::int64_t step = 0;              // optimiser updates done
     double wallSeconds = 0.0;           // since the run (or its resumption) started
@@ -81,6 +103,7 @@ struct TrainingSnapshot {
     std::int64_t memoryPeakBytes = 0;
     std::int64_t memoryPeakReservedBytes = 0;
     double measurementSeconds = 0.0;    // time spent measuring in this interval
+    WorldPace world;                    // a distributed run's processes
     std::vector<RoutingStats> routing;
     std::vector<std::vector<float>> ffnGamma, ffnBeta, attentionGamma, attentionBeta;  // per block
     LayerNormDivergence divergence;           // the LayerNorm before the FFN/MoE (the paper's)

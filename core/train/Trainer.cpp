@@ -17,6 +17,9 @@
 #include "Schedule.h"
 #include "ValidationInsight.h"
 #include "data/Batch.h"
+#include "dist/Collective.h"
+#include "dist/GradientSync.h"
+#include "dist/RankRandom.h"
 #include "model/ParameterCount.h"
 #include "task/ImageTask.h"
 #include "log/RunLog.h"
@@ -30,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 namespace widelab {
 
@@ -93,10 +97,14 @@ struct Trainer::Interval {
     std::int64_t steps = 0, tokens = 0;
     std::int64_t resumedSteps = 0;  // of `steps`, those run before a resume (in the sums, not timed)
     ForwardTrace trace;        // routing of the interval's last, measured step
+    // Distributed runs: this rank's time in its steps but for waiting on the
+    // others, and the part of that wait after backward (the gradients).
+    double computeSeconds = 0.0, allReduceWaitSeconds = 0.0;
 };
 
 Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options)
-    : m_run(std::move(run)), m_directory(std::move(directory)), m_options(std::move(options))
+    : m_run(std::move(run)), m_directory(std::move(directory)), m_options(std::move(options)),
+      m_world(m_options.world), m_writes(!m_options.readOnly && (!m_world || m_world->rank() == 0))
 {
     TrainConfig& train = m_run.train;
     if (m_options.steps)
@@ -108,6 +116,18 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     m_totalSteps = train.steps;
     if (!m_run.task.path.empty())
         m_run.task.path = std::filesystem::absolute(m_run.task.path).lexically_normal().string();
+    if (m_world) {
+        checkSameRunOnEveryRank();
+        if (train.batchSize < m_world->size())
+            throw ConfigError({{"train.batch_size", "the global batch of " + std::to_string(train.batchSize)
+                                                        + " cannot be shared by " + std::to_string(m_world->size())
+                                                        + " processes; use at least one example per process"}});
+        // A machine's processes share its cores, and each takes its own GPU.
+        if (train.threads == 0)
+            train.threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(m_world->world().localSize));
+        if (train.device == "cuda" || (train.device == "auto" && torch::cuda::is_available()))
+            train.device = "cuda:" + std::to_string(m_world->world().localRank);
+    }
     m_device = trainingDevice(train.device);
     setComputeThreads(static_cast<int>(train.threads));
     if (!m_options.readOnly && !m_options.force) {
@@ -118,11 +138,11 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     for (auto* observer : m_options.observers)
         addObserver(observer);
     std::filesystem::create_directories(runlayout::checkpointsDirectory(m_directory));
-    if (!m_options.readOnly)
+    if (m_writes)
         m_lock = std::make_unique<RunLock>(m_directory);
-    m_checkpoints = std::make_unique<CheckpointDirectory>(m_directory, !m_options.readOnly);
+    m_checkpoints = std::make_unique<CheckpointDirectory>(m_directory, m_writes);
     // status.json, for windows following the run: who trains it, how far it got.
-    m_status = std::make_unique<RunStatusWriter>(m_options.readOnly ? std::filesystem::path() : m_directory, m_totalSteps);
+    m_status = std::make_unique<RunStatusWriter>(m_writes ? m_directory : std::filesystem::path(), m_totalSteps);
     addObserver(m_status.get());
     const bool hasRun = !m_checkpoints->stepFiles().empty();
     if (hasRun && !m_options.resume)
@@ -131,7 +151,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (!hasRun && m_options.resume)
         throw CheckpointError(m_directory.string() + ": no checkpoint to resume from");
 
-    m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path() : runlayout::logFile(m_directory));
+    m_log = std::make_unique<RunLog>(m_options.readOnly ? std::filesystem::path()
+                                     : m_writes        ? runlayout::logFile(m_directory)
+                                                       : runlayout::rankLogFile(m_directory, m_world->rank()));
     HealthAlarmOptions alarms;
     alarms.collapseShare = train.alarmExpertShare;
     m_alarms = std::make_unique<HealthAlarms>(alarms);
@@ -139,7 +161,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         message("warning", warning.text());
     for (const std::string& name : m_checkpoints->removeOrphans())
         message("info", "removed checkpoints/" + name + ", left by a save that was interrupted");
-    if (m_options.resume && !m_options.readOnly)
+    if (m_options.resume && m_writes)
         checkResumedDocument();
 
     m_data = prepareTaskData({.run = m_run,
@@ -165,6 +187,12 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         parameterNames.push_back(item.key());
     m_nonFinite = std::make_unique<NonFiniteWatch>(std::move(parameterNames));
     m_optimizer = makeOptimizer(train, *m_model);
+    if (m_world) {
+        m_gradients = std::make_unique<GradientSync>(*m_world, m_model->parameters());
+        m_model->setSumOverRanks([this](torch::Tensor& counts) {
+            m_world->sum(counts, "the routers' counts at step " + std::to_string(m_state.step + 1));
+        });
+    }
     m_sampler = std::make_unique<BatchSampler>(m_data.train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
 
     m_interval = std::make_unique<Interval>();
@@ -180,6 +208,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         if (m_run.train.probes.empty())
             m_run.train.probes.push_back(defaultProbeText());
         // A new run: whatever an earlier, checkpoint-less attempt left goes.
+    }
+    if (!m_options.resume && m_writes) {
         std::error_code ignored;
         std::filesystem::remove(runlayout::bestCheckpointFile(m_directory), ignored);
         writeFileAtomically(runlayout::configFile(m_directory), m_run.toJson().dump(2) + "\n");
@@ -191,14 +221,51 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (m_options.resume && m_run.train.probes.empty())  // a run from before probes had a default
         keepProbe(defaultProbeText());
     // Written before the other observers hear of a line.
-    m_metrics = std::make_unique<MetricsWriter>(m_options.readOnly ? std::filesystem::path()
-                                                                   : runlayout::metricsFile(m_directory),
+    m_metrics = std::make_unique<MetricsWriter>(m_writes ? runlayout::metricsFile(m_directory) : std::filesystem::path(),
                                                 m_options.resume ? MetricsWriter::Start::Resumed
                                                                  : MetricsWriter::Start::NewRun,
                                                 m_state.step);
     m_observers.insert(m_observers.begin(), m_metrics.get());
     message("info", "device " + m_device.str() + ", " + runtimeSummary() + ", " + std::to_string(m_data.train->size())
                         + " training examples");
+    if (m_world)
+        message("info", "rank " + std::to_string(m_world->rank()) + " of " + std::to_string(m_world->size()) + " ("
+                            + (m_world->world().launcher.empty() ? "" : m_world->world().launcher + ", ")
+                            + std::to_string(m_gradients->buckets()) + " gradient buckets)");
+}
+
+// Every rank must train the same run with the same program: the resolved
+// documents (but for where each rank runs) and the versions are compared.
+void Trainer::checkSameRunOnEveryRank()
+{
+    nlohmann::json document = m_run.toJson();
+    document["train"].erase("device");
+    document["train"].erase("threads");
+    const std::string program = std::string("WideLab ") + WIDELAB_VERSION + ", LibTorch " + TORCH_VERSION;
+    const std::vector<std::string> programs = m_world->gather("program", program);
+    const std::vector<std::string> documents = m_world->gather("document", document.dump());
+    for (int r = 0; r < m_world->size(); ++r) {
+        if (programs[static_cast<std::size_t>(r)] != programs.front())
+            throw CollectiveError("rank " + std::to_string(r) + " runs " + programs[static_cast<std::size_t>(r)]
+                                  + ", rank 0 " + programs.front() + ": start every rank with the same program");
+        if (documents[static_cast<std::size_t>(r)] != documents.front()) {
+            std::string keys;
+            for (const std::string& key : differingKeys(nlohmann::json::parse(documents.front()),
+                                                        nlohmann::json::parse(documents[static_cast<std::size_t>(r)])))
+                keys += (keys.empty() ? "" : ", ") + key;
+            throw CollectiveError("rank " + std::to_string(r) + " was given another run document than rank 0 (they "
+                                  "differ in " + keys + "): start every rank with the same document");
+        }
+    }
+}
+
+bool Trainer::stopRequested(const TrainingControl& control)
+{
+    if (!m_world)
+        return control.stopRequested();
+    torch::Tensor asked = torch::full({1}, control.stopRequested() ? 1.0 : 0.0, torch::kFloat64);
+    m_world->sum(asked, "agreeing on a stop before step " + std::to_string(m_state.step + 1));
+    return asked.item<double>() > 0.0;
 }
 
 Trainer::~Trainer() = default;
@@ -241,6 +308,10 @@ void Trainer::loadLatestCheckpoint()
         m_savedStep = m_state.step;
     if (!m_options.readOnly)
         message("info", "resumed from " + loaded.file.filename().string() + " at step " + std::to_string(m_state.step));
+    if (const std::int64_t processes = m_world ? m_world->size() : 1; !m_options.readOnly && m_state.worldSize != processes)
+        message("info", "the run trained on " + std::to_string(m_state.worldSize) + " process"
+                            + (m_state.worldSize == 1 ? "" : "es") + " and continues on " + std::to_string(processes)
+                            + ": each batch is shared anew (the same batches; dropout and router noise draw otherwise)");
     if (!m_options.readOnly) {
         if (const auto change = scheduleChange(m_run.train, m_state.step, m_state.scheduleSteps))
             message("warning", change->text());
@@ -248,7 +319,7 @@ void Trainer::loadLatestCheckpoint()
     m_state.scheduleSteps = m_totalSteps;
 }
 
-Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training) const
+Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first) const
 {
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     Batch batch;
@@ -256,7 +327,8 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         // Augmentation from (train.seed, step): a resumed run draws the same crops and flips.
         const ImageAugmentation augment{m_run.task.cropPadding, m_run.task.flip,
                                         mixSeed(mixSeed(static_cast<std::uint64_t>(m_run.train.seed), 0x1a6e),
-                                                static_cast<std::uint64_t>(m_state.step))};
+                                                static_cast<std::uint64_t>(m_state.step)),
+                                        first};
         batch = makeImageBatch(examples, imageFormat(m_run.model), *m_data.imageStats, training ? &augment : nullptr);
         batch.tokens *= m_run.model.positions();
         batch.pixels = upload(batch.pixels, m_device);
@@ -374,7 +446,7 @@ TrainSummary Trainer::run(TrainingControl& control)
                 }
             }
         }
-        if (control.stopRequested()) {
+        if (stopRequested(control)) {
             summary.outcome = TrainOutcome::Stopped;
             break;
         }
@@ -413,7 +485,9 @@ TrainSummary Trainer::run(TrainingControl& control)
                 measureInsights();
                 if (result.loss < m_state.bestValidationLoss) {
                     m_state.bestValidationLoss = result.loss;
-                    widelab::saveCheckpoint(runlayout::bestCheckpointFile(m_directory), *m_model, *m_optimizer, stateToSave());
+                    if (m_writes)
+                        widelab::saveCheckpoint(runlayout::bestCheckpointFile(m_directory), *m_model, *m_optimizer,
+                                                stateToSave());
                 }
             } catch (const Interrupted&) {
                 summary.outcome = TrainOutcome::Stopped;
@@ -451,16 +525,40 @@ TrainSummary Trainer::run(TrainingControl& control)
 
 void Trainer::trainStep(Interval& interval, bool measure)
 {
+    const double stepStart = steadySeconds();
+    const double waitedBefore = m_world ? m_world->waitedSeconds() : 0.0;
     const TrainConfig& t = m_run.train;
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     const double lr = learningRate(scheduleOptions(t, m_totalSteps), m_state.step);
     applyLearningRate(*m_optimizer, lr);
 
+    std::vector<std::int64_t> indices = m_sampler->next();
+    std::int64_t first = 0;
+    if (m_world) {  // this rank's share of the global batch: consecutive, sizes within one of each other
+        first = shareBegin(static_cast<std::int64_t>(indices.size()), m_world->rank(), m_world->size());
+        indices = shareOf(indices, m_world->rank(), m_world->size());
+    }
     std::vector<Example> examples;
-    for (const std::int64_t index : m_sampler->next())
+    for (const std::int64_t index : indices)
         examples.push_back(m_data.train->get(index));
-    const Batch batch = makeDeviceBatch(examples, /*training=*/true);
+    const Batch batch = makeDeviceBatch(examples, /*training=*/true, first);
     const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
+    // A distributed step's loss is this rank's part of the global batch's mean:
+    // its mean weighted by its share of what the loss averages over (examples,
+    // or a language model's counted tokens), so that the gradients summed over
+    // the ranks are those of one process's step on the whole batch.
+    double share = 1.0;
+    std::int64_t tokens = batch.tokens;
+    if (m_world) {
+        const double terms = languageModel && batch.mask.defined() ? batch.mask.sum().item<double>()
+                             : languageModel                       ? static_cast<double>(batch.targets.numel())
+                                                                   : static_cast<double>(examples.size());
+        torch::Tensor counts = torch::tensor({terms, static_cast<double>(batch.tokens)}, torch::kFloat64);
+        m_world->sum(counts, "counting the batch of step " + std::to_string(m_state.step + 1));
+        share = counts[0].item<double>() > 0.0 ? terms / counts[0].item<double>() : 0.0;
+        tokens = static_cast<std::int64_t>(counts[1].item<double>());
+        m_gradients->beginStep(m_state.step);
+    }
 
     m_model->train();
     m_model->beginStep(m_state.step);
@@ -473,17 +571,26 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor mask = modelMask(batch);
     ModelOutput output;
     {
+        // Distributed: dropout and router noise from this rank's stream for the step.
+        std::optional<RankRandom> rankStream;
+        if (m_world)
+            rankStream.emplace(m_device, mixSeed(mixSeed(mixSeed(static_cast<std::uint64_t>(t.seed), 0xd157),
+                                                         static_cast<std::uint64_t>(m_state.step)),
+                                                 static_cast<std::uint64_t>(m_world->rank())));
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
         output = measure && m_run.model.isMoe() ? m_model->inspect(input, mask, trace)
                                                 : m_model->forward(input, mask);
     }
-    const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing);
+    const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing)
+                               * share;
     const torch::Tensor loss = trainingLoss(m_run.model, task, output);
     // Counted now, so that a language model's [tokens, vocabulary] logits are
     // not held through the backward pass, whose peak they would raise.
     const torch::Tensor hits = correct(output.logits.detach(), batch, languageModel);
     output.logits = torch::Tensor();
     loss.backward();
+    if (m_gradients)
+        m_gradients->finish();
     const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip);
     m_nonFinite->observe(m_state.step + 1, loss, norms);
 
@@ -496,13 +603,19 @@ void Trainer::trainStep(Interval& interval, bool measure)
     ++m_state.step;
     m_state.samplerPosition = m_sampler->position();
 
-    const torch::Tensor stepSums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64),
-                                                             task.detach().to(torch::kFloat64),
-                                                             output.balanceLoss.detach().to(torch::kFloat64)}),
-                                               hits,
-                                               norms.total.view({1})});
+    torch::Tensor stepSums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64),
+                                                       task.detach().to(torch::kFloat64),
+                                                       output.balanceLoss.detach().to(torch::kFloat64)}),
+                                         hits,
+                                         norms.total.view({1}) / (m_world ? m_world->size() : 1)});
+    if (m_world)  // the ranks' parts of the losses, their counts, and the norm they share
+        m_world->sum(stepSums, "summing the losses of step " + std::to_string(m_state.step));
     interval.sums = interval.steps == 0 ? stepSums : interval.sums + stepSums;
-    interval.tokens += batch.tokens;
+    interval.tokens += tokens;
+    if (m_world) {
+        interval.computeSeconds += steadySeconds() - stepStart - (m_world->waitedSeconds() - waitedBefore);
+        interval.allReduceWaitSeconds += m_gradients->exposedSeconds();
+    }
     ++interval.steps;
 }
 
@@ -537,6 +650,19 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.memoryReservedBytes = memory.reserved;
     s.memoryPeakBytes = memory.peakAllocated;
     s.memoryPeakReservedBytes = memory.peakReserved;
+    if (m_world) {  // every rank's pace and peak, each in its own place of the sum
+        const int W = m_world->size(), r = m_world->rank();
+        torch::Tensor ranks = torch::zeros({2 * W}, torch::kFloat64);
+        ranks[r] = interval.computeSeconds / timedSteps;
+        ranks[W + r] = static_cast<double>(s.memoryPeakBytes);
+        m_world->sum(ranks, "gathering each rank's step time at step " + std::to_string(m_state.step));
+        const double* values = ranks.data_ptr<double>();
+        s.world.size = W;
+        s.world.computeSeconds.assign(values, values + W);
+        for (int i = 0; i < W; ++i)
+            s.world.peakBytes.push_back(static_cast<std::int64_t>(values[W + i]));
+        s.world.allReduceWaitSeconds = interval.allReduceWaitSeconds / timedSteps;
+    }
 
     if (m_run.model.isMoe())
         s.routing = routingStats(interval.trace, m_run.model.experts);
@@ -572,6 +698,7 @@ void Trainer::publish(Interval& interval, bool recorded)
 CheckpointState Trainer::stateToSave() const
 {
     CheckpointState state = m_state;
+    state.worldSize = m_world ? m_world->size() : 1;
     state.intervalSums.clear();
     state.intervalSteps = m_interval->steps;
     if (m_interval->steps > 0) {
@@ -609,7 +736,8 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
     for (std::int64_t start = 0; start < data.size(); start += batchSize) {
         if (maxBatches > 0 && batches++ >= maxBatches)
             break;
-        if (m_control != nullptr && m_control->stopRequested())
+        // A distributed run evaluates to the end: its ranks agree on stopping between steps.
+        if (m_control != nullptr && !m_world && m_control->stopRequested())
             throw Interrupted{};
         std::vector<Example> examples;
         for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
@@ -790,6 +918,10 @@ ProbeResult Trainer::probe(const std::string& text)
 
 void Trainer::saveCheckpoint()
 {
+    if (!m_writes) {  // another rank of a distributed run: rank 0 writes it
+        m_savedStep = m_state.step;
+        return;
+    }
     const std::filesystem::path file = m_checkpoints->stepFile(m_state.step);
     widelab::saveCheckpoint(file, *m_model, *m_optimizer, stateToSave());
     m_checkpoints->written(file);

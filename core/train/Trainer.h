@@ -44,6 +44,11 @@ struct TrainerOptions {
     // Stop or a closing window is not kept waiting for minutes; nothing of the run
     // was written then but what a new run writes first (its log).
     std::function<bool()> cancelled;
+    // The other processes of a distributed run (dist/Collective.h), or none. Each
+    // rank trains on its share of every batch (the run's batch_size is the global
+    // batch) and the gradients are summed across ranks; rank 0 alone writes the
+    // run's files, the other ranks their logs (logs/rank-N.txt).
+    std::shared_ptr<class Collective> world;
 };
 
 // The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this
@@ -108,7 +113,8 @@ private:
     void loadLatestCheckpoint();
     void serveRequests(TrainingControl& control, Interval& interval);
     // The examples as a batch on the device; training batches of images are augmented.
-    Batch makeDeviceBatch(const std::vector<Example>& examples, bool training) const;
+    // `first`: the first example's place in the global batch (a distributed rank's share).
+    Batch makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first = 0) const;
     EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
     void trainStep(Interval& interval, bool measure);
     // A snapshot of the interval to the observers. `recorded`: the interval
@@ -123,10 +129,16 @@ private:
     // Throws std::domain_error naming the first non-finite step since the run
     // started and its first non-finite tensor (waits for the device).
     void stopIfNonFinite();
+    // Distributed runs: refuses ranks whose documents or programs differ.
+    void checkSameRunOnEveryRank();
+    // Whether to stop before the next step; in a distributed run, whether any rank was asked to.
+    bool stopRequested(const TrainingControl& control);
 
     RunDocument m_run;
     std::filesystem::path m_directory;
     TrainerOptions m_options;
+    std::shared_ptr<class Collective> m_world;  // null in a run of one process
+    bool m_writes = true;                       // writes the run's files: not read-only, rank 0
     std::int64_t m_totalSteps = 0;
     torch::Device m_device{torch::kCPU};
     std::unique_ptr<class RunLock> m_lock;
@@ -140,6 +152,7 @@ private:
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     std::unique_ptr<class NonFiniteWatch> m_nonFinite;
+    std::unique_ptr<class GradientSync> m_gradients;  // distributed runs
     CheckpointState m_state;
     std::unique_ptr<Interval> m_interval;  // measured since the last metrics line
     std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from

@@ -76,6 +76,7 @@ private Q_SLOTS:
     void badLinesAreRefusedNamingWhatAndWhere();
     void imageProbesComeBackWhole();
     void badImageProbesAreRefused();
+    void aDistributedRunsPaceComesBack();
 };
 
 void TestMetricsCodec::aTrainLineComesBackWhole()
@@ -433,6 +434,41 @@ void TestMetricsCodec::badImageProbesAreRefused()
         QVERIFY2(!decodeMetricsLine(line, &reason), line.c_str());
         QVERIFY2(reason.find(expected) != std::string::npos,
                  (line + "\n  reason: " + reason + "\n  expected: " + expected).c_str());
+    }
+}
+
+void TestMetricsCodec::aDistributedRunsPaceComesBack()
+{
+    // A distributed line adds the world's pace; rank 1 computed longest.
+    TrainingSnapshot s;
+    s.step = 7;
+    s.world.size = 3;
+    s.world.computeSeconds = {0.25, 0.5, 0.125};
+    s.world.peakBytes = {1000, 2000, 3000};
+    s.world.allReduceWaitSeconds = 0.0625;
+    const std::string line = toJson(s).dump();
+    std::string reason;
+    const auto back = decodeMetricsLine(line, &reason);
+    QVERIFY2(back, reason.c_str());
+    QCOMPARE(back->train.world.size, std::int64_t{3});
+    QCOMPARE(back->train.world.computeSeconds, (std::vector<double>{0.25, 0.5, 0.125}));
+    QCOMPARE(back->train.world.peakBytes, (std::vector<std::int64_t>{1000, 2000, 3000}));
+    QCOMPARE(back->train.world.allReduceWaitSeconds, 0.0625);
+    QCOMPARE(back->train.world.slowestRank(), 1);
+    // One process writes none of it, and reads as a world of one.
+    TrainingSnapshot alone;
+    QVERIFY(toJson(alone).dump().find("world_size") == std::string::npos);
+    const auto single = decodeMetricsLine(toJson(alone).dump(), &reason);
+    QCOMPARE(single->train.world.size, std::int64_t{1});
+    QCOMPARE(single->train.world.slowestRank(), -1);
+    // More ranks than the world, or a world of none, is damage.
+    for (const auto& [bad, expected] :
+         std::vector<std::pair<std::string, std::string>>{
+             {replaced(line, "\"world_size\":3", "\"world_size\":2"), "hold at most world_size (2) entries"},
+             {replaced(line, "\"world_size\":3", "\"world_size\":0"), "\"world_size\" is 0"},
+             {replaced(line, "[1000,2000,3000]", "[1000,-2,3000]"), "\"rank_memory_peak_bytes[1]\" is -2"}}) {
+        QVERIFY2(!decodeMetricsLine(bad, &reason), bad.c_str());
+        QVERIFY2(reason.find(expected) != std::string::npos, (reason + " / expected " + expected).c_str());
     }
 }
 

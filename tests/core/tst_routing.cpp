@@ -56,6 +56,7 @@ private Q_SLOTS:
     void routingGroupsReuseTheFirstBlocksRouting();
     void languageModelsAreCausalSafeInEvaluation();
     void zLossOnlyWhenTrainingAsksForIt();
+    void ranksLossesAddUpToTheWholeBatch();
 };
 
 void TestRouting::capacity_data()
@@ -386,6 +387,53 @@ void TestRouting::zLossOnlyWhenTrainingAsksForIt()
         QVERIFY2(std::abs(out.routerZLoss.item<double>() - expected) < 1e-5,
                  qPrintable(QString("%1 against %2").arg(out.routerZLoss.item<double>()).arg(expected)));
     }
+}
+
+void TestRouting::ranksLossesAddUpToTheWholeBatch()
+{
+    // Two experts, top-1. Rank A routes tokens with logits (2, 0) and (0, 1), rank
+    // B one token (1, 0). Over the whole batch, 2 tokens choose expert 0 and 1
+    // expert 1, of S = 3: balance = E / S^2 * (2 * sum_s p_s0 + 1 * sum_s p_s1),
+    // and the z-loss the mean of logsumexp^2 over the 3 tokens. Each rank's part
+    // takes the global counts (its "other rank" adds them here) and its own
+    // probabilities; the parts and their gradients add up to the whole.
+    const torch::Tensor logitsA = torch::tensor({{2.0f, 0.0f}, {0.0f, 1.0f}});
+    const torch::Tensor logitsB = torch::tensor({{1.0f, 0.0f}});
+    const torch::Tensor countsA = torch::tensor({1.0, 1.0, 2.0}, torch::kFloat64);  // per expert, then tokens
+    const torch::Tensor countsB = torch::tensor({1.0, 0.0, 1.0}, torch::kFloat64);
+    auto part = [](const torch::Tensor& logits, const torch::Tensor& others, torch::Tensor& weight) {
+        RoutingOptions options;
+        options.topK = 1;
+        options.capacityFactor = 0.0;
+        options.training = true;
+        options.zLoss = true;
+        options.sumOverRanks = [others](torch::Tensor& counts) { counts += others; };
+        weight = torch::eye(2).requires_grad_(true);
+        const Routing r = route(logits, weight, options);
+        (r.balanceLoss + r.zLoss).backward();
+        return std::pair{r.balanceLoss.item<double>(), r.zLoss.item<double>()};
+    };
+    torch::Tensor weightA, weightB;
+    const auto [balanceA, zA] = part(logitsA, countsB, weightA);
+    const auto [balanceB, zB] = part(logitsB, countsA, weightB);
+
+    const torch::Tensor all = torch::cat({logitsA, logitsB});
+    const torch::Tensor p = torch::softmax(all, -1);
+    const double balance = 2.0 / 9.0 * (2.0 * p.select(1, 0).sum().item<double>() + p.select(1, 1).sum().item<double>());
+    const double z = torch::logsumexp(all, -1).square().mean().item<double>();
+    QVERIFY(std::abs(balanceA + balanceB - balance) < 1e-6);
+    QVERIFY(std::abs(zA + zB - z) < 1e-6);
+    // The whole batch's gradient, from one process's routing of all three tokens.
+    RoutingOptions whole;
+    whole.topK = 1;
+    whole.capacityFactor = 0.0;
+    whole.training = true;
+    whole.zLoss = true;
+    const torch::Tensor weight = torch::eye(2).requires_grad_(true);
+    const Routing r = route(all, weight, whole);
+    QVERIFY(std::abs(r.balanceLoss.item<double>() - balance) < 1e-6);
+    (r.balanceLoss + r.zLoss).backward();
+    QVERIFY(torch::allclose(weightA.grad() + weightB.grad(), weight.grad(), 1e-5, 1e-6));
 }
 
 QTEST_GUILESS_MAIN(TestRouting)
