@@ -2,6 +2,7 @@
 
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
+#include "DistributedBench.h"
 #include "RunCommands.h"
 #include "StudyCommand.h"
 #include "TensorBoardCommand.h"
@@ -9,6 +10,7 @@
 #include "config/ConfigError.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
+#include "dist/World.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/DeviceMemory.h"
@@ -49,13 +51,19 @@ usage:
                                         throughput, MFU against the measured matmul peak (and
                                         a nominal one), peak memory, phases; --cuda-graph
                                         replays a captured training step (timing only)
+  widelab-cli bench CONFIG --nproc N [--batch B] [--seq T] [--steps N] [--warmup W] [--json]
+                                        training on N processes against one at the same global
+                                        batch: tokens/s, and the all-reduce share that overlapping
+                                        it with backward hides (docs/distributed.md)
   widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
-                    [--tensorboard LOGDIR]
+                    [--tensorboard LOGDIR] [--nproc N]
                                         train (Ctrl-C saves a checkpoint and stops; --force:
                                         even when the memory estimate exceeds what is available;
-                                        --tensorboard: TensorBoard events into LOGDIR/RUN as it goes)
+                                        --tensorboard: TensorBoard events into LOGDIR/RUN as it goes;
+                                        --nproc: N processes sharing each batch, docs/distributed.md;
+                                        under torchrun, srun or mpirun each process is one rank)
   widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force]
-                    [--tensorboard LOGDIR]
+                    [--tensorboard LOGDIR] [--nproc N]
                                         continue a run as it was configured
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
                        [--device D] [--threads N] [--json]
@@ -354,6 +362,21 @@ std::string fixed(double value, int decimals)
 
 int bench(const Arguments& a, std::ostream& out)
 {
+    if (a.has("--nproc")) {  // training on several processes against one (docs/distributed.md)
+        DistributedBenchOptions options;
+        options.processes = static_cast<int>(a.integer("--nproc", 2, 2, 1024));
+        options.batch = a.integer("--batch", 16, 1, 65536);
+        options.sequence = a.integer("--seq", 128, 1, 1 << 20);
+        options.steps = a.integer("--steps", 20, 1, 100000);
+        options.warmup = a.integer("--warmup", 3, 0, 100000);
+        options.json = a.has("--json");
+        if (a.has("--mode") || a.has("--device") || a.has("--bf16") || a.has("--cuda-graph") || a.has("--threads"))
+            throw UsageError("--nproc trains on the CPU, each process with its share of the cores: it takes "
+                             "--batch, --seq, --steps, --warmup and --json");
+        if (const std::string reason = distributedUnavailableReason(); !reason.empty())
+            throw UsageError("--nproc: " + reason);
+        return distributedBench(a.single("CONFIG"), options, out);
+    }
     const std::string source = a.single("CONFIG");
     const ModelDocument document = loadDocument(source);
     const std::string mode = a.text("--mode", "train");
@@ -462,7 +485,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     std::vector<std::string> flags, options;
     if (train) {
         flags = {"--resume", "--force"};
-        options = {"--out", "--steps", "--device", "--threads", "--tensorboard"};
+        options = {"--out", "--steps", "--device", "--threads", "--tensorboard", "--nproc"};
     } else if (eval) {
         flags = {"--json"};
         options = {"--split", "--checkpoint", "--device", "--threads"};
@@ -485,6 +508,16 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.format = a.text("--format");
     r.steps = a.integer("--steps", -1, 1, std::int64_t{1} << 40);
     r.threads = a.integer("--threads", -1, 0, 4096);
+    r.processes = train ? static_cast<int>(a.integer("--nproc", 0, 1, 1024)) : 0;
+    if (train) {  // what each process of a local world is started with
+        r.arguments.push_back(command);
+        for (std::size_t i = 0; i < rest.size(); ++i) {
+            if (rest[i] == "--nproc")
+                ++i;
+            else
+                r.arguments.push_back(rest[i]);
+        }
+    }
     r.resume = a.has("--resume");
     r.force = train && a.has("--force");
     r.json = a.has("--json");
@@ -576,7 +609,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "bench")
             return bench(Arguments(rest, {"--json", "--bf16", "--cuda-graph"},
                                    {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads", "--device",
-                                    "--peak-tflops"}),
+                                    "--peak-tflops", "--nproc"}),
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);

@@ -5,6 +5,9 @@
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "task/ImageTask.h"
+#include "LocalWorld.h"
+#include "dist/Collective.h"
+#include "dist/World.h"
 #include "train/RunDirectory.h"
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
@@ -98,6 +101,8 @@ std::string top(const std::vector<float>& values, const std::vector<std::string>
     return text.str();
 }
 
+int trainRank(const RunArguments& a, const World& world, RunDocument run, std::ostream& out, std::ostream& err);
+
 }  // namespace
 
 void Warnings::onMessage(const std::string& level, const std::string& text)
@@ -110,15 +115,37 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() > 1 || (a.positional.empty() && !a.resume) || a.out.empty())
         throw RunUsageError("usage: widelab-cli train CONFIG --out RUN_DIR [--steps N] [--device D] [--threads N] [--force] "
-                            "[--tensorboard LOGDIR]\n"
+                            "[--tensorboard LOGDIR] [--nproc N]\n"
                             "       widelab-cli train --resume --out RUN_DIR [--steps N] [--device D] [--threads N] [--force] "
-                            "[--tensorboard LOGDIR]");
+                            "[--tensorboard LOGDIR] [--nproc N]");
+    // One rank of a distributed run (started by torchrun, srun, mpirun or --nproc)?
+    const World world = worldFromEnvironment();
     // Resuming without a configuration continues the run as RUN_DIR/config.json says;
     // with one, the trainer checks that it is the run's own.
     RunDocument run = a.positional.empty() ? readRunDocument(a.out)
                                            : loadRunDocument(resolveConfigPath(a.positional.front()));
+    if (a.processes > 1 && world.distributed())
+        throw RunUsageError("--nproc " + std::to_string(a.processes) + ": this process is already rank "
+                            + std::to_string(world.rank) + " of " + std::to_string(world.size) + " (started by "
+                            + world.launcher + "); leave --nproc to one launcher");
+    // --nproc, else the document's train.processes; under a launcher, the launcher's count.
+    const int processes = a.processes > 0 ? a.processes : static_cast<int>(run.train.processes);
+    if (processes > 1 && !world.distributed())  // a document that cannot be read stopped above, once
+        return launchLocalWorld(processes, a.arguments, err);
+    if (world.rank > 0) {
+        static std::ostream nowhere(nullptr);  // rank 0 speaks for the run; the others only fail aloud
+        return trainRank(a, world, std::move(run), nowhere, err);
+    }
+    return trainRank(a, world, std::move(run), out, err);
+}
+
+namespace {
+
+int trainRank(const RunArguments& a, const World& world, RunDocument run, std::ostream& out, std::ostream& err)
+{
     for (const ConfigIssue& warning : run.warnings)  // the trainer logs them too
-        err << "warning: " << warning.text() << "\n";
+        if (world.rank == 0)
+            err << "warning: " << warning.text() << "\n";
     TrainerOptions options;
     options.resume = a.resume;
     if (a.steps > 0)
@@ -128,6 +155,10 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     if (a.threads >= 0)
         options.threads = a.threads;
     options.force = a.force;
+    if (world.distributed()) {
+        // The ranks wait this long for each other, from the rendezvous on.
+        options.world = Collective::join(world, std::chrono::seconds(run.train.collectiveTimeoutSeconds));
+    }
 
     const bool terminal = &out == &std::cout && isatty(STDOUT_FILENO);
     Progress progress(out, terminal);
@@ -151,7 +182,9 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                               : a.positional.empty()          ? a.out
                                                               : a.positional.front();
     out << "training " << title << " on "
-        << trainer.device().str() << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
+        << trainer.device().str()
+        << (world.distributed() ? " and " + std::to_string(world.size - 1) + " more processes" : std::string())
+        << " into " << a.out << (trainer.step() > 0 ? " from step " + std::to_string(trainer.step()) : "")
         << "\n";
     out << runtimeSummary() << "\n";
     if (tensorboard)
@@ -172,6 +205,8 @@ int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     out << summary.message << "; checkpoint in " << runlayout::checkpointsDirectory(a.out).string() << "\n";
     return 0;
 }
+
+}  // namespace
 
 int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {

@@ -29,6 +29,8 @@ struct RunArguments {
     std::string format;         // export --format safetensors|pt (empty: from --out's extension)
     std::int64_t steps = -1;    // --steps
     std::int64_t threads = -1;  // --threads
+    int processes = 0;          // train --nproc; 0: as the document's train.processes says
+    std::vector<std::string> arguments;  // train: the command and its arguments, less --nproc
     bool resume = false;
     bool force = false;         // --force: train even when the memory estimate says it will not fit
     bool json = false;
