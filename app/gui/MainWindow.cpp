@@ -172,10 +172,11 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_leftLabel = new QLabel(this);
     m_deviceLabel = new QLabel(this);
     m_memoryLabel = new QLabel(this);
+    m_worldLabel = new QLabel(this);
     // Shown whole when there is room; on a small screen they give way instead of
     // making the window wider than the screen (a label asks for all its text).
     const int fewCharacters = fontMetrics().averageCharWidth() * 6;
-    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_memoryLabel}) {
+    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_worldLabel, m_memoryLabel}) {
         label->setMinimumWidth(fewCharacters);
         statusBar()->addPermanentWidget(label);
     }
@@ -185,6 +186,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_leftLabel->setAccessibleName(tr("Time left"));
     m_deviceLabel->setAccessibleName(tr("Device"));
     m_memoryLabel->setAccessibleName(tr("Memory in use"));
+    m_worldLabel->setAccessibleName(tr("Processes"));
 
     m_assessTimer.setSingleShot(true);
     m_assessTimer.setInterval(150);
@@ -588,8 +590,17 @@ void MainWindow::showProblem(const QString& title, const QString& text)
 
 void MainWindow::clearRunLabels()
 {
-    for (QLabel* label : {m_stepLabel, m_speedLabel, m_leftLabel, m_memoryLabel})
+    for (QLabel* label : {m_stepLabel, m_speedLabel, m_leftLabel, m_memoryLabel, m_worldLabel})
         label->clear();
+    m_worldLabel->setToolTip(QString());
+}
+
+// A distributed run's processes: how many, and which one the others wait for.
+void MainWindow::showWorld(const WorldPace& world)
+{
+    const PaceText text = describePace(world);
+    m_worldLabel->setText(text.label);
+    m_worldLabel->setToolTip(text.details);
 }
 
 void MainWindow::setDocument(const QJsonObject& document, bool modified)
@@ -893,6 +904,7 @@ bool MainWindow::openRun(const QString& directory)
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
         if (const QVector<CurvePoint> speed = r->curves.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
             m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
+        showWorld(r->world);
     }
     rememberRecent(absolute);
     // Another process may be training it (a server, the directory mounted here):
@@ -978,6 +990,7 @@ void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<q
     m_insights->historyChanged(id);
     if (const QVector<CurvePoint> speed = added.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
         m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
+    showWorld(it->world);
     showFollowedStep();
 }
 
@@ -1178,6 +1191,7 @@ void MainWindow::onSnapshot(const TrainingSnapshot& s)
     m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
     m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
     m_memoryLabel->setText(humanBytes(static_cast<double>(s.memoryBytes)));
+    showWorld(s.world);
 }
 
 void MainWindow::onEvaluation(const EvaluationResult& result)
@@ -1309,11 +1323,11 @@ void MainWindow::updateActions()
                                        : tr("Cannot start: %1").arg(reason));
     m_startReason->setText(reason.isEmpty() ? QString() : tr("Cannot start: %1").arg(reason));
     QAction* pause = m_actions.value(QStringLiteral("pause"));
-    pause->setEnabled(live || state == TrainingController::State::Starting);
+    pause->setEnabled((live || state == TrainingController::State::Starting) && m_controller.takesRequests());
     pause->setText(state == TrainingController::State::Paused ? tr("&Resume") : tr("&Pause"));
     pause->setIcon(toolIcon(state == TrainingController::State::Paused ? ToolIcon::Play : ToolIcon::Pause));
     m_actions.value(QStringLiteral("stop"))->setEnabled(!idle && state != TrainingController::State::Stopping);
-    m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live);
+    m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live && m_controller.takesRequests());
     m_actions.value(QStringLiteral("open"))->setEnabled(idle);
     m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
     m_recentMenu->setEnabled(idle);

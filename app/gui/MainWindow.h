@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ArchitectureSketch.h"
+#include "PaceText.h"
 #include "RunFollower.h"
 #include "RunRecord.h"
 #include "TrainingController.h"
@@ -123,6 +124,7 @@ private:
     void updateTitle();
     void showProblem(const QString& title, const QString& text);
     void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
+    void showWorld(const WorldPace& world);
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
 
@@ -178,6 +180,7 @@ private:
     QLabel* m_leftLabel = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QLabel* m_memoryLabel = nullptr;
+    QLabel* m_worldLabel = nullptr;  // a distributed run's processes (PaceText.h)
 
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
     QTimer m_assessTimer;

@@ -43,6 +43,7 @@ std::optional<MetricsLine> decodeMetricsLine(const QByteArray& bytes, QString* r
         for (const auto& [name, value] : record->values)
             line.values.insert(QString::fromStdString(name), value);
         line.state = toModelState(record->train);
+        line.world = record->train.world;
         break;
     case MetricsRecord::Type::Eval:
         line.type = MetricsLine::Type::Eval;

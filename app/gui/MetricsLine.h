@@ -26,6 +26,7 @@ struct MetricsLine {
     double wallSeconds = 0;
     QHash<QString, double> values;
     ModelState state;
+    WorldPace world;  // a distributed run's processes (size 1: one process)
     // eval
     QString split;
     double loss = 0, accuracy = 0;

@@ -45,6 +45,7 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
 void RunRecord::restart()
 {
     curves.clear();
+    world = WorldPace{};
     insights->clear();
     m_lastStep = 0;
     m_lastSeconds = 0;
@@ -56,6 +57,7 @@ void RunRecord::restart()
 CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
 {
     insights->addState(toModelState(s));
+    world = s.world;
     m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(s.step));
     return addTrainingValues(static_cast<double>(s.step), s.wallSeconds,
                              {{QStringLiteral("loss"), s.loss},
@@ -98,6 +100,7 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber,
     switch (line->type) {
     case MetricsLine::Type::Train:
         m_lastTrainStep = line->step;
+        world = line->world;
         insights->addState(std::move(line->state));
         return addTrainingValues(static_cast<double>(line->step), line->wallSeconds, line->values);
     case MetricsLine::Type::Probe:

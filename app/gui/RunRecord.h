@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "train/LineTail.h"
+#include "train/Snapshot.h"
 
 namespace widelab {
 
@@ -32,6 +33,7 @@ public:
     QString directory;
     double parameters = 0;  // stored parameters, for comparisons against size
     CurveBatch curves;   // every point, in step order
+    WorldPace world;     // the last train line's processes (a distributed run)
     // What the interpretability views draw: model states and probe captures.
     std::shared_ptr<InsightHistory> insights = std::make_shared<InsightHistory>();
 

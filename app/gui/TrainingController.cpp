@@ -1,7 +1,12 @@
 #include "TrainingController.h"
 
+#include "LocalWorldRun.h"
 #include "TrainingWorker.h"
 #include "train/TrainingControl.h"
+
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTimer>
 
 namespace widelab {
 
@@ -34,6 +39,7 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent)
 
 TrainingController::~TrainingController()
 {
+    m_world.reset();  // stops its processes and waits for them
     m_control->requestStop();
     m_thread.quit();  // handled once the worker's train() has returned
     m_thread.wait();
@@ -47,13 +53,48 @@ bool TrainingController::start(const QString& documentJson, const QString& direc
     m_control->reset();
     m_directory = directory;
     setState(State::Starting);
-    Q_EMIT trainRequested(TrainingRequest{documentJson, directory, resume, force});
+    const TrainingRequest request{documentJson, directory, resume, force};
+    const QJsonObject train = QJsonDocument::fromJson(documentJson.toUtf8()).object().value(QStringLiteral("train")).toObject();
+    if (train.value(QStringLiteral("processes")).toInteger(1) > 1) {
+        startWorld(request);
+        return true;
+    }
+    Q_EMIT trainRequested(request);
     return true;
+}
+
+void TrainingController::startWorld(const TrainingRequest& request)
+{
+    m_world = std::make_unique<LocalWorldRun>();
+    LocalWorldRun* world = m_world.get();
+    connect(world, &LocalWorldRun::started, this, [this](const RunStarted& run) {
+        if (m_state == State::Starting)
+            setState(State::Running);
+        Q_EMIT started(run);
+    });
+    connect(world, &LocalWorldRun::snapshot, this, &TrainingController::snapshot);
+    connect(world, &LocalWorldRun::evaluation, this, &TrainingController::evaluation);
+    connect(world, &LocalWorldRun::probed, this, &TrainingController::probed);
+    connect(world, &LocalWorldRun::insights, this, &TrainingController::insights);
+    connect(world, &LocalWorldRun::message, this, &TrainingController::message);
+    connect(world, &LocalWorldRun::finished, this, [this](const QString& outcome, const QString& text) {
+        m_world.release()->deleteLater();  // this runs inside its signal
+        setState(State::Idle);
+        Q_EMIT finished(outcome, text);
+    });
+    QString error;
+    if (!world->start(request, &error)) {  // told as the worker tells a failure: after start() returns
+        QTimer::singleShot(0, this, [this, error] {
+            m_world.reset();
+            setState(State::Idle);
+            Q_EMIT finished(QStringLiteral("failed"), error);
+        });
+    }
 }
 
 void TrainingController::pause()
 {
-    if (m_state != State::Running && m_state != State::Starting)
+    if (m_world || (m_state != State::Running && m_state != State::Starting))
         return;
     m_control->setPaused(true);
     if (m_state == State::Running)
@@ -72,19 +113,21 @@ void TrainingController::stop()
 {
     if (!busy() || m_state == State::Stopping)
         return;
+    if (m_world)
+        m_world->stop();
     m_control->requestStop();
     setState(State::Stopping);
 }
 
 void TrainingController::saveCheckpoint()
 {
-    if (m_state == State::Running || m_state == State::Paused)
+    if (!m_world && (m_state == State::Running || m_state == State::Paused))
         m_control->requestCheckpoint();
 }
 
 void TrainingController::probe(const QString& text, bool keep)
 {
-    if (m_state == State::Running || m_state == State::Paused)
+    if (!m_world && (m_state == State::Running || m_state == State::Paused))
         m_control->requestProbe(text.toStdString(), keep);
 }
 

@@ -12,6 +12,7 @@
 
 namespace widelab {
 
+class LocalWorldRun;
 class TrainingControl;
 class TrainingWorker;
 
@@ -27,10 +28,15 @@ public:
 
     State state() const { return m_state; }
     bool busy() const { return m_state != State::Idle; }
+    // Whether the run in progress takes pause, checkpoint and probe requests: an
+    // in-process run does; one of several processes (train.processes) does not.
+    bool takesRequests() const { return !m_world; }
     QString directory() const { return m_directory; }
 
     // Starts training `documentJson` into `directory` (resume: continue the run
-    // there). Returns false, doing nothing, while a run is in progress.
+    // there): in a worker thread, or, when the document's train.processes asks
+    // for several, by widelab-cli's processes (LocalWorldRun), with the same
+    // signals. Returns false, doing nothing, while a run is in progress.
     // `force`: train even when the memory estimate says the run will not fit.
     bool start(const QString& documentJson, const QString& directory, bool resume, bool force = false);
     void pause();
@@ -57,10 +63,12 @@ Q_SIGNALS:
 
 private:
     void setState(State state);
+    void startWorld(const TrainingRequest& request);
 
     QThread m_thread;
     TrainingWorker* m_worker = nullptr;  // lives on m_thread; deleted when it finishes
     std::shared_ptr<TrainingControl> m_control;
+    std::unique_ptr<LocalWorldRun> m_world;  // a run of several processes, while it lasts
     State m_state = State::Idle;
     QString m_directory;
 };

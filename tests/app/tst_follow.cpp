@@ -9,6 +9,8 @@
 #include "LogPanel.h"
 #include "MainWindow.h"
 #include "RunFollower.h"
+#include "TrainingController.h"
+#include "dist/World.h"
 #include "train/RunStatus.h"
 
 #include <QDateTime>
@@ -142,6 +144,8 @@ private Q_SLOTS:
     void aLookStuckOnAHungMountHoldsNeitherTheWindowNorItsEnd();
     void theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume();
     void theWindowSkipsDamagedLinesItFollowsWithOneWarningEach();
+    void theWindowShowsADistributedRunsProcesses();
+    void severalProcessesTrainThroughTheController();
 
 private:
     QTemporaryDir m_dir;
@@ -420,6 +424,90 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
     QVERIFY(loss != nullptr);
     loss->refreshNow();
     QCOMPARE(loss->xAxis->range().upper, 6.0);
+}
+
+// The status bar's label for a distributed run's processes.
+QLabel* processesLabel(MainWindow& window)
+{
+    for (QLabel* label : window.findChildren<QLabel*>())
+        if (label->accessibleName() == QLatin1String("Processes"))
+            return label;
+    return nullptr;
+}
+
+// Two processes of widelab-cli, followed: the window says how many, which rank
+// is slowest and each one's pace (docs/distributed.md).
+void TestFollow::theWindowShowsADistributedRunsProcesses()
+{
+    if (!distributedTrainingAvailable())
+        QSKIP("this build trains in one process only");
+    const QString run = m_dir.filePath(QStringLiteral("two"));
+    const QString config = m_dir.filePath(QStringLiteral("two.json"));
+    QVERIFY(writeBytes(config, QJsonDocument(tinyDocument(400)).toJson()));
+    MainWindow window;
+    window.setFollowInterval(100);
+    window.show();
+    QProcess trainer;
+    trainer.setProcessChannelMode(QProcess::MergedChannels);
+    trainer.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("train"), config, QStringLiteral("--out"), run,
+                                                QStringLiteral("--nproc"), QStringLiteral("2")});
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(run + QStringLiteral("/config.json")), 60000);
+    QVERIFY(window.openRun(run));
+    QLabel* label = processesLabel(window);
+    QVERIFY(label != nullptr);
+    QTRY_VERIFY2_WITH_TIMEOUT(label->text().contains(QRegularExpression(QStringLiteral("^2 processes, slowest rank [01] \\("))),
+                              qPrintable(label->text()), 60000);
+    QVERIFY2(label->toolTip().contains(QStringLiteral("rank 0: ")) && label->toolTip().contains(QStringLiteral("rank 1: ")),
+             qPrintable(label->toolTip()));
+    trainer.terminate();  // as Ctrl-C: one checkpoint, every rank exits 0
+    QVERIFY(trainer.waitForFinished(60000));
+    QCOMPARE(trainer.exitCode(), 0);
+}
+
+// A document that asks for two processes trains through widelab-cli; the
+// controller tells it as it tells an in-process run, and Stop ends it with a checkpoint.
+void TestFollow::severalProcessesTrainThroughTheController()
+{
+    if (!distributedTrainingAvailable())
+        QSKIP("this build trains in one process only");
+    qputenv("WIDELAB_CLI", WIDELAB_CLI);
+    QJsonObject document = tinyDocument(40);
+    QJsonObject train = document.value(QStringLiteral("train")).toObject();
+    train.insert(QStringLiteral("processes"), 2);
+    document.insert(QStringLiteral("train"), train);
+    QString json = QString::fromUtf8(QJsonDocument(document).toJson());
+    TrainingController controller;
+    QSignalSpy started(&controller, &TrainingController::started);
+    QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+    QSignalSpy finished(&controller, &TrainingController::finished);
+    const QString run = m_dir.filePath(QStringLiteral("controller"));
+    QVERIFY(controller.start(json, run, false));
+    QVERIFY(!controller.takesRequests());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 120000);
+    QCOMPARE(finished.at(0).at(0).toString(), QStringLiteral("completed"));
+    QVERIFY2(finished.at(0).at(1).toString().contains(QStringLiteral("completed 40 steps")),
+             qPrintable(finished.at(0).at(1).toString()));
+    QCOMPARE(started.size(), 1);
+    QVERIFY(started.at(0).at(0).value<RunStarted>().device.startsWith(QStringLiteral("2 processes")));
+    QCOMPARE(snapshots.size(), 20);  // every second step, as log_every says
+    const TrainingSnapshot last = snapshots.last().at(0).value<TrainingSnapshot>();
+    QCOMPARE(last.step, std::int64_t{40});
+    QCOMPARE(last.world.size, std::int64_t{2});
+    QCOMPARE(controller.state(), TrainingController::State::Idle);
+
+    // Stopped: the processes agree on a step and save one checkpoint there.
+    QVERIFY(controller.start(json.replace(QStringLiteral("\"steps\": 40"), QStringLiteral("\"steps\": 1000000")),
+                             m_dir.filePath(QStringLiteral("stopped")), false));
+    QTRY_VERIFY_WITH_TIMEOUT(snapshots.size() >= 25, 120000);
+    controller.stop();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 2, 120000);
+    QCOMPARE(finished.at(1).at(0).toString(), QStringLiteral("stopped"));
+    const QString message = finished.at(1).at(1).toString();
+    const QRegularExpressionMatch step = QRegularExpression(QStringLiteral("stopped at step (\\d+)")).match(message);
+    QVERIFY2(step.hasMatch(), qPrintable(message));
+    QVERIFY(QFile::exists(m_dir.filePath(QStringLiteral("stopped/checkpoints/step-%1.pt"))
+                              .arg(step.captured(1).toLongLong(), 8, 10, QLatin1Char('0'))));
+    qunsetenv("WIDELAB_CLI");
 }
 
 QTEST_MAIN(TestFollow)
