@@ -15,6 +15,8 @@
 #include "train/Trainer.h"
 #include "train/TrainingControl.h"
 
+#include <torch/cuda.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -251,7 +253,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
     std::size_t next = 0;
     bool anyStopped = false;
     auto stopping = [&] { return stop.load() || m_stop.load(); };
-    auto worker = [&] {
+    auto worker = [&](std::size_t slot) {
         for (;;) {
             std::size_t index = 0;
             {
@@ -263,7 +265,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
             }
             bool stopped = false;
             const double start = steadySeconds();
-            MemberResult result = runMember(index, stop, stopped);
+            MemberResult result = runMember(index, stop, stopped, slot);
             std::lock_guard lock(m_mutex);
             --m_running;
             m_runningFraction[index] = 0.0;
@@ -279,14 +281,14 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
         }
     };
     if (jobs == 1) {
-        worker();
+        worker(0);
     } else {
         // An exception must not leave a thread (std::terminate): the first one stops
         // the others and is thrown here once they have saved.
         std::exception_ptr failure;
-        auto guarded = [&] {
+        auto guarded = [&](std::size_t slot) {
             try {
-                worker();
+                worker(slot);
             } catch (...) {
                 {
                     std::lock_guard lock(m_mutex);
@@ -298,7 +300,7 @@ StudySummary StudyRunner::run(const std::atomic<bool>& stop)
         };
         std::vector<std::thread> threads;
         for (std::size_t j = 0; j < jobs; ++j)
-            threads.emplace_back(guarded);
+            threads.emplace_back(guarded, j);
         for (std::thread& thread : threads)
             thread.join();
         if (failure)
@@ -324,7 +326,14 @@ void StudyRunner::finish(std::size_t index, const MemberResult& result)
     publishProgress();
 }
 
-MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& stop, bool& stopped)
+std::string jobDevice(const std::string& requested, std::size_t slot, int gpus)
+{
+    if (gpus > 1 && (requested == "cuda" || requested == "auto"))
+        return "cuda:" + std::to_string(slot % static_cast<std::size_t>(gpus));
+    return requested;
+}
+
+MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& stop, bool& stopped, std::size_t slot)
 {
     const StudyMember& member = m_members[index];
     MemberResult result = resultOf(member);
@@ -359,6 +368,10 @@ MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& 
         if (m_options.device)
             setDottedKey(document, "train.device", *m_options.device);
         RunDocument run = parseRunDocument(document.dump(), "runs/" + member.name);
+        // Jobs at once on a machine with several GPUs: each its own.
+        const int gpus = jobs > 1 ? static_cast<int>(torch::cuda::device_count()) : 0;
+        const std::string device = jobDevice(run.train.device, slot, gpus);
+        run.train.device = device;
         const ResumeDecision decision = decideResume(directory, run);
         if (decision.kind == ResumeKind::Refused) {
             std::string differences;
@@ -397,7 +410,7 @@ MemberResult StudyRunner::runMember(std::size_t index, const std::atomic<bool>& 
             return result;
         }
         try {
-            result.measures = measureMember(directory, m_options.device.value_or(""), threads, m_options.latencySteps);
+            result.measures = measureMember(directory, device, threads, m_options.latencySteps);
         } catch (const std::exception& error) {
             result.status = MemberStatus::Failed;
             result.error = "trained, but measuring it failed: " + errorText(error);

@@ -60,7 +60,7 @@ public:
 
 struct StudyOptions {
     StudyOverrides overrides;             // --steps, --seeds
-    std::size_t jobs = 1;                 // members trained at once
+    std::size_t jobs = 1;                 // members trained at once (on a machine with several GPUs, each on its own: jobDevice)
     std::optional<std::string> device;    // every member's train.device
     // Compute threads in all (0: every core), divided among the jobs.
     std::optional<std::int64_t> threads;
@@ -68,6 +68,12 @@ struct StudyOptions {
     // Latency measurement: timed inference steps per member (batch 1).
     std::int64_t latencySteps = 21;
 };
+
+// The device a member trains on when it is the `slot`-th of the jobs running
+// at once, on a machine with `gpus` GPUs: with several, a member that asks for
+// "cuda" or "auto" takes GPU slot % gpus, so that the jobs share none; any
+// other request (one GPU named, the CPU) is kept.
+std::string jobDevice(const std::string& requested, std::size_t slot, int gpus);
 
 struct StudySummary {
     bool stopped = false;  // a stop was requested before every member finished
@@ -113,7 +119,7 @@ public:
     const std::filesystem::path& directory() const { return m_directory; }
 
 private:
-    MemberResult runMember(std::size_t index, const std::atomic<bool>& stop, bool& stopped);
+    MemberResult runMember(std::size_t index, const std::atomic<bool>& stop, bool& stopped, std::size_t slot);
     void finish(std::size_t index, const MemberResult& result);
     void publishProgress();  // with m_mutex held
 

@@ -109,6 +109,7 @@ private Q_SLOTS:
     void gridExpansion();
     void pairedExpansion();
     void seedsOverride();
+    void jobsTakeAGpuEach();
     void fixedParameterAxisKeepsStoredParameters();
     void meanAndSpread();
     void tinyStudyWritesResults();
@@ -488,6 +489,19 @@ void TestStudy::builtinStudiesValidate()
         QCOMPARE(model["head_dim"].get<int>(), 16);
         QCOMPARE(model["d_model"].get<int>(), 128);
     }
+}
+
+void TestStudy::jobsTakeAGpuEach()
+{
+    // Three jobs on a machine with two GPUs: 0, 1, then 0 again.
+    QCOMPARE(jobDevice("cuda", 0, 2), std::string("cuda:0"));
+    QCOMPARE(jobDevice("auto", 1, 2), std::string("cuda:1"));
+    QCOMPARE(jobDevice("cuda", 2, 2), std::string("cuda:0"));
+    // A GPU named, the CPU, or one GPU or none: as asked.
+    QCOMPARE(jobDevice("cuda:1", 0, 4), std::string("cuda:1"));
+    QCOMPARE(jobDevice("cpu", 3, 4), std::string("cpu"));
+    QCOMPARE(jobDevice("cuda", 3, 1), std::string("cuda"));
+    QCOMPARE(jobDevice("auto", 3, 0), std::string("auto"));
 }
 
 QTEST_GUILESS_MAIN(TestStudy)
