@@ -1,5 +1,6 @@
 #include "DistributedBench.h"
 
+#include "ExecArguments.h"
 #include "TextTable.h"
 #include "config/Presets.h"
 #include "train/MetricsCodec.h"
@@ -63,19 +64,15 @@ int runSelf(const std::vector<std::string>& args, const std::string& disable, co
     }
     if (!disabled.empty())
         env.push_back("WIDELAB_DISABLE=" + disabled);
-    std::vector<char*> argv{const_cast<char*>("widelab-cli")}, envp;
-    for (const std::string& a : args)
-        argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    for (const std::string& e : env)
-        envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
+    std::vector<std::string> argv{"widelab-cli"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ExecArguments exec(argv, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     pid_t pid = 0;
-    const int error = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), envp.data());
+    const int error = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, exec.argv.data(), exec.envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (error != 0)
         return 127;

@@ -1,5 +1,6 @@
 #include "LocalWorld.h"
 
+#include "ExecArguments.h"
 #include "dist/Collective.h"
 
 #include <chrono>
@@ -36,13 +37,7 @@ std::string describe(int status)
 pid_t startRank(const std::vector<std::string>& argv, const std::vector<std::string>& environment, bool quiet,
                 const sigset_t& unblocked)
 {
-    std::vector<char*> args, env;
-    for (const std::string& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    for (const std::string& e : environment)
-        env.push_back(const_cast<char*>(e.c_str()));
-    env.push_back(nullptr);
+    ExecArguments exec(argv, environment);
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid != 0)
@@ -60,7 +55,7 @@ pid_t startRank(const std::vector<std::string>& argv, const std::vector<std::str
         if (null >= 0)
             dup2(null, STDOUT_FILENO);
     }
-    execve("/proc/self/exe", args.data(), env.data());
+    execve("/proc/self/exe", exec.argv.data(), exec.envp.data());
     _exit(127);
 }
 

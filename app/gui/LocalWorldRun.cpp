@@ -32,7 +32,7 @@ QString lastLine(const QByteArray& output)
 
 }  // namespace
 
-LocalWorldRun::LocalWorldRun(QObject* parent) : QObject(parent)
+LocalWorldRun::LocalWorldRun(QObject* parent) : RunEvents(parent)
 {
     connect(&m_process, &QProcess::readyReadStandardOutput, this,
             [this] { keepTail(m_out, m_process.readAllStandardOutput()); });

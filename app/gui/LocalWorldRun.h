@@ -3,7 +3,7 @@
 // directory, and told to the window with the signals an in-process run uses
 #pragma once
 
-#include "EngineTypes.h"
+#include "RunEvents.h"
 
 #include <QElapsedTimer>
 #include <QObject>
@@ -21,10 +21,10 @@ class RunFollower;
 // batch (docs/distributed.md) are widelab-cli's to start, which it does as
 // torchrun would. This starts `widelab-cli train DOCUMENT --out DIR` (the
 // document names the processes), follows DIR as the window follows any run, and
-// turns its metrics and log lines into snapshot, evaluation, probed, insights
-// and message, as TrainingWorker's. Pausing, checkpoints on demand and typed
-// probes are an in-process run's only.
-class LocalWorldRun : public QObject {
+// turns its metrics and log lines into RunEvents' signals, as TrainingWorker
+// does (never paused: pausing, checkpoints on demand and typed probes are an
+// in-process run's only).
+class LocalWorldRun : public RunEvents {
     Q_OBJECT
 public:
     explicit LocalWorldRun(QObject* parent = nullptr);
@@ -40,15 +40,6 @@ public:
     bool start(const TrainingRequest& request, QString* error);
     // As Ctrl-C: the processes agree on a step, save one checkpoint and exit.
     void stop();
-
-Q_SIGNALS:
-    void started(const widelab::RunStarted& run);
-    void snapshot(const widelab::TrainingSnapshot& snapshot);
-    void evaluation(const widelab::EvaluationResult& result);
-    void probed(const widelab::ProbeResult& result);
-    void insights(const widelab::ValidationInsights& insights);
-    void message(const QString& level, const QString& text);
-    void finished(const QString& outcome, const QString& message);
 
 private:
     void onMetrics(const QList<QByteArray>& lines);

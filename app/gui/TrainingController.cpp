@@ -19,22 +19,30 @@ TrainingController::TrainingController(QObject* parent) : QObject(parent)
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     connect(this, &TrainingController::trainRequested, m_worker, &TrainingWorker::train);
-    connect(m_worker, &TrainingWorker::started, this, [this](const RunStarted& run) {
+    passOn(m_worker);
+    m_thread.start();
+}
+
+// What a run tells, from whichever engine trains it (queued from the worker's thread).
+void TrainingController::passOn(RunEvents* events)
+{
+    connect(events, &RunEvents::started, this, [this](const RunStarted& run) {
         if (m_state == State::Starting)
             setState(m_control->paused() ? State::Paused : State::Running);
         Q_EMIT started(run);
     });
-    connect(m_worker, &TrainingWorker::snapshot, this, &TrainingController::snapshot);
-    connect(m_worker, &TrainingWorker::evaluation, this, &TrainingController::evaluation);
-    connect(m_worker, &TrainingWorker::probe, this, &TrainingController::probed);
-    connect(m_worker, &TrainingWorker::insights, this, &TrainingController::insights);
-    connect(m_worker, &TrainingWorker::message, this, &TrainingController::message);
-    connect(m_worker, &TrainingWorker::paused, this, &TrainingController::paused);
-    connect(m_worker, &TrainingWorker::finished, this, [this](const QString& outcome, const QString& text) {
+    connect(events, &RunEvents::snapshot, this, &TrainingController::snapshot);
+    connect(events, &RunEvents::evaluation, this, &TrainingController::evaluation);
+    connect(events, &RunEvents::probed, this, &TrainingController::probed);
+    connect(events, &RunEvents::insights, this, &TrainingController::insights);
+    connect(events, &RunEvents::message, this, &TrainingController::message);
+    connect(events, &RunEvents::paused, this, &TrainingController::paused);
+    connect(events, &RunEvents::finished, this, [this](const QString& outcome, const QString& text) {
+        if (m_world)  // this runs inside its signal
+            m_world.release()->deleteLater();
         setState(State::Idle);
         Q_EMIT finished(outcome, text);
     });
-    m_thread.start();
 }
 
 TrainingController::~TrainingController()
@@ -67,21 +75,7 @@ void TrainingController::startWorld(const TrainingRequest& request)
 {
     m_world = std::make_unique<LocalWorldRun>();
     LocalWorldRun* world = m_world.get();
-    connect(world, &LocalWorldRun::started, this, [this](const RunStarted& run) {
-        if (m_state == State::Starting)
-            setState(State::Running);
-        Q_EMIT started(run);
-    });
-    connect(world, &LocalWorldRun::snapshot, this, &TrainingController::snapshot);
-    connect(world, &LocalWorldRun::evaluation, this, &TrainingController::evaluation);
-    connect(world, &LocalWorldRun::probed, this, &TrainingController::probed);
-    connect(world, &LocalWorldRun::insights, this, &TrainingController::insights);
-    connect(world, &LocalWorldRun::message, this, &TrainingController::message);
-    connect(world, &LocalWorldRun::finished, this, [this](const QString& outcome, const QString& text) {
-        m_world.release()->deleteLater();  // this runs inside its signal
-        setState(State::Idle);
-        Q_EMIT finished(outcome, text);
-    });
+    passOn(world);
     QString error;
     if (!world->start(request, &error)) {  // told as the worker tells a failure: after start() returns
         QTimer::singleShot(0, this, [this, error] {

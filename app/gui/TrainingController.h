@@ -13,6 +13,7 @@
 namespace widelab {
 
 class LocalWorldRun;
+class RunEvents;
 class TrainingControl;
 class TrainingWorker;
 
@@ -64,6 +65,7 @@ Q_SIGNALS:
 private:
     void setState(State state);
     void startWorld(const TrainingRequest& request);
+    void passOn(RunEvents* events);
 
     QThread m_thread;
     TrainingWorker* m_worker = nullptr;  // lives on m_thread; deleted when it finishes

@@ -24,7 +24,7 @@ public:
     explicit SignalObserver(TrainingWorker& worker) : m_worker(worker) {}
     void onSnapshot(const TrainingSnapshot& s) override { Q_EMIT m_worker.snapshot(s); }
     void onEvaluation(const EvaluationResult& r) override { Q_EMIT m_worker.evaluation(r); }
-    void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.probe(p); }
+    void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.probed(p); }
     void onValidationInsights(const ValidationInsights& v) override { Q_EMIT m_worker.insights(v); }
     void onMessage(const std::string& level, const std::string& text) override
     {
@@ -60,7 +60,7 @@ void registerEngineTypes()
 }
 
 TrainingWorker::TrainingWorker(std::shared_ptr<TrainingControl> control, QObject* parent)
-    : QObject(parent), m_control(std::move(control))
+    : RunEvents(parent), m_control(std::move(control))
 {
 }
 

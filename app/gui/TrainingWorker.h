@@ -2,10 +2,7 @@
 // Trainer for a run and drives it, turning the core's observer calls into signals
 #pragma once
 
-#include "EngineTypes.h"
-
-#include <QObject>
-#include <QString>
+#include "RunEvents.h"
 
 #include <memory>
 
@@ -13,7 +10,7 @@ namespace widelab {
 
 class TrainingControl;
 
-class TrainingWorker : public QObject {
+class TrainingWorker : public RunEvents {
     Q_OBJECT
 public:
     explicit TrainingWorker(std::shared_ptr<TrainingControl> control, QObject* parent = nullptr);
@@ -23,18 +20,6 @@ public Q_SLOTS:
     // Blocks this thread until the run ends; stop, pause, checkpoint and probe
     // requests reach it through the shared TrainingControl meanwhile.
     void train(const widelab::TrainingRequest& request);
-
-Q_SIGNALS:
-    void started(const widelab::RunStarted& run);
-    void snapshot(const widelab::TrainingSnapshot& snapshot);
-    void evaluation(const widelab::EvaluationResult& result);
-    void probe(const widelab::ProbeResult& result);
-    void insights(const widelab::ValidationInsights& insights);
-    void message(const QString& level, const QString& text);
-    void paused(qint64 step);  // after `step` optimiser updates (TrainingObserver::onPaused)
-    // outcome: "completed", "stopped", "non-finite" or "failed" (the run could
-    // not be set up or broke: message says why, in words for the user).
-    void finished(const QString& outcome, const QString& message);
 
 private:
     std::shared_ptr<TrainingControl> m_control;

@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace widelab {
@@ -31,6 +32,12 @@ GradientSync::GradientSync(Collective& collective, const std::vector<torch::Tens
                            std::int64_t bucketBytes)
     : m_collective(collective), m_overlap(fastPathEnabled(FastPath::GradientOverlap))
 {
+    if (bucketBytes <= 0) {
+        std::int64_t total = 0;
+        for (const torch::Tensor& parameter : parameters)
+            total += parameter.requires_grad() ? parameter.numel() * static_cast<std::int64_t>(sizeof(float)) : 0;
+        bucketBytes = std::clamp<std::int64_t>(total / 8, std::int64_t{256} << 10, std::int64_t{25} << 20);
+    }
     // Backward reaches the last layers first: buckets fill from the end.
     std::unordered_set<const void*> seen;
     std::int64_t bucketSize = 0;

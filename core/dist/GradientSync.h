@@ -25,9 +25,11 @@ namespace widelab {
 
 class GradientSync {
 public:
-    // The parameters that train (requires_grad), each once.
-    GradientSync(Collective& collective, const std::vector<torch::Tensor>& parameters,
-                 std::int64_t bucketBytes = std::int64_t{25} << 20);
+    // The parameters that train (requires_grad), each once. `bucketBytes` 0:
+    // an eighth of all the gradients' bytes, from 256 KiB to 25 MiB (DDP's
+    // size), so that a small model's gradients too go in several sends that
+    // overlap backward, and a large one's in sends of DDP's size.
+    GradientSync(Collective& collective, const std::vector<torch::Tensor>& parameters, std::int64_t bucketBytes = 0);
     ~GradientSync();
     GradientSync(const GradientSync&) = delete;
     GradientSync& operator=(const GradientSync&) = delete;
