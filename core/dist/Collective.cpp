@@ -3,6 +3,7 @@
 #include "runtime/Clock.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/version.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if WIDELAB_HAVE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -20,6 +21,16 @@ using Backend = c10d::ProcessGroupGloo;
 std::string seconds(std::chrono::milliseconds timeout)
 {
     return std::to_string((timeout.count() + 999) / 1000) + " s";
+}
+
+// A store that is reached but does not answer as this LibTorch's does: one
+// opened by a launcher of another torch version speaks another protocol.
+CollectiveError otherProtocol(int rank, const std::string& where, const std::string& what)
+{
+    return CollectiveError("rank " + std::to_string(rank) + " reached the rendezvous store at " + where
+                           + " but cannot use it (" + what + "): a store opened by another version of torch "
+                           "(torchrun's agent) speaks another protocol; launch with the torchrun of the LibTorch "
+                           "this WideLab was built with (" TORCH_VERSION ")");
 }
 
 bool loopback(const std::string& address)
@@ -72,6 +83,10 @@ std::shared_ptr<Collective> Collective::join(const World& world, std::chrono::mi
     // Every rank checks in, so that one that never comes is named.
     try {
         group.store->set("joined/" + std::to_string(world.rank), std::vector<std::uint8_t>{1});
+    } catch (const std::exception& error) {
+        throw otherProtocol(world.rank, where, error.what());
+    }
+    try {
         std::vector<std::string> keys;
         for (int r = 0; r < world.size; ++r)
             keys.push_back("joined/" + std::to_string(r));
@@ -83,8 +98,11 @@ std::shared_ptr<Collective> Collective::join(const World& world, std::chrono::mi
             bool present = false;
             try {
                 present = group.store->check({"joined/" + std::to_string(r)});
-            } catch (const std::exception&) {
+            } catch (const std::exception& error) {
+                throw otherProtocol(world.rank, where, error.what());
             }
+            if (!present && r == world.rank)  // its own check-in lost: the store is not one it can use
+                throw otherProtocol(world.rank, where, "its own key is not found there");
             if (!present && count++ < 8)
                 missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         }

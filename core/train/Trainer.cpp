@@ -207,9 +207,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         m_state.scheduleSteps = m_totalSteps;
         if (m_run.train.probes.empty())
             m_run.train.probes.push_back(defaultProbeText());
-        // A new run: whatever an earlier, checkpoint-less attempt left goes.
     }
     if (!m_options.resume && m_writes) {
+        // A new run: whatever an earlier, checkpoint-less attempt left goes.
         std::error_code ignored;
         std::filesystem::remove(runlayout::bestCheckpointFile(m_directory), ignored);
         writeFileAtomically(runlayout::configFile(m_directory), m_run.toJson().dump(2) + "\n");
@@ -868,7 +868,7 @@ std::string Trainer::defaultProbeText() const
 void Trainer::keepProbe(const std::string& text)
 {
     std::vector<std::string>& probes = m_run.train.probes;
-    if (m_options.readOnly) {
+    if (!m_writes) {  // read-only, or another rank than the one that writes the run
         if (std::find(probes.begin(), probes.end(), text) == probes.end())
             probes.push_back(text);
         return;

@@ -1,6 +1,6 @@
 // Tests of distributed training with real widelab-cli processes on this
 // machine, over c10d's Gloo on localhost: every model family trained by two
-// processes follows one process; the launchers (--nproc, Debian's torchrun,
+// processes follows one process; the launchers (--nproc, the build's own torchrun,
 // Slurm's and Open MPI's variables set by hand) start it; and the faults end
 // cleanly: a rank killed, a rank that never comes, ranks given different
 // documents, SIGTERM to the launcher.
@@ -190,7 +190,7 @@ private Q_SLOTS:
     void init();
     void familiesFollowOneProcess_data();
     void familiesFollowOneProcess();
-    void debianTorchrunDrivesTheCli();
+    void torchrunDrivesTheCli();
     void slurmAndOpenMpiVariablesByHand();
     void anotherWorldSizeContinuesTheRun();
     void ranksWithDifferentDocumentsAreRefused();
@@ -273,18 +273,25 @@ void TestDistributed::familiesFollowOneProcess()
     QVERIFY(QFile::exists(two + QStringLiteral("/logs/rank-1.txt")));
 }
 
-void TestDistributed::debianTorchrunDrivesTheCli()
+void TestDistributed::torchrunDrivesTheCli()
 {
-    // Debian's torchrun is python3 -m torch.distributed.run (python3-torch).
+    // The build's own torchrun: PyPI's from the wheel it was built against, else
+    // Debian's python3 -m torch.distributed.run (python3-torch).
+#ifdef WIDELAB_TORCH_SITE
+    const QProcessEnvironment environment = withVariables({{"PYTHONPATH", QStringLiteral(WIDELAB_TORCH_SITE)}});
+#else
+    const QProcessEnvironment environment = withVariables({});
+#endif
     QProcess probe;
+    probe.setProcessEnvironment(environment);
     probe.start(QStringLiteral("/usr/bin/python3"), {"-c", "import torch.distributed.run"});
     if (!probe.waitForFinished(60000) || probe.exitCode() != 0)
-        QSKIP("Debian's python3-torch is not installed");
+        QSKIP("no torchrun of this build's torch (Debian's python3-torch) is installed");
     const QString document = writeDocument(*m_dir, "tiny", tinyDocument("{}"));
     const Finished single = cli({"train", document, "--out", m_dir->filePath("one")});
     QCOMPARE(single.code, 0);
     QProcess process;
-    process.setProcessEnvironment(withVariables({}));
+    process.setProcessEnvironment(environment);
     // --redirects and --tee name a rank that does not exist: Debian 12's torchrun
     // (1.13 on Python 3.11) cannot read their default, 0 (docs/distributed.md).
     process.start(QStringLiteral("/usr/bin/python3"),
