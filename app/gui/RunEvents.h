@@ -22,7 +22,9 @@ Q_SIGNALS:
     void probed(const widelab::ProbeResult& result);
     void insights(const widelab::ValidationInsights& insights);
     void message(const QString& level, const QString& text);
-    void paused(qint64 step);  // after `step` optimiser updates (TrainingObserver::onPaused)
+    // The run has paused after `step` optimiser updates: the step its log line
+    // names, which the last snapshot (every log_every steps) may lag behind.
+    void paused(qint64 step);
     // outcome: "completed", "stopped", "non-finite", "out-of-memory",
     // "insufficient-memory" or "failed" (the run could not be set up or broke:
     // message says why, in words for the user).

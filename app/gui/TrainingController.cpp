@@ -10,7 +10,7 @@
 
 namespace widelab {
 
-TrainingController::TrainingController(QObject* parent) : QObject(parent)
+TrainingController::TrainingController(QObject* parent) : RunEvents(parent)
 {
     registerEngineTypes();
     m_thread.setObjectName(QStringLiteral("training"));

@@ -2,7 +2,7 @@
 // starts, pauses, resumes, stops and checkpoints runs through it, never blocking
 #pragma once
 
-#include "EngineTypes.h"
+#include "RunEvents.h"
 
 #include <QObject>
 #include <QString>
@@ -13,11 +13,11 @@
 namespace widelab {
 
 class LocalWorldRun;
-class RunEvents;
 class TrainingControl;
 class TrainingWorker;
 
-class TrainingController : public QObject {
+// Its RunEvents signals are the running run's, whichever engine trains it.
+class TrainingController : public RunEvents {
     Q_OBJECT
 public:
     enum class State { Idle, Starting, Running, Paused, Stopping };
@@ -49,17 +49,6 @@ public:
 
 Q_SIGNALS:
     void stateChanged(widelab::TrainingController::State state);
-    void started(const widelab::RunStarted& run);
-    void snapshot(const widelab::TrainingSnapshot& snapshot);
-    void evaluation(const widelab::EvaluationResult& result);
-    void probed(const widelab::ProbeResult& result);
-    void insights(const widelab::ValidationInsights& insights);
-    void message(const QString& level, const QString& text);
-    // The run has paused after `step` optimiser updates: the step its log line
-    // names, which the last snapshot (every log_every steps) may lag behind.
-    void paused(qint64 step);
-    void finished(const QString& outcome, const QString& message);
-
     void trainRequested(const widelab::TrainingRequest& request);  // to the worker, queued
 
 private:
