@@ -1,10 +1,8 @@
 #include "Checkpoint.h"
 
-#include "Lamb.h"
+#include "OptimizerState.h"
 #include "config/JsonText.h"
 
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
 #include <torch/serialize.h>
 
 #include <fcntl.h>
@@ -134,27 +132,11 @@ std::string differences(const nlohmann::json& saved, const nlohmann::json& curre
 // Optimiser state loads on the CPU; each tensor moves to its parameter's device.
 void moveStateToParameters(torch::optim::Optimizer& optimizer)
 {
-    auto& states = optimizer.state();
-    for (const auto& group : optimizer.param_groups()) {
-        for (const auto& p : group.params()) {
-            const auto it = states.find(optimizerStateKey(states, p));
-            if (it == states.end())
-                continue;
-            const torch::Device device = p.device();
-            if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get())) {
-                adamw->exp_avg(adamw->exp_avg().to(device));
-                adamw->exp_avg_sq(adamw->exp_avg_sq().to(device));
-                if (adamw->max_exp_avg_sq().defined())
-                    adamw->max_exp_avg_sq(adamw->max_exp_avg_sq().to(device));
-            } else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get())) {
-                if (sgd->momentum_buffer().defined())
-                    sgd->momentum_buffer(sgd->momentum_buffer().to(device));
-            } else if (auto* lamb = dynamic_cast<LambParamState*>(it->second.get())) {
-                lamb->exp_avg(lamb->exp_avg().to(device));
-                lamb->exp_avg_sq(lamb->exp_avg_sq().to(device));
-            }
-        }
-    }
+    for (const auto& group : optimizer.param_groups())
+        for (const auto& p : group.params())
+            for (const StateTensor& state : optimizerStateTensors(optimizer, p))
+                if (state.tensor->defined())
+                    *state.tensor = state.tensor->to(p.device());
 }
 
 c10::Device modelDevice(WideTransformerImpl& model)
@@ -350,24 +332,12 @@ std::optional<std::string> nonFiniteState(torch::optim::Optimizer& optimizer, Wi
     std::map<const void*, std::string> names;
     for (const auto& item : model.named_parameters())
         names[item.value().unsafeGetTensorImpl()] = item.key();
-    auto& states = optimizer.state();
     for (const auto& group : optimizer.param_groups()) {
         for (const auto& p : group.params()) {
-            const auto it = states.find(optimizerStateKey(states, p));
-            if (it == states.end())
-                continue;
-            std::vector<std::pair<const char*, torch::Tensor>> tensors;
-            if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(it->second.get()))
-                tensors = {{"exp_avg", adamw->exp_avg()}, {"exp_avg_sq", adamw->exp_avg_sq()},
-                           {"max_exp_avg_sq", adamw->max_exp_avg_sq()}};
-            else if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(it->second.get()))
-                tensors = {{"momentum_buffer", sgd->momentum_buffer()}};
-            else if (auto* lamb = dynamic_cast<LambParamState*>(it->second.get()))
-                tensors = {{"exp_avg", lamb->exp_avg()}, {"exp_avg_sq", lamb->exp_avg_sq()}};
-            for (const auto& [kind, tensor] : tensors) {
-                if (const std::string problem = nonFinite(tensor); !problem.empty()) {
+            for (const StateTensor& state : optimizerStateTensors(optimizer, p)) {
+                if (const std::string problem = nonFinite(*state.tensor); !problem.empty()) {
                     const auto name = names.find(p.unsafeGetTensorImpl());
-                    return std::string("optimizer state ") + kind + " of "
+                    return std::string("optimizer state ") + state.name + " of "
                            + (name == names.end() ? std::string("a parameter") : "model/" + name->second) + " holds "
                            + problem;
                 }
