@@ -223,6 +223,10 @@ QList<FieldGroup> makeLayout()
               t("Processes that share each batch, on this machine (distributed training over Gloo): each trains "
                 "on its part of every batch and the gradients are summed. The curves are one process's."),
               {}, 1},
+             {"train.expert_parallel", t("Split experts"),
+              t("Distributed runs: each process holds an equal share of every mixture layer's experts, and tokens "
+                "travel to their expert and back, instead of every process holding them all. The number of "
+                "processes must divide the experts.")},
              {"train.seed", t("Seed"), t("Seed of the initialisation, dropout, router noise and batch order.")},
          }},
         {t("Logging, evaluation and checkpoints"),

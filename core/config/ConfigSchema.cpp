@@ -167,6 +167,8 @@ std::vector<KeySpec> makeSchema()
         integer("train.threads", 0, 4096, 0, "intra-op CPU threads; 0: every core"),
         integer("train.processes", 1, 1024, 1,
                 "processes sharing each batch on this machine (distributed; a launcher's count wins)"),
+        boolean("train.expert_parallel", false,
+                "distributed runs: split each mixture layer's experts over the processes instead of copying them"),
         integer("train.seed", 0, kBig, 0, "seed of initialisation, dropout, router noise and batch order"),
         integer("train.log_every", 1, kBig, 10, "steps between snapshots and metrics lines"),
         integer("train.eval_every", 1, kBig, 200, "steps between validation passes"),

@@ -151,7 +151,7 @@ void Collective::Pending::wait()
     m_owner->m_waited += steadySeconds() - start;
 }
 
-Collective::Pending Collective::sumAsync(torch::Tensor& tensor, std::string what)
+Collective::Pending Collective::reduceAsync(torch::Tensor& tensor, Reduction reduction, std::string what)
 {
     Pending pending;
     pending.m_owner = this;
@@ -160,7 +160,7 @@ Collective::Pending Collective::sumAsync(torch::Tensor& tensor, std::string what
     try {
         std::vector<at::Tensor> tensors{tensor};
         c10d::AllreduceOptions options;
-        options.reduceOp = c10d::ReduceOp::SUM;
+        options.reduceOp = reduction == Reduction::Sum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
         pending.m_work = std::make_shared<c10::intrusive_ptr<c10d::Work>>(m_group->backend->allreduce(tensors, options));
     } catch (const std::exception& error) {
         fail(pending.m_what, error);
@@ -169,9 +169,40 @@ Collective::Pending Collective::sumAsync(torch::Tensor& tensor, std::string what
     return pending;
 }
 
+Collective::Pending Collective::sumAsync(torch::Tensor& tensor, std::string what)
+{
+    return reduceAsync(tensor, Reduction::Sum, std::move(what));
+}
+
 void Collective::sum(torch::Tensor& tensor, std::string what)
 {
-    sumAsync(tensor, std::move(what)).wait();
+    reduceAsync(tensor, Reduction::Sum, std::move(what)).wait();
+}
+
+void Collective::largest(torch::Tensor& tensor, std::string what)
+{
+    reduceAsync(tensor, Reduction::Largest, std::move(what)).wait();
+}
+
+torch::Tensor Collective::exchange(const torch::Tensor& input, std::string what)
+{
+    torch::Tensor sent = input.contiguous();
+    torch::Tensor output = torch::empty_like(sent);
+    Pending pending;
+    pending.m_owner = this;
+    pending.m_what = std::move(what);
+#if WIDELAB_HAVE_GLOO
+    try {
+        std::vector<std::int64_t> equalSplits;  // empty: size() equal chunks
+        c10d::AllToAllOptions options;
+        pending.m_work = std::make_shared<c10::intrusive_ptr<c10d::Work>>(
+            m_group->backend->alltoall_base(output, sent, equalSplits, equalSplits, options));
+    } catch (const std::exception& error) {
+        fail(pending.m_what, error);
+    }
+#endif
+    pending.wait();
+    return output;
 }
 
 std::vector<std::string> Collective::gather(const std::string& key, const std::string& value)

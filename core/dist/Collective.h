@@ -64,6 +64,12 @@ public:
     // it in an error ("the gradients at step 12").
     Pending sumAsync(torch::Tensor& tensor, std::string what);
     void sum(torch::Tensor& tensor, std::string what);
+    // The largest of each element over the ranks, in place.
+    void largest(torch::Tensor& tensor, std::string what);
+    // All-to-all: `input` (contiguous, on the CPU), whose first dimension is a
+    // multiple of the world size, is cut into size() equal chunks; chunk r goes to
+    // rank r. Returns what the ranks sent this one, rank q's chunk at q.
+    torch::Tensor exchange(const torch::Tensor& input, std::string what);
 
     // Every rank's `value` for `key`, in rank order, through the rendezvous store.
     std::vector<std::string> gather(const std::string& key, const std::string& value);
@@ -78,6 +84,8 @@ private:
     struct Group;
     Collective(World world, std::chrono::milliseconds timeout);
     [[noreturn]] void fail(const std::string& what, const std::exception& error) const;
+    enum class Reduction { Sum, Largest };
+    Pending reduceAsync(torch::Tensor& tensor, Reduction reduction, std::string what);
 
     World m_world;
     std::chrono::milliseconds m_timeout;

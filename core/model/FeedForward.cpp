@@ -48,4 +48,12 @@ torch::Tensor FeedForwardImpl::forwardEach(const torch::Tensor& x)
     return batchedAddMatmul(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
 }
 
+void FeedForwardImpl::keepUnits(std::int64_t first, std::int64_t count)
+{
+    torch::NoGradGuard noGrad;
+    for (torch::Tensor* p : {&wIn, &bIn, &wOut, &bOut})
+        p->set_data(p->narrow(0, first, count).clone());
+    units = count;
+}
+
 }  // namespace widelab

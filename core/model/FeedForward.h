@@ -16,6 +16,8 @@ struct FeedForwardImpl : torch::nn::Module {
     torch::Tensor forwardShared(const torch::Tensor& x);
     // Each unit reads its own rows (experts): x [U, C, D] -> [U, C, D].
     torch::Tensor forwardEach(const torch::Tensor& x);
+    // Keeps units [first, first + count) and lets the others go (expert parallelism).
+    void keepUnits(std::int64_t first, std::int64_t count);
 
     std::int64_t units, dModel, hidden;
     Activation activation;

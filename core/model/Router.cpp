@@ -136,7 +136,7 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
 }
 
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
-                              const Ablation* ablated)
+                              const Ablation* ablated, ExpertPlacement* placement)
 {
     // S = tokens, K = choices, E = experts, C = capacity, D = width
     const std::int64_t S = x.size(0), D = x.size(1);
@@ -156,8 +156,9 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
 
     const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, perChoice);
     timed.emplace(Phase::FeedForward);
+    const torch::Tensor perExpert = buffer.narrow(0, 0, E * C).view({E, C, D});
     torch::Tensor expertOut =
-        experts.forwardEach(buffer.narrow(0, 0, E * C).view({E, C, D})).reshape({E * C, D});
+        (placement != nullptr ? placement->run(perExpert, experts) : experts.forwardEach(perExpert)).reshape({E * C, D});
     timed.emplace(Phase::Routing);
     if (ablated != nullptr && ablated->index >= 0 && ablated->index < E) {
         // The rows of the expert's buffer that hold a token.

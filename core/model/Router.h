@@ -1,5 +1,5 @@
 // defines: RouterImpl / Router (the gate f: D -> E, no bias), RoutingOptions,
-// Routing (one routing call's decisions), route() and dispatchCombine()
+// Routing (one routing call's decisions), route(), ExpertPlacement and dispatchCombine()
 #pragma once
 
 #include "Ablation.h"
@@ -51,6 +51,16 @@ struct Routing {
     std::int64_t experts = 0;
 };
 
+// Where the experts run when several processes hold them (expert parallelism:
+// core/dist/ExpertParallel.h). Given this process's buffer of tokens for every
+// expert, [E, C, D], it returns every expert's answers in the same layout,
+// computed wherever each expert is held; `localExperts` holds this process's.
+class ExpertPlacement {
+public:
+    virtual ~ExpertPlacement() = default;
+    virtual torch::Tensor run(const torch::Tensor& buffer, FeedForwardImpl& localExperts) = 0;
+};
+
 // Expert capacity for S tokens: ceil(K * C * S / E), at most S; S when C <= 0;
 // at least 1.
 std::int64_t expertCapacity(std::int64_t tokens, std::int64_t experts, std::int64_t topK, double capacityFactor);
@@ -63,7 +73,9 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
 // tokens are copied into one [E, capacity, D] buffer by index, and results
 // gathered back by index. `ablated`: an expert (Ablation::index) whose output is
 // replaced (Ablation.h: by zeros, or by its mean over the tokens it received).
+// `placement`: the experts are spread over processes and `experts` holds this
+// one's (null: `experts` holds all E).
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
-                              const Ablation* ablated = nullptr);
+                              const Ablation* ablated = nullptr, ExpertPlacement* placement = nullptr);
 
 }  // namespace widelab

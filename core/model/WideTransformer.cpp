@@ -71,6 +71,27 @@ WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(c
     }
 }
 
+void WideTransformerImpl::placeExperts(std::shared_ptr<ExpertPlacement> placement, std::int64_t first,
+                                       std::int64_t count)
+{
+    if (!m_config.isMoe())
+        throw std::invalid_argument("placing experts: the model has no experts");
+    for (const auto& module : *m_ffn)
+        module->as<FeedForwardImpl>()->keepUnits(first, count);
+    m_placement = std::move(placement);
+}
+
+std::vector<torch::Tensor> WideTransformerImpl::expertParameters() const
+{
+    std::vector<torch::Tensor> parameters;
+    if (!m_config.isMoe())
+        return parameters;
+    for (const auto& module : *m_ffn)
+        for (const torch::Tensor& p : module->parameters())
+            parameters.push_back(p);
+    return parameters;
+}
+
 ModelOutput WideTransformerImpl::forward(const torch::Tensor& input, const torch::Tensor& mask)
 {
     return run(input, mask, nullptr);
@@ -289,7 +310,7 @@ torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int6
         }
     }
     auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
-    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts, expertAblated);
+    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts, expertAblated, m_placement.get());
     if (trace) {
         trace->routed = c.routesAt(block);
         trace->expert = groupRouting.expert;

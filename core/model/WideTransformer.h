@@ -16,6 +16,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include <memory>
+
 namespace widelab {
 
 struct ModelOutput {
@@ -50,6 +52,11 @@ public:
     // Distributed training: how the routers sum their counts over the ranks in
     // training passes (RoutingOptions::sumOverRanks); none in one process.
     void setSumOverRanks(std::function<void(torch::Tensor&)> sum) { m_sumOverRanks = std::move(sum); }
+    // Expert parallelism: this process keeps experts [first, first + count) of
+    // every mixture layer and reaches all of them through `placement`.
+    void placeExperts(std::shared_ptr<ExpertPlacement> placement, std::int64_t first, std::int64_t count);
+    // The experts' parameters, every mixture layer's in order (none in a dense model).
+    std::vector<torch::Tensor> expertParameters() const;
 
     const ModelConfig& config() const { return m_config; }
     std::vector<BlockNorms> blockNorms() const;
@@ -72,6 +79,7 @@ private:
 
     ModelConfig m_config;
     std::function<void(torch::Tensor&)> m_sumOverRanks;
+    std::shared_ptr<ExpertPlacement> m_placement;
     Embedding m_embed{nullptr};
     torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
     torch::nn::LayerNorm m_finalNorm{nullptr};

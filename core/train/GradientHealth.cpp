@@ -10,7 +10,7 @@ void clearGradients(const std::vector<torch::Tensor>& parameters)
         p.mutable_grad().reset();
 }
 
-GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm)
+GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm, const ShardedNorms* sharded)
 {
     std::vector<torch::Tensor> grads;
     for (const auto& p : parameters)
@@ -22,6 +22,11 @@ GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double
     if (grads.empty()) {
         norms.each = torch::zeros({static_cast<std::int64_t>(parameters.size())}, floats);
         norms.total = torch::zeros({}, floats.dtype(torch::kFloat64));
+        if (sharded) {  // the other ranks' parts still count, and they wait for this one
+            torch::Tensor none = torch::zeros({1}, floats.device(torch::kCPU));
+            sharded->sumOverRanks(none);
+            norms.total = none.sum().sqrt().to(norms.total.options());
+        }
         return norms;
     }
     // One fused kernel per dtype and device for all the norms; a parameter
@@ -32,8 +37,21 @@ GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double
     for (const auto& p : parameters)
         each.push_back(p.grad().defined() ? computed[next++].to(torch::kFloat32) : torch::zeros({}, floats));
     norms.each = torch::stack(each);  // [P]
-    const torch::Tensor stacked = norms.each;
-    const torch::Tensor total = stacked.pow(2).sum().sqrt();
+    torch::Tensor total;
+    if (sharded) {
+        std::vector<bool> held;
+        for (const auto& p : parameters)
+            held.push_back(sharded->holds(p));
+        const torch::Tensor split = torch::tensor(std::vector<std::int64_t>(held.begin(), held.end()))
+                                        .to(torch::kBool).to(norms.each.device());
+        const torch::Tensor squares = norms.each.pow(2);
+        torch::Tensor parts = torch::where(split, squares, torch::zeros_like(squares)).sum().view({1}).cpu();
+        sharded->sumOverRanks(parts);
+        total = (torch::where(split, torch::zeros_like(squares), squares).sum() + parts.to(squares.device()).squeeze())
+                    .sqrt();
+    } else {
+        total = norms.each.pow(2).sum().sqrt();
+    }
     if (maxNorm > 0.0) {
         const torch::Tensor scale = (maxNorm / (total + 1e-6)).clamp_max(1.0);
 #if TORCH_VERSION_MAJOR >= 2

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace widelab {
@@ -24,9 +25,18 @@ struct GradientNorms {
     torch::Tensor total;  // [] float64: the global norm before clipping
 };
 
-// The global gradient norm, and each parameter's; scales the gradients down to a
-// global norm of at most `maxNorm` (<= 0: never). No host synchronisation.
-GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm);
+// Parameters that each process holds a part of (expert parallelism): the global
+// norm sums their squares over the ranks.
+struct ShardedNorms {
+    std::function<bool(const torch::Tensor& parameter)> holds;
+    std::function<void(torch::Tensor& squares)> sumOverRanks;
+};
+
+// The global gradient norm, and each parameter's (of this process's part, where
+// sharded); scales the gradients down to a global norm of at most `maxNorm`
+// (<= 0: never). No host synchronisation but for `sharded`'s sum.
+GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double maxNorm,
+                            const ShardedNorms* sharded = nullptr);
 
 // Watches steps for a non-finite loss or gradient. observe() queues a few device
 // operations per step; firstProblem() reads the verdict back (waiting for the

@@ -132,8 +132,17 @@ torch::Tensor Lamb::step(LossClosure closure)
                 update.add_(p, options.weight_decay());
 
             // r = ||w|| / ||u||, 1 when either is zero; chosen on the device, no host sync.
-            const torch::Tensor weightNorm = p.norm();
-            const torch::Tensor updateNorm = update.norm();
+            torch::Tensor weightNorm, updateNorm;
+            if (m_sharded.holds && m_sharded.holds(p)) {
+                torch::Tensor squares = torch::stack({p.square().sum(), update.square().sum()}).to(torch::kFloat32).cpu();
+                m_sharded.sumOverRanks(squares);
+                const torch::Tensor norms = squares.sqrt().to(p.device(), p.scalar_type());
+                weightNorm = norms[0];
+                updateNorm = norms[1];
+            } else {
+                weightNorm = p.norm();
+                updateNorm = update.norm();
+            }
             const torch::Tensor ratio = torch::where(weightNorm.gt(0).logical_and(updateNorm.gt(0)),
                                                      weightNorm / updateNorm, torch::ones_like(weightNorm));
             p.add_(update.mul_(ratio), -options.lr());

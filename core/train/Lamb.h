@@ -2,6 +2,8 @@
 // (LAMB) as a torch::optim::Optimizer used exactly like torch::optim::AdamW
 #pragma once
 
+#include "GradientHealth.h"
+
 #include <torch/optim/optimizer.h>
 
 #include <sstream>
@@ -90,7 +92,14 @@ public:
     void save(torch::serialize::OutputArchive& archive) const override;
     void load(torch::serialize::InputArchive& archive) override;
 
+    // Parameters split over processes (expert parallelism): their trust ratio is
+    // the whole tensor's, its squared norms summed over the ranks (one exchange
+    // per such parameter and step).
+    void shareNorms(ShardedNorms sharded) { m_sharded = std::move(sharded); }
+
 private:
+    ShardedNorms m_sharded;
+
     template <typename Self, typename Archive>
     static void serialize(Self& self, Archive& archive)
     {

@@ -41,7 +41,8 @@ const std::vector<std::string>& resumeIgnoredKeys()
 {
     static const std::vector<std::string> keys{"name",         "description",  "train.steps", "train.device",
                                                "train.threads", "train.probes", "train.probe_every",
-                                               "train.alarm_expert_share", "train.collective_timeout_s", "train.processes"};
+                                               "train.alarm_expert_share", "train.collective_timeout_s", "train.processes",
+                                               "train.expert_parallel"};
     return keys;
 }
 

@@ -31,7 +31,7 @@ struct ResumeDecision {
 //   name, description        words about the run, not the run;
 //   train.steps              its length (a cosine schedule then spans the new length: scheduleChange);
 //   train.device, .threads   where and how fast it runs, not what it computes;
-//   train.collective_timeout_s, .processes  how many processes share a batch and how long
+//   train.collective_timeout_s, .processes, .expert_parallel  how many processes share a batch and how long
 //                            they wait for each other, not what they compute (docs/distributed.md);
 //   train.probes, .probe_every  what is inspected along the way (the run keeps its
 //                            probes and gains the document's new ones).

@@ -80,6 +80,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("alarm_expert_share"), t.alarmExpertShare);
     s.read(spec("collective_timeout_s"), t.collectiveTimeoutSeconds);
     s.read(spec("processes"), t.processes);
+    s.read(spec("expert_parallel"), t.expertParallel);
     s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
@@ -296,6 +297,7 @@ nlohmann::json RunDocument::toJson() const
         {"alarm_expert_share", train.alarmExpertShare},
         {"collective_timeout_s", train.collectiveTimeoutSeconds},
         {"processes", train.processes},
+        {"expert_parallel", train.expertParallel},
         {"probes", probesJson},
     };
     return json;

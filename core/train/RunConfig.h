@@ -68,6 +68,7 @@ struct TrainConfig {
     std::int64_t probeEvery = 0;              // 0: with every validation
     std::int64_t collectiveTimeoutSeconds = 60;  // distributed runs: the longest wait for another rank
     std::int64_t processes = 1;               // widelab-cli train starts this many (--nproc overrides)
+    bool expertParallel = false;              // distributed runs: the experts split over the processes
     double alarmExpertShare = 0.6;            // a block's expert above this share of its tokens: collapse
     std::vector<std::string> probes;          // texts inspected during training (empty: a validation example);
                                               // image tasks: "validation:N" or the path of an image file

@@ -1,8 +1,10 @@
 #include "Trainer.h"
 
 #include "CheckpointDirectory.h"
+#include "ExpertShards.h"
 #include "GradientHealth.h"
 #include "HealthAlarms.h"
+#include "Lamb.h"
 #include "Measurements.h"
 #include "MemoryEstimate.h"
 #include "MetricsWriter.h"
@@ -18,6 +20,7 @@
 #include "ValidationInsight.h"
 #include "data/Batch.h"
 #include "dist/Collective.h"
+#include "dist/ExpertParallel.h"
 #include "dist/GradientSync.h"
 #include "dist/RankRandom.h"
 #include "model/ParameterCount.h"
@@ -122,6 +125,10 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
             throw ConfigError({{"train.batch_size", "the global batch of " + std::to_string(train.batchSize)
                                                         + " cannot be shared by " + std::to_string(m_world->size())
                                                         + " processes; use at least one example per process"}});
+        if (train.expertParallel) {
+            if (const std::string reason = ExpertParallel::unsplittableReason(m_run.model, m_world->size()); !reason.empty())
+                throw ConfigError({{"train.expert_parallel", reason}});
+        }
         // A machine's processes share its cores, and each takes its own GPU.
         if (train.threads == 0)
             train.threads = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(m_world->world().localSize));
@@ -173,6 +180,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
     torch::manual_seed(static_cast<std::uint64_t>(train.seed));
     m_model = WideTransformer(m_run.model);
+    // Every rank builds every expert from the seed, as one process does, and keeps its own.
+    if (m_world && train.expertParallel)
+        m_experts = ExpertParallel::split(*m_world, *m_model);
     try {
         m_model->to(m_device);
     } catch (const std::exception& error) {
@@ -187,8 +197,10 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         parameterNames.push_back(item.key());
     m_nonFinite = std::make_unique<NonFiniteWatch>(std::move(parameterNames));
     m_optimizer = makeOptimizer(train, *m_model);
+    if (auto* lamb = dynamic_cast<Lamb*>(m_optimizer.get()); lamb && m_experts)
+        lamb->shareNorms(shardedNorms());
     if (m_world) {
-        m_gradients = std::make_unique<GradientSync>(*m_world, m_model->parameters());
+        m_gradients = std::make_unique<GradientSync>(*m_world, replicatedParameters());
         m_model->setSumOverRanks([this](torch::Tensor& counts) {
             m_world->sum(counts, "the routers' counts at step " + std::to_string(m_state.step + 1));
         });
@@ -232,6 +244,37 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         message("info", "rank " + std::to_string(m_world->rank()) + " of " + std::to_string(m_world->size()) + " ("
                             + (m_world->world().launcher.empty() ? "" : m_world->world().launcher + ", ")
                             + std::to_string(m_gradients->buckets()) + " gradient buckets)");
+    if (m_experts) {
+        std::int64_t held = 0;
+        for (const torch::Tensor& p : m_model->parameters())
+            held += p.numel();
+        message("info", "this rank holds experts " + std::to_string(m_experts->first()) + "-"
+                            + std::to_string(m_experts->first() + m_experts->count() - 1) + " of "
+                            + std::to_string(m_experts->experts()) + " in each mixture layer: "
+                            + std::to_string(held) + " of the model's " + std::to_string(modelCost(m_run.model).total.stored)
+                            + " parameters");
+    } else if (train.expertParallel && !m_options.readOnly) {
+        message("info", "train.expert_parallel: one process holds every expert");
+    }
+}
+
+std::vector<torch::Tensor> Trainer::replicatedParameters() const
+{
+    std::vector<torch::Tensor> replicated;
+    for (const torch::Tensor& p : m_model->parameters())
+        if (!m_experts || !m_experts->holds(p))
+            replicated.push_back(p);
+    return replicated;
+}
+
+ShardedNorms Trainer::shardedNorms() const
+{
+    ShardedNorms norms;
+    norms.holds = [experts = m_experts](const torch::Tensor& p) { return experts->holds(p); };
+    norms.sumOverRanks = [this](torch::Tensor& squares) {
+        m_experts->sum(squares, "the experts' norms at step " + std::to_string(m_state.step + 1));
+    };
+    return norms;
 }
 
 // Every rank must train the same run with the same program: the resolved
@@ -257,6 +300,15 @@ void Trainer::checkSameRunOnEveryRank()
                                   "differ in " + keys + "): start every rank with the same document");
         }
     }
+}
+
+double Trainer::fromRankZero(double value, const std::string& what)
+{
+    if (!m_world)
+        return value;
+    torch::Tensor shared = torch::full({1}, m_world->rank() == 0 ? value : 0.0, torch::kFloat64);
+    m_world->sum(shared, "sharing " + what);
+    return shared.item<double>();
 }
 
 bool Trainer::stopRequested(const TrainingControl& control)
@@ -301,8 +353,12 @@ void Trainer::checkResumedDocument()
 // CheckpointDirectory::load), each one passed over said as a warning.
 void Trainer::loadLatestCheckpoint()
 {
+    if (m_experts)  // the checkpoint holds every expert
+        widenExperts(*m_experts);
     const LoadedCheckpoint loaded = m_checkpoints->load(m_options.checkpoint, *m_model, m_optimizer.get(),
                                                         [this](const std::string& text) { message("warning", text); });
+    if (m_experts)
+        keepOwnExperts(*m_experts, m_optimizer.get());
     m_state = loaded.state;
     if (loaded.file.filename() != std::filesystem::path(runlayout::kBestCheckpoint))
         m_savedStep = m_state.step;
@@ -483,11 +539,12 @@ TrainSummary Trainer::run(TrainingControl& control)
                 }
                 message("info", text);
                 measureInsights();
-                if (result.loss < m_state.bestValidationLoss) {
-                    m_state.bestValidationLoss = result.loss;
-                    if (m_writes)
-                        widelab::saveCheckpoint(runlayout::bestCheckpointFile(m_directory), *m_model, *m_optimizer,
-                                                stateToSave());
+                // Every rank decides alike (each saves its part): on rank 0's loss,
+                // which an expert-parallel rank may compute in other last bits.
+                const double loss = fromRankZero(result.loss, "the validation loss at step " + std::to_string(m_state.step));
+                if (loss < m_state.bestValidationLoss) {
+                    m_state.bestValidationLoss = loss;
+                    writeCheckpoint(runlayout::bestCheckpointFile(m_directory));
                 }
             } catch (const Interrupted&) {
                 summary.outcome = TrainOutcome::Stopped;
@@ -591,7 +648,8 @@ void Trainer::trainStep(Interval& interval, bool measure)
     loss.backward();
     if (m_gradients)
         m_gradients->finish();
-    const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip);
+    const ShardedNorms sharded = m_experts ? shardedNorms() : ShardedNorms{};
+    const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip, m_experts ? &sharded : nullptr);
     m_nonFinite->observe(m_state.step + 1, loss, norms);
 
     // On the CPU every step is checked before the update (it costs nothing). On a
@@ -916,14 +974,23 @@ ProbeResult Trainer::probe(const std::string& text)
     return result;
 }
 
+void Trainer::writeCheckpoint(const std::filesystem::path& file)
+{
+    std::optional<GatheredExperts> gathered;
+    if (m_experts)
+        gathered.emplace(*m_experts, *m_optimizer);
+    if (m_writes)  // not another rank of a distributed run: rank 0 writes it
+        widelab::saveCheckpoint(file, *m_model, *m_optimizer, stateToSave());
+}
+
 void Trainer::saveCheckpoint()
 {
-    if (!m_writes) {  // another rank of a distributed run: rank 0 writes it
+    const std::filesystem::path file = m_checkpoints->stepFile(m_state.step);
+    writeCheckpoint(file);
+    if (!m_writes) {
         m_savedStep = m_state.step;
         return;
     }
-    const std::filesystem::path file = m_checkpoints->stepFile(m_state.step);
-    widelab::saveCheckpoint(file, *m_model, *m_optimizer, stateToSave());
     m_checkpoints->written(file);
     m_savedStep = m_state.step;
     m_checkpoints->prune(m_run.train.keepLast, [this](const std::string& text) { message("warning", text); });

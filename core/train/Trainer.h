@@ -75,6 +75,8 @@ struct TrainSummary {
 // docs/run-directory.md. Construction prepares data, model and optimiser, or
 // throws ConfigError / DataError / CheckpointError with a message for the user.
 // A trainer that writes holds the directory's lock until it is destroyed.
+struct ShardedNorms;  // GradientHealth.h
+
 class Trainer {
 public:
     Trainer(RunDocument run, std::filesystem::path directory, TrainerOptions options = {});
@@ -131,6 +133,14 @@ private:
     void stopIfNonFinite();
     // Distributed runs: refuses ranks whose documents or programs differ.
     void checkSameRunOnEveryRank();
+    // Writes a checkpoint file (rank 0 does); an expert-parallel run's ranks first
+    // gather every expert into rank 0, so that it holds what one process would.
+    void writeCheckpoint(const std::filesystem::path& file);
+    // The parameters every rank holds alike, whose gradients are summed over the ranks.
+    std::vector<torch::Tensor> replicatedParameters() const;
+    ShardedNorms shardedNorms() const;  // the expert parameters' norms over every rank
+    // Rank 0's `value` on every rank of a distributed run (else `value`).
+    double fromRankZero(double value, const std::string& what);
     // Whether to stop before the next step; in a distributed run, whether any rank was asked to.
     bool stopRequested(const TrainingControl& control);
 
@@ -153,6 +163,7 @@ private:
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     std::unique_ptr<class NonFiniteWatch> m_nonFinite;
     std::unique_ptr<class GradientSync> m_gradients;  // distributed runs
+    std::shared_ptr<class ExpertParallel> m_experts;  // expert-parallel runs: this rank's experts, and the way to the others
     CheckpointState m_state;
     std::unique_ptr<Interval> m_interval;  // measured since the last metrics line
     std::int64_t m_savedStep = -1;  // the step of the newest step-*.pt this trainer wrote or resumed from

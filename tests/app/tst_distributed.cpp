@@ -190,6 +190,9 @@ private Q_SLOTS:
     void init();
     void familiesFollowOneProcess_data();
     void familiesFollowOneProcess();
+    void expertsSplitOverRanksFollowOneProcess_data();
+    void expertsSplitOverRanksFollowOneProcess();
+    void expertsThatDoNotSplitEvenlyAreRefused();
     void torchrunDrivesTheCli();
     void slurmAndOpenMpiVariablesByHand();
     void anotherWorldSizeContinuesTheRun();
@@ -271,6 +274,74 @@ void TestDistributed::familiesFollowOneProcess()
     // One voice: rank 0 prints, the other rank logs into logs/.
     QCOMPARE(pair.out.count(QStringLiteral("completed 20 steps")), 1);
     QVERIFY(QFile::exists(two + QStringLiteral("/logs/rank-1.txt")));
+}
+
+void TestDistributed::expertsSplitOverRanksFollowOneProcess_data()
+{
+    QTest::addColumn<QString>("overrides");
+    QTest::addColumn<bool>("sgd");
+    // Four experts: two on each rank. Each rank routes its own tokens (no
+    // capacity limit: nothing is dropped, and the ranks' slot counts differ with
+    // their sequences' lengths); the gradient clip (1.0, under norms of about 10)
+    // and LAMB's trust ratios take the norm of every expert, over both ranks.
+    QTest::newRow("widenet (shared), sgd") << QStringLiteral(
+        R"({"model": {"layers": 3, "experts": 4, "top_k": 2, "capacity_factor": 0, "router_noise_std": 0,
+                      "balance_loss_weight": 0.01, "router_z_loss_weight": 0.001, "share_attention": true,
+                      "share_ffn": true, "share_router": true}})") << true;
+    QTest::newRow("vit-moe (unshared experts), lamb") << QStringLiteral(
+        R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3, "experts": 4, "top_k": 2,
+                      "capacity_factor": 0, "router_noise_std": 0, "balance_loss_weight": 0.01, "pooling": "mean"},
+            "task": {"kind": "shapes", "crop_padding": 4, "flip": true, "min_length": null, "max_length": null},
+            "train": {"optimizer": "lamb"}})") << false;
+}
+
+void TestDistributed::expertsSplitOverRanksFollowOneProcess()
+{
+    QFETCH(QString, overrides);
+    QFETCH(bool, sgd);
+    nlohmann::json json = tinyDocument(overrides.toStdString());
+    json.merge_patch({{"train", {{"expert_parallel", true}, {"schedule", "inverse_sqrt"}}}});
+    if (sgd)
+        json.merge_patch({{"train", {{"optimizer", "sgd"}, {"learning_rate", 0.05}}}});
+    const QString document = writeDocument(*m_dir, "experts", json);
+    const QString one = m_dir->filePath("one"), split = m_dir->filePath("split");
+    const Finished single = cli({"train", document, "--out", one});
+    QVERIFY2(single.code == 0, qPrintable(single.err));
+    QFile singleLog(one + QStringLiteral("/log.txt"));
+    QVERIFY(singleLog.open(QIODevice::ReadOnly));
+    QVERIFY(QString::fromUtf8(singleLog.readAll()).contains(QStringLiteral("one process holds every expert")));
+    // Ten steps, a checkpoint of every expert, and ten more from it: loading
+    // splits the experts and their optimiser state again.
+    const Finished first = cli({"train", document, "--out", split, "--nproc", "2", "--steps", "10"});
+    QVERIFY2(first.code == 0, qPrintable(first.err));
+    const Finished second = cli({"train", document, "--resume", "--out", split, "--nproc", "2", "--steps", "20"});
+    QVERIFY2(second.code == 0, qPrintable(second.err));
+    compareCurves(one, split);
+    // The checkpoints hold every expert: one process reads them as its own.
+    const WeightDifference difference = weightDifference(one, split, 20);
+    const QString measured = QStringLiteral("largest %1, relative %2").arg(difference.largest).arg(difference.relative);
+    if (sgd)
+        QVERIFY2(difference.largest < 1e-6 && difference.relative < 1e-6, qPrintable(measured));
+    else
+        QVERIFY2(difference.largest < 20 * json["train"]["learning_rate"].get<double>(), qPrintable(measured));
+    qInfo("weights against one process: %s", qPrintable(measured));
+    QFile log(split + QStringLiteral("/logs/rank-1.txt"));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(log.readAll());
+    QVERIFY2(text.contains(QStringLiteral("this rank holds experts 2-3 of 4 in each mixture layer")), qPrintable(text));
+}
+
+void TestDistributed::expertsThatDoNotSplitEvenlyAreRefused()
+{
+    const QString document = writeDocument(
+        *m_dir, "uneven",
+        tinyDocument(R"({"model": {"experts": 4, "capacity_factor": 0}, "train": {"expert_parallel": true}})"));
+    const Finished f = cli({"train", document, "--out", m_dir->filePath("uneven"), "--nproc", "3"});
+    QCOMPARE(f.code, 1);
+    QVERIFY2(f.err.contains(QStringLiteral("train.expert_parallel"))
+                 && f.err.contains(QStringLiteral("4 experts (model.experts) cannot be split evenly over 3 processes")),
+             qPrintable(f.err));
+    QVERIFY(!QFile::exists(m_dir->filePath("uneven/checkpoints/step-00000010.pt")));
 }
 
 void TestDistributed::torchrunDrivesTheCli()
