@@ -3,6 +3,7 @@
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
 #include "DistributedBench.h"
+#include "KeysCommand.h"
 #include "RunCommands.h"
 #include "StudyCommand.h"
 #include "TensorBoardCommand.h"
@@ -43,6 +44,8 @@ usage:
                                         (warnings on stderr)
   widelab-cli presets [--json]          the shipped presets, and the folder they are read from
   widelab-cli attention [--json]        the attention mechanisms, their keys and defaults
+  widelab-cli keys [--json]             every key of a run document: type, default, accepted
+                                        values and meaning
   widelab-cli forward CONFIG [--batch N] [--length T] [--steps N] [--threads N]
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
@@ -604,6 +607,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return presets(Arguments(rest, {"--json"}, {}), out, err);
         if (command == "attention")
             return attentionCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
+        if (command == "keys")
+            return keysCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
         if (command == "forward")
             return forward(Arguments(rest, {}, {"--batch", "--length", "--steps", "--threads"}), out);
         if (command == "bench")

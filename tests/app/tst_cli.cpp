@@ -21,6 +21,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 using namespace widelab;
@@ -179,6 +180,7 @@ private Q_SLOTS:
     void presetsJson();
     void shippedFoldersInstalledFirstThenSourceTree();
     void attentionListsEveryMechanism();
+    void keysListEveryKeyOfTheSchema();
     void forward_data();
     void forward();
     void bench_data();
@@ -286,6 +288,30 @@ void TestCli::attentionListsEveryMechanism()
     QCOMPARE(text.code, 0);
     for (const auto& mechanism : list)
         QVERIFY(text.out.contains(q(mechanism.at("name").get<std::string>() + ": ")));
+}
+
+void TestCli::keysListEveryKeyOfTheSchema()
+{
+    const CliResult json = cli({"keys", "--json"});
+    QCOMPARE(json.code, 0);
+    const nlohmann::json keys = nlohmann::json::parse(json.out.toStdString()).at("keys");
+    QCOMPARE(keys.size(), configSchema().size());
+    QCOMPARE(keys.front().at("key").get<std::string>(), std::string("name"));  // in the document's order
+    std::map<std::string, nlohmann::json> byKey;
+    for (const auto& key : keys)
+        byKey[key.at("key").get<std::string>()] = key;
+    // A few keys as docs/model.md and docs/training.md state them.
+    QCOMPARE(byKey.at("model.layers").at("default").get<int>(), 6);
+    QCOMPARE(byKey.at("model.layers").at("type").get<std::string>(), std::string("integer"));
+    QCOMPARE(byKey.at("model.top_k").at("derived").get<std::string>(), std::string("min(2, experts)"));
+    QCOMPARE(byKey.at("model.routing_priority").at("choices"), nlohmann::json({"position", "batch"}));
+    QCOMPARE(byKey.at("model.head_dim").at("derived").get<std::string>(), std::string("d_model / heads"));
+    QCOMPARE(byKey.at("train.expert_parallel").at("default"), nlohmann::json(false));
+    QCOMPARE(byKey.at("train.keep_last").at("range"), nlohmann::json({1, 1000}));
+    const CliResult text = cli({"keys"});
+    QCOMPARE(text.code, 0);
+    QVERIFY2(text.out.contains(QRegularExpression(QStringLiteral("\\n  model\\.top_k +integer, default min\\(2, experts\\) \\(1 to \\d+\\): "))),
+             qPrintable(text.out));
 }
 
 // ---------------------------------------------------------------- check
