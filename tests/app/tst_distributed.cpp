@@ -80,6 +80,25 @@ Finished cli(const QStringList& args, const QProcessEnvironment& environment = w
 // global batch of 15 (shares of 8 and 7), no dropout and no router noise,
 // under which W ranks compute what one process computes, up to the order of
 // the sums. Written resolved, every key.
+// WideNet's mixture (shared attention, experts and router) and ViT-MoE's
+// (unshared experts, images cropped and flipped), four experts each, with no
+// capacity limit and no router noise.
+constexpr const char* kWideNet =
+    R"({"model": {"layers": 3, "experts": 4, "top_k": 2, "capacity_factor": 0, "router_noise_std": 0,
+                  "balance_loss_weight": 0.01, "router_z_loss_weight": 0.001, "share_attention": true,
+                  "share_ffn": true, "share_router": true}})";
+constexpr const char* kVitMoe =
+    R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3, "experts": 4, "top_k": 2,
+                  "capacity_factor": 0, "router_noise_std": 0, "balance_loss_weight": 0.01, "pooling": "mean"},
+        "task": {"kind": "shapes", "crop_padding": 4, "flip": true, "min_length": null, "max_length": null}})";
+
+std::string withLamb(const char* overrides)
+{
+    nlohmann::json json = nlohmann::json::parse(overrides);
+    json["train"]["optimizer"] = "lamb";
+    return json.dump();
+}
+
 nlohmann::json tinyDocument(const std::string& overrides)
 {
     nlohmann::json json = {{"model", {{"dropout", 0.0}}}, {"train", {{"batch_size", 15}}}};
@@ -251,16 +270,9 @@ void TestDistributed::familiesFollowOneProcess_data()
     QTest::newRow("wide") << QStringLiteral(R"({"model": {"layers": 1, "heads": 16}})") << true;
     // Mixtures route each rank's tokens; with no capacity limit nothing is
     // dropped, and the balance and z-losses count every rank's tokens.
-    QTest::newRow("widenet (shared)") << QStringLiteral(
-        R"({"model": {"layers": 3, "experts": 4, "top_k": 2, "capacity_factor": 0, "router_noise_std": 0,
-                      "balance_loss_weight": 0.01, "router_z_loss_weight": 0.001, "share_attention": true,
-                      "share_ffn": true, "share_router": true}})") << true;
+    QTest::newRow("widenet (shared)") << QString::fromLatin1(kWideNet) << true;
     // Images, cropped and flipped: each example's draw is keyed by its place in the global batch.
-    QTest::newRow("vit-moe (unshared experts)") << QStringLiteral(
-        R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3, "experts": 4, "top_k": 2,
-                      "capacity_factor": 0, "router_noise_std": 0, "balance_loss_weight": 0.01, "pooling": "mean"},
-            "task": {"kind": "shapes", "crop_padding": 4, "flip": true, "min_length": null, "max_length": null}})")
-        << true;
+    QTest::newRow("vit-moe (unshared experts)") << QString::fromLatin1(kVitMoe) << true;
     QTest::newRow("multi-path") << QStringLiteral(R"({"model": {"paths": 3, "path_norm": true, "learnable_path_weights": true}})")
                                 << true;
 }
@@ -295,15 +307,8 @@ void TestDistributed::expertsSplitOverRanksFollowOneProcess_data()
     // capacity limit: nothing is dropped, and the ranks' slot counts differ with
     // their sequences' lengths); the gradient clip (1.0, under norms of about 10)
     // and LAMB's trust ratios take the norm of every expert, over both ranks.
-    QTest::newRow("widenet (shared), sgd") << QStringLiteral(
-        R"({"model": {"layers": 3, "experts": 4, "top_k": 2, "capacity_factor": 0, "router_noise_std": 0,
-                      "balance_loss_weight": 0.01, "router_z_loss_weight": 0.001, "share_attention": true,
-                      "share_ffn": true, "share_router": true}})") << true;
-    QTest::newRow("vit-moe (unshared experts), lamb") << QStringLiteral(
-        R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3, "experts": 4, "top_k": 2,
-                      "capacity_factor": 0, "router_noise_std": 0, "balance_loss_weight": 0.01, "pooling": "mean"},
-            "task": {"kind": "shapes", "crop_padding": 4, "flip": true, "min_length": null, "max_length": null},
-            "train": {"optimizer": "lamb"}})") << false;
+    QTest::newRow("widenet (shared), sgd") << QString::fromLatin1(kWideNet) << true;
+    QTest::newRow("vit-moe (unshared experts), lamb") << QString::fromStdString(withLamb(kVitMoe)) << false;
 }
 
 void TestDistributed::expertsSplitOverRanksFollowOneProcess()
