@@ -2,6 +2,7 @@
 
 #include "OptimizerState.h"
 #include "config/JsonText.h"
+#include "runtime/SystemError.h"
 
 #include <torch/serialize.h>
 
@@ -165,13 +166,23 @@ void writeFileAtomically(const std::filesystem::path& file, const std::string& b
     const std::filesystem::path temporary =
         file.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
     {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.flush();
-        if (!out) {
+        const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int error = fd < 0 ? errno : 0;
+        for (std::size_t done = 0; error == 0 && done < bytes.size();) {
+            const ssize_t written = ::write(fd, bytes.data() + done, bytes.size() - done);
+            if (written < 0 && errno == EINTR)
+                continue;
+            if (written <= 0)
+                error = written < 0 ? errno : ENOSPC;
+            else
+                done += static_cast<std::size_t>(written);
+        }
+        if (fd >= 0 && ::close(fd) != 0 && error == 0)
+            error = errno;
+        if (error != 0) {
             std::error_code ignored;
             std::filesystem::remove(temporary, ignored);
-            throw CheckpointError(file.string() + ": cannot write (no such directory, no permission, or disk full)");
+            throw CheckpointError(file.string() + ": cannot write: " + systemReason(error));
         }
     }
     syncPath(temporary, false);

@@ -6,6 +6,7 @@
 #include "CheckpointDirectory.h"
 #include "Measurements.h"
 #include "MetricsCodec.h"
+#include "MetricsWriter.h"
 #include "RunLayout.h"
 #include "RunLock.h"
 #include "config/JsonText.h"
@@ -112,8 +113,7 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
         return false;
     }
     addProbeTexts(directory, {result.text});
-    std::ofstream metrics(runlayout::metricsFile(directory), std::ios::app);
-    metrics << encodeMetricsLine(result) << '\n';
+    appendMetricsLine(runlayout::metricsFile(directory), encodeMetricsLine(result));
     return true;
 }
 

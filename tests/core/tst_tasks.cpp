@@ -4,13 +4,18 @@
 #include "TestSupport.h"
 #include "config/ConfigSchema.h"
 #include "task/TaskData.h"
+#include "train/Checkpoint.h"
 #include "train/MetricsWriter.h"
 
 #include <QtTest>
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <sstream>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 using namespace widelab;
 
@@ -49,6 +54,9 @@ private Q_SLOTS:
     void newRunWriterStartsAnEmptyFile();
     void provisionalSnapshotIsShownNotRecorded();
     void readOnlyWriterWritesNothing();
+    void aLineThatCannotBeWrittenIsNamedAndLeavesNoTornLine();
+    void aFileThatCannotBeWrittenIsNamedWithTheReason();
+    void resumingCutsTheFileInPlaceWhenItKeepsTheLeadingLines();
 };
 
 // task.kind's choices are the enum's values in order (RunConfig.cpp's nameOf):
@@ -130,6 +138,87 @@ void TestTasks::readOnlyWriterWritesNothing()
     MetricsWriter writer({}, MetricsWriter::Start::Resumed, 10);
     writer.onEvaluation(evaluationAt(10));
     QCOMPARE(readAll(file), std::string("{\"type\":\"train\",\"step\":30}\n"));
+}
+
+// The file system refuses part of a line (here a file size limit, EFBIG, as a
+// full disk refuses with ENOSPC): the writer says which file and why, and the
+// file keeps its whole lines only.
+void TestTasks::aLineThatCannotBeWrittenIsNamedAndLeavesNoTornLine()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path file = std::filesystem::path(dir.path().toStdString()) / "metrics.jsonl";
+    MetricsWriter writer(file, MetricsWriter::Start::NewRun);
+    writer.onEvaluation(evaluationAt(10));
+    const std::string before = readAll(file);
+    QVERIFY(!before.empty());
+
+    rlimit original{};
+    QCOMPARE(getrlimit(RLIMIT_FSIZE, &original), 0);
+    rlimit limited = original;
+    limited.rlim_cur = static_cast<rlim_t>(before.size() + 10);  // room for 10 bytes of the next line
+    const auto previous = std::signal(SIGXFSZ, SIG_IGN);          // a write past the limit fails instead
+    QCOMPARE(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    std::string message;
+    try {
+        writer.onEvaluation(evaluationAt(20));
+    } catch (const std::runtime_error& error) {
+        message = error.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &original);
+    std::signal(SIGXFSZ, previous);
+    QVERIFY2(message.find(file.string() + ": cannot append a line: ") == 0, message.c_str());
+    QVERIFY2(message.find("(EFBIG)") != std::string::npos, message.c_str());
+    QVERIFY2(message.find("resume") != std::string::npos, message.c_str());
+    QCOMPARE(readAll(file), before);
+    // Room again: the next line is whole.
+    writer.onEvaluation(evaluationAt(30));
+    const std::string after = readAll(file);
+    QCOMPARE(std::count(after.begin(), after.end(), '\n'), 2L);
+}
+
+void TestTasks::aFileThatCannotBeWrittenIsNamedWithTheReason()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path missing = std::filesystem::path(dir.path().toStdString()) / "gone" / "config.json";
+    try {
+        writeFileAtomically(missing, "{}");
+        QFAIL("written into a folder that does not exist");
+    } catch (const CheckpointError& error) {
+        QCOMPARE(std::string(error.what()), missing.string() + ": cannot write: No such file or directory (ENOENT)");
+    }
+    try {
+        MetricsWriter writer(missing, MetricsWriter::Start::NewRun);
+        QFAIL("opened in a folder that does not exist");
+    } catch (const std::runtime_error& error) {
+        QCOMPARE(std::string(error.what()),
+                 missing.string() + ": cannot open for appending: No such file or directory (ENOENT)");
+    }
+}
+
+// A run stopped by a full disk resumes on that disk: dropping the lines after
+// the checkpoint cuts the file where it is (the same inode, no copy to make
+// room for), unless a line to keep follows one to drop.
+void TestTasks::resumingCutsTheFileInPlaceWhenItKeepsTheLeadingLines()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path file = std::filesystem::path(dir.path().toStdString()) / "metrics.jsonl";
+    auto inode = [&] {
+        struct stat status {};
+        ::stat(file.c_str(), &status);
+        return status.st_ino;
+    };
+    writeAll(file, "{\"type\":\"train\",\"step\":10}\n{\"type\":\"train\",\"step\":20}\n{\"type\":\"tr");
+    const auto before = inode();
+    { MetricsWriter writer(file, MetricsWriter::Start::Resumed, 10); }
+    QCOMPARE(readAll(file), std::string("{\"type\":\"train\",\"step\":10}\n"));
+    QCOMPARE(inode(), before);
+
+    // A damaged line before one to keep: the file is rewritten without it.
+    writeAll(file, "{\"type\":\"train\",\"step\":10}\nnot json\n{\"type\":\"note\"}\n");
+    const auto rewritten = inode();
+    { MetricsWriter writer(file, MetricsWriter::Start::Resumed, 10); }
+    QCOMPARE(readAll(file), std::string("{\"type\":\"train\",\"step\":10}\n{\"type\":\"note\"}\n"));
+    QVERIFY(inode() != rewritten);
 }
 
 QTEST_GUILESS_MAIN(TestTasks)
