@@ -1,6 +1,7 @@
 #include "CheckpointDirectory.h"
 
 #include "RunLayout.h"
+#include "runtime/DeviceMemory.h"
 
 #include <unistd.h>
 
@@ -13,6 +14,25 @@ namespace widelab {
 CheckpointDirectory::CheckpointDirectory(const std::filesystem::path& runDirectory, bool mayWrite)
     : m_directory(runlayout::checkpointsDirectory(runDirectory)), m_mayWrite(mayWrite)
 {
+}
+
+std::optional<std::string> lowSpaceText(const std::filesystem::path& folder, std::uintmax_t available,
+                                        std::uintmax_t checkpointBytes)
+{
+    if (available >= 2 * checkpointBytes)
+        return std::nullopt;
+    return "the disk holding " + folder.string() + " has " + formatBytes(static_cast<std::int64_t>(available))
+           + " free, room for fewer than two more checkpoints of " + formatBytes(static_cast<std::int64_t>(checkpointBytes))
+           + ": make room, or the run stops when a save finds the disk full (its last checkpoint kept)";
+}
+
+std::optional<std::string> CheckpointDirectory::lowSpaceWarning(std::uintmax_t checkpointBytes) const
+{
+    std::error_code error;
+    const std::filesystem::space_info space = std::filesystem::space(m_directory, error);
+    if (error)
+        return std::nullopt;
+    return lowSpaceText(m_directory, space.available, checkpointBytes);
 }
 
 std::filesystem::path CheckpointDirectory::stepFile(std::int64_t step) const

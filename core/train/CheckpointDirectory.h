@@ -1,14 +1,21 @@
-// defines: LoadedCheckpoint, CheckpointDirectory: RUN_DIR/checkpoints as a whole:
-// which checkpoint to load (past unreadable ones), which to keep, what to clear away
+// defines: LoadedCheckpoint, CheckpointDirectory, lowSpaceText: RUN_DIR/checkpoints as
+// a whole: which checkpoint to load (past unreadable ones), which to keep, what to
+// clear away, whether the disk has room for the next
 #pragma once
 
 #include "Checkpoint.h"
 
 #include <functional>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace widelab {
+
+// The rule of CheckpointDirectory::lowSpaceWarning, on given sizes in bytes.
+std::optional<std::string> lowSpaceText(const std::filesystem::path& folder, std::uintmax_t available,
+                                        std::uintmax_t checkpointBytes);
 
 struct LoadedCheckpoint {
     std::filesystem::path file;
@@ -56,6 +63,11 @@ public:
     // a step file whose checksum fails (checked once) is set aside with a warning.
     // Returns the deleted files. Only for a writer.
     std::vector<std::filesystem::path> prune(std::int64_t keepLast, const Warn& warn);
+
+    // A warning when the disk holding the checkpoints has room for fewer than two
+    // more checkpoints of `checkpointBytes` (a save needs a whole new file before
+    // the old one goes), naming the folder and both sizes; nullopt otherwise.
+    std::optional<std::string> lowSpaceWarning(std::uintmax_t checkpointBytes) const;
 
 private:
     bool intact(const std::filesystem::path& file, const Warn& warn);

@@ -995,6 +995,11 @@ void Trainer::saveCheckpoint()
     m_savedStep = m_state.step;
     m_checkpoints->prune(m_run.train.keepLast, [this](const std::string& text) { message("warning", text); });
     message("info", "checkpoint " + file.filename().string());
+    // Before the disk is full: a save needs room for a whole new file.
+    std::error_code sizeError;
+    if (const auto bytes = std::filesystem::file_size(file, sizeError); !sizeError)
+        if (const auto warning = m_checkpoints->lowSpaceWarning(bytes))
+            message("warning", *warning);
 }
 
 }  // namespace widelab

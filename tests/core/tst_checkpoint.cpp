@@ -185,6 +185,7 @@ private Q_SLOTS:
     void keepLastNeverCountsABadFile();
     void trainerNeverDeletesAGoodCheckpointForABadOne();
     void orphanTemporaryFilesGoAtTheNextStart();
+    void lowSpaceIsWarnedBeforeTheDiskIsFull();
 };
 
 void TestCheckpoint::hashMatchesTheReferenceVectors()
@@ -603,6 +604,25 @@ void TestCheckpoint::orphanTemporaryFilesGoAtTheNextStart()
     }
     QVERIFY(std::filesystem::exists(checkpoints / own));
     QCOMPARE(resumed.step(), std::int64_t{20});
+}
+
+// A save needs a whole new file beside the old ones: with room for fewer than
+// two more, the trainer warns, naming the folder and both sizes.
+void TestCheckpoint::lowSpaceIsWarnedBeforeTheDiskIsFull()
+{
+    constexpr std::uintmax_t MiB = 1024 * 1024;
+    QCOMPARE(lowSpaceText("/runs/a/checkpoints", 2 * 300 * MiB, 300 * MiB), std::nullopt);
+    const auto warning = lowSpaceText("/runs/a/checkpoints", 2 * 300 * MiB - 1, 300 * MiB);
+    QVERIFY(warning.has_value());
+    QVERIFY2(warning->find("/runs/a/checkpoints has 600.0 MiB free") != std::string::npos, warning->c_str());
+    QVERIFY2(warning->find("two more checkpoints of 300.0 MiB") != std::string::npos, warning->c_str());
+    // This machine's own disk: a checkpoint of its whole size never fits twice.
+    QTemporaryDir dir;
+    const CheckpointDirectory checkpoints(dir.path().toStdString(), true);
+    std::filesystem::create_directories(checkpoints.path());
+    const auto space = std::filesystem::space(dir.path().toStdString());
+    QVERIFY(checkpoints.lowSpaceWarning(space.capacity).has_value());
+    QCOMPARE(checkpoints.lowSpaceWarning(1), std::nullopt);
 }
 
 QTEST_GUILESS_MAIN(TestCheckpoint)
