@@ -80,11 +80,12 @@ usage:
                                         switch every head (expert, path, sublayer) off in turn:
                                         validation loss and accuracy against the whole model
   widelab-cli export RUN_DIR --out model.safetensors [--format safetensors|pt]
-                     [--checkpoint latest|best|FILE]
+                     [--checkpoint latest|best|FILE] [--force]
                                         the weights for Python (safetensors, or with --format pt
                                         or a .pt name a state_dict for torch.load), the run
                                         document beside them as .json, and the run's tokenizer,
-                                        image and labels files as NAME.tokenizer.json and so on
+                                        image and labels files as NAME.tokenizer.json and so on;
+                                        replaces an earlier export, other files only with --force
   widelab-cli export-tb RUN_DIR --out LOGDIR [--replace]
                                         metrics.jsonl as TensorBoard events in LOGDIR/RUN (scalars,
                                         LayerNorm and expert-load histograms, probes' attention
@@ -496,6 +497,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         flags = {"--json", "--heads"};
         options = {"--text", "--image", "--checkpoint"};
     } else {
+        flags = {"--force"};
         options = {"--out", "--checkpoint", "--format"};
     }
     const Arguments a(rest, flags, options);
@@ -522,7 +524,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         }
     }
     r.resume = a.has("--resume");
-    r.force = train && a.has("--force");
+    r.force = a.has("--force");
     r.json = a.has("--json");
     r.heads = command == "inspect" && a.has("--heads");
     if (command == "train")

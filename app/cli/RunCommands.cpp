@@ -2,6 +2,7 @@
 
 #include "StopOnSignals.h"
 #include "TextTable.h"
+#include "config/JsonText.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "task/ImageTask.h"
@@ -376,6 +377,64 @@ std::string exportFormat(const RunArguments& a)
     return implied.empty() ? "safetensors" : implied;
 }
 
+// A run directory: where a trainer writes (its checkpoints, its config.json).
+bool isRunDirectory(const std::filesystem::path& folder)
+{
+    std::error_code error;
+    return std::filesystem::is_directory(runlayout::checkpointsDirectory(folder), error)
+           && std::filesystem::exists(runlayout::configFile(folder), error);
+}
+
+// An earlier export of this name (in either format): NAME.json holds a run document.
+bool earlierExport(const std::filesystem::path& weights)
+{
+    const std::filesystem::path config = std::filesystem::path(weights).replace_extension(".json");
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(config, error))
+        return false;
+    std::ifstream in(config, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const auto json = tryParseJsonText(text.str());
+    return json && json->is_object() && json->contains("model");
+}
+
+// Refuses targets an export must not replace: anything in a run directory (its
+// checkpoints), anything but a regular file (a device, a folder), and, unless
+// `force`, files that an earlier export did not write.
+void checkExportTargets(const std::filesystem::path& weights, const std::vector<std::filesystem::path>& sidecars,
+                        bool force)
+{
+    const std::filesystem::path folder = std::filesystem::absolute(weights).parent_path();
+    for (const std::filesystem::path& candidate : {folder, folder.parent_path()})
+        if (isRunDirectory(candidate) && (candidate == folder || folder.filename() == "checkpoints"))
+            throw std::runtime_error("--out " + weights.string() + ": " + candidate.string() + " is a run directory, "
+                                "whose files an export would replace; export outside it");
+    std::vector<std::filesystem::path> targets = {weights};
+    targets.insert(targets.end(), sidecars.begin(), sidecars.end());
+    std::vector<std::string> foreign;
+    for (const std::filesystem::path& target : targets) {
+        std::error_code error;
+        const std::filesystem::file_status status = std::filesystem::symlink_status(target, error);
+        if (!std::filesystem::exists(status))
+            continue;
+        if (!std::filesystem::is_regular_file(status))
+            throw std::runtime_error("--out " + weights.string() + ": " + target.string()
+                                + " exists and is not a regular file (a device, a folder, a link); export to another "
+                                  "name");
+        foreign.push_back(target.string());
+    }
+    if (foreign.empty() || force || earlierExport(weights))
+        return;
+    std::string list;
+    for (const std::string& name : foreign)
+        list += (list.empty() ? "" : ", ") + name;
+    throw std::runtime_error("--out " + weights.string() + ": " + list + (foreign.size() == 1 ? " exists" : " exist")
+                        + " and " + (foreign.size() == 1 ? "is" : "are") + " not an earlier export (no "
+                        + std::filesystem::path(weights).replace_extension(".json").string()
+                        + " run document beside the weights); export to another name, or --force to replace");
+}
+
 }  // namespace
 
 int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
@@ -387,7 +446,15 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         throw RunUsageError("--out " + a.out + ": the weights go to a .safetensors or .pt file, the configuration "
                             "beside it as .json");
     const std::string format = exportFormat(a);
-    const OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
+    const std::filesystem::path run = a.positional.front();
+    const std::string stem = weights.stem().string();
+    const std::vector<std::filesystem::path> sources = {runlayout::tokenizerFile(run), runlayout::imageStatsFile(run),
+                                                        runlayout::labelsFile(run)};
+    std::vector<std::filesystem::path> sidecars = {std::filesystem::path(weights).replace_extension(".json")};
+    for (const std::filesystem::path& source : sources)
+        sidecars.push_back(weights.parent_path() / (stem + "." + source.filename().string()));
+    checkExportTargets(weights, sidecars, a.force);
+    const OpenedRun opened = openRun(run, a.checkpoint);
     printWarnings(opened, err);
     SafetensorsTensors tensors;
     for (const auto& item : opened.model->named_parameters())
@@ -411,10 +478,7 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     writeFileAtomically(configFile, opened.document.toJson().dump(2) + "\n");
     written.push_back(configFile);
     // What rebuilds the inputs in Python, as NAME.tokenizer.json and so on (python/widelab finds them there).
-    const std::filesystem::path run = a.positional.front();
-    const std::string stem = weights.stem().string();
-    for (const std::filesystem::path& source :
-         {runlayout::tokenizerFile(run), runlayout::imageStatsFile(run), runlayout::labelsFile(run)}) {
+    for (const std::filesystem::path& source : sources) {
         if (!std::filesystem::exists(source))
             continue;
         std::ifstream in(source, std::ios::binary);

@@ -32,7 +32,8 @@ struct RunArguments {
     int processes = 0;          // train --nproc; 0: as the document's train.processes says
     std::vector<std::string> arguments;  // train: the command and its arguments, less --nproc
     bool resume = false;
-    bool force = false;         // --force: train even when the memory estimate says it will not fit
+    bool force = false;         // --force: train even when the memory estimate says it will not fit;
+                                // export over files that are not an earlier export
     bool json = false;
     bool heads = false;         // inspect --heads: score every head's role on the text
 };

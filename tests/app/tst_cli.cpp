@@ -24,6 +24,8 @@
 #include <map>
 #include <sstream>
 
+#include <sys/stat.h>
+
 using namespace widelab;
 
 namespace {
@@ -698,6 +700,34 @@ void TestCli::exportWritesSafetensorsOrPickleAndSidecars()
     const CliResult unwritable = cli({"export", run, "--out", dir.filePath("model.weights/inside.safetensors")});
     QCOMPARE(unwritable.code, 1);
     QVERIFY2(unwritable.err.contains(dir.filePath("model.weights/inside.safetensors")), qPrintable(unwritable.err));
+
+    // An export replaces an earlier export (of either format); any other file only with --force.
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("s.safetensors")}).code, 0);
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("q.safetensors")}).code, 0);
+    writeFile(dir, "notes.safetensors", "my notes");
+    const CliResult foreign = cli({"export", run, "--out", dir.filePath("notes.safetensors")});
+    QCOMPARE(foreign.code, 1);
+    QVERIFY2(foreign.err.contains(dir.filePath("notes.safetensors") + " exists and is not an earlier export"),
+             qPrintable(foreign.err));
+    QCOMPARE(bytes(dir.filePath("notes.safetensors")), QByteArray("my notes"));
+    QVERIFY(!QFile::exists(dir.filePath("notes.json")));
+    QCOMPARE(cli({"export", run, "--out", dir.filePath("notes.safetensors"), "--force"}).code, 0);
+    QCOMPARE(bytes(dir.filePath("notes.safetensors")), file);
+    // Never into a run directory (its checkpoints), nor onto a special file, --force or not.
+    const QString newest = run + "/checkpoints/step-00000002.pt";
+    const QByteArray checkpoint = bytes(newest);
+    const CliResult intoRun = cli({"export", run, "--out", newest, "--force"});
+    QCOMPARE(intoRun.code, 1);
+    QVERIFY2(intoRun.err.contains(run + " is a run directory"), qPrintable(intoRun.err));
+    QCOMPARE(bytes(newest), checkpoint);
+    QCOMPARE(cli({"export", run, "--out", run + "/model.safetensors"}).code, 1);
+    QVERIFY(!QFile::exists(run + "/model.safetensors"));
+    const QString pipe = dir.filePath("pipe.safetensors");
+    QCOMPARE(::mkfifo(pipe.toLocal8Bit().constData(), 0600), 0);
+    const CliResult special = cli({"export", run, "--out", pipe, "--force"});
+    QCOMPARE(special.code, 1);
+    QVERIFY2(special.err.contains(pipe + " exists and is not a regular file"), qPrintable(special.err));
+    QVERIFY(!QFile::exists(dir.filePath("pipe.json")));
 }
 
 void TestCli::usageErrors()
