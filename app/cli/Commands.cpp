@@ -23,6 +23,7 @@
 
 #include <torch/torch.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -116,15 +117,22 @@ public:
             const std::string& a = args[i];
             if (a.rfind("--", 0) != 0) {
                 m_positional.push_back(a);
-            } else if (std::find(flags.begin(), flags.end(), a) != flags.end()) {
-                m_values[a] = "";
-            } else if (std::find(options.begin(), options.end(), a) != options.end()) {
-                if (i + 1 >= args.size())
-                    throw UsageError(a + " needs a value");
-                m_values[a] = args[++i];
-            } else {
-                throw UsageError("unknown option " + a);
+                continue;
             }
+            const bool flag = std::find(flags.begin(), flags.end(), a) != flags.end();
+            if (!flag && std::find(options.begin(), options.end(), a) == options.end())
+                throw UsageError("unknown option " + a);
+            if (m_values.count(a) > 0)  // which one was meant?
+                throw UsageError(a + " is given twice");
+            if (flag) {
+                m_values[a] = "";
+                continue;
+            }
+            if (i + 1 >= args.size())
+                throw UsageError(a + " needs a value");
+            if (args[i + 1].empty())
+                throw UsageError(a + " needs a value, not an empty one");
+            m_values[a] = args[++i];
         }
     }
 
@@ -141,15 +149,14 @@ public:
         const auto it = m_values.find(name);
         if (it == m_values.end())
             return fallback;
-        std::size_t used = 0;
+        // Exactly an integer: no spaces around it, no sign but '-', nothing after it.
+        const std::string& text = it->second;
         std::int64_t value = 0;
-        try {
-            value = std::stoll(it->second, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != it->second.size() || it->second.empty())
-            throw UsageError(name + ": expected an integer, got \"" + it->second + "\"");
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error == std::errc::result_out_of_range)
+            throw UsageError(name + ": " + text + " is outside " + std::to_string(min) + ".." + std::to_string(max));
+        if (error != std::errc() || end != text.data() + text.size())
+            throw UsageError(name + ": expected an integer, got \"" + text + "\"");
         if (value < min || value > max)
             throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".."
                              + std::to_string(max));
@@ -161,15 +168,11 @@ public:
         const auto it = m_values.find(name);
         if (it == m_values.end())
             return fallback;
-        std::size_t used = 0;
+        const std::string& text = it->second;
         double value = 0.0;
-        try {
-            value = std::stod(it->second, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != it->second.size() || it->second.empty())
-            throw UsageError(name + ": expected a number, got \"" + it->second + "\"");
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc() || end != text.data() + text.size())
+            throw UsageError(name + ": expected a number, got \"" + text + "\"");
         if (!(value >= min && value <= max))
             throw UsageError(name + ": " + it->second + " is outside " + std::to_string(min) + ".." + std::to_string(max));
         return value;

@@ -554,6 +554,18 @@ void TestCli::usageErrors_data()
                                << "--batch: expected an integer, got \"abc\"";
     QTest::newRow("batch 2x") << QStringList{"forward", "widenet", "--batch", "2x"}
                               << "--batch: expected an integer, got \"2x\"";
+    // Strictly: no space around a number, no empty value, no option twice (which one was meant?).
+    QTest::newRow("steps with a space") << QStringList{"train", "widenet", "--out", "r", "--steps", " 3"}
+                                        << "--steps: expected an integer, got \" 3\"";
+    QTest::newRow("steps with a plus") << QStringList{"train", "widenet", "--out", "r", "--steps", "+3"}
+                                       << "--steps: expected an integer, got \"+3\"";
+    QTest::newRow("steps beyond int64") << QStringList{"train", "widenet", "--out", "r", "--steps", "99999999999999999999"}
+                                        << "--steps: 99999999999999999999 is outside 1..";
+    QTest::newRow("device empty") << QStringList{"train", "widenet", "--out", "r", "--device", ""}
+                                  << "--device needs a value, not an empty one";
+    QTest::newRow("steps twice") << QStringList{"train", "widenet", "--out", "r", "--steps", "3", "--steps", "5"}
+                                 << "--steps is given twice";
+    QTest::newRow("flag twice") << QStringList{"params", "widenet", "--json", "--json"} << "--json is given twice";
     QTest::newRow("batch without value") << QStringList{"forward", "widenet", "--batch"} << "--batch needs a value";
     QTest::newRow("batch 0") << QStringList{"forward", "widenet", "--batch", "0"} << "--batch: 0 is outside";
     // widenet's max_len is 512.
