@@ -39,16 +39,16 @@ GradientNorms clipGradients(const std::vector<torch::Tensor>& parameters, double
     norms.each = torch::stack(each);  // [P]
     torch::Tensor total;
     if (sharded) {
-        std::vector<bool> held;
+        // This rank's part of the split parameters' squares, summed over the ranks,
+        // plus the squares of the others, which every rank holds alike.
+        std::vector<float> held;
         for (const auto& p : parameters)
-            held.push_back(sharded->holds(p));
-        const torch::Tensor split = torch::tensor(std::vector<std::int64_t>(held.begin(), held.end()))
-                                        .to(torch::kBool).to(norms.each.device());
+            held.push_back(sharded->holds(p) ? 1.0F : 0.0F);
+        const torch::Tensor split = torch::tensor(held).to(norms.each.device());
         const torch::Tensor squares = norms.each.pow(2);
-        torch::Tensor parts = torch::where(split, squares, torch::zeros_like(squares)).sum().view({1}).cpu();
+        torch::Tensor parts = (squares * split).sum().view({1}).cpu();
         sharded->sumOverRanks(parts);
-        total = (torch::where(split, torch::zeros_like(squares), squares).sum() + parts.to(squares.device()).squeeze())
-                    .sqrt();
+        total = ((squares * (1.0 - split)).sum() + parts.to(squares.device()).squeeze()).sqrt();
     } else {
         total = norms.each.pow(2).sum().sqrt();
     }
