@@ -120,6 +120,11 @@ void JsonSection::read(const std::string& key, std::int64_t& out, std::int64_t m
     if (!value)
         return;
     std::int64_t number = 0;
+    if (value->is_number_unsigned() && value->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+        // Past 2^63 - 1 an int64 would wrap to a negative number: say what the document holds.
+        addIssue(key, value->dump() + " is outside the allowed range " + numberText(min) + ".." + numberText(max));
+        return;
+    }
     if (value->is_number_integer()) {
         number = value->get<std::int64_t>();
     } else if (value->is_number_float() && std::nearbyint(value->get<double>()) == value->get<double>()

@@ -1,8 +1,10 @@
-// defines: systemReason: what the operating system said, in words and by name
-// ("No space left on device (ENOSPC)"), for messages about files that could not be
-// written or read
+// defines: systemReason, FileError, readFileBytes: what the operating system said,
+// in words and by name ("No space left on device (ENOSPC)"), for messages about
+// files that could not be written or read
 #pragma once
 
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 
 namespace widelab {
@@ -10,5 +12,20 @@ namespace widelab {
 // strerror(error) followed by the error's symbolic name where it is one a user
 // can act on (ENOSPC, EDQUOT, EACCES, EPERM, EROFS, ENAMETOOLONG, EFBIG, EIO, ...).
 std::string systemReason(int error);
+
+// A file that could not be read: "FILE: cannot be read: REASON"; error() is the
+// errno (ENOENT for a missing file, EISDIR for a folder), for callers that say
+// more about some of them.
+class FileError : public std::runtime_error {
+public:
+    FileError(const std::filesystem::path& file, int error);
+    int error() const { return m_error; }
+
+private:
+    int m_error;
+};
+
+// The whole of `file`; throws FileError.
+std::string readFileBytes(const std::filesystem::path& file);
 
 }  // namespace widelab

@@ -142,11 +142,8 @@ StudyRunner::StudyRunner(const StudyDocument& study, std::filesystem::path direc
     std::filesystem::create_directories(m_directory);
     try {
         m_lock = std::make_unique<RunLock>(m_directory);
-    } catch (const CheckpointError&) {
-        // The lock file holds the process id of its holder (RunLock).
-        std::string holder;
-        std::ifstream lock(runlayout::lockFile(m_directory));
-        std::getline(lock, holder);
+    } catch (const RunInUse&) {
+        const std::string holder = RunLock::holder(m_directory);
         throw StudyRefused("the study in " + m_directory.string() + " is running in another process"
                            + (holder.empty() ? std::string() : " (process " + holder + ")")
                            + ": wait for it to finish, or open the study in the app to watch it");

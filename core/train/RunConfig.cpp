@@ -4,6 +4,7 @@
 #include "data/ByteText.h"
 #include "data/ListOps.h"
 #include "data/Tokenizer.h"
+#include "runtime/SystemError.h"
 
 #include <fstream>
 #include <regex>
@@ -356,12 +357,13 @@ bool isDeviceName(const std::string& name)
 
 RunDocument loadRunDocument(const std::filesystem::path& file)
 {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-        throw ConfigError({{"", file.string() + ": cannot open the file"}});
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parseRunDocument(text.str(), file.string());
+    std::string text;
+    try {
+        text = readFileBytes(file);
+    } catch (const FileError& error) {
+        throw ConfigError({{"", std::string(error.what())}});
+    }
+    return parseRunDocument(text, file.string());
 }
 
 std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix)

@@ -11,8 +11,10 @@
 #include "RunLock.h"
 #include "config/JsonText.h"
 #include "data/ByteText.h"
+#include "runtime/SystemError.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -22,18 +24,23 @@
 namespace widelab {
 namespace {
 
+// The bytes of one of the run's files; DataError naming the file and the reason.
+std::string readRunFile(const std::filesystem::path& file)
+{
+    try {
+        return readFileBytes(file);
+    } catch (const FileError& error) {
+        if (error.error() == ENOENT)
+            throw DataError(file.string() + ": missing (is this a WideLab run directory?)");
+        throw DataError(error.what());
+    }
+}
+
 nlohmann::json readJson(const std::filesystem::path& file)
 {
-    std::error_code error;
-    if (std::filesystem::exists(file, error) && !std::filesystem::is_regular_file(file, error))
-        throw DataError(file.string() + ": not a file");
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-        throw DataError(file.string() + ": missing (is this a WideLab run directory?)");
-    std::ostringstream text;
-    text << in.rdbuf();
+    const std::string text = readRunFile(file);
     try {
-        return parseJsonText(text.str(), file.string());
+        return parseJsonText(text, file.string());
     } catch (const ConfigError& error) {
         throw DataError(error.what());
     }
@@ -54,9 +61,7 @@ RunDocument readRunDocument(const std::filesystem::path& directory)
     const std::filesystem::path configFile = runlayout::configFile(directory);
     if (!std::filesystem::exists(configFile))
         throw DataError(directory.string() + ": not a WideLab run directory (no " + std::string(runlayout::kConfig) + ")");
-    std::ostringstream text;
-    text << std::ifstream(configFile).rdbuf();
-    return parseRunDocument(text.str(), configFile.string(), /*requireDataFiles=*/false);
+    return parseRunDocument(readRunFile(configFile), configFile.string(), /*requireDataFiles=*/false);
 }
 
 Tokenizer readRunTokenizer(const std::filesystem::path& directory)
@@ -109,7 +114,7 @@ bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result
     std::unique_ptr<RunLock> lock;
     try {
         lock = std::make_unique<RunLock>(directory);
-    } catch (const CheckpointError&) {
+    } catch (const RunInUse&) {
         return false;
     }
     addProbeTexts(directory, {result.text});

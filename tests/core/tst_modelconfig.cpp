@@ -335,6 +335,9 @@ void TestModelConfig::singleProblem_data()
     QTest::newRow("top_k 0") << R"({"experts": 4, "top_k": 0})" << "model.top_k" << "outside the allowed range";
     QTest::newRow("paths 0") << R"({"paths": 0})" << "model.paths" << "outside the allowed range";
     QTest::newRow("1e9 layers") << R"({"layers": 1000000000})" << "model.layers" << "outside the allowed range";
+    // 2^63 is past int64: it is named as written, not wrapped to -2^63.
+    QTest::newRow("2^63 layers") << R"({"layers": 9223372036854775808})" << "model.layers"
+                                 << "9223372036854775808 is outside the allowed range";
     QTest::newRow("negative balance_loss_weight") << R"({"balance_loss_weight": -1})"
                                                   << "model.balance_loss_weight" << "outside the allowed range";
     // Types.

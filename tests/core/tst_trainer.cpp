@@ -625,6 +625,14 @@ void TestTrainer::oneTrainerPerRunDirectory()
             QVERIFY2(std::string(error.what()).find("in use by another training run") != std::string::npos, error.what());
             QVERIFY2(std::string(error.what()).find(std::to_string(::getpid())) != std::string::npos, error.what());
         }
+        // The lock is not a file that can be deleted out from under the holder.
+        std::filesystem::remove(run / "lock");
+        try {
+            Trainer second(tinyRun(), run, resume);
+            QFAIL("deleting RUN/lock let a second trainer in");
+        } catch (const CheckpointError& error) {
+            QVERIFY2(std::string(error.what()).find("in use by another training run") != std::string::npos, error.what());
+        }
         // Reading a run does not need the lock.
         TrainerOptions readOnly = resume;
         readOnly.readOnly = true;
