@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <sstream>
 
 namespace widelab {
@@ -44,20 +46,11 @@ void appendLittleEndian64(std::string& bytes, std::uint64_t value)
 
 std::string readWholeFile(const std::filesystem::path& file)
 {
-    std::ifstream in(file, std::ios::binary);
-    std::string bytes;
-    if (in) {
-        in.seekg(0, std::ios::end);
-        const std::streamoff size = in.tellg();
-        in.seekg(0, std::ios::beg);
-        if (size >= 0) {
-            bytes.resize(static_cast<std::size_t>(size));
-            in.read(bytes.data(), size);
-        }
+    try {
+        return readFileBytes(file);
+    } catch (const FileError& error) {
+        throw CheckpointUnreadable(error.what());
     }
-    if (!in)
-        throw CheckpointUnreadable(file.string() + ": cannot be read (" + std::strerror(errno) + ")");
-    return bytes;
 }
 
 // The archive's bytes within a checkpoint file's, and whether a trailer vouched
@@ -117,6 +110,24 @@ std::string firstLine(const std::string& text)
     return text.substr(start, text.find('\n', start) - start);
 }
 
+// The model configuration a checkpoint records, every key resolved as this
+// WideLab reads it: keys added since the checkpoint was written take their
+// defaults, so only a real difference of architecture remains. A record that is
+// not a model configuration is damage (CheckpointUnreadable: "latest" falls
+// back past it), not another architecture.
+nlohmann::json savedConfiguration(const std::filesystem::path& file, const std::string& text)
+{
+    const auto json = tryParseJsonText(text);
+    if (!json || !json->is_object())
+        throw CheckpointUnreadable(file.string() + ": damaged: its configuration record is not a JSON object");
+    std::vector<ConfigIssue> issues;
+    const ModelConfig config = ModelConfig::fromJson(*json, issues);
+    if (!issues.empty())
+        throw CheckpointUnreadable(file.string() + ": damaged: its configuration record is not a valid model ("
+                                   + issues.front().text() + ")");
+    return config.toJson();
+}
+
 // The keys whose values differ between two model configurations.
 std::string differences(const nlohmann::json& saved, const nlohmann::json& current)
 {
@@ -160,37 +171,85 @@ void restoreGenerator(at::Generator generator, const torch::Tensor& state)
 
 }  // namespace
 
-void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
+namespace {
+
+// The file systems WideLab runs on (ext4, xfs, btrfs, tmpfs) allow names of up to
+// 255 bytes; a temporary's name is cut to fit there, keeping its suffix.
+constexpr std::size_t kLongestName = 255;
+
+// NAME.tmp-PID-N beside `file`, NAME cut when the whole would not fit.
+std::filesystem::path temporaryFor(const std::filesystem::path& file)
 {
     static std::atomic<std::uint64_t> counter{0};
-    const std::filesystem::path temporary =
-        file.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
-    {
-        const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        int error = fd < 0 ? errno : 0;
-        for (std::size_t done = 0; error == 0 && done < bytes.size();) {
-            const ssize_t written = ::write(fd, bytes.data() + done, bytes.size() - done);
-            if (written < 0 && errno == EINTR)
-                continue;
-            if (written <= 0)
-                error = written < 0 ? errno : ENOSPC;
-            else
-                done += static_cast<std::size_t>(written);
-        }
-        if (fd >= 0 && ::close(fd) != 0 && error == 0)
-            error = errno;
-        if (error != 0) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            throw CheckpointError(file.string() + ": cannot write: " + systemReason(error));
-        }
-    }
-    syncPath(temporary, false);
+    const std::string suffix = ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+    std::string name = file.filename().string();
+    if (name.size() + suffix.size() > kLongestName)
+        name.resize(kLongestName - suffix.size());
+    return file.parent_path() / (name + suffix);
+}
+
+}  // namespace
+
+std::vector<std::string> removeInterruptedWrites(const std::filesystem::path& folder)
+{
+    // temporaryFor's names, from another process: this one's may be being written.
+    static const std::regex pattern(R"(.+\.tmp-(\d+)-\d+)");
+    const std::string self = std::to_string(::getpid());
+    std::vector<std::string> removed;
     std::error_code error;
-    std::filesystem::rename(temporary, file, error);
-    if (error)
-        throw CheckpointError(file.string() + ": cannot replace: " + error.message());
+    for (const auto& entry : std::filesystem::directory_iterator(folder, error)) {
+        const std::string name = entry.path().filename().string();
+        std::smatch match;
+        if (!std::regex_match(name, match, pattern) || match[1] == self)
+            continue;
+        std::error_code ignored;
+        if (entry.is_regular_file(ignored) && std::filesystem::remove(entry.path(), ignored))
+            removed.push_back(name);
+    }
+    std::sort(removed.begin(), removed.end());
+    return removed;
+}
+
+std::filesystem::path stageFile(const std::filesystem::path& file, const std::string& bytes)
+{
+    const std::filesystem::path temporary = temporaryFor(file);
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int error = fd < 0 ? errno : 0;
+    for (std::size_t done = 0; error == 0 && done < bytes.size();) {
+        const ssize_t written = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            error = written < 0 ? errno : ENOSPC;
+        else
+            done += static_cast<std::size_t>(written);
+    }
+    if (error == 0 && ::fsync(fd) != 0)
+        error = errno;
+    if (fd >= 0 && ::close(fd) != 0 && error == 0)
+        error = errno;
+    if (error != 0) {
+        std::error_code ignored;
+        std::filesystem::remove(temporary, ignored);
+        throw CheckpointError(file.string() + ": cannot write: " + systemReason(error));
+    }
+    return temporary;
+}
+
+void commitStagedFile(const std::filesystem::path& temporary, const std::filesystem::path& file)
+{
+    if (::rename(temporary.c_str(), file.c_str()) != 0) {
+        const int error = errno;
+        std::error_code ignored;
+        std::filesystem::remove(temporary, ignored);
+        throw CheckpointError(file.string() + ": cannot replace: " + systemReason(error));
+    }
     syncPath(file.parent_path().empty() ? "." : file.parent_path(), true);
+}
+
+void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes)
+{
+    commitStagedFile(stageFile(file, bytes), file);
 }
 
 void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& model,
@@ -376,12 +435,10 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
 {
     torch::serialize::InputArchive archive;
     const OpenedArchive opened = openArchive(file, archive);
-    const nlohmann::json saved = tryParseJsonText(opened.config).value_or(nlohmann::json::value_t::discarded);
+    const nlohmann::json saved = savedConfiguration(file, opened.config);
     const nlohmann::json current = model.config().toJson();
-    if (saved.is_discarded() || saved != current)
-        throw CheckpointError(file.string() + ": a checkpoint of another architecture: "
-                              + (saved.is_discarded() ? std::string("its configuration is unreadable")
-                                                      : differences(saved, current)));
+    if (saved != current)
+        throw CheckpointError(file.string() + ": a checkpoint of another architecture: " + differences(saved, current));
 
     CheckpointState state;
     state.verified = opened.verified;

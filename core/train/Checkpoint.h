@@ -87,7 +87,21 @@ inline constexpr char kCheckpointMagic[9] = "WLCKSUM2";
 inline constexpr std::size_t kCheckpointTrailerSize = 24;
 
 // Writes `bytes` to `file` atomically (temporary file, fsync, rename, fsync of the
-// directory). The temporary file's name is unique to the process and the call.
+// directory). The temporary file, NAME.tmp-PID-N beside it, has a name unique to the
+// process and the call, NAME cut short when the whole would pass 255 bytes.
+// Throws CheckpointError naming the file and the system's reason.
 void writeFileAtomically(const std::filesystem::path& file, const std::string& bytes);
+
+// writeFileAtomically's two halves, for files that must change together: the
+// bytes written and flushed under the temporary name (returned), then renamed
+// over `file`. Both throw CheckpointError naming the file and the reason, and
+// remove the temporary when they fail.
+std::filesystem::path stageFile(const std::filesystem::path& file, const std::string& bytes);
+void commitStagedFile(const std::filesystem::path& temporary, const std::filesystem::path& file);
+
+// Removes from `folder` the temporary files of writeFileAtomically calls that
+// never finished (a process killed midway), except this process's own; returns
+// their names, sorted. The caller holds the folder (a run's lock).
+std::vector<std::string> removeInterruptedWrites(const std::filesystem::path& folder);
 
 }  // namespace widelab

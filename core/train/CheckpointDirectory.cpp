@@ -2,12 +2,10 @@
 
 #include "RunLayout.h"
 #include "runtime/DeviceMemory.h"
-
-#include <unistd.h>
+#include "runtime/SystemError.h"
 
 #include <algorithm>
 #include <cstdio>
-#include <regex>
 
 namespace widelab {
 
@@ -47,6 +45,10 @@ std::vector<std::filesystem::path> CheckpointDirectory::stepFiles() const
     for (const auto& entry : std::filesystem::directory_iterator(m_directory, error))
         if (const auto step = runlayout::stepOfCheckpoint(entry.path().filename().string()))
             found.emplace_back(*step, entry.path());
+    // A folder that is missing holds no checkpoint yet; one that cannot be read
+    // (no permission) is not the same thing.
+    if (error && error != std::errc::no_such_file_or_directory)
+        throw CheckpointError(m_directory.string() + ": cannot list the checkpoints: " + systemReason(error.value()));
     std::sort(found.begin(), found.end());  // by step: past 10^8 steps the names grow a digit
     std::vector<std::filesystem::path> files;
     for (auto& [step, file] : found)
@@ -56,24 +58,7 @@ std::vector<std::filesystem::path> CheckpointDirectory::stepFiles() const
 
 std::vector<std::string> CheckpointDirectory::removeOrphans() const
 {
-    std::vector<std::string> removed;
-    if (!m_mayWrite)
-        return removed;
-    // writeFileAtomically's temporary names: NAME.tmp-PID-COUNTER.
-    static const std::regex pattern(R"(.+\.tmp-(\d+)-\d+)");
-    const std::string self = std::to_string(::getpid());
-    std::error_code error;
-    for (const auto& entry : std::filesystem::directory_iterator(m_directory, error)) {
-        const std::string name = entry.path().filename().string();
-        std::smatch match;
-        if (!std::regex_match(name, match, pattern) || match[1] == self)
-            continue;
-        std::error_code ignored;
-        if (std::filesystem::remove(entry.path(), ignored))
-            removed.push_back(name);
-    }
-    std::sort(removed.begin(), removed.end());
-    return removed;
+    return m_mayWrite ? removeInterruptedWrites(m_directory) : std::vector<std::string>();
 }
 
 std::filesystem::path CheckpointDirectory::setAside(const std::filesystem::path& file) const

@@ -132,13 +132,14 @@ bool sameWeights(WideTransformerImpl& model, const std::vector<torch::Tensor>& e
     return true;
 }
 
-// What saveCheckpoint wrote before format 2: the archive alone, format 1.
-void saveFormatOne(const std::filesystem::path& file, WideTransformerImpl& model, const torch::optim::Optimizer& optimizer,
-                   std::int64_t step)
+// A checkpoint archive of `model` whose configuration record is `config`:
+// format 1 (before checksums) is the archive alone; format 2 adds the trailer,
+// so that a damaged record sits under a valid checksum.
+void saveArchive(const std::filesystem::path& file, WideTransformerImpl& model, const torch::optim::Optimizer& optimizer,
+                 std::int64_t step, std::int64_t format, const std::string& config)
 {
     torch::serialize::OutputArchive archive;
-    const std::string config = model.config().toJson().dump();
-    archive.write("format", torch::tensor(std::int64_t{1}));
+    archive.write("format", torch::tensor(format));
     archive.write("config", torch::from_blob(const_cast<char*>(config.data()),
                                              {static_cast<std::int64_t>(config.size())}, torch::kUInt8)
                                 .clone());
@@ -153,7 +154,16 @@ void saveFormatOne(const std::filesystem::path& file, WideTransformerImpl& model
     torch::serialize::OutputArchive optimizerArchive;
     optimizer.save(optimizerArchive);
     archive.write("optimizer", optimizerArchive);
-    archive.save_to(file.string());
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    writeBytes(file, format == 1 ? bytes.str() : withTrailer(bytes.str()));
+}
+
+// What saveCheckpoint wrote before format 2: the archive alone, format 1.
+void saveFormatOne(const std::filesystem::path& file, WideTransformerImpl& model, const torch::optim::Optimizer& optimizer,
+                   std::int64_t step)
+{
+    saveArchive(file, model, optimizer, step, 1, model.config().toJson().dump());
 }
 
 // A tiny run of 20 steps with checkpoints at 10 and 20, both kept.
@@ -184,7 +194,11 @@ private Q_SLOTS:
     void noReadableCheckpointIsAnErrorThatChangesNothing();
     void keepLastNeverCountsABadFile();
     void trainerNeverDeletesAGoodCheckpointForABadOne();
+    void damagedConfigurationRecordFallsBack();
+    void keysAddedSinceACheckpointTakeTheirDefaults();
+    void unreadableRunFilesSayWhy();
     void orphanTemporaryFilesGoAtTheNextStart();
+    void temporaryNamesFitTheLongestFileName();
     void lowSpaceIsWarnedBeforeTheDiskIsFull();
 };
 
@@ -582,6 +596,83 @@ void TestCheckpoint::trainerNeverDeletesAGoodCheckpointForABadOne()
     QCOMPARE(messages.count("warning", {(checkpoints / "step-00000025.pt").string() + ": damaged", "set aside"}), 1);
 }
 
+// A configuration record that is not a model (under a valid checksum) is damage,
+// as a flipped byte is: "latest" falls back to the checkpoint before it.
+void TestCheckpoint::damagedConfigurationRecordFallsBack()
+{
+    for (const std::string& record : {std::string(R"({"layers": 2, "heads")"), std::string(R"({"layers": 0})"),
+                                      std::string("[]")}) {
+        QTemporaryDir dir;
+        const std::filesystem::path run = trainedRun(dir);
+        const std::filesystem::path newest = run / "checkpoints" / "step-00000020.pt";
+        WideTransformer model(tinyRun().model);
+        torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+        saveArchive(newest, *model, optimizer, 20, 2, record);
+        QVERIFY(!checkpointIntegrity(newest).has_value());  // the checksum vouches for the bytes
+
+        const std::string message = failure<CheckpointUnreadable>(newest, *model);
+        QVERIFY2(contains(message, newest.string() + ": damaged: its configuration record"), message.c_str());
+        const OpenedRun opened = openRun(run);
+        QCOMPARE(opened.state.step, std::int64_t{10});
+        QCOMPARE(opened.warnings.size(), std::size_t{1});
+        QVERIFY2(contains(opened.warnings[0], "its configuration record") && contains(opened.warnings[0], "trying step-00000010.pt"),
+                 opened.warnings[0].c_str());
+    }
+}
+
+// A checkpoint written before a key existed lacks it: the key takes its default,
+// and only a value that differs from this run's is another architecture.
+void TestCheckpoint::keysAddedSinceACheckpointTakeTheirDefaults()
+{
+    QTemporaryDir dir;
+    WideTransformer model(tinyRun().model);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+    nlohmann::json older = model->config().toJson();
+    QCOMPARE(older.at("router_z_loss_weight"), nlohmann::json(0.0));
+    QCOMPARE(older.at("attention"), nlohmann::json("full"));
+    older.erase("router_z_loss_weight");
+    older.erase("attention");
+    const std::filesystem::path file = fresh(dir, "older.pt");
+    saveArchive(file, *model, optimizer, 7, 2, older.dump());
+    WideTransformer target(tinyRun().model);
+    QCOMPARE(loadCheckpoint(file, *target, nullptr).step, std::int64_t{7});
+    QVERIFY(sameWeights(*target, weights(*model)));
+
+    // Absent from the checkpoint, so 0 there: a run asking for 0.01 is another model.
+    WideTransformer other(tinyRun(R"({"model": {"router_z_loss_weight": 0.01}})").model);
+    const std::string message = failure(file, *other);
+    QVERIFY2(contains(message, "another architecture: model.router_z_loss_weight (checkpoint 0.0, now 0.01)"),
+             message.c_str());
+}
+
+// A file that cannot be read says why, rather than passing for a missing or
+// malformed one (as root, whom no permission stops, a folder where a file should
+// be and a file where a folder should be stand in for a denied read).
+void TestCheckpoint::unreadableRunFilesSayWhy()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path run = trainedRun(dir);
+    const std::filesystem::path checkpoints = run / "checkpoints";
+    std::filesystem::rename(checkpoints, run / "elsewhere");
+    writeBytes(checkpoints, "not a folder");
+    try {
+        openRun(run);
+        QFAIL("a checkpoints/ that cannot be listed passed for a run without checkpoints");
+    } catch (const CheckpointError& error) {
+        QVERIFY2(contains(error.what(), checkpoints.string() + ": cannot list the checkpoints: Not a directory (ENOTDIR)"),
+                 error.what());
+    }
+    const std::filesystem::path config = run / "config.json";
+    std::filesystem::remove(config);
+    std::filesystem::create_directory(config);
+    try {
+        readRunDocument(run);
+        QFAIL("a config.json that cannot be read was read");
+    } catch (const DataError& error) {
+        QVERIFY2(contains(error.what(), config.string() + ": cannot be read: Is a directory (EISDIR)"), error.what());
+    }
+}
+
 void TestCheckpoint::orphanTemporaryFilesGoAtTheNextStart()
 {
     QTemporaryDir dir;
@@ -604,6 +695,36 @@ void TestCheckpoint::orphanTemporaryFilesGoAtTheNextStart()
     }
     QVERIFY(std::filesystem::exists(checkpoints / own));
     QCOMPARE(resumed.step(), std::int64_t{20});
+}
+
+// writeFileAtomically's temporary name is cut to fit, so any name the file system
+// takes can be written; what a killed write leaves in the run's own folder goes at
+// the next start, as in checkpoints/.
+void TestCheckpoint::temporaryNamesFitTheLongestFileName()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path longest = fresh(dir, std::string(255, 'n').c_str());
+    writeFileAtomically(longest, "255 bytes of name");
+    QCOMPARE(readBytes(longest), std::string("255 bytes of name"));
+    QCOMPARE(std::distance(std::filesystem::directory_iterator(dir.path().toStdString()),
+                           std::filesystem::directory_iterator()),
+             std::ptrdiff_t{1});  // no temporary left beside it
+
+    const std::filesystem::path run = trainedRun(dir);
+    const std::vector<std::string> orphans = {"config.json.tmp-999997-1", "status.json.tmp-999996-0",
+                                              std::string(230, 'n') + ".tmp-999995-2"};
+    for (const auto& name : orphans)
+        writeBytes(run / name, "partial");
+    Messages messages;
+    TrainerOptions resume;
+    resume.resume = true;
+    resume.observers = {&messages};
+    Trainer resumed(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume);
+    for (const auto& name : orphans) {
+        QVERIFY2(!std::filesystem::exists(run / name), name.c_str());
+        QCOMPARE(messages.count("info", {"removed " + name + ", left by a write that was interrupted"}), 1);
+    }
+    QVERIFY(std::filesystem::exists(run / "config.json"));
 }
 
 // A save needs a whole new file beside the old ones: with room for fewer than
