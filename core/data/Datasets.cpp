@@ -1,5 +1,7 @@
 #include "Datasets.h"
 
+#include "runtime/SystemError.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -10,17 +12,24 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace widelab {
 
 class MappedFile {
 public:
     explicit MappedFile(const std::filesystem::path& path);
+    // Maps the whole file open at `fd` (which the caller keeps and closes); `name` for messages.
+    MappedFile(int fd, const std::filesystem::path& name);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -29,13 +38,13 @@ public:
     void adviseSequential() const;
 
 private:
+    void map(int fd, std::size_t size, const std::filesystem::path& name);
+
     const char* m_data = nullptr;
     std::size_t m_size = 0;
 };
 
 namespace {
-
-std::string systemReason(int error) { return std::error_code(error, std::generic_category()).message(); }
 
 std::string where(const std::filesystem::path& path, std::int64_t line)
 {
@@ -176,17 +185,32 @@ MappedFile::MappedFile(const std::filesystem::path& path)
         ::close(fd);
         throw DataError(path.string() + ": not a regular file");
     }
-    m_size = static_cast<std::size_t>(info.st_size);
-    if (m_size > 0) {
-        void* data = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (data == MAP_FAILED) {
-            const int error = errno;
-            ::close(fd);
-            throw DataError(path.string() + ": cannot map (" + systemReason(error) + ")");
-        }
-        m_data = static_cast<const char*>(data);
+    try {
+        map(fd, static_cast<std::size_t>(info.st_size), path);
+    } catch (...) {
+        ::close(fd);
+        throw;
     }
     ::close(fd);
+}
+
+MappedFile::MappedFile(int fd, const std::filesystem::path& name)
+{
+    struct stat info = {};
+    if (::fstat(fd, &info) != 0)
+        throw DataError(name.string() + ": cannot open (" + systemReason(errno) + ")");
+    map(fd, static_cast<std::size_t>(info.st_size), name);
+}
+
+void MappedFile::map(int fd, std::size_t size, const std::filesystem::path& name)
+{
+    m_size = size;
+    if (m_size > 0) {
+        void* data = ::mmap(nullptr, m_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (data == MAP_FAILED)
+            throw DataError(name.string() + ": cannot map (" + systemReason(errno) + ")");
+        m_data = static_cast<const char*>(data);
+    }
 }
 
 MappedFile::~MappedFile()
@@ -610,31 +634,17 @@ std::unique_ptr<Dataset> ClassificationFile::dataset(Split split, const Tokenize
 
 namespace {
 
-// The token cache: this header, then `count` int32 token ids.
+// The token cache: this header, then `count` int32 token ids. "WLTOKEN1" caches
+// were keyed by the text's path, size and time; "WLTOKEN2" by its content.
+constexpr char kCacheMagic[8] = {'W', 'L', 'T', 'O', 'K', 'E', 'N', '2'};
+constexpr char kOldCacheMagic[8] = {'W', 'L', 'T', 'O', 'K', 'E', 'N', '1'};
 struct CacheHeader {
-    char magic[8] = {'W', 'L', 'T', 'O', 'K', 'E', 'N', '1'};
+    char magic[8] = {'W', 'L', 'T', 'O', 'K', 'E', 'N', '2'};
     std::uint64_t key = 0;
     std::uint64_t count = 0;
     std::uint64_t sourceSize = 0;
 };
 static_assert(sizeof(CacheHeader) == 32);
-
-// The header of a mapped cache when it is complete and made for `key` and a source of `sourceSize` bytes.
-std::optional<CacheHeader> readCacheHeader(const MappedFile& cache, std::uint64_t key, std::uint64_t sourceSize)
-{
-    const std::string_view bytes = cache.bytes();
-    if (bytes.size() < sizeof(CacheHeader))
-        return std::nullopt;
-    CacheHeader header;
-    const CacheHeader expected;
-    std::memcpy(&header, bytes.data(), sizeof header);
-    const std::size_t payload = bytes.size() - sizeof header;
-    if (std::memcmp(header.magic, expected.magic, sizeof header.magic) != 0 || header.key != key
-        || header.sourceSize != sourceSize || payload % sizeof(std::int32_t) != 0
-        || payload / sizeof(std::int32_t) != header.count)
-        return std::nullopt;
-    return header;
-}
 
 class LanguageModelDataset : public Dataset {
 public:
@@ -683,127 +693,306 @@ struct TemporaryFile {
     }
 };
 
+// Closes a descriptor when it goes.
+struct Descriptor {
+    int fd = -1;
+    ~Descriptor()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
+
+// Reads exactly `size` bytes; false when the file ends first.
+bool readExactly(int fd, char* data, std::size_t size)
+{
+    for (std::size_t done = 0; done < size;) {
+        const ssize_t read = ::read(fd, data + done, size - done);
+        if (read < 0 && errno == EINTR)
+            continue;
+        if (read <= 0)
+            return false;
+        done += static_cast<std::size_t>(read);
+    }
+    return true;
+}
+
+// Writes all of `bytes`; the errno when it cannot, else 0.
+int writeAll(int fd, const char* data, std::size_t size)
+{
+    for (std::size_t done = 0; done < size;) {
+        const ssize_t written = ::write(fd, data + done, size - done);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            return written < 0 ? errno : ENOSPC;
+        done += static_cast<std::size_t>(written);
+    }
+    return 0;
+}
+
+// The process that wrote a cache temporary (NAME.tokens.tmp.PID.N) is gone.
+bool writerGone(const std::string& name)
+{
+    static const std::regex pattern(R"(.+\.tokens\.tmp\.(\d+)\.\d+)");
+    std::smatch match;
+    if (!std::regex_match(name, match, pattern))
+        return false;
+    const long pid = std::strtol(match[1].str().c_str(), nullptr, 10);
+    return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// A name of its own beside `cache` for each writer and copy, in this process and
+// others: NAME.tokens.tmp.PID.N (writerGone's pattern).
+std::filesystem::path cacheTemporary(const std::filesystem::path& cache)
+{
+    static std::atomic<std::uint64_t> count{0};
+    return cache.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(count++);
+}
+
+std::string mebibytes(std::uint64_t bytes)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    return text;
+}
+
 }  // namespace
 
-TextFile::TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory)
-    : m_path(std::move(path)), m_cacheDirectory(std::move(cacheDirectory))
+TextFile::TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory,
+                   std::function<void(const std::string&)> progress)
+    : m_path(std::move(path)), m_cacheDirectory(std::move(cacheDirectory)), m_progress(std::move(progress))
 {
-    m_file = std::make_shared<MappedFile>(m_path);
-    if (m_file->bytes().empty())
+    struct stat info = {};
+    if (::stat(m_path.c_str(), &info) != 0)
+        throw DataError(m_path.string() + ": cannot open (" + systemReason(errno) + ")");
+    if (!S_ISREG(info.st_mode))
+        throw DataError(m_path.string() + ": not a regular file");
+    m_size = static_cast<std::uint64_t>(info.st_size);
+    if (m_size == 0)
         throw DataError(m_path.string() + ": file is empty");
-    std::error_code error;
-    const auto modified = std::filesystem::last_write_time(m_path, error);
-    m_modified = error ? 0 : static_cast<std::int64_t>(modified.time_since_epoch().count());
+}
+
+void TextFile::readPieces(const std::function<void(std::string_view, std::size_t)>& piece) const
+{
+    Descriptor file{::open(m_path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0)
+        throw DataError(m_path.string() + ": cannot open (" + systemReason(errno) + ")");
+    ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    const auto changed = [&](std::uint64_t now) {
+        return DataError(m_path.string() + ": changed while it was read (" + std::to_string(m_size) + " bytes, then "
+                         + std::to_string(now) + "); read it again when nothing writes it");
+    };
+    constexpr std::size_t kBlock = std::size_t(1) << 20;
+    std::vector<char> block(kBlock);
+    std::string pending;     // read, not yet handed on
+    std::size_t offset = 0;  // of pending's first byte
+    std::uint64_t total = 0;
+    for (;;) {
+        const ssize_t read = ::read(file.fd, block.data(), kBlock);
+        if (read < 0 && errno == EINTR)
+            continue;
+        if (read < 0)
+            throw DataError(m_path.string() + ": cannot be read (" + systemReason(errno) + ")");
+        if (read == 0)
+            break;
+        total += static_cast<std::uint64_t>(read);
+        if (total > m_size)
+            throw changed(total);
+        pending.append(block.data(), static_cast<std::size_t>(read));
+        // Hand on everything before the last whitespace, which starts the next piece.
+        std::size_t last = pending.size();
+        while (last > 0 && !detail::isAsciiSpace(static_cast<unsigned char>(pending[last - 1])))
+            --last;
+        if (last <= 1)
+            continue;
+        piece(std::string_view(pending).substr(0, last - 1), offset);
+        pending.erase(0, last - 1);
+        offset += last - 1;
+    }
+    if (total != m_size)
+        throw changed(total);
+    if (!pending.empty())
+        piece(pending, offset);
 }
 
 void TextFile::addTexts(VocabularyBuilder& builder) const
 {
-    constexpr std::size_t kChunk = std::size_t(1) << 20;
-    const std::string_view data = m_file->bytes();
-    m_file->adviseSequential();
-    for (std::size_t start = 0; start < data.size();) {
-        std::size_t end = std::min(data.size(), start + kChunk);
-        while (end < data.size() && !detail::isAsciiSpace(static_cast<unsigned char>(data[end])))
-            ++end;
+    readPieces([&](std::string_view piece, std::size_t offset) {
         try {
-            builder.add(data.substr(start, end - start));
+            builder.add(piece);
         } catch (const InvalidUtf8& e) {
-            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(start + e.offset())
+            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(offset + e.offset())
                             + " (word and character tokenizers need UTF-8 text; the byte tokenizer takes any file)");
         }
-        start = end;
+    });
+}
+
+std::uint64_t TextFile::contentHash() const
+{
+    if (!m_contentHash) {
+        std::uint64_t hash = fnv1a({});
+        readPieces([&](std::string_view piece, std::size_t) { hash = fnv1a(piece, hash); });
+        m_contentHash = hash;
     }
+    return *m_contentHash;
 }
 
 std::uint64_t TextFile::cacheKey(const Tokenizer& tokenizer) const
+{
+    return fnv1a(tokenizer.toJson().dump(), contentHash());
+}
+
+std::filesystem::path TextFile::cachePath(const Tokenizer& tokenizer) const
 {
     std::error_code error;
     std::filesystem::path absolute = std::filesystem::absolute(m_path, error);
     if (error)
         absolute = m_path;
-    std::uint64_t key = fnv1a(absolute.string());
-    key = fnv1a(std::string(1, '\0') + std::to_string(m_file->bytes().size()) + '\0' + std::to_string(m_modified)
-                    + '\0',
-                key);
-    return fnv1a(tokenizer.toJson().dump(), key);
+    const std::uint64_t name = fnv1a(toString(tokenizer.kind()), fnv1a(absolute.string() + '\0'));
+    return m_cacheDirectory / (m_path.filename().string() + "." + hex64(name) + ".tokens");
 }
 
-std::filesystem::path TextFile::cachePath(const Tokenizer& tokenizer) const
+std::shared_ptr<const MappedFile> TextFile::readCache(const std::filesystem::path& cache, std::uint64_t key) const
 {
-    return m_cacheDirectory / (m_path.filename().string() + "." + hex64(cacheKey(tokenizer)) + ".tokens");
+    Descriptor file{::open(cache.c_str(), O_RDONLY | O_CLOEXEC)};
+    struct stat info = {};
+    if (file.fd < 0 || ::fstat(file.fd, &info) != 0 || !S_ISREG(info.st_mode))
+        return nullptr;
+    CacheHeader header;
+    const std::uint64_t size = static_cast<std::uint64_t>(info.st_size);
+    if (!readExactly(file.fd, reinterpret_cast<char*>(&header), sizeof header)
+        || std::memcmp(header.magic, kCacheMagic, sizeof kCacheMagic) != 0 || header.key != key
+        || header.sourceSize != m_size || size != sizeof header + header.count * sizeof(std::int32_t))
+        return nullptr;
+    // Mapped, the shared cache would end this process with SIGBUS if another cut it
+    // short: what is mapped is a private copy, a file no other process can open
+    // (unlinked as soon as it is made), in the page cache rather than on the heap.
+    const std::filesystem::path name = cacheTemporary(cache);
+    Descriptor copy{::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)};
+    if (copy.fd < 0)
+        throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(errno));
+    ::unlink(name.c_str());
+    if (int failure = writeAll(copy.fd, reinterpret_cast<const char*>(&header), sizeof header); failure != 0)
+        throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(failure));
+    std::vector<char> block(std::size_t(1) << 20);
+    for (std::uint64_t left = size - sizeof header; left > 0;) {
+        const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+        if (!readExactly(file.fd, block.data(), take))
+            return nullptr;  // cut short since fstat (another process writing it): tokenize again
+        if (int failure = writeAll(copy.fd, block.data(), take); failure != 0)
+            throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(failure));
+        left -= take;
+    }
+    return std::make_shared<const MappedFile>(copy.fd, cache);
 }
 
-std::shared_ptr<const MappedFile> TextFile::tokenCache(const Tokenizer& tokenizer) const
+void TextFile::removeStaleCaches(const std::filesystem::path& keep) const
 {
-    const std::uint64_t key = cacheKey(tokenizer);
-    const std::uint64_t sourceSize = m_file->bytes().size();
-    const std::filesystem::path path = cachePath(tokenizer);
+    const std::string prefix = m_path.filename().string() + ".";
     std::error_code error;
-    if (std::filesystem::is_regular_file(path, error)) {
-        try {
-            auto cache = std::make_shared<const MappedFile>(path);
-            if (readCacheHeader(*cache, key, sourceSize))
-                return cache;
-        } catch (const DataError&) {
-            // unreadable: write it again
+    for (const auto& entry : std::filesystem::directory_iterator(m_cacheDirectory, error)) {
+        const std::filesystem::path file = entry.path();
+        const std::string name = file.filename().string();
+        if (file == keep || name.compare(0, prefix.size(), prefix) != 0)
+            continue;
+        bool stale = writerGone(name);
+        if (!stale && name.size() == prefix.size() + 16 + 7 && name.ends_with(".tokens")) {
+            // An earlier WideLab's cache of this text, keyed by its path, size and time.
+            char magic[8] = {};
+            Descriptor old{::open(file.c_str(), O_RDONLY | O_CLOEXEC)};
+            stale = old.fd >= 0 && readExactly(old.fd, magic, sizeof magic)
+                    && std::memcmp(magic, kOldCacheMagic, sizeof magic) == 0;
+        }
+        if (stale) {
+            std::error_code ignored;
+            std::filesystem::remove(file, ignored);
         }
     }
+}
 
+std::shared_ptr<const MappedFile> TextFile::tokens(const Tokenizer& tokenizer) const
+{
+    const std::uint64_t key = cacheKey(tokenizer);
+    if (const auto known = m_tokens.find(key); known != m_tokens.end())
+        return known->second;
+    const std::filesystem::path path = cachePath(tokenizer);
+    std::error_code error;
     std::filesystem::create_directories(m_cacheDirectory, error);
     if (error)
-        throw DataError(m_cacheDirectory.string() + ": cannot create the token cache directory (" + error.message()
-                        + ")");
-    // A name of its own for each writer, in this process and others.
-    static std::atomic<std::uint64_t> writers{0};
-    TemporaryFile temporary{path.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writers++)};
-    std::ofstream out(temporary.path, std::ios::binary | std::ios::trunc);
-    if (!out)
-        throw DataError(temporary.path.string() + ": cannot write the token cache");
+        throw DataError(m_cacheDirectory.string() + ": cannot create the token cache directory ("
+                        + systemReason(error.value()) + ")");
+    removeStaleCaches(path);
+    if (auto cached = readCache(path, key))
+        return m_tokens[key] = cached;
+
+    TemporaryFile temporary{cacheTemporary(path)};
+    Descriptor out{::open(temporary.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    int failure = out.fd < 0 ? errno : 0;
+    const auto cannotWrite = [&] {
+        return DataError(temporary.path.string() + ": cannot write the token cache: " + systemReason(failure));
+    };
     CacheHeader header;
     header.key = key;
-    header.sourceSize = sourceSize;
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-
+    header.sourceSize = m_size;
+    if (failure == 0)
+        failure = writeAll(out.fd, reinterpret_cast<const char*>(&header), sizeof header);
+    if (failure != 0)
+        throw cannotWrite();
     std::vector<std::int32_t> buffer;
     buffer.reserve(1 << 16);
     const auto flush = [&] {
-        out.write(reinterpret_cast<const char*>(buffer.data()),
-                  static_cast<std::streamsize>(buffer.size() * sizeof(std::int32_t)));
+        if (failure == 0)
+            failure = writeAll(out.fd, reinterpret_cast<const char*>(buffer.data()), buffer.size() * sizeof(std::int32_t));
         buffer.clear();
     };
-    m_file->adviseSequential();
-    try {
-        tokenizer.encodeTo(m_file->bytes(), [&](std::int64_t id) {
-            buffer.push_back(static_cast<std::int32_t>(id));
-            ++header.count;
-            if (buffer.size() == buffer.capacity())
-                flush();
-        });
-    } catch (const InvalidUtf8& e) {
-        throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(e.offset()) + " (the "
-                        + toString(tokenizer.kind())
-                        + " tokenizer needs UTF-8 text; the byte tokenizer takes any file)");
-    }
+    std::uint64_t hash = fnv1a({});
+    std::uint64_t reported = 0;  // tenths
+    readPieces([&](std::string_view piece, std::size_t offset) {
+        hash = fnv1a(piece, hash);
+        try {
+            tokenizer.encodeTo(piece, [&](std::int64_t id) {
+                buffer.push_back(static_cast<std::int32_t>(id));
+                ++header.count;
+                if (buffer.size() == buffer.capacity())
+                    flush();
+            });
+        } catch (const InvalidUtf8& e) {
+            throw DataError(m_path.string() + ": invalid UTF-8 at byte " + std::to_string(offset + e.offset())
+                            + " (the " + toString(tokenizer.kind())
+                            + " tokenizer needs UTF-8 text; the byte tokenizer takes any file)");
+        }
+        if (failure != 0)
+            throw cannotWrite();
+        const std::uint64_t done = offset + piece.size();
+        if (m_progress && m_size >= kTextProgressFrom && done * 10 / m_size > reported) {
+            reported = done * 10 / m_size;
+            m_progress("tokenizing " + m_path.string() + ": " + std::to_string(reported * 10) + "% ("
+                       + mebibytes(done) + " of " + mebibytes(m_size) + " MiB)");
+        }
+    });
     flush();
-    out.seekp(0);
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.close();
-    if (!out)
-        throw DataError(temporary.path.string() + ": cannot write the token cache (disk full?)");
-    std::filesystem::rename(temporary.path, path, error);
-    if (error)
-        throw DataError(path.string() + ": cannot write the token cache (" + error.message() + ")");
+    if (hash != contentHash())
+        throw DataError(m_path.string() + ": changed while it was read (its content differs between two readings); "
+                                          "read it again when nothing writes it");
+    if (failure == 0 && ::pwrite(out.fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+        failure = errno != 0 ? errno : EIO;
+    if (out.fd >= 0 && ::close(std::exchange(out.fd, -1)) != 0 && failure == 0)
+        failure = errno;
+    if (failure != 0)
+        throw cannotWrite();
+    if (::rename(temporary.path.c_str(), path.c_str()) != 0)
+        throw DataError(path.string() + ": cannot write the token cache: " + systemReason(errno));
     temporary.keep = true;
-    auto cache = std::make_shared<const MappedFile>(path);
-    if (!readCacheHeader(*cache, key, sourceSize))
+    auto cached = readCache(path, key);
+    if (!cached)
         throw DataError(path.string() + ": the token cache changed while it was written");
-    return cache;
+    return m_tokens[key] = cached;
 }
 
 std::int64_t TextFile::tokenCount(const Tokenizer& tokenizer) const
 {
-    const auto cache = tokenCache(tokenizer);
-    return static_cast<std::int64_t>((cache->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
+    return static_cast<std::int64_t>((tokens(tokenizer)->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
 }
 
 std::unique_ptr<Dataset> TextFile::dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength,
@@ -811,8 +1000,8 @@ std::unique_ptr<Dataset> TextFile::dataset(Split split, const Tokenizer& tokeniz
 {
     checkSequenceLength(sequenceLength);
     checkFractions(fractions);
-    auto cache = tokenCache(tokenizer);
-    const auto count = static_cast<std::int64_t>((cache->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
+    auto all = tokens(tokenizer);
+    const auto count = static_cast<std::int64_t>((all->bytes().size() - sizeof(CacheHeader)) / sizeof(std::int32_t));
     if (count < 2)
         throw DataError(m_path.string() + ": " + std::to_string(count) + " token" + (count == 1 ? "" : "s")
                         + " with the " + toString(tokenizer.kind())
@@ -827,11 +1016,11 @@ std::unique_ptr<Dataset> TextFile::dataset(Split split, const Tokenizer& tokeniz
     const std::int64_t train = std::max<std::int64_t>(0, windows - test - validation);
     switch (split) {
     case Split::Train:
-        return std::make_unique<LanguageModelDataset>(std::move(cache), 0, train, sequenceLength);
+        return std::make_unique<LanguageModelDataset>(std::move(all), 0, train, sequenceLength);
     case Split::Validation:
-        return std::make_unique<LanguageModelDataset>(std::move(cache), train, validation, sequenceLength);
+        return std::make_unique<LanguageModelDataset>(std::move(all), train, validation, sequenceLength);
     case Split::Test:
-        return std::make_unique<LanguageModelDataset>(std::move(cache), train + validation, test, sequenceLength);
+        return std::make_unique<LanguageModelDataset>(std::move(all), train + validation, test, sequenceLength);
     }
     throw std::invalid_argument("unknown split");
 }

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,21 +89,33 @@ private:
     std::shared_ptr<const State> m_state;
 };
 
-// Language modelling from any text file. The file is memory-mapped (files larger than memory work) and tokenized
-// once per tokenizer into a token cache in `cacheDirectory` (created when missing): "NAME.KEY.tokens", KEY a hash
-// of the file's path, size and modification time and the tokenizer; a 32-byte header and then an int32 array,
-// written to a temporary file and renamed, and memory-mapped when used. The tokens are cut into windows of
+// Language modelling from any text file. The file is read in pieces (files larger than memory can be tokenized)
+// and tokenized once per tokenizer into a token cache in `cacheDirectory` (created when missing):
+// "NAME.KEY.tokens", KEY a hash of the file's path and the tokenizer's kind, so that a changed text or vocabulary
+// replaces its cache rather than adding one. The cache is a 32-byte header (a hash of the text's content and of the
+// tokenizer, the count, the text's size) and then an int32 array, written to a temporary file and renamed; it is
+// trusted only when the header matches this text's content. What is memory-mapped is a private copy (unlinked as
+// soon as it is made, so no other process can cut it short under the mapping), so that a cache or text changed or
+// cut short underneath is tokenized again or named, never a SIGBUS. Temporary files that killed builds left are
+// removed. The tokens are cut into windows of
 // sequenceLength + 1 tokens overlapping by one (ids = window[0..L-1], targets = window[1..L]); the last window
 // may be shorter. Split by contiguous blocks of windows: the last floor(test * windows) are Test, the
 // floor(validation * windows) before them Validation, the rest Train.
-// Errors (DataError naming the file): missing or empty file; fewer than 2 tokens; invalid UTF-8 with a Character
-// or Word tokenizer (naming the byte offset; with the Byte tokenizer every file is valid); an unwritable cache.
+// Errors (DataError naming the file): missing or empty file; a file that changes while it is read; fewer than 2
+// tokens; invalid UTF-8 with a Character or Word tokenizer (naming the byte offset; with the Byte tokenizer every
+// file is valid); an unwritable cache (with the system's reason).
+// Texts this large or larger report their tokenizing's progress.
+constexpr std::uint64_t kTextProgressFrom = 8u << 20;
+
 class TextFile {
 public:
-    TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory);
+    // `progress`, when given, hears how far tokenizing a text of kTextProgressFrom bytes or more has come, at
+    // each tenth: "tokenizing FILE: 40% (20.0 of 50.0 MiB)".
+    TextFile(std::filesystem::path path, std::filesystem::path cacheDirectory,
+             std::function<void(const std::string&)> progress = {});
 
     const std::filesystem::path& path() const { return m_path; }
-    // Streams the file in chunks of about 16 MiB, split on whitespace, into `builder`.
+    // Streams the file in pieces of about 1 MiB, split on whitespace, into `builder`.
     void addTexts(VocabularyBuilder& builder) const;
     // Where the token cache for `tokenizer` is (or will be).
     std::filesystem::path cachePath(const Tokenizer& tokenizer) const;
@@ -111,13 +125,23 @@ public:
                                      SplitFractions fractions) const;
 
 private:
+    // Calls `piece` with the file's bytes in order, each piece ending before ASCII whitespace (or at the end),
+    // and its offset; DataError when the file cannot be read or its size changes meanwhile.
+    void readPieces(const std::function<void(std::string_view, std::size_t)>& piece) const;
+    std::uint64_t contentHash() const;
     std::uint64_t cacheKey(const Tokenizer& tokenizer) const;
-    std::shared_ptr<const MappedFile> tokenCache(const Tokenizer& tokenizer) const;
+    // The cache's bytes (header, then tokens), mapped from a private copy; written first when missing.
+    std::shared_ptr<const MappedFile> tokens(const Tokenizer& tokenizer) const;
+    // nullptr when `cache` is missing, is not for `key` and this text, or is cut short while read.
+    std::shared_ptr<const MappedFile> readCache(const std::filesystem::path& cache, std::uint64_t key) const;
+    void removeStaleCaches(const std::filesystem::path& keep) const;
 
     std::filesystem::path m_path;
     std::filesystem::path m_cacheDirectory;
-    std::shared_ptr<const MappedFile> m_file;
-    std::int64_t m_modified = 0;  // modification time when opened, in the clock's ticks
+    std::function<void(const std::string&)> m_progress;
+    std::uint64_t m_size = 0;                               // bytes when opened
+    mutable std::optional<std::uint64_t> m_contentHash;    // of the bytes, once read
+    mutable std::map<std::uint64_t, std::shared_ptr<const MappedFile>> m_tokens;  // by cacheKey
 };
 
 }  // namespace widelab

@@ -11,7 +11,7 @@ namespace {
 TaskData prepareLanguageModel(const TaskSetup& setup)
 {
     const TaskConfig& task = setup.run.task;
-    const TextFile file(task.path, runlayout::cacheDirectory(setup.directory));
+    const TextFile file(task.path, runlayout::cacheDirectory(setup.directory), setup.progress);
     TaskData data;
     data.tokenizer = textTokenizer(setup, [&](VocabularyBuilder& builder) { file.addTexts(builder); });
     const std::int64_t length = setup.run.sequenceLength();

@@ -20,7 +20,7 @@ RunEvaluation evaluateRun(const std::filesystem::path& directory, Split split, c
     options.threads = threads;
     Trainer trainer(run, directory, options);
     RunEvaluation evaluation;
-    evaluation.result = trainer.evaluate(split);
+    evaluation.result = trainer.evaluate(split, 0, /*reportProgress=*/true);
     evaluation.device = trainer.device().str();
     return evaluation;
 }

@@ -42,6 +42,9 @@ namespace widelab {
 
 namespace {
 
+// A whole split of this many examples or more reports its evaluation's progress.
+constexpr std::int64_t kEvaluationProgressFrom = 1000;
+
 // Correct predictions and how many were counted ([2], on the device): classes for
 // classification, next tokens at real positions for a language model.
 torch::Tensor correct(const torch::Tensor& logits, const Batch& batch, bool languageModel)
@@ -168,6 +171,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
         message("warning", warning.text());
     for (const std::string& name : m_checkpoints->removeOrphans())
         message("info", "removed checkpoints/" + name + ", left by a save that was interrupted");
+    if (m_writes)
+        for (const std::string& name : removeInterruptedWrites(m_directory))
+            message("info", "removed " + name + ", left by a write that was interrupted");
     if (m_options.resume && m_writes)
         checkResumedDocument();
 
@@ -766,9 +772,9 @@ CheckpointState Trainer::stateToSave() const
     return state;
 }
 
-EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches)
+EvaluationResult Trainer::evaluate(Split split, std::int64_t maxBatches, bool reportProgress)
 {
-    const EvaluationResult result = measure(split, maxBatches, {});
+    const EvaluationResult result = measure(split, maxBatches, {}, reportProgress);
     for (auto* observer : m_observers)
         observer->onEvaluation(result);
     return result;
@@ -779,7 +785,8 @@ EvaluationResult Trainer::evaluateAblated(Split split, std::int64_t maxBatches, 
     return measure(split, maxBatches, ablations);
 }
 
-EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations)
+EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations,
+                                  bool reportProgress)
 {
     Dataset& data = split == Split::Test ? *m_data.test : *m_data.validation;
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
@@ -791,6 +798,7 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
     result.split = toString(split);
     double lossSum = 0.0, weightSum = 0.0, hits = 0.0, counted = 0.0;
     std::int64_t batches = 0;
+    std::int64_t reportedTenths = 0;
     for (std::int64_t start = 0; start < data.size(); start += batchSize) {
         if (maxBatches > 0 && batches++ >= maxBatches)
             break;
@@ -819,6 +827,14 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
         hits += h;
         counted += c;
         result.examples += static_cast<std::int64_t>(examples.size());
+        // A long evaluation says how far it has come, at each tenth.
+        const std::int64_t tenths = result.examples * 10 / data.size();
+        if (reportProgress && data.size() >= kEvaluationProgressFrom && tenths > reportedTenths) {
+            reportedTenths = tenths;
+            message("info", "evaluating the " + result.split + " split: " + std::to_string(10 * tenths) + "% ("
+                                + std::to_string(result.examples) + " of " + std::to_string(data.size())
+                                + " examples)");
+        }
     }
     result.loss = weightSum > 0 ? lossSum / weightSum : 0.0;
     result.accuracy = counted > 0 ? hits / counted : 0.0;

@@ -91,7 +91,9 @@ public:
     TrainSummary run(TrainingControl& control);
     TrainSummary run(const std::atomic<bool>& stop);
 
-    EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0);
+    // `reportProgress`: a whole split of 1,000 examples or more says how far it
+    // has come at each tenth (an info message).
+    EvaluationResult evaluate(Split split, std::int64_t maxBatches = 0, bool reportProgress = false);
     // The same pass with parts of the model switched off (model/Ablation.h),
     // recorded nowhere and told to no observer.
     EvaluationResult evaluateAblated(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
@@ -117,7 +119,8 @@ private:
     // The examples as a batch on the device; training batches of images are augmented.
     // `first`: the first example's place in the global batch (a distributed rank's share).
     Batch makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first = 0) const;
-    EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations);
+    EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations,
+                             bool reportProgress = false);
     void trainStep(Interval& interval, bool measure);
     // A snapshot of the interval to the observers. `recorded`: the interval
     // starts anew; else the snapshot is provisional (TrainingSnapshot::provisional).

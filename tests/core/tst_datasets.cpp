@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -101,6 +103,8 @@ private Q_SLOTS:
     void languageModelWords();
     void tokenCacheIsReused();
     void tokenCacheFollowsTheSource();
+    void tokenCacheLeftoversAreRemoved();
+    void longTextsReportTokenizingProgress();
     void textFileErrors();
     void invalidUtf8NamesTheOffset();
     void largeFileIsStreamed();
@@ -563,18 +567,82 @@ void TestDatasets::tokenCacheIsReused()
     QCOMPARE(std::filesystem::file_size(cache), std::uintmax_t(32 + 4 * 11));
 }
 
+// The cache is keyed by the text's content: a new text, even of the same size and
+// with its time kept (cp -p, rsync -a), is tokenized again into the same file,
+// which replaces the old cache rather than adding one.
 void TestDatasets::tokenCacheFollowsTheSource()
 {
     QTemporaryDir dir;
+    const std::string cacheDirectory = dir.path().toStdString() + "/cache";
     const auto path = writeFile(dir, "text.txt", "abc");
     const Tokenizer bytes = Tokenizer::bytes();
-    const TextFile before(path, dir.path().toStdString());
+    const TextFile before(path, cacheDirectory);
     QVERIFY(before.dataset(Split::Train, bytes, 8, kAllTrain)->get(0).ids == bytesOf("ab"));
-    const auto oldCache = before.cachePath(bytes);
-    writeFile(dir, "text.txt", "wxyz");
-    const TextFile after(path, dir.path().toStdString());
-    QVERIFY(after.cachePath(bytes) != oldCache);
-    QVERIFY(after.dataset(Split::Train, bytes, 8, kAllTrain)->get(0).ids == bytesOf("wxy"));
+    const auto cache = before.cachePath(bytes);
+    const auto time = std::filesystem::last_write_time(path);
+    writeFile(dir, "text.txt", "xyz");
+    std::filesystem::last_write_time(path, time);
+    const TextFile after(path, cacheDirectory);
+    QCOMPARE(after.cachePath(bytes), cache);
+    QVERIFY(after.dataset(Split::Train, bytes, 8, kAllTrain)->get(0).ids == bytesOf("xy"));
+    writeFile(dir, "text.txt", "a longer text");
+    QVERIFY(TextFile(path, cacheDirectory).dataset(Split::Train, bytes, 20, kAllTrain)->get(0).ids
+            == bytesOf("a longer tex"));
+    QCOMPARE(std::distance(std::filesystem::directory_iterator(cacheDirectory), std::filesystem::directory_iterator()),
+             std::ptrdiff_t(1));
+}
+
+// What killed builds and earlier WideLabs left goes: temporaries of processes
+// that are gone (a live one's stays) and caches keyed by path, size and time.
+void TestDatasets::tokenCacheLeftoversAreRemoved()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path cacheDirectory = dir.path().toStdString() + "/cache";
+    std::filesystem::create_directories(cacheDirectory);
+    const auto path = writeFile(dir, "text.txt", "some text");
+    const auto leave = [&](const std::string& name, const std::string& content) {
+        std::ofstream(cacheDirectory / name, std::ios::binary) << content;
+        return cacheDirectory / name;
+    };
+    const auto dead = leave("text.txt.0123456789abcdef.tokens.tmp.999999.0", "partial");
+    const auto live = leave("text.txt.0123456789abcdef.tokens.tmp." + std::to_string(::getpid()) + ".7", "partial");
+    const auto earlier = leave("text.txt.fedcba9876543210.tokens", std::string("WLTOKEN1") + std::string(24, '\0'));
+    const auto other = leave("other.txt.fedcba9876543210.tokens", std::string("WLTOKEN1") + std::string(24, '\0'));
+    const TextFile file(path, cacheDirectory);
+    QCOMPARE(file.tokenCount(Tokenizer::bytes()), 9);
+    QVERIFY(!std::filesystem::exists(dead));
+    QVERIFY(!std::filesystem::exists(earlier));
+    QVERIFY(std::filesystem::exists(live));   // this process may be writing it
+    QVERIFY(std::filesystem::exists(other));  // another text's
+}
+
+// A text of 8 MiB or more says how far its tokenizing has come, at each tenth.
+void TestDatasets::longTextsReportTokenizingProgress()
+{
+    QTemporaryDir dir;
+    std::string text;
+    while (text.size() < kTextProgressFrom)
+        text += "a line!\n";  // 8 bytes
+    const auto path = writeFile(dir, "long.txt", text);
+    std::vector<std::string> lines;
+    const TextFile file(path, dir.path().toStdString(), [&](const std::string& line) { lines.push_back(line); });
+    QCOMPARE(file.tokenCount(Tokenizer::bytes()), std::int64_t(kTextProgressFrom));
+    // Read in pieces: a line at most at each tenth, the percentages rising to 100.
+    QVERIFY2(lines.size() >= 5 && lines.size() <= 10, std::to_string(lines.size()).c_str());
+    QCOMPARE(lines.back(), "tokenizing " + path.string() + ": 100% (8.0 of 8.0 MiB)");
+    int previous = 0;
+    for (const std::string& line : lines) {
+        const std::string prefix = "tokenizing " + path.string() + ": ";
+        QVERIFY2(line.starts_with(prefix), line.c_str());
+        const int percent = std::stoi(line.substr(prefix.size()));
+        QVERIFY2(percent > previous && percent % 10 == 0, line.c_str());
+        previous = percent;
+    }
+    // Read again from its cache: nothing to report.
+    lines.clear();
+    const TextFile again(path, dir.path().toStdString(), [&](const std::string& line) { lines.push_back(line); });
+    QCOMPARE(again.tokenCount(Tokenizer::bytes()), std::int64_t(kTextProgressFrom));
+    QVERIFY(lines.empty());
 }
 
 void TestDatasets::textFileErrors()
