@@ -8,6 +8,7 @@ keys of attention mechanisms that an older document may lack.
 import math
 
 from .errors import WideLabError
+from .files import describe
 
 # Every key of the model section this package implements, with its type.
 # A key the document has and this table lacks belongs to a newer WideLab: it is an
@@ -42,6 +43,22 @@ _MECHANISM_KEYS = {
     "sparse_summary": (_INTEGER, 32), "sinkhorn_block_size": (_INTEGER, 20),
     "sinkhorn_iterations": (_INTEGER, 0), "sinkhorn_temperature": (_NUMBER, 1.0),
     "synthesizer_variant": (_TEXT, "factorized_random"), "synthesizer_rank": (_INTEGER, 32),
+}
+
+# The schema's ranges (core/config/ConfigSchema.cpp, `widelab-cli keys --json`): WideLab
+# refuses a document with a value outside them, and so does the package.
+_RANGES = {
+    "vocab_size": (2, 10000000), "max_len": (1, 1048576), "image_size": (1, 4096), "patch_size": (1, 4096),
+    "channels": (1, 3), "d_model": (1, 65536), "embedding_dim": (0, 65536), "layers": (1, 1024),
+    "heads": (1, 4096), "head_dim": (1, 65536), "ffn_dim": (1, 1048576), "dropout": (0.0, 0.99),
+    "performer_features": (1, 65536), "performer_redraw_every": (0, 1000000000), "linformer_k": (1, 65536),
+    "local_block_size": (1, 65536), "longformer_window": (1, 65536), "longformer_global_tokens": (0, 65536),
+    "bigbird_block_size": (1, 65536), "bigbird_random_blocks": (0, 64), "sparse_block_size": (1, 65536),
+    "sparse_summary": (1, 65536), "sinkhorn_block_size": (1, 65536), "sinkhorn_iterations": (0, 100),
+    "sinkhorn_temperature": (0.01, 100.0), "synthesizer_rank": (1, 65536), "num_classes": (2, 10000000),
+    "experts": (1, 4096), "top_k": (1, 4096), "capacity_factor": (-1e9, 1e9), "eval_capacity_factor": (-1e9, 1e9),
+    "router_noise_std": (0.0, 1000.0), "balance_loss_weight": (0.0, 1000.0), "router_z_loss_weight": (0.0, 1000.0),
+    "routing_groups": (1, 1024), "paths": (1, 64),
 }
 
 _CHOICES = {
@@ -93,24 +110,30 @@ class ModelConfig:
         where = "%s: model.%s" % (self.origin, key)
         if kind is _BOOL:
             if not isinstance(value, bool):
-                raise WideLabError("%s: expected true or false, got %r" % (where, value))
+                raise WideLabError("%s: expected true or false, got %s" % (where, describe(value)))
             return value
-        if kind is _INTEGER:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-                raise WideLabError("%s: expected an integer, got %r" % (where, value))
-            return int(value)
-        if kind is _NUMBER:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise WideLabError("%s: expected a finite number, got %r" % (where, value))
-            return float(value)
+        if kind is _INTEGER or kind is _NUMBER:
+            number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if kind is _INTEGER:
+                if not number or value != math.floor(value):
+                    raise WideLabError("%s: expected an integer, got %s" % (where, describe(value)))
+                value = int(value)
+            else:
+                if not number:
+                    raise WideLabError("%s: expected a finite number, got %s" % (where, describe(value)))
+                value = float(value)
+            low, high = _RANGES.get(key, (None, None))
+            if low is not None and not low <= value <= high:
+                raise WideLabError("%s: %s is outside %s..%s" % (where, describe(value), low, high))
+            return value
         if kind is _TEXT:
             if not isinstance(value, str):
-                raise WideLabError("%s: expected a string, got %r" % (where, value))
+                raise WideLabError("%s: expected a string, got %s" % (where, describe(value)))
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise WideLabError("%s: \"%s\" is not one of %s" % (where, value, ", ".join(_CHOICES[key])))
             return value
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise WideLabError("%s: expected a list of strings, got %r" % (where, value))
+            raise WideLabError("%s: expected a list of strings, got %s" % (where, describe(value)))
         return list(value)
 
     def _check(self):

@@ -6,7 +6,6 @@ normalised with the run's image.json.
 PNG is decoded here (zlib from the standard library); JPEG needs Pillow, when installed.
 """
 
-import json
 import math
 import struct
 import zlib
@@ -14,6 +13,7 @@ import zlib
 import torch
 
 from .errors import WideLabError
+from .files import parse_json, read_bytes
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -232,16 +232,25 @@ class ImageProcessor:
     @classmethod
     def read(cls, path, config):
         """From a run's image.json: {"mean": [...], "std": [...], "images": N}."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                document = json.load(f)
-        except (OSError, ValueError) as error:
-            raise WideLabError("%s: cannot be read (%s)" % (path, error))
+        return cls.parse(read_bytes(path), config, str(path))
+
+    @classmethod
+    def parse(cls, data, config, origin="image.json"):
+        """From the bytes of an image.json; `origin` names the file in errors."""
+        return cls.from_json(parse_json(data, origin), config, origin)
+
+    @classmethod
+    def from_json(cls, document, config, origin="image.json"):
+        """From an image.json's value: finite means, positive standard deviations, one per channel."""
         for key in ("mean", "std"):
             values = document.get(key) if isinstance(document, dict) else None
-            if not isinstance(values, list) or len(values) != config.channels or \
-                    not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-                raise WideLabError("%s: \"%s\" must be %d numbers (model.channels)" % (path, key, config.channels))
+            if not isinstance(values, list) or len(values) != config.channels:
+                raise WideLabError("%s: \"%s\" must be an array of %d numbers (model.channels)"
+                                   % (origin, key, config.channels))
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values):
+                raise WideLabError("%s: \"%s\" holds something other than a finite number" % (origin, key))
+        if any(s <= 0 for s in document["std"]):
+            raise WideLabError("%s: \"std\" must be positive" % origin)
         return cls(config.image_size, config.channels, config.patch_size, document["mean"], document["std"],
                    config.uses_cls_token)
 

@@ -4,12 +4,12 @@ Ids: 0 is padding (never produced by encode), 1 is unknown, and the vocabulary s
 at 2: byte b has id 2 + b; a character, word or fixed tokenizer's i-th token has id 2 + i.
 """
 
-import json
 import warnings
 
 import torch
 
 from .errors import WideLabError
+from .files import describe, parse_json, read_bytes
 
 PAD = 0
 UNKNOWN = 1
@@ -120,23 +120,27 @@ class Tokenizer:
         kind = document.get("kind")
         if not isinstance(kind, str):
             raise WideLabError("%s: \"kind\" must be one of byte, character, word, fixed" % origin)
+        if kind == "byte" and "tokens" in document:
+            raise WideLabError("%s: a byte tokenizer has no \"tokens\"" % origin)
         if kind != "byte" and not isinstance(document.get("tokens"), list):
             raise WideLabError("%s: \"tokens\" must be an array of strings" % origin)
         tokenizer = cls(kind, document.get("tokens", []), max_length, origin)
-        size = document.get("vocab_size")
-        if size is not None and size != tokenizer.vocab_size:
-            raise WideLabError("%s: \"vocab_size\" %r does not match the %d ids of the tokens"
-                               % (origin, size, tokenizer.vocab_size))
+        if "vocab_size" in document:
+            size = document["vocab_size"]
+            if not isinstance(size, int) or isinstance(size, bool) or size != tokenizer.vocab_size:
+                raise WideLabError("%s: \"vocab_size\" %s does not match the %d ids of the tokens"
+                                   % (origin, describe(size), tokenizer.vocab_size))
         return tokenizer
 
     @classmethod
     def read(cls, path, max_length=None):
-        try:
-            with open(path, encoding="utf-8") as f:
-                document = json.load(f)
-        except (OSError, ValueError) as error:
-            raise WideLabError("%s: cannot be read (%s)" % (path, error))
-        return cls.from_json(document, max_length, str(path))
+        """From a run's tokenizer.json file."""
+        return cls.parse(read_bytes(path), max_length, str(path))
+
+    @classmethod
+    def parse(cls, data, max_length=None, origin="tokenizer.json"):
+        """From the bytes of a tokenizer.json; `origin` names the file in errors."""
+        return cls.from_json(parse_json(data, origin), max_length, origin)
 
     @property
     def vocab_size(self):
