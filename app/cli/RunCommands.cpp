@@ -5,6 +5,7 @@
 #include "config/JsonText.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
+#include "runtime/SystemError.h"
 #include "task/ImageTask.h"
 #include "LocalWorld.h"
 #include "dist/Collective.h"
@@ -13,6 +14,7 @@
 #include "train/RunEvaluation.h"
 #include "train/RunLayout.h"
 #include "train/Safetensors.h"
+#include "train/ExportSet.h"
 #include "train/TensorBoardExport.h"
 #include "train/Trainer.h"
 #include "train/ValidationInsight.h"
@@ -20,6 +22,7 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -110,6 +113,8 @@ void Warnings::onMessage(const std::string& level, const std::string& text)
 {
     if (level == "warning" || level == "error")
         m_err << level << ": " << text << "\n" << std::flush;
+    else if (m_withProgress && level == "info")
+        m_err << text << "\n" << std::flush;
 }
 
 int trainCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
@@ -216,7 +221,7 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                             "[--json]");
     if (a.split != "validation" && a.split != "test")
         throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
-    Warnings warnings(err);
+    Warnings warnings(err, /*withProgress=*/true);
     const EvaluationResult r =
         evaluateRun(a.positional.front(), a.split == "test" ? Split::Test : Split::Validation, a.checkpoint,
                     a.device.empty() ? std::nullopt : std::optional<std::string>(a.device),
@@ -461,35 +466,49 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         tensors.emplace(item.key(), item.value().detach().contiguous());
     for (const auto& item : opened.model->named_buffers())
         tensors.emplace(item.key(), item.value().detach().contiguous());
+    std::vector<ExportFile> files;
     if (format == "pt") {
         c10::Dict<std::string, torch::Tensor> stateDict;
         for (const auto& [name, tensor] : tensors)
             stateDict.insert(name, tensor);
         const std::vector<char> bytes = torch::pickle_save(c10::IValue(stateDict));
-        writeFileAtomically(weights, std::string(bytes.begin(), bytes.end()));
+        files.push_back({weights.filename().string(), std::string(bytes.begin(), bytes.end())});
     } else {
         const SafetensorsMetadata metadata = {{"format", "pt"},
                                               {"config", opened.document.toJson().dump()},
                                               {"step", std::to_string(opened.state.step)}};
-        writeSafetensors(weights, tensors, metadata);
+        files.push_back({weights.filename().string(), safetensorsBytes(tensors, metadata)});
     }
-    std::vector<std::string> written = {a.out};
-    const std::string configFile = std::filesystem::path(weights).replace_extension(".json").string();
-    writeFileAtomically(configFile, opened.document.toJson().dump(2) + "\n");
-    written.push_back(configFile);
     // What rebuilds the inputs in Python, as NAME.tokenizer.json and so on (python/widelab finds them there).
+    std::vector<std::string> stale;
     for (const std::filesystem::path& source : sources) {
-        if (!std::filesystem::exists(source))
+        const std::string copy = stem + "." + source.filename().string();
+        std::string content;
+        try {
+            content = readFileBytes(source);
+        } catch (const FileError& error) {
+            if (error.error() != ENOENT)
+                throw CheckpointError(error.what());
+            stale.push_back(copy);  // an earlier export's, if there is one
             continue;
-        std::ifstream in(source, std::ios::binary);
-        if (!in)
-            throw CheckpointError(source.string() + ": cannot be read (no permission?)");
-        std::ostringstream content;
-        content << in.rdbuf();
-        const std::filesystem::path copy = weights.parent_path() / (stem + "." + source.filename().string());
-        writeFileAtomically(copy, content.str());
-        written.push_back(copy.string());
+        }
+        files.push_back({copy, std::move(content)});
     }
+    // And whatever else an earlier export of this name recorded (its weights in the other format).
+    const std::filesystem::path folder = weights.parent_path().empty() ? "." : weights.parent_path();
+    const std::string configName = std::filesystem::path(weights).replace_extension(".json").filename().string();
+    for (const std::string& name : exportRecordedFiles(folder / configName))
+        if (std::none_of(files.begin(), files.end(), [&](const ExportFile& file) { return file.name == name; }))
+            stale.push_back(name);
+    std::erase_if(stale, [&](const std::string& name) {
+        std::error_code error;
+        return !std::filesystem::is_regular_file(std::filesystem::symlink_status(folder / name, error));
+    });
+    writeExportSet(folder, files, opened.document.toJson(), configName, stale);
+    std::vector<std::string> written;
+    for (const ExportFile& file : files)
+        written.push_back((weights.parent_path() / file.name).string());
+    written.insert(written.begin() + 1, (weights.parent_path() / configName).string());
     out << "wrote";
     for (std::size_t i = 0; i < written.size(); ++i)
         out << (i == 0 ? " " : i + 1 == written.size() ? " and " : ", ") << written[i];

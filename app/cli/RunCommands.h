@@ -42,11 +42,14 @@ struct RunArguments {
 // passed over): its warnings and errors, on `err`.
 class Warnings : public TrainingObserver {
 public:
-    explicit Warnings(std::ostream& err) : m_err(err) {}
+    // `withProgress`: information too (tokenizing and evaluating a long text
+    // say how far they have come), for a command that may run for minutes.
+    explicit Warnings(std::ostream& err, bool withProgress = false) : m_err(err), m_withProgress(withProgress) {}
     void onMessage(const std::string& level, const std::string& text) override;
 
 private:
     std::ostream& m_err;
+    bool m_withProgress;
 };
 
 // Warnings (a damaged checkpoint passed over, say) go to `err` for eval, inspect

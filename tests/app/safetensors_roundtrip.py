@@ -6,13 +6,15 @@ Trains a tiny mixture-of-experts run with the real widelab-cli, exports it twice
 `safetensors.numpy.load_file` and `safe_open`: every tensor must hold the bytes,
 dtype and shape that PyTorch's own reader finds in the pickle (read by the
 reference Python, which has torch, and handed over as JSON), and the metadata's
-"config" must parse to the run document written beside the weights.
+"config" must parse to the run document written beside the weights, which
+records the weights' SHA-256.
 
 usage: safetensors_roundtrip.py WIDELAB_CLI TORCH_PYTHON
 Exit status 77 (CTest's skip) when this Python has no safetensors or numpy, or
 TORCH_PYTHON cannot import torch.
 """
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -91,6 +93,11 @@ def main():
                 failures.append("safe_open lists other names than load_file")
         with open(os.path.join(root, "model.json"), encoding="utf-8") as file:
             document = json.load(file)
+        # model.json adds the export's record of its files' digests to the run document.
+        recorded = document.pop("export", {}).get("files", {})
+        with open(weights, "rb") as file:
+            if recorded.get(os.path.basename(weights)) != hashlib.sha256(file.read()).hexdigest():
+                failures.append("model.json does not record the weights' SHA-256")
         if metadata.get("format") != "pt":
             failures.append(f"metadata format: {metadata.get('format')!r}, expected 'pt'")
         if json.loads(metadata.get("config", "null")) != document:

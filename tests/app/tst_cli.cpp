@@ -9,6 +9,7 @@
 #include "config/ResourceFolder.h"
 #include "study/BuiltinStudies.h"
 
+#include <QCryptographicHash>
 #include <QtTest>
 
 #include <QDir>
@@ -674,8 +675,17 @@ void TestCli::exportWritesSafetensorsOrPickleAndSidecars()
     QCOMPARE(length % 8, std::uint64_t{0});
     QVERIFY(8 + length <= static_cast<std::uint64_t>(file.size()));
     const nlohmann::json header = nlohmann::json::parse(file.mid(8, static_cast<qsizetype>(length)).toStdString());
-    const nlohmann::json document = nlohmann::json::parse(bytes(dir.filePath("model.json")).toStdString());
+    nlohmann::json document = nlohmann::json::parse(bytes(dir.filePath("model.json")).toStdString());
     QVERIFY(document.contains("model"));
+    // The export's record: every other file's SHA-256 (Qt's own, to check WideLab's).
+    const auto sha256 = [&](const QString& name) {
+        return QCryptographicHash::hash(bytes(dir.filePath(name)), QCryptographicHash::Sha256).toHex().toStdString();
+    };
+    const nlohmann::json record = document.at("export").at("files");
+    QCOMPARE(record.size(), std::size_t{3});
+    for (const char* name : {"model.weights", "model.tokenizer.json", "model.labels.json"})
+        QCOMPARE(record.at(name).get<std::string>(), sha256(QString::fromLatin1(name)));
+    document.erase("export");
     QCOMPARE(nlohmann::json::parse(header["__metadata__"]["config"].get<std::string>()), document);
     QCOMPARE(header["__metadata__"]["step"].get<std::string>(), std::string("2"));
     QCOMPARE(header["__metadata__"]["format"].get<std::string>(), std::string("pt"));
@@ -716,6 +726,7 @@ void TestCli::exportWritesSafetensorsOrPickleAndSidecars()
     // An export replaces an earlier export (of either format); any other file only with --force.
     QCOMPARE(cli({"export", run, "--out", dir.filePath("s.safetensors")}).code, 0);
     QCOMPARE(cli({"export", run, "--out", dir.filePath("q.safetensors")}).code, 0);
+    QVERIFY(!QFile::exists(dir.filePath("q.pt")));  // the earlier export's weights, which q.json no longer describes
     writeFile(dir, "notes.safetensors", "my notes");
     const CliResult foreign = cli({"export", run, "--out", dir.filePath("notes.safetensors")});
     QCOMPARE(foreign.code, 1);

@@ -2,7 +2,11 @@
 // byte for byte, the offsets, the padding), the data bytes, the dtype names, and the
 // errors for a dtype the format lacks and an unwritable file. tests/app's
 // safetensors_roundtrip reads real exports with the `safetensors` package.
+// And of the export as one unit (train/ExportSet, runtime/Sha256): the standard's
+// digests, the record, an export killed between its renames, two at once.
+#include "runtime/Sha256.h"
 #include "train/Checkpoint.h"
+#include "train/ExportSet.h"
 #include "train/Safetensors.h"
 
 #include <QTemporaryDir>
@@ -10,6 +14,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 using namespace widelab;
 
@@ -44,6 +49,10 @@ private Q_SLOTS:
     void dtypeNames();
     void strangeLayoutsAreWrittenInOrder();
     void unwritableFileIsNamed();
+    void sha256GivesTheStandardsDigests();
+    void exportRecordsEveryFilesDigest();
+    void exportKilledBetweenItsRenamesIsDetected();
+    void twoExportsToOneNameNeverMix();
 };
 
 // Names sorted ("n" before "w"), offsets from the first data byte, the metadata last;
@@ -151,6 +160,110 @@ void TestSafetensors::unwritableFileIsNamed()
     std::ostringstream read;
     read << std::ifstream(good, std::ios::binary).rdbuf();
     QCOMPARE(read.str(), safetensorsBytes(tiny(), {{"format", "pt"}}));
+}
+
+// FIPS 180-2's examples, the empty message, and the same bytes given in pieces.
+void TestSafetensors::sha256GivesTheStandardsDigests()
+{
+    QCOMPARE(sha256Hex(""), std::string("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+    QCOMPARE(sha256Hex("abc"), std::string("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+    const std::string twoBlocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";  // 56 bytes: padding spills
+    QCOMPARE(sha256Hex(twoBlocks), std::string("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+    const std::string million(1000000, 'a');
+    QCOMPARE(sha256Hex(million), std::string("cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"));
+    Sha256 pieces;
+    for (std::size_t at = 0; at < million.size(); at += 999)
+        pieces.add(std::string_view(million).substr(at, 999));
+    QCOMPARE(pieces.hex(), sha256Hex(million));
+}
+
+namespace {
+
+std::string readText(const std::filesystem::path& file)
+{
+    std::ostringstream read;
+    read << std::ifstream(file, std::ios::binary).rdbuf();
+    return read.str();
+}
+
+// An export "m" of `weights`, with a labels sidecar when `labels` is not empty.
+void exportOf(const std::filesystem::path& folder, const std::string& weights, const std::string& labels)
+{
+    std::vector<ExportFile> files = {{"m.safetensors", weights}};
+    if (!labels.empty())
+        files.push_back({"m.labels.json", labels});
+    writeExportSet(folder, files, {{"model", {{"layers", 2}}}}, "m.json", labels.empty() ? std::vector<std::string>{"m.labels.json"} : std::vector<std::string>{});
+}
+
+}  // namespace
+
+void TestSafetensors::exportRecordsEveryFilesDigest()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path folder = dir.path().toStdString();
+    exportOf(folder, "weights one", R"(["cat", "dog"])");
+    const nlohmann::json document = nlohmann::json::parse(readText(folder / "m.json"));
+    QCOMPARE(document.at("model").at("layers"), nlohmann::json(2));
+    QCOMPARE(document.at("export").at("files").at("m.safetensors"), nlohmann::json(sha256Hex("weights one")));
+    QCOMPARE(document.at("export").at("files").at("m.labels.json"), nlohmann::json(sha256Hex(R"(["cat", "dog"])")));
+    QVERIFY(exportProblems(folder / "m.json").empty());
+    QCOMPARE(std::distance(std::filesystem::directory_iterator(folder), std::filesystem::directory_iterator()),
+             std::ptrdiff_t{3});  // no temporary left
+
+    // A changed file is named with both digests' beginnings.
+    std::ofstream(folder / "m.labels.json", std::ios::trunc) << R"(["cat", "cow"])";
+    const auto problems = exportProblems(folder / "m.json");
+    QCOMPARE(problems.size(), std::size_t{1});
+    QVERIFY2(problems[0].find((folder / "m.labels.json").string() + ": its contents are not the ones m.json records")
+                 != std::string::npos,
+             problems[0].c_str());
+    // An export without labels replaces one with them: the old sidecar goes.
+    exportOf(folder, "weights two", "");
+    QVERIFY(!std::filesystem::exists(folder / "m.labels.json"));
+    QVERIFY(exportProblems(folder / "m.json").empty());
+    // An export of an earlier WideLab records nothing: nothing to check.
+    std::ofstream(folder / "old.json") << R"({"model": {}})";
+    QVERIFY(exportProblems(folder / "old.json").empty());
+}
+
+// A kill after the weights were renamed and before the document was: the
+// earlier document's record no longer matches the weights.
+void TestSafetensors::exportKilledBetweenItsRenamesIsDetected()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path folder = dir.path().toStdString();
+    exportOf(folder, "weights one", R"(["a", "b"])");
+    commitStagedFile(stageFile(folder / "m.safetensors", "weights two"), folder / "m.safetensors");
+    const std::filesystem::path orphan = stageFile(folder / "m.json", "{}");  // the document, never renamed
+    const auto problems = exportProblems(folder / "m.json");
+    QCOMPARE(problems.size(), std::size_t{1});
+    QVERIFY2(problems[0].find("m.safetensors: its contents are not the ones m.json records") != std::string::npos,
+             problems[0].c_str());
+    // The next export of the name removes what the killed one left.
+    QVERIFY(std::filesystem::exists(orphan));
+    exportOf(folder, "weights three", R"(["a", "b"])");
+    QVERIFY(!std::filesystem::exists(orphan));
+    QVERIFY(exportProblems(folder / "m.json").empty());
+}
+
+// Two writers of one name at once: each export is whole, whichever lands last.
+void TestSafetensors::twoExportsToOneNameNeverMix()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path folder = dir.path().toStdString();
+    auto writer = [&](const std::string& who) {
+        for (int i = 0; i < 20; ++i)
+            exportOf(folder, std::string(200000, who[0]) + std::to_string(i), "[\"" + who + std::to_string(i) + "\"]");
+    };
+    std::thread first(writer, "x");
+    std::thread second(writer, "y");
+    first.join();
+    second.join();
+    QVERIFY(exportProblems(folder / "m.json").empty());
+    const std::string weights = readText(folder / "m.safetensors");
+    const std::string labels = readText(folder / "m.labels.json");
+    QCOMPARE(labels.substr(2, 1), weights.substr(0, 1));                          // the same writer
+    QCOMPARE(labels.substr(3, labels.size() - 5), weights.substr(200000));          // and the same round
 }
 
 QTEST_GUILESS_MAIN(TestSafetensors)
