@@ -1,5 +1,8 @@
 // Issue 15's fuzz suite: the real widelab-cli fed generated malformed
-// configurations, data files, checkpoints and run directories. Every case must
+// configurations, data files, checkpoints and run directories, and (issue 38)
+// run on a hostile machine: a disk that fills, a folder that turns read-only,
+// two writers at once, an export killed midway, a text changed under its token
+// cache. Every case must
 // end with a clean exit and a message naming the file or key, or be accepted
 // with correct results: no signal, no hang, no silently altered run.
 //
@@ -22,6 +25,13 @@
 #include <QTemporaryDir>
 
 #include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <QCryptographicHash>
+#include <QThread>
 
 #include <csignal>
 #include <filesystem>
@@ -344,10 +354,11 @@ private Q_SLOTS:
     void dataFiles();
     void checkpoints();
     void runDirectories();
+    void hostileMachine();
     void cleanupTestCase();
 
 private:
-    enum Class { Configurations = 1, DataFiles = 2, Checkpoints = 3, RunDirectories = 4 };
+    enum Class { Configurations = 1, DataFiles = 2, Checkpoints = 3, RunDirectories = 4, HostileMachine = 5 };
 
     bool timeLeft(double share) const { return m_clock.elapsed() < share * m_budgetSeconds * 1000.0; }
     QString path(const QString& name) const { return m_dir.filePath(name); }
@@ -385,6 +396,7 @@ private:
     QString m_listopsRun;        // checkpoints at 2, 4, 6; best.pt
     QString m_foreignRun;        // another architecture
     QString m_classificationRun; // checkpoints at 2, 4; labels.json
+    QString m_languageModelRun;  // checkpoints at 2, 4; cache/
     std::map<QString, Reference> m_references;
 };
 
@@ -532,6 +544,7 @@ void TestFuzz::initTestCase()
     }
     m_listopsRun = path("valid-run-listops");
     m_classificationRun = path("valid-run-classification");
+    m_languageModelRun = path("valid-run-language_model");
     QCOMPARE(stepCheckpoints(m_listopsRun), QStringList({checkpointName(2), checkpointName(4), checkpointName(6)}));
     QCOMPARE(stepCheckpoints(m_classificationRun), QStringList({checkpointName(2), checkpointName(4)}));
     QVERIFY(QFileInfo::exists(m_listopsRun + "/checkpoints/best.pt"));
@@ -1356,7 +1369,7 @@ void TestFuzz::runDirectories()
         {"export", {"config.json", "tokenizer.json", "labels.json", "checkpoints"}},
         {"resume", {"config.json", "tokenizer.json", "labels.json", "checkpoints", "metrics.jsonl", "status.json", "log.txt"}}};
 
-    for (int index = 0; index < files.size() * 2 || timeLeft(1.0); ++index) {
+    for (int index = 0; index < files.size() * 2 || timeLeft(0.9); ++index) {
         Rng rng = caseRng(m_seed, RunDirectories, index);
         const QString file = files[index % files.size()];
         // Every (file, command) pair in the first files x commands cases.
@@ -1467,6 +1480,274 @@ void TestFuzz::runDirectories()
         if (failure.isEmpty())
             removePath(run);
     }
+    finishClass(stats);
+}
+
+// ------------------------------------------------------------------ a hostile machine
+
+namespace {
+
+// A tmpfs of `kib` KiB at `folder` (root only: false elsewhere), remounted to
+// another size or read-only, and gone with the object.
+class SmallDisk {
+public:
+    SmallDisk(const QString& folder, qint64 kib) : m_folder(folder.toStdString())
+    {
+        QDir().mkpath(folder);
+        m_mounted = ::mount("tmpfs", m_folder.c_str(), "tmpfs", 0, ("size=" + std::to_string(kib) + "k").c_str()) == 0;
+    }
+    ~SmallDisk()
+    {
+        if (m_mounted)
+            ::umount2(m_folder.c_str(), MNT_DETACH);
+    }
+    bool mounted() const { return m_mounted; }
+    bool resize(qint64 kib) const
+    {
+        return ::mount("tmpfs", m_folder.c_str(), "tmpfs", MS_REMOUNT, ("size=" + std::to_string(kib) + "k").c_str()) == 0;
+    }
+    bool readOnly() const { return ::mount("tmpfs", m_folder.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, nullptr) == 0; }
+
+private:
+    std::string m_folder;
+    bool m_mounted = false;
+};
+
+// The steps of RUN/metrics.jsonl's "train" lines, in file order.
+QList<qint64> trainSteps(const QString& run)
+{
+    QList<qint64> steps;
+    for (const QByteArray& line : readBytes(run + "/metrics.jsonl").split('\n')) {
+        const QJsonObject json = QJsonDocument::fromJson(line).object();
+        if (json.value("type").toString() == "train")
+            steps << static_cast<qint64>(json.value("step").toDouble());
+    }
+    return steps;
+}
+
+// Empty when the train lines are steps 1..last, each once, in order.
+QString everyStepOnce(const QString& run, qint64 last)
+{
+    const QList<qint64> steps = trainSteps(run);
+    for (qint64 step = 1; step <= last; ++step)
+        if (steps.size() < step || steps[step - 1] != step)
+            return QString("metrics.jsonl's train lines are not steps 1..%1 once each: %2 lines, line %3 is step %4")
+                .arg(last)
+                .arg(steps.size())
+                .arg(step)
+                .arg(steps.size() >= step ? steps[step - 1] : -1);
+    return steps.size() == last ? QString() : QString("%1 train lines for %2 steps").arg(steps.size()).arg(last);
+}
+
+// Empty when NAME.json's record of an export matches every file it lists (SHA-256
+// by Qt), no temporary is left beside it, and the weights are listed.
+QString wholeExport(const QString& weights)
+{
+    const QString document = weights.left(weights.lastIndexOf('.')) + ".json";
+    const QJsonObject record = jsonObject(QString::fromUtf8(readBytes(document))).value("export").toObject()
+                                   .value("files").toObject();
+    if (!record.contains(fileName(weights)))
+        return document + " does not record " + fileName(weights);
+    for (auto it = record.begin(); it != record.end(); ++it) {
+        const QByteArray digest = QCryptographicHash::hash(readBytes(QFileInfo(weights).dir().filePath(it.key())),
+                                                           QCryptographicHash::Sha256).toHex();
+        if (QString::fromLatin1(digest) != it.value().toString())
+            return it.key() + "'s SHA-256 is not the one " + fileName(document) + " records";
+    }
+    const QStringList left = QFileInfo(weights).dir().entryList({"*.tmp-*"}, QDir::Files);
+    return left.isEmpty() ? QString() : "temporaries left: " + left.join(", ");
+}
+
+}  // namespace
+
+// Issue 38's classes. Disk full and read-only need root (a tmpfs is mounted);
+// elsewhere those kinds are counted as skipped and said so.
+void TestFuzz::hostileMachine()
+{
+    ClassStats& stats = m_stats[HostileMachine];
+    stats.name = "hostile machine";
+    enum Kind { DiskFull, ReadOnly, TwoTrainers, TwoExports, KilledExport, ChangedText, Kinds };
+    int skipped = 0;
+    for (int index = 0; index < Kinds || timeLeft(1.0); ++index) {
+        Rng rng = caseRng(m_seed, HostileMachine, index);
+        const Kind kind = static_cast<Kind>(index % Kinds);
+        const QString work = path(QString("hostile-%1").arg(index));
+        QDir().mkpath(work);
+        QString description, failure;
+        bool accepted = true;
+        switch (kind) {
+        case DiskFull: {
+            // A run on a disk that fills, then has room again: resumed, it has
+            // every metrics line once.
+            const qint64 kib = uniform(rng, 40, 400);
+            SmallDisk disk(work + "/disk", kib);
+            if (!disk.mounted()) {
+                ++skipped;
+                continue;
+            }
+            Json document = m_listops;
+            const qint64 steps = uniform(rng, 12, 40);
+            document["train"]["steps"] = steps;
+            document["train"]["checkpoint_every"] = uniform(rng, 2, 8);
+            document["train"]["eval_every"] = uniform(rng, 3, 10);
+            const QString config = writeDocument(QString("hostile-%1.json").arg(index), document);
+            const QString run = work + "/disk/run";
+            description = QString("disk full: %1 KiB, %2 steps").arg(kib).arg(steps);
+            const Proc first = train(config, run);
+            failure = cleanEnd(first, {"No space left on device (ENOSPC)", run});
+            accepted = first.code == 0;
+            if (!failure.isEmpty())
+                break;
+            disk.resize(64 * 1024);
+            if (first.code != 0) {
+                const bool checkpointed = !stepCheckpoints(run).isEmpty();
+                if (!checkpointed)
+                    removePath(run);
+                const Proc second = checkpointed ? runCli({"train", "--resume", "--out", run}) : train(config, run);
+                description += " -> " + excerpt(first.err, 120) + " -> " + second.command();
+                if (second.code != 0)
+                    failure = "after space came back: " + cleanEnd(second, {}) + excerpt(second.err);
+            }
+            if (failure.isEmpty())
+                failure = everyStepOnce(run, steps);
+            break;
+        }
+        case ReadOnly: {
+            // A finished run on a folder that turned read-only: readers work,
+            // a writer stops naming the reason.
+            SmallDisk disk(work + "/disk", 8 * 1024);
+            if (!disk.mounted()) {
+                ++skipped;
+                continue;
+            }
+            const QString run = work + "/disk/run";
+            copyTree(m_listopsRun, run);
+            disk.readOnly();
+            const QString command = pick(rng, std::vector<QString>{"resume", "eval", "inspect", "export", "export into"});
+            Proc p;
+            if (command == "resume")
+                p = runCli({"train", "--resume", "--out", run, "--steps", "8"});
+            else if (command == "eval")
+                p = runCli({"eval", run, "--json"});
+            else if (command == "inspect")
+                p = runCli({"inspect", run, "--text", "[MAX 1 2 ]", "--json"});
+            else
+                p = runCli({"export", run, "--out", (command == "export" ? work : work + "/disk") + "/m.safetensors"});
+            description = "read-only folder: " + p.command();
+            failure = cleanEnd(p, {"Read-only file system"});  // spdlog's log.txt says it without the name
+            accepted = p.code == 0;
+            const bool writes = command == "resume" || command == "export into";
+            if (failure.isEmpty() && (p.code == 0) == writes)
+                failure = writes ? "wrote into a read-only folder?" : "a reader refused a read-only run: " + excerpt(p.err);
+            break;
+        }
+        case TwoTrainers: {
+            // Two resumes of one run at once: one is refused, or they take turns.
+            const QString run = work + "/run";
+            copyTree(m_listopsRun, run);
+            const QStringList args = {"train", "--resume", "--out", run, "--steps", "14"};
+            QProcess a, b;
+            a.start(WIDELAB_CLI, args);
+            QThread::msleep(static_cast<unsigned long>(uniform(rng, 0, 200)));
+            b.start(WIDELAB_CLI, args);
+            a.waitForFinished(g_timeoutMs);
+            b.waitForFinished(g_timeoutMs);
+            description = "two trainers of one run";
+            const QString errA = QString::fromUtf8(a.readAllStandardError()), errB = QString::fromUtf8(b.readAllStandardError());
+            for (const auto& [process, err] : {std::pair<QProcess*, QString>{&a, errA}, {&b, errB}})
+                if (process->exitStatus() != QProcess::NormalExit || (process->exitCode() != 0 && !err.contains("in use by another training run")))
+                    failure = "a trainer ended otherwise: " + excerpt(err);
+            if (failure.isEmpty())
+                failure = everyStepOnce(run, 14);
+            break;
+        }
+        case TwoExports:
+        case KilledExport: {
+            // Exports of two checkpoints to one name at once, or one killed
+            // midway over an earlier one: the set is whole afterwards (the
+            // next export's, for the killed one) and nothing is left over.
+            const QString weights = work + "/m." + pick(rng, std::vector<QString>{"safetensors", "pt"});
+            const QStringList first = {"export", m_classificationRun, "--out", weights, "--checkpoint", checkpointName(2)};
+            const QStringList second = {"export", m_classificationRun, "--out", weights, "--checkpoint", checkpointName(4)};
+            if (kind == TwoExports) {
+                QProcess a, b;
+                a.start(WIDELAB_CLI, first);
+                b.start(WIDELAB_CLI, second);
+                a.waitForFinished(g_timeoutMs);
+                b.waitForFinished(g_timeoutMs);
+                description = "two exports to one name at once";
+                if (a.exitCode() != 0 || b.exitCode() != 0 || a.exitStatus() != QProcess::NormalExit || b.exitStatus() != QProcess::NormalExit)
+                    failure = "an export failed: " + excerpt(QString::fromUtf8(a.readAllStandardError() + b.readAllStandardError()));
+            } else {
+                const Proc earlier = runCli(first);
+                QProcess killed;
+                killed.start(WIDELAB_CLI, second);
+                killed.waitForStarted();
+                const qint64 delay = uniform(rng, 0, 1500);
+                QThread::msleep(static_cast<unsigned long>(delay));
+                ::kill(static_cast<pid_t>(killed.processId()), SIGKILL);
+                killed.waitForFinished(g_timeoutMs);
+                const Proc again = runCli(first);
+                description = QString("an export killed after %1 ms, then exported again").arg(delay);
+                if (earlier.code != 0 || again.code != 0)
+                    failure = "an export failed: " + excerpt(earlier.err + again.err);
+            }
+            if (failure.isEmpty())
+                failure = wholeExport(weights);
+            break;
+        }
+        case ChangedText: {
+            // A language model's text replaced by another of the same size and
+            // time (cp -p), or its cache cut short: eval tokenizes again.
+            const QString run = work + "/run";
+            copyTree(m_languageModelRun, run);
+            const QString text = work + "/text.txt";
+            QByteArray original = readBytes(path("base.txt"));
+            writeBytes(text, original);
+            Json config = Json::parse(readBytes(run + "/config.json").toStdString());
+            config["task"]["path"] = text.toStdString();
+            writeBytes(run + "/config.json", QByteArray::fromStdString(config.dump(2)));
+            removePath(run + "/cache");  // base.txt's
+            const Proc before = runCli({"eval", run, "--json"});
+            const bool cutCache = uniform(rng, 0, 1) == 0;
+            if (cutCache) {
+                const QStringList caches = QDir(run + "/cache").entryList({"*.tokens"}, QDir::Files);
+                for (const QString& cache : caches)
+                    std::filesystem::resize_file((run + "/cache/" + cache).toStdString(),
+                                                 static_cast<std::uintmax_t>(uniform(rng, 0, 200)));
+                description = "token cache cut short";
+            } else {
+                struct stat times = {};
+                ::stat(text.toLocal8Bit().constData(), &times);
+                std::reverse(original.begin(), original.end());
+                writeBytes(text, original);
+                const struct timespec kept[2] = {times.st_atim, times.st_mtim};  // as cp -p keeps them
+                ::utimensat(AT_FDCWD, text.toLocal8Bit().constData(), kept, 0);
+                description = "text replaced, same size and time";
+            }
+            const Proc after = runCli({"eval", run, "--json"});
+            failure = cleanEnd(after, {text});
+            if (failure.isEmpty() && (before.code != 0 || after.code != 0))
+                failure = "eval failed: " + excerpt(before.err + after.err);
+            const double lossBefore = jsonObject(before.out).value("loss").toDouble();
+            const double lossAfter = jsonObject(after.out).value("loss").toDouble();
+            if (failure.isEmpty() && cutCache != (lossBefore == lossAfter))
+                failure = QString("eval loss %1 then %2: %3").arg(lossBefore).arg(lossAfter)
+                              .arg(cutCache ? "the same text evaluates otherwise" : "the old tokens were used");
+            if (failure.isEmpty() && QDir(run + "/cache").entryList({"*"}, QDir::Files).size() != 1)
+                failure = "cache/ holds " + QDir(run + "/cache").entryList({"*"}, QDir::Files).join(", ");
+            break;
+        }
+        case Kinds:
+            break;
+        }
+        record(stats, index, description, accepted, failure, {work});
+        if (failure.isEmpty())
+            removePath(work);
+    }
+    if (skipped > 0)
+        qInfo().noquote() << QString("fuzz hostile machine: %1 disk-full and read-only cases skipped: mounting a "
+                                     "tmpfs needs root").arg(skipped);
     finishClass(stats);
 }
 

@@ -9,6 +9,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -579,9 +581,11 @@ void TestDatasets::tokenCacheFollowsTheSource()
     const TextFile before(path, cacheDirectory);
     QVERIFY(before.dataset(Split::Train, bytes, 8, kAllTrain)->get(0).ids == bytesOf("ab"));
     const auto cache = before.cachePath(bytes);
-    const auto time = std::filesystem::last_write_time(path);
+    struct stat times = {};
+    QCOMPARE(::stat(path.c_str(), &times), 0);
     writeFile(dir, "text.txt", "xyz");
-    std::filesystem::last_write_time(path, time);
+    const struct timespec kept[2] = {times.st_atim, times.st_mtim};  // as cp -p keeps them
+    QCOMPARE(::utimensat(AT_FDCWD, path.c_str(), kept, 0), 0);
     const TextFile after(path, cacheDirectory);
     QCOMPARE(after.cachePath(bytes), cache);
     QVERIFY(after.dataset(Split::Train, bytes, 8, kAllTrain)->get(0).ids == bytesOf("xy"));
