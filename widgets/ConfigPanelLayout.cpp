@@ -177,6 +177,8 @@ QList<FieldGroup> makeLayout()
                 "cropping."),
               t("no cropping")},
              {"task.flip", t("Random horizontal flip"), t("Images: while training, mirror half of the images.")},
+             {"task.skip_bad_inputs", t("Skip unreadable images"),
+              t("Image folders: leave out, counted in the log, the images that cannot be decoded, rather than stop.")},
          }},
         {t("Optimizer"),
          {
@@ -325,6 +327,8 @@ FieldState fieldState(const QString& k, const std::function<QJsonValue(const QSt
         state.visible = is("model.input", "image");
     } else if (k == "task.crop_padding" || k == "task.flip") {
         state.visible = images;
+    } else if (k == "task.skip_bad_inputs") {
+        state.visible = is("task.kind", "image_folder");
     } else if (k == "task.path" || k == "task.validation_fraction" || k == "task.test_fraction") {
         state.visible = !generated;
     } else if (k == "task.tokenizer" || k == "task.vocab_limit") {

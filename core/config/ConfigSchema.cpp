@@ -146,6 +146,8 @@ std::vector<KeySpec> makeSchema()
         integer("task.seed", 0, kBig, 0, "seed of the ListOps and shapes generators and of the file and folder splits"),
         integer("task.crop_padding", 0, 1024, 4, "images: random crop after padding by this many pixels while training; 0: off"),
         boolean("task.flip", true, "images: random horizontal flip while training"),
+        boolean("task.skip_bad_inputs", false,
+                "image folders: leave out, counted, the images that cannot be decoded, rather than stop"),
 
         choice("train.optimizer", {"adamw", "lamb", "sgd"}, "the optimizer"),
         number("train.learning_rate", 1e-12, 100.0, 1e-3, "peak learning rate, reached after warmup"),

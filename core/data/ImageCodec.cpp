@@ -16,6 +16,7 @@
 #include <csetjmp>
 // jpeglib.h needs FILE and size_t declared first.
 #include <jpeglib.h>
+#include <jerror.h>
 #endif
 
 namespace widelab {
@@ -87,7 +88,14 @@ void jpegFail(j_common_ptr info)
     std::longjmp(error->jump, 1);
 }
 
-void jpegQuiet(j_common_ptr, int) {}  // warnings (a few bytes of junk) do not stop decoding
+// Warnings (a few bytes of junk) do not stop decoding; the end of the data before
+// the end of the image does: libjpeg would fill the rest with grey, and the run
+// would train on a picture that is not the file's.
+void jpegWarning(j_common_ptr info, int level)
+{
+    if (level < 0 && info->err->msg_code == JWRN_JPEG_EOF)
+        jpegFail(info);
+}
 
 // Decodes into `image`; returns an error text, empty on success. No C++ object with a destructor lives
 // between setjmp and longjmp in this function.
@@ -97,7 +105,7 @@ std::string decodeJpegInto(const std::vector<std::uint8_t>& bytes, Image& image)
     JpegError error;
     info.err = jpeg_std_error(&error.manager);
     error.manager.error_exit = jpegFail;
-    error.manager.emit_message = jpegQuiet;
+    error.manager.emit_message = jpegWarning;
     error.message[0] = '\0';
     if (setjmp(error.jump)) {
         jpeg_destroy_decompress(&info);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <utility>
 #include <stdexcept>
 
 namespace widelab {
@@ -104,9 +105,14 @@ constexpr std::size_t kFolderCacheBytes = std::size_t{512} << 20;
 
 class FolderDataset : public Dataset {
 public:
-    FolderDataset(std::vector<ImageFolder::Entry> entries, ImageFormat format)
-        : m_entries(std::move(entries)), m_format(format), m_cache(m_entries.size())
+    // `decoded`: pixels already decoded (ImageFolder::decodeAll), by entry, empty where not.
+    FolderDataset(std::vector<ImageFolder::Entry> entries, ImageFormat format,
+                  std::vector<std::vector<std::uint8_t>> decoded = {})
+        : m_entries(std::move(entries)), m_format(format), m_cache(std::move(decoded))
     {
+        m_cache.resize(m_entries.size());
+        for (const auto& pixels : m_cache)
+            m_cachedBytes += pixels.size();
     }
     std::int64_t size() const override { return static_cast<std::int64_t>(m_entries.size()); }
     Example get(std::int64_t index) const override
@@ -274,6 +280,45 @@ ImageFolder::ImageFolder(std::filesystem::path folder, SplitFractions fractions,
     }
 }
 
+std::vector<std::string> ImageFolder::decodeAll(bool skip, const std::function<void(const std::string&)>& progress)
+{
+    std::size_t total = 0, done = 0, tenths = 0;
+    for (const auto& entries : m_entries)
+        total += entries.size();
+    std::vector<std::string> leftOut;
+    for (std::size_t split = 0; split < 3; ++split) {
+        std::vector<Entry> kept;
+        std::vector<std::vector<std::uint8_t>> pixels;
+        std::size_t bytes = 0;
+        for (const Entry& entry : m_entries[split]) {
+            ++done;
+            if (progress && total >= kDecodeProgressFrom && done * 10 / total > tenths) {
+                tenths = done * 10 / total;
+                progress("decoding " + m_folder.string() + ": " + std::to_string(10 * tenths) + "% ("
+                         + std::to_string(done) + " of " + std::to_string(total) + " images)");
+            }
+            Example example;
+            try {
+                example = toExample(toFormat(decodeImageFile(entry.file), m_format), entry.label);
+            } catch (const DataError& error) {
+                if (!skip)
+                    throw DataError(std::string(error.what())
+                                    + "; task.skip_bad_inputs: true leaves out, counted, the images that cannot be "
+                                      "decoded");
+                leftOut.push_back(error.what());
+                continue;
+            }
+            kept.push_back(entry);
+            const bool keep = bytes + example.pixels.size() <= kFolderCacheBytes;
+            bytes += keep ? example.pixels.size() : 0;
+            pixels.push_back(keep ? std::move(example.pixels) : std::vector<std::uint8_t>());
+        }
+        m_entries[split] = std::move(kept);
+        m_decoded[split] = std::move(pixels);
+    }
+    return leftOut;
+}
+
 std::int64_t ImageFolder::files(Split split) const
 {
     return static_cast<std::int64_t>(m_entries[static_cast<std::size_t>(split)].size());
@@ -281,7 +326,8 @@ std::int64_t ImageFolder::files(Split split) const
 
 std::unique_ptr<Dataset> ImageFolder::dataset(Split split) const
 {
-    return std::make_unique<FolderDataset>(m_entries[static_cast<std::size_t>(split)], m_format);
+    const auto at = static_cast<std::size_t>(split);
+    return std::make_unique<FolderDataset>(m_entries[at], m_format, std::exchange(m_decoded[at], {}));
 }
 
 // ---- CIFAR-10 ----

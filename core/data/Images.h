@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +39,8 @@ Image drawShape(std::int64_t shape, std::uint64_t seed, ImageFormat format);
 // A folder with one sub-folder per class (the class names: the sub-folder names, sorted), each holding PNG and
 // JPEG files (.png, .jpg, .jpeg, any case; other files and deeper folders are ignored). Files are assigned to
 // splits by a hash of (seed, path relative to the folder), so adding a file moves no other. Images are decoded
-// when first asked for, centre-cropped to a square, resized and converted to the format's channels, and kept so
+// when first asked for (or all at once, decodeAll), centre-cropped to a square, resized and converted to the
+// format's channels, and kept so
 // (up to 512 MiB of pixels per split), so that later epochs decode nothing: a file changed during a run is not
 // seen again.
 // Errors (DataError naming the folder or file): not a folder, fewer than 2 class folders, a class folder without
@@ -50,7 +52,15 @@ public:
 
     const std::vector<std::string>& labels() const { return m_labels; }
     std::int64_t files(Split split) const;
+    // The split's images; those decodeAll decoded are handed over with it (once).
     std::unique_ptr<Dataset> dataset(Split split) const;
+
+    // Decodes every image now (keeping the pixels as above) rather than when first asked for, so that a file that
+    // cannot be decoded is found before training: a DataError naming it, or, with `skip`, left out of its split.
+    // Returns what was left out (each "FILE: why"). `progress` hears "decoding FOLDER: 40% (400 of 1000 images)"
+    // at each tenth, from kDecodeProgressFrom images.
+    std::vector<std::string> decodeAll(bool skip, const std::function<void(const std::string&)>& progress = {});
+    static constexpr std::size_t kDecodeProgressFrom = 1000;
 
     struct Entry {
         std::filesystem::path file;
@@ -62,6 +72,8 @@ private:
     ImageFormat m_format;
     std::vector<std::string> m_labels;
     std::vector<Entry> m_entries[3];  // by Split
+    // By Split, then entry: decodeAll's pixels, until dataset() hands them over.
+    mutable std::vector<std::vector<std::uint8_t>> m_decoded[3];
 };
 
 // CIFAR-10's binary version (the user's own copy): data_batch_1.bin .. data_batch_5.bin (training) and

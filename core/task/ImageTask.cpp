@@ -14,7 +14,7 @@ namespace widelab {
 ImageFormat imageFormat(const ModelConfig& model) { return {model.imageSize, model.channels}; }
 
 ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string>& classes, const ImageStats* savedStats,
-                           const std::vector<std::string>* probes)
+                           const std::vector<std::string>* probes, const ImageChecks& checks)
 {
     const TaskConfig& task = run.task;
     ImageTask data;
@@ -36,7 +36,9 @@ ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string
         break;
     }
     case TaskKind::ImageFolder: {
-        const ImageFolder folder(task.path, {task.validationFraction, task.testFraction}, seed, data.format, classes);
+        ImageFolder folder(task.path, {task.validationFraction, task.testFraction}, seed, data.format, classes);
+        if (checks.decodeNow || task.skipBadInputs)
+            data.leftOut = folder.decodeAll(task.skipBadInputs, checks.progress);
         data.labels = folder.labels();
         if (static_cast<std::int64_t>(data.labels.size()) > run.model.numClasses)
             throw ConfigError({{"model.num_classes", std::to_string(run.model.numClasses) + " is fewer than the "
@@ -93,7 +95,15 @@ TaskData prepareImages(const TaskSetup& setup)
         saved = readRunImageStats(setup.directory, setup.run.model.channels);
         classes = readRunLabels(setup.directory);
     }
-    ImageTask images = prepareImageTask(setup.run, classes, saved ? &*saved : nullptr, setup.probes);
+    ImageTask images = prepareImageTask(setup.run, classes, saved ? &*saved : nullptr, setup.probes,
+                                        {.decodeNow = true, .progress = setup.progress});
+    if (!images.leftOut.empty() && setup.warn) {
+        std::string first;
+        for (std::size_t i = 0; i < images.leftOut.size() && i < 3; ++i)
+            first += (i ? "; " : "") + images.leftOut[i];
+        setup.warn("task.skip_bad_inputs: left out " + std::to_string(images.leftOut.size())
+                   + " image(s) that cannot be decoded: " + first + (images.leftOut.size() > 3 ? "; ..." : ""));
+    }
     TaskData data;
     data.tokenizer = Tokenizer::bytes();  // tokens play no part; the run directory keeps a tokenizer.json as for text
     data.labels = std::move(images.labels);

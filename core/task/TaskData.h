@@ -41,6 +41,8 @@ struct TaskSetup {
     const std::vector<std::string>* probes = nullptr;
     // Progress of long preparation (generating a large ListOps set), as lines for the log.
     std::function<void(const std::string&)> progress;
+    // What the run should know about its data (inputs left out, counted), as warnings.
+    std::function<void(const std::string&)> warn;
     // Asked between chunks of long preparation: true throws SetupCancelled.
     std::function<bool()> cancelled;
 };

@@ -46,6 +46,7 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("seed"), t.seed);
     s.read(spec("crop_padding"), t.cropPadding);
     s.read(spec("flip"), t.flip);
+    s.read(spec("skip_bad_inputs"), t.skipBadInputs);
     s.rejectUnknownKeys();
     return t;
 }
@@ -203,6 +204,8 @@ void warnAbout(const RunDocument& run, const JsonSection& taskSection, const Jso
     } else {
         unused(taskSection, {"crop_padding", "flip"}, "for a text task (they augment images)");
     }
+    if (task.kind != TaskKind::ImageFolder)
+        unused(taskSection, {"skip_bad_inputs"}, "except for an image folder (the one input it leaves out so far)");
     if (task.kind == TaskKind::ListOps) {
         unused(taskSection, {"path", "tokenizer", "vocab_limit", "validation_fraction", "test_fraction"},
                "for ListOps, which is generated with its own fixed vocabulary and split sizes");
@@ -266,6 +269,7 @@ nlohmann::json RunDocument::toJson() const
         {"seed", task.seed},
         {"crop_padding", task.cropPadding},
         {"flip", task.flip},
+        {"skip_bad_inputs", task.skipBadInputs},
     };
     nlohmann::json probesJson = nlohmann::json::array();
     for (const std::string& probe : train.probes)

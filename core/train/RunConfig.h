@@ -37,6 +37,8 @@ struct TaskConfig {
     // Images (image_folder, cifar10, shapes): augmentation while training.
     std::int64_t cropPadding = 4;             // 0: no random crop
     bool flip = true;
+    // Image folders: images that cannot be decoded are left out, counted, rather than refused.
+    bool skipBadInputs = false;
 
     bool isImageTask() const { return kind == TaskKind::ImageFolder || kind == TaskKind::Cifar10 || kind == TaskKind::Shapes; }
 };

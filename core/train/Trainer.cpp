@@ -182,6 +182,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
                               .resume = m_options.resume,
                               .probes = m_options.readOnly ? nullptr : &m_run.train.probes,
                               .progress = [this](const std::string& text) { message("info", text); },
+                              .warn = [this](const std::string& text) { message("warning", text); },
                               .cancelled = m_options.cancelled});
 
     torch::manual_seed(static_cast<std::uint64_t>(train.seed));

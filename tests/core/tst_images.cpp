@@ -89,6 +89,7 @@ private Q_SLOTS:
     void shapesAreDeterministicAndBalanced();
     void imageFolderClassesAndSplits();
     void imageFolderErrors();
+    void damagedImagesAreNamedOrLeftOut();
     void cifarRecordsAndErrors();
     void probeEntries();
 };
@@ -392,6 +393,44 @@ void TestImages::imageFolderErrors()
     QVERIFY2(corrupt.contains("broken.png"), qPrintable(corrupt));
     QVERIFY(dataError([&] { ImageFolder(pathIn(dir, "nowhere"), {0.1, 0.1}, 0, ImageFormat{}); }).contains("not a folder"));
     QVERIFY(dataError([&] { ImageFolder(root, {0.1, 0.1}, 0, ImageFormat{4, 3}, {"a", "b"}); }).contains("labels.json"));
+}
+
+// decodeAll (what a trainer does before its first step): a damaged PNG, a JPEG
+// cut short and a text file named .png are each named, or left out and listed
+// with skip; the images that remain keep their order and labels.
+void TestImages::damagedImagesAreNamedOrLeftOut()
+{
+    if (!hasPngSupport() || !hasJpegSupport())
+        QSKIP("built without libpng or libjpeg");
+    QTemporaryDir dir;
+    const auto root = pathIn(dir, "data");
+    std::filesystem::create_directories(root / "cats");
+    std::filesystem::create_directories(root / "dogs");
+    writePng(uniform(8, {10, 20, 30}), root / "cats" / "a.png");
+    writePng(uniform(8, {40, 50, 60}), root / "cats" / "b.png");
+    writeJpeg(uniform(8, {200, 40, 90}), root / "dogs" / "c.jpg", 95);
+    writeJpeg(uniform(32, {90, 40, 200}), root / "dogs" / "cut.jpg", 95);
+    std::filesystem::resize_file(root / "dogs" / "cut.jpg", std::filesystem::file_size(root / "dogs" / "cut.jpg") / 2);
+    writeBytes(root / "cats" / "text.png", "this is text");
+    const ImageFormat format{4, 3};
+
+    ImageFolder refusing(root, {0.0, 0.0}, 0, format);
+    const QString refused = dataError([&] { refusing.decodeAll(/*skip=*/false); });
+    QVERIFY2(refused.contains("task.skip_bad_inputs") && (refused.contains("text.png") || refused.contains("cut.jpg")),
+             qPrintable(refused));
+
+    ImageFolder skipping(root, {0.0, 0.0}, 0, format);
+    const std::vector<std::string> leftOut = skipping.decodeAll(/*skip=*/true);
+    QCOMPARE(leftOut.size(), std::size_t{2});
+    QVERIFY2(QString::fromStdString(leftOut[0]).contains("text.png"), leftOut[0].c_str());  // cats before dogs
+    QVERIFY2(QString::fromStdString(leftOut[1]).contains("cut.jpg"), leftOut[1].c_str());
+    QCOMPARE(skipping.files(Split::Train), std::int64_t{3});
+    const auto train = skipping.dataset(Split::Train);
+    QCOMPARE(train->size(), std::int64_t{3});
+    QCOMPARE(train->get(0).label, std::int64_t{0});  // a.png
+    QCOMPARE(train->get(1).label, std::int64_t{0});  // b.png
+    QCOMPARE(train->get(2).label, std::int64_t{1});  // c.jpg
+    QCOMPARE(train->get(1).pixels[0], std::uint8_t{40});
 }
 
 void TestImages::cifarRecordsAndErrors()
