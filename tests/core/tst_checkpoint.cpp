@@ -683,6 +683,11 @@ void TestCheckpoint::orphanTemporaryFilesGoAtTheNextStart()
         writeBytes(checkpoints / name, randomBytes(100, 8));
     const std::string own = "step-00000040.pt.tmp-" + std::to_string(::getpid()) + "-0";  // this process is saving it
     writeBytes(checkpoints / own, "in progress");
+    // And in the run's own folder (config.json, status.json, ...), names cut to fit included.
+    const std::vector<std::string> rootOrphans = {"config.json.tmp-999997-1", "status.json.tmp-999996-0",
+                                                  std::string(230, 'n') + ".tmp-999995-2"};
+    for (const auto& name : rootOrphans)
+        writeBytes(run / name, "partial");
 
     Messages messages;
     TrainerOptions resume;
@@ -693,13 +698,17 @@ void TestCheckpoint::orphanTemporaryFilesGoAtTheNextStart()
         QVERIFY2(!std::filesystem::exists(checkpoints / name), name.c_str());
         QCOMPARE(messages.count("info", {"removed checkpoints/" + name}), 1);
     }
+    for (const auto& name : rootOrphans) {
+        QVERIFY2(!std::filesystem::exists(run / name), name.c_str());
+        QCOMPARE(messages.count("info", {"removed " + name + ", left by a write that was interrupted"}), 1);
+    }
+    QVERIFY(std::filesystem::exists(run / "config.json"));
     QVERIFY(std::filesystem::exists(checkpoints / own));
     QCOMPARE(resumed.step(), std::int64_t{20});
 }
 
 // writeFileAtomically's temporary name is cut to fit, so any name the file system
-// takes can be written; what a killed write leaves in the run's own folder goes at
-// the next start, as in checkpoints/.
+// takes can be written.
 void TestCheckpoint::temporaryNamesFitTheLongestFileName()
 {
     QTemporaryDir dir;
@@ -709,22 +718,6 @@ void TestCheckpoint::temporaryNamesFitTheLongestFileName()
     QCOMPARE(std::distance(std::filesystem::directory_iterator(dir.path().toStdString()),
                            std::filesystem::directory_iterator()),
              std::ptrdiff_t{1});  // no temporary left beside it
-
-    const std::filesystem::path run = trainedRun(dir);
-    const std::vector<std::string> orphans = {"config.json.tmp-999997-1", "status.json.tmp-999996-0",
-                                              std::string(230, 'n') + ".tmp-999995-2"};
-    for (const auto& name : orphans)
-        writeBytes(run / name, "partial");
-    Messages messages;
-    TrainerOptions resume;
-    resume.resume = true;
-    resume.observers = {&messages};
-    Trainer resumed(tinyRun(R"({"train": {"keep_last": 5}})"), run, resume);
-    for (const auto& name : orphans) {
-        QVERIFY2(!std::filesystem::exists(run / name), name.c_str());
-        QCOMPARE(messages.count("info", {"removed " + name + ", left by a write that was interrupted"}), 1);
-    }
-    QVERIFY(std::filesystem::exists(run / "config.json"));
 }
 
 // A save needs a whole new file beside the old ones: with room for fewer than
