@@ -1274,8 +1274,15 @@ void MainWindow::exportView(bool csv)
 void MainWindow::onFinished(const QString& outcome, const QString& message)
 {
     m_leftLabel->clear();
-    if (outcome == QLatin1String("failed"))
+    const auto current = m_records.constFind(m_currentRun);
+    const bool trained = current != m_records.constEnd() && current->lastStep() > 0;
+    if (outcome == QLatin1String("failed") && !trained)
         showProblem(tr("Training Could Not Run"), message);
+    else if (outcome == QLatin1String("failed"))  // a disk that filled, a file that went: the checkpoints stay
+        showProblem(tr("Training Stopped"),
+                    tr("%1\n\nThe run keeps its last checkpoint: once the cause is fixed, Continue (F5) goes on "
+                       "from there.")
+                        .arg(message));
     else if (outcome == QLatin1String("non-finite"))
         showProblem(tr("Training Stopped"), message);
     else if (outcome == QLatin1String("out-of-memory"))
