@@ -6,6 +6,7 @@
 #include "train/Checkpoint.h"
 #include "train/CheckpointDirectory.h"
 #include "train/RunDirectory.h"
+#include "train/RunEvaluation.h"
 #include "train/Trainer.h"
 
 #include <QtTest>
@@ -196,6 +197,7 @@ private Q_SLOTS:
     void trainerNeverDeletesAGoodCheckpointForABadOne();
     void damagedConfigurationRecordFallsBack();
     void keysAddedSinceACheckpointTakeTheirDefaults();
+    void checkpointOfAnEarlierWideLabLoads();
     void unreadableRunFilesSayWhy();
     void orphanTemporaryFilesGoAtTheNextStart();
     void temporaryNamesFitTheLongestFileName();
@@ -643,6 +645,36 @@ void TestCheckpoint::keysAddedSinceACheckpointTakeTheirDefaults()
     const std::string message = failure(file, *other);
     QVERIFY2(contains(message, "another architecture: model.router_z_loss_weight (checkpoint 0.0, now 0.01)"),
              message.c_str());
+}
+
+// tests/core/fixtures/earlier-widelab: a run that widelab-cli train wrote at commit
+// 63b608b, before model.router_z_loss_weight existed (its README). It opens, and
+// its validation loss is the one that earlier WideLab recorded.
+void TestCheckpoint::checkpointOfAnEarlierWideLabLoads()
+{
+    const std::filesystem::path fixture = std::filesystem::path(WIDELAB_TEST_FIXTURES) / "earlier-widelab";
+    const std::string recorded = [&] {
+        torch::serialize::InputArchive archive;
+        archive.load_from((fixture / "checkpoints" / "step-00000004.pt").string());
+        torch::Tensor config;
+        archive.read("config", config);
+        return std::string(static_cast<const char*>(config.data_ptr()), static_cast<std::size_t>(config.numel()));
+    }();
+    QVERIFY2(contains(recorded, "\"experts\":2") && !contains(recorded, "router_z_loss_weight"), recorded.c_str());
+    const OpenedRun opened = openRun(fixture);
+    QCOMPARE(opened.state.step, std::int64_t{4});
+    QVERIFY(opened.state.verified);
+    QVERIFY2(opened.warnings.empty(), opened.warnings.empty() ? "" : opened.warnings.front().c_str());
+    QCOMPARE(opened.model->config().routerZLossWeight, 0.0);
+
+    const std::vector<nlohmann::json> evals = test::metricLines(fixture, "eval");
+    QCOMPARE(evals.size(), std::size_t{1});
+    const EvaluationResult result = evaluateRun(fixture, Split::Validation).result;
+    QCOMPARE(result.step, std::int64_t{4});
+    // Within float rounding of another LibTorch (the fixture is 1.13's); another
+    // model's weights would be off by far more.
+    QVERIFY2(std::abs(result.loss - evals[0].at("loss").get<double>()) < 1e-4,
+             qPrintable(QString("loss %1, recorded %2").arg(result.loss).arg(evals[0].at("loss").get<double>())));
 }
 
 // A file that cannot be read says why, rather than passing for a missing or
