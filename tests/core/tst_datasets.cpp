@@ -106,6 +106,7 @@ private Q_SLOTS:
     void tokenCacheIsReused();
     void tokenCacheFollowsTheSource();
     void tokenCacheLeftoversAreRemoved();
+    void filesCutShortUnderneathAreNoCrash();
     void longTextsReportTokenizingProgress();
     void textFileErrors();
     void invalidUtf8NamesTheOffset();
@@ -618,6 +619,29 @@ void TestDatasets::tokenCacheLeftoversAreRemoved()
     QVERIFY(!std::filesystem::exists(earlier));
     QVERIFY(std::filesystem::exists(live));   // this process may be writing it
     QVERIFY(std::filesystem::exists(other));  // another text's
+}
+
+// The cache cut short while its tokens are in use (another process rewriting it)
+// is no SIGBUS: what is mapped is this process's own copy. A text cut short
+// between opening and reading is named.
+void TestDatasets::filesCutShortUnderneathAreNoCrash()
+{
+    QTemporaryDir dir;
+    std::string text;
+    for (int i = 0; i < 5000; ++i)
+        text += "word" + std::to_string(i % 97) + " ";
+    const auto path = writeFile(dir, "text.txt", text);
+    const TextFile file(path, dir.path().toStdString() + "/cache");
+    const auto dataset = file.dataset(Split::Train, Tokenizer::bytes(), 64, kAllTrain);
+    std::filesystem::resize_file(file.cachePath(Tokenizer::bytes()), 0);
+    const std::int64_t last = dataset->size() - 1;
+    QVERIFY(dataset->get(last).ids.size() > 0);  // the last page of the tokens, read after the cut
+    QVERIFY(dataset->get(0).ids == bytesOf(text.substr(0, 64)));
+
+    const TextFile opened(path, dir.path().toStdString() + "/cache2");
+    std::filesystem::resize_file(path, text.size() / 2);
+    const std::string message = dataErrorOf([&] { opened.tokenCount(Tokenizer::bytes()); });
+    QVERIFY2(contains(message, path.string() + ": changed while it was read"), message.c_str());
 }
 
 // A text of 8 MiB or more says how far its tokenizing has come, at each tenth.
