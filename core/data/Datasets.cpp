@@ -717,20 +717,6 @@ bool readExactly(int fd, char* data, std::size_t size)
     return true;
 }
 
-// Writes all of `bytes`; the errno when it cannot, else 0.
-int writeAll(int fd, const char* data, std::size_t size)
-{
-    for (std::size_t done = 0; done < size;) {
-        const ssize_t written = ::write(fd, data + done, size - done);
-        if (written < 0 && errno == EINTR)
-            continue;
-        if (written <= 0)
-            return written < 0 ? errno : ENOSPC;
-        done += static_cast<std::size_t>(written);
-    }
-    return 0;
-}
-
 // The process that wrote a cache temporary (NAME.tokens.tmp.PID.N) is gone.
 bool writerGone(const std::string& name)
 {
@@ -873,14 +859,15 @@ std::shared_ptr<const MappedFile> TextFile::readCache(const std::filesystem::pat
     if (copy.fd < 0)
         throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(errno));
     ::unlink(name.c_str());
-    if (int failure = writeAll(copy.fd, reinterpret_cast<const char*>(&header), sizeof header); failure != 0)
+    if (int failure = writeAll(copy.fd, std::string_view(reinterpret_cast<const char*>(&header), sizeof header));
+        failure != 0)
         throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(failure));
     std::vector<char> block(std::size_t(1) << 20);
     for (std::uint64_t left = size - sizeof header; left > 0;) {
         const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
         if (!readExactly(file.fd, block.data(), take))
             return nullptr;  // cut short since fstat (another process writing it): tokenize again
-        if (int failure = writeAll(copy.fd, block.data(), take); failure != 0)
+        if (int failure = writeAll(copy.fd, std::string_view(block.data(), take)); failure != 0)
             throw DataError(name.string() + ": cannot copy the token cache: " + systemReason(failure));
         left -= take;
     }
@@ -936,14 +923,15 @@ std::shared_ptr<const MappedFile> TextFile::tokens(const Tokenizer& tokenizer) c
     header.key = key;
     header.sourceSize = m_size;
     if (failure == 0)
-        failure = writeAll(out.fd, reinterpret_cast<const char*>(&header), sizeof header);
+        failure = writeAll(out.fd, std::string_view(reinterpret_cast<const char*>(&header), sizeof header));
     if (failure != 0)
         throw cannotWrite();
     std::vector<std::int32_t> buffer;
     buffer.reserve(1 << 16);
     const auto flush = [&] {
         if (failure == 0)
-            failure = writeAll(out.fd, reinterpret_cast<const char*>(buffer.data()), buffer.size() * sizeof(std::int32_t));
+            failure = writeAll(out.fd, std::string_view(reinterpret_cast<const char*>(buffer.data()),
+                                                        buffer.size() * sizeof(std::int32_t)));
         buffer.clear();
     };
     std::uint64_t hash = fnv1a({});

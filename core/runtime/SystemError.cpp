@@ -71,4 +71,17 @@ std::string readFileBytes(const std::filesystem::path& file)
     return bytes;
 }
 
+int writeAll(int fd, std::string_view bytes)
+{
+    for (std::size_t done = 0; done < bytes.size();) {
+        const ssize_t written = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            return written < 0 ? errno : ENOSPC;
+        done += static_cast<std::size_t>(written);
+    }
+    return 0;
+}
+
 }  // namespace widelab

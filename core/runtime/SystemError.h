@@ -1,4 +1,4 @@
-// defines: systemReason, FileError, readFileBytes: what the operating system said,
+// defines: systemReason, FileError, readFileBytes, writeAll: what the operating system said,
 // in words and by name ("No space left on device (ENOSPC)"), for messages about
 // files that could not be written or read
 #pragma once
@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace widelab {
 
@@ -27,5 +28,9 @@ private:
 
 // The whole of `file`; throws FileError.
 std::string readFileBytes(const std::filesystem::path& file);
+
+// Writes all of `bytes` to `fd`, again after a short write or EINTR; 0 when
+// done, else the errno (ENOSPC for a write of nothing).
+int writeAll(int fd, std::string_view bytes);
 
 }  // namespace widelab

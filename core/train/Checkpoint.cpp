@@ -214,16 +214,7 @@ std::filesystem::path stageFile(const std::filesystem::path& file, const std::st
 {
     const std::filesystem::path temporary = temporaryFor(file);
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int error = fd < 0 ? errno : 0;
-    for (std::size_t done = 0; error == 0 && done < bytes.size();) {
-        const ssize_t written = ::write(fd, bytes.data() + done, bytes.size() - done);
-        if (written < 0 && errno == EINTR)
-            continue;
-        if (written <= 0)
-            error = written < 0 ? errno : ENOSPC;
-        else
-            done += static_cast<std::size_t>(written);
-    }
+    int error = fd < 0 ? errno : writeAll(fd, bytes);
     if (error == 0 && ::fsync(fd) != 0)
         error = errno;
     if (fd >= 0 && ::close(fd) != 0 && error == 0)

@@ -75,18 +75,11 @@ void appendWhole(int fd, const std::filesystem::path& file, const std::string& l
 {
     const std::string text = line + '\n';
     const off_t before = ::lseek(fd, 0, SEEK_END);
-    for (std::size_t done = 0; done < text.size();) {
-        const ssize_t written = ::write(fd, text.data() + done, text.size() - done);
-        if (written < 0 && errno == EINTR)
-            continue;
-        if (written <= 0) {
-            const int error = written < 0 ? errno : ENOSPC;
-            if (before >= 0 && ::ftruncate(fd, before) != 0) {
-                // The part written stays: a resume drops a line cut short.
-            }
-            throw std::runtime_error(file.string() + ": cannot append a line: " + systemReason(error) + consequence);
+    if (const int error = writeAll(fd, text); error != 0) {
+        if (before >= 0 && ::ftruncate(fd, before) != 0) {
+            // The part written stays: a resume drops a line cut short.
         }
-        done += static_cast<std::size_t>(written);
+        throw std::runtime_error(file.string() + ": cannot append a line: " + systemReason(error) + consequence);
     }
 }
 
