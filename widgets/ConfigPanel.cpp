@@ -6,6 +6,7 @@
 #include "ImageProbeDialog.h"
 #include "NumberSpinBox.h"
 #include "Palette.h"
+#include "vocab/Format.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -80,33 +81,6 @@ const char* const kIssueProperty = "widelabIssue";
 const char* const kDerivedProperty = "widelabDerived";
 const QString kUnknownChoice = QStringLiteral(" (not in the list)");
 constexpr int kUnknownRole = Qt::UserRole + 1;
-
-// 26225674 -> "26.2M": three significant digits with k, M, B, T.
-QString humanCount(double value)
-{
-    static const char* const units[] = {"", "k", "M", "B", "T"};
-    int unit = 0;
-    double v = value;
-    while (std::abs(v) >= 999.5 && unit < 4) {
-        v /= 1000.0;
-        ++unit;
-    }
-    if (unit == 0)
-        return QString::number(std::llround(value));
-    return QString::number(v, 'g', 3) + QLatin1String(units[unit]);
-}
-
-QString humanBytes(qint64 bytes)
-{
-    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    double v = static_cast<double>(bytes);
-    while (v >= 1023.5 && unit < 4) {
-        v /= 1024.0;
-        ++unit;
-    }
-    return (unit == 0 ? QString::number(bytes) : QString::number(v, 'g', 3)) + QLatin1Char(' ') + QLatin1String(units[unit]);
-}
 
 bool isIntegral(const QJsonValue& value)
 {
@@ -929,11 +903,12 @@ void ConfigPanel::updateDocumentIssues(const QList<FieldIssue>& unmatched)
 void ConfigPanel::setCost(const CostSummary& cost)
 {
     m_hasCost = cost.stored != 0 || cost.flopsPerToken != 0;
+    const auto q = [](const std::string& text) { return QString::fromStdString(text); };
     m_costText = tr("<b>%1</b> parameters stored · %2 active · %3 applied<br>%4 FLOPs per token")
-                     .arg(humanCount(static_cast<double>(cost.stored)), humanCount(static_cast<double>(cost.active)),
-                          humanCount(static_cast<double>(cost.applied)), humanCount(cost.flopsPerToken));
+                     .arg(q(shortCount(static_cast<double>(cost.stored))), q(shortCount(static_cast<double>(cost.active))),
+                          q(shortCount(static_cast<double>(cost.applied))), q(shortCount(cost.flopsPerToken)));
     if (cost.memoryBytes > 0)
-        m_costText += tr(" · about %1 of memory to train").arg(humanBytes(cost.memoryBytes));
+        m_costText += tr(" · about %1 of memory to train").arg(q(formatBytes(static_cast<double>(cost.memoryBytes))));
     if (m_breakdown)
         m_breakdown->setCost(cost);
     updateModelCurrency();

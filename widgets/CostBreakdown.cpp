@@ -1,5 +1,7 @@
 #include "CostBreakdown.h"
 
+#include "vocab/Format.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QClipboard>
@@ -15,19 +17,6 @@ namespace widelab {
 namespace {
 
 enum Column { Part, Stored, Active, Applied, Flops, Share, ColumnCount };
-
-// 18900000 -> "18.9M": three significant digits, as the CLI prints FLOPs.
-QString shortCount(double value)
-{
-    static const char* const units[] = {"", "k", "M", "G", "T", "P"};
-    int unit = 0;
-    double v = value;
-    while (std::abs(v) >= 999.5 && unit < 5) {
-        v /= 1000.0;
-        ++unit;
-    }
-    return unit == 0 ? QString::number(std::llround(value)) : QString::number(v, 'g', 3) + QLatin1String(units[unit]);
-}
 
 QTableWidgetItem* cell(const QString& text, bool number, bool bold)
 {
@@ -103,7 +92,7 @@ void CostBreakdown::setParts(const QList<CostPart>& parts, const CostPart& total
         m_table->setItem(row, Stored, cell(locale.toString(part.stored), true, bold));
         m_table->setItem(row, Active, cell(locale.toString(part.active), true, bold));
         m_table->setItem(row, Applied, cell(locale.toString(part.applied), true, bold));
-        m_table->setItem(row, Flops, cell(shortCount(part.flopsPerToken), true, bold));
+        m_table->setItem(row, Flops, cell(QString::fromStdString(shortCount(part.flopsPerToken)), true, bold));
         m_table->setItem(row, Share, cell(QString::number(share, 'f', 1) + QLatin1Char('%'), true, bold));
     };
     for (const CostPart& part : parts)

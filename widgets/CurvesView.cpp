@@ -2,6 +2,7 @@
 
 #include "CurveMath.h"
 #include "Palette.h"
+#include "vocab/Curves.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -116,18 +117,18 @@ CurvesView::CurvesView(QWidget* parent)
     layout->addWidget(scroll, 1);
 
     using Style = CurvePlot::SeriesStyle;
-    addChart(QStringLiteral("loss"), tr("Loss"), {QStringLiteral("loss"), QStringLiteral("validation_loss")},
+    addChart(QLatin1String(curve::kLoss), tr("Loss"), {QLatin1String(curve::kLoss), QLatin1String(curve::kValidationLoss)},
              {tr("train"), tr("validation")}, {Style::Smoothed, Style::Markers});
-    addChart(QStringLiteral("accuracy"), tr("Accuracy"),
-             {QStringLiteral("accuracy"), QStringLiteral("validation_accuracy")}, {tr("train"), tr("validation")},
+    addChart(QLatin1String(curve::kAccuracy), tr("Accuracy"),
+             {QLatin1String(curve::kAccuracy), QLatin1String(curve::kValidationAccuracy)}, {tr("train"), tr("validation")},
              {Style::Smoothed, Style::Markers});
-    addChart(QStringLiteral("balance_loss"), tr("Balance loss"), {QStringLiteral("balance_loss")}, {QString()},
+    addChart(QLatin1String(curve::kBalanceLoss), tr("Balance loss"), {QLatin1String(curve::kBalanceLoss)}, {QString()},
              {Style::Smoothed});
-    addChart(QStringLiteral("learning_rate"), tr("Learning rate"), {QStringLiteral("learning_rate")}, {QString()},
+    addChart(QLatin1String(curve::kLearningRate), tr("Learning rate"), {QLatin1String(curve::kLearningRate)}, {QString()},
              {Style::Exact});
-    addChart(QStringLiteral("gradient_norm"), tr("Gradient norm"), {QStringLiteral("gradient_norm")}, {QString()},
+    addChart(QLatin1String(curve::kGradientNorm), tr("Gradient norm"), {QLatin1String(curve::kGradientNorm)}, {QString()},
              {Style::Smoothed});
-    addChart(QStringLiteral("tokens_per_second"), tr("Tokens per second"), {QStringLiteral("tokens_per_second")},
+    addChart(QLatin1String(curve::kTokensPerSecond), tr("Tokens per second"), {QLatin1String(curve::kTokensPerSecond)},
              {QString()}, {Style::Smoothed});
     setCurrentChart(m_charts.front());
     relayout();
@@ -195,7 +196,7 @@ void CurvesView::setRunTraits(const QString& runId, const RunTraits& traits)
     if (run == m_runs.end())
         return;
     run->traits = traits;
-    CurvePlot* balance = chart(QStringLiteral("balance_loss"));
+    CurvePlot* balance = chart(QLatin1String(curve::kBalanceLoss));
     if (!drawsRun(balance, *run))
         balance->removeRun(runId);
     else if (!balance->hasRun(runId))
@@ -213,7 +214,7 @@ CurvesView::RunTraits CurvesView::runTraits(const QString& runId) const
 
 bool CurvesView::drawsRun(const CurvePlot* chart, const RunEntry& run) const
 {
-    return run.traits.hasExperts || chart != this->chart(QStringLiteral("balance_loss"));
+    return run.traits.hasExperts || chart != this->chart(QLatin1String(curve::kBalanceLoss));
 }
 
 void CurvesView::updateBalanceNote()
@@ -228,7 +229,7 @@ void CurvesView::updateBalanceNote()
                                   : tr("No run here has experts: no balance loss");
     else if (!without.isEmpty())
         note = tr("No experts, no balance loss: %1").arg(without.join(QStringLiteral(", ")));
-    chart(QStringLiteral("balance_loss"))->setNote(note);
+    chart(QLatin1String(curve::kBalanceLoss))->setNote(note);
 }
 
 void CurvesView::removeRun(const QString& runId)

@@ -3,6 +3,7 @@
 #include "CurvePlot.h"
 #include "Palette.h"
 #include "ViewExport.h"
+#include "vocab/Curves.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -34,11 +35,11 @@ struct CurveChoice {
 
 // Training loss first: it is there from a member's first steps, validations only every eval_every.
 const CurveChoice kCurveChoices[] = {
-    {"loss", QT_TRANSLATE_NOOP("widelab::StudiesView", "training loss"), CurvePlot::SeriesStyle::Smoothed},
-    {"validation_accuracy", QT_TRANSLATE_NOOP("widelab::StudiesView", "validation accuracy"),
+    {curve::kLoss, QT_TRANSLATE_NOOP("widelab::StudiesView", "training loss"), CurvePlot::SeriesStyle::Smoothed},
+    {curve::kValidationAccuracy, QT_TRANSLATE_NOOP("widelab::StudiesView", "validation accuracy"),
      CurvePlot::SeriesStyle::Markers},
-    {"validation_loss", QT_TRANSLATE_NOOP("widelab::StudiesView", "validation loss"), CurvePlot::SeriesStyle::Markers},
-    {"accuracy", QT_TRANSLATE_NOOP("widelab::StudiesView", "training accuracy"), CurvePlot::SeriesStyle::Smoothed},
+    {curve::kValidationLoss, QT_TRANSLATE_NOOP("widelab::StudiesView", "validation loss"), CurvePlot::SeriesStyle::Markers},
+    {curve::kAccuracy, QT_TRANSLATE_NOOP("widelab::StudiesView", "training accuracy"), CurvePlot::SeriesStyle::Smoothed},
 };
 
 QString statusText(const StudyMemberRow& member)

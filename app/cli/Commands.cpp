@@ -8,7 +8,7 @@
 #include "StudyCommand.h"
 #include "TensorBoardCommand.h"
 #include "TextTable.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
 #include "dist/World.h"

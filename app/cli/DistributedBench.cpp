@@ -3,7 +3,7 @@
 #include "ExecArguments.h"
 #include "TextTable.h"
 #include "config/Presets.h"
-#include "train/MetricsCodec.h"
+#include "vocab/MetricsCodec.h"
 #include "train/RunConfig.h"
 #include "train/RunLayout.h"
 

@@ -2,7 +2,7 @@
 
 #include "StopOnSignals.h"
 #include "TextTable.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "runtime/SystemError.h"

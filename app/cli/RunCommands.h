@@ -2,7 +2,7 @@
 // commands that train a run and read it back
 #pragma once
 
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <cstdint>
 #include <ostream>

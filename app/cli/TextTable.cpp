@@ -6,36 +6,6 @@
 
 namespace widelab {
 
-std::string groupDigits(std::int64_t value)
-{
-    // Through unsigned, so that the magnitude of INT64_MIN is representable.
-    const std::uint64_t magnitude = value < 0 ? 0 - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
-    const std::string digits = std::to_string(magnitude);
-    // Built forwards, a comma before each group of three from the right
-    // (inserting into the string instead draws a false GCC 12 -Wrestrict).
-    std::string grouped = value < 0 ? "-" : "";
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0)
-            grouped += ',';
-        grouped += digits[i];
-    }
-    return grouped;
-}
-
-std::string shortCount(double value)
-{
-    const char* suffixes[] = {"", "K", "M", "G", "T", "P"};
-    int index = 0;
-    // 999.5 and up prints as 1000 at three digits: move on to the next suffix.
-    while (std::abs(value) >= 999.5 && index < 5) {
-        value /= 1000.0;
-        ++index;
-    }
-    char text[32];
-    std::snprintf(text, sizeof text, index == 0 ? "%.0f%s" : "%.3g%s", value, suffixes[index]);
-    return text;
-}
-
 TextTable::TextTable(std::vector<std::string> header) { m_rows.push_back(std::move(header)); addRule(); }
 
 void TextTable::addRow(std::vector<std::string> cells) { m_rows.push_back(std::move(cells)); }

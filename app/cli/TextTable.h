@@ -1,5 +1,8 @@
-// defines: TextTable (aligned columns for terminal output), groupDigits, shortCount, durationText
+// defines: TextTable (aligned columns for terminal output), durationText; with
+// vocab/Format.h's groupDigits and shortCount, how the terminal writes numbers
 #pragma once
+
+#include "vocab/Format.h"
 
 #include <cstdint>
 #include <string>
@@ -7,10 +10,6 @@
 
 namespace widelab {
 
-// 12345678 -> "12,345,678"
-std::string groupDigits(std::int64_t value);
-// 12345678 -> "12.3M"
-std::string shortCount(double value);
 // 95 -> "1m35s", 3725 -> "1h02m" (a time left, a wall time)
 std::string durationText(double seconds);
 

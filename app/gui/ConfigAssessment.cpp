@@ -3,7 +3,7 @@
 
 #include "ConfigAssessment.h"
 
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "model/ParameterCount.h"
 #include "runtime/Runtime.h"
 #include "train/MemoryEstimate.h"

@@ -2,7 +2,7 @@
 // thread to the window: the core's plain-data snapshots (no tensors), by value
 #pragma once
 
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <QMetaType>
 #include <QString>

@@ -1,7 +1,7 @@
 #include "InsightConvert.h"
 
-#include "data/ByteText.h"
-#include "train/Snapshot.h"
+#include "vocab/ByteText.h"
+#include "vocab/Snapshot.h"
 
 namespace widelab {
 

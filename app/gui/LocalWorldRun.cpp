@@ -2,7 +2,7 @@
 
 #include "LogLine.h"
 #include "RunFollower.h"
-#include "train/MetricsCodec.h"
+#include "vocab/MetricsCodec.h"
 
 #include <QCoreApplication>
 #include <QDateTime>

@@ -18,6 +18,8 @@
 #include "ToolIcons.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
+#include "vocab/Curves.h"
+#include "vocab/Format.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -56,17 +58,6 @@ namespace widelab {
 namespace {
 
 constexpr int kRecentLimit = 10;
-
-QString humanBytes(double bytes)
-{
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int unit = 0;
-    while (bytes >= 1024.0 && unit < 4) {
-        bytes /= 1024.0;
-        ++unit;
-    }
-    return QStringLiteral("%1 %2").arg(bytes, 0, 'f', unit == 0 ? 0 : 1).arg(QLatin1String(units[unit]));
-}
 
 QString humanDuration(double seconds)
 {
@@ -902,7 +893,7 @@ bool MainWindow::openRun(const QString& directory)
     clearRunLabels();
     if (const RunRecord* r = record(absolute)) {
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
-        if (const QVector<CurvePoint> speed = r->curves.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
+        if (const QVector<CurvePoint> speed = r->curves.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
             m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
         showWorld(r->world);
     }
@@ -988,7 +979,7 @@ void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<q
             appendCurves(id, added);
     }
     m_insights->historyChanged(id);
-    if (const QVector<CurvePoint> speed = added.value(QStringLiteral("tokens_per_second")); !speed.isEmpty())
+    if (const QVector<CurvePoint> speed = added.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
         m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
     showWorld(it->world);
     showFollowedStep();
@@ -1190,7 +1181,7 @@ void MainWindow::onSnapshot(const TrainingSnapshot& s)
     m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
     m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
     m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
-    m_memoryLabel->setText(humanBytes(static_cast<double>(s.memoryBytes)));
+    m_memoryLabel->setText(QString::fromStdString(formatBytes(static_cast<double>(s.memoryBytes))));
     showWorld(s.world);
 }
 

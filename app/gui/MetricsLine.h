@@ -5,7 +5,7 @@
 #pragma once
 
 #include "InsightHistory.h"
-#include "train/MetricsCodec.h"
+#include "vocab/MetricsCodec.h"
 
 #include <QByteArray>
 #include <QHash>

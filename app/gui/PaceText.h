@@ -2,7 +2,7 @@
 // the status bar: how many, and which one the others wait for
 #pragma once
 
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <QString>
 

@@ -4,7 +4,7 @@
 #include "MetricsLine.h"
 #include "RunFiles.h"
 
-#include "train/Snapshot.h"
+#include "vocab/Curves.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -34,11 +34,13 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
 {
     CurveBatch added;
     // Evaluations happen right after a training snapshot: they share its time.
-    const CurvePoint lossPoint{step, m_lastSeconds, loss}, accuracyPoint{step, m_lastSeconds, accuracy};
-    curves[QStringLiteral("validation_loss")].append(lossPoint);
-    curves[QStringLiteral("validation_accuracy")].append(accuracyPoint);
-    added[QStringLiteral("validation_loss")].append(lossPoint);
-    added[QStringLiteral("validation_accuracy")].append(accuracyPoint);
+    const auto add = [&](const char* name, double value) {
+        const CurvePoint point{step, m_lastSeconds, value};
+        curves[QLatin1String(name)].append(point);
+        added[QLatin1String(name)].append(point);
+    };
+    add(curve::kValidationLoss, loss);
+    add(curve::kValidationAccuracy, accuracy);
     return added;
 }
 
@@ -59,13 +61,10 @@ CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
     insights->addState(toModelState(s));
     world = s.world;
     m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(s.step));
-    return addTrainingValues(static_cast<double>(s.step), s.wallSeconds,
-                             {{QStringLiteral("loss"), s.loss},
-                              {QStringLiteral("accuracy"), s.accuracy},
-                              {QStringLiteral("balance_loss"), s.balanceLoss},
-                              {QStringLiteral("learning_rate"), s.learningRate},
-                              {QStringLiteral("gradient_norm"), s.gradientNorm},
-                              {QStringLiteral("tokens_per_second"), s.tokensPerSecond}});
+    QHash<QString, double> values;
+    for (const TrainingCurve& curve : kTrainingCurves)
+        values.insert(QLatin1String(curve.name), s.*curve.value);
+    return addTrainingValues(static_cast<double>(s.step), s.wallSeconds, values);
 }
 
 CurveBatch RunRecord::addEvaluation(const EvaluationResult& r)

@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "train/LineTail.h"
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 namespace widelab {
 

@@ -2,7 +2,7 @@
 // views of a run that is not training (read from its newest checkpoint)
 #pragma once
 
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <QString>
 

@@ -10,6 +10,7 @@
 #include "study/StudyDocument.h"
 #include "study/StudyResults.h"
 #include "study/StudyRunner.h"
+#include "vocab/Curves.h"
 
 #include <QDir>
 #include <QFile>
@@ -77,8 +78,8 @@ StudiesPage::StudiesPage(StudiesView* view, QString studiesRoot, QWidget* dialog
                 if (double(step) <= m_loadedUntil.value(member, -1.0))
                     return;  // read from its run already
                 const double seconds = m_lastSeconds.value(member, 0.0);
-                m_view->appendCurve(member, QStringLiteral("validation_loss"), {{double(step), seconds, loss}});
-                m_view->appendCurve(member, QStringLiteral("validation_accuracy"), {{double(step), seconds, accuracy}});
+                m_view->appendCurve(member, QLatin1String(curve::kValidationLoss), {{double(step), seconds, loss}});
+                m_view->appendCurve(member, QLatin1String(curve::kValidationAccuracy), {{double(step), seconds, accuracy}});
             });
     connect(&m_controller, &StudyController::memberMessage, this,
             [this](const QString& member, const QString& level, const QString& text) {
@@ -231,8 +232,8 @@ void StudiesPage::onMemberProgress(const QString& member, qint64 step, qint64 to
     }
     const double at = m_timeBefore.value(member, 0.0) + seconds;
     m_lastSeconds.insert(member, at);
-    m_view->appendCurve(member, QStringLiteral("loss"), {{double(step), at, loss}});
-    m_view->appendCurve(member, QStringLiteral("accuracy"), {{double(step), at, accuracy}});
+    m_view->appendCurve(member, QLatin1String(curve::kLoss), {{double(step), at, loss}});
+    m_view->appendCurve(member, QLatin1String(curve::kAccuracy), {{double(step), at, accuracy}});
     m_view->setMemberProgress(member, step, total);
 }
 

@@ -1,6 +1,6 @@
 #include "StudyData.h"
 
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "study/BuiltinStudies.h"
 #include "study/StudyComparisons.h"
 #include "study/StudyDocument.h"

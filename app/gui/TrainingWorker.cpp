@@ -1,7 +1,7 @@
 // Torch first: Qt's `slots` macro would break its headers (this file is built
 // with QT_NO_KEYWORDS as well).
 #include "train/Trainer.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "data/Tokenizer.h"
 #include "runtime/CpuBlockCache.h"
 

@@ -1,6 +1,6 @@
 #include "JsonSection.h"
 
-#include "data/ByteText.h"
+#include "vocab/ByteText.h"
 
 #include <algorithm>
 #include <cmath>

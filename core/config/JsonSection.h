@@ -2,7 +2,7 @@
 // checks types and ranges, remembers which keys it read, and collects every problem
 #pragma once
 
-#include "ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "ConfigSchema.h"
 
 #include <nlohmann/json.hpp>

@@ -2,8 +2,8 @@
 // depth, width, experts, paths and sharing, with its JSON reading, writing and checks
 #pragma once
 
-#include "ConfigError.h"
-#include "JsonText.h"
+#include "vocab/ConfigError.h"
+#include "vocab/JsonText.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "Presets.h"
 
-#include "ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "JsonSection.h"
 #include "ResourceFolder.h"
 

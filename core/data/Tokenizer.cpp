@@ -1,6 +1,6 @@
 #include "Tokenizer.h"
 
-#include "ByteText.h"
+#include "vocab/ByteText.h"
 
 #include <algorithm>
 #include <cstring>
@@ -38,7 +38,7 @@ std::string tokenProblem(TokenizerKind kind, const std::string& token)
         return "a byte tokenizer has no vocabulary";
     case TokenizerKind::Character: {
         std::size_t length = 0;
-        detail::decodeUtf8(token, 0, length);
+        decodeUtf8(token, 0, length);
         return length == token.size() ? "" : "\"" + displayText(token) + "\" is not a single character";
     }
     case TokenizerKind::Word: {
@@ -89,79 +89,9 @@ std::optional<TokenizerKind> tokenizerKindFromString(std::string_view name)
 
 namespace detail {
 
-char32_t decodeUtf8(std::string_view text, std::size_t pos, std::size_t& length)
-{
-    length = 0;
-    const std::size_t n = text.size();
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-    const unsigned char b0 = byte(pos);
-    if (b0 < 0x80) {
-        length = 1;
-        return b0;
-    }
-    std::size_t need = 0;
-    char32_t c = 0;
-    // The allowed range of the second byte rules out overlong forms, surrogates and code points above U+10FFFF.
-    unsigned char low = 0x80, high = 0xbf;
-    if (b0 >= 0xc2 && b0 <= 0xdf) {
-        need = 1;
-        c = b0 & 0x1f;
-    } else if (b0 >= 0xe0 && b0 <= 0xef) {
-        need = 2;
-        c = b0 & 0x0f;
-        if (b0 == 0xe0)
-            low = 0xa0;
-        if (b0 == 0xed)
-            high = 0x9f;
-    } else if (b0 >= 0xf0 && b0 <= 0xf4) {
-        need = 3;
-        c = b0 & 0x07;
-        if (b0 == 0xf0)
-            low = 0x90;
-        if (b0 == 0xf4)
-            high = 0x8f;
-    } else {
-        return 0;
-    }
-    if (pos + need >= n)
-        return 0;  // truncated
-    for (std::size_t k = 1; k <= need; ++k) {
-        const unsigned char b = byte(pos + k);
-        if (b < (k == 1 ? low : 0x80) || b > (k == 1 ? high : 0xbf))
-            return 0;
-        c = (c << 6) | (b & 0x3f);
-    }
-    length = need + 1;
-    return c;
-}
-
 void throwInvalidUtf8(std::size_t offset) { throw InvalidUtf8(offset); }
 
 }  // namespace detail
-
-std::size_t findInvalidUtf8(std::string_view text)
-{
-    const std::size_t n = text.size();
-    std::size_t i = 0;
-    while (i < n) {
-        // Skip ASCII eight bytes at a time where possible.
-        while (i + 8 <= n) {
-            std::uint64_t word = 0;
-            std::memcpy(&word, text.data() + i, sizeof word);
-            if (word & 0x8080808080808080ULL)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        std::size_t length = 0;
-        detail::decodeUtf8(text, i, length);
-        if (length == 0)
-            return i;
-        i += length;
-    }
-    return std::string_view::npos;
-}
 
 Tokenizer::Tokenizer(TokenizerKind kind, std::vector<std::string> tokens) : m_kind(kind), m_tokens(std::move(tokens))
 {
@@ -169,7 +99,7 @@ Tokenizer::Tokenizer(TokenizerKind kind, std::vector<std::string> tokens) : m_ki
         const std::int64_t id = kFirstToken + static_cast<std::int64_t>(i);
         if (m_kind == TokenizerKind::Character) {
             std::size_t length = 0;
-            m_codePointIds.emplace(detail::decodeUtf8(m_tokens[i], 0, length), id);
+            m_codePointIds.emplace(decodeUtf8(m_tokens[i], 0, length), id);
         } else {
             m_ids.emplace(m_tokens[i], id);
         }

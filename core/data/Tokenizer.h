@@ -1,6 +1,8 @@
 // defines: DataError, InvalidUtf8, TokenizerKind, Tokenizer (text <-> token ids, saved as JSON with a run),
-// VocabularyBuilder (frequency-ranked Character/Word vocabularies), findInvalidUtf8
+// VocabularyBuilder (frequency-ranked Character/Word vocabularies)
 #pragma once
+
+#include "vocab/Utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -46,9 +48,6 @@ enum class TokenizerKind { Byte, Character, Word, Fixed };
 std::string toString(TokenizerKind kind);
 std::optional<TokenizerKind> tokenizerKindFromString(std::string_view name);
 
-// Offset of the first byte of the first invalid UTF-8 sequence in `text` (truncated or overlong sequences,
-// surrogates, code points above U+10FFFF, stray continuation bytes), or std::string_view::npos when it is valid.
-std::size_t findInvalidUtf8(std::string_view text);
 
 namespace detail {
 
@@ -60,9 +59,6 @@ struct StringHash {
 template <typename Value>
 using StringMap = std::unordered_map<std::string, Value, StringHash, std::equal_to<>>;
 
-// Decodes the UTF-8 sequence at text[pos]: returns its code point and sets `length` to its byte count (1..4),
-// or sets `length` to 0 when the sequence is invalid.
-char32_t decodeUtf8(std::string_view text, std::size_t pos, std::size_t& length);
 
 inline bool isAsciiSpace(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 inline bool isWordByte(unsigned char c)

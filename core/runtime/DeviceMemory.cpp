@@ -128,15 +128,5 @@ void releaseCachedDeviceMemory(const c10::Device& device)
     (void)device;
 }
 
-std::string formatBytes(std::int64_t bytes)
-{
-    char text[32];
-    const double value = static_cast<double>(bytes);
-    if (value >= 1024.0 * 1024.0 * 1024.0)
-        std::snprintf(text, sizeof text, "%.2f GiB", value / (1024.0 * 1024.0 * 1024.0));
-    else
-        std::snprintf(text, sizeof text, "%.1f MiB", value / (1024.0 * 1024.0));
-    return text;
-}
 
 }  // namespace widelab

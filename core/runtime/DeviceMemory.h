@@ -35,7 +35,4 @@ void releaseCachedDeviceMemory(const c10::Device& device);
 // (a container) leaves less. 0 when it cannot be told.
 std::int64_t availableMemory(const c10::Device& device);
 
-// "1.23 GiB", "512.0 MiB": sizes for messages.
-std::string formatBytes(std::int64_t bytes);
-
 }  // namespace widelab

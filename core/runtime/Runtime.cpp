@@ -2,6 +2,7 @@
 
 #include "CpuBlockCache.h"
 #include "FastPaths.h"
+#include "vocab/Format.h"
 
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
@@ -169,9 +170,7 @@ std::vector<DeviceInfo> availableDevices()
 #ifdef WIDELAB_TORCH_CUDA
         const cudaDeviceProp* properties = at::cuda::getDeviceProperties(static_cast<int>(i));
         gpu.memoryBytes = static_cast<std::int64_t>(properties->totalGlobalMem);
-        char memory[32];
-        std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(gpu.memoryBytes) / (1024.0 * 1024.0 * 1024.0));
-        gpu.label += std::string(": ") + properties->name + " (" + memory + ")";
+        gpu.label += std::string(": ") + properties->name + " (" + formatBytes(static_cast<double>(gpu.memoryBytes)) + ")";
 #endif
         devices.push_back(gpu);
     }

@@ -1,6 +1,6 @@
 #include "BuiltinStudies.h"
 
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/JsonSection.h"
 #include "config/ResourceFolder.h"
 

@@ -2,10 +2,10 @@
 
 #include "BuiltinStudies.h"
 #include "StudyResults.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/ConfigSchema.h"
 #include "config/JsonSection.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "config/ResourceFolder.h"
 
 #include <fstream>

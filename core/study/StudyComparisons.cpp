@@ -1,7 +1,7 @@
 #include "StudyComparisons.h"
 
 #include "StudyDocument.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/ConfigSchema.h"
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 
 #include "config/ConfigSchema.h"
 #include "config/JsonSection.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "config/ModelConfig.h"
 #include "config/Presets.h"
 #include "model/ParameterCount.h"

@@ -4,7 +4,7 @@
 // named, and its expansion into members, each an ordinary run document
 #pragma once
 
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 
 #include <nlohmann/json.hpp>
 

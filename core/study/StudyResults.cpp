@@ -2,8 +2,8 @@
 
 #include "StudyComparisons.h"
 #include "StudyLayout.h"
-#include "config/ConfigError.h"
-#include "config/JsonText.h"
+#include "vocab/ConfigError.h"
+#include "vocab/JsonText.h"
 #include "train/Checkpoint.h"
 #include "train/RunLayout.h"
 

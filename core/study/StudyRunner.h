@@ -6,7 +6,7 @@
 
 #include "StudyDocument.h"
 #include "StudyResults.h"
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <atomic>
 #include <cstdint>

@@ -2,7 +2,7 @@
 #include "task/TaskKinds.h"
 
 #include "train/RunLayout.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "data/Tokenizer.h"
 #include "train/RunDirectory.h"
 

@@ -4,6 +4,7 @@
 #include "data/ListOps.h"
 #include "runtime/Clock.h"
 #include "runtime/DeviceMemory.h"
+#include "vocab/Format.h"
 
 
 namespace widelab {

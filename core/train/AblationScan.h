@@ -4,7 +4,7 @@
 // a probe's prediction (`widelab-cli ablate`, the app's Ablation page)
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "model/Ablation.h"
 #include "config/ModelConfig.h"
 

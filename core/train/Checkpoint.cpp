@@ -1,7 +1,7 @@
 #include "Checkpoint.h"
 
 #include "OptimizerState.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "runtime/SystemError.h"
 
 #include <torch/serialize.h>

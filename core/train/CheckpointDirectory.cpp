@@ -3,6 +3,7 @@
 #include "RunLayout.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/SystemError.h"
+#include "vocab/Format.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -19,8 +20,8 @@ std::optional<std::string> lowSpaceText(const std::filesystem::path& folder, std
 {
     if (available >= 2 * checkpointBytes)
         return std::nullopt;
-    return "the disk holding " + folder.string() + " has " + formatBytes(static_cast<std::int64_t>(available))
-           + " free, room for fewer than two more checkpoints of " + formatBytes(static_cast<std::int64_t>(checkpointBytes))
+    return "the disk holding " + folder.string() + " has " + formatBytes(static_cast<double>(available))
+           + " free, room for fewer than two more checkpoints of " + formatBytes(static_cast<double>(checkpointBytes))
            + ": make room, or the run stops when a save finds the disk full (its last checkpoint kept)";
 }
 

@@ -1,7 +1,7 @@
 #include "ExportSet.h"
 
 #include "Checkpoint.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "runtime/Sha256.h"
 #include "runtime/SystemError.h"
 

@@ -3,7 +3,7 @@
 // detector, extended): 0..1 per role, averaged over the queries of a sample
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <torch/types.h>
 

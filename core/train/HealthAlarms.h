@@ -4,7 +4,7 @@
 // weight falls towards zero); the alarms go to the log and to metrics.jsonl
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <map>
 #include <tuple>

@@ -2,7 +2,7 @@
 // snapshot, computed from a ForwardTrace and the model's parameters
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "model/ForwardTrace.h"
 #include "model/WideTransformer.h"
 

@@ -5,6 +5,7 @@
 #include "model/Router.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/FastPaths.h"
+#include "vocab/Format.h"
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 #include "MetricsWriter.h"
 
 #include "Checkpoint.h"
-#include "MetricsCodec.h"
-#include "config/JsonText.h"
+#include "vocab/MetricsCodec.h"
+#include "vocab/JsonText.h"
 #include "runtime/SystemError.h"
 
 #include <fcntl.h>

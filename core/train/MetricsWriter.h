@@ -2,7 +2,7 @@
 // one line (MetricsCodec.h) per snapshot, evaluation, probe and validation insight
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <cstdint>
 #include <filesystem>

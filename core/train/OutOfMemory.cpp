@@ -3,6 +3,7 @@
 #include "model/ParameterCount.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Runtime.h"
+#include "vocab/Format.h"
 
 #include <c10/util/Exception.h>
 
@@ -28,11 +29,8 @@ std::string outOfMemoryMessage(const std::string& where, const c10::Device& devi
 {
     const double stored = static_cast<double>(modelCost(model).total.stored);
     // fp32 weights and gradients, and AdamW's two moments: 16 bytes a parameter.
-    const auto state = static_cast<std::int64_t>(stored * 16.0);
     std::string text = "out of memory on " + device.str() + " in " + where + ": the model (";
-    char parameters[32];
-    std::snprintf(parameters, sizeof parameters, "%.1fM", stored / 1e6);
-    text += parameters + std::string(" parameters, ") + formatBytes(state)
+    text += shortCount(stored) + " parameters, " + formatBytes(stored * 16.0)
             + " with gradients and optimizer state) with a batch of " + std::to_string(batch) + " x "
             + std::to_string(sequence) + " tokens did not fit";
     for (const DeviceInfo& info : availableDevices())

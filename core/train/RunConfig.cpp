@@ -1,7 +1,7 @@
 #include "RunConfig.h"
 
 #include "config/JsonSection.h"
-#include "data/ByteText.h"
+#include "vocab/ByteText.h"
 #include "data/ListOps.h"
 #include "data/Tokenizer.h"
 #include "runtime/SystemError.h"

@@ -2,7 +2,7 @@
 // that join `model` in a run's JSON document, with their reading and checks
 #pragma once
 
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/ModelConfig.h"
 
 #include <nlohmann/json.hpp>

@@ -5,12 +5,12 @@
 
 #include "CheckpointDirectory.h"
 #include "Measurements.h"
-#include "MetricsCodec.h"
+#include "vocab/MetricsCodec.h"
 #include "MetricsWriter.h"
 #include "RunLayout.h"
 #include "RunLock.h"
-#include "config/JsonText.h"
-#include "data/ByteText.h"
+#include "vocab/JsonText.h"
+#include "vocab/ByteText.h"
 #include "runtime/SystemError.h"
 
 #include <algorithm>

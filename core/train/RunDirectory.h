@@ -4,7 +4,7 @@
 
 #include "Checkpoint.h"
 #include "RunConfig.h"
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "data/Images.h"
 #include "data/Tokenizer.h"
 #include "model/WideTransformer.h"

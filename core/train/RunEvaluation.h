@@ -2,7 +2,7 @@
 // split, read-only (`widelab-cli eval` and a study's test measure)
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "data/Datasets.h"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include "Checkpoint.h"
 #include "RunLayout.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 
 #include <array>
 #include <cerrno>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "RunStatus.h"
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <chrono>
 #include <filesystem>

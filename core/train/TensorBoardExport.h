@@ -5,8 +5,8 @@
 #pragma once
 
 #include "LineTail.h"
-#include "MetricsCodec.h"
-#include "Snapshot.h"
+#include "vocab/MetricsCodec.h"
+#include "vocab/Snapshot.h"
 #include "data/ImageCodec.h"
 #include "log/TensorBoardWriter.h"
 

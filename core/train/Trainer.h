@@ -5,7 +5,7 @@
 #include "Checkpoint.h"
 #include "Measurements.h"
 #include "RunConfig.h"
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "TrainingControl.h"
 #include "data/Batch.h"
 #include "task/TaskData.h"

@@ -3,7 +3,7 @@
 // probes, what each expert receives), from inspecting passes over a fixed sample
 #pragma once
 
-#include "Snapshot.h"
+#include "vocab/Snapshot.h"
 #include "data/Batch.h"
 #include "model/WideTransformer.h"
 

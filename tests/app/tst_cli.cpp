@@ -1,5 +1,5 @@
-// Tests the widelab-cli commands (app/cli/Commands) through runCli, and TextTable,
-// groupDigits and shortCount (app/cli/TextTable).
+// Tests the widelab-cli commands (app/cli/Commands) through runCli, and TextTable
+// (app/cli/TextTable).
 #include "TestSupport.h"
 #include "Commands.h"
 #include "TextTable.h"
@@ -197,10 +197,6 @@ private Q_SLOTS:
     void exportTbReportsBadInput();
     void exportWritesSafetensorsOrPickleAndSidecars();
 
-    void groupDigits_data();
-    void groupDigits();
-    void shortCount_data();
-    void shortCount();
     void textTableRendersExactly();
     void textTableAlignsColumns();
 };
@@ -1099,53 +1095,6 @@ void TestCli::benchText()
 }
 
 // ---------------------------------------------------------------- TextTable
-
-void TestCli::groupDigits_data()
-{
-    QTest::addColumn<qint64>("value");
-    QTest::addColumn<QString>("expected");
-
-    QTest::newRow("0") << qint64(0) << "0";
-    QTest::newRow("999") << qint64(999) << "999";
-    QTest::newRow("1000") << qint64(1000) << "1,000";
-    QTest::newRow("100000") << qint64(100000) << "100,000";
-    QTest::newRow("1234567") << qint64(1234567) << "1,234,567";
-    QTest::newRow("12345678") << qint64(12345678) << "12,345,678";
-    QTest::newRow("-999") << qint64(-999) << "-999";
-    QTest::newRow("-1000") << qint64(-1000) << "-1,000";
-    QTest::newRow("-1234567") << qint64(-1234567) << "-1,234,567";
-    QTest::newRow("int64 max") << qint64(std::numeric_limits<std::int64_t>::max()) << "9,223,372,036,854,775,807";
-}
-
-void TestCli::groupDigits()
-{
-    QFETCH(qint64, value);
-    QFETCH(QString, expected);
-    QCOMPARE(q(widelab::groupDigits(value)), expected);
-}
-
-void TestCli::shortCount_data()
-{
-    QTest::addColumn<double>("value");
-    QTest::addColumn<QString>("expected");
-
-    QTest::newRow("0") << 0.0 << "0";
-    QTest::newRow("999") << 999.0 << "999";
-    QTest::newRow("1000") << 1000.0 << "1K";
-    QTest::newRow("1500") << 1500.0 << "1.5K";
-    QTest::newRow("12345678") << 12345678.0 << "12.3M";  // the example in TextTable.h
-    QTest::newRow("2514954") << 2514954.0 << "2.51M";
-    QTest::newRow("1e9") << 1.0e9 << "1G";
-    QTest::newRow("-2500") << -2500.0 << "-2.5K";
-    QTest::newRow("999999") << 999999.0 << "1M";
-}
-
-void TestCli::shortCount()
-{
-    QFETCH(double, value);
-    QFETCH(QString, expected);
-    QCOMPARE(q(widelab::shortCount(value)), expected);
-}
 
 void TestCli::textTableRendersExactly()
 {

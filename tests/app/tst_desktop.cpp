@@ -21,7 +21,7 @@
 #include "TrainingController.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <QAction>
 #include <QApplication>

@@ -2,9 +2,9 @@
 // JsonSection (typed reading, null, did-you-mean), JsonText (bounded nesting, repeated
 // keys), size bounds, warnings, ConfigError, and the shipped presets.
 #include "TestSupport.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/JsonSection.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "config/ModelConfig.h"
 #include "model/ParameterCount.h"
 #include "config/Presets.h"

@@ -3,9 +3,9 @@
 // null, repeated keys and deep nesting in any section, absurd sizes, and the warnings;
 // and the run directory's own files go through the same bounded parser.
 #include "TestSupport.h"
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "config/ConfigSchema.h"
-#include "config/JsonText.h"
+#include "vocab/JsonText.h"
 #include "config/Presets.h"
 #include "data/ListOps.h"
 #include "model/ParameterCount.h"

@@ -2,7 +2,7 @@
 // the byte tokenizer, CR line endings, a data file that gains a label, a stop
 // between two metrics lines, a run too large for the machine, and ListOps sizes.
 #include "TestSupport.h"
-#include "data/ByteText.h"
+#include "vocab/ByteText.h"
 #include "data/Datasets.h"
 #include "runtime/DeviceMemory.h"
 #include "train/RunDirectory.h"

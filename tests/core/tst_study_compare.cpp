@@ -4,7 +4,7 @@
 // the schema, the figure's `when` included), the deep/wide latency ratio from
 // known members (worked out by hand), the report's sections, and the shipped
 // figures against the numbers printed in the papers.
-#include "config/ConfigError.h"
+#include "vocab/ConfigError.h"
 #include "study/BuiltinStudies.h"
 #include "study/PaperFigures.h"
 #include "study/StudyComparisons.h"

@@ -3,7 +3,7 @@
 // tests include none)
 #pragma once
 
-#include "train/Snapshot.h"
+#include "vocab/Snapshot.h"
 
 #include <cstdint>
 

@@ -1,7 +1,9 @@
 #include "MetricsCodec.h"
 
-#include "config/JsonText.h"
-#include "data/ByteText.h"
+#include "ByteText.h"
+#include "Curves.h"
+#include "JsonText.h"
+#include "Utf8.h"
 
 #include <cmath>
 #include <cstdint>
@@ -52,13 +54,7 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"type", "train"},
         {"step", s.step},
         {"wall_seconds", s.wallSeconds},
-        {"loss", s.loss},
         {"task_loss", s.taskLoss},
-        {"balance_loss", s.balanceLoss},
-        {"accuracy", s.accuracy},
-        {"learning_rate", s.learningRate},
-        {"gradient_norm", s.gradientNorm},
-        {"tokens_per_second", s.tokensPerSecond},
         {"step_seconds", s.stepSeconds},
         {"memory_kind", s.memoryKind},
         {"memory_bytes", s.memoryBytes},
@@ -74,6 +70,8 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"paths", paths},
         {"alarms", alarms},
     };
+    for (const TrainingCurve& curve : kTrainingCurves)
+        line[curve.name] = s.*curve.value;
     if (s.world.size > 1) {  // a distributed run's: a run of one process writes the lines it always wrote
         line["world_size"] = s.world.size;
         line["rank_compute_seconds"] = s.world.computeSeconds;
@@ -474,22 +472,14 @@ void decodeTrain(const Json& json, MetricsRecord& record)
         if (s.wallSeconds < 0)
             refuse("\"wall_seconds\" is " + shown(wall) + ", below 0");
     }
-    for (const std::string& name : trainingCurveNames())
-        if (const Json* value = member(json, name.c_str()))
-            record.values[name] = number(value, name);
-    auto value = [&](const char* name) {
-        if (const auto found = record.values.find(name); found != record.values.end())
-            return found->second;
-        const Json* written = member(json, name);  // not a curve, still checked
+    for (const TrainingCurve& curve : kTrainingCurves)
+        if (const Json* value = member(json, curve.name))
+            s.*curve.value = record.values[curve.name] = number(value, curve.name);
+    auto value = [&](const char* name) {  // not a curve, still checked
+        const Json* written = member(json, name);
         return written == nullptr ? 0.0 : number(written, name);
     };
-    s.loss = value("loss");
     s.taskLoss = value("task_loss");
-    s.balanceLoss = value("balance_loss");
-    s.accuracy = value("accuracy");
-    s.learningRate = value("learning_rate");
-    s.gradientNorm = value("gradient_norm");
-    s.tokensPerSecond = value("tokens_per_second");
     s.stepSeconds = value("step_seconds");
     s.measurementSeconds = value("measurement_seconds");
     // Memory as deviceMemory() measured it: passed over (left 0) rather than refused
@@ -875,61 +865,14 @@ void decodeInsights(const Json& json, MetricsRecord& record)
     record.step = v.step;
 }
 
-// The offset of the first byte that is not part of valid UTF-8, or -1.
-std::ptrdiff_t invalidUtf8At(std::string_view bytes)
-{
-    const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-    const auto size = static_cast<std::ptrdiff_t>(bytes.size());
-    for (std::ptrdiff_t i = 0; i < size;) {
-        const unsigned char b = p[i];
-        int more = 0;
-        unsigned int lowest = 0;
-        if (b < 0x80) {
-            ++i;
-            continue;
-        }
-        if (b >= 0xC2 && b <= 0xDF) {
-            more = 1;
-            lowest = 0x80;
-        } else if (b >= 0xE0 && b <= 0xEF) {
-            more = 2;
-            lowest = 0x800;
-        } else if (b >= 0xF0 && b <= 0xF4) {
-            more = 3;
-            lowest = 0x10000;
-        } else {
-            return i;
-        }
-        if (i + more >= size)
-            return i;  // cut off inside a character
-        unsigned int code = b & (0x3Fu >> more);
-        for (int k = 1; k <= more; ++k) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return i;
-            code = (code << 6) | (p[i + k] & 0x3Fu);
-        }
-        if (code < lowest || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-            return i;
-        i += more + 1;
-    }
-    return -1;
-}
-
 }  // namespace
-
-const std::vector<std::string>& trainingCurveNames()
-{
-    static const std::vector<std::string> names{"loss",          "accuracy",      "balance_loss",
-                                                "learning_rate", "gradient_norm", "tokens_per_second"};
-    return names;
-}
 
 std::optional<MetricsRecord> decodeMetricsLine(std::string_view bytes, std::string* reason)
 {
     try {
-        if (const std::ptrdiff_t bad = invalidUtf8At(bytes); bad >= 0) {
+        if (const std::size_t bad = findInvalidUtf8(bytes); bad != std::string_view::npos) {
             char hex[8];
-            std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned>(static_cast<unsigned char>(bytes[static_cast<std::size_t>(bad)])));
+            std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned>(static_cast<unsigned char>(bytes[bad])));
             refuse("not valid UTF-8 (byte " + std::to_string(bad + 1) + " of the line is 0x" + hex + ")");
         }
         std::string error;

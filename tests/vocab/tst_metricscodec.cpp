@@ -1,11 +1,11 @@
-// Tests of train/MetricsCodec: metrics.jsonl's writer and reader. Every field a
+// Tests of vocab/MetricsCodec: metrics.jsonl's writer and reader. Every field a
 // trainer writes comes back (round trip, non-finite values as NaN); lines written
 // by hand as docs/run-directory.md describes them are read; and a line that is
 // damaged is refused with the reason in words, naming where: not UTF-8, not JSON,
 // a step outside 0..2^53, a wrong type, shapes that do not agree.
 #include "SampleSnapshot.h"
-#include "data/ByteText.h"
-#include "train/MetricsCodec.h"
+#include "vocab/ByteText.h"
+#include "vocab/MetricsCodec.h"
 
 #include <QtTest>
 

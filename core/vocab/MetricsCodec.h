@@ -1,4 +1,4 @@
-// defines: MetricsRecord, decodeMetricsLine, encodeMetricsLine, kMaxMetricsStep:
+// defines: MetricsRecord, decodeMetricsLine, encodeMetricsLine, toJson, kMaxMetricsStep:
 // metrics.jsonl's one writer and one reader (docs/run-directory.md). The writer is
 // what the trainer and keepProbe append; the reader checks a line at the boundary:
 // what passes is what a view may draw, what does not is refused with the reason in
@@ -6,6 +6,8 @@
 #pragma once
 
 #include "Snapshot.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
@@ -39,9 +41,6 @@ struct MetricsRecord {
     ValidationInsights insights;
 };
 
-// The values of a train line that are curves, as written.
-const std::vector<std::string>& trainingCurveNames();
-
 // Decodes one line (without its '\n'). nullopt with *reason set (a phrase such as
 // `"step" is 1e+308, not a whole number from 0 to 2^53`) when the line is not
 // valid UTF-8, not a JSON object, or a train, eval or probe line whose fields have
@@ -58,5 +57,11 @@ std::string encodeMetricsLine(const TrainingSnapshot& snapshot);
 std::string encodeMetricsLine(const EvaluationResult& result);
 std::string encodeMetricsLine(const ProbeResult& result);
 std::string encodeMetricsLine(const ValidationInsights& insights);
+
+// Each as its line of metrics.jsonl, as JSON.
+nlohmann::json toJson(const TrainingSnapshot& snapshot);
+nlohmann::json toJson(const EvaluationResult& result);
+nlohmann::json toJson(const ProbeResult& result);
+nlohmann::json toJson(const ValidationInsights& insights);
 
 }  // namespace widelab

@@ -1,6 +1,6 @@
 #include "ByteText.h"
 
-#include "Tokenizer.h"
+#include "Utf8.h"
 
 namespace widelab {
 namespace {
@@ -29,7 +29,7 @@ std::string legibleBytes(std::string_view bytes)
     for (std::size_t i = 0; i < bytes.size();) {
         std::size_t length = 1;
         if (static_cast<unsigned char>(bytes[i]) >= 0x80)
-            detail::decodeUtf8(bytes, i, length);
+            decodeUtf8(bytes, i, length);
         if (length == 0) {
             text += hexByte(static_cast<unsigned char>(bytes[i]));
             ++i;

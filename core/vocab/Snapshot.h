@@ -4,8 +4,6 @@
 // as plain C++ data (no tensors), for observers and metrics.jsonl
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -199,12 +197,5 @@ public:
     // snapshots come every log_every steps, so the last one may tell of fewer.
     virtual void onPaused(std::int64_t step) { (void)step; }
 };
-
-// Each as its line of metrics.jsonl: the writer, defined with the reader in
-// MetricsCodec.cpp (encodeMetricsLine gives the line's text).
-nlohmann::json toJson(const TrainingSnapshot& snapshot);
-nlohmann::json toJson(const EvaluationResult& result);
-nlohmann::json toJson(const ProbeResult& result);
-nlohmann::json toJson(const ValidationInsights& insights);
 
 }  // namespace widelab

@@ -1,0 +1,19 @@
+// defines: decodeUtf8, findInvalidUtf8: UTF-8 read strictly (no overlong forms,
+// surrogates or code points above U+10FFFF), for tokenizers, display and the
+// metrics file alike
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+namespace widelab {
+
+// Decodes the UTF-8 sequence at text[pos]: returns its code point and sets `length` to its byte count (1..4),
+// or sets `length` to 0 when the sequence is invalid.
+char32_t decodeUtf8(std::string_view text, std::size_t pos, std::size_t& length);
+
+// Offset of the first byte of the first invalid UTF-8 sequence in `text` (truncated or overlong sequences,
+// surrogates, code points above U+10FFFF, stray continuation bytes), or std::string_view::npos when it is valid.
+std::size_t findInvalidUtf8(std::string_view text);
+
+}  // namespace widelab
