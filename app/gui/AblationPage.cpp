@@ -3,7 +3,7 @@
 #include "train/AblationScan.h"
 #include "train/RunDirectory.h"
 
-#include "AblationView.h"
+#include "insights/AblationView.h"
 
 #include <QFileInfo>
 #include <QMetaObject>

@@ -2,8 +2,8 @@
 // about a configuration as the user edits it (problems by key, cost, diagram)
 #pragma once
 
-#include "ArchitectureSketch.h"
-#include "ConfigTypes.h"
+#include "configuration/ArchitectureSketch.h"
+#include "configuration/ConfigTypes.h"
 
 #include <QJsonObject>
 #include <QList>

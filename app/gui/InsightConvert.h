@@ -3,7 +3,7 @@
 // read back from disk alike (MetricsLine.h decodes a line into the core's types first)
 #pragma once
 
-#include "InsightHistory.h"
+#include "insights/InsightHistory.h"
 
 namespace widelab {
 

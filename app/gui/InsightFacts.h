@@ -3,7 +3,7 @@
 // attention map is)
 #pragma once
 
-#include "InsightHistory.h"
+#include "insights/InsightHistory.h"
 
 #include <QJsonObject>
 

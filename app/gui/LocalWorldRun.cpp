@@ -1,6 +1,6 @@
 #include "LocalWorldRun.h"
 
-#include "LogLine.h"
+#include "configuration/LogLine.h"
 #include "RunFollower.h"
 #include "vocab/MetricsCodec.h"
 

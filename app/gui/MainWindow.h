@@ -3,7 +3,7 @@
 // TrainingController. Each view is its own class; this one only wires them.
 #pragma once
 
-#include "ArchitectureSketch.h"
+#include "configuration/ArchitectureSketch.h"
 #include "PaceText.h"
 #include "RunFollower.h"
 #include "RunRecord.h"

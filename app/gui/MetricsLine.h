@@ -4,7 +4,7 @@
 // converted into the views' types as a live snapshot is (InsightConvert.h)
 #pragma once
 
-#include "InsightHistory.h"
+#include "insights/InsightHistory.h"
 #include "vocab/MetricsCodec.h"
 
 #include <QByteArray>

@@ -2,8 +2,8 @@
 // filled live from snapshots or read back from RUN_DIR/metrics.jsonl
 #pragma once
 
-#include "CurvePoint.h"
-#include "InsightHistory.h"
+#include "curves/CurvePoint.h"
+#include "insights/InsightHistory.h"
 
 #include <QHash>
 #include <QString>

@@ -2,7 +2,7 @@
 // panel's plain field descriptions, and a document resolved by the core
 #pragma once
 
-#include "ConfigTypes.h"
+#include "configuration/ConfigTypes.h"
 
 #include <QJsonObject>
 #include <QList>

@@ -1,10 +1,10 @@
 #include "StudiesPage.h"
 
-#include "CurveMath.h"
+#include "curves/CurveMath.h"
 #include "RunRecord.h"
 #include "SchemaFields.h"
-#include "StudiesView.h"
-#include "StudyBuilderDialog.h"
+#include "studies/StudiesView.h"
+#include "studies/StudyBuilderDialog.h"
 #include "StudyData.h"
 #include "study/BuiltinStudies.h"
 #include "study/StudyDocument.h"

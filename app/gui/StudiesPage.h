@@ -4,7 +4,7 @@
 #pragma once
 
 #include "StudyController.h"
-#include "StudyTypes.h"
+#include "studies/StudyTypes.h"
 
 #include <QHash>
 #include <QJsonObject>

@@ -3,8 +3,8 @@
 // (core/study) and converted into the Studies tab's plain types
 #pragma once
 
-#include "StudiesView.h"
-#include "StudyTypes.h"
+#include "studies/StudiesView.h"
+#include "studies/StudyTypes.h"
 
 #include <QJsonObject>
 #include <QString>

@@ -4,9 +4,9 @@
 // after the end and resumes), and the window following a real `widelab-cli train`
 // process live, through a kill and a resume that trims metrics.jsonl, without
 // ever taking the run's lock. Runs offscreen; no torch header is included here.
-#include "CurvePlot.h"
-#include "CurvesView.h"
-#include "LogPanel.h"
+#include "curves/CurvePlot.h"
+#include "curves/CurvesView.h"
+#include "configuration/LogPanel.h"
 #include "MainWindow.h"
 #include "RunFollower.h"
 #include "TrainingController.h"

@@ -7,11 +7,11 @@
 // Runs offscreen; no torch header is included here.
 #include "MainWindow.h"
 #include "StudiesPage.h"
-#include "StudiesView.h"
-#include "StudyBuilderDialog.h"
-#include "StudyChart.h"
+#include "studies/StudiesView.h"
+#include "studies/StudyBuilderDialog.h"
+#include "studies/StudyChart.h"
 #include "StudyData.h"
-#include "CurvePlot.h"
+#include "curves/CurvePlot.h"
 
 #include <QDir>
 #include <QFile>

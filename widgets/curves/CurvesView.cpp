@@ -1,0 +1,389 @@
+#include "CurvesView.h"
+
+#include "CurveMath.h"
+#include "common/Palette.h"
+#include "vocab/Curves.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QPushButton>
+#include <QResizeEvent>
+#include <QScrollArea>
+#include <QSlider>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+namespace widelab {
+namespace {
+
+constexpr int kSliderSteps = 1000;  // smoothing = slider value / 1000, so 0.999 at most
+constexpr double kDefaultSmoothing = 0.6;
+constexpr int kThreeColumnsWidth = 1100;
+constexpr int kTwoColumnsWidth = 560;
+
+}  // namespace
+
+CurvesView::CurvesView(QWidget* parent)
+    : QWidget(parent)
+{
+    setObjectName(QStringLiteral("curvesView"));
+    setAccessibleName(tr("Training curves"));
+
+    // Controls.
+    auto* smoothingLabel = new QLabel(tr("Smoothing"), this);
+    m_smoothingSlider = new QSlider(Qt::Horizontal, this);
+    m_smoothingSlider->setObjectName(QStringLiteral("smoothingSlider"));
+    m_smoothingSlider->setAccessibleName(tr("Smoothing"));
+    m_smoothingSlider->setAccessibleDescription(
+        tr("Weight of the exponential moving average drawn over each noisy curve, from 0 (raw) to 0.999"));
+    m_smoothingSlider->setToolTip(tr("Smooths loss, accuracy, balance loss, gradient norm and tokens/s; their raw "
+                                     "values stay drawn faintly behind. The learning rate and the validation "
+                                     "points are always drawn as logged."));
+    m_smoothingSlider->setRange(0, static_cast<int>(std::lround(curvemath::kMaxSmoothing * kSliderSteps)));
+    m_smoothingSlider->setPageStep(50);
+    m_smoothingSlider->setMinimumWidth(120);
+    m_smoothingSlider->setMaximumWidth(220);
+    smoothingLabel->setBuddy(m_smoothingSlider);
+    m_smoothingValue = new QLabel(this);
+    m_smoothingValue->setObjectName(QStringLiteral("smoothingValue"));
+    m_smoothingValue->setAccessibleName(tr("Smoothing value"));
+    m_smoothingValue->setMinimumWidth(m_smoothingValue->fontMetrics().horizontalAdvance(QStringLiteral("0.000")) + 4);
+
+    m_logScale = new QCheckBox(tr("Log scale"), this);
+    m_logScale->setObjectName(QStringLiteral("logScaleCheck"));
+    m_logScale->setAccessibleName(tr("Logarithmic y axis"));
+    m_logScale->setToolTip(tr("Logarithmic y axis in every chart (values at or below zero are not drawn)"));
+
+    auto* xLabel = new QLabel(tr("X axis"), this);
+    m_xAxis = new QComboBox(this);
+    m_xAxis->setObjectName(QStringLiteral("xAxisCombo"));
+    m_xAxis->setAccessibleName(tr("X axis"));
+    m_xAxis->addItem(tr("Step"), static_cast<int>(CurvePlot::XAxisMode::Step));
+    m_xAxis->addItem(tr("Time"), static_cast<int>(CurvePlot::XAxisMode::Time));
+    m_xAxis->addItem(tr("Parameters"), static_cast<int>(CurvePlot::XAxisMode::Parameters));
+    m_xAxis->setToolTip(tr("Step or wall-clock time; Parameters draws each run's last smoothed value "
+                           "at its parameter count"));
+    xLabel->setBuddy(m_xAxis);
+
+    m_reset = new QPushButton(tr("Reset view"), this);
+    m_reset->setObjectName(QStringLiteral("resetViewButton"));
+    m_reset->setAccessibleName(tr("Reset view"));
+    m_reset->setToolTip(tr("Fit every chart to all its data (double-click a chart for that chart alone)"));
+
+    m_export = new QToolButton(this);
+    m_export->setObjectName(QStringLiteral("exportButton"));
+    m_export->setText(tr("Export…"));
+    m_export->setAccessibleName(tr("Export chart"));
+    m_export->setPopupMode(QToolButton::MenuButtonPopup);
+    m_export->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    auto* exportMenu = new QMenu(m_export);
+    m_export->setMenu(exportMenu);
+
+    auto* controls = new QHBoxLayout;
+    controls->setContentsMargins(0, 0, 0, 0);
+    controls->addWidget(smoothingLabel);
+    controls->addWidget(m_smoothingSlider);
+    controls->addWidget(m_smoothingValue);
+    controls->addSpacing(12);
+    controls->addWidget(m_logScale);
+    controls->addSpacing(12);
+    controls->addWidget(xLabel);
+    controls->addWidget(m_xAxis);
+    controls->addStretch(1);
+    controls->addWidget(m_reset);
+    controls->addWidget(m_export);
+
+    // Charts, in a scroll area so a narrow window scrolls instead of squashing them.
+    m_chartArea = new QWidget;
+    m_grid = new QGridLayout(m_chartArea);
+    m_grid->setContentsMargins(0, 0, 0, 0);
+    m_grid->setSpacing(6);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("chartScrollArea"));
+    scroll->setAccessibleName(tr("Charts"));
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setWidget(m_chartArea);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 6, 6, 6);
+    layout->addLayout(controls);
+    layout->addWidget(scroll, 1);
+
+    using Style = CurvePlot::SeriesStyle;
+    addChart(QLatin1String(curve::kLoss), tr("Loss"), {QLatin1String(curve::kLoss), QLatin1String(curve::kValidationLoss)},
+             {tr("train"), tr("validation")}, {Style::Smoothed, Style::Markers});
+    addChart(QLatin1String(curve::kAccuracy), tr("Accuracy"),
+             {QLatin1String(curve::kAccuracy), QLatin1String(curve::kValidationAccuracy)}, {tr("train"), tr("validation")},
+             {Style::Smoothed, Style::Markers});
+    addChart(QLatin1String(curve::kBalanceLoss), tr("Balance loss"), {QLatin1String(curve::kBalanceLoss)}, {QString()},
+             {Style::Smoothed});
+    addChart(QLatin1String(curve::kLearningRate), tr("Learning rate"), {QLatin1String(curve::kLearningRate)}, {QString()},
+             {Style::Exact});
+    addChart(QLatin1String(curve::kGradientNorm), tr("Gradient norm"), {QLatin1String(curve::kGradientNorm)}, {QString()},
+             {Style::Smoothed});
+    addChart(QLatin1String(curve::kTokensPerSecond), tr("Tokens per second"), {QLatin1String(curve::kTokensPerSecond)},
+             {QString()}, {Style::Smoothed});
+    setCurrentChart(m_charts.front());
+    relayout();
+
+    connect(m_smoothingSlider, &QSlider::valueChanged, this, &CurvesView::applySmoothingFromSlider);
+    connect(m_logScale, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+    connect(m_xAxis, qOverload<int>(&QComboBox::currentIndexChanged), this, [this](int index) {
+        setXAxisMode(static_cast<CurvePlot::XAxisMode>(m_xAxis->itemData(index).toInt()));
+    });
+    connect(m_reset, &QPushButton::clicked, this, &CurvesView::resetViews);
+    connect(m_export, &QToolButton::clicked, this, &CurvesView::exportCurrentChart);
+
+    m_smoothingSlider->setValue(static_cast<int>(std::lround(kDefaultSmoothing * kSliderSteps)));
+    applySmoothingFromSlider(m_smoothingSlider->value());
+}
+
+CurvesView::~CurvesView() = default;
+
+void CurvesView::addChart(const QString& key, const QString& title, const QStringList& metrics,
+                          const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles)
+{
+    auto* plot = new CurvePlot(m_chartArea);
+    plot->setObjectName(key + QStringLiteral("Chart"));
+    plot->setAccessibleName(tr("%1 chart").arg(title));
+    plot->setTitle(title);
+    for (qsizetype i = 0; i < metrics.size(); ++i) {
+        plot->declareSeries(metrics[i], displayNames.value(i), styles.value(i, CurvePlot::SeriesStyle::Smoothed));
+        m_metrics.append(metrics[i]);
+        m_metricCharts.append(static_cast<int>(m_charts.size()));
+    }
+    connect(plot, &CurvePlot::activated, this, [this, plot] { setCurrentChart(plot); });
+    connect(plot, &CurvePlot::stepClicked, this, &CurvesView::stepClicked);
+    m_chartKeys.append(key);
+    m_charts.append(plot);
+    m_export->menu()->addAction(tr("Export %1…").arg(title), this, [this, key] { exportChart(key); });
+}
+
+// ---- runs and points -----------------------------------------------------------------------
+
+void CurvesView::addRun(const QString& runId, const QString& label, double parameterCount)
+{
+    auto known = std::find_if(m_runs.begin(), m_runs.end(), [&](const RunEntry& r) { return r.id == runId; });
+    if (known == m_runs.end()) {
+        // The colour fewest current runs use; the lowest index among those.
+        QVector<int> uses(palette::seriesCount(), 0);
+        for (const RunEntry& r : std::as_const(m_runs))
+            ++uses[r.colorIndex];
+        RunEntry entry;
+        entry.id = runId;
+        entry.colorIndex = static_cast<int>(std::min_element(uses.cbegin(), uses.cend()) - uses.cbegin());
+        m_runs.append(entry);
+        known = m_runs.end() - 1;
+    }
+    known->label = label;
+    known->parameters = parameterCount;
+    for (CurvePlot* plot : std::as_const(m_charts))
+        if (drawsRun(plot, *known))
+            plot->addRun(runId, label, palette::seriesColor(known->colorIndex), parameterCount);
+    updateBalanceNote();
+}
+
+void CurvesView::setRunTraits(const QString& runId, const RunTraits& traits)
+{
+    auto run = std::find_if(m_runs.begin(), m_runs.end(), [&](const RunEntry& r) { return r.id == runId; });
+    if (run == m_runs.end())
+        return;
+    run->traits = traits;
+    CurvePlot* balance = chart(QLatin1String(curve::kBalanceLoss));
+    if (!drawsRun(balance, *run))
+        balance->removeRun(runId);
+    else if (!balance->hasRun(runId))
+        balance->addRun(runId, run->label, palette::seriesColor(run->colorIndex), run->parameters);
+    updateBalanceNote();
+}
+
+CurvesView::RunTraits CurvesView::runTraits(const QString& runId) const
+{
+    for (const RunEntry& r : m_runs)
+        if (r.id == runId)
+            return r.traits;
+    return RunTraits();
+}
+
+bool CurvesView::drawsRun(const CurvePlot* chart, const RunEntry& run) const
+{
+    return run.traits.hasExperts || chart != this->chart(QLatin1String(curve::kBalanceLoss));
+}
+
+void CurvesView::updateBalanceNote()
+{
+    QStringList without;
+    for (const RunEntry& r : std::as_const(m_runs))
+        if (!r.traits.hasExperts)
+            without.append(r.label);
+    QString note;
+    if (!without.isEmpty() && without.size() == m_runs.size())
+        note = m_runs.size() == 1 ? tr("No experts in this model: no balance loss")
+                                  : tr("No run here has experts: no balance loss");
+    else if (!without.isEmpty())
+        note = tr("No experts, no balance loss: %1").arg(without.join(QStringLiteral(", ")));
+    chart(QLatin1String(curve::kBalanceLoss))->setNote(note);
+}
+
+void CurvesView::removeRun(const QString& runId)
+{
+    m_runs.removeIf([&](const RunEntry& r) { return r.id == runId; });
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->removeRun(runId);
+    updateBalanceNote();
+}
+
+void CurvesView::appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points)
+{
+    const qsizetype index = m_metrics.indexOf(metric);
+    if (index < 0)
+        return;
+    m_charts[m_metricCharts[index]]->appendPoints(runId, metric, points);
+}
+
+void CurvesView::clearRun(const QString& runId)
+{
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->clearRun(runId);
+}
+
+QStringList CurvesView::runs() const
+{
+    QStringList ids;
+    for (const RunEntry& r : m_runs)
+        ids.append(r.id);
+    return ids;
+}
+
+QColor CurvesView::runColor(const QString& runId) const
+{
+    for (const RunEntry& r : m_runs)
+        if (r.id == runId)
+            return palette::seriesColor(r.colorIndex);
+    return QColor();
+}
+
+// ---- charts ----------------------------------------------------------------------------------
+
+CurvePlot* CurvesView::chart(const QString& chartKey) const
+{
+    const qsizetype index = m_chartKeys.indexOf(chartKey);
+    return index >= 0 ? m_charts[index] : nullptr;
+}
+
+QStringList CurvesView::chartKeys() const { return m_chartKeys; }
+
+QString CurvesView::chartKeyForMetric(const QString& metric) const
+{
+    const qsizetype index = m_metrics.indexOf(metric);
+    return index >= 0 ? m_chartKeys[m_metricCharts[index]] : QString();
+}
+
+CurvePlot* CurvesView::currentChart() const { return m_current; }
+
+void CurvesView::setCurrentChart(CurvePlot* chart)
+{
+    m_current = chart;
+    m_export->setToolTip(tr("Export the %1 chart (the last one clicked) as PNG, PDF, SVG or CSV; "
+                            "the arrow offers every chart")
+                             .arg(chart->title()));
+}
+
+void CurvesView::relayout()
+{
+    const int w = width();
+    const int columns = w >= kThreeColumnsWidth ? 3 : (w >= kTwoColumnsWidth ? 2 : 1);
+    if (columns == m_columns)
+        return;
+    m_columns = columns;
+    for (CurvePlot* plot : std::as_const(m_charts))
+        m_grid->removeWidget(plot);
+    for (int i = 0; i < m_charts.size(); ++i)
+        m_grid->addWidget(m_charts[i], i / columns, i % columns);
+    for (int c = 0; c < 3; ++c)
+        m_grid->setColumnStretch(c, c < columns ? 1 : 0);
+}
+
+void CurvesView::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    relayout();
+}
+
+// ---- view settings ---------------------------------------------------------------------------
+
+void CurvesView::setSmoothing(double weight)
+{
+    m_smoothingSlider->setValue(static_cast<int>(std::lround(curvemath::clampSmoothing(weight) * kSliderSteps)));
+}
+
+double CurvesView::smoothing() const { return m_charts.front()->smoothing(); }
+
+void CurvesView::applySmoothingFromSlider(int value)
+{
+    const double weight = curvemath::clampSmoothing(static_cast<double>(value) / kSliderSteps);
+    m_smoothingValue->setText(QString::number(weight, 'f', 3));
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setSmoothing(weight);
+}
+
+void CurvesView::setLogScale(bool on)
+{
+    if (m_logScale->isChecked() != on)
+        m_logScale->setChecked(on);  // comes back here through toggled
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setLogScale(on);
+}
+
+bool CurvesView::logScale() const { return m_logScale->isChecked(); }
+
+void CurvesView::setXAxisMode(CurvePlot::XAxisMode mode)
+{
+    const int index = m_xAxis->findData(static_cast<int>(mode));
+    if (m_xAxis->currentIndex() != index)
+        m_xAxis->setCurrentIndex(index);  // comes back here through currentIndexChanged
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setXAxisMode(mode);
+}
+
+CurvePlot::XAxisMode CurvesView::xAxisMode() const
+{
+    return static_cast<CurvePlot::XAxisMode>(m_xAxis->currentData().toInt());
+}
+
+void CurvesView::setCursorStep(qint64 step)
+{
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setCursorStep(step);
+}
+
+qint64 CurvesView::cursorStep() const { return m_charts.front()->cursorStep(); }
+
+void CurvesView::resetViews()
+{
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->resetView();
+}
+
+void CurvesView::exportChart(const QString& chartKey)
+{
+    if (CurvePlot* plot = chart(chartKey)) {
+        setCurrentChart(plot);
+        plot->exportWithDialog();
+    }
+}
+
+void CurvesView::exportCurrentChart()
+{
+    if (m_current)
+        m_current->exportWithDialog();
+}
+
+}  // namespace widelab

@@ -1,0 +1,236 @@
+// defines: ExpertLoad, HealthAlarm, NormState, PathWeightState, ModelState,
+// HeadRoleState, ExpertSpecialisation, ValidationInsight, CaptureImage,
+// HeadMapCaption, ProbeCapture,
+// InsightHistory: what the interpretability views draw, as plain Qt data (app/
+// converts the core's snapshots and probes into it), kept over a run's steps
+#pragma once
+
+#include "configuration/ArchitectureSketch.h"
+
+#include <QHash>
+#include <QImage>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+#include <optional>
+
+namespace widelab {
+
+// Routing of one block that routes, over one measured batch.
+struct ExpertLoad {
+    int block = 0;
+    QVector<qint64> tokensPerExpert;          // kept assignments, every choice
+    QVector<double> droppedPercentPerChoice;  // [top_k]
+    int unusedExperts = 0;
+    double routerEntropy = 0;                 // nats
+    QVector<double> loadVsFair;               // tokens / (S * K / E)
+    // Router health, on the router's probabilities averaged over the tokens (p):
+    double maxViolation = 0;                  // E * max_e p_e - 1 (0: balanced)
+    double effectiveExperts = 0;              // exp(entropy of p) / E (1: balanced)
+    double zLoss = 0;                         // mean over tokens of logsumexp(router logits)^2
+    double deadFraction = 0;                  // unusedExperts / E
+    double consistency = -1;                  // tokens keeping their top-1 expert from the previous routing block; -1: first
+
+    qint64 totalTokens() const;
+    double share(int expert) const;           // of the block's kept assignments, 0..1
+    QVector<double> shares() const;           // every expert's, the total summed once
+};
+
+// WideNet Eq. 9 for one LayerNorm position, in both readings (core/train/Snapshot.h).
+struct Divergence {
+    double gammaAllPairs = 0, betaAllPairs = 0;
+    double gammaElementwise = 0, betaElementwise = 0;
+};
+
+// LayerNorm parameters of every block at one step, per position.
+struct NormState {
+    QVector<QVector<float>> attentionGamma, attentionBeta, ffnGamma, ffnBeta;  // [block][channel]
+    Divergence attention, ffn;
+};
+
+// Learnable weights of one multi-path sublayer.
+struct PathWeightState {
+    int block = 0;
+    QString sublayer;       // "attention" or "ffn"
+    int paths = 0;          // raw paths; alpha holds them, then the extra features
+    QVector<float> alpha;
+    float beta = 1;
+    double diversity = 0;
+
+    QString featureName(int index) const;  // "path 2", "mean without path 2"
+};
+
+// A health alarm the trainer raised at a measurement (also in the run's log).
+struct HealthAlarm {
+    QString kind;    // "collapse", "dead expert", "z-loss", "path weight"
+    QString level;   // "warning" when raised, "info" when it clears
+    int block = -1;  // 0-based
+    int index = -1;  // the expert, or the path feature; -1 for the block
+    QString sublayer;  // path weights: "attention" or "ffn"; else empty
+    QString text;    // the sentence the log shows
+};
+
+struct ModelState {
+    qint64 step = 0;
+    QVector<ExpertLoad> routing;       // empty for a dense model
+    NormState norms;
+    QVector<PathWeightState> paths;    // empty for a one-path model
+    QVector<HealthAlarm> alarms;       // raised or cleared at this step
+};
+
+// What every head of every layer does on the validation probes at one validation:
+// a score per role, 0..1 (core/train/HeadRoles.h defines them).
+struct HeadRoleState {
+    QStringList roles;                        // role names, e.g. "previous token"
+    QVector<QVector<QVector<double>>> scores; // [layer][head][role]
+    QVector<QVector<int>> dominant;           // [layer][head]: index into roles
+
+    int layers() const { return static_cast<int>(scores.size()); }
+    int heads() const { return scores.isEmpty() ? 0 : static_cast<int>(scores.front().size()); }
+};
+
+// What one routing block's experts receive over the validation sample.
+struct ExpertSpecialisation {
+    int block = 0;                                     // 0-based
+    QVector<QVector<QPair<QString, qint64>>> topTokens;// [expert]: most frequent tokens, with counts
+    QVector<QVector<qint64>> classCounts;              // [expert][class]: tokens of each class (classification)
+    QStringList classNames;                            // empty for language models
+};
+
+// What a validation measured beyond loss and accuracy.
+struct ValidationInsight {
+    qint64 step = 0;
+    HeadRoleState heads;
+    QVector<ExpertSpecialisation> experts;  // empty for a dense model
+};
+
+// A probe image as the model saw it (before normalisation), cut into a grid of
+// patches; null image for a text probe.
+struct CaptureImage {
+    QImage image;                 // width x height pixels, grey or RGB
+    int gridRows = 0, gridCols = 0;  // patches
+
+    // From 8-bit pixels, row-major HWC with 1 (grey) or 3 (RGB) channels, and
+    // the patch grid. Pixels that do not fill width x height x channels, another
+    // channel count or a grid that does not divide the image (a damaged line of
+    // metrics.jsonl) give an empty image: the probe is then drawn as tokens.
+    static CaptureImage fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
+                                   qint64 count, qint64 gridRows, qint64 gridCols);
+};
+
+// What one head's attention map is: the head's mechanism ("linformer") and the
+// kind of map it shows ("exact", "sparse pattern", "implied"), from the model's
+// configuration.
+struct HeadMapCaption {
+    QString mechanism;
+    QString kind;
+};
+// "linformer (implied)" for `head` (of heads, in `paths` paths; captions are one
+// per head of a path); empty when the captions do not say.
+QString headCaptionText(const QVector<HeadMapCaption>& captions, int head, int heads, int paths);
+// One line that explains the kinds among `captions` that need it ("implied: ...");
+// empty when every map is exact or nothing is said.
+QString mapKindLegend(const QVector<HeadMapCaption>& captions);
+
+// What the model did with one probe text (or image) at one step.
+struct ProbeCapture {
+    qint64 step = 0;
+    QString text;
+    QStringList tokens;
+    QVector<QVector<QVector<float>>> attention;  // [layer][head]: tokens x tokens, row = query, row-major
+    QVector<QVector<QVector<int>>> experts;      // [block][token][choice], -1: dropped
+    QVector<float> prediction;
+    QStringList predictionLabels;
+    int trueLabel = -1;  // index into prediction of the text's true class, when known
+    // An image probe's picture; tokens are then "CLS" (when the model has one)
+    // and one per patch, row-major.
+    CaptureImage image;
+    // Logit lens: the model's final LayerNorm and head applied to the residual
+    // stream after each sublayer. lensStages[i] names stage i ("block 1 attention",
+    // "block 1 ffn", ...); the last stage is the model's output, so its row
+    // equals prediction. logitLens[i][c] is the probability of
+    // predictionLabels[lensColumns[c]] (lensColumns empty: of every label, c).
+    QStringList lensStages;
+    QVector<QVector<float>> logitLens;
+    QVector<int> lensColumns;
+
+    int tokenCount() const { return static_cast<int>(tokens.size()); }
+    bool hasImage() const { return !image.image.isNull() && image.gridRows > 0 && image.gridCols > 0; }
+    int patchCount() const { return hasImage() ? image.gridRows * image.gridCols : 0; }
+    int layers() const { return static_cast<int>(attention.size()); }
+    int heads() const { return attention.isEmpty() ? 0 : static_cast<int>(attention.front().size()); }
+    // The weight query -> key of a head (0 outside the map).
+    float weight(int layer, int head, int query, int key) const;
+    // The mean over heads of a layer, tokens x tokens.
+    QVector<float> meanOverHeads(int layer) const;
+};
+
+// A token as a label: line breaks, tabs and lone spaces made visible.
+QString visibleToken(const QString& token);
+
+// A run's model states and probe captures, in step order. Every state and
+// capture added is kept until there are more than the limits below; then every
+// second one of the older half goes, so a long run keeps its whole span at a
+// coarser grain and memory stays bounded.
+class InsightHistory {
+public:
+    static constexpr int kMaxStates = 4000;
+    static constexpr int kMaxCapturesPerText = 300;
+
+    void addState(ModelState state);      // a state for a step already held replaces it
+    void addCapture(ProbeCapture capture);
+    void addValidationInsight(ValidationInsight insight);  // one for a step already held replaces it
+    void truncateAfter(qint64 step);      // a resumed run retraces the steps after its checkpoint
+    void clear();
+
+    const QVector<ModelState>& states() const { return m_states; }
+    QStringList probeTexts() const { return m_texts; }     // in the order first seen
+    const QVector<ProbeCapture>& captures(const QString& text) const;
+    // The newest state (capture) at or before `step`; step < 0: the newest. nullptr when none.
+    const ModelState* stateAt(qint64 step) const;
+    // The newest state at or before `step` (step < 0: any) that measured routing
+    // (path weights): a step between log steps, such as the one a stop saves,
+    // may have none.
+    const ModelState* routedStateAt(qint64 step) const;
+    const ModelState* pathStateAt(qint64 step) const;
+    const ProbeCapture* captureAt(const QString& text, qint64 step) const;
+    const QVector<ValidationInsight>& validationInsights() const { return m_validation; }
+    // The newest validation insight at or before `step` (step < 0: the newest); nullptr when none.
+    const ValidationInsight* validationInsightAt(qint64 step) const;
+    // Every step something was recorded at, ascending: the scrubber's stops.
+    QVector<qint64> steps() const;
+    qint64 lastStep() const;  // -1 when empty
+    bool isEmpty() const { return m_states.isEmpty() && m_texts.isEmpty() && m_validation.isEmpty(); }
+    // What the model has, from its configuration: the views decide from this
+    // whether a run has experts or path weights at all, not from whether some
+    // step measured them. Unknown (nullopt) until the app sets it; clear() keeps it.
+    void setArchitecture(const ArchitectureSketch& sketch);
+    const std::optional<ArchitectureSketch>& architecture() const { return m_architecture; }
+    // From the architecture when known, else from whether any state measured them.
+    bool hasExperts() const;
+    bool hasPathWeights() const;
+    // What each head's attention map is, one per head of a path (from the
+    // configuration, like the architecture); empty: not known. clear() keeps it.
+    void setHeadCaptions(const QVector<HeadMapCaption>& captions);
+    const QVector<HeadMapCaption>& headCaptions() const { return m_headCaptions; }
+    // Whether the model reads images (its probes are "validation:N" or image
+    // files), from the configuration; else whether a capture holds an image.
+    void setImageInput(bool images);
+    bool imageInput() const;
+
+    // Increases with every change, so views can tell whether to redraw.
+    quint64 revision() const { return m_revision; }
+
+private:
+    QVector<ModelState> m_states;
+    QStringList m_texts;
+    QHash<QString, QVector<ProbeCapture>> m_captures;
+    QVector<ValidationInsight> m_validation;
+    std::optional<ArchitectureSketch> m_architecture;
+    QVector<HeadMapCaption> m_headCaptions;
+    std::optional<bool> m_imageInput;
+    quint64 m_revision = 0;
+};
+
+}  // namespace widelab

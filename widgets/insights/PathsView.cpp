@@ -1,0 +1,295 @@
+#include "PathsView.h"
+
+#include "AlarmList.h"
+#include "curves/CurvePlot.h"
+#include "common/Palette.h"
+#include "common/ViewExport.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QSet>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace widelab {
+
+using viewexport::csvField;
+using viewexport::csvNumber;
+
+namespace {
+
+QString sublayerName(const QString& sublayer)
+{
+    return sublayer == QLatin1String("attention") ? QObject::tr("attention") : QObject::tr("FFN");
+}
+
+}  // namespace
+
+PathsView::PathsView(QWidget* parent) : InsightPage(parent)
+{
+    m_empty = new QLabel(this);
+    m_empty->setAlignment(Qt::AlignCenter);
+    m_empty->setWordWrap(true);
+    m_block = new QComboBox(this);
+    m_block->setAccessibleName(tr("Block"));
+    m_sublayer = new QComboBox(this);
+    m_sublayer->addItem(tr("attention"), QStringLiteral("attention"));
+    m_sublayer->addItem(tr("FFN"), QStringLiteral("ffn"));
+    m_sublayer->setAccessibleName(tr("Sublayer"));
+
+    m_alpha = new CurvePlot;
+    // One colour per path: its own weight solid, that of the mean of the others dashed.
+    m_alpha->declareSeries(QStringLiteral("alpha"), QString());
+    m_alpha->declareSeries(QStringLiteral("feature"), tr("mean of the others"));
+    m_beta = new CurvePlot;
+    m_beta->setTitle(tr("β: the weight of each sublayer's input (its residual)"));
+    m_beta->declareSeries(QStringLiteral("beta"), QString());
+    m_diversity = new QCustomPlot;
+    m_diversity->setAccessibleName(tr("Path diversity against depth"));
+    m_diversity->setMinimumHeight(160);
+
+    m_alarms = new AlarmList;
+    m_alarms->setKinds({QStringLiteral("path weight")});
+    m_alarms->setEmptyText(tr("No path-weight alarm so far: the trainer raises one when a path's weight collapses "
+                              "towards zero or dominates the others."));
+
+    m_body = new QWidget(this);
+    auto* curves = new QSplitter(Qt::Horizontal);
+    curves->addWidget(m_alpha);
+    curves->addWidget(m_beta);
+    curves->setSizes({1000, 1000});  // halves, whatever the contents ask for
+    auto* lower = new QSplitter(Qt::Horizontal);
+    lower->addWidget(m_diversity);
+    lower->addWidget(m_alarms);
+    lower->setSizes({1400, 600});
+    auto* split = new QSplitter(Qt::Vertical);
+    split->addWidget(curves);
+    split->addWidget(lower);
+    auto* bodyLayout = new QVBoxLayout(m_body);
+    bodyLayout->setContentsMargins(0, 0, 0, 0);
+    bodyLayout->addWidget(split);
+
+    m_controls = new QWidget(this);
+    auto* controls = new QHBoxLayout(m_controls);
+    controls->setContentsMargins(0, 0, 0, 0);
+    auto* blockLabel = new QLabel(tr("α of &block"), m_controls);
+    blockLabel->setBuddy(m_block);
+    controls->addWidget(blockLabel);
+    controls->addWidget(m_block);
+    auto* sublayerLabel = new QLabel(tr("&sublayer"), m_controls);
+    sublayerLabel->setBuddy(m_sublayer);
+    controls->addWidget(sublayerLabel);
+    controls->addWidget(m_sublayer);
+    controls->addStretch(1);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(m_controls);
+    layout->addWidget(m_empty);
+    layout->addWidget(m_body, 1);
+    connect(m_block, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
+    connect(m_sublayer, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
+    // A click on an alarm shows its block's weights.
+    connect(m_alarms, &AlarmList::alarmActivated, this, [this](const HealthAlarm& alarm) {
+        if (alarm.block >= 0 && alarm.block < m_block->count())
+            setBlock(alarm.block);
+    });
+}
+
+bool PathsView::concerns(const HealthAlarm& alarm, int block, const QString& sublayer)
+{
+    if (alarm.block != block)
+        return false;
+    if (!alarm.sublayer.isEmpty())
+        return alarm.sublayer == sublayer;
+    const bool attention = alarm.text.contains(QLatin1String("attention"), Qt::CaseInsensitive);
+    const bool ffn = alarm.text.contains(QLatin1String("ffn"), Qt::CaseInsensitive);
+    if (attention == ffn)
+        return true;  // names neither (or both): it may be this one
+    return sublayer == QLatin1String("attention") ? attention : ffn;
+}
+
+void PathsView::setBlock(int block) { m_block->setCurrentIndex(m_block->findData(block)); }
+void PathsView::setSublayer(const QString& sublayer) { m_sublayer->setCurrentIndex(m_sublayer->findData(sublayer)); }
+
+void PathsView::refresh()
+{
+    // What the model has comes from its configuration; the newest step that
+    // measured path weights is the one shown (a stop between log steps measures none).
+    const ModelState* last = m_primary.valid() ? m_primary.history->pathStateAt(-1) : nullptr;
+    const bool multiPath = m_primary.valid() && m_primary.history->hasPathWeights();
+    const bool paths = last != nullptr;
+    m_empty->setVisible(!paths);
+    m_body->setVisible(paths);
+    m_controls->setVisible(paths);
+    if (!paths) {
+        m_empty->setText(multiPath
+                             ? tr("No measurement yet: path weights appear with the first training snapshot.")
+                             : tr("This model has one path per sublayer: there are no path weights to show. The "
+                                  "multi-path presets (e.g. multipath-3x4) have them."));
+        return;
+    }
+    // Blocks as the data name them, within bounds a model can have (a damaged
+    // number must not fill the list with millions of entries).
+    constexpr int kMostBlocks = 4096;
+    int blocks = 0;
+    for (const PathWeightState& p : last->paths)
+        if (p.block >= 0 && p.block < kMostBlocks)
+            blocks = std::max(blocks, p.block + 1);
+    if (m_block->count() != blocks) {
+        const QSignalBlocker block(m_block);
+        m_block->clear();
+        for (int b = 0; b < blocks; ++b)
+            m_block->addItem(QString::number(b + 1), b);
+    }
+    m_alarms->setHistory(m_primary.history.get(), m_step);
+    showCurves();
+    showDiversity();
+    const ModelState* shown = m_step >= 0 ? m_primary.history->stateAt(m_step) : nullptr;
+    for (CurvePlot* plot : {m_alpha, m_beta})
+        plot->setStepMarker(shown ? double(shown->step) : std::numeric_limits<double>::quiet_NaN());
+}
+
+void PathsView::showCurves()
+{
+    const int block = m_block->currentData().toInt();
+    const QString sublayer = m_sublayer->currentData().toString();
+    // The path features an alarm in force names, in this block and sublayer.
+    QHash<int, QStringList> alarmed;  // feature index -> alarm texts
+    for (const HealthAlarm& alarm : m_alarms->active())
+        if (alarm.index >= 0 && concerns(alarm, block, sublayer))
+            alarmed[alarm.index] << alarm.text;
+    QStringList alarmTexts;
+    for (const QStringList& texts : std::as_const(alarmed))
+        alarmTexts += texts;
+    const QString key = m_primary.runId + QLatin1Char(':') + QString::number(m_primary.history->revision())
+                        + QLatin1Char('/') + QString::number(block) + sublayer + QLatin1Char('/')
+                        + alarmTexts.join(QLatin1Char('|'));
+    if (key == m_curvesKey)
+        return;
+    m_curvesKey = key;
+    for (CurvePlot* plot : {m_alpha, m_beta})
+        for (const QString& run : plot->runs())
+            plot->removeRun(run);
+    m_alpha->setTitle(tr("α of block %1's %2 paths").arg(block + 1).arg(sublayerName(sublayer))
+                      + (alarmTexts.isEmpty() ? QString() : QStringLiteral("  ⚠ ") + alarmTexts.join(QStringLiteral("; "))));
+    QHash<QString, QVector<CurvePoint>> alpha, beta;
+    QStringList alphaOrder, betaOrder;
+    QSet<QString> markedPaths;  // "path 2": its weight, or the feature without it, is alarmed
+    for (const ModelState& state : m_primary.history->states())
+        for (const PathWeightState& p : state.paths) {
+            const QString sub = QStringLiteral("%1 %2").arg(p.block).arg(p.sublayer);
+            if (!beta.contains(sub))
+                betaOrder << sub;
+            beta[sub].push_back({double(state.step), 0.0, p.beta});
+            if (p.block != block || p.sublayer != sublayer)
+                continue;
+            // A weight per path, then one per "mean without path i": nothing beyond.
+            const qsizetype features = p.paths > 0 ? std::min<qsizetype>(p.alpha.size(), 2 * qsizetype(p.paths)) : 0;
+            for (int f = 0; f < features; ++f) {
+                // Feature f >= paths is the mean of every path but f - paths.
+                const QString path = p.featureName(f < p.paths ? f : f - p.paths);
+                const QString series = f < p.paths ? QStringLiteral("alpha") : QStringLiteral("feature");
+                if (!alphaOrder.contains(path))
+                    alphaOrder << path;
+                if (alarmed.contains(f))
+                    markedPaths.insert(path);
+                alpha[path + QLatin1Char('/') + series].push_back({double(state.step), 0.0, p.alpha[f]});
+            }
+        }
+    for (int i = 0; i < alphaOrder.size(); ++i) {
+        m_alpha->addRun(alphaOrder[i],
+                        markedPaths.contains(alphaOrder[i]) ? alphaOrder[i] + QStringLiteral(" ⚠") : alphaOrder[i],
+                        palette::seriesColor(i));
+        for (const QString& series : {QStringLiteral("alpha"), QStringLiteral("feature")})
+            if (const auto points = alpha.value(alphaOrder[i] + QLatin1Char('/') + series); !points.isEmpty())
+                m_alpha->appendPoints(alphaOrder[i], series, points);
+    }
+    for (int i = 0; i < betaOrder.size(); ++i) {
+        const QStringList parts = betaOrder[i].split(QLatin1Char(' '));
+        const QString label = tr("block %1 %2").arg(parts[0].toInt() + 1).arg(sublayerName(parts[1]));
+        m_beta->addRun(betaOrder[i], label, palette::seriesColor(i));
+        m_beta->appendPoints(betaOrder[i], QStringLiteral("beta"), beta[betaOrder[i]]);
+    }
+}
+
+void PathsView::showDiversity()
+{
+    QCustomPlot* plot = m_diversity;
+    plot->clearGraphs();
+    plot->clearItems();
+    const QColor text = palette().color(QPalette::Text);
+    plot->setBackground(palette().color(QPalette::Base));
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+        axis->setLabelColor(text);
+        axis->setTickLabelColor(text);
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+    }
+    plot->xAxis->setLabel(tr("block"));
+    plot->yAxis->setLabel(tr("path diversity |d|"));
+    plot->legend->setVisible(true);
+    plot->legend->setBrush(palette().color(QPalette::Base));
+    plot->legend->setTextColor(text);
+    const InsightSource* sources[2] = {&m_primary, &m_comparison};
+    double top = 0;
+    qint64 shownStep = -1;
+    for (int i = 0; i < 2; ++i) {
+        const InsightSource& source = *sources[i];
+        const ModelState* state = source.valid() ? source.history->pathStateAt(m_step) : nullptr;
+        if (state == nullptr)
+            continue;
+        if (i == 0)
+            shownStep = state->step;
+        for (const QString& sublayer : {QStringLiteral("attention"), QStringLiteral("ffn")}) {
+            QCPGraph* graph = plot->addGraph();
+            graph->setName(QStringLiteral("%1 · %2").arg(source.label, sublayerName(sublayer)));
+            QPen pen(palette::seriesColor(i), 2);
+            pen.setStyle(sublayer == QLatin1String("attention") ? Qt::SolidLine : Qt::DashLine);
+            graph->setPen(pen);
+            graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+            // Only finite values at a block the axis shows: NaN, infinities and
+            // block numbers no model has (damaged data) are left out.
+            for (const PathWeightState& p : state->paths)
+                if (p.sublayer == sublayer && std::isfinite(p.diversity) && p.block >= 0 && p.block < m_block->count()) {
+                    graph->addData(p.block + 1, p.diversity);
+                    top = std::max(top, p.diversity);
+                }
+        }
+    }
+    plot->xAxis->setRange(0.5, std::max<double>(1.5, m_block->count() + 0.5));
+    plot->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
+    plot->xAxis->ticker()->setTickCount(std::max(2, m_block->count()));
+    plot->setToolTip(shownStep >= 0 ? tr("Path diversity per block at step %1").arg(shownStep) : QString());
+    plot->replot();
+}
+
+QString PathsView::exportTitle() const { return tr("paths %1").arg(m_primary.label); }
+
+QByteArray PathsView::csv() const
+{
+    QByteArray out = "run,step,block,sublayer,weight,value\n";
+    const InsightSource* sources[2] = {&m_primary, &m_comparison};
+    for (const InsightSource* source : sources) {
+        if (!source->valid())
+            continue;
+        for (const ModelState& state : source->history->states())
+            for (const PathWeightState& p : state.paths) {
+                const QByteArray prefix = csvField(source->label) + ',' + QByteArray::number(state.step) + ','
+                                          + QByteArray::number(p.block + 1) + ',' + p.sublayer.toUtf8() + ',';
+                for (int f = 0; f < p.alpha.size(); ++f)
+                    out += prefix + csvField(QStringLiteral("alpha ") + p.featureName(f)) + ',' + csvNumber(p.alpha[f]) + '\n';
+                out += prefix + "beta," + csvNumber(p.beta) + '\n';
+                out += prefix + "diversity," + csvNumber(p.diversity) + '\n';
+            }
+    }
+    return out;
+}
+
+}  // namespace widelab
