@@ -1,6 +1,6 @@
 // defines: toModelState, toProbeCapture: the views' plain Qt data from the
 // core's snapshots and probes (an image probe's picture included), live and
-// read back from disk alike (MetricsLine.h decodes a line into the core's types first)
+// read back from disk alike (RunRecord::add, after the core's reader for a line)
 #pragma once
 
 #include "insights/InsightHistory.h"

@@ -198,7 +198,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
         auto it = m_records.find(m_currentRun);
         if (it == m_records.end())
             return;
-        it->addValidationInsights(insights);
+        it->add(recordOf(insights));
         m_insights->historyChanged(m_currentRun);
     });
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
@@ -1174,7 +1174,7 @@ void MainWindow::onSnapshot(const TrainingSnapshot& s)
     auto it = m_records.find(m_currentRun);
     if (it == m_records.end())
         return;
-    const CurveBatch added = it->addTraining(s);
+    const CurveBatch added = it->add(recordOf(s));
     if (m_curves->runs().contains(m_currentRun))
         appendCurves(m_currentRun, added);
     m_insights->historyChanged(m_currentRun);
@@ -1190,7 +1190,7 @@ void MainWindow::onEvaluation(const EvaluationResult& result)
     auto it = m_records.find(m_currentRun);
     if (it == m_records.end())
         return;
-    const CurveBatch added = it->addEvaluation(result);
+    const CurveBatch added = it->add(recordOf(result));
     if (m_curves->runs().contains(m_currentRun))
         appendCurves(m_currentRun, added);
 }
@@ -1202,7 +1202,7 @@ void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
     auto it = m_records.find(runId);
     if (it == m_records.end())
         return;  // the run was removed from the window meanwhile
-    it->addProbe(result);
+    it->add(recordOf(result));
     m_insights->historyChanged(runId);
 }
 

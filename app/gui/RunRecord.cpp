@@ -1,7 +1,6 @@
 #include "RunRecord.h"
 
 #include "InsightConvert.h"
-#include "MetricsLine.h"
 #include "RunFiles.h"
 
 #include "vocab/Curves.h"
@@ -14,7 +13,7 @@
 
 namespace widelab {
 
-CurveBatch RunRecord::addTrainingValues(double step, double seconds, const QHash<QString, double>& values)
+CurveBatch RunRecord::addTrainingValues(double step, double seconds, const std::map<std::string, double>& values)
 {
     if (seconds < m_sessionSeconds)  // a new session of the same run: its clock starts again
         m_secondsOffset = m_lastSeconds;
@@ -22,10 +21,11 @@ CurveBatch RunRecord::addTrainingValues(double step, double seconds, const QHash
     m_lastSeconds = m_secondsOffset + seconds;
     m_lastStep = step;
     CurveBatch added;
-    for (auto it = values.begin(); it != values.end(); ++it) {
-        const CurvePoint point{step, m_lastSeconds, it.value()};
-        curves[it.key()].append(point);
-        added[it.key()].append(point);
+    for (const auto& [name, value] : values) {
+        const CurvePoint point{step, m_lastSeconds, value};
+        const QString curve = QString::fromStdString(name);
+        curves[curve].append(point);
+        added[curve].append(point);
     }
     return added;
 }
@@ -34,13 +34,13 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
 {
     CurveBatch added;
     // Evaluations happen right after a training snapshot: they share its time.
-    const auto add = [&](const char* name, double value) {
+    const auto append = [&](const char* name, double value) {
         const CurvePoint point{step, m_lastSeconds, value};
         curves[QLatin1String(name)].append(point);
         added[QLatin1String(name)].append(point);
     };
-    add(curve::kValidationLoss, loss);
-    add(curve::kValidationAccuracy, accuracy);
+    append(curve::kValidationLoss, loss);
+    append(curve::kValidationAccuracy, accuracy);
     return added;
 }
 
@@ -56,39 +56,43 @@ void RunRecord::restart()
     m_lastTrainStep = -1;
 }
 
-CurveBatch RunRecord::addTraining(const TrainingSnapshot& s)
+CurveBatch RunRecord::add(const MetricsRecord& record)
 {
-    insights->addState(toModelState(s));
-    world = s.world;
-    m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(s.step));
-    QHash<QString, double> values;
-    for (const TrainingCurve& curve : kTrainingCurves)
-        values.insert(QLatin1String(curve.name), s.*curve.value);
-    return addTrainingValues(static_cast<double>(s.step), s.wallSeconds, values);
-}
-
-CurveBatch RunRecord::addEvaluation(const EvaluationResult& r)
-{
-    if (r.split != "validation")
+    switch (record.type) {
+    case MetricsRecord::Type::Train:
+        m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(record.step));
+        world = record.train.world;
+        insights->addState(toModelState(record.train));
+        return addTrainingValues(static_cast<double>(record.step), record.train.wallSeconds, record.values);
+    case MetricsRecord::Type::Eval:
+        if (record.eval.split == "validation")
+            return addEvaluationValues(static_cast<double>(record.step), record.eval.loss, record.eval.accuracy);
         return {};
-    return addEvaluationValues(static_cast<double>(r.step), r.loss, r.accuracy);
+    case MetricsRecord::Type::Probe:
+        insights->addCapture(toProbeCapture(record.probe));
+        return {};
+    case MetricsRecord::Type::Insights:
+        insights->addValidationInsight(toValidationInsight(record.insights));
+        return {};
+    case MetricsRecord::Type::Other:
+        break;
+    }
+    return {};
 }
-
-void RunRecord::addProbe(const ProbeResult& probe) { insights->addCapture(toProbeCapture(probe)); }
-
-void RunRecord::addValidationInsights(const ValidationInsights& v) { insights->addValidationInsight(toValidationInsight(v)); }
 
 CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber, QString* warning)
 {
-    QString reason;
-    std::optional<MetricsLine> line = decodeMetricsLine(bytes, &reason);
+    std::string why;
+    std::optional<MetricsRecord> record =
+        decodeMetricsLine(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())), &why);
+    QString reason = QString::fromStdString(why);
     // A step before an earlier train line's would draw the curve back over
     // itself and move the shown step back: the line is damaged, or from another run.
-    if (line && line->type == MetricsLine::Type::Train && line->step < m_lastTrainStep) {
-        reason = QObject::tr("its step %1 is before step %2 of an earlier line").arg(line->step).arg(m_lastTrainStep);
-        line.reset();
+    if (record && record->type == MetricsRecord::Type::Train && record->step < m_lastTrainStep) {
+        reason = QObject::tr("its step %1 is before step %2 of an earlier line").arg(record->step).arg(m_lastTrainStep);
+        record.reset();
     }
-    if (!line) {
+    if (!record) {
         if (warning)
             *warning = QObject::tr("%1, line %2: skipped, %3")
                            .arg(QDir::toNativeSeparators(runFile(directory, runlayout::kMetrics)))
@@ -96,26 +100,45 @@ CurveBatch RunRecord::addMetricsLine(const QByteArray& bytes, qint64 lineNumber,
                            .arg(reason);
         return {};
     }
-    switch (line->type) {
-    case MetricsLine::Type::Train:
-        m_lastTrainStep = line->step;
-        world = line->world;
-        insights->addState(std::move(line->state));
-        return addTrainingValues(static_cast<double>(line->step), line->wallSeconds, line->values);
-    case MetricsLine::Type::Probe:
-        insights->addCapture(std::move(line->capture));
-        return {};
-    case MetricsLine::Type::Insights:
-        insights->addValidationInsight(std::move(line->insight));
-        return {};
-    case MetricsLine::Type::Eval:
-        if (line->split == QLatin1String("validation"))
-            return addEvaluationValues(static_cast<double>(line->step), line->loss, line->accuracy);
-        return {};
-    case MetricsLine::Type::Other:
-        break;
-    }
-    return {};
+    return add(*record);
+}
+
+MetricsRecord recordOf(const TrainingSnapshot& snapshot)
+{
+    MetricsRecord record;
+    record.type = MetricsRecord::Type::Train;
+    record.step = snapshot.step;
+    record.train = snapshot;
+    for (const TrainingCurve& curve : kTrainingCurves)
+        record.values[curve.name] = snapshot.*curve.value;
+    return record;
+}
+
+MetricsRecord recordOf(const EvaluationResult& result)
+{
+    MetricsRecord record;
+    record.type = MetricsRecord::Type::Eval;
+    record.step = result.step;
+    record.eval = result;
+    return record;
+}
+
+MetricsRecord recordOf(const ProbeResult& probe)
+{
+    MetricsRecord record;
+    record.type = MetricsRecord::Type::Probe;
+    record.step = probe.step;
+    record.probe = probe;
+    return record;
+}
+
+MetricsRecord recordOf(const ValidationInsights& insights)
+{
+    MetricsRecord record;
+    record.type = MetricsRecord::Type::Insights;
+    record.step = insights.step;
+    record.insights = insights;
+    return record;
 }
 
 bool loadRunRecord(const QString& directory, RunRecord& record, QString* error, LineTail* tail, QStringList* warnings)

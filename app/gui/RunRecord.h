@@ -1,29 +1,25 @@
-// defines: RunRecord, loadRunRecord: one run's curves as the window keeps them,
-// filled live from snapshots or read back from RUN_DIR/metrics.jsonl
+// defines: RunRecord, recordOf, loadRunRecord: one run's curves and insights as
+// the window keeps them, filled through one RunRecord::add from the records of a
+// run trained here, followed, or read back from RUN_DIR/metrics.jsonl
 #pragma once
 
 #include "curves/CurvePoint.h"
 #include "insights/InsightHistory.h"
+#include "train/LineTail.h"
+#include "vocab/MetricsCodec.h"
 
 #include <QHash>
 #include <QString>
 #include <QStringList>
 #include <QVector>
 
+#include <map>
 #include <memory>
-
-#include "train/LineTail.h"
-#include "vocab/Snapshot.h"
+#include <string>
 
 namespace widelab {
 
-struct TrainingSnapshot;
-struct EvaluationResult;
-struct ProbeResult;
-struct ValidationInsights;
-
-// Metric names as in metrics.jsonl: loss, accuracy, balance_loss, learning_rate,
-// gradient_norm, tokens_per_second, validation_loss, validation_accuracy.
+// Curves by their names in metrics.jsonl (vocab/Curves.h).
 using CurveBatch = QHash<QString, QVector<CurvePoint>>;
 
 class RunRecord {
@@ -37,16 +33,18 @@ public:
     // What the interpretability views draw: model states and probe captures.
     std::shared_ptr<InsightHistory> insights = std::make_shared<InsightHistory>();
 
-    // Each returns the points it appended, for the views to draw.
-    CurveBatch addTraining(const TrainingSnapshot& snapshot);
-    CurveBatch addEvaluation(const EvaluationResult& result);
-    void addProbe(const ProbeResult& probe);
-    void addValidationInsights(const ValidationInsights& insights);
-    // A line of metrics.jsonl (train, eval and probe lines; others are ignored),
-    // `lineNumber` its place in the file. A line that does not decode
-    // (decodeMetricsLine), or a train line whose step is before an earlier
-    // one's (a resume rewrites the file instead), is skipped: nothing changes
-    // and *warning says so in one sentence naming the file and the line.
+    // One record of the run, the one way in for a run trained here, a run
+    // followed and a run read from disk: a train record's curves (those it
+    // holds: a curve left out of a line gets no point) and model state, a
+    // validation's loss and accuracy, a probe's capture, a validation's
+    // insights; other records are passed over. Returns the points it appended,
+    // for the views to draw.
+    CurveBatch add(const MetricsRecord& record);
+    // A line of metrics.jsonl, `lineNumber` its place in the file, decoded by the
+    // core's reader (decodeMetricsLine) and added. A line that does not decode,
+    // or a train line whose step is before an earlier one's (a resume rewrites
+    // the file instead), is skipped: nothing changes and *warning says so in one
+    // sentence naming the file and the line.
     CurveBatch addMetricsLine(const QByteArray& line, qint64 lineNumber = 0, QString* warning = nullptr);
 
     // Drops every point, state and capture, keeping id, label, directory and
@@ -57,7 +55,7 @@ public:
     double lastSeconds() const { return m_lastSeconds; }
 
 private:
-    CurveBatch addTrainingValues(double step, double seconds, const QHash<QString, double>& values);
+    CurveBatch addTrainingValues(double step, double seconds, const std::map<std::string, double>& values);
     CurveBatch addEvaluationValues(double step, double loss, double accuracy);
 
     double m_lastStep = 0;
@@ -66,6 +64,13 @@ private:
     double m_secondsOffset = 0;  // a resumed run's clock restarts at 0: the time before it
     double m_sessionSeconds = 0; // the last wall time of the current session
 };
+
+// What the trainer reports live, as the record its line of metrics.jsonl decodes
+// to: a snapshot with all six curves.
+MetricsRecord recordOf(const TrainingSnapshot& snapshot);
+MetricsRecord recordOf(const EvaluationResult& result);
+MetricsRecord recordOf(const ProbeResult& probe);
+MetricsRecord recordOf(const ValidationInsights& insights);
 
 // Reads RUN_DIR/metrics.jsonl (a missing file gives an empty record; a damaged
 // line is skipped, with one line in `warnings` naming it and saying why; a last

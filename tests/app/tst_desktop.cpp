@@ -14,13 +14,13 @@
 #include "curves/CurvesView.h"
 #include "configuration/LogPanel.h"
 #include "MainWindow.h"
-#include "MetricsLine.h"
 #include "insights/PatchMaps.h"
 #include "SampleSnapshot.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
+#include "vocab/MetricsCodec.h"
 #include "vocab/Snapshot.h"
 
 #include <QAction>
@@ -55,6 +55,45 @@
 using namespace widelab;
 
 namespace {
+
+// A metrics.jsonl line through the core's reader, as RunRecord::addMetricsLine reads it.
+std::optional<MetricsRecord> decodedLine(const QByteArray& line, QString* reason)
+{
+    std::string why;
+    std::optional<MetricsRecord> record =
+        decodeMetricsLine(std::string_view(line.constData(), static_cast<std::size_t>(line.size())), &why);
+    if (!record && reason)
+        *reason = QString::fromStdString(why);
+    return record;
+}
+
+// `line` as a line of `type` ("type" may be left out), read and converted into
+// the views' types as RunRecord::add converts it: nullopt, saying why, for a
+// line the reader refuses or one of another type.
+std::optional<MetricsRecord> lineOfType(QJsonObject line, const char* type, QString* reason)
+{
+    if (!line.contains(QStringLiteral("type")))
+        line.insert(QStringLiteral("type"), QLatin1String(type));
+    std::optional<MetricsRecord> record = decodedLine(QJsonDocument(line).toJson(QJsonDocument::Compact), reason);
+    if (record && record->typeName != type) {
+        if (reason)
+            *reason = QStringLiteral("a %1 line, not a %2 line").arg(QString::fromStdString(record->typeName), QLatin1String(type));
+        return std::nullopt;
+    }
+    return record;
+}
+
+std::optional<ModelState> modelStateFromJson(const QJsonObject& line, QString* reason)
+{
+    const std::optional<MetricsRecord> record = lineOfType(line, "train", reason);
+    return record ? std::optional<ModelState>(toModelState(record->train)) : std::nullopt;
+}
+
+std::optional<ProbeCapture> probeCaptureFromJson(const QJsonObject& line, QString* reason)
+{
+    const std::optional<MetricsRecord> record = lineOfType(line, "probe", reason);
+    return record ? std::optional<ProbeCapture>(toProbeCapture(record->probe)) : std::nullopt;
+}
 
 // A ListOps run small enough for a test: two blocks of width 32 with four experts.
 QJsonObject tinyDocument(int steps, int logEvery = 2)
@@ -662,25 +701,25 @@ QStringList warningsFor(const LogPanel* log, int line)
 void TestDesktop::metricsLinesAreCheckedAtTheBoundary()
 {
     QString reason;
-    const std::optional<MetricsLine> train = decodeMetricsLine(kGoodTrain, &reason);
+    const std::optional<MetricsRecord> train = decodedLine(kGoodTrain, &reason);
     QVERIFY2(train.has_value(), qPrintable(reason));
-    QCOMPARE(train->type, MetricsLine::Type::Train);
+    QCOMPARE(train->type, MetricsRecord::Type::Train);
     QCOMPARE(train->step, qint64{2});
-    QCOMPARE(train->wallSeconds, 1.5);
-    QCOMPARE(train->values.value(QStringLiteral("loss")), 2.5);
-    QVERIFY(!train->values.contains(QStringLiteral("gradient_norm")));  // not written: no point, not a 0
-    QCOMPARE(train->state.routing.size(), qsizetype{1});
-    QCOMPARE(train->state.paths.size(), qsizetype{1});
-    const std::optional<MetricsLine> probe = decodeMetricsLine(kGoodProbe, &reason);
+    QCOMPARE(train->train.wallSeconds, 1.5);
+    QCOMPARE(train->values.at("loss"), 2.5);
+    QVERIFY(!train->values.count("gradient_norm"));  // not written: no point, not a 0
+    QCOMPARE(toModelState(train->train).routing.size(), qsizetype{1});
+    QCOMPARE(toModelState(train->train).paths.size(), qsizetype{1});
+    const std::optional<MetricsRecord> probe = decodedLine(kGoodProbe, &reason);
     QVERIFY2(probe.has_value(), qPrintable(reason));
-    QCOMPARE(probe->capture.tokenCount(), 2);
-    QCOMPARE(probe->capture.weight(0, 0, 0, 1), 0.75f);
+    QCOMPARE(toProbeCapture(probe->probe).tokenCount(), 2);
+    QCOMPARE(toProbeCapture(probe->probe).weight(0, 0, 0, 1), 0.75f);
     // null is how the trainer writes NaN: a gap, not an error.
-    const std::optional<MetricsLine> diverged = decodeMetricsLine(R"({"type":"train","step":3,"loss":null})", &reason);
+    const std::optional<MetricsRecord> diverged = decodedLine(R"({"type":"train","step":3,"loss":null})", &reason);
     QVERIFY2(diverged.has_value(), qPrintable(reason));
-    QVERIFY(std::isnan(diverged->values.value(QStringLiteral("loss"))));
+    QVERIFY(std::isnan(diverged->values.at("loss")));
     // A type this version does not know passes untouched.
-    QCOMPARE(decodeMetricsLine(R"({"type":"note","text":1})", &reason)->type, MetricsLine::Type::Other);
+    QCOMPARE(decodedLine(R"({"type":"note","text":1})", &reason)->type, MetricsRecord::Type::Other);
 
     auto replaced = [](QByteArray line, const char* from, const char* to) { return line.replace(from, to); };
     const QList<QPair<QByteArray, QString>> bad{
@@ -731,7 +770,7 @@ void TestDesktop::metricsLinesAreCheckedAtTheBoundary()
     };
     for (const auto& [line, expected] : bad) {
         reason.clear();
-        QVERIFY2(!decodeMetricsLine(line, &reason).has_value(), line.constData());
+        QVERIFY2(!decodedLine(line, &reason).has_value(), line.constData());
         QVERIFY2(reason.contains(expected), qPrintable(QStringLiteral("%1\n  reason: %2\n  expected: %3")
                                                           .arg(QString::fromUtf8(line), reason, expected)));
     }
