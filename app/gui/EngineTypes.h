@@ -1,8 +1,9 @@
-// defines: RunStarted, the metatype declarations of what crosses from the training
-// thread to the window: the core's plain-data snapshots (no tensors), by value
+// defines: RunStarted, TrainingRequest, the metatype declarations of what crosses
+// from the training thread to the window: the core's plain-data records (no
+// tensors), by value
 #pragma once
 
-#include "vocab/Snapshot.h"
+#include "vocab/MetricsCodec.h"
 
 #include <QMetaType>
 #include <QString>
@@ -35,7 +36,4 @@ void registerEngineTypes();
 
 Q_DECLARE_METATYPE(widelab::RunStarted)
 Q_DECLARE_METATYPE(widelab::TrainingRequest)
-Q_DECLARE_METATYPE(widelab::TrainingSnapshot)
-Q_DECLARE_METATYPE(widelab::EvaluationResult)
-Q_DECLARE_METATYPE(widelab::ProbeResult)
-Q_DECLARE_METATYPE(widelab::ValidationInsights)
+Q_DECLARE_METATYPE(widelab::MetricsRecord)

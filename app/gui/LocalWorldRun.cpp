@@ -148,24 +148,9 @@ void LocalWorldRun::onMetrics(const QList<QByteArray>& lines)
         std::string reason;
         std::optional<MetricsRecord> record = decodeMetricsLine(std::string_view(line.constData(), line.size()), &reason);
         // A resumed run's earlier lines are the window's already.
-        if (!record || (m_resume && record->step <= m_startStep))
+        if (!record || (m_resume && record->step <= m_startStep) || record->type == MetricsRecord::Type::Other)
             continue;
-        switch (record->type) {
-        case MetricsRecord::Type::Train:
-            Q_EMIT snapshot(record->train);
-            break;
-        case MetricsRecord::Type::Eval:
-            Q_EMIT evaluation(record->eval);
-            break;
-        case MetricsRecord::Type::Probe:
-            Q_EMIT probed(record->probe);
-            break;
-        case MetricsRecord::Type::Insights:
-            Q_EMIT insights(record->insights);
-            break;
-        case MetricsRecord::Type::Other:
-            break;
-        }
+        Q_EMIT this->record(*record);
     }
 }
 

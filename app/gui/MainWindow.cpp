@@ -191,16 +191,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
 
     connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
     connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
-    connect(&m_controller, &TrainingController::snapshot, this, &MainWindow::onSnapshot);
-    connect(&m_controller, &TrainingController::evaluation, this, &MainWindow::onEvaluation);
-    connect(&m_controller, &TrainingController::probed, this, &MainWindow::onProbe);
-    connect(&m_controller, &TrainingController::insights, this, [this](const ValidationInsights& insights) {
-        auto it = m_records.find(m_currentRun);
-        if (it == m_records.end())
-            return;
-        it->add(recordOf(insights));
-        m_insights->historyChanged(m_currentRun);
-    });
+    connect(&m_controller, &TrainingController::record, this, &MainWindow::onRecord);
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
     // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
@@ -1169,33 +1160,27 @@ void MainWindow::onStarted(const RunStarted& run)
     updateTitle();
 }
 
-void MainWindow::onSnapshot(const TrainingSnapshot& s)
+// What the run training here reports: added to its record as a line read from
+// disk is, then shown.
+void MainWindow::onRecord(const MetricsRecord& record)
 {
     auto it = m_records.find(m_currentRun);
     if (it == m_records.end())
         return;
-    const CurveBatch added = it->add(recordOf(s));
+    const CurveBatch added = it->add(record);
     if (m_curves->runs().contains(m_currentRun))
         appendCurves(m_currentRun, added);
-    m_insights->historyChanged(m_currentRun);
+    if (record.type != MetricsRecord::Type::Eval)
+        m_insights->historyChanged(m_currentRun);
+    if (record.type != MetricsRecord::Type::Train)
+        return;
+    const TrainingSnapshot& s = record.train;
     m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
     m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
     m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
     m_memoryLabel->setText(QString::fromStdString(formatBytes(static_cast<double>(s.memoryBytes))));
     showWorld(s.world);
 }
-
-void MainWindow::onEvaluation(const EvaluationResult& result)
-{
-    auto it = m_records.find(m_currentRun);
-    if (it == m_records.end())
-        return;
-    const CurveBatch added = it->add(recordOf(result));
-    if (m_curves->runs().contains(m_currentRun))
-        appendCurves(m_currentRun, added);
-}
-
-void MainWindow::onProbe(const ProbeResult& result) { addCapture(m_currentRun, result); }
 
 void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
 {

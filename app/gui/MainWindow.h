@@ -142,9 +142,7 @@ private:
 
     void onStateChanged(TrainingController::State state);
     void onStarted(const RunStarted& run);
-    void onSnapshot(const TrainingSnapshot& snapshot);
-    void onEvaluation(const EvaluationResult& result);
-    void onProbe(const ProbeResult& result);
+    void onRecord(const MetricsRecord& record);
     void probeRuns(const QStringList& runIds, const QString& text);
     void addCapture(const QString& runId, const ProbeResult& result);
     void exportView(bool csv);

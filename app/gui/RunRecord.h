@@ -1,4 +1,4 @@
-// defines: RunRecord, recordOf, loadRunRecord: one run's curves and insights as
+// defines: RunRecord, loadRunRecord: one run's curves and insights as
 // the window keeps them, filled through one RunRecord::add from the records of a
 // run trained here, followed, or read back from RUN_DIR/metrics.jsonl
 #pragma once
@@ -64,13 +64,6 @@ private:
     double m_secondsOffset = 0;  // a resumed run's clock restarts at 0: the time before it
     double m_sessionSeconds = 0; // the last wall time of the current session
 };
-
-// What the trainer reports live, as the record its line of metrics.jsonl decodes
-// to: a snapshot with all six curves.
-MetricsRecord recordOf(const TrainingSnapshot& snapshot);
-MetricsRecord recordOf(const EvaluationResult& result);
-MetricsRecord recordOf(const ProbeResult& probe);
-MetricsRecord recordOf(const ValidationInsights& insights);
 
 // Reads RUN_DIR/metrics.jsonl (a missing file gives an empty record; a damaged
 // line is skipped, with one line in `warnings` naming it and saying why; a last

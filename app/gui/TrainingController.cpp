@@ -31,10 +31,7 @@ void TrainingController::passOn(RunEvents* events)
             setState(m_control->paused() ? State::Paused : State::Running);
         Q_EMIT started(run);
     });
-    connect(events, &RunEvents::snapshot, this, &TrainingController::snapshot);
-    connect(events, &RunEvents::evaluation, this, &TrainingController::evaluation);
-    connect(events, &RunEvents::probed, this, &TrainingController::probed);
-    connect(events, &RunEvents::insights, this, &TrainingController::insights);
+    connect(events, &RunEvents::record, this, &TrainingController::record);
     connect(events, &RunEvents::message, this, &TrainingController::message);
     connect(events, &RunEvents::paused, this, &TrainingController::paused);
     connect(events, &RunEvents::finished, this, [this](const QString& outcome, const QString& text) {

@@ -22,10 +22,10 @@ namespace {
 class SignalObserver : public TrainingObserver {
 public:
     explicit SignalObserver(TrainingWorker& worker) : m_worker(worker) {}
-    void onSnapshot(const TrainingSnapshot& s) override { Q_EMIT m_worker.snapshot(s); }
-    void onEvaluation(const EvaluationResult& r) override { Q_EMIT m_worker.evaluation(r); }
-    void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.probed(p); }
-    void onValidationInsights(const ValidationInsights& v) override { Q_EMIT m_worker.insights(v); }
+    void onSnapshot(const TrainingSnapshot& s) override { Q_EMIT m_worker.record(recordOf(s)); }
+    void onEvaluation(const EvaluationResult& r) override { Q_EMIT m_worker.record(recordOf(r)); }
+    void onProbe(const ProbeResult& p) override { Q_EMIT m_worker.record(recordOf(p)); }
+    void onValidationInsights(const ValidationInsights& v) override { Q_EMIT m_worker.record(recordOf(v)); }
     void onMessage(const std::string& level, const std::string& text) override
     {
         Q_EMIT m_worker.message(QString::fromStdString(level), QString::fromStdString(text));
@@ -52,10 +52,7 @@ QString outcomeName(TrainOutcome outcome)
 void registerEngineTypes()
 {
     qRegisterMetaType<RunStarted>();
-    qRegisterMetaType<TrainingSnapshot>();
-    qRegisterMetaType<EvaluationResult>();
-    qRegisterMetaType<ProbeResult>();
-    qRegisterMetaType<ValidationInsights>();
+    qRegisterMetaType<MetricsRecord>();
     qRegisterMetaType<TrainingRequest>();
 }
 

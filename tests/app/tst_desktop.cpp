@@ -18,6 +18,7 @@
 #include "SampleSnapshot.h"
 #include "SavedRunProbe.h"
 #include "TrainingController.h"
+#include "TrainRecords.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "vocab/MetricsCodec.h"
@@ -204,7 +205,7 @@ void TestDesktop::initTestCase()
 void TestDesktop::controllerStartsPausesResumesAndStops()
 {
     TrainingController controller;
-    QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+    test::TrainRecords snapshots(&controller);
     QSignalSpy finished(&controller, &TrainingController::finished);
     const QString run = m_dir.filePath(QStringLiteral("controller"));
     QVERIFY(controller.start(compact(tinyDocument(100000, 1)), run, false));
@@ -232,14 +233,14 @@ void TestDesktop::controllerStartsPausesResumesAndStops()
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
     QCOMPARE(finished.first().at(0).toString(), QStringLiteral("stopped"));
     QCOMPARE(controller.state(), TrainingController::State::Idle);
-    const auto last = snapshots.last().at(0).value<TrainingSnapshot>();
+    const auto last = snapshots.last();
     QVERIFY(checkpoints(run).contains(QStringLiteral("step-%1.pt").arg(last.step, 8, 10, QLatin1Char('0'))));
 
     // The same controller trains again, continuing the run: no leftover stop or pause.
     QVERIFY(controller.start(compact(tinyDocument(last.step + 3, 1)), run, true));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 60000);
     QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
-    QCOMPARE(snapshots.last().at(0).value<TrainingSnapshot>().step, last.step + 3);
+    QCOMPARE(snapshots.last().step, last.step + 3);
 }
 
 void TestDesktop::controllerRefusesASecondStartAndReportsFailures()
@@ -284,7 +285,7 @@ void TestDesktop::destroyingTheControllerSavesTheRun()
     const QString run = m_dir.filePath(QStringLiteral("teardown"));
     {
         TrainingController controller;
-        QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+        test::TrainRecords snapshots(&controller);
         QVERIFY(controller.start(compact(tinyDocument(100000, 1)), run, false));
         QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 2, 60000);
     }  // the destructor stops the run and waits for its checkpoint
@@ -917,7 +918,7 @@ void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
     QVERIFY(writeJson(file, tinyDocument(100000, 1)));
     QVERIFY(window->openConfiguration(file));
     QVERIFY(window->startTraining());
-    QSignalSpy snapshots(&window->controller(), &TrainingController::snapshot);
+    test::TrainRecords snapshots(&window->controller());
     QTRY_VERIFY_WITH_TIMEOUT(snapshots.count() >= 2, 60000);
 
     QVERIFY(!window->close());  // refused for now: the question is asked

@@ -10,6 +10,7 @@
 #include "MainWindow.h"
 #include "RunFollower.h"
 #include "TrainingController.h"
+#include "TrainRecords.h"
 #include "dist/World.h"
 #include "train/RunStatus.h"
 
@@ -478,7 +479,7 @@ void TestFollow::severalProcessesTrainThroughTheController()
     QString json = QString::fromUtf8(QJsonDocument(document).toJson());
     TrainingController controller;
     QSignalSpy started(&controller, &TrainingController::started);
-    QSignalSpy snapshots(&controller, &TrainingController::snapshot);
+    test::TrainRecords snapshots(&controller);
     QSignalSpy finished(&controller, &TrainingController::finished);
     const QString run = m_dir.filePath(QStringLiteral("controller"));
     QVERIFY(controller.start(json, run, false));
@@ -490,7 +491,7 @@ void TestFollow::severalProcessesTrainThroughTheController()
     QCOMPARE(started.size(), 1);
     QVERIFY(started.at(0).at(0).value<RunStarted>().device.startsWith(QStringLiteral("2 processes")));
     QCOMPARE(snapshots.size(), 20);  // every second step, as log_every says
-    const TrainingSnapshot last = snapshots.last().at(0).value<TrainingSnapshot>();
+    const TrainingSnapshot last = snapshots.last();
     QCOMPARE(last.step, std::int64_t{40});
     QCOMPARE(last.world.size, std::int64_t{2});
     QCOMPARE(controller.state(), TrainingController::State::Idle);
