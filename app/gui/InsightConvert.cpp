@@ -23,11 +23,6 @@ QVector<QVector<T>> matrixOf(const std::vector<std::vector<From>>& rows)
     return out;
 }
 
-Divergence divergenceOf(const LayerNormDivergence& d)
-{
-    return {d.gammaAllPairs, d.betaAllPairs, d.gammaElementwise, d.betaElementwise};
-}
-
 // Attention maps [layer][head][query][key] flattened per head.
 QVector<QVector<QVector<float>>> flatMaps(const std::vector<std::vector<std::vector<std::vector<float>>>>& maps)
 {
@@ -64,8 +59,8 @@ ModelState toModelState(const TrainingSnapshot& s)
     state.norms.attentionBeta = matrixOf<float>(s.attentionBeta);
     state.norms.ffnGamma = matrixOf<float>(s.ffnGamma);
     state.norms.ffnBeta = matrixOf<float>(s.ffnBeta);
-    state.norms.ffn = divergenceOf(s.divergence);
-    state.norms.attention = divergenceOf(s.attentionDivergence);
+    state.norms.ffn = s.divergence;
+    state.norms.attention = s.attentionDivergence;
     for (const PathWeights& p : s.paths)
         state.paths.push_back({static_cast<int>(p.block), QString::fromStdString(p.sublayer), static_cast<int>(p.paths),
                                vectorOf<float>(p.alpha), p.beta, p.diversity});

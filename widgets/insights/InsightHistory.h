@@ -6,6 +6,7 @@
 #pragma once
 
 #include "configuration/ArchitectureSketch.h"
+#include "vocab/Snapshot.h"
 
 #include <QHash>
 #include <QImage>
@@ -37,16 +38,11 @@ struct ExpertLoad {
     QVector<double> shares() const;           // every expert's, the total summed once
 };
 
-// WideNet Eq. 9 for one LayerNorm position, in both readings (core/train/Snapshot.h).
-struct Divergence {
-    double gammaAllPairs = 0, betaAllPairs = 0;
-    double gammaElementwise = 0, betaElementwise = 0;
-};
-
-// LayerNorm parameters of every block at one step, per position.
+// LayerNorm parameters of every block at one step, per position, and WideNet's
+// Eq. 9 for each position in both readings (vocab/Snapshot.h's LayerNormDivergence).
 struct NormState {
     QVector<QVector<float>> attentionGamma, attentionBeta, ffnGamma, ffnBeta;  // [block][channel]
-    Divergence attention, ffn;
+    LayerNormDivergence attention, ffn;
 };
 
 // Learnable weights of one multi-path sublayer.

@@ -115,7 +115,7 @@ void LayerNormView::showCurves()
         m_divergence->addRun(source.runId, source.label, palette::seriesColor(i));
         QVector<CurvePoint> gamma, beta;
         for (const ModelState& state : source.history->states()) {
-            const Divergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
+            const LayerNormDivergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
             const bool all = reading() == Reading::AllPairs;
             gamma.push_back({double(state.step), 0.0, all ? d.gammaAllPairs : d.gammaElementwise});
             beta.push_back({double(state.step), 0.0, all ? d.betaAllPairs : d.betaElementwise});
@@ -182,7 +182,7 @@ QByteArray LayerNormView::csv() const
         const QByteArray run = csvField(source->label) + ',';
         // Eq. 9 over training, both readings.
         for (const ModelState& state : source->history->states()) {
-            const Divergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
+            const LayerNormDivergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
             const QByteArray prefix = run + QByteArray::number(state.step) + ',' + where + ',';
             out += prefix + "divergence_gamma_all_pairs,,," + csvNumber(d.gammaAllPairs) + '\n';
             out += prefix + "divergence_beta_all_pairs,,," + csvNumber(d.betaAllPairs) + '\n';
