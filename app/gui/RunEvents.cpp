@@ -3,13 +3,24 @@
 #include "vocab/Curves.h"
 
 namespace widelab {
+namespace {
+
+// A record of `type` holding `event` in its `part`.
+template <typename Event>
+MetricsRecord recordHolding(MetricsRecord::Type type, Event MetricsRecord::*part, const Event& event)
+{
+    MetricsRecord record;
+    record.type = type;
+    record.step = event.step;
+    record.*part = event;
+    return record;
+}
+
+}  // namespace
 
 MetricsRecord recordOf(const TrainingSnapshot& snapshot)
 {
-    MetricsRecord record;
-    record.type = MetricsRecord::Type::Train;
-    record.step = snapshot.step;
-    record.train = snapshot;
+    MetricsRecord record = recordHolding(MetricsRecord::Type::Train, &MetricsRecord::train, snapshot);
     for (const TrainingCurve& curve : kTrainingCurves)
         record.values[curve.name] = snapshot.*curve.value;
     return record;
@@ -17,29 +28,17 @@ MetricsRecord recordOf(const TrainingSnapshot& snapshot)
 
 MetricsRecord recordOf(const EvaluationResult& result)
 {
-    MetricsRecord record;
-    record.type = MetricsRecord::Type::Eval;
-    record.step = result.step;
-    record.eval = result;
-    return record;
+    return recordHolding(MetricsRecord::Type::Eval, &MetricsRecord::eval, result);
 }
 
 MetricsRecord recordOf(const ProbeResult& probe)
 {
-    MetricsRecord record;
-    record.type = MetricsRecord::Type::Probe;
-    record.step = probe.step;
-    record.probe = probe;
-    return record;
+    return recordHolding(MetricsRecord::Type::Probe, &MetricsRecord::probe, probe);
 }
 
 MetricsRecord recordOf(const ValidationInsights& insights)
 {
-    MetricsRecord record;
-    record.type = MetricsRecord::Type::Insights;
-    record.step = insights.step;
-    record.insights = insights;
-    return record;
+    return recordHolding(MetricsRecord::Type::Insights, &MetricsRecord::insights, insights);
 }
 
 }  // namespace widelab
