@@ -50,6 +50,22 @@ Batch makeBatch(const std::vector<Example>& examples, bool languageModel)
     return batch;
 }
 
+torch::Tensor modelMask(const Batch& batch)
+{
+    return !batch.mask.defined() || batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+}
+
+torch::Tensor correctCounts(const torch::Tensor& logits, const Batch& batch, bool languageModel)
+{
+    const torch::Tensor predicted = logits.argmax(-1);
+    if (!languageModel) {
+        const torch::Tensor hits = predicted.eq(batch.targets).sum().to(torch::kFloat64);
+        return torch::stack({hits, torch::full_like(hits, static_cast<double>(batch.targets.size(0)))});
+    }
+    const torch::Tensor hits = predicted.eq(batch.targets).logical_and(batch.mask);
+    return torch::stack({hits.sum().to(torch::kFloat64), batch.mask.sum().to(torch::kFloat64)});
+}
+
 namespace {
 
 // HWC bytes -> CHW floats, normalised, into `out` (C * H * W floats).

@@ -1,4 +1,4 @@
-// defines: Batch (padded tensors of a list of examples), makeBatch, ImageAugmentation, makeImageBatch, BatchSampler (a deterministic shuffled order
+// defines: Batch (padded tensors of a list of examples), makeBatch, modelMask, correctCounts, ImageAugmentation, makeImageBatch, BatchSampler (a deterministic shuffled order
 // over a dataset that can be resumed)
 #pragma once
 
@@ -24,6 +24,17 @@ struct Batch {
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification
 // example without a label (< 0), or a language-model example whose targets differ in length from its ids.
 Batch makeBatch(const std::vector<Example>& examples, bool languageModel);
+
+// The mask a model is given for the batch: none when every token is real (a full
+// batch, or images), so that it routes without gathering tokens and a language
+// model's attention takes the kernel's causal rule; the batch's own mask still
+// weighs the loss.
+torch::Tensor modelMask(const Batch& batch);
+
+// Correct predictions and how many were counted, [2] float64 on the logits'
+// device: classes for classification (logits [B, classes]), next tokens at real
+// positions for a language model (logits [B, T, vocabulary]).
+torch::Tensor correctCounts(const torch::Tensor& logits, const Batch& batch, bool languageModel);
 
 // Training augmentation of an image batch: example b is augmented (augmentImage) with a generator seeded by
 // mixSeed(seed, b), so that a batch is the same whenever its seed is (a resumed run sees the same batches).

@@ -10,6 +10,7 @@
 #include "data/Batch.h"
 #include "task/TaskData.h"
 #include "model/WideTransformer.h"
+#include "runtime/Clock.h"
 
 #include <torch/optim/optimizer.h>
 
@@ -110,7 +111,18 @@ public:
     const std::filesystem::path& directory() const { return m_directory; }
 
 private:
-    struct Interval;  // measurements accumulated between two snapshots
+    // Sums over the steps since the last snapshot. They stay on the device and are
+    // read once per snapshot: reading a value from a GPU waits for it.
+    struct Interval {
+        double started = steadySeconds();
+        torch::Tensor sums;        // [6]: loss, task, balance, hits, counted, gradient norm
+        std::int64_t steps = 0, tokens = 0;
+        std::int64_t resumedSteps = 0;  // of `steps`, those run before a resume (in the sums, not timed)
+        ForwardTrace trace;        // routing of the interval's last, measured step
+        // Distributed runs: this rank's time in its steps but for waiting on the
+        // others, and the part of that wait after backward (the gradients).
+        double computeSeconds = 0.0, allReduceWaitSeconds = 0.0;
+    };
     struct Interrupted {};  // a stop requested during an evaluation
 
     void checkResumedDocument();

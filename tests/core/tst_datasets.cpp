@@ -113,6 +113,8 @@ private Q_SLOTS:
     void largeFileIsStreamed();
 
     void batchPadsAndMasks();
+    void modelMaskOnlyForPaddedBatches();
+    void correctCountsClassesAndRealTokens();
     void languageModelBatch();
     void batchErrors();
     void samplerIsDeterministic();
@@ -800,6 +802,53 @@ void TestDatasets::batchPadsAndMasks()
                          torch::tensor({1, 1, 1, 1, 0, 0, 1, 1, 0}, torch::kInt64).view({3, 3}).to(torch::kBool)));
     QVERIFY(torch::equal(batch.targets, torch::tensor({1, 0, 2}, torch::kInt64)));
     QCOMPARE(batch.tokens, 6);
+}
+
+void TestDatasets::modelMaskOnlyForPaddedBatches()
+{
+    std::vector<Example> full(2);
+    full[0].ids = {5, 6};
+    full[0].label = 0;
+    full[1].ids = {7, 8};
+    full[1].label = 1;
+    QVERIFY(!modelMask(makeBatch(full, false)).defined());  // every token real: the model needs no mask
+    full[1].ids = {7};
+    const Batch padded = makeBatch(full, false);
+    QVERIFY(modelMask(padded).defined());
+    QVERIFY(torch::equal(modelMask(padded), torch::tensor({1, 1, 1, 0}, torch::kInt64).view({2, 2}).to(torch::kBool)));
+}
+
+void TestDatasets::correctCountsClassesAndRealTokens()
+{
+    // Classification: 3 examples, labels 1, 0, 2; predicted 1, 1, 2 -> 2 of 3.
+    std::vector<Example> examples(3);
+    for (std::size_t i = 0; i < examples.size(); ++i)
+        examples[i].ids = {5};
+    examples[0].label = 1;
+    examples[1].label = 0;
+    examples[2].label = 2;
+    const torch::Tensor logits = torch::tensor({0.0, 2.0, 1.0, /**/ 0.5, 0.9, 0.1, /**/ 0.0, 0.0, 3.0}).view({3, 3});
+    const torch::Tensor classes = correctCounts(logits, makeBatch(examples, false), false);
+    QCOMPARE(classes.scalar_type(), torch::kFloat64);
+    QCOMPARE(classes[0].item<double>(), 2.0);
+    QCOMPARE(classes[1].item<double>(), 3.0);
+
+    // Language model: example 0 has 2 real positions, example 1 has 1 (one padded);
+    // targets 4 5 / 7 (pad). Predictions: 4 (right), 3 (wrong) / 7 (right), and a
+    // "right" guess of 0 at the padded position that must not count -> 2 of 3.
+    std::vector<Example> texts(2);
+    texts[0].ids = {3, 4};
+    texts[0].targets = {4, 5};
+    texts[1].ids = {6};
+    texts[1].targets = {7};
+    torch::Tensor lm = torch::zeros({2, 2, 8});
+    lm[0][0][4] = 1.0;
+    lm[0][1][3] = 1.0;
+    lm[1][0][7] = 1.0;
+    lm[1][1][0] = 1.0;
+    const torch::Tensor tokens = correctCounts(lm, makeBatch(texts, true), true);
+    QCOMPARE(tokens[0].item<double>(), 2.0);
+    QCOMPARE(tokens[1].item<double>(), 3.0);
 }
 
 void TestDatasets::languageModelBatch()
