@@ -16,7 +16,7 @@
 
 namespace widelab {
 
-class MappedFile;  // a read-only memory mapping of a whole file, defined in Datasets.cpp
+class MappedFile;  // a read-only memory mapping of a whole file (MappedFile.h)
 
 struct Example {
     std::vector<std::int64_t> ids;      // token ids, length <= the dataset's sequence length
