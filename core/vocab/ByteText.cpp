@@ -1,5 +1,7 @@
 #include "ByteText.h"
 
+#include <cstring>
+
 #include "Utf8.h"
 
 namespace widelab {
@@ -73,6 +75,57 @@ std::optional<std::string> bytesFromJson(const nlohmann::json& value)
         bytes += static_cast<char>(high * 16 + low);
     }
     return bytes;
+}
+
+namespace {
+
+const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string toBase64(const std::vector<std::uint8_t>& bytes)
+{
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+        const std::uint32_t n = (std::uint32_t{bytes[i]} << 16) | (i + 1 < bytes.size() ? std::uint32_t{bytes[i + 1]} << 8 : 0)
+                                | (i + 2 < bytes.size() ? std::uint32_t{bytes[i + 2]} : 0);
+        out += kBase64[(n >> 18) & 63];
+        out += kBase64[(n >> 12) & 63];
+        out += i + 1 < bytes.size() ? kBase64[(n >> 6) & 63] : '=';
+        out += i + 2 < bytes.size() ? kBase64[n & 63] : '=';
+    }
+    return out;
+}
+
+std::optional<std::vector<std::uint8_t>> fromBase64(std::string_view text)
+{
+    if (text.size() % 4 != 0)
+        return std::nullopt;
+    std::vector<std::uint8_t> out;
+    out.reserve(text.size() / 4 * 3);
+    for (std::size_t i = 0; i < text.size(); i += 4) {
+        std::uint32_t n = 0;
+        int padding = 0;
+        for (std::size_t k = 0; k < 4; ++k) {
+            const char c = text[i + k];
+            const char* found = c == '\0' ? nullptr : std::strchr(kBase64, c);
+            if (c == '=' && i + 4 == text.size() && k >= 2 && (k == 3 || text[i + 3] == '=')) {
+                ++padding;
+                n <<= 6;
+            } else if (found != nullptr && padding == 0) {
+                n = (n << 6) | static_cast<std::uint32_t>(found - kBase64);
+            } else {
+                return std::nullopt;
+            }
+        }
+        out.push_back(static_cast<std::uint8_t>(n >> 16));
+        if (padding < 2)
+            out.push_back(static_cast<std::uint8_t>((n >> 8) & 0xff));
+        if (padding < 1)
+            out.push_back(static_cast<std::uint8_t>(n & 0xff));
+    }
+    return out;
 }
 
 }  // namespace widelab

@@ -1,5 +1,5 @@
 // defines: legibleBytes (any byte sequence as readable, valid UTF-8), hexByte, bytesToJson and bytesFromJson (any
-// byte sequence through a JSON document and back, unchanged)
+// byte sequence through a JSON document and back, unchanged), toBase64 and fromBase64
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <cstdint>
+#include <vector>
 
 namespace widelab {
 
@@ -31,5 +33,11 @@ nlohmann::json bytesToJson(std::string_view bytes);
 // The bytes of a value bytesToJson wrote (a string, or {"hex": ...} with an even
 // number of hex digits and no other key); std::nullopt for anything else.
 std::optional<std::string> bytesFromJson(const nlohmann::json& value);
+
+// Base64 with the standard alphabet and '=' padding (RFC 4648), as metrics.jsonl
+// stores a probe's pixels; fromBase64 refuses anything else (a length that is no
+// multiple of 4, a foreign character, padding that is not at the end): nullopt.
+std::string toBase64(const std::vector<std::uint8_t>& bytes);
+std::optional<std::vector<std::uint8_t>> fromBase64(std::string_view text);
 
 }  // namespace widelab
