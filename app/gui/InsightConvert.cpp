@@ -42,31 +42,6 @@ QVector<QVector<QVector<float>>> flatMaps(const std::vector<std::vector<std::vec
 
 }  // namespace
 
-ModelState toModelState(const TrainingSnapshot& s)
-{
-    ModelState state;
-    state.step = s.step;
-    for (const RoutingStats& r : s.routing)
-        state.routing.push_back({static_cast<int>(r.block), vectorOf<qint64>(r.tokensPerExpert),
-                                 vectorOf<double>(r.droppedPercentPerChoice), static_cast<int>(r.unusedExperts),
-                                 r.routerEntropy, vectorOf<double>(r.loadVsFair), r.maxViolation,
-                                 r.effectiveExperts, r.zLoss, r.deadFraction, r.consistency});
-    for (const HealthEvent& a : s.alarms)
-        state.alarms.push_back({QString::fromStdString(a.kind), QString::fromStdString(a.level),
-                                static_cast<int>(a.block), static_cast<int>(a.index),
-                                QString::fromStdString(a.sublayer), QString::fromStdString(a.text)});
-    state.norms.attentionGamma = matrixOf<float>(s.attentionGamma);
-    state.norms.attentionBeta = matrixOf<float>(s.attentionBeta);
-    state.norms.ffnGamma = matrixOf<float>(s.ffnGamma);
-    state.norms.ffnBeta = matrixOf<float>(s.ffnBeta);
-    state.norms.ffn = s.divergence;
-    state.norms.attention = s.attentionDivergence;
-    for (const PathWeights& p : s.paths)
-        state.paths.push_back({static_cast<int>(p.block), QString::fromStdString(p.sublayer), static_cast<int>(p.paths),
-                               vectorOf<float>(p.alpha), p.beta, p.diversity});
-    return state;
-}
-
 ProbeCapture toProbeCapture(const ProbeResult& p)
 {
     ProbeCapture c;
@@ -95,35 +70,6 @@ ProbeCapture toProbeCapture(const ProbeResult& p)
         c.image = CaptureImage::fromPixels(image.width, image.height, image.channels, image.pixels.data(),
                                            static_cast<qint64>(image.pixels.size()), image.gridRows, image.gridCols);
     return c;
-}
-
-ValidationInsight toValidationInsight(const ValidationInsights& v)
-{
-    ValidationInsight out;
-    out.step = v.step;
-    for (const std::string& role : v.heads.roles)
-        out.heads.roles.push_back(QString::fromStdString(role));
-    for (const auto& layer : v.heads.scores)
-        out.heads.scores.push_back(matrixOf<double>(layer));
-    out.heads.dominant = matrixOf<int>(v.heads.dominant);
-    QStringList classes;
-    for (const std::string& name : v.classNames)
-        classes.push_back(QString::fromStdString(name));
-    for (const ExpertIntake& e : v.experts) {
-        ExpertSpecialisation s;
-        s.block = static_cast<int>(e.block);
-        for (const auto& tokens : e.topTokens) {
-            QVector<QPair<QString, qint64>> list;
-            for (const auto& [token, count] : tokens)
-                list.push_back({QString::fromStdString(legibleBytes(token)), count});
-            s.topTokens.push_back(std::move(list));
-        }
-        s.classCounts = matrixOf<qint64>(e.classCounts);
-        if (!s.classCounts.isEmpty())
-            s.classNames = classes;
-        out.experts.push_back(std::move(s));
-    }
-    return out;
 }
 
 }  // namespace widelab

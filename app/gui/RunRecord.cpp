@@ -62,7 +62,7 @@ CurveBatch RunRecord::add(const MetricsRecord& record)
     case MetricsRecord::Type::Train:
         m_lastTrainStep = std::max(m_lastTrainStep, static_cast<qint64>(record.step));
         world = record.train.world;
-        insights->addState(toModelState(record.train));
+        insights->addState(record.train);
         return addTrainingValues(static_cast<double>(record.step), record.train.wallSeconds, record.values);
     case MetricsRecord::Type::Eval:
         if (record.eval.split == "validation")
@@ -72,7 +72,7 @@ CurveBatch RunRecord::add(const MetricsRecord& record)
         insights->addCapture(toProbeCapture(record.probe));
         return {};
     case MetricsRecord::Type::Insights:
-        insights->addValidationInsight(toValidationInsight(record.insights));
+        insights->addValidationInsight(record.insights);
         return {};
     case MetricsRecord::Type::Other:
         break;

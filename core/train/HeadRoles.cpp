@@ -5,16 +5,6 @@
 
 namespace widelab {
 
-std::vector<std::string> headRoleNames(bool languageModel)
-{
-    std::vector<std::string> names{"previous token", "next token", "first token", "self", "local", "broad"};
-    if (languageModel) {
-        names.emplace_back("duplicate token");
-        names.emplace_back("induction");
-    }
-    return names;
-}
-
 std::int64_t dominantRole(const std::vector<double>& scores)
 {
     constexpr double kPointer = 0.4, kLocal = 0.5;

@@ -1,4 +1,4 @@
-// defines: HeadRole, headRoleNames, HeadRoleAccumulator, dominantRole: what each
+// defines: HeadRole, HeadRoleAccumulator, dominantRole: what each
 // attention head does, scored from its attention maps (TransformerLens's head
 // detector, extended): 0..1 per role, averaged over the queries of a sample
 #pragma once
@@ -26,8 +26,7 @@ enum class HeadRole {
 };
 inline constexpr std::int64_t kLocalWindow = 3;
 
-// The names in HeadRole order: six roles, eight for a language model.
-std::vector<std::string> headRoleNames(bool languageModel);
+// Their names, in this order: headRoleNames (vocab/Snapshot.h).
 
 // The role a head is drawn as: the pointer role (previous, next, first, self,
 // duplicate, induction) with the highest score when it is at least 0.4; else

@@ -27,6 +27,10 @@ struct RoutingStats {
     // Tokens whose top-1 expert is the one they had at the previous routing
     // block, 0..1; -1 for the first routing block.
     double consistency = -1.0;
+
+    std::int64_t totalTokens() const;               // kept assignments over every expert
+    double share(std::int64_t expert) const;        // of totalTokens, 0..1; 0 outside the experts or with none
+    std::vector<double> shares() const;             // every expert's, the total summed once
 };
 
 // A health alarm raised (level "warning") or cleared ("info") at a measurement;
@@ -48,6 +52,10 @@ struct PathWeights {
     std::vector<float> alpha;    // raw paths, then extra features
     float beta = 1.0f;
     double diversity = 0.0;      // over the raw paths (PathCombiner.h: pathDiversity)
+
+    // The feature alpha[index] weighs: "path 2", or for an extra feature
+    // "mean without path 2" (PathCombiner.h).
+    std::string featureName(std::int64_t index) const;
 };
 
 // WideNet Eq. 9 for one LayerNorm position, over N blocks of width M.
@@ -128,7 +136,14 @@ struct HeadRoleScores {
     std::vector<std::string> roles;                      // headRoleNames(): the scores' order
     std::vector<std::vector<std::vector<double>>> scores;  // [layer][head][role]
     std::vector<std::vector<std::int64_t>> dominant;      // [layer][head]: index into roles
+
+    int layers() const { return static_cast<int>(scores.size()); }
+    int heads() const { return scores.empty() ? 0 : static_cast<int>(scores.front().size()); }
 };
+
+// The roles a head is scored on, in the scores' order: six for every model, and
+// for a language model "duplicate token" and "induction" after them.
+std::vector<std::string> headRoleNames(bool languageModel);
 
 // What one routing block's experts received over the validation sample: every
 // kept choice counts.

@@ -84,10 +84,10 @@ std::optional<MetricsRecord> lineOfType(QJsonObject line, const char* type, QStr
     return record;
 }
 
-std::optional<ModelState> modelStateFromJson(const QJsonObject& line, QString* reason)
+std::optional<TrainingSnapshot> snapshotFromJson(const QJsonObject& line, QString* reason)
 {
     const std::optional<MetricsRecord> record = lineOfType(line, "train", reason);
-    return record ? std::optional<ModelState>(toModelState(record->train)) : std::nullopt;
+    return record ? std::optional<TrainingSnapshot>(record->train) : std::nullopt;
 }
 
 std::optional<ProbeCapture> probeCaptureFromJson(const QJsonObject& line, QString* reason)
@@ -574,28 +574,28 @@ void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
 
     const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(s).dump())).object();
     QString reason;
-    const std::optional<ModelState> read = modelStateFromJson(line, &reason);
+    const std::optional<TrainingSnapshot> read = snapshotFromJson(line, &reason);
     QVERIFY2(read.has_value(), qPrintable(reason));
-    for (const ModelState& state : {toModelState(s), *read}) {
-        QCOMPARE(state.step, qint64{30});
-        QCOMPARE(state.routing.size(), qsizetype{1});
-        QCOMPARE(state.routing[0].block, 1);
-        QCOMPARE(state.routing[0].tokensPerExpert, (QVector<qint64>{5, 0, 7}));
-        QCOMPARE(state.routing[0].droppedPercentPerChoice, (QVector<double>{12.5, 40.0}));
-        QCOMPARE(state.routing[0].unusedExperts, 1);
+    for (const TrainingSnapshot& state : {s, *read}) {
+        QCOMPARE(state.step, std::int64_t{30});
+        QCOMPARE(state.routing.size(), std::size_t{1});
+        QCOMPARE(state.routing[0].block, std::int64_t{1});
+        QVERIFY(state.routing[0].tokensPerExpert == (std::vector<std::int64_t>{5, 0, 7}));
+        QVERIFY(state.routing[0].droppedPercentPerChoice == (std::vector<double>{12.5, 40.0}));
+        QCOMPARE(state.routing[0].unusedExperts, std::int64_t{1});
         QCOMPARE(state.routing[0].routerEntropy, 0.75);
-        QCOMPARE(state.routing[0].loadVsFair, (QVector<double>{1.25, 0.0, 1.75}));
+        QVERIFY(state.routing[0].loadVsFair == (std::vector<double>{1.25, 0.0, 1.75}));
         QCOMPARE(state.routing[0].share(2), 7.0 / 12.0);
-        QCOMPARE(state.norms.attentionGamma, (QVector<QVector<float>>{{1.0f, 0.5f}, {2.0f, 1.5f}}));
-        QCOMPARE(state.norms.ffnBeta, (QVector<QVector<float>>{{0.125f, 0.0f}, {0.0f, -0.125f}}));
-        QCOMPARE(state.norms.ffn.gammaAllPairs, 0.25);
-        QCOMPARE(state.norms.ffn.betaElementwise, 0.0625);
-        QCOMPARE(state.norms.attention.gammaElementwise, 3.5);
-        QCOMPARE(state.paths.size(), qsizetype{1});
-        QCOMPARE(state.paths[0].sublayer, QStringLiteral("ffn"));
-        QCOMPARE(state.paths[0].paths, 2);
-        QCOMPARE(state.paths[0].alpha, (QVector<float>{0.5f, 0.25f, 0.125f, 0.0625f}));
-        QCOMPARE(state.paths[0].featureName(3), QStringLiteral("mean without path 2"));
+        QVERIFY(state.attentionGamma == (std::vector<std::vector<float>>{{1.0f, 0.5f}, {2.0f, 1.5f}}));
+        QVERIFY(state.ffnBeta == (std::vector<std::vector<float>>{{0.125f, 0.0f}, {0.0f, -0.125f}}));
+        QCOMPARE(state.divergence.gammaAllPairs, 0.25);
+        QCOMPARE(state.divergence.betaElementwise, 0.0625);
+        QCOMPARE(state.attentionDivergence.gammaElementwise, 3.5);
+        QCOMPARE(state.paths.size(), std::size_t{1});
+        QCOMPARE(state.paths[0].sublayer, std::string("ffn"));
+        QCOMPARE(state.paths[0].paths, std::int64_t{2});
+        QVERIFY(state.paths[0].alpha == (std::vector<float>{0.5f, 0.25f, 0.125f, 0.0625f}));
+        QCOMPARE(state.paths[0].featureName(3), std::string("mean without path 2"));
         QCOMPARE(state.paths[0].beta, 0.75f);
         QCOMPARE(state.paths[0].diversity, 0.375);
     }
@@ -709,8 +709,8 @@ void TestDesktop::metricsLinesAreCheckedAtTheBoundary()
     QCOMPARE(train->train.wallSeconds, 1.5);
     QCOMPARE(train->values.at("loss"), 2.5);
     QVERIFY(!train->values.count("gradient_norm"));  // not written: no point, not a 0
-    QCOMPARE(toModelState(train->train).routing.size(), qsizetype{1});
-    QCOMPARE(toModelState(train->train).paths.size(), qsizetype{1});
+    QCOMPARE(train->train.routing.size(), std::size_t{1});
+    QCOMPARE(train->train.paths.size(), std::size_t{1});
     const std::optional<MetricsRecord> probe = decodedLine(kGoodProbe, &reason);
     QVERIFY2(probe.has_value(), qPrintable(reason));
     QCOMPARE(toProbeCapture(probe->probe).tokenCount(), 2);

@@ -12,13 +12,13 @@ namespace widelab {
 
 namespace {
 
-QString kindText(const HealthAlarm& alarm)
+QString kindText(const HealthEvent& alarm)
 {
     QString where = QObject::tr("block %1").arg(alarm.block + 1);
     if (alarm.index >= 0)
-        where += alarm.kind == QLatin1String("path weight") ? QObject::tr(", feature %1").arg(alarm.index + 1)
-                                                            : QObject::tr(", expert %1").arg(alarm.index + 1);
-    return QStringLiteral("%1 (%2)").arg(alarm.kind, where);
+        where += alarm.kind == "path weight" ? QObject::tr(", feature %1").arg(alarm.index + 1)
+                                             : QObject::tr(", expert %1").arg(alarm.index + 1);
+    return QStringLiteral("%1 (%2)").arg(QString::fromStdString(alarm.kind), where);
 }
 
 }  // namespace
@@ -26,39 +26,39 @@ QString kindText(const HealthAlarm& alarm)
 QVector<AlarmEntry> alarmsUpTo(const InsightHistory& history, qint64 upTo, const QStringList& kinds)
 {
     QVector<AlarmEntry> entries;
-    const QVector<ModelState>& states = history.states();
+    const QVector<TrainingSnapshot>& states = history.states();
     for (auto state = states.crbegin(); state != states.crend(); ++state) {
         if (upTo >= 0 && state->step > upTo)
             continue;
         for (auto alarm = state->alarms.crbegin(); alarm != state->alarms.crend(); ++alarm)
-            if (kinds.isEmpty() || kinds.contains(alarm->kind))
+            if (kinds.isEmpty() || kinds.contains(QString::fromStdString(alarm->kind)))
                 entries.push_back({state->step, *alarm, false});
     }
     // Newest first: an entry is in force when it is a warning and the first of its key.
     QSet<QString> seen;
     for (AlarmEntry& entry : entries) {
-        const QString key = QStringLiteral("%1/%2/%3").arg(entry.alarm.kind).arg(entry.alarm.block).arg(entry.alarm.index);
+        const QString key = QStringLiteral("%1/%2/%3").arg(QString::fromStdString(entry.alarm.kind)).arg(entry.alarm.block).arg(entry.alarm.index);
         if (seen.contains(key))
             continue;
         seen.insert(key);
-        entry.active = entry.alarm.level == QLatin1String("warning");
+        entry.active = entry.alarm.level == "warning";
     }
     return entries;
 }
 
-QVector<HealthAlarm> activeAlarms(const QVector<AlarmEntry>& entries)
+QVector<HealthEvent> activeAlarms(const QVector<AlarmEntry>& entries)
 {
-    QVector<HealthAlarm> active;
+    QVector<HealthEvent> active;
     for (const AlarmEntry& entry : entries)
         if (entry.active)
             active.push_back(entry.alarm);
     return active;
 }
 
-bool hasAlarm(const QVector<HealthAlarm>& alarms, const QString& kind, int block, int index)
+bool hasAlarm(const QVector<HealthEvent>& alarms, const QString& kind, qint64 block, qint64 index)
 {
-    for (const HealthAlarm& alarm : alarms)
-        if (alarm.kind == kind && alarm.block == block && (index < 0 || alarm.index == index))
+    for (const HealthEvent& alarm : alarms)
+        if (QString::fromStdString(alarm.kind) == kind && alarm.block == block && (index < 0 || alarm.index == index))
             return true;
     return false;
 }
@@ -99,9 +99,9 @@ void AlarmList::setHistory(const InsightHistory* history, qint64 upTo)
     int active = 0;
     for (int i = 0; i < m_entries.size(); ++i) {
         const AlarmEntry& entry = m_entries[i];
-        const bool isWarning = entry.alarm.level == QLatin1String("warning");
+        const bool isWarning = entry.alarm.level == "warning";
         auto* item = new QListWidgetItem(isWarning ? warning : cleared,
-                                         tr("step %1: %2").arg(entry.step).arg(entry.alarm.text), m_list);
+                                         tr("step %1: %2").arg(entry.step).arg(QString::fromStdString(entry.alarm.text)), m_list);
         item->setData(Qt::UserRole, i);
         QString state;
         if (entry.active) {
@@ -117,7 +117,7 @@ void AlarmList::setHistory(const InsightHistory* history, qint64 upTo)
             item->setForeground(faded);
             state = tr("cleared: the measure is back within bounds");
         }
-        item->setToolTip(tr("%1, step %2: %3\n%4").arg(kindText(entry.alarm)).arg(entry.step).arg(entry.alarm.text, state));
+        item->setToolTip(tr("%1, step %2: %3\n%4").arg(kindText(entry.alarm)).arg(entry.step).arg(QString::fromStdString(entry.alarm.text), state));
     }
     if (m_entries.isEmpty())
         m_title->setText(m_emptyText);
@@ -130,12 +130,12 @@ void AlarmList::setHistory(const InsightHistory* history, qint64 upTo)
 
 QString AlarmList::badgeText() const
 {
-    const QVector<HealthAlarm> now = active();
+    const QVector<HealthEvent> now = active();
     if (now.isEmpty())
         return QString();
     QStringList texts;
-    for (const HealthAlarm& alarm : now)
-        texts << alarm.text;
+    for (const HealthEvent& alarm : now)
+        texts << QString::fromStdString(alarm.text);
     return QStringLiteral("⚠ ") + (now.size() == 1 ? tr("1 alarm in force: ") : tr("%1 alarms in force: ").arg(now.size()))
            + texts.join(QStringLiteral("; "));
 }

@@ -18,7 +18,7 @@ namespace widelab {
 // whether it is still in force at the step shown.
 struct AlarmEntry {
     qint64 step = 0;
-    HealthAlarm alarm;
+    HealthEvent alarm;
     // A warning with no later alarm of the same (kind, block, index) up to the
     // step shown: the trainer has not cleared it (nor raised it again since).
     bool active = false;
@@ -28,9 +28,9 @@ struct AlarmEntry {
 // (< 0: every one), newest first (within a step, in reverse of their order).
 QVector<AlarmEntry> alarmsUpTo(const InsightHistory& history, qint64 upTo, const QStringList& kinds = {});
 // The alarms in force among `entries`, newest first.
-QVector<HealthAlarm> activeAlarms(const QVector<AlarmEntry>& entries);
+QVector<HealthEvent> activeAlarms(const QVector<AlarmEntry>& entries);
 // Whether `alarms` holds one of `kind` for `block` and `index` (index -1: any index of the block).
-bool hasAlarm(const QVector<HealthAlarm>& alarms, const QString& kind, int block, int index = -1);
+bool hasAlarm(const QVector<HealthEvent>& alarms, const QString& kind, qint64 block, qint64 index = -1);
 
 // A title line ("2 alarms in force at step 1200") over a list of entries: a
 // warning icon for warnings (bold while in force), a tick for the notes that
@@ -47,14 +47,14 @@ public:
     void setHistory(const InsightHistory* history, qint64 upTo);
 
     const QVector<AlarmEntry>& entries() const { return m_entries; }
-    QVector<HealthAlarm> active() const { return activeAlarms(m_entries); }
+    QVector<HealthEvent> active() const { return activeAlarms(m_entries); }
     QListWidget* list() const { return m_list; }
     QLabel* titleLabel() const { return m_title; }
     // "⚠ 2 alarms in force" for a badge; empty when none is in force.
     QString badgeText() const;
 
 Q_SIGNALS:
-    void alarmActivated(const widelab::HealthAlarm& alarm);
+    void alarmActivated(const widelab::HealthEvent& alarm);
 
 private:
     QStringList m_kinds;

@@ -119,7 +119,7 @@ int exportColumns(int heads, int paths)
 // snapshot takes them from the first.
 int runPaths(const InsightHistory& history, qint64 step)
 {
-    const ModelState* state = history.stateAt(step);
+    const TrainingSnapshot* state = history.stateAt(step);
     return attentionPaths(state != nullptr || history.states().isEmpty() ? state : &history.states().front());
 }
 

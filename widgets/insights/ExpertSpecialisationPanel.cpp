@@ -2,8 +2,10 @@
 
 #include "AlarmList.h"
 #include "ColorScale.h"
+#include "common/Elements.h"
 #include "common/Palette.h"
 #include "common/ViewExport.h"
+#include "vocab/ByteText.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -48,12 +50,23 @@ public:
     }
 };
 
-QString countsText(const QVector<QPair<QString, qint64>>& tokens, int limit)
+// A token as the table shows it: its bytes made legible (ByteText.h), then visible.
+QString tokenText(const std::string& token) { return visibleToken(QString::fromStdString(legibleBytes(token))); }
+
+QString countsText(const std::vector<std::pair<std::string, std::int64_t>>& tokens, int limit)
 {
     QStringList parts;
-    for (int i = 0; i < tokens.size() && (limit < 0 || i < limit); ++i)
-        parts << QStringLiteral("%1 ×%2").arg(visibleToken(tokens[i].first)).arg(tokens[i].second);
+    for (std::size_t i = 0; i < tokens.size() && (limit < 0 || static_cast<int>(i) < limit); ++i)
+        parts << QStringLiteral("%1 ×%2").arg(tokenText(tokens[i].first)).arg(tokens[i].second);
     return parts.join(QStringLiteral("   "));
+}
+
+// The name of class `c` of a validation (its number when the run did not name it).
+QString className(const ValidationInsights& insight, std::int64_t c)
+{
+    return c >= 0 && c < static_cast<std::int64_t>(insight.classNames.size())
+               ? QString::fromStdString(insight.classNames[static_cast<std::size_t>(c)])
+               : QString::number(c);
 }
 
 }  // namespace
@@ -104,21 +117,21 @@ ExpertSpecialisationPanel::ExpertSpecialisationPanel(QWidget* parent) : QWidget(
 void ExpertSpecialisationPanel::setBlock(int block) { m_block->setCurrentIndex(m_block->findData(block)); }
 int ExpertSpecialisationPanel::block() const { return m_block->currentData().toInt(); }
 
-const ExpertSpecialisation* ExpertSpecialisationPanel::chosen() const
+const ExpertIntake* ExpertSpecialisationPanel::chosen() const
 {
     if (!m_insight)
         return nullptr;
-    for (const ExpertSpecialisation& s : m_insight->experts)
+    for (const ExpertIntake& s : m_insight->experts)
         if (s.block == block())
             return &s;
     return nullptr;
 }
 
-void ExpertSpecialisationPanel::show(const ValidationInsight* insight, const QVector<HealthAlarm>& active,
+void ExpertSpecialisationPanel::show(const ValidationInsights* insight, const QVector<HealthEvent>& active,
                                      const QString& why)
 {
     m_active = active;
-    if (insight == nullptr || insight->experts.isEmpty()) {
+    if (insight == nullptr || insight->experts.empty()) {
         m_insight.reset();
         m_empty->setText(why);
         m_stack->setCurrentWidget(m_empty);
@@ -126,8 +139,8 @@ void ExpertSpecialisationPanel::show(const ValidationInsight* insight, const QVe
     }
     m_insight = *insight;
     QVector<int> blocks;
-    for (const ExpertSpecialisation& s : insight->experts)
-        blocks << s.block;
+    for (const ExpertIntake& s : insight->experts)
+        blocks << static_cast<int>(s.block);
     QVector<int> held;
     for (int i = 0; i < m_block->count(); ++i)
         held << m_block->itemData(i).toInt();
@@ -145,19 +158,20 @@ void ExpertSpecialisationPanel::show(const ValidationInsight* insight, const QVe
 
 void ExpertSpecialisationPanel::showBlock()
 {
-    const ExpertSpecialisation* s = chosen();
+    const ExpertIntake* s = chosen();
     m_table->clearContents();
     m_table->setRowCount(0);
     if (s == nullptr)
         return;
-    const bool classes = !s->classNames.isEmpty();
+    // Classes are drawn where the block counted them (a classifier's validation).
+    const bool classes = !s->classCounts.empty() && !m_insight->classNames.empty();
     m_title->setText(tr("Validation at step %1: the tokens each expert of block %2 received over the validation sample")
                          .arg(m_insight->step)
                          .arg(s->block + 1));
     QStringList keys;
-    for (int c = 0; c < s->classNames.size(); ++c)
+    for (int c = 0; classes && c < static_cast<int>(m_insight->classNames.size()); ++c)
         keys << QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2")
-                    .arg(colorscale::categorical(c).name(), s->classNames[c].toHtmlEscaped());
+                    .arg(colorscale::categorical(c).name(), className(*m_insight, c).toHtmlEscaped());
     m_legend->setText(classes ? tr("Class mix: ") + keys.join(QStringLiteral(" &nbsp; ")) : QString());
     m_legend->setVisible(classes);
 
@@ -171,9 +185,9 @@ void ExpertSpecialisationPanel::showBlock()
     m_table->setRowCount(experts);
     const QColor flagged = palette::blend(palette().color(QPalette::Base), palette::seriesColor(5), 0.3);
     for (int e = 0; e < experts; ++e) {
-        const QVector<qint64> counts = s->classCounts.value(e);
+        const std::vector<std::int64_t> counts = valueAt(s->classCounts, e);
         qint64 total = 0;
-        for (qint64 n : counts)
+        for (const std::int64_t n : counts)
             total += n;
         const bool alarmed = hasAlarm(m_active, QStringLiteral("dead expert"), s->block, e)
                              || hasAlarm(m_active, QStringLiteral("collapse"), s->block, e);
@@ -191,11 +205,11 @@ void ExpertSpecialisationPanel::showBlock()
         if (classes && total > 0) {
             QVariantList shares;
             QStringList lines;
-            for (int c = 0; c < counts.size(); ++c) {
+            for (std::size_t c = 0; c < counts.size(); ++c) {
                 const double share = double(counts[c]) / double(total);
                 shares << share;
                 lines << tr("%1: %2 tokens (%3%)")
-                             .arg(s->classNames.value(c, QString::number(c)))
+                             .arg(className(*m_insight, static_cast<std::int64_t>(c)))
                              .arg(counts[c])
                              .arg(QString::number(100.0 * share, 'f', 1));
             }
@@ -205,8 +219,8 @@ void ExpertSpecialisationPanel::showBlock()
             mix->setText(tr("no tokens"));
         }
         m_table->setItem(e, 2, mix);
-        const QVector<QPair<QString, qint64>> top = s->topTokens.value(e);
-        auto* text = new QTableWidgetItem(top.isEmpty() ? tr("no tokens") : countsText(top, kTokensInCell));
+        const std::vector<std::pair<std::string, std::int64_t>> top = valueAt(s->topTokens, e);
+        auto* text = new QTableWidgetItem(top.empty() ? tr("no tokens") : countsText(top, kTokensInCell));
         text->setToolTip(countsText(top, -1));
         m_table->setItem(e, 3, text);
     }
@@ -227,18 +241,20 @@ QVector<double> ExpertSpecialisationPanel::classShares(int expert) const
 QByteArray ExpertSpecialisationPanel::csv(const QString& runLabel) const
 {
     QByteArray out = "run,step,block,expert,what,name,count\n";
-    const ExpertSpecialisation* s = chosen();
+    const ExpertIntake* s = chosen();
     if (s == nullptr)
         return out;
     const QByteArray prefix = csvField(runLabel) + ',' + QByteArray::number(m_insight->step) + ','
                               + QByteArray::number(s->block + 1) + ',';
-    for (int e = 0; e < s->topTokens.size(); ++e)
+    for (std::size_t e = 0; e < s->topTokens.size(); ++e)
         for (const auto& [token, count] : s->topTokens[e])
-            out += prefix + QByteArray::number(e + 1) + ",token," + csvField(token) + ',' + QByteArray::number(count) + '\n';
-    for (int e = 0; e < s->classCounts.size(); ++e)
-        for (int c = 0; c < s->classCounts[e].size(); ++c)
-            out += prefix + QByteArray::number(e + 1) + ",class," + csvField(s->classNames.value(c, QString::number(c)))
-                   + ',' + QByteArray::number(s->classCounts[e][c]) + '\n';
+            out += prefix + QByteArray::number(e + 1) + ",token," + csvField(QString::fromStdString(legibleBytes(token))) + ','
+                   + QByteArray::number(count) + '\n';
+    for (std::size_t e = 0; e < s->classCounts.size(); ++e)
+        for (std::size_t c = 0; c < s->classCounts[e].size(); ++c)
+            out += prefix + QByteArray::number(e + 1) + ",class,"
+                   + csvField(className(*m_insight, static_cast<std::int64_t>(c))) + ','
+                   + QByteArray::number(s->classCounts[e][c]) + '\n';
     return out;
 }
 

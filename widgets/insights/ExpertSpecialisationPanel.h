@@ -25,8 +25,8 @@ public:
 
     // The validation shown (nullptr: none yet; `why` says so) and the alarms in
     // force, whose experts are marked.
-    void show(const ValidationInsight* insight, const QVector<HealthAlarm>& active, const QString& why);
-    void setBlock(int block);  // 0-based, as ExpertSpecialisation::block
+    void show(const ValidationInsights* insight, const QVector<HealthEvent>& active, const QString& why);
+    void setBlock(int block);  // 0-based, as ExpertIntake::block
     int block() const;
 
     QTableWidget* table() const { return m_table; }
@@ -42,7 +42,7 @@ Q_SIGNALS:
 
 private:
     void showBlock();
-    const ExpertSpecialisation* chosen() const;
+    const ExpertIntake* chosen() const;
 
     QComboBox* m_block = nullptr;
     QLabel* m_title = nullptr;
@@ -50,8 +50,8 @@ private:
     QLabel* m_empty = nullptr;
     QTableWidget* m_table = nullptr;
     QStackedWidget* m_stack = nullptr;
-    std::optional<ValidationInsight> m_insight;
-    QVector<HealthAlarm> m_active;
+    std::optional<ValidationInsights> m_insight;
+    QVector<HealthEvent> m_active;
 };
 
 }  // namespace widelab

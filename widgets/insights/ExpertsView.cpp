@@ -4,6 +4,7 @@
 #include "ColorScale.h"
 #include "ExpertSpecialisationPanel.h"
 #include "MatrixView.h"
+#include "common/Elements.h"
 #include "common/Palette.h"
 #include "PatchExpertGrid.h"
 #include "RouterHealthPanel.h"
@@ -48,15 +49,15 @@ double largest(const QVector<double>& values)
     return top;
 }
 
-double busiest(const ExpertLoad& load) { return largest(load.loadVsFair); }
+double busiest(const RoutingStats& load) { return largest(QVector<double>(load.loadVsFair.begin(), load.loadVsFair.end())); }
 
 // The most experts any block reports (blocks of a model agree; a damaged line need not).
-int expertCount(const ModelState& state)
+int expertCount(const TrainingSnapshot& state)
 {
-    qsizetype experts = 0;
-    for (const ExpertLoad& load : state.routing)
-        experts = std::max(experts, load.tokensPerExpert.size());
-    return static_cast<int>(experts);
+    int experts = 0;
+    for (const RoutingStats& load : state.routing)
+        experts = std::max(experts, sizeOf(load.tokensPerExpert));
+    return experts;
 }
 
 // The page's body: it fills the height it is given instead of telling the
@@ -174,19 +175,19 @@ ExpertsView::ExpertsView(QWidget* parent) : InsightPage(parent)
     connect(m_health, &RouterHealthPanel::measureChanged, this, &ExpertsView::refresh);
     // A click on an alarm shows its block's experts.
     connect(m_health->alarms(), &AlarmList::alarmActivated, this,
-            [this](const HealthAlarm& alarm) { m_specialisation->setBlock(alarm.block); });
+            [this](const HealthEvent& alarm) { m_specialisation->setBlock(alarm.block); });
 }
 
 void ExpertsView::setTimeBlock(int block) { m_timeBlock->setCurrentIndex(m_timeBlock->findData(block)); }
 void ExpertsView::setSection(Section section) { m_sections->setCurrentIndex(int(section)); }
 ExpertsView::Section ExpertsView::section() const { return Section(m_sections->currentIndex()); }
-QVector<HealthAlarm> ExpertsView::activeAlarms() const { return m_health->alarms()->active(); }
+QVector<HealthEvent> ExpertsView::activeAlarms() const { return m_health->alarms()->active(); }
 
 void ExpertsView::refresh()
 {
     // Whether the model routes comes from its configuration; the newest step
     // that measured routing is the one shown (a stop between log steps measures none).
-    const ModelState* state = m_primary.valid() ? m_primary.history->routedStateAt(m_step) : nullptr;
+    const TrainingSnapshot* state = m_primary.valid() ? m_primary.history->routedStateAt(m_step) : nullptr;
     if (state != nullptr)
         m_state = *state;
     else
@@ -208,17 +209,17 @@ void ExpertsView::refresh()
         const QSignalBlocker block(m_timeBlock);
         m_timeBlock->clear();
         m_timeBlock->addItem(tr("mean of all"), -1);
-        for (const ExpertLoad& load : m_state->routing)
-            m_timeBlock->addItem(tr("block %1").arg(load.block + 1), load.block);
+        for (const RoutingStats& load : m_state->routing)
+            m_timeBlock->addItem(tr("block %1").arg(load.block + 1), static_cast<int>(load.block));
     }
     // Alarms up to the step asked for (live: all of them), so that scrubbing
     // back hides those raised later.
     m_health->show(m_primary.runId, *m_primary.history, *m_state, m_step);
-    const QVector<HealthAlarm> active = activeAlarms();
+    const QVector<HealthEvent> active = activeAlarms();
     m_alarmBadge->setText(m_health->alarms()->badgeText());
     m_alarmBadge->setVisible(!active.isEmpty());
     m_sections->setTabText(1, active.isEmpty() ? tr("Router health") : tr("Router health ⚠ %1").arg(active.size()));
-    const ValidationInsight* insight = m_primary.history->validationInsightAt(m_step);
+    const ValidationInsights* insight = m_primary.history->validationInsightAt(m_step);
     m_specialisation->show(insight, active,
                            insight == nullptr && m_primary.history->validationInsightAt(-1) != nullptr
                                ? tr("No validation at or before step %1: what each expert receives is measured at "
@@ -232,7 +233,7 @@ void ExpertsView::refresh()
     showRouting(capture, expertCount(*m_state));
 }
 
-void ExpertsView::showShare(const ModelState& state, const QVector<HealthAlarm>& active)
+void ExpertsView::showShare(const TrainingSnapshot& state, const QVector<HealthEvent>& active)
 {
     MatrixView::Matrix m;
     m.rows = static_cast<int>(state.routing.size());
@@ -246,12 +247,12 @@ void ExpertsView::showShare(const ModelState& state, const QVector<HealthAlarm>&
     m.columnTitle = tr("expert");
     for (int e = 0; e < m.cols; ++e)
         m.columnLabels.push_back(QString::number(e + 1));
-    for (const ExpertLoad& load : state.routing) {
+    for (const RoutingStats& load : state.routing) {
         m.rowLabels.push_back(QString::number(load.block + 1));
-        const QVector<double> shares = load.shares();
+        const std::vector<double> shares = load.shares();
         for (int e = 0; e < m.cols; ++e) {
-            m.values.push_back(static_cast<float>(shares.value(e)));
-            m.cellTexts.push_back(percent(shares.value(e)));
+            m.values.push_back(static_cast<float>(valueAt(shares, e)));
+            m.cellTexts.push_back(percent(valueAt(shares, e)));
         }
     }
     double low = 0, high = 0;
@@ -264,21 +265,22 @@ void ExpertsView::showShare(const ModelState& state, const QVector<HealthAlarm>&
     m.decimals = 1;
     // The experts an alarm in force names are outlined, and their read-out says why.
     QHash<QPair<int, int>, QString> alarmed;
-    for (int row = 0; row < state.routing.size(); ++row)
-        for (const HealthAlarm& alarm : active)
+    for (int row = 0; row < sizeOf(state.routing); ++row)
+        for (const HealthEvent& alarm : active)
             if (alarm.block == state.routing[row].block && alarm.index >= 0 && alarm.index < m.cols) {
-                m.marked.push_back(QPoint(alarm.index, row));
-                alarmed[{row, alarm.index}] += QStringLiteral("\n⚠ ") + alarm.text;
+                const int expert = static_cast<int>(alarm.index);
+                m.marked.push_back(QPoint(expert, row));
+                alarmed[{row, expert}] += QStringLiteral("\n⚠ ") + QString::fromStdString(alarm.text);
             }
-    const QVector<ExpertLoad> routing = state.routing;
+    const std::vector<RoutingStats> routing = state.routing;
     m_share->setReadout([routing, alarmed](int row, int col) {
-        const ExpertLoad& load = routing[row];
+        const RoutingStats& load = routing[static_cast<std::size_t>(row)];
         return tr("block %1, expert %2: %3 of the tokens (%4 tokens, %5× a fair share)")
                    .arg(load.block + 1)
                    .arg(col + 1)
                    .arg(percent(load.share(col)))
-                   .arg(load.tokensPerExpert.value(col))
-                   .arg(QString::number(load.loadVsFair.value(col), 'f', 2))
+                   .arg(valueAt(load.tokensPerExpert, col))
+                   .arg(QString::number(valueAt(load.loadVsFair, col), 'f', 2))
                + alarmed.value({row, col});
     });
     m_share->setTitle(tr("Share of tokens routed, step %1").arg(state.step)
@@ -289,13 +291,13 @@ void ExpertsView::showShare(const ModelState& state, const QVector<HealthAlarm>&
 void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
 {
     const int block = m_timeBlock->currentData().toInt();
-    QVector<const ModelState*> states;
-    for (const ModelState& state : history.states())
-        if (state.step <= upTo && !state.routing.isEmpty())
+    QVector<const TrainingSnapshot*> states;
+    for (const TrainingSnapshot& state : history.states())
+        if (state.step <= upTo && !state.routing.empty())
             states.push_back(&state);
     // At most kMaxTimeColumns columns, spread evenly over the run, the newest last.
     if (states.size() > kMaxTimeColumns) {
-        QVector<const ModelState*> sampled;
+        QVector<const TrainingSnapshot*> sampled;
         for (int i = 0; i < kMaxTimeColumns; ++i)
             sampled.push_back(states[qsizetype(double(i) * (states.size() - 1) / (kMaxTimeColumns - 1))]);
         states = sampled;
@@ -316,19 +318,19 @@ void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
     m.columnTitle = tr("step");
     for (int e = 0; e < experts; ++e)
         m.rowLabels.push_back(QString::number(e + 1));
-    for (const ModelState* state : states)
+    for (const TrainingSnapshot* state : states)
         m.columnLabels.push_back(QString::number(state->step));
     m.values.resize(qsizetype(m.rows) * m.cols);
     for (int c = 0; c < m.cols; ++c) {
         // The mean over the chosen blocks of each expert's share.
         QVector<double> sum(experts, 0.0);
         int counted = 0;
-        for (const ExpertLoad& load : states[c]->routing) {
+        for (const RoutingStats& load : states[c]->routing) {
             if (block >= 0 && load.block != block)
                 continue;
-            const QVector<double> shares = load.shares();
+            const std::vector<double> shares = load.shares();
             for (int e = 0; e < experts; ++e)
-                sum[e] += shares.value(e);
+                sum[e] += valueAt(shares, e);
             ++counted;
         }
         for (int e = 0; e < experts; ++e)
@@ -348,10 +350,10 @@ void ExpertsView::showOverTime(const InsightHistory& history, qint64 upTo)
     m_overTime->setMatrix(std::move(m));
 }
 
-void ExpertsView::showTable(const ModelState& state)
+void ExpertsView::showTable(const TrainingSnapshot& state)
 {
     int choices = 0;
-    for (const ExpertLoad& load : state.routing)
+    for (const RoutingStats& load : state.routing)
         choices = std::max(choices, static_cast<int>(load.droppedPercentPerChoice.size()));
     QStringList headers{tr("Block")}, tips{QString()};
     for (int k = 0; k < choices; ++k) {
@@ -367,13 +369,13 @@ void ExpertsView::showTable(const ModelState& state)
         m_table->horizontalHeaderItem(col)->setToolTip(tips[col]);
     m_table->setRowCount(static_cast<int>(state.routing.size()));
     const QColor flagged = palette::blend(palette().color(QPalette::Base), palette::seriesColor(0), 0.25);
-    for (int row = 0; row < state.routing.size(); ++row) {
-        const ExpertLoad& load = state.routing[row];
+    for (int row = 0; row < sizeOf(state.routing); ++row) {
+        const RoutingStats& load = state.routing[static_cast<std::size_t>(row)];
         QStringList problems;
         if (load.unusedExperts > 0) {
             QStringList idle;
-            for (int e = 0; e < load.tokensPerExpert.size(); ++e)
-                if (load.tokensPerExpert[e] == 0)
+            for (int e = 0; e < sizeOf(load.tokensPerExpert); ++e)
+                if (load.tokensPerExpert[static_cast<std::size_t>(e)] == 0)
                     idle << QString::number(e + 1);
             problems << tr("block %1: expert %2 received no tokens").arg(load.block + 1).arg(idle.join(QStringLiteral(", ")));
         }
@@ -384,7 +386,7 @@ void ExpertsView::showTable(const ModelState& state)
         m_warnings << problems;
         QStringList cells{(problems.isEmpty() ? QString() : QStringLiteral("⚠ ")) + QString::number(load.block + 1)};
         for (int k = 0; k < choices; ++k)
-            cells << QString::number(load.droppedPercentPerChoice.value(k), 'f', 1) + QLatin1Char('%');
+            cells << QString::number(valueAt(load.droppedPercentPerChoice, k), 'f', 1) + QLatin1Char('%');
         cells << QString::number(load.unusedExperts) << QString::number(load.routerEntropy, 'f', 3)
               << QString::number(busiest(load), 'f', 2) + QStringLiteral("×");
         for (int col = 0; col < cells.size(); ++col) {
@@ -493,16 +495,16 @@ QByteArray ExpertsView::csv() const
     QByteArray out = "run,step,block,expert,tokens,share,load_vs_fair,router_entropy,unused_experts,dropped_percent_per_choice\n";
     if (!m_state)
         return out;
-    for (const ExpertLoad& load : m_state->routing) {
+    for (const RoutingStats& load : m_state->routing) {
         QStringList dropped;
         for (double d : load.droppedPercentPerChoice)
             dropped << QString::fromLatin1(csvNumber(d));
-        const QVector<double> shares = load.shares();
-        for (int e = 0; e < load.tokensPerExpert.size(); ++e)
+        const std::vector<double> shares = load.shares();
+        for (std::size_t e = 0; e < load.tokensPerExpert.size(); ++e)
             out += csvField(m_primary.label) + ',' + QByteArray::number(m_state->step) + ','
                    + QByteArray::number(load.block + 1) + ',' + QByteArray::number(e + 1) + ','
                    + QByteArray::number(load.tokensPerExpert[e]) + ',' + csvNumber(shares[e]) + ','
-                   + csvNumber(load.loadVsFair.value(e)) + ',' + csvNumber(load.routerEntropy) + ','
+                   + csvNumber(valueAt(load.loadVsFair, static_cast<qsizetype>(e))) + ',' + csvNumber(load.routerEntropy) + ','
                    + QByteArray::number(load.unusedExperts) + ',' + csvField(dropped.join(QLatin1Char(' '))) + '\n';
     }
     return out;

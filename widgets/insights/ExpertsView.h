@@ -58,7 +58,7 @@ public:
     ExpertSpecialisationPanel* specialisation() const { return m_specialisation; }
     // The routing alarms in force at the shown step, and the badge that names them
     // (hidden when none is in force).
-    QVector<HealthAlarm> activeAlarms() const;
+    QVector<HealthEvent> activeAlarms() const;
     QLabel* alarmBadge() const { return m_alarmBadge; }
 
 protected:
@@ -66,9 +66,9 @@ protected:
 
 private:
     void fitPatches();  // the image grid's tiles as large as its area allows
-    void showShare(const ModelState& state, const QVector<HealthAlarm>& active);
+    void showShare(const TrainingSnapshot& state, const QVector<HealthEvent>& active);
     void showOverTime(const InsightHistory& history, qint64 upTo);
-    void showTable(const ModelState& state);
+    void showTable(const TrainingSnapshot& state);
     void showRouting(const ProbeCapture* capture, int experts);
 
     QWidget* m_body = nullptr;
@@ -89,7 +89,7 @@ private:
     QScrollArea* m_patchArea = nullptr;
     QTableWidget* m_table = nullptr;
     QStringList m_warnings;
-    std::optional<ModelState> m_state;  // a copy: the history may move its states
+    std::optional<TrainingSnapshot> m_state;  // a copy: the history may move its states
 };
 
 }  // namespace widelab

@@ -32,13 +32,13 @@ QString headShortLabel(int head, int heads, int paths)
     return tr("p%1 h%2").arg(head / perPath + 1).arg(head % perPath + 1);
 }
 
-int attentionPaths(const ModelState* state)
+int attentionPaths(const TrainingSnapshot* state)
 {
     if (state == nullptr)
         return 1;
-    for (const PathWeightState& p : state->paths)
-        if (p.sublayer == QLatin1String("attention") && p.paths > 1)
-            return p.paths;
+    for (const PathWeights& p : state->paths)
+        if (p.sublayer == "attention" && p.paths > 1)
+            return static_cast<int>(p.paths);
     return 1;
 }
 

@@ -6,7 +6,7 @@
 
 namespace widelab {
 
-struct ModelState;
+struct TrainingSnapshot;
 
 // A multi-path model's attention runs its n paths of H heads as n*H heads,
 // path-major (core/model/ForwardTrace.h): head = path * H + h. With `paths` > 1
@@ -17,6 +17,6 @@ QString headShortLabel(int head, int heads, int paths);
 // How many heads a path has: `heads` for a one-path model (or paths that do not divide it).
 int headsPerPath(int heads, int paths);
 // The attention paths of a model state (1 for a one-path model or no state).
-int attentionPaths(const ModelState* state);
+int attentionPaths(const TrainingSnapshot* state);
 
 }  // namespace widelab

@@ -2,6 +2,7 @@
 
 #include "ColorScale.h"
 #include "HeadLabel.h"
+#include "common/Elements.h"
 #include "common/Palette.h"
 #include "common/ViewExport.h"
 
@@ -30,14 +31,31 @@ constexpr double kPathGap = 8;         // between the heads of two paths
 constexpr double kMaxCellHeight = 34;
 constexpr int kBesideCellWidth = 22;   // two runs' grids stand side by side while cells keep this width
 
-// The core's roles in its order (core/train/HeadRoles.h): their colours are fixed.
+// Every role the core scores, in its order (vocab/Snapshot.h): their colours are fixed.
 const QStringList& knownRoles()
 {
-    static const QStringList roles{QStringLiteral("previous token"), QStringLiteral("next token"),
-                                   QStringLiteral("first token"),    QStringLiteral("self"),
-                                   QStringLiteral("local"),          QStringLiteral("broad"),
-                                   QStringLiteral("duplicate token"), QStringLiteral("induction")};
+    static const QStringList roles = [] {
+        QStringList names;
+        for (const std::string& name : headRoleNames(/*languageModel=*/true))
+            names << QString::fromStdString(name);
+        return names;
+    }();
     return roles;
+}
+
+// The roles of a validation's scores, as the views write them.
+QStringList roleNames(const HeadRoleScores& scores)
+{
+    QStringList names;
+    for (const std::string& name : scores.roles)
+        names << QString::fromStdString(name);
+    return names;
+}
+
+// A head's scores, one per role; empty outside the measured heads.
+std::vector<double> headScores(const HeadRoleScores& s, int layer, int head)
+{
+    return valueAt(valueAt(s.scores, layer), head);
 }
 
 QFont smallFont(const QFont& base)
@@ -59,24 +77,24 @@ QString score3(double score) { return QString::number(score, 'f', 3); }
 // The attention paths of a run at `step`: measured path weights, else the configuration.
 int runPaths(const InsightHistory& history, qint64 step)
 {
-    const ModelState* state = history.stateAt(step);
+    const TrainingSnapshot* state = history.stateAt(step);
     if (state == nullptr && !history.states().isEmpty())
         state = &history.states().front();
-    if (state != nullptr && !state->paths.isEmpty())
+    if (state != nullptr && !state->paths.empty())
         return attentionPaths(state);
     return history.architecture() ? std::max(1, history.architecture()->paths) : 1;
 }
 
 // The roles of `states` together: the core's in its order, then others as first met.
-QStringList roleUnion(const QVector<const HeadRoleState*>& states)
+QStringList roleUnion(const QVector<const HeadRoleScores*>& states)
 {
     QStringList all;
     for (const QString& role : knownRoles())
-        for (const HeadRoleState* s : states)
-            if (s->roles.contains(role) && !all.contains(role))
+        for (const HeadRoleScores* s : states)
+            if (roleNames(*s).contains(role) && !all.contains(role))
                 all << role;
-    for (const HeadRoleState* s : states)
-        for (const QString& role : s->roles)
+    for (const HeadRoleScores* s : states)
+        for (const QString& role : roleNames(*s))
             if (!all.contains(role))
                 all << role;
     return all;
@@ -111,7 +129,7 @@ HeadRoleGrid::HeadRoleGrid(QWidget* parent) : QWidget(parent)
     setSizePolicy(policy);
 }
 
-void HeadRoleGrid::setState(const HeadRoleState& state, int paths, const QString& title)
+void HeadRoleGrid::setState(const HeadRoleScores& state, int paths, const QString& title)
 {
     m_state = state;
     m_paths = std::max(1, paths);
@@ -126,7 +144,7 @@ void HeadRoleGrid::setState(const HeadRoleState& state, int paths, const QString
 
 void HeadRoleGrid::clear(const QString& emptyText)
 {
-    m_state = HeadRoleState();
+    m_state = HeadRoleScores();
     m_emptyText = emptyText;
     m_hover = m_selected = {-1, -1};
     updateGeometry();
@@ -141,26 +159,26 @@ void HeadRoleGrid::setSelected(int layer, int head)
 
 int HeadRoleGrid::dominant(int layer, int head) const
 {
-    const int d = m_state.dominant.value(layer).value(head, -1);
-    return d >= 0 && d < m_state.roles.size() ? d : -1;
+    const std::int64_t d = valueAt(valueAt(m_state.dominant, layer), head, std::int64_t{-1});
+    return d >= 0 && d < static_cast<std::int64_t>(m_state.roles.size()) ? static_cast<int>(d) : -1;
 }
 
 double HeadRoleGrid::dominantScore(int layer, int head) const
 {
     const int d = dominant(layer, head);
-    return d < 0 ? 0.0 : m_state.scores.value(layer).value(head).value(d, 0.0);
+    return d < 0 ? 0.0 : valueAt(headScores(m_state, layer, head), d, 0.0);
 }
 
 QColor HeadRoleGrid::cellColor(int layer, int head) const
 {
-    if (layer < 0 || head < 0 || layer >= m_state.layers() || head >= m_state.scores[layer].size())
+    if (layer < 0 || head < 0 || layer >= m_state.layers() || head >= sizeOf(m_state.scores[static_cast<std::size_t>(layer)]))
         return {};
     const QColor base = palette().color(QPalette::Base);
     const QColor text = palette().color(QPalette::Text);
     const int d = dominant(layer, head);
     if (d < 0)
         return palette::blend(base, text, 0.08);
-    return headRoleCellColor(headRoleColor(m_state.roles[d], d, text), dominantScore(layer, head), base);
+    return headRoleCellColor(headRoleColor(roleNames(m_state)[d], d, text), dominantScore(layer, head), base);
 }
 
 HeadRoleGrid::Geometry HeadRoleGrid::layoutFor(int width, double height) const
@@ -247,13 +265,13 @@ QString HeadRoleGrid::readout(int layer, int head) const
         return {};
     QStringList lines{tr("layer %1, %2").arg(layer + 1).arg(headLabel(head, m_state.heads(), m_paths))};
     const int d = dominant(layer, head);
-    lines << (d < 0 ? tr("no dominant role")
-                    : tr("dominant: %1 (%2)").arg(m_state.roles[d], score3(dominantScore(layer, head))));
-    const QVector<double> scores = m_state.scores[layer].value(head);
-    for (int r = 0; r < m_state.roles.size(); ++r)
+    const QStringList roles = roleNames(m_state);
+    lines << (d < 0 ? tr("no dominant role") : tr("dominant: %1 (%2)").arg(roles[d], score3(dominantScore(layer, head))));
+    const std::vector<double> scores = headScores(m_state, layer, head);
+    for (int r = 0; r < roles.size(); ++r)
         lines << QStringLiteral("%1%2: %3")
-                     .arg(r == d ? QStringLiteral("▸ ") : QStringLiteral("   "), m_state.roles[r],
-                          r < scores.size() ? score3(scores[r]) : tr("not scored"));
+                     .arg(r == d ? QStringLiteral("▸ ") : QStringLiteral("   "), roles[r],
+                          r < sizeOf(scores) ? score3(scores[static_cast<std::size_t>(r)]) : tr("not scored"));
     return lines.join(QLatin1Char('\n'));
 }
 
@@ -448,7 +466,7 @@ void HeadRolesView::refresh()
                 why = grid->emptyText();
             continue;
         }
-        const ValidationInsight* insight = source.history->validationInsightAt(m_step);
+        const ValidationInsights* insight = source.history->validationInsightAt(m_step);
         QString empty;
         if (insight == nullptr && source.history->validationInsights().isEmpty())
             empty = tr("No validation yet: head roles are scored at each validation, on the validation sample.");
@@ -498,7 +516,7 @@ void HeadRolesView::selectHead(int run, int layer, int head)
 
 void HeadRolesView::showLegend()
 {
-    QVector<const HeadRoleState*> states;
+    QVector<const HeadRoleScores*> states;
     for (const auto& shown : m_shown)
         if (shown)
             states << &shown->heads;
@@ -507,9 +525,9 @@ void HeadRolesView::showLegend()
     const QStringList roles = roleUnion(states);
     for (const QString& role : roles) {
         int index = 0;
-        for (const HeadRoleState* s : states)
-            if (s->roles.contains(role)) {
-                index = static_cast<int>(s->roles.indexOf(role));
+        for (const HeadRoleScores* s : states)
+            if (const QStringList names = roleNames(*s); names.contains(role)) {
+                index = static_cast<int>(names.indexOf(role));
                 break;
             }
         keys << QStringLiteral("<span style=\"color:%1\">■</span>&nbsp;%2")
@@ -574,26 +592,27 @@ void HeadRolesView::showPlot()
     }
     // One graph per role, a point at every validation that scored the head.
     std::map<QString, QCPGraph*> graphs;
-    QVector<const HeadRoleState*> states;
-    for (const ValidationInsight& v : source.history->validationInsights())
+    QVector<const HeadRoleScores*> states;
+    for (const ValidationInsights& v : source.history->validationInsights())
         states << &v.heads;
     for (const QString& role : roleUnion(states)) {
         QCPGraph* graph = m_plot->addGraph();
         graph->setName(role);
-        const int index = static_cast<int>(shown.heads.roles.indexOf(role));
+        const int index = static_cast<int>(roleNames(shown.heads).indexOf(role));
         const QColor color = headRoleColor(role, index, text);
         graph->setPen(QPen(color, 1.6));
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, 5));
         graphs[role] = graph;
     }
     double first = std::numeric_limits<double>::infinity(), last = -first;
-    for (const ValidationInsight& v : source.history->validationInsights()) {
-        const QVector<double> scores = v.heads.scores.value(layer).value(head);
-        if (scores.isEmpty())
+    for (const ValidationInsights& v : source.history->validationInsights()) {
+        const std::vector<double> scores = headScores(v.heads, layer, head);
+        if (scores.empty())
             continue;
-        for (int r = 0; r < v.heads.roles.size() && r < scores.size(); ++r)
-            if (std::isfinite(scores[r]))
-                graphs[v.heads.roles[r]]->addData(double(v.step), scores[r]);
+        const QStringList roles = roleNames(v.heads);
+        for (int r = 0; r < roles.size() && r < sizeOf(scores); ++r)
+            if (std::isfinite(scores[static_cast<std::size_t>(r)]))
+                graphs[roles[r]]->addData(double(v.step), scores[static_cast<std::size_t>(r)]);
         first = std::min(first, double(v.step));
         last = std::max(last, double(v.step));
     }
@@ -612,7 +631,7 @@ void HeadRolesView::showPlot()
                             .arg(layer + 1)
                             .arg(headLabel(head, shown.heads.heads(), grid->paths()))
                             .arg(shown.step)
-                            .arg(d < 0 ? tr("none") : shown.heads.roles[d].toHtmlEscaped()));
+                            .arg(d < 0 ? tr("none") : roleNames(shown.heads)[d].toHtmlEscaped()));
     m_plot->show();
     m_plot->replot();
 }
@@ -652,7 +671,7 @@ QString HeadRolesView::exportTitle() const
 
 QByteArray HeadRolesView::csv() const
 {
-    QVector<const HeadRoleState*> states;
+    QVector<const HeadRoleScores*> states;
     for (const auto& shown : m_shown)
         if (shown)
             states << &shown->heads;
@@ -664,19 +683,21 @@ QByteArray HeadRolesView::csv() const
     for (const auto& shown : m_shown) {
         if (!shown)
             continue;
-        const HeadRoleState& s = shown->heads;
+        const HeadRoleScores& s = shown->heads;
+        const QStringList names = roleNames(s);
         for (int l = 0; l < s.layers(); ++l)
-            for (int h = 0; h < s.scores[l].size(); ++h) {
+            for (int h = 0; h < sizeOf(s.scores[static_cast<std::size_t>(l)]); ++h) {
                 out += QByteArray::number(shown->step) + ',' + csvField(shown->label) + ','
                        + QByteArray::number(l + 1) + ',' + QByteArray::number(h + 1);
+                const std::vector<double> scores = headScores(s, l, h);
                 for (const QString& role : roles) {
-                    const qsizetype r = s.roles.indexOf(role);
+                    const qsizetype r = names.indexOf(role);
                     out += ',';
-                    if (r >= 0 && r < s.scores[l][h].size())
-                        out += csvNumber(s.scores[l][h][r]);
+                    if (r >= 0 && r < sizeOf(scores))
+                        out += csvNumber(scores[static_cast<std::size_t>(r)]);
                 }
-                const int d = s.dominant.value(l).value(h, -1);
-                out += ',' + (d >= 0 && d < s.roles.size() ? csvField(s.roles[d]) : QByteArray()) + '\n';
+                const std::int64_t d = valueAt(valueAt(s.dominant, l), h, std::int64_t{-1});
+                out += ',' + (d >= 0 && d < names.size() ? csvField(names[d]) : QByteArray()) + '\n';
             }
     }
     return out;

@@ -44,9 +44,9 @@ public:
     explicit HeadRoleGrid(QWidget* parent = nullptr);
 
     // Copies `state`; `paths` > 1 dividing the heads groups them by path.
-    void setState(const HeadRoleState& state, int paths, const QString& title);
+    void setState(const HeadRoleScores& state, int paths, const QString& title);
     void clear(const QString& emptyText);  // no grid; the text says why
-    const HeadRoleState& state() const { return m_state; }
+    const HeadRoleScores& state() const { return m_state; }
     bool hasGrid() const { return m_state.layers() > 0 && m_state.heads() > 0; }
     QString title() const { return m_title; }
     QString emptyText() const { return m_emptyText; }
@@ -91,7 +91,7 @@ private:
     Geometry layoutNow() const;  // at the widget's size
     double headLeft(const Geometry& g, int head) const;
 
-    HeadRoleState m_state;
+    HeadRoleScores m_state;
     QString m_title;
     QString m_emptyText;
     int m_paths = 1;
@@ -128,7 +128,7 @@ private:
     struct Shown {
         QString label;
         qint64 step = 0;
-        HeadRoleState heads;
+        HeadRoleScores heads;
     };
     void arrange();
     void showLegend();

@@ -19,9 +19,9 @@ bool keptWhenThinning(const T&)
     return false;
 }
 template <>
-bool keptWhenThinning(const ModelState& state)
+bool keptWhenThinning(const TrainingSnapshot& state)
 {
-    return !state.alarms.isEmpty();
+    return !state.alarms.empty();
 }
 
 // Halves the density of the older half of `items` once it holds more than `limit`.
@@ -76,39 +76,6 @@ QString visibleToken(const QString& token)
     return shown;
 }
 
-qint64 ExpertLoad::totalTokens() const
-{
-    qint64 total = 0;
-    for (qint64 tokens : tokensPerExpert)
-        total += tokens;
-    return total;
-}
-
-double ExpertLoad::share(int expert) const
-{
-    const qint64 total = totalTokens();
-    if (total <= 0 || expert < 0 || expert >= tokensPerExpert.size())
-        return 0;
-    return static_cast<double>(tokensPerExpert[expert]) / static_cast<double>(total);
-}
-
-QVector<double> ExpertLoad::shares() const
-{
-    const double total = static_cast<double>(totalTokens());
-    QVector<double> out(tokensPerExpert.size(), 0.0);
-    if (total > 0)
-        for (qsizetype e = 0; e < out.size(); ++e)
-            out[e] = static_cast<double>(tokensPerExpert[e]) / total;
-    return out;
-}
-
-QString PathWeightState::featureName(int index) const
-{
-    if (index < paths)
-        return QStringLiteral("path %1").arg(index + 1);
-    return QStringLiteral("mean without path %1").arg(index - paths + 1);
-}
-
 float ProbeCapture::weight(int layer, int head, int query, int key) const
 {
     const int n = tokenCount();
@@ -135,7 +102,7 @@ QVector<float> ProbeCapture::meanOverHeads(int layer) const
     return mean;
 }
 
-void InsightHistory::addState(ModelState state)
+void InsightHistory::addState(TrainingSnapshot state)
 {
     insertByStep(m_states, std::move(state));
     thin(m_states, kMaxStates);
@@ -152,14 +119,14 @@ void InsightHistory::addCapture(ProbeCapture capture)
     ++m_revision;
 }
 
-void InsightHistory::addValidationInsight(ValidationInsight insight)
+void InsightHistory::addValidationInsight(ValidationInsights insight)
 {
     insertByStep(m_validation, std::move(insight));
     thin(m_validation, kMaxStates);
     ++m_revision;
 }
 
-const ValidationInsight* InsightHistory::validationInsightAt(qint64 step) const
+const ValidationInsights* InsightHistory::validationInsightAt(qint64 step) const
 {
     return lastAtOrBefore(m_validation, step);
 }
@@ -190,7 +157,7 @@ const QVector<ProbeCapture>& InsightHistory::captures(const QString& text) const
     return it == m_captures.constEnd() ? none : *it;
 }
 
-const ModelState* InsightHistory::stateAt(qint64 step) const
+const TrainingSnapshot* InsightHistory::stateAt(qint64 step) const
 {
     return lastAtOrBefore(m_states, step);
 }
@@ -199,7 +166,7 @@ namespace {
 
 // The newest state at or before `step` (any, when step < 0) for which `has` holds.
 template <typename Has>
-const ModelState* lastWith(const QVector<ModelState>& states, qint64 step, Has has)
+const TrainingSnapshot* lastWith(const QVector<TrainingSnapshot>& states, qint64 step, Has has)
 {
     for (auto it = states.rbegin(); it != states.rend(); ++it)
         if ((step < 0 || it->step <= step) && has(*it))
@@ -207,13 +174,13 @@ const ModelState* lastWith(const QVector<ModelState>& states, qint64 step, Has h
     return nullptr;
 }
 
-bool routed(const ModelState& s) { return !s.routing.isEmpty(); }
-bool weighted(const ModelState& s) { return !s.paths.isEmpty(); }
+bool routed(const TrainingSnapshot& s) { return !s.routing.empty(); }
+bool weighted(const TrainingSnapshot& s) { return !s.paths.empty(); }
 
 }  // namespace
 
-const ModelState* InsightHistory::routedStateAt(qint64 step) const { return lastWith(m_states, step, routed); }
-const ModelState* InsightHistory::pathStateAt(qint64 step) const { return lastWith(m_states, step, weighted); }
+const TrainingSnapshot* InsightHistory::routedStateAt(qint64 step) const { return lastWith(m_states, step, routed); }
+const TrainingSnapshot* InsightHistory::pathStateAt(qint64 step) const { return lastWith(m_states, step, weighted); }
 
 void InsightHistory::setArchitecture(const ArchitectureSketch& sketch)
 {
@@ -317,9 +284,9 @@ const ProbeCapture* InsightHistory::captureAt(const QString& text, qint64 step) 
 QVector<qint64> InsightHistory::steps() const
 {
     QVector<qint64> all;
-    for (const ModelState& state : m_states)
+    for (const TrainingSnapshot& state : m_states)
         all.push_back(state.step);
-    for (const ValidationInsight& insight : m_validation)
+    for (const ValidationInsights& insight : m_validation)
         all.push_back(insight.step);
     for (const auto& list : m_captures)
         for (const ProbeCapture& capture : list)

@@ -1,8 +1,6 @@
-// defines: ExpertLoad, HealthAlarm, NormState, PathWeightState, ModelState,
-// HeadRoleState, ExpertSpecialisation, ValidationInsight, CaptureImage,
-// HeadMapCaption, ProbeCapture,
-// InsightHistory: what the interpretability views draw, as plain Qt data (app/
-// converts the core's snapshots and probes into it), kept over a run's steps
+// defines: CaptureImage, HeadMapCaption, ProbeCapture, InsightHistory: what the
+// interpretability views draw, kept over a run's steps: the run's snapshots and
+// validation insights (vocab/Snapshot.h) as they are, and probes as plain Qt data
 #pragma once
 
 #include "configuration/ArchitectureSketch.h"
@@ -17,89 +15,6 @@
 #include <optional>
 
 namespace widelab {
-
-// Routing of one block that routes, over one measured batch.
-struct ExpertLoad {
-    int block = 0;
-    QVector<qint64> tokensPerExpert;          // kept assignments, every choice
-    QVector<double> droppedPercentPerChoice;  // [top_k]
-    int unusedExperts = 0;
-    double routerEntropy = 0;                 // nats
-    QVector<double> loadVsFair;               // tokens / (S * K / E)
-    // Router health, on the router's probabilities averaged over the tokens (p):
-    double maxViolation = 0;                  // E * max_e p_e - 1 (0: balanced)
-    double effectiveExperts = 0;              // exp(entropy of p) / E (1: balanced)
-    double zLoss = 0;                         // mean over tokens of logsumexp(router logits)^2
-    double deadFraction = 0;                  // unusedExperts / E
-    double consistency = -1;                  // tokens keeping their top-1 expert from the previous routing block; -1: first
-
-    qint64 totalTokens() const;
-    double share(int expert) const;           // of the block's kept assignments, 0..1
-    QVector<double> shares() const;           // every expert's, the total summed once
-};
-
-// LayerNorm parameters of every block at one step, per position, and WideNet's
-// Eq. 9 for each position in both readings (vocab/Snapshot.h's LayerNormDivergence).
-struct NormState {
-    QVector<QVector<float>> attentionGamma, attentionBeta, ffnGamma, ffnBeta;  // [block][channel]
-    LayerNormDivergence attention, ffn;
-};
-
-// Learnable weights of one multi-path sublayer.
-struct PathWeightState {
-    int block = 0;
-    QString sublayer;       // "attention" or "ffn"
-    int paths = 0;          // raw paths; alpha holds them, then the extra features
-    QVector<float> alpha;
-    float beta = 1;
-    double diversity = 0;
-
-    QString featureName(int index) const;  // "path 2", "mean without path 2"
-};
-
-// A health alarm the trainer raised at a measurement (also in the run's log).
-struct HealthAlarm {
-    QString kind;    // "collapse", "dead expert", "z-loss", "path weight"
-    QString level;   // "warning" when raised, "info" when it clears
-    int block = -1;  // 0-based
-    int index = -1;  // the expert, or the path feature; -1 for the block
-    QString sublayer;  // path weights: "attention" or "ffn"; else empty
-    QString text;    // the sentence the log shows
-};
-
-struct ModelState {
-    qint64 step = 0;
-    QVector<ExpertLoad> routing;       // empty for a dense model
-    NormState norms;
-    QVector<PathWeightState> paths;    // empty for a one-path model
-    QVector<HealthAlarm> alarms;       // raised or cleared at this step
-};
-
-// What every head of every layer does on the validation probes at one validation:
-// a score per role, 0..1 (core/train/HeadRoles.h defines them).
-struct HeadRoleState {
-    QStringList roles;                        // role names, e.g. "previous token"
-    QVector<QVector<QVector<double>>> scores; // [layer][head][role]
-    QVector<QVector<int>> dominant;           // [layer][head]: index into roles
-
-    int layers() const { return static_cast<int>(scores.size()); }
-    int heads() const { return scores.isEmpty() ? 0 : static_cast<int>(scores.front().size()); }
-};
-
-// What one routing block's experts receive over the validation sample.
-struct ExpertSpecialisation {
-    int block = 0;                                     // 0-based
-    QVector<QVector<QPair<QString, qint64>>> topTokens;// [expert]: most frequent tokens, with counts
-    QVector<QVector<qint64>> classCounts;              // [expert][class]: tokens of each class (classification)
-    QStringList classNames;                            // empty for language models
-};
-
-// What a validation measured beyond loss and accuracy.
-struct ValidationInsight {
-    qint64 step = 0;
-    HeadRoleState heads;
-    QVector<ExpertSpecialisation> experts;  // empty for a dense model
-};
 
 // A probe image as the model saw it (before normalisation), cut into a grid of
 // patches; null image for a text probe.
@@ -174,26 +89,26 @@ public:
     static constexpr int kMaxStates = 4000;
     static constexpr int kMaxCapturesPerText = 300;
 
-    void addState(ModelState state);      // a state for a step already held replaces it
+    void addState(TrainingSnapshot state);  // a state for a step already held replaces it
     void addCapture(ProbeCapture capture);
-    void addValidationInsight(ValidationInsight insight);  // one for a step already held replaces it
+    void addValidationInsight(ValidationInsights insight);  // one for a step already held replaces it
     void truncateAfter(qint64 step);      // a resumed run retraces the steps after its checkpoint
     void clear();
 
-    const QVector<ModelState>& states() const { return m_states; }
+    const QVector<TrainingSnapshot>& states() const { return m_states; }
     QStringList probeTexts() const { return m_texts; }     // in the order first seen
     const QVector<ProbeCapture>& captures(const QString& text) const;
     // The newest state (capture) at or before `step`; step < 0: the newest. nullptr when none.
-    const ModelState* stateAt(qint64 step) const;
+    const TrainingSnapshot* stateAt(qint64 step) const;
     // The newest state at or before `step` (step < 0: any) that measured routing
     // (path weights): a step between log steps, such as the one a stop saves,
     // may have none.
-    const ModelState* routedStateAt(qint64 step) const;
-    const ModelState* pathStateAt(qint64 step) const;
+    const TrainingSnapshot* routedStateAt(qint64 step) const;
+    const TrainingSnapshot* pathStateAt(qint64 step) const;
     const ProbeCapture* captureAt(const QString& text, qint64 step) const;
-    const QVector<ValidationInsight>& validationInsights() const { return m_validation; }
+    const QVector<ValidationInsights>& validationInsights() const { return m_validation; }
     // The newest validation insight at or before `step` (step < 0: the newest); nullptr when none.
-    const ValidationInsight* validationInsightAt(qint64 step) const;
+    const ValidationInsights* validationInsightAt(qint64 step) const;
     // Every step something was recorded at, ascending: the scrubber's stops.
     QVector<qint64> steps() const;
     qint64 lastStep() const;  // -1 when empty
@@ -219,10 +134,10 @@ public:
     quint64 revision() const { return m_revision; }
 
 private:
-    QVector<ModelState> m_states;
+    QVector<TrainingSnapshot> m_states;
     QStringList m_texts;
     QHash<QString, QVector<ProbeCapture>> m_captures;
-    QVector<ValidationInsight> m_validation;
+    QVector<ValidationInsights> m_validation;
     std::optional<ArchitectureSketch> m_architecture;
     QVector<HeadMapCaption> m_headCaptions;
     std::optional<bool> m_imageInput;

@@ -21,14 +21,21 @@ using viewexport::csvNumber;
 
 namespace {
 
-const QVector<QVector<float>>& gammas(const NormState& n, LayerNormView::Position p)
+using Rows = std::vector<std::vector<float>>;  // [block][channel]
+
+const Rows& gammas(const TrainingSnapshot& s, LayerNormView::Position p)
 {
-    return p == LayerNormView::Position::Ffn ? n.ffnGamma : n.attentionGamma;
+    return p == LayerNormView::Position::Ffn ? s.ffnGamma : s.attentionGamma;
 }
 
-const QVector<QVector<float>>& betas(const NormState& n, LayerNormView::Position p)
+const Rows& betas(const TrainingSnapshot& s, LayerNormView::Position p)
 {
-    return p == LayerNormView::Position::Ffn ? n.ffnBeta : n.attentionBeta;
+    return p == LayerNormView::Position::Ffn ? s.ffnBeta : s.attentionBeta;
+}
+
+const LayerNormDivergence& divergence(const TrainingSnapshot& s, LayerNormView::Position p)
+{
+    return p == LayerNormView::Position::Ffn ? s.divergence : s.attentionDivergence;
 }
 
 }  // namespace
@@ -92,7 +99,7 @@ void LayerNormView::refresh()
 {
     showCurves();
     showMaps();
-    const ModelState* shown = m_step >= 0 && m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
+    const TrainingSnapshot* shown = m_step >= 0 && m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
     m_divergence->setStepMarker(shown ? double(shown->step) : std::numeric_limits<double>::quiet_NaN());
 }
 
@@ -114,8 +121,8 @@ void LayerNormView::showCurves()
             continue;
         m_divergence->addRun(source.runId, source.label, palette::seriesColor(i));
         QVector<CurvePoint> gamma, beta;
-        for (const ModelState& state : source.history->states()) {
-            const LayerNormDivergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
+        for (const TrainingSnapshot& state : source.history->states()) {
+            const LayerNormDivergence& d = divergence(state, position());
             const bool all = reading() == Reading::AllPairs;
             gamma.push_back({double(state.step), 0.0, all ? d.gammaAllPairs : d.gammaElementwise});
             beta.push_back({double(state.step), 0.0, all ? d.betaAllPairs : d.betaElementwise});
@@ -127,16 +134,16 @@ void LayerNormView::showCurves()
 
 void LayerNormView::showMaps()
 {
-    const ModelState* state = m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
+    const TrainingSnapshot* state = m_primary.valid() ? m_primary.history->stateAt(m_step) : nullptr;
     // The widest row sets the columns; a shorter one (only in damaged data) is padded with gaps.
-    auto widest = [](const QVector<QVector<float>>& rows) {
-        qsizetype cols = 0;
-        for (const QVector<float>& row : rows)
+    auto widest = [](const Rows& rows) {
+        std::size_t cols = 0;
+        for (const std::vector<float>& row : rows)
             cols = std::max(cols, row.size());
         return static_cast<int>(cols);
     };
-    if (state == nullptr || gammas(state->norms, position()).isEmpty() || widest(gammas(state->norms, position())) == 0) {
-        const QString why = state == nullptr || gammas(state->norms, position()).isEmpty()
+    if (state == nullptr || gammas(*state, position()).empty() || widest(gammas(*state, position())) == 0) {
+        const QString why = state == nullptr || gammas(*state, position()).empty()
                                 ? tr("No measurement yet: LayerNorm weights appear with the first training snapshot.")
                                 : tr("The measurement at step %1 has LayerNorm rows without channels.").arg(state->step);
         m_gamma->setTitle(QString());
@@ -145,7 +152,7 @@ void LayerNormView::showMaps()
         m_beta->clear(why);
         return;
     }
-    auto matrix = [&](const QVector<QVector<float>>& rows, double center, const QString& name) {
+    auto matrix = [&](const Rows& rows, double center, const QString& name) {
         MatrixView::Matrix m;
         m.scale = MatrixView::Scale::Diverging;
         m.center = center;
@@ -155,7 +162,7 @@ void LayerNormView::showMaps()
         m.columnTitle = tr("channel");
         for (int b = 0; b < m.rows; ++b) {
             m.rowLabels.push_back(QString::number(b + 1));
-            QVector<float> row = rows[b];
+            QVector<float> row(rows[static_cast<std::size_t>(b)].begin(), rows[static_cast<std::size_t>(b)].end());
             row.resize(m.cols, std::numeric_limits<float>::quiet_NaN());
             m.values += row;
         }
@@ -164,9 +171,9 @@ void LayerNormView::showMaps()
     };
     const QString where = position() == Position::Ffn ? tr("before the FFN/MoE") : tr("before attention");
     m_gamma->setTitle(tr("γ of the LayerNorm %1, step %2 (centred on 1)").arg(where).arg(state->step));
-    m_gamma->setMatrix(matrix(gammas(state->norms, position()), 1.0, QStringLiteral("γ")));
+    m_gamma->setMatrix(matrix(gammas(*state, position()), 1.0, QStringLiteral("γ")));
     m_beta->setTitle(tr("β of the LayerNorm %1, step %2 (centred on 0)").arg(where).arg(state->step));
-    m_beta->setMatrix(matrix(betas(state->norms, position()), 0.0, QStringLiteral("β")));
+    m_beta->setMatrix(matrix(betas(*state, position()), 0.0, QStringLiteral("β")));
 }
 
 QString LayerNormView::exportTitle() const { return tr("layernorm %1").arg(m_primary.label); }
@@ -181,8 +188,8 @@ QByteArray LayerNormView::csv() const
             continue;
         const QByteArray run = csvField(source->label) + ',';
         // Eq. 9 over training, both readings.
-        for (const ModelState& state : source->history->states()) {
-            const LayerNormDivergence& d = position() == Position::Ffn ? state.norms.ffn : state.norms.attention;
+        for (const TrainingSnapshot& state : source->history->states()) {
+            const LayerNormDivergence& d = divergence(state, position());
             const QByteArray prefix = run + QByteArray::number(state.step) + ',' + where + ',';
             out += prefix + "divergence_gamma_all_pairs,,," + csvNumber(d.gammaAllPairs) + '\n';
             out += prefix + "divergence_beta_all_pairs,,," + csvNumber(d.betaAllPairs) + '\n';
@@ -190,14 +197,14 @@ QByteArray LayerNormView::csv() const
             out += prefix + "divergence_beta_elementwise,,," + csvNumber(d.betaElementwise) + '\n';
         }
         // Gamma and beta of every block and channel at the shown step.
-        const ModelState* state = source->history->stateAt(m_step);
+        const TrainingSnapshot* state = source->history->stateAt(m_step);
         if (state == nullptr)
             continue;
         const QByteArray prefix = run + QByteArray::number(state->step) + ',' + where + ',';
-        for (const auto& [name, rows] : {std::pair{QByteArray("gamma"), &gammas(state->norms, position())},
-                                         std::pair{QByteArray("beta"), &betas(state->norms, position())}})
-            for (int b = 0; b < rows->size(); ++b)
-                for (int c = 0; c < (*rows)[b].size(); ++c)
+        for (const auto& [name, rows] : {std::pair{QByteArray("gamma"), &gammas(*state, position())},
+                                         std::pair{QByteArray("beta"), &betas(*state, position())}})
+            for (std::size_t b = 0; b < rows->size(); ++b)
+                for (std::size_t c = 0; c < (*rows)[b].size(); ++c)
                     out += prefix + name + ',' + QByteArray::number(b + 1) + ',' + QByteArray::number(c + 1) + ','
                            + csvNumber((*rows)[b][c]) + '\n';
     }

@@ -2,6 +2,7 @@
 
 #include "AlarmList.h"
 #include "curves/CurvePlot.h"
+#include "common/Elements.h"
 #include "common/Palette.h"
 #include "common/ViewExport.h"
 
@@ -95,20 +96,21 @@ PathsView::PathsView(QWidget* parent) : InsightPage(parent)
     connect(m_block, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
     connect(m_sublayer, &QComboBox::currentIndexChanged, this, &PathsView::refresh);
     // A click on an alarm shows its block's weights.
-    connect(m_alarms, &AlarmList::alarmActivated, this, [this](const HealthAlarm& alarm) {
+    connect(m_alarms, &AlarmList::alarmActivated, this, [this](const HealthEvent& alarm) {
         if (alarm.block >= 0 && alarm.block < m_block->count())
-            setBlock(alarm.block);
+            setBlock(static_cast<int>(alarm.block));
     });
 }
 
-bool PathsView::concerns(const HealthAlarm& alarm, int block, const QString& sublayer)
+bool PathsView::concerns(const HealthEvent& alarm, int block, const QString& sublayer)
 {
     if (alarm.block != block)
         return false;
-    if (!alarm.sublayer.isEmpty())
-        return alarm.sublayer == sublayer;
-    const bool attention = alarm.text.contains(QLatin1String("attention"), Qt::CaseInsensitive);
-    const bool ffn = alarm.text.contains(QLatin1String("ffn"), Qt::CaseInsensitive);
+    if (!alarm.sublayer.empty())
+        return QString::fromStdString(alarm.sublayer) == sublayer;
+    const QString text = QString::fromStdString(alarm.text);
+    const bool attention = text.contains(QLatin1String("attention"), Qt::CaseInsensitive);
+    const bool ffn = text.contains(QLatin1String("ffn"), Qt::CaseInsensitive);
     if (attention == ffn)
         return true;  // names neither (or both): it may be this one
     return sublayer == QLatin1String("attention") ? attention : ffn;
@@ -121,7 +123,7 @@ void PathsView::refresh()
 {
     // What the model has comes from its configuration; the newest step that
     // measured path weights is the one shown (a stop between log steps measures none).
-    const ModelState* last = m_primary.valid() ? m_primary.history->pathStateAt(-1) : nullptr;
+    const TrainingSnapshot* last = m_primary.valid() ? m_primary.history->pathStateAt(-1) : nullptr;
     const bool multiPath = m_primary.valid() && m_primary.history->hasPathWeights();
     const bool paths = last != nullptr;
     m_empty->setVisible(!paths);
@@ -138,9 +140,9 @@ void PathsView::refresh()
     // number must not fill the list with millions of entries).
     constexpr int kMostBlocks = 4096;
     int blocks = 0;
-    for (const PathWeightState& p : last->paths)
+    for (const PathWeights& p : last->paths)
         if (p.block >= 0 && p.block < kMostBlocks)
-            blocks = std::max(blocks, p.block + 1);
+            blocks = std::max(blocks, static_cast<int>(p.block) + 1);
     if (m_block->count() != blocks) {
         const QSignalBlocker block(m_block);
         m_block->clear();
@@ -150,7 +152,7 @@ void PathsView::refresh()
     m_alarms->setHistory(m_primary.history.get(), m_step);
     showCurves();
     showDiversity();
-    const ModelState* shown = m_step >= 0 ? m_primary.history->stateAt(m_step) : nullptr;
+    const TrainingSnapshot* shown = m_step >= 0 ? m_primary.history->stateAt(m_step) : nullptr;
     for (CurvePlot* plot : {m_alpha, m_beta})
         plot->setStepMarker(shown ? double(shown->step) : std::numeric_limits<double>::quiet_NaN());
 }
@@ -160,10 +162,10 @@ void PathsView::showCurves()
     const int block = m_block->currentData().toInt();
     const QString sublayer = m_sublayer->currentData().toString();
     // The path features an alarm in force names, in this block and sublayer.
-    QHash<int, QStringList> alarmed;  // feature index -> alarm texts
-    for (const HealthAlarm& alarm : m_alarms->active())
+    QHash<qint64, QStringList> alarmed;  // feature index -> alarm texts
+    for (const HealthEvent& alarm : m_alarms->active())
         if (alarm.index >= 0 && concerns(alarm, block, sublayer))
-            alarmed[alarm.index] << alarm.text;
+            alarmed[alarm.index] << QString::fromStdString(alarm.text);
     QStringList alarmTexts;
     for (const QStringList& texts : std::as_const(alarmed))
         alarmTexts += texts;
@@ -181,25 +183,26 @@ void PathsView::showCurves()
     QHash<QString, QVector<CurvePoint>> alpha, beta;
     QStringList alphaOrder, betaOrder;
     QSet<QString> markedPaths;  // "path 2": its weight, or the feature without it, is alarmed
-    for (const ModelState& state : m_primary.history->states())
-        for (const PathWeightState& p : state.paths) {
-            const QString sub = QStringLiteral("%1 %2").arg(p.block).arg(p.sublayer);
+    for (const TrainingSnapshot& state : m_primary.history->states())
+        for (const PathWeights& p : state.paths) {
+            const QString pathSublayer = QString::fromStdString(p.sublayer);
+            const QString sub = QStringLiteral("%1 %2").arg(p.block).arg(pathSublayer);
             if (!beta.contains(sub))
                 betaOrder << sub;
             beta[sub].push_back({double(state.step), 0.0, p.beta});
-            if (p.block != block || p.sublayer != sublayer)
+            if (p.block != block || pathSublayer != sublayer)
                 continue;
             // A weight per path, then one per "mean without path i": nothing beyond.
-            const qsizetype features = p.paths > 0 ? std::min<qsizetype>(p.alpha.size(), 2 * qsizetype(p.paths)) : 0;
+            const qsizetype features = p.paths > 0 ? std::min<qsizetype>(sizeOf(p.alpha), 2 * qsizetype(p.paths)) : 0;
             for (int f = 0; f < features; ++f) {
                 // Feature f >= paths is the mean of every path but f - paths.
-                const QString path = p.featureName(f < p.paths ? f : f - p.paths);
+                const QString path = QString::fromStdString(p.featureName(f < p.paths ? f : f - p.paths));
                 const QString series = f < p.paths ? QStringLiteral("alpha") : QStringLiteral("feature");
                 if (!alphaOrder.contains(path))
                     alphaOrder << path;
                 if (alarmed.contains(f))
                     markedPaths.insert(path);
-                alpha[path + QLatin1Char('/') + series].push_back({double(state.step), 0.0, p.alpha[f]});
+                alpha[path + QLatin1Char('/') + series].push_back({double(state.step), 0.0, p.alpha[static_cast<std::size_t>(f)]});
             }
         }
     for (int i = 0; i < alphaOrder.size(); ++i) {
@@ -242,7 +245,7 @@ void PathsView::showDiversity()
     qint64 shownStep = -1;
     for (int i = 0; i < 2; ++i) {
         const InsightSource& source = *sources[i];
-        const ModelState* state = source.valid() ? source.history->pathStateAt(m_step) : nullptr;
+        const TrainingSnapshot* state = source.valid() ? source.history->pathStateAt(m_step) : nullptr;
         if (state == nullptr)
             continue;
         if (i == 0)
@@ -256,9 +259,9 @@ void PathsView::showDiversity()
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
             // Only finite values at a block the axis shows: NaN, infinities and
             // block numbers no model has (damaged data) are left out.
-            for (const PathWeightState& p : state->paths)
-                if (p.sublayer == sublayer && std::isfinite(p.diversity) && p.block >= 0 && p.block < m_block->count()) {
-                    graph->addData(p.block + 1, p.diversity);
+            for (const PathWeights& p : state->paths)
+                if (QString::fromStdString(p.sublayer) == sublayer && std::isfinite(p.diversity) && p.block >= 0 && p.block < m_block->count()) {
+                    graph->addData(double(p.block + 1), p.diversity);
                     top = std::max(top, p.diversity);
                 }
         }
@@ -279,12 +282,13 @@ QByteArray PathsView::csv() const
     for (const InsightSource* source : sources) {
         if (!source->valid())
             continue;
-        for (const ModelState& state : source->history->states())
-            for (const PathWeightState& p : state.paths) {
+        for (const TrainingSnapshot& state : source->history->states())
+            for (const PathWeights& p : state.paths) {
                 const QByteArray prefix = csvField(source->label) + ',' + QByteArray::number(state.step) + ','
-                                          + QByteArray::number(p.block + 1) + ',' + p.sublayer.toUtf8() + ',';
-                for (int f = 0; f < p.alpha.size(); ++f)
-                    out += prefix + csvField(QStringLiteral("alpha ") + p.featureName(f)) + ',' + csvNumber(p.alpha[f]) + '\n';
+                                          + QByteArray::number(p.block + 1) + ',' + QByteArray::fromStdString(p.sublayer) + ',';
+                for (std::size_t f = 0; f < p.alpha.size(); ++f)
+                    out += prefix + csvField(QStringLiteral("alpha ") + QString::fromStdString(p.featureName(static_cast<std::int64_t>(f))))
+                           + ',' + csvNumber(p.alpha[f]) + '\n';
                 out += prefix + "beta," + csvNumber(p.beta) + '\n';
                 out += prefix + "diversity," + csvNumber(p.diversity) + '\n';
             }

@@ -36,7 +36,7 @@ public:
     AlarmList* alarms() const { return m_alarms; }
     // Whether `alarm` (kind "path weight") concerns the alpha chart's block and
     // sublayer: same block, and the sublayer its text names, or either when it names none.
-    static bool concerns(const HealthAlarm& alarm, int block, const QString& sublayer);
+    static bool concerns(const HealthEvent& alarm, int block, const QString& sublayer);
 
 private:
     void showCurves();

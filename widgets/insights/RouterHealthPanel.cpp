@@ -40,7 +40,7 @@ enum class Verdict { Neutral, Good, Bad };
 // Whether a value is healthy. z-loss has no scale of its own: it is bad where
 // the trainer raised its alarm, or where the router's log-sum-exp exceeds that
 // of uniform logits, ln E, by more than 6 (softmax saturating), good within 2.
-Verdict verdict(const ExpertLoad& load, RouterHealthPanel::Measure m, bool zAlarm)
+Verdict verdict(const RoutingStats& load, RouterHealthPanel::Measure m, bool zAlarm)
 {
     using M = RouterHealthPanel::Measure;
     const double v = RouterHealthPanel::value(load, m);
@@ -108,7 +108,7 @@ QString RouterHealthPanel::measureTip(Measure measure)
     return QString();
 }
 
-double RouterHealthPanel::value(const ExpertLoad& load, Measure measure)
+double RouterHealthPanel::value(const RoutingStats& load, Measure measure)
 {
     switch (measure) {
     case Measure::MaxViolation: return load.maxViolation;
@@ -121,7 +121,7 @@ double RouterHealthPanel::value(const ExpertLoad& load, Measure measure)
     return std::numeric_limits<double>::quiet_NaN();
 }
 
-QString RouterHealthPanel::format(const ExpertLoad& load, Measure measure)
+QString RouterHealthPanel::format(const RoutingStats& load, Measure measure)
 {
     const double v = value(load, measure);
     if (!std::isfinite(v))
@@ -188,7 +188,7 @@ RouterHealthPanel::RouterHealthPanel(QWidget* parent) : QWidget(parent)
 void RouterHealthPanel::setMeasure(Measure measure) { m_measure->setCurrentIndex(m_measure->findData(int(measure))); }
 RouterHealthPanel::Measure RouterHealthPanel::measure() const { return Measure(m_measure->currentData().toInt()); }
 
-void RouterHealthPanel::show(const QString& runId, const InsightHistory& history, const ModelState& state, qint64 upTo)
+void RouterHealthPanel::show(const QString& runId, const InsightHistory& history, const TrainingSnapshot& state, qint64 upTo)
 {
     m_state = state;
     m_alarms->setHistory(&history, upTo);
@@ -202,18 +202,18 @@ void RouterHealthPanel::show(const QString& runId, const InsightHistory& history
     m_plot->setStepMarker(double(state.step));
 }
 
-void RouterHealthPanel::showTable(const ModelState& state, const QVector<HealthAlarm>& active)
+void RouterHealthPanel::showTable(const TrainingSnapshot& state, const QVector<HealthEvent>& active)
 {
     const QColor base = palette().color(QPalette::Base);
     const QColor good = palette::blend(base, palette::seriesColor(2), 0.25);  // bluish green
     const QColor bad = palette::blend(base, palette::seriesColor(5), 0.35);   // vermillion
     m_table->setRowCount(static_cast<int>(state.routing.size()));
-    for (int row = 0; row < state.routing.size(); ++row) {
-        const ExpertLoad& load = state.routing[row];
+    for (int row = 0; row < static_cast<int>(state.routing.size()); ++row) {
+        const RoutingStats& load = state.routing[static_cast<std::size_t>(row)];
         QStringList alarmTexts;
-        for (const HealthAlarm& alarm : active)
+        for (const HealthEvent& alarm : active)
             if (alarm.block == load.block)
-                alarmTexts << alarm.text;
+                alarmTexts << QString::fromStdString(alarm.text);
         auto* blockItem = new QTableWidgetItem((alarmTexts.isEmpty() ? QString() : QStringLiteral("⚠ "))
                                                + QString::number(load.block + 1));
         blockItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
@@ -246,10 +246,10 @@ void RouterHealthPanel::showPlot(const InsightHistory& history)
         m_plot->removeRun(run);
     const double scale = isShare(m) ? 100.0 : 1.0;
     m_plot->setTitle(tr("%1 over training, per routing block%2").arg(measureName(m), isShare(m) ? tr(" (%)") : QString()));
-    QHash<int, QVector<CurvePoint>> curves;
-    QVector<int> blocks;
-    for (const ModelState& state : history.states())
-        for (const ExpertLoad& load : state.routing) {
+    QHash<qint64, QVector<CurvePoint>> curves;
+    QVector<qint64> blocks;
+    for (const TrainingSnapshot& state : history.states())
+        for (const RoutingStats& load : state.routing) {
             const double v = value(load, m);
             if (!std::isfinite(v))
                 continue;  // the first block's consistency: there is none
@@ -269,7 +269,7 @@ void RouterHealthPanel::showPlot(const InsightHistory& history)
 QByteArray RouterHealthPanel::csv(const QString& runLabel) const
 {
     QByteArray out = "run,step,block,max_violation,effective_experts,z_loss,dead_fraction,consistency\n";
-    for (const ExpertLoad& load : m_state.routing)
+    for (const RoutingStats& load : m_state.routing)
         out += csvField(runLabel) + ',' + QByteArray::number(m_state.step) + ',' + QByteArray::number(load.block + 1)
                + ',' + csvNumber(load.maxViolation) + ',' + csvNumber(load.effectiveExperts) + ','
                + csvNumber(load.zLoss) + ',' + csvNumber(load.deadFraction) + ','

@@ -31,16 +31,16 @@ public:
 
     // The table at `state` (the routed state shown), the chart of `history` with
     // its cursor at state.step, the alarms up to `upTo` (< 0: all).
-    void show(const QString& runId, const InsightHistory& history, const ModelState& state, qint64 upTo);
+    void show(const QString& runId, const InsightHistory& history, const TrainingSnapshot& state, qint64 upTo);
 
     void setMeasure(Measure measure);
     Measure measure() const;
     static QString measureName(Measure measure);
     static QString measureTip(Measure measure);
     // The measure's value in a load; NaN where it has none (consistency of the first block).
-    static double value(const ExpertLoad& load, Measure measure);
+    static double value(const RoutingStats& load, Measure measure);
     // A measure as the table writes it: "0.250", "12.5%", "–".
-    static QString format(const ExpertLoad& load, Measure measure);
+    static QString format(const RoutingStats& load, Measure measure);
 
     QTableWidget* table() const { return m_table; }
     CurvePlot* plot() const { return m_plot; }
@@ -52,14 +52,14 @@ Q_SIGNALS:
     void measureChanged();  // the chart wants redrawing: the page calls show() again
 
 private:
-    void showTable(const ModelState& state, const QVector<HealthAlarm>& active);
+    void showTable(const TrainingSnapshot& state, const QVector<HealthEvent>& active);
     void showPlot(const InsightHistory& history);
 
     QTableWidget* m_table = nullptr;
     QComboBox* m_measure = nullptr;
     CurvePlot* m_plot = nullptr;
     AlarmList* m_alarms = nullptr;
-    ModelState m_state;
+    TrainingSnapshot m_state;
     QString m_plotKey;
 };
 

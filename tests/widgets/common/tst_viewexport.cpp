@@ -221,15 +221,15 @@ std::shared_ptr<InsightHistory> historyOf(const ProbeCapture& capture, int paths
 {
     auto history = std::make_shared<InsightHistory>();
     if (paths > 1) {
-        ModelState state;
+        TrainingSnapshot state;
         state.step = capture.step + 5;  // snapshots may begin after the first capture
         for (int block = 0; block < capture.layers(); ++block)
             for (const char* sublayer : {"attention", "ffn"}) {
-                PathWeightState p;
+                PathWeights p;
                 p.block = block;
-                p.sublayer = QString::fromLatin1(sublayer);
+                p.sublayer = sublayer;
                 p.paths = paths;
-                p.alpha = QVector<float>(paths, 1.0f);
+                p.alpha = std::vector<float>(static_cast<std::size_t>(paths), 1.0f);
                 state.paths.push_back(p);
             }
         history->addState(state);
@@ -271,10 +271,10 @@ void TestViewExport::headLabelsNameThePath()
     QCOMPARE(headsPerPath(16, 4), 4);
     QCOMPARE(headsPerPath(15, 4), 15);
     QCOMPARE(attentionPaths(nullptr), 1);
-    ModelState state;
-    state.paths.push_back({0, QStringLiteral("ffn"), 3, {}, 1, 0});
+    TrainingSnapshot state;
+    state.paths.push_back({0, "ffn", 3, {}, 1, 0});
     QCOMPARE(attentionPaths(&state), 1);  // only the FFN has paths here
-    state.paths.push_back({0, QStringLiteral("attention"), 2, {}, 1, 0});
+    state.paths.push_back({0, "attention", 2, {}, 1, 0});
     QCOMPARE(attentionPaths(&state), 2);
 }
 

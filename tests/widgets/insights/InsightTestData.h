@@ -47,9 +47,9 @@ namespace widelab::insighttest {
 
 using Map = QVector<float>;  // tokens x tokens, row = query
 
-inline ModelState stateAt(qint64 step)
+inline TrainingSnapshot stateAt(qint64 step)
 {
-    ModelState state;
+    TrainingSnapshot state;
     state.step = step;
     return state;
 }
@@ -65,10 +65,10 @@ inline ProbeCapture captureOf(qint64 step, const QString& text, const QStringLis
     return capture;
 }
 
-inline QVector<qint64> stepsOf(const QVector<ModelState>& states)
+inline QVector<qint64> stepsOf(const QVector<TrainingSnapshot>& states)
 {
     QVector<qint64> steps;
-    for (const ModelState& s : states)
+    for (const TrainingSnapshot& s : states)
         steps << s.step;
     return steps;
 }
@@ -170,10 +170,10 @@ inline QLabel* visibleLabelContaining(QWidget* parent, const QString& text)
     return nullptr;
 }
 
-inline ExpertLoad load(int block, const QVector<qint64>& tokens, int unused, const QVector<double>& loadVsFair,
-                       double entropy = 0, const QVector<double>& dropped = {})
+inline RoutingStats load(std::int64_t block, const std::vector<std::int64_t>& tokens, std::int64_t unused,
+                         const std::vector<double>& loadVsFair, double entropy = 0, const std::vector<double>& dropped = {})
 {
-    ExpertLoad l;
+    RoutingStats l;
     l.block = block;
     l.tokensPerExpert = tokens;
     l.unusedExperts = unused;
@@ -188,12 +188,12 @@ inline ExpertLoad load(int block, const QVector<qint64>& tokens, int unused, con
 inline std::shared_ptr<InsightHistory> routedHistory()
 {
     auto history = std::make_shared<InsightHistory>();
-    ModelState early = stateAt(50);
-    early.routing << load(0, {40, 0, 0, 0}, 3, {4, 0, 0, 0}) << load(1, {0, 0, 40, 0}, 3, {0, 0, 4, 0});
+    TrainingSnapshot early = stateAt(50);
+    early.routing = {load(0, {40, 0, 0, 0}, 3, {4, 0, 0, 0}), load(1, {0, 0, 40, 0}, 3, {0, 0, 4, 0})};
     history->addState(early);
-    ModelState state = stateAt(100);
-    state.routing << load(0, {20, 20, 20, 20}, 0, {1, 1, 1, 1}, 1.25, {0, 0})
-                  << load(1, {10, 30, 0, 0}, 2, {1, 3, 0, 0}, 0.5, {0, 12.5});
+    TrainingSnapshot state = stateAt(100);
+    state.routing = {load(0, {20, 20, 20, 20}, 0, {1, 1, 1, 1}, 1.25, {0, 0}),
+                     load(1, {10, 30, 0, 0}, 2, {1, 3, 0, 0}, 0.5, {0, 12.5})};
     history->addState(state);
     ProbeCapture capture =
         captureOf(100, QStringLiteral("probe"), {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")});
@@ -203,23 +203,29 @@ inline std::shared_ptr<InsightHistory> routedHistory()
     return history;
 }
 
-inline ModelState normState(qint64 step, double base)
+// The LayerNorm measurements of a state: every field the LayerNorm view reads.
+inline void setNorms(TrainingSnapshot& s, double base)
 {
-    ModelState s = stateAt(step);
-    s.norms.ffn = {base + 0.1, base + 0.2, base + 0.3, base + 0.4};      // gamma/beta all pairs, elementwise
-    s.norms.attention = {base + 1.1, base + 1.2, base + 1.3, base + 1.4};
-    const float f = float(step) / 100.0f;
-    s.norms.ffnGamma = {{1.0f, 1.0f + f, 1.0f - f}, {0.5f, 1.5f, 1.0f + 2 * f}};
-    s.norms.ffnBeta = {{0.0f, f, -f}, {0.25f, -0.25f, 0.0f}};
-    s.norms.attentionGamma = {{2.0f, 1.0f + f, 1.0f}, {1.0f, 1.0f, 1.0f}};
-    s.norms.attentionBeta = {{f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.5f}};
+    s.divergence = {base + 0.1, base + 0.2, base + 0.3, base + 0.4};  // gamma/beta all pairs, elementwise
+    s.attentionDivergence = {base + 1.1, base + 1.2, base + 1.3, base + 1.4};
+    const float f = float(s.step) / 100.0f;
+    s.ffnGamma = {{1.0f, 1.0f + f, 1.0f - f}, {0.5f, 1.5f, 1.0f + 2 * f}};
+    s.ffnBeta = {{0.0f, f, -f}, {0.25f, -0.25f, 0.0f}};
+    s.attentionGamma = {{2.0f, 1.0f + f, 1.0f}, {1.0f, 1.0f, 1.0f}};
+    s.attentionBeta = {{f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.5f}};
+}
+
+inline TrainingSnapshot normState(qint64 step, double base)
+{
+    TrainingSnapshot s = stateAt(step);
+    setNorms(s, base);
     return s;
 }
 
-inline PathWeightState pathWeights(int block, const QString& sublayer, const QVector<float>& alpha, float beta,
-                                   double diversity)
+inline PathWeights pathWeights(std::int64_t block, const std::string& sublayer, const std::vector<float>& alpha,
+                               float beta, double diversity)
 {
-    PathWeightState p;
+    PathWeights p;
     p.block = block;
     p.sublayer = sublayer;
     p.paths = 2;
@@ -230,14 +236,14 @@ inline PathWeightState pathWeights(int block, const QString& sublayer, const QVe
 }
 
 // Two blocks, each with a two-path attention and FFN (two raw paths, two extra features).
-inline ModelState pathState(qint64 step, float shift)
+inline TrainingSnapshot pathState(qint64 step, float shift)
 {
-    ModelState s = stateAt(step);
-    const QString att = QStringLiteral("attention"), ffn = QStringLiteral("ffn");
-    s.paths << pathWeights(0, att, {0.5f + shift, 0.25f, 0.125f, 0.0625f}, 1.0f + shift, 0.5 + shift)
-            << pathWeights(0, ffn, {2.0f, 3.0f + shift, 4.0f, 5.0f}, 2.0f + shift, 1.5 + shift)
-            << pathWeights(1, att, {-1.0f, -2.0f, -3.0f, -4.0f + shift}, 3.0f + shift, 2.5 + shift)
-            << pathWeights(1, ffn, {7.0f, 8.0f, 9.0f + shift, 10.0f}, 4.0f + shift, 3.5 + shift);
+    TrainingSnapshot s = stateAt(step);
+    const std::string att = "attention", ffn = "ffn";
+    s.paths = {pathWeights(0, att, {0.5f + shift, 0.25f, 0.125f, 0.0625f}, 1.0f + shift, 0.5 + shift),
+               pathWeights(0, ffn, {2.0f, 3.0f + shift, 4.0f, 5.0f}, 2.0f + shift, 1.5 + shift),
+               pathWeights(1, att, {-1.0f, -2.0f, -3.0f, -4.0f + shift}, 3.0f + shift, 2.5 + shift),
+               pathWeights(1, ffn, {7.0f, 8.0f, 9.0f + shift, 10.0f}, 4.0f + shift, 3.5 + shift)};
     return s;
 }
 
@@ -248,9 +254,9 @@ inline std::shared_ptr<InsightHistory> fullHistory()
     history->addCapture(attentionProbe(10));
     history->addCapture(attentionProbe(20));
     for (qint64 step : {10, 20, 30}) {
-        ModelState s = pathState(step, float(step) / 10);
-        s.norms = normState(step, 0).norms;
-        s.routing << load(0, {20, 20, 20, 20}, 0, {1, 1, 1, 1});
+        TrainingSnapshot s = pathState(step, float(step) / 10);
+        setNorms(s, 0);
+        s.routing = {load(0, {20, 20, 20, 20}, 0, {1, 1, 1, 1})};
         history->addState(s);
     }
     return history;

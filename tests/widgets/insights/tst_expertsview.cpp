@@ -120,8 +120,8 @@ void TestExpertsView::expertsWithoutExpertsOrTokensShowWhy()
 {
     // A routed block that names no expert, and a probe without tokens.
     auto history = std::make_shared<InsightHistory>();
-    ModelState state = stateAt(40);
-    ExpertLoad load;
+    TrainingSnapshot state = stateAt(40);
+    RoutingStats load;
     load.block = 0;
     state.routing = {load};
     history->addState(state);
@@ -141,8 +141,8 @@ void TestExpertsView::expertsWithoutExpertsOrTokensShowWhy()
 
     // Blocks that disagree on the experts (4 and 2) and a NaN balance: drawn at the widest.
     auto ragged = std::make_shared<InsightHistory>();
-    ModelState mixed = stateAt(50);
-    ExpertLoad four, two;
+    TrainingSnapshot mixed = stateAt(50);
+    RoutingStats four, two;
     four.block = 0;
     four.tokensPerExpert = {1, 1, 1, 1};
     four.loadVsFair = {std::numeric_limits<double>::quiet_NaN(), 3, 1, 1};

@@ -27,20 +27,22 @@ const QStringList kRoles{QStringLiteral("previous token"), QStringLiteral("next 
                          QStringLiteral("local"),          QStringLiteral("broad")};
 
 // layers x heads, every head scoring `fill` in every role, dominant role 5 ("broad").
-HeadRoleState uniformHeads(int layers, int heads, double fill = 0.25)
+HeadRoleScores uniformHeads(int layers, int heads, double fill = 0.25)
 {
-    HeadRoleState s;
-    s.roles = kRoles;
-    s.scores = QVector<QVector<QVector<double>>>(layers, QVector<QVector<double>>(heads, QVector<double>(6, fill)));
-    s.dominant = QVector<QVector<int>>(layers, QVector<int>(heads, 5));
+    HeadRoleScores s;
+    for (const QString& role : kRoles)
+        s.roles.push_back(role.toStdString());
+    const auto L = static_cast<std::size_t>(layers), H = static_cast<std::size_t>(heads);
+    s.scores = std::vector<std::vector<std::vector<double>>>(L, std::vector<std::vector<double>>(H, std::vector<double>(6, fill)));
+    s.dominant = std::vector<std::vector<std::int64_t>>(L, std::vector<std::int64_t>(H, 5));
     return s;
 }
 
 // Two layers of three heads. Layer 1 head 2 (0-based 0, 1) is a previous-token
 // head scoring `previous`; layer 2 head 1 is a next-token head scoring 0.2.
-HeadRoleState smallHeads(double previous)
+HeadRoleScores smallHeads(double previous)
 {
-    HeadRoleState s = uniformHeads(2, 3, 0.125);
+    HeadRoleScores s = uniformHeads(2, 3, 0.125);
     s.scores[0][1][0] = previous;
     s.dominant[0][1] = 0;
     s.scores[1][0][1] = 0.25;
@@ -48,9 +50,9 @@ HeadRoleState smallHeads(double previous)
     return s;
 }
 
-ValidationInsight insightAt(qint64 step, const HeadRoleState& heads)
+ValidationInsights insightAt(qint64 step, const HeadRoleScores& heads)
 {
-    ValidationInsight v;
+    ValidationInsights v;
     v.step = step;
     v.heads = heads;
     return v;
@@ -245,7 +247,7 @@ void TestHeadRoles::csvHoldsEveryHeadsScores()
 {
     HeadRolesView view;
     auto history = std::make_shared<InsightHistory>();
-    HeadRoleState s = uniformHeads(1, 2, 0.125);
+    HeadRoleScores s = uniformHeads(1, 2, 0.125);
     s.scores[0][1] = {0.875, 0.0625, 0.0, 0.5, 0.25, 0.0};
     s.dominant[0][1] = 0;
     history->addValidationInsight(insightAt(40, s));
@@ -263,10 +265,10 @@ void TestHeadRoles::theComparisonRunGetsItsOwnGrid()
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
     auto other = std::make_shared<InsightHistory>();
-    HeadRoleState lm = uniformHeads(1, 2, 0.25);
-    lm.roles << QStringLiteral("duplicate token") << QStringLiteral("induction");
+    HeadRoleScores lm = uniformHeads(1, 2, 0.25);
+    lm.roles.insert(lm.roles.end(), {"duplicate token", "induction"});
     for (auto& head : lm.scores[0])
-        head << 0.0 << 0.5;
+        head.insert(head.end(), {0.0, 0.5});
     lm.dominant[0][1] = 7;
     other->addValidationInsight(insightAt(150, lm));
     show(view, roleHistory());
@@ -353,7 +355,7 @@ void TestHeadRoles::emptyStatesSayWhy()
     QCOMPARE(view.csv(), QByteArray("step,run,layer,head,dominant\n"));
     // A validation that scored no heads (an older run).
     auto older = std::make_shared<InsightHistory>();
-    older->addValidationInsight(insightAt(100, HeadRoleState()));
+    older->addValidationInsight(insightAt(100, HeadRoleScores()));
     show(view, older);
     QVERIFY(view.emptyLabel()->text().contains(QStringLiteral("scored no heads")));
     // No run at all.

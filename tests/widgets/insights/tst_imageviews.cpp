@@ -109,7 +109,7 @@ ProbeCapture meanCapture()
 std::shared_ptr<InsightHistory> historyWith(const ProbeCapture& capture)
 {
     auto history = std::make_shared<InsightHistory>();
-    ModelState state;
+    TrainingSnapshot state;
     state.step = capture.step;
     history->addState(state);
     history->addCapture(capture);
@@ -445,9 +445,9 @@ void TestImageViews::expertsViewShowsTheImageGridWithALegend()
     ProbeCapture c = clsCapture();
     c.experts = {{{0}, {0}, {1}, {2}, {-1}}};
     auto history = historyWith(c);
-    ModelState state;
+    TrainingSnapshot state;
     state.step = c.step;
-    ExpertLoad load;
+    RoutingStats load;
     load.block = 0;
     load.tokensPerExpert = {2, 1, 1};
     load.droppedPercentPerChoice = {20.0};

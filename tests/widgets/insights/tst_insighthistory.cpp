@@ -44,15 +44,15 @@ void TestInsightHistory::historyReplacesTheItemOfTheSameStep()
 {
     InsightHistory history;
     history.addState(stateAt(10));
-    ModelState replacement = stateAt(10);
-    PathWeightState path;
+    TrainingSnapshot replacement = stateAt(10);
+    PathWeights path;
     path.paths = 2;
-    replacement.paths << path;
+    replacement.paths.push_back(path);
     history.addState(replacement);
     history.addState(stateAt(20));
     QCOMPARE(history.states().size(), 2);
     QCOMPARE(history.states()[0].step, 10);
-    QCOMPARE(history.states()[0].paths.size(), 1);  // the second state of step 10 won
+    QCOMPARE(history.states()[0].paths.size(), std::size_t{1});  // the second state of step 10 won
 
     history.addCapture(captureOf(5, QStringLiteral("a"), {QStringLiteral("old")}));
     history.addCapture(captureOf(5, QStringLiteral("a"), {QStringLiteral("new"), QStringLiteral("er")}));
@@ -156,7 +156,7 @@ void TestInsightHistory::historyThinsPastTheLimitKeepingTheEnds()
     // Past it: bounded, first and newest kept, still strictly ascending.
     for (int i = limit; i < 3 * limit; ++i) {
         history.addState(stateAt(qint64(i) * 10));
-        const QVector<ModelState>& states = history.states();
+        const QVector<TrainingSnapshot>& states = history.states();
         if (states.size() > limit || states.front().step != 0 || states.back().step != qint64(i) * 10)
             QFAIL(qPrintable(QStringLiteral("after adding step %1: %2 states, first %3, last %4")
                                  .arg(qint64(i) * 10)

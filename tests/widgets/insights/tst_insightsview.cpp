@@ -313,13 +313,13 @@ void TestInsightsView::insightsShowsHeadRolesAndTheLogitLens()
 {
     auto history = fullHistory();
     auto roles = [](double previous) {
-        HeadRoleState h;
-        h.roles = {QStringLiteral("previous token"), QStringLiteral("self")};
+        HeadRoleScores h;
+        h.roles = {"previous token", "self"};
         h.scores = {{{previous, 0.25}, {0.125, 0.5}}};
         h.dominant = {{0, 1}};
         return h;
     };
-    ValidationInsight early, late;
+    ValidationInsights early, late;
     early.step = 10;
     early.heads = roles(0.5);
     late.step = 30;

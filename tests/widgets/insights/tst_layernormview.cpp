@@ -91,10 +91,10 @@ void TestLayerNormView::layerNormCurvesAndMaps()
 void TestLayerNormView::layerNormRowsOfUnequalLengthOrNoneAreDrawnOrExplained()
 {
     auto history = std::make_shared<InsightHistory>();
-    ModelState ragged = stateAt(10);
-    ragged.norms.ffnGamma = {{1.0f, 2.0f, 3.0f}, {1.0f}};
-    ragged.norms.ffnBeta = {{0.0f, kNaN, 0.5f}, {kInf}};
-    ragged.norms.ffn = {std::numeric_limits<double>::quiet_NaN(), 0.5, 0.25, 0.125};
+    TrainingSnapshot ragged = stateAt(10);
+    ragged.ffnGamma = {{1.0f, 2.0f, 3.0f}, {1.0f}};
+    ragged.ffnBeta = {{0.0f, kNaN, 0.5f}, {kInf}};
+    ragged.divergence = {std::numeric_limits<double>::quiet_NaN(), 0.5, 0.25, 0.125};
     history->addState(ragged);
     LayerNormView view;
     view.resize(900, 600);
@@ -112,9 +112,9 @@ void TestLayerNormView::layerNormRowsOfUnequalLengthOrNoneAreDrawnOrExplained()
 
     // Rows without channels: explained, not drawn.
     auto hollow = std::make_shared<InsightHistory>();
-    ModelState none = stateAt(20);
-    none.norms.ffnGamma = {{}, {}};
-    none.norms.ffnBeta = {{}, {}};
+    TrainingSnapshot none = stateAt(20);
+    none.ffnGamma = {{}, {}};
+    none.ffnBeta = {{}, {}};
     hollow->addState(none);
     view.setSources({QStringLiteral("h"), QStringLiteral("Run H"), hollow}, {});
     view.refresh();

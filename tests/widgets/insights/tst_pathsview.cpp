@@ -106,21 +106,21 @@ void TestPathsView::pathsWithoutPathWeightsShowsTheOnePathMessage()
 void TestPathsView::pathsWithDamagedNumbersStayInBounds()
 {
     auto history = std::make_shared<InsightHistory>();
-    ModelState state = stateAt(10);
-    PathWeightState huge;  // a block number no model has, and infinite diversity
+    TrainingSnapshot state = stateAt(10);
+    PathWeights huge;  // a block number no model has, and infinite diversity
     huge.block = 1000000;
-    huge.sublayer = QStringLiteral("ffn");
+    huge.sublayer = "ffn";
     huge.paths = 2;
     huge.alpha = {0.5f, 0.5f, 0.25f, 0.25f};
     huge.diversity = std::numeric_limits<double>::infinity();
-    PathWeightState fine;  // more weights than 2 x paths
+    PathWeights fine;  // more weights than 2 x paths
     fine.block = 0;
-    fine.sublayer = QStringLiteral("attention");
+    fine.sublayer = "attention";
     fine.paths = 2;
     fine.alpha = {0.5f, 0.5f, 0.125f, 0.125f, 7.0f};
     fine.diversity = 0.5;
-    PathWeightState unknown = fine;
-    unknown.sublayer = QStringLiteral("ffn");
+    PathWeights unknown = fine;
+    unknown.sublayer = "ffn";
     unknown.diversity = std::numeric_limits<double>::quiet_NaN();
     state.paths = {huge, fine, unknown};
     history->addState(state);

@@ -27,26 +27,26 @@ using namespace widelab;
 
 namespace {
 
-ExpertLoad healthLoad(int block, const QVector<qint64>& tokens, double maxViolation, double effective, double zLoss,
-                      double dead, double consistency)
+RoutingStats healthLoad(int block, const std::vector<std::int64_t>& tokens, double maxViolation, double effective,
+                        double zLoss, double dead, double consistency)
 {
-    ExpertLoad l;
+    RoutingStats l;
     l.block = block;
     l.tokensPerExpert = tokens;
-    l.loadVsFair = QVector<double>(tokens.size(), 1.0);
+    l.loadVsFair = std::vector<double>(tokens.size(), 1.0);
     l.maxViolation = maxViolation;
     l.effectiveExperts = effective;
     l.zLoss = zLoss;
     l.deadFraction = dead;
     l.consistency = consistency;
-    for (qint64 t : tokens)
+    for (const std::int64_t t : tokens)
         l.unusedExperts += t == 0 ? 1 : 0;
     return l;
 }
 
-HealthAlarm alarm(const QString& kind, const QString& level, int block, int index, const QString& text)
+HealthEvent alarm(const QString& kind, const QString& level, int block, int index, const QString& text)
 {
-    return {kind, level, block, index, QString(), text};
+    return {kind.toStdString(), level.toStdString(), block, index, std::string(), text.toStdString()};
 }
 
 // Routing blocks 1 and 3 (0-based 0 and 2) of four experts at steps 50, 100, 200, 300.
@@ -59,21 +59,21 @@ std::shared_ptr<InsightHistory> healthHistory()
     auto history = std::make_shared<InsightHistory>();
     const qint64 steps[] = {50, 100, 200, 300};
     for (int i = 0; i < 4; ++i) {
-        ModelState s;
+        TrainingSnapshot s;
         s.step = steps[i];
-        s.routing << healthLoad(0, {10, 10, 10, 10}, 0.25, 0.9, 4.5, 0.0, -1)
-                  << healthLoad(2, {20, 10, 10, 0}, 1.0 + 0.5 * i, 0.4, 12.25, 0.25, 0.625);
+        s.routing.insert(s.routing.end(), {healthLoad(0, {10, 10, 10, 10}, 0.25, 0.9, 4.5, 0.0, -1),
+            healthLoad(2, {20, 10, 10, 0}, 1.0 + 0.5 * i, 0.4, 12.25, 0.25, 0.625)});
         if (steps[i] == 100)
-            s.alarms << alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 3,
-                              QStringLiteral("block 3: expert 4 received no token"))
-                     << alarm(QStringLiteral("collapse"), QStringLiteral("warning"), 2, -1,
-                              QStringLiteral("block 3: the router is collapsing"));
+            s.alarms.insert(s.alarms.end(), {alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 3,
+                              QStringLiteral("block 3: expert 4 received no token")),
+                alarm(QStringLiteral("collapse"), QStringLiteral("warning"), 2, -1,
+                              QStringLiteral("block 3: the router is collapsing"))});
         if (steps[i] == 200)
-            s.alarms << alarm(QStringLiteral("dead expert"), QStringLiteral("info"), 2, 3,
-                              QStringLiteral("block 3: expert 4 receives tokens again"));
+            s.alarms.push_back(alarm(QStringLiteral("dead expert"), QStringLiteral("info"), 2, 3,
+                              QStringLiteral("block 3: expert 4 receives tokens again")));
         if (steps[i] == 300)
-            s.alarms << alarm(QStringLiteral("z-loss"), QStringLiteral("warning"), 0, -1,
-                              QStringLiteral("block 1: router z-loss is growing"));
+            s.alarms.push_back(alarm(QStringLiteral("z-loss"), QStringLiteral("warning"), 0, -1,
+                              QStringLiteral("block 1: router z-loss is growing")));
         history->addState(s);
     }
     return history;
@@ -191,19 +191,19 @@ void TestRouterHealth::alarmsInForceAndCleared()
     QVector<AlarmEntry> entries = alarmsUpTo(*history, -1);
     QCOMPARE(entries.size(), 4);
     QCOMPARE(entries[0].step, 300);
-    QCOMPARE(entries[0].alarm.kind, QStringLiteral("z-loss"));
+    QCOMPARE(entries[0].alarm.kind, std::string("z-loss"));
     QVERIFY(entries[0].active);
     QCOMPARE(entries[1].step, 200);
-    QCOMPARE(entries[1].alarm.level, QStringLiteral("info"));
+    QCOMPARE(entries[1].alarm.level, std::string("info"));
     QVERIFY(!entries[1].active);  // an info never is
-    QCOMPARE(entries[2].alarm.kind, QStringLiteral("collapse"));
+    QCOMPARE(entries[2].alarm.kind, std::string("collapse"));
     QVERIFY(entries[2].active);   // nothing later about block 3's collapse
-    QCOMPARE(entries[3].alarm.kind, QStringLiteral("dead expert"));
+    QCOMPARE(entries[3].alarm.kind, std::string("dead expert"));
     QVERIFY(!entries[3].active);  // cleared at step 200
-    const QVector<HealthAlarm> active = activeAlarms(entries);
+    const QVector<HealthEvent> active = activeAlarms(entries);
     QCOMPARE(active.size(), 2);
-    QCOMPARE(active[0].kind, QStringLiteral("z-loss"));
-    QCOMPARE(active[1].kind, QStringLiteral("collapse"));
+    QCOMPARE(active[0].kind, std::string("z-loss"));
+    QCOMPARE(active[1].kind, std::string("collapse"));
 
     // Up to step 100 only: the dead expert is still in force.
     entries = alarmsUpTo(*history, 100);
@@ -216,9 +216,9 @@ void TestRouterHealth::alarmsInForceAndCleared()
     QVERIFY(activeAlarms(entries).isEmpty());
 
     // A warning raised again after an info is in force again.
-    ModelState again;
+    TrainingSnapshot again;
     again.step = 400;
-    again.alarms << alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 3, QStringLiteral("again"));
+    again.alarms.push_back(alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 3, QStringLiteral("again")));
     history->addState(again);
     entries = alarmsUpTo(*history, -1, {QStringLiteral("dead expert")});
     QCOMPARE(entries.size(), 3);
@@ -289,23 +289,21 @@ void TestRouterHealth::alarmedExpertIsOutlinedAndBadged()
 
 namespace {
 
-ValidationInsight specialisationAt(qint64 step, bool classes)
+ValidationInsights specialisationAt(qint64 step, bool classes)
 {
-    ValidationInsight v;
+    ValidationInsights v;
     v.step = step;
-    ExpertSpecialisation s;
+    ExpertIntake s;
     s.block = 2;
-    s.topTokens = {{{QStringLiteral("the"), 50}, {QStringLiteral("a"), 30}, {QStringLiteral(" "), 5}},
-                   {{QStringLiteral("\n"), 7}},
-                   {}};
+    s.topTokens = {{{"the", 50}, {"a", 30}, {" ", 5}}, {{"\n", 7}}, {}};
     if (classes) {
-        s.classNames = {QStringLiteral("neg"), QStringLiteral("pos")};
+        v.classNames = {"neg", "pos"};
         s.classCounts = {{30, 10}, {0, 20}, {0, 0}};
     }
-    ExpertSpecialisation first;
+    ExpertIntake first;
     first.block = 0;
-    first.topTokens = {{{QStringLiteral("x"), 1}}};
-    v.experts << first << s;
+    first.topTokens = {{{"x", 1}}};
+    v.experts = {first, s};
     return v;
 }
 
@@ -345,10 +343,10 @@ void TestRouterHealth::specialisationTopTokensAndClassMix()
     QCOMPARE(table->item(0, 3)->text(), QStringLiteral("x ×1"));
 
     // An alarm in force about expert 2 of block 3 (raised at step 160) marks that expert's row.
-    ModelState s;
+    TrainingSnapshot s;
     s.step = 160;
     s.routing = history->states().back().routing;
-    s.alarms << alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 1, QStringLiteral("block 3: expert 2 idle"));
+    s.alarms.push_back(alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 2, 1, QStringLiteral("block 3: expert 2 idle")));
     history->addState(s);
     panel->setBlock(2);
     view.setStep(160);
@@ -389,11 +387,11 @@ void TestRouterHealth::specialisationWithoutValidationOrClasses()
 
 namespace {
 
-PathWeightState twoPaths(int block, const QString& sublayer, float a)
+PathWeights twoPaths(int block, const QString& sublayer, float a)
 {
-    PathWeightState p;
+    PathWeights p;
     p.block = block;
-    p.sublayer = sublayer;
+    p.sublayer = sublayer.toStdString();
     p.paths = 2;
     p.alpha = {a, 1.0f - a, 0.5f, 0.5f};
     return p;
@@ -414,17 +412,18 @@ void TestRouterHealth::pathWeightAlarmsMarkTheirPath()
 {
     auto history = std::make_shared<InsightHistory>();
     for (qint64 step : {10, 20, 30}) {
-        ModelState s;
+        TrainingSnapshot s;
         s.step = step;
-        s.paths << twoPaths(0, QStringLiteral("attention"), 0.5f) << twoPaths(0, QStringLiteral("ffn"), 0.1f);
+        s.paths.insert(s.paths.end(), {twoPaths(0, QStringLiteral("attention"), 0.5f),
+            twoPaths(0, QStringLiteral("ffn"), 0.1f)});
         if (step == 20)
-            s.alarms << alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 0, 1,
-                              QStringLiteral("block 1 ffn: path 2's weight dominates"))
-                     << alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 0, 1,
-                              QStringLiteral("not a path alarm"));
+            s.alarms.insert(s.alarms.end(), {alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 0, 1,
+                              QStringLiteral("block 1 ffn: path 2's weight dominates")),
+                alarm(QStringLiteral("dead expert"), QStringLiteral("warning"), 0, 1,
+                              QStringLiteral("not a path alarm"))});
         if (step == 30)
-            s.alarms << alarm(QStringLiteral("path weight"), QStringLiteral("info"), 0, 1,
-                              QStringLiteral("block 1 ffn: path weights balanced again"));
+            s.alarms.push_back(alarm(QStringLiteral("path weight"), QStringLiteral("info"), 0, 1,
+                              QStringLiteral("block 1 ffn: path weights balanced again")));
         history->addState(s);
     }
     PathsView view;
@@ -450,11 +449,11 @@ void TestRouterHealth::pathWeightAlarmsMarkTheirPath()
     QCOMPARE(alphaNames(view.alphaPlot()), (QStringList{QStringLiteral("path 1"), QStringLiteral("path 2")}));
 
     // Which sublayer an alarm concerns: the one its text names, or either.
-    const HealthAlarm named = alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 3, 0, QStringLiteral("block 4 attention"));
+    const HealthEvent named = alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 3, 0, QStringLiteral("block 4 attention"));
     QVERIFY(PathsView::concerns(named, 3, QStringLiteral("attention")));
     QVERIFY(!PathsView::concerns(named, 3, QStringLiteral("ffn")));
     QVERIFY(!PathsView::concerns(named, 2, QStringLiteral("attention")));
-    const HealthAlarm unnamed = alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 3, 0, QStringLiteral("path 1"));
+    const HealthEvent unnamed = alarm(QStringLiteral("path weight"), QStringLiteral("warning"), 3, 0, QStringLiteral("path 1"));
     QVERIFY(PathsView::concerns(unnamed, 3, QStringLiteral("attention")));
     QVERIFY(PathsView::concerns(unnamed, 3, QStringLiteral("ffn")));
 }
