@@ -4,6 +4,7 @@
 #include "JsonSection.h"
 #include "model/ParameterCount.h"
 #include "model/attention/AttentionMechanism.h"
+#include "vocab/KeyRules.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -26,43 +27,27 @@ const std::string& nameOf(const char* key, Enum value)
 
 std::string number(std::int64_t value) { return std::to_string(value); }
 
-// Keys given in the document that the model as configured never uses: the
-// document reads as if they mattered, so each is a warning naming the reason.
-// A key at its default (the value its absence gives, as in a resolved document
-// such as a run's config.json) says nothing and is not reported.
+// Keys given in the document that the model as configured never uses
+// (vocab/KeyRules): the document reads as if they mattered, so each is a warning
+// naming the reason. A key at the value its absence gives (as in a resolved
+// document such as a run's config.json) says nothing and is not reported.
 void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSection& s,
                 std::vector<ConfigIssue>& warnings)
 {
     const nlohmann::json resolved = c.toJson();
-    auto atDefault = [&](const char* key) {
+    // The given value against the one its absence gives, not the resolved one: with
+    // image input max_len resolves to the patches whatever is given.
+    auto atDefault = [&](const std::string& key) {
         nlohmann::json without = model;
         without.erase(key);
         std::vector<ConfigIssue> ignored;
-        return ModelConfig::fromJson(without, ignored).toJson().at(key) == resolved.at(key);
+        return ModelConfig::fromJson(without, ignored).toJson().at(key) == model.at(key);
     };
-    auto unused = [&](std::initializer_list<const char*> keys, const std::string& why) {
-        for (const char* key : keys)
-            if (s.has(key) && !atDefault(key))
-                warnings.push_back({s.keyPath(key), "has no effect " + why});
-    };
-    if (!c.isMoe())
-        unused({"top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std", "balance_loss_weight", "router_z_loss_weight",
-                "routing_groups", "routing_priority", "renormalize_gates", "share_router"},
-               "without a mixture of experts (" + s.keyPath("experts") + " is 1)");
-    if (c.isMoe() && c.capacityFactor <= 0.0 && c.evalCapacityFactor <= 0.0)
-        unused({"routing_priority"}, "when no token is ever dropped (capacity_factor and eval_capacity_factor <= 0)");
-    if (c.isMoe() && c.routingGroups == 1)
-        unused({"share_router"}, "with one routing group: only the first block routes");
-    if (c.head == HeadKind::LanguageModel)
-        unused({"pooling", "pooler", "num_classes"}, "with a language-model head");
-    if (c.imageInput()) {
-        // max_len reads as the patch count: a given value other than that says something untrue.
-        if (s.has("max_len") && model.at("max_len").is_number() && model.at("max_len").get<double>() != static_cast<double>(c.maxLen))
-            warnings.push_back({s.keyPath("max_len"), "has no effect with image input: the sequence is the "
-                                                          + number(c.patches()) + " patches (image_size / patch_size squared)"});
-        unused({"vocab_size"}, "with image input (" + s.keyPath("input") + " is \"image\")");
-    } else {
-        unused({"image_size", "patch_size", "channels"}, "with token input (" + s.keyPath("input") + " is \"tokens\")");
+    const nlohmann::json document = {{"model", resolved}};
+    for (const UnusedKey& unused : unusedKeys("model", sectionsLookup(document))) {
+        const std::string key = unused.key.substr(std::string("model.").size());
+        if (s.has(key) && !atDefault(key))
+            warnings.push_back({s.keyPath(key), "has no effect " + unused.reason});
     }
     const std::vector<std::string> heads = headMechanisms(c);
     // A mechanism's own warnings, when every head uses it (in a mixed layer the others reach further).
@@ -76,7 +61,7 @@ void warnUnused(const ModelConfig& c, const nlohmann::json& model, const JsonSec
             continue;
         for (const KeySpec& key : mechanism->keys) {
             const std::string name = key.name();
-            if (s.has(name) && !atDefault(name.c_str()))
+            if (s.has(name) && !atDefault(name))
                 warnings.push_back({s.keyPath(name), "has no effect: no head uses \"" + mechanism->name + "\" attention"});
         }
     }

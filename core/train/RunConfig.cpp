@@ -2,6 +2,7 @@
 
 #include "config/JsonSection.h"
 #include "vocab/ByteText.h"
+#include "vocab/KeyRules.h"
 #include "data/ListOps.h"
 #include "data/Tokenizer.h"
 #include "runtime/SystemError.h"
@@ -169,73 +170,43 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
         report("train.device", "\"" + run.train.device + "\" is not auto, cpu, cuda or cuda:N");
 }
 
-// Keys given without effect, and settings that make a run other than it reads:
-// warnings, each naming its key. Runs on a document without problems. A key at
-// its default (as in a resolved document such as a run's config.json) says
-// nothing and is not reported as without effect.
+// Keys given without effect (vocab/KeyRules), and settings that make a run other
+// than it reads: warnings, each naming its key. Runs on a document without
+// problems. A key at its default (as in a resolved document such as a run's
+// config.json) says nothing and is not reported as without effect.
 void warnAbout(const RunDocument& run, const JsonSection& taskSection, const JsonSection& trainSection,
                std::vector<ConfigIssue>& warnings)
 {
     const nlohmann::json resolved = run.toJson(), defaults = RunDocument().toJson();
-    auto changed = [&](const JsonSection& section, const char* key) {
-        const char* name = &section == &taskSection ? "task" : "train";
+    auto changed = [&](const JsonSection& section, const char* name, const std::string& key) {
         return section.has(key) && resolved.at(name).at(key) != defaults.at(name).at(key);
     };
-    auto unused = [&](const JsonSection& section, std::initializer_list<const char*> keys, const std::string& why) {
-        for (const char* key : keys)
-            if (changed(section, key))
-                warnings.push_back({section.keyPath(key), "has no effect " + why});
+    const KeyLookup value = sectionsLookup(resolved);
+    auto unused = [&](const JsonSection& section, const char* name) {
+        for (const UnusedKey& key : unusedKeys(name, value))
+            if (changed(section, name, key.key.substr(std::string(name).size() + 1)))
+                warnings.push_back({key.key, "has no effect " + key.reason});
     };
     auto warn = [&](const std::string& key, std::string reason) { warnings.push_back({key, std::move(reason)}); };
     const TaskConfig& task = run.task;
     const TrainConfig& train = run.train;
 
-    if (task.isImageTask()) {
-        unused(taskSection, {"tokenizer", "vocab_limit", "sequence_length", "min_length", "max_length"},
-               "for an image task (the sequence is the patches)");
-        if (task.kind == TaskKind::Shapes)
-            unused(taskSection, {"path", "validation_fraction", "test_fraction"},
-                   "for the generated shapes, sized by train_size, validation_size and test_size");
-        else
-            unused(taskSection, {"train_size", "validation_size", "test_size"},
-                   "for images read from a folder (they size generated tasks)");
-        if (task.kind == TaskKind::Cifar10)
-            unused(taskSection, {"test_fraction"}, "for CIFAR-10, whose test split is test_batch.bin");
-    } else {
-        unused(taskSection, {"crop_padding", "flip"}, "for a text task (they augment images)");
-    }
-    if (task.kind != TaskKind::ImageFolder)
-        unused(taskSection, {"skip_bad_inputs"}, "except for an image folder (the one input it leaves out so far)");
-    if (task.kind == TaskKind::ListOps) {
-        unused(taskSection, {"path", "tokenizer", "vocab_limit", "validation_fraction", "test_fraction"},
-               "for ListOps, which is generated with its own fixed vocabulary and split sizes");
-    } else if (!task.isImageTask()) {
-        unused(taskSection, {"min_length", "max_length", "train_size", "validation_size", "test_size"},
-               "for a task read from a file (they size generated ListOps)");
-        if (task.tokenizer == TokenizerChoice::Byte)
-            unused(taskSection, {"vocab_limit"}, "with the byte tokenizer, whose vocabulary is fixed");
-        else if (task.vocabLimit > run.model.vocabSize)
-            warn("task.vocab_limit", std::to_string(task.vocabLimit) + " exceeds model.vocab_size "
-                                         + std::to_string(run.model.vocabSize)
-                                         + ": training stops if the data has more distinct tokens than the model holds");
-    }
+    unused(taskSection, "task");
+    if (task.kind != TaskKind::ListOps && !task.isImageTask() && task.tokenizer != TokenizerChoice::Byte
+        && task.vocabLimit > run.model.vocabSize)
+        warn("task.vocab_limit", std::to_string(task.vocabLimit) + " exceeds model.vocab_size "
+                                     + std::to_string(run.model.vocabSize)
+                                     + ": training stops if the data has more distinct tokens than the model holds");
 
-    if (train.schedule == ScheduleChoice::Constant)
-        unused(trainSection, {"warmup_steps"}, "with the constant schedule");
-    else if (train.warmupSteps > train.steps)  // the default too: the run is not what it reads
+    if (train.schedule != ScheduleChoice::Constant && train.warmupSteps > train.steps)  // the default too
         warn("train.warmup_steps", std::to_string(train.warmupSteps) + " exceeds train.steps "
                                        + std::to_string(train.steps)
                                        + ": the run ends during warm-up, never reaching train.learning_rate");
-    if (train.schedule != ScheduleChoice::WarmupCosine)
-        unused(trainSection, {"min_learning_rate_ratio"}, "except with the warmup_cosine schedule");
-    if (train.optimizer == OptimizerKind::Sgd)
-        unused(trainSection, {"beta1", "beta2", "epsilon"}, "with the sgd optimizer");
-    else
-        unused(trainSection, {"momentum"}, "except with the sgd optimizer");
+    unused(trainSection, "train");
     for (const auto& [key, every, what] :
          {std::tuple{"eval_every", train.evalEvery, "validated"}, std::tuple{"log_every", train.logEvery, "logged"},
           std::tuple{"checkpoint_every", train.checkpointEvery, "checkpointed"}})
-        if (changed(trainSection, key) && every > train.steps)
+        if (changed(trainSection, "train", key) && every > train.steps)
             warn(trainSection.keyPath(key), std::to_string(every) + " exceeds train.steps " + std::to_string(train.steps)
                                                + ": the run is " + what + " only at its last step");
 }

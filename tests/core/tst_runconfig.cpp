@@ -3,6 +3,7 @@
 // null, repeated keys and deep nesting in any section, absurd sizes, and the warnings;
 // and the run directory's own files go through the same bounded parser.
 #include "TestSupport.h"
+#include "vocab/KeyRules.h"
 #include "vocab/ConfigError.h"
 #include "config/ConfigSchema.h"
 #include "vocab/JsonText.h"
@@ -132,6 +133,7 @@ private Q_SLOTS:
     void schemaListsEveryKeyWithItsDefault();
     void readersTakeTheSchemasRanges();
     void derivedKeysNameTheirRule();
+    void applicabilityRulesNameSchemaKeys();
     void resolvingNeverFailsAndFollowsTheRules();
 
 private:
@@ -617,6 +619,26 @@ void TestRunConfig::derivedKeysNameTheirRule()
                                                "model.routing_groups", "model.eval_capacity_factor"}));
     QCOMPARE(q(keySpec("model.head_dim").derivedRule), QStringLiteral("d_model / heads"));
     QCOMPARE(q(keySpec("model.routing_groups").derivedRule), QStringLiteral("layers"));
+}
+
+// The table of when a key has an effect (vocab/KeyRules) knows no schema: every key
+// it names, and every choice its rules compare with, must be the schema's.
+void TestRunConfig::applicabilityRulesNameSchemaKeys()
+{
+    for (const KeyRule& rule : keyRules())
+        for (const std::string& key : rule.keys)
+            QVERIFY2(std::any_of(configSchema().begin(), configSchema().end(),
+                                 [&](const KeySpec& spec) { return spec.key == key; }),
+                     qPrintable(q(key)));
+    const std::vector<std::pair<const char*, const char*>> compared = {
+        {"model.input", "image"},        {"model.head", "language_model"}, {"model.attention", "mixed"},
+        {"task.kind", "listops"},        {"task.kind", "image_folder"},    {"task.kind", "cifar10"},
+        {"task.kind", "shapes"},         {"task.tokenizer", "byte"},       {"train.optimizer", "sgd"},
+        {"train.schedule", "constant"},  {"train.schedule", "warmup_cosine"}};
+    for (const auto& [key, choice] : compared) {
+        const std::vector<std::string>& choices = keySpec(key).choices;
+        QVERIFY2(std::find(choices.begin(), choices.end(), choice) != choices.end(), choice);
+    }
 }
 
 void TestRunConfig::resolvingNeverFailsAndFollowsTheRules()

@@ -1,11 +1,45 @@
 #include "ConfigPanelLayout.h"
 
+#include "vocab/KeyRules.h"
+
 #include <QCoreApplication>
+#include <QJsonArray>
+#include <QJsonObject>
 
 namespace widelab {
 namespace {
 
 QString t(const char* text) { return QCoreApplication::translate("ConfigPanel", text); }
+
+// A field's value as the rules read it (vocab/KeyRules): undefined is null.
+nlohmann::json toJson(const QJsonValue& value)
+{
+    switch (value.type()) {
+    case QJsonValue::Bool:
+        return value.toBool();
+    case QJsonValue::Double:
+        return value.toDouble();
+    case QJsonValue::String:
+        return value.toString().toStdString();
+    case QJsonValue::Array: {
+        nlohmann::json array = nlohmann::json::array();
+        for (const QJsonValue& item : value.toArray())
+            array.push_back(toJson(item));
+        return array;
+    }
+    case QJsonValue::Object: {
+        nlohmann::json object = nlohmann::json::object();
+        const QJsonObject members = value.toObject();
+        for (auto it = members.begin(); it != members.end(); ++it)
+            object[it.key().toStdString()] = toJson(it.value());
+        return object;
+    }
+    case QJsonValue::Null:
+    case QJsonValue::Undefined:
+        break;
+    }
+    return nullptr;
+}
 
 QList<FieldGroup> makeLayout()
 {
@@ -300,57 +334,12 @@ bool familyChoiceInUse(const QString& choice, const std::function<QJsonValue(con
     return false;
 }
 
-FieldState fieldState(const QString& k, const std::function<QJsonValue(const QString& key)>& value)
+FieldState fieldState(const QString& key, const std::function<QJsonValue(const QString& key)>& value)
 {
-    auto is = [&](const char* key, const char* choice) { return value(QLatin1String(key)).toString() == QLatin1String(choice); };
-    FieldState state;
-    auto applies = [&](bool applicable, const char* why) {
-        state.applicable = applicable;
-        state.notUsedBecause = t(why);
-    };
-    const bool listops = is("task.kind", "listops");
-    if (k == attentionFamily().mixKey) {
-        state.visible = value(attentionFamily().key).toString() == attentionFamily().mixedChoice;
-        return state;
-    }
-    const bool images = is("task.kind", "image_folder") || is("task.kind", "cifar10") || is("task.kind", "shapes");
-    const bool generated = listops || is("task.kind", "shapes");
-    if (k.startsWith("model.") && (k.endsWith("top_k") || k.contains("capacity_factor") || k == "model.balance_loss_weight"
-                                   || k == "model.router_z_loss_weight" || k == "model.router_noise_std" || k.contains("routing_")
-                                   || k == "model.renormalize_gates" || k == "model.share_router")) {
-        applies(value("model.experts").toInteger() > 1, "only with more than one expert");
-    } else if (k == "model.pooling" || k == "model.pooler" || k == "model.num_classes") {
-        applies(!is("model.head", "language_model"), "only with a classification head");
-    } else if (k == "model.path_extra_features") {
-        applies(value("model.paths").toInteger() >= 3 || value(k).toBool(), "needs 3 or more paths");
-    } else if (k == "model.image_size" || k == "model.patch_size" || k == "model.channels") {
-        state.visible = is("model.input", "image");
-    } else if (k == "task.crop_padding" || k == "task.flip") {
-        state.visible = images;
-    } else if (k == "task.skip_bad_inputs") {
-        state.visible = is("task.kind", "image_folder");
-    } else if (k == "task.path" || k == "task.validation_fraction" || k == "task.test_fraction") {
-        state.visible = !generated;
-    } else if (k == "task.tokenizer" || k == "task.vocab_limit") {
-        state.visible = !generated && !images;
-        if (k == "task.vocab_limit")
-            applies(!is("task.tokenizer", "byte"), "only with the character or word tokenizer");
-    } else if (k == "task.min_length" || k == "task.max_length") {
-        state.visible = listops;
-    } else if (k.startsWith("task.") && k.endsWith("_size")) {
-        state.visible = generated;
-    } else if (k == "train.beta1" || k == "train.beta2" || k == "train.epsilon") {
-        applies(!is("train.optimizer", "sgd"), "only with AdamW or LAMB");
-    } else if (k == "train.momentum") {
-        applies(is("train.optimizer", "sgd"), "only with SGD");
-    } else if (k == "train.warmup_steps") {
-        applies(!is("train.schedule", "constant"), "the constant schedule has no warmup");
-    } else if (k == "train.min_learning_rate_ratio") {
-        applies(is("train.schedule", "warmup_cosine"), "only with the cosine schedule");
-    } else if (k == "train.bf16") {
-        applies(!is("train.device", "cpu"), "only on CUDA");
-    }
-    return state;
+    const KeyState state = keyState(key.toStdString(), [&value](const std::string& other) {
+        return toJson(value(QString::fromStdString(other)));
+    });
+    return {state.visible, state.applicable, QString::fromStdString(state.reason)};
 }
 
 PathChoice pathChoice(const QString& key, const std::function<QJsonValue(const QString& key)>& value)

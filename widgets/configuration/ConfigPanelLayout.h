@@ -59,11 +59,12 @@ QString familyChoiceOf(const QString& key, const QStringList& choices);
 bool familyChoiceInUse(const QString& choice, const std::function<QJsonValue(const QString& key)>& value);
 
 // A field hidden (it belongs to another task kind) or without effect with the
-// document's other values, which `value` gives by dotted key.
+// document's other values, which `value` gives by dotted key: the rules of
+// vocab/KeyRules, which the core's "has no effect" warnings read too.
 struct FieldState {
     bool visible = true;
     bool applicable = true;
-    QString notUsedBecause;  // when not applicable: "only with more than one expert"
+    QString notUsedBecause;  // when not applicable: "without a mixture of experts (model.experts is 1)"
 };
 FieldState fieldState(const QString& key, const std::function<QJsonValue(const QString& key)>& value);
 
