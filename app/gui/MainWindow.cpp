@@ -876,7 +876,6 @@ bool MainWindow::openRun(const QString& directory)
     m_configFile.clear();
     setDocument(config, false);
     m_openRun = absolute;
-    m_openRunDocument = m_complete;
     m_currentRun = absolute;
     m_insights->setCurrentRun(absolute);
     LineTail logTail = loadLog(absolute);
@@ -1097,7 +1096,6 @@ bool MainWindow::startTraining()
     stopFollowing();  // this window writes the run now
     m_currentRun = directory;
     m_openRun = directory;
-    m_openRunDocument = m_complete;
     m_insights->setCurrentRun(directory);
     m_insights->setLive(true);  // Start is to watch it train
     const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));

@@ -192,7 +192,6 @@ private:
     bool m_modified = false;
     QString m_runsRoot;
     QString m_openRun;             // a run directory that Start continues, if the document is its own
-    QJsonObject m_openRunDocument; // that run's config.json
     TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
     QHash<QString, RunRecord> m_records;
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
