@@ -3,6 +3,7 @@
 #include "AblationPage.h"
 #include "insights/AblationView.h"
 #include "ConfigAssessment.h"
+#include "ConfigDocument.h"
 #include "configuration/ConfigPanel.h"
 #include "curves/CurvesView.h"
 #include "InsightFacts.h"
@@ -69,41 +70,6 @@ QString humanDuration(double seconds)
     if (s >= 60)
         return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
     return QStringLiteral("%1 s").arg(s);
-}
-
-QJsonObject readJsonObject(const QString& file, QString* error)
-{
-    QFile in(file);
-    if (!in.open(QIODevice::ReadOnly)) {
-        *error = QObject::tr("%1 cannot be read: %2").arg(QDir::toNativeSeparators(file), in.errorString());
-        return {};
-    }
-    QJsonParseError parse{};
-    const QJsonDocument document = QJsonDocument::fromJson(in.readAll(), &parse);
-    if (parse.error != QJsonParseError::NoError || !document.isObject()) {
-        *error = QObject::tr("%1 is not a JSON object: %2 at byte %3")
-                     .arg(QDir::toNativeSeparators(file), parse.errorString())
-                     .arg(parse.offset);
-        return {};
-    }
-    return document.object();
-}
-
-QString slug(const QString& text)
-{
-    QString s = text.toLower();
-    s.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
-    // Short enough to read in a legend: whole words up to 24 characters.
-    constexpr int kLongest = 24;
-    if (s.size() > kLongest) {
-        const int cut = static_cast<int>(s.left(kLongest + 1).lastIndexOf(QLatin1Char('-')));
-        s = s.left(cut > 0 ? cut : kLongest);
-    }
-    while (s.startsWith(QLatin1Char('-')))
-        s.remove(0, 1);
-    while (s.endsWith(QLatin1Char('-')))
-        s.chop(1);
-    return s.isEmpty() ? QStringLiteral("run") : s;
 }
 
 }  // namespace
@@ -179,15 +145,16 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_memoryLabel->setAccessibleName(tr("Memory in use"));
     m_worldLabel->setAccessibleName(tr("Processes"));
 
-    m_assessTimer.setSingleShot(true);
-    m_assessTimer.setInterval(150);
-    connect(&m_assessTimer, &QTimer::timeout, this, &MainWindow::assess);
-    connect(m_panel, &ConfigPanel::documentChanged, this, [this] {
-        m_modified = true;
-        updateTitle();
-        m_assessTimer.start();
+    m_document = new ConfigDocument(m_panel, this);
+    connect(m_document, &ConfigDocument::assessed, this, &MainWindow::updateActions);
+    connect(m_document, &ConfigDocument::problem, this, &MainWindow::showProblem);
+    connect(m_document, &ConfigDocument::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_document, &ConfigDocument::saved, this, &MainWindow::rememberRecent);
+    // A pick opens the file it names, after afterUnsavedEdits.
+    connect(m_panel, &ConfigPanel::presetChosen, this, [this](const QString& choice) {
+        const QString file = m_document->presetFile(choice);
+        m_document->afterUnsavedEdits([this, file] { openConfiguration(file); });
     });
-    connect(m_panel, &ConfigPanel::presetChosen, this, &MainWindow::choosePreset);
 
     connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
     connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
@@ -215,13 +182,12 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
             close();
     });
 
-    refreshPresets();
+    m_document->refreshPresets();
     m_panel->setDevices(deviceChoices());
 
     restoreLayout();
     openConfiguration(QStringLiteral("widenet"));
-    m_modified = false;
-    updateTitle();
+    m_document->setModified(false);
 }
 
 MainWindow::~MainWindow()
@@ -301,20 +267,20 @@ void MainWindow::buildActions()
         return action;
     };
     add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence(tr("Ctrl+O")), [this] {
-        afterUnsavedEdits([this] {
+        m_document->afterUnsavedEdits([this] {
             const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"),
-                                                              QFileInfo(m_configFile).path(),
+                                                              QFileInfo(m_document->file()).path(),
                                                               tr("WideLab configurations (*.json)"));
             if (!file.isEmpty())
                 openConfiguration(file);
         });
     });
     // Spelled out: QKeySequence::SaveAs has no key on some platforms.
-    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { save(); });
+    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { m_document->save(); });
     add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence(tr("Ctrl+Shift+S")),
-        [this] { saveAs(); });
+        [this] { m_document->saveAs(); });
     add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
-        afterUnsavedEdits([this] {
+        m_document->afterUnsavedEdits([this] {
             const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
             if (!dir.isEmpty())
                 openRun(dir);
@@ -585,144 +551,17 @@ void MainWindow::showWorld(const WorldPace& world)
     m_worldLabel->setToolTip(text.details);
 }
 
-void MainWindow::setDocument(const QJsonObject& document, bool modified)
-{
-    m_panel->setDocument(document);
-    m_modified = modified;
-    assess();
-    updateTitle();
-}
-
 bool MainWindow::openConfiguration(const QString& fileOrPreset)
 {
-    QString file = fileOrPreset;
-    if (!QFileInfo::exists(file)) {
-        try {
-            file = QString::fromStdString(resolveConfigPath(fileOrPreset.toStdString()).string());
-        } catch (const std::exception& error) {
-            showProblem(tr("Cannot Open Configuration"), QString::fromStdString(error.what()));
-            return false;
-        }
-    }
+    const QString file = m_document->resolve(fileOrPreset);
+    if (file.isEmpty())
+        return false;
     if (QFileInfo(file).isDir())
         return openRun(file);
-    QString error;
-    const QJsonObject document = readJsonObject(file, &error);
-    if (!error.isEmpty()) {
-        showProblem(tr("Cannot Open Configuration"), error);
+    if (!m_document->open(file))
         return false;
-    }
-    m_configFile = file;
-    m_openRun.clear();
     stopFollowing();
-    setDocument(document, false);  // as written: derived keys it leaves out follow their rule
     rememberRecent(file);
-    return true;
-}
-
-bool MainWindow::configurationIsReadOnly() const
-{
-    return m_configFile.isEmpty() || m_configFile.startsWith(QLatin1Char(':'))
-           || isShippedPreset(m_configFile.toStdString());
-}
-
-bool MainWindow::save()
-{
-    return configurationIsReadOnly() ? saveAs() : saveConfiguration(m_configFile);
-}
-
-bool MainWindow::saveAs()
-{
-    // A shipped preset (or a document of no file) is saved among the user's
-    // presets by default, where the picker and `widelab-cli train NAME` find it.
-    QString folder = QFileInfo(m_configFile).absolutePath();
-    QString base = QFileInfo(m_configFile).completeBaseName();
-    if (configurationIsReadOnly()) {
-        folder = QString::fromStdString(userPresetDirectory().string());
-        if (folder.isEmpty() || !QDir().mkpath(folder))
-            folder = QDir::homePath();
-        // Named after the document, not the preset: a file named like a shipped
-        // preset would be found after it by name.
-        const QString name = m_panel->document().value(QStringLiteral("name")).toString();
-        base = slug(name.isEmpty() ? base : name);
-    }
-    const QString file = QFileDialog::getSaveFileName(this, tr("Save Configuration"),
-                                                      QDir(folder).filePath(base + QStringLiteral(".json")),
-                                                      tr("WideLab configurations (*.json)"));
-    return !file.isEmpty() && saveConfiguration(file);
-}
-
-void MainWindow::afterUnsavedEdits(const std::function<void()>& then)
-{
-    if (!m_modified) {
-        then();
-        return;
-    }
-    // Window-modal and asynchronous, like the other questions of the window.
-    auto* box = new QMessageBox(QMessageBox::Question, tr("Unsaved Changes"),
-                                tr("The configuration has changes that are not saved. Save them first?"),
-                                QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
-    box->setObjectName(QStringLiteral("unsavedQuestion"));
-    box->setDefaultButton(QMessageBox::Save);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    connect(box, &QMessageBox::finished, this, [this, box, then] {
-        box->deleteLater();  // answered by a button, the box is hidden, not closed
-        const QMessageBox::StandardButton answer = box->standardButton(box->clickedButton());
-        if (answer == QMessageBox::Discard || (answer == QMessageBox::Save && save()))
-            then();
-    });
-    box->open();
-}
-
-void MainWindow::refreshPresets()
-{
-    m_presetChoices.clear();
-    m_presetFiles.clear();
-    for (const std::string& name : listPresets()) {
-        const QString choice = QString::fromStdString(name);
-        m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, choice);  // resolved by name: the shipped one
-    }
-    const std::filesystem::path mine = userPresetDirectory();
-    for (const std::string& name : listUserPresets()) {
-        const QString choice = tr("%1 (yours)").arg(QString::fromStdString(name));
-        m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, QString::fromStdString((mine / (name + ".json")).string()));
-    }
-    m_panel->setPresets(m_presetChoices);
-}
-
-void MainWindow::choosePreset(const QString& choice)
-{
-    const QString file = m_presetFiles.value(choice, choice);
-    afterUnsavedEdits([this, file] { openConfiguration(file); });
-}
-
-bool MainWindow::saveConfiguration(const QString& file)
-{
-    if (isShippedPreset(file.toStdString())) {
-        showProblem(tr("Cannot Save Configuration"),
-                    tr("%1 is among the shipped presets, which stay as shipped; save the configuration elsewhere "
-                       "(Save Configuration As), for example in your presets folder %2.")
-                        .arg(QDir::toNativeSeparators(file),
-                             QDir::toNativeSeparators(QString::fromStdString(userPresetDirectory().string()))));
-        return false;
-    }
-    QSaveFile out(file);
-    if (!out.open(QIODevice::WriteOnly)
-        || out.write(QJsonDocument(m_panel->document()).toJson(QJsonDocument::Indented)) < 0 || !out.commit()) {
-        showProblem(tr("Cannot Save Configuration"),
-                    tr("%1 cannot be written: %2").arg(QDir::toNativeSeparators(file), out.errorString()));
-        return false;
-    }
-    m_configFile = file;
-    m_modified = false;
-    updateTitle();
-    rememberRecent(file);
-    std::error_code error;
-    if (std::filesystem::equivalent(QFileInfo(file).absolutePath().toStdString(), userPresetDirectory(), error))
-        refreshPresets();
-    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(file)), 5000);
     return true;
 }
 
@@ -873,9 +712,7 @@ bool MainWindow::openRun(const QString& directory)
     QStringList warnings;
     if (!addSavedRun(absolute, &metricsTail, &warnings))
         return false;
-    m_configFile.clear();
-    setDocument(config, false);
-    m_openRun = absolute;
+    m_document->showRun(absolute, config);
     m_currentRun = absolute;
     m_insights->setCurrentRun(absolute);
     LineTail logTail = loadLog(absolute);
@@ -1000,7 +837,7 @@ void MainWindow::showFollowedStep()
         return;
     const RunRecord* r = record(m_follower->directory());
     qint64 step = r ? static_cast<qint64>(r->lastStep()) : 0;
-    qint64 total = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
+    qint64 total = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
     if (const auto& status = m_follower->status()) {
         step = std::max<qint64>(step, status->step);
         total = status->totalSteps > 0 ? status->totalSteps : total;
@@ -1008,40 +845,17 @@ void MainWindow::showFollowedStep()
     m_stepLabel->setText(total > 0 ? tr("Step %1 / %2").arg(step).arg(total) : tr("Step %1").arg(step));
 }
 
-void MainWindow::assess()
-{
-    m_assessTimer.stop();
-    const ConfigAssessment assessment = assessDocument(m_panel->document());
-    m_panel->setIssues(assessment.issues);
-    if (assessment.valid) {
-        m_complete = assessment.complete;
-        m_storedParameters = assessment.cost.stored;
-        m_sketch = assessment.sketch;
-        m_panel->setCost(assessment.cost);
-        m_panel->setArchitecture(assessment.sketch);
-        m_panel->setModelCurrent(true);
-        m_startBlocked.clear();
-    } else {
-        m_complete = QJsonObject();
-        m_panel->setModelCurrent(false);
-        const FieldIssue& first = assessment.issues.first();
-        m_startBlocked = (first.key.isEmpty() ? first.reason : first.key + QStringLiteral(": ") + first.reason);
-        if (assessment.issues.size() > 1)
-            m_startBlocked += tr(" (and %n more)", nullptr, static_cast<int>(assessment.issues.size() - 1));
-    }
-    updateActions();
-}
-
 bool MainWindow::startTraining()
 {
-    if (m_assessTimer.isActive())
-        assess();
+    m_document->assessPending();
     if (m_controller.busy())
         return false;
-    if (m_complete.isEmpty())
+    const QJsonObject complete = m_document->complete();
+    if (complete.isEmpty())
         return false;
     // The open run continues when the document is still its own; anything else is a new run.
-    const RunContinuation c = m_openRun.isEmpty() ? RunContinuation{} : runContinuation(m_openRun, m_complete);
+    const QString openRun = m_document->run();
+    const RunContinuation c = openRun.isEmpty() ? RunContinuation{} : runContinuation(openRun, complete);
     const bool resume = c.continues;
     if (!startBlockedReason(resume).isEmpty())
         return false;
@@ -1070,10 +884,10 @@ bool MainWindow::startTraining()
         box->open();
         return false;
     }
-    QString directory = m_openRun;
+    QString directory = openRun;
     if (!resume) {
-        const QString name = m_complete.value(QStringLiteral("name")).toString();
-        const QString base = slug(name.isEmpty() ? QFileInfo(m_configFile).completeBaseName() : name) + QLatin1Char('-')
+        const QString name = complete.value(QStringLiteral("name")).toString();
+        const QString base = slug(name.isEmpty() ? QFileInfo(m_document->file()).completeBaseName() : name) + QLatin1Char('-')
                              + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
         directory = QDir(m_runsRoot).filePath(base);
         for (int n = 2; QFileInfo::exists(directory); ++n)
@@ -1086,19 +900,19 @@ bool MainWindow::startTraining()
         record.id = directory;
         record.label = QFileInfo(directory).fileName();
         record.directory = directory;
-        record.parameters = static_cast<double>(m_storedParameters);
-        record.insights->setArchitecture(m_sketch);
-        describeInsights(*record.insights, m_complete);
+        record.parameters = static_cast<double>(m_document->storedParameters());
+        record.insights->setArchitecture(m_document->sketch());
+        describeInsights(*record.insights, complete);
         addRecord(std::move(record));
         clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
     stopFollowing();  // this window writes the run now
     m_currentRun = directory;
-    m_openRun = directory;
+    m_document->setRun(directory);
     m_insights->setCurrentRun(directory);
     m_insights->setLive(true);  // Start is to watch it train
-    const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
+    const QString json = QString::fromUtf8(QJsonDocument(complete).toJson(QJsonDocument::Compact));
     m_lastStart = TrainingRequest{json, directory, resume, false};
     return m_controller.start(json, directory, resume);
 }
@@ -1107,7 +921,9 @@ bool MainWindow::continuesOpenRun() const
 {
     // The core's rule (train/ResumeRule.h), as the trainer and the CLI apply it: a
     // run that failed before its first checkpoint has nothing to continue from.
-    return !m_openRun.isEmpty() && !m_complete.isEmpty() && runContinuation(m_openRun, m_complete).continues;
+    const QString openRun = m_document->run();
+    const QJsonObject complete = m_document->complete();
+    return !openRun.isEmpty() && !complete.isEmpty() && runContinuation(openRun, complete).continues;
 }
 
 QString MainWindow::startBlockedReason() const { return startBlockedReason(continuesOpenRun()); }
@@ -1116,15 +932,15 @@ QString MainWindow::startBlockedReason(bool continues) const
 {
     if (m_controller.busy())
         return tr("a run is in progress");
-    if (!m_startBlocked.isEmpty())
-        return m_startBlocked;
+    if (const QString problem = m_document->firstProblem(); !problem.isEmpty())
+        return problem;
     if (m_follower && m_follower->trainerActive() && continues) {
         const RunStatus& s = *m_follower->status();
         return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
     }
     // Continuing a run that has done all its steps would only write its last checkpoint again.
-    const RunRecord* open = continues ? record(m_openRun) : nullptr;
-    const qint64 steps = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
+    const RunRecord* open = continues ? record(m_document->run()) : nullptr;
+    const qint64 steps = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
     if (open && static_cast<qint64>(open->lastStep()) >= steps)
         return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
     return QString();
@@ -1155,7 +971,7 @@ void MainWindow::onStarted(const RunStarted& run)
     clearRunLabels();
     m_deviceLabel->setText(run.device);
     m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
-    updateTitle();
+    m_document->updateTitle();
 }
 
 // What the run training here reports: added to its record as a line read from
@@ -1319,15 +1135,6 @@ void MainWindow::updateActions()
     m_actions.value(QStringLiteral("studyStop"))->setEnabled(studying);
 }
 
-void MainWindow::updateTitle()
-{
-    QString name = m_complete.value(QStringLiteral("name")).toString();
-    if (name.isEmpty())
-        name = m_configFile.isEmpty() ? tr("Untitled") : QFileInfo(m_configFile).completeBaseName();
-    setWindowTitle(QStringLiteral("%1[*] - WideLab").arg(name));
-    setWindowModified(m_modified);
-}
-
 void MainWindow::rememberRecent(const QString& path)
 {
     QSettings settings;
@@ -1351,7 +1158,7 @@ void MainWindow::rebuildRecentMenu()
         QAction* open = m_recentMenu->addAction(
             QStringLiteral("&%1 %2%3").arg(index % 10).arg(QDir::toNativeSeparators(path), run ? tr(" (run)") : QString()));
         connect(open, &QAction::triggered, this, [this, path, run] {
-            afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
+            m_document->afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
         });
         ++index;
     }

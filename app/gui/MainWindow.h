@@ -29,6 +29,7 @@ class QThread;
 
 namespace widelab {
 
+class ConfigDocument;
 class ConfigPanel;
 class CurvesView;
 class InsightsView;
@@ -48,23 +49,8 @@ public:
     bool openConfiguration(const QString& fileOrPreset);
     bool openRun(const QString& directory);
     bool addRunToComparison(const QString& directory);
-    // Refuses (with a message) to write over a shipped preset.
-    bool saveConfiguration(const QString& file);
-    // Ctrl+S: saves where the configuration came from, or asks where when it
-    // has no file or is a shipped preset (read-only; the dialog starts in the
-    // user's presets folder). False when nothing was saved.
-    bool save();
-    bool saveAs();
-    // The configuration is one that Save must not write over: none, or a shipped preset.
-    bool configurationIsReadOnly() const;
-    // Runs `then` at once when the configuration has no unsaved edits; else asks
-    // first (Save, Discard or Cancel; window-modal) and runs it unless cancelled.
-    void afterUnsavedEdits(const std::function<void()>& then);
-    // Fills the panel's preset picker: the shipped presets, then the user's,
-    // marked "(yours)"; a pick opens the file it names, after afterUnsavedEdits.
-    void refreshPresets();
-    QStringList presetChoices() const { return m_presetChoices; }
-    void choosePreset(const QString& choice);
+    // The configuration shown, its file, presets and saving.
+    ConfigDocument& document() const { return *m_document; }
 
     // Starts (or continues) training what the panel shows; false with the reason
     // in startBlockedReason() when it cannot start.
@@ -115,13 +101,10 @@ private:
     void buildMenus();
     void buildDocks();
     void restoreLayout();
-    void assess();
-    void setDocument(const QJsonObject& document, bool modified);
     void updateActions();
     bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
     // startBlockedReason() with continuesOpenRun() known (it reads the run's files).
     QString startBlockedReason(bool continues) const;
-    void updateTitle();
     void showProblem(const QString& title, const QString& text);
     void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
     void showWorld(const WorldPace& world);
@@ -181,17 +164,8 @@ private:
     QLabel* m_worldLabel = nullptr;  // a distributed run's processes (PaceText.h)
 
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
-    QTimer m_assessTimer;
-    QJsonObject m_complete;        // the panel's document with defaults, when valid
-    ArchitectureSketch m_sketch;   // of m_complete
-    qint64 m_storedParameters = 0;
-    QString m_startBlocked;
-    QString m_configFile;          // where the configuration was opened from or saved to
-    QStringList m_presetChoices;   // the picker's entries, shipped first
-    QHash<QString, QString> m_presetFiles;  // picker entry -> the file it opens
-    bool m_modified = false;
+    ConfigDocument* m_document = nullptr;  // a child of the window
     QString m_runsRoot;
-    QString m_openRun;             // a run directory that Start continues, if the document is its own
     TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
     QHash<QString, RunRecord> m_records;
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans

@@ -5,6 +5,7 @@
 // Runs offscreen (QT_QPA_PLATFORM=offscreen); no torch header is included here.
 #include "insights/AttentionView.h"
 #include "ConfigAssessment.h"
+#include "ConfigDocument.h"
 #include "insights/ExpertsView.h"
 #include "InsightConvert.h"
 #include "InsightFacts.h"
@@ -1068,7 +1069,7 @@ void TestDesktop::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
     QVERIFY(!window.isWindowModified());
 
     // The picker lists it beside the shipped ones, marked; the CLI's lookup finds it by name.
-    const QStringList choices = window.presetChoices();
+    const QStringList choices = window.document().presetChoices();
     QVERIFY(choices.contains(QStringLiteral("widenet")));
     QVERIFY2(choices.contains(QStringLiteral("my-widenet (yours)")), qPrintable(choices.join(QStringLiteral(", "))));
     QVERIFY(!choices.contains(QStringLiteral("my-widenet")));
@@ -1078,12 +1079,12 @@ void TestDesktop::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
     document.insert(QStringLiteral("name"), QStringLiteral("My WideNet 2"));
     window.configPanel()->setDocument(document);
     Q_EMIT window.configPanel()->documentChanged();
-    QVERIFY(window.save());
+    QVERIFY(window.document().save());
     QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
              QStringLiteral("My WideNet 2"));
 
     // Writing over a shipped preset is refused with a message naming it.
-    QVERIFY(!window.saveConfiguration(shipped));
+    QVERIFY(!window.document().saveConfiguration(shipped));
     QCOMPARE(fileBytes(shipped), before);
     auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
     QVERIFY(problem);
