@@ -11,6 +11,7 @@
 #include "configuration/LogPanel.h"
 #include "RunContinuation.h"
 #include "RunFiles.h"
+#include "RunRegistry.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
 #include "StudiesPage.h"
@@ -104,15 +105,15 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(m_insights, &InsightsView::shownStepChanged, m_curves, &CurvesView::setCursorStep);
     AblationPage::Hooks hooks;
     hooks.directory = [this](const QString& runId) {
-        const auto it = m_records.constFind(runId);
-        return it == m_records.constEnd() ? QString() : it->directory;
+        const RunRecord* record = m_runs->record(runId);
+        return record ? record->directory : QString();
     };
     hooks.checkpointLive = [this](const QString& runId) -> qint64 {
-        if (runId != m_currentRun || !m_controller.busy()
-            || m_controller.state() == TrainingController::State::Stopping || !m_records.contains(runId))
+        if (runId != m_runs->current() || !m_controller.busy()
+            || m_controller.state() == TrainingController::State::Stopping || !m_runs->record(runId))
             return -1;
         m_controller.saveCheckpoint();
-        return static_cast<qint64>(m_records.value(runId).lastStep());
+        return static_cast<qint64>(m_runs->record(runId)->lastStep());
     };
     hooks.probe = [this] { return m_insights->probe(); };
     m_ablation = new AblationPage(m_insights->ablation(), std::move(hooks), this);
@@ -289,7 +290,7 @@ void MainWindow::buildActions()
     add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_runsRoot);
         if (!dir.isEmpty())
-            addRunToComparison(dir);
+            m_runs->addToComparison(dir);
     });
     add(QStringLiteral("runsFolder"), tr("Runs &Folder..."), QKeySequence(), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_runsRoot);
@@ -408,22 +409,22 @@ void MainWindow::buildDocks()
     buttons->addWidget(add);
     buttons->addWidget(remove);
     layout->addLayout(buttons);
+    m_runs = new RunRegistry(m_curves, m_insights, m_runsList, this);
+    connect(m_runs, &RunRegistry::message, m_log, &LogPanel::appendLine);
+    connect(m_runs, &RunRegistry::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_runs, &RunRegistry::problem, this, &MainWindow::showProblem);
     connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
     connect(remove, &QPushButton::clicked, this, [this] {
         QListWidgetItem* item = m_runsList->currentItem();
         if (!item)
             return;
         const QString id = item->data(Qt::UserRole).toString();
-        if (id == m_currentRun && m_controller.busy())
+        if (id == m_runs->current() && m_controller.busy())
             return;  // the run in training stays
         if (m_follower && m_follower->directory() == id)
             stopFollowing();
-        m_curves->removeRun(id);
-        m_insights->removeRun(id);
-        m_records.remove(id);
-        delete item;
+        m_runs->remove(id);
     });
-    connect(m_runsList, &QListWidget::itemChanged, this, &MainWindow::onRunItemChanged);
     m_runsDock = new QDockWidget(tr("Runs"), this);
     m_runsDock->setObjectName(QStringLiteral("runsDock"));
     m_runsDock->setWidget(runs);
@@ -520,12 +521,6 @@ void MainWindow::restoreLayout()
 
 QAction* MainWindow::action(const QString& name) const { return m_actions.value(name); }
 
-const RunRecord* MainWindow::record(const QString& runId) const
-{
-    const auto it = m_records.constFind(runId);
-    return it == m_records.constEnd() ? nullptr : &it.value();
-}
-
 void MainWindow::showProblem(const QString& title, const QString& text)
 {
     statusBar()->showMessage(text, 10000);
@@ -565,118 +560,6 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
     return true;
 }
 
-RunRecord& MainWindow::addRecord(RunRecord record)
-{
-    auto* item = new QListWidgetItem(record.label);
-    item->setData(Qt::UserRole, record.id);
-    item->setToolTip(QDir::toNativeSeparators(record.directory));
-    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
-    const QSignalBlocker block(m_runsList);
-    item->setCheckState(Qt::Checked);
-    m_runsList->addItem(item);
-    const QString id = record.id;
-    m_records.insert(id, std::move(record));
-    RunRecord& stored = m_records[id];
-    showRecord(stored);
-    item->setForeground(m_curves->runColor(id));
-    m_insights->addRun(id, stored.label, stored.insights);
-    return stored;
-}
-
-void MainWindow::showRecord(const RunRecord& record)
-{
-    m_curves->addRun(record.id, record.label, record.parameters);
-    // A run whose configuration could not be read keeps its balance loss chart.
-    const InsightHistory& insights = *record.insights;
-    m_curves->setRunTraits(record.id, {!insights.architecture() || insights.hasExperts()});
-    m_curves->clearRun(record.id);
-    appendCurves(record.id, record.curves);
-}
-
-void MainWindow::appendCurves(const QString& runId, const CurveBatch& batch)
-{
-    for (auto it = batch.begin(); it != batch.end(); ++it)
-        m_curves->appendPoints(runId, it.key(), it.value());
-}
-
-void MainWindow::onRunItemChanged(QListWidgetItem* item)
-{
-    const QString id = item->data(Qt::UserRole).toString();
-    const auto it = m_records.constFind(id);
-    if (it == m_records.constEnd())
-        return;
-    if (item->checkState() == Qt::Checked)
-        showRecord(it.value());
-    else
-        m_curves->removeRun(id);
-}
-
-bool MainWindow::addRunToComparison(const QString& directory)
-{
-    QStringList warnings;
-    const bool added = addSavedRun(directory, nullptr, &warnings);
-    reportSkippedLines(warnings);
-    return added;
-}
-
-// One warning per skipped line in the log, where each names its file and line;
-// the status bar says how many, so that a damaged file is noticed without a
-// dialog per line.
-void MainWindow::reportSkippedLines(const QStringList& warnings)
-{
-    for (const QString& warning : warnings)
-        m_log->appendLine(QStringLiteral("warning"), warning);
-    if (!warnings.isEmpty())
-        statusBar()->showMessage(warnings.size() == 1
-                                     ? tr("1 damaged line skipped; the log names it and why.")
-                                     : tr("%1 damaged lines skipped; the log names each and why.").arg(warnings.size()),
-                                 15000);
-}
-
-// With `metricsTail`, the run is read afresh even when shown already, and the
-// tail ends where the reading stopped, for a follower to go on from there.
-// Lines skipped as damaged are added to `warnings`; a config.json that cannot
-// be read is a warning in the log.
-bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings)
-{
-    const QString absolute = QDir(directory).absolutePath();
-    for (auto it = m_records.begin(); it != m_records.end(); ++it) {
-        if (it->directory != absolute)
-            continue;
-        if (metricsTail) {
-            it->restart();
-            loadRunRecord(absolute, *it, nullptr, metricsTail, warnings);
-            if (m_curves->runs().contains(it->id))
-                showRecord(*it);
-            m_insights->historyChanged(it->id);
-        }
-        return true;  // already shown
-    }
-    RunRecord record;
-    QString error;
-    if (!loadRunRecord(absolute, record, &error, metricsTail, warnings)) {
-        showProblem(tr("Cannot Open Run"), error);
-        return false;
-    }
-    QString configError;
-    const QJsonObject config = readJsonObject(runFile(absolute, runlayout::kConfig), &configError);
-    if (!configError.isEmpty()) {  // the curves are still worth seeing
-        const QString warning = tr("%1 (its size is unknown)").arg(configError);
-        m_log->appendLine(QStringLiteral("warning"), warning);
-        statusBar()->showMessage(warning, 15000);
-    }
-    const ConfigAssessment assessment = assessDocument(config);
-    record.id = absolute;
-    record.label = QFileInfo(absolute).fileName();
-    record.parameters = static_cast<double>(assessment.cost.stored);
-    if (assessment.valid) {
-        record.insights->setArchitecture(assessment.sketch);
-        describeInsights(*record.insights, assessment.complete);
-    }
-    addRecord(std::move(record));
-    return true;
-}
-
 bool MainWindow::openStudy(const QString& directory)
 {
     m_tabs->setCurrentWidget(m_studies);
@@ -710,15 +593,14 @@ bool MainWindow::openRun(const QString& directory)
     }
     LineTail metricsTail;
     QStringList warnings;
-    if (!addSavedRun(absolute, &metricsTail, &warnings))
+    if (!m_runs->addSaved(absolute, &metricsTail, &warnings))
         return false;
     m_document->showRun(absolute, config);
-    m_currentRun = absolute;
-    m_insights->setCurrentRun(absolute);
+    m_runs->setCurrent(absolute);
     LineTail logTail = loadLog(absolute);
-    reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
+    m_runs->reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
     clearRunLabels();
-    if (const RunRecord* r = record(absolute)) {
+    if (const RunRecord* r = m_runs->record(absolute)) {
         m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
         if (const QVector<CurvePoint> speed = r->curves.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
             m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
@@ -783,32 +665,12 @@ void MainWindow::stopFollowing()
 void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart)
 {
     const QString id = m_follower ? m_follower->directory() : QString();
-    auto it = m_records.find(id);
-    if (it == m_records.end())
+    const std::optional<CurveBatch> added = m_runs->addLines(id, lines, lineNumbers, fromStart);
+    if (!added)
         return;
-    if (fromStart)
-        it->restart();
-    CurveBatch added;
-    QStringList warnings;
-    for (qsizetype i = 0; i < lines.size(); ++i) {
-        QString warning;
-        const CurveBatch batch = it->addMetricsLine(lines[i], lineNumbers.value(i), &warning);
-        if (!warning.isEmpty())
-            warnings.append(warning);
-        for (auto series = batch.begin(); series != batch.end(); ++series)
-            added[series.key()] += series.value();
-    }
-    reportSkippedLines(warnings);
-    if (m_curves->runs().contains(id)) {
-        if (fromStart)
-            showRecord(*it);
-        else
-            appendCurves(id, added);
-    }
-    m_insights->historyChanged(id);
-    if (const QVector<CurvePoint> speed = added.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
+    if (const QVector<CurvePoint> speed = added->value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
         m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
-    showWorld(it->world);
+    showWorld(m_runs->record(id)->world);
     showFollowedStep();
 }
 
@@ -835,7 +697,7 @@ void MainWindow::showFollowedStep()
 {
     if (!m_follower || m_controller.state() != TrainingController::State::Idle)
         return;
-    const RunRecord* r = record(m_follower->directory());
+    const RunRecord* r = m_runs->record(m_follower->directory());
     qint64 step = r ? static_cast<qint64>(r->lastStep()) : 0;
     qint64 total = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
     if (const auto& status = m_follower->status()) {
@@ -903,14 +765,13 @@ bool MainWindow::startTraining()
         record.parameters = static_cast<double>(m_document->storedParameters());
         record.insights->setArchitecture(m_document->sketch());
         describeInsights(*record.insights, complete);
-        addRecord(std::move(record));
+        m_runs->add(std::move(record));
         clearRunLabels();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
     stopFollowing();  // this window writes the run now
-    m_currentRun = directory;
+    m_runs->setCurrent(directory);
     m_document->setRun(directory);
-    m_insights->setCurrentRun(directory);
     m_insights->setLive(true);  // Start is to watch it train
     const QString json = QString::fromUtf8(QJsonDocument(complete).toJson(QJsonDocument::Compact));
     m_lastStart = TrainingRequest{json, directory, resume, false};
@@ -939,7 +800,7 @@ QString MainWindow::startBlockedReason(bool continues) const
         return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
     }
     // Continuing a run that has done all its steps would only write its last checkpoint again.
-    const RunRecord* open = continues ? record(m_document->run()) : nullptr;
+    const RunRecord* open = continues ? m_runs->record(m_document->run()) : nullptr;
     const qint64 steps = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
     if (open && static_cast<qint64>(open->lastStep()) >= steps)
         return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
@@ -963,10 +824,7 @@ void MainWindow::onStarted(const RunStarted& run)
 {
     m_totalSteps = run.totalSteps;
     // A resumed run retraces the steps after its checkpoint.
-    if (auto it = m_records.find(m_currentRun); it != m_records.end()) {
-        it->insights->truncateAfter(run.step);
-        m_insights->historyChanged(m_currentRun);
-    }
+    m_runs->retraceAfter(m_runs->current(), run.step);
     showRunLog(run.log);
     clearRunLabels();
     m_deviceLabel->setText(run.device);
@@ -978,14 +836,8 @@ void MainWindow::onStarted(const RunStarted& run)
 // disk is, then shown.
 void MainWindow::onRecord(const MetricsRecord& record)
 {
-    auto it = m_records.find(m_currentRun);
-    if (it == m_records.end())
+    if (!m_runs->add(m_runs->current(), record))
         return;
-    const CurveBatch added = it->add(record);
-    if (m_curves->runs().contains(m_currentRun))
-        appendCurves(m_currentRun, added);
-    if (record.type != MetricsRecord::Type::Eval)
-        m_insights->historyChanged(m_currentRun);
     if (record.type != MetricsRecord::Type::Train)
         return;
     const TrainingSnapshot& s = record.train;
@@ -998,11 +850,7 @@ void MainWindow::onRecord(const MetricsRecord& record)
 
 void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
 {
-    auto it = m_records.find(runId);
-    if (it == m_records.end())
-        return;  // the run was removed from the window meanwhile
-    it->add(recordOf(result));
-    m_insights->historyChanged(runId);
+    m_runs->add(runId, recordOf(result));  // nothing when the run was removed from the window meanwhile
 }
 
 // The run in training probes the text itself (and keeps it); a run on disk is
@@ -1010,16 +858,16 @@ void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
 void MainWindow::probeRuns(const QStringList& runIds, const QString& text)
 {
     for (const QString& id : runIds) {
-        const bool training = id == m_currentRun && (m_controller.state() == TrainingController::State::Running
+        const bool training = id == m_runs->current() && (m_controller.state() == TrainingController::State::Running
                                                      || m_controller.state() == TrainingController::State::Paused);
         if (training) {
             m_controller.probe(text, true);
             continue;
         }
-        const RunRecord* r = record(id);
+        const RunRecord* r = m_runs->record(id);
         if (r == nullptr || r->directory.isEmpty())
             continue;
-        if (id == m_currentRun && m_controller.busy()) {
+        if (id == m_runs->current() && m_controller.busy()) {
             statusBar()->showMessage(tr("The run is starting or stopping; add the probe again in a moment."), 8000);
             continue;
         }
@@ -1064,8 +912,8 @@ void MainWindow::exportView(bool csv)
 void MainWindow::onFinished(const QString& outcome, const QString& message)
 {
     m_leftLabel->clear();
-    const auto current = m_records.constFind(m_currentRun);
-    const bool trained = current != m_records.constEnd() && current->lastStep() > 0;
+    const RunRecord* current = m_runs->record(m_runs->current());
+    const bool trained = current && current->lastStep() > 0;
     if (outcome == QLatin1String("failed") && !trained)
         showProblem(tr("Training Could Not Run"), message);
     else if (outcome == QLatin1String("failed"))  // a disk that filled, a file that went: the checkpoints stay
@@ -1100,7 +948,7 @@ void MainWindow::askToTrainAnyway(const QString& message)
     box->setObjectName(QStringLiteral("memoryQuestion"));
     const TrainingRequest request = m_lastStart;
     connect(anyway, &QPushButton::clicked, this, [this, request] {
-        if (!m_controller.busy() && m_currentRun == request.directory)
+        if (!m_controller.busy() && m_runs->current() == request.directory)
             m_controller.start(request.documentJson, request.directory, request.resume, /*force=*/true);
     });
     box->open();

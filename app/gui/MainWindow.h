@@ -3,10 +3,10 @@
 // TrainingController. Each view is its own class; this one only wires them.
 #pragma once
 
-#include "configuration/ArchitectureSketch.h"
+#include "ConfigDocument.h"
 #include "PaceText.h"
 #include "RunFollower.h"
-#include "RunRecord.h"
+#include "RunRegistry.h"
 #include "TrainingController.h"
 
 #include <QHash>
@@ -29,7 +29,6 @@ class QThread;
 
 namespace widelab {
 
-class ConfigDocument;
 class ConfigPanel;
 class CurvesView;
 class InsightsView;
@@ -48,7 +47,6 @@ public:
     // Each returns false, after telling the user why, when the file or run cannot be used.
     bool openConfiguration(const QString& fileOrPreset);
     bool openRun(const QString& directory);
-    bool addRunToComparison(const QString& directory);
     // The configuration shown, its file, presets and saving.
     ConfigDocument& document() const { return *m_document; }
 
@@ -81,8 +79,8 @@ public:
     LogPanel* log() const { return m_log; }
     QListWidget* runsList() const { return m_runsList; }
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
-    const RunRecord* record(const QString& runId) const;
-    QString currentRunId() const { return m_currentRun; }
+    // The runs the window knows, the current one among them.
+    RunRegistry& runs() const { return *m_runs; }
     // The follower of the open run (null while none is open, or while this
     // window trains it); `milliseconds` between its looks, for runs opened later.
     RunFollower* follower() const { return m_follower.get(); }
@@ -111,11 +109,6 @@ private:
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
 
-    RunRecord& addRecord(RunRecord record);
-    void showRecord(const RunRecord& record);
-    void appendCurves(const QString& runId, const CurveBatch& batch);
-    bool addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings);
-    void reportSkippedLines(const QStringList& warnings);  // each in the log, a count in the status bar
     LineTail loadLog(const QString& directory);
     void follow(const QString& directory, LineTail metrics, LineTail log);
     void stopFollowing();
@@ -137,7 +130,6 @@ private:
     // A run refused because its memory estimate exceeds what the device has:
     // asks whether to train it anyway.
     void askToTrainAnyway(const QString& message);
-    void onRunItemChanged(QListWidgetItem* item);
 
     TrainingController m_controller;
     ConfigPanel* m_panel = nullptr;
@@ -167,9 +159,8 @@ private:
     ConfigDocument* m_document = nullptr;  // a child of the window
     QString m_runsRoot;
     TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
-    QHash<QString, RunRecord> m_records;
+    RunRegistry* m_runs = nullptr;  // a child of the window
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
-    QString m_currentRun;          // the run training now (or last)
     qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
     bool m_scheduleAccepted = false;  // the user said yes to a moved schedule: the next start asks no more

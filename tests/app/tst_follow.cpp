@@ -312,7 +312,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QSignalSpy rebuilt(follower, &RunFollower::metricsLines);
 
     // Live: training points arrive while the trainer runs, and the window says whose run it is.
-    auto lossPoints = [&] { return window.record(QDir(run).absolutePath())->curves.value(QStringLiteral("loss")).size(); };
+    auto lossPoints = [&] { return window.runs().record(QDir(run).absolutePath())->curves.value(QStringLiteral("loss")).size(); };
     QTRY_VERIFY_WITH_TIMEOUT(lossPoints() >= 3, 60000);
     const qsizetype seen = lossPoints();
     QTRY_VERIFY_WITH_TIMEOUT(lossPoints() > seen + 3, 60000);
@@ -341,7 +341,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
              qPrintable(window.startBlockedReason()));
     trainer.kill();
     QVERIFY(trainer.waitForFinished(20000));
-    QTRY_COMPARE_WITH_TIMEOUT(window.record(QDir(run).absolutePath())->lastStep(), double(logged), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.runs().record(QDir(run).absolutePath())->lastStep(), double(logged), 20000);
     QTRY_COMPARE_WITH_TIMEOUT(follower->state(), RunFollower::State::Gone, 20000);
     QVERIFY2(window.stateLabel()->text().contains(QStringLiteral("gone")), qPrintable(window.stateLabel()->text()));
     QVERIFY(lockIsFree(run));  // the follower watches, and holds no lock
@@ -358,7 +358,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QTRY_VERIFY2_WITH_TIMEOUT(window.stateLabel()->text().contains(QStringLiteral("finished on %1").arg(host)),
                               qPrintable(window.stateLabel()->text()), 20000);
     QCOMPARE(follower->state(), RunFollower::State::Ended);
-    const RunRecord* record = window.record(QDir(run).absolutePath());
+    const RunRecord* record = window.runs().record(QDir(run).absolutePath());
     QTRY_COMPARE_WITH_TIMEOUT(record->lastStep(), double(last), 20000);
     bool fromStart = false;
     for (const QList<QVariant>& arguments : std::as_const(rebuilt))
@@ -388,7 +388,7 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
     window.setFollowInterval(20);
     window.show();
     QVERIFY(window.openRun(run));
-    const RunRecord* record = window.record(QDir(run).absolutePath());
+    const RunRecord* record = window.runs().record(QDir(run).absolutePath());
     QVERIFY(record != nullptr);
     QCOMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), QVector<qint64>{2});
 
