@@ -6,12 +6,14 @@
 #include "ConfigDocument.h"
 #include "configuration/ConfigPanel.h"
 #include "curves/CurvesView.h"
+#include "FollowedRun.h"
 #include "InsightFacts.h"
 #include "insights/InsightsView.h"
 #include "configuration/LogPanel.h"
 #include "RunContinuation.h"
 #include "RunFiles.h"
 #include "RunRegistry.h"
+#include "RunStatusBar.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
 #include "StudiesPage.h"
@@ -60,18 +62,6 @@ namespace widelab {
 namespace {
 
 constexpr int kRecentLimit = 10;
-
-QString humanDuration(double seconds)
-{
-    if (!std::isfinite(seconds) || seconds < 0)
-        return QStringLiteral("–");
-    const auto s = static_cast<qint64>(seconds + 0.5);
-    if (s >= 3600)
-        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
-    if (s >= 60)
-        return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1 s").arg(s);
-}
 
 }  // namespace
 
@@ -124,33 +114,25 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     buildDocks();
     buildMenus();
 
-    m_stateLabel = new QLabel(tr("Idle"), this);
-    m_stepLabel = new QLabel(this);
-    m_speedLabel = new QLabel(this);
-    m_leftLabel = new QLabel(this);
-    m_deviceLabel = new QLabel(this);
-    m_memoryLabel = new QLabel(this);
-    m_worldLabel = new QLabel(this);
-    // Shown whole when there is room; on a small screen they give way instead of
-    // making the window wider than the screen (a label asks for all its text).
-    const int fewCharacters = fontMetrics().averageCharWidth() * 6;
-    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_worldLabel, m_memoryLabel}) {
-        label->setMinimumWidth(fewCharacters);
-        statusBar()->addPermanentWidget(label);
-    }
-    m_stateLabel->setAccessibleName(tr("Training state"));
-    m_stepLabel->setAccessibleName(tr("Step"));
-    m_speedLabel->setAccessibleName(tr("Tokens per second"));
-    m_leftLabel->setAccessibleName(tr("Time left"));
-    m_deviceLabel->setAccessibleName(tr("Device"));
-    m_memoryLabel->setAccessibleName(tr("Memory in use"));
-    m_worldLabel->setAccessibleName(tr("Processes"));
+    m_status = new RunStatusBar(this);
 
     m_document = new ConfigDocument(m_panel, this);
     connect(m_document, &ConfigDocument::assessed, this, &MainWindow::updateActions);
     connect(m_document, &ConfigDocument::problem, this, &MainWindow::showProblem);
     connect(m_document, &ConfigDocument::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_document, &ConfigDocument::saved, this, &MainWindow::rememberRecent);
+    connect(m_runs, &RunRegistry::message, m_log, &LogPanel::appendLine);
+    connect(m_runs, &RunRegistry::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_runs, &RunRegistry::problem, this, &MainWindow::showProblem);
+    m_following = new FollowedRun(*m_runs, *m_status, m_controller, *m_document, this);
+    connect(m_following, &FollowedRun::logLines, this, [this](const QStringList& lines, bool fromStart) {
+        if (fromStart)
+            showRunLog(lines);
+        else
+            m_log->appendSpdlogLines(lines);
+    });
+    connect(m_following, &FollowedRun::stateChanged, this, &MainWindow::updateActions);
+    connect(m_following, &FollowedRun::statusMessage, statusBar(), &QStatusBar::showMessage);
     // A pick opens the file it names, after afterUnsavedEdits.
     connect(m_panel, &ConfigPanel::presetChosen, this, [this](const QString& choice) {
         const QString file = m_document->presetFile(choice);
@@ -163,9 +145,8 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
     // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
-    connect(&m_controller, &TrainingController::paused, this, [this](qint64 step) {
-        m_stepLabel->setText(tr("Step %1 / %2").arg(step).arg(m_totalSteps));
-    });
+    connect(&m_controller, &TrainingController::paused, this,
+            [this](qint64 step) { m_status->showStep(step, m_totalSteps); });
 
     connect(m_studiesPage, &StudiesPage::message, m_log, &LogPanel::appendLine);
     connect(m_studiesPage, &StudiesPage::problem, this, &MainWindow::showProblem);
@@ -193,7 +174,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
 
 MainWindow::~MainWindow()
 {
-    m_follower.reset();
+    m_following->stop();
     delete m_ablation;  // cancels a scan in progress and waits for it
     m_ablation = nullptr;
     for (QThread* job : std::as_const(m_jobs))
@@ -410,9 +391,6 @@ void MainWindow::buildDocks()
     buttons->addWidget(remove);
     layout->addLayout(buttons);
     m_runs = new RunRegistry(m_curves, m_insights, m_runsList, this);
-    connect(m_runs, &RunRegistry::message, m_log, &LogPanel::appendLine);
-    connect(m_runs, &RunRegistry::statusMessage, statusBar(), &QStatusBar::showMessage);
-    connect(m_runs, &RunRegistry::problem, this, &MainWindow::showProblem);
     connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
     connect(remove, &QPushButton::clicked, this, [this] {
         QListWidgetItem* item = m_runsList->currentItem();
@@ -421,8 +399,8 @@ void MainWindow::buildDocks()
         const QString id = item->data(Qt::UserRole).toString();
         if (id == m_runs->current() && m_controller.busy())
             return;  // the run in training stays
-        if (m_follower && m_follower->directory() == id)
-            stopFollowing();
+        if (const RunFollower* follower = m_following->follower(); follower && follower->directory() == id)
+            m_following->stop();
         m_runs->remove(id);
     });
     m_runsDock = new QDockWidget(tr("Runs"), this);
@@ -531,21 +509,6 @@ void MainWindow::showProblem(const QString& title, const QString& text)
     box->open();
 }
 
-void MainWindow::clearRunLabels()
-{
-    for (QLabel* label : {m_stepLabel, m_speedLabel, m_leftLabel, m_memoryLabel, m_worldLabel})
-        label->clear();
-    m_worldLabel->setToolTip(QString());
-}
-
-// A distributed run's processes: how many, and which one the others wait for.
-void MainWindow::showWorld(const WorldPace& world)
-{
-    const PaceText text = describePace(world);
-    m_worldLabel->setText(text.label);
-    m_worldLabel->setToolTip(text.details);
-}
-
 bool MainWindow::openConfiguration(const QString& fileOrPreset)
 {
     const QString file = m_document->resolve(fileOrPreset);
@@ -555,7 +518,7 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
         return openRun(file);
     if (!m_document->open(file))
         return false;
-    stopFollowing();
+    m_following->stop();
     rememberRecent(file);
     return true;
 }
@@ -599,17 +562,17 @@ bool MainWindow::openRun(const QString& directory)
     m_runs->setCurrent(absolute);
     LineTail logTail = loadLog(absolute);
     m_runs->reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
-    clearRunLabels();
+    m_status->clearRun();
     if (const RunRecord* r = m_runs->record(absolute)) {
-        m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
+        m_status->showStep(static_cast<qint64>(r->lastStep()));
         if (const QVector<CurvePoint> speed = r->curves.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
-            m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
-        showWorld(r->world);
+            m_status->showSpeed(speed.last().value);
+        m_status->showWorld(r->world);
     }
     rememberRecent(absolute);
     // Another process may be training it (a server, the directory mounted here):
     // what it writes from now on comes in as it is written.
-    follow(absolute, std::move(metricsTail), std::move(logTail));
+    m_following->follow(absolute, std::move(metricsTail), std::move(logTail));
     updateActions();
     return true;
 }
@@ -630,81 +593,6 @@ LineTail MainWindow::loadLog(const QString& directory)
     if (QFileInfo::exists(file))
         showRunLog(lines);
     return tail;
-}
-
-void MainWindow::follow(const QString& directory, LineTail metrics, LineTail log)
-{
-    stopFollowing();
-    m_follower = std::make_unique<RunFollower>(directory, std::move(metrics), std::move(log));
-    m_follower->setInterval(m_followInterval);
-    connect(m_follower.get(), &RunFollower::metricsLines, this, &MainWindow::onFollowedMetrics);
-    connect(m_follower.get(), &RunFollower::logLines, this, [this](const QStringList& lines, bool fromStart) {
-        if (fromStart)
-            showRunLog(lines);
-        else
-            m_log->appendSpdlogLines(lines);
-    });
-    connect(m_follower.get(), &RunFollower::stateChanged, this, &MainWindow::onFollowedState);
-    connect(m_follower.get(), &RunFollower::readError, this,
-            [this](const QString& error) { statusBar()->showMessage(error, 10000); });
-}
-
-void MainWindow::stopFollowing()
-{
-    if (!m_follower)
-        return;
-    m_follower.reset();
-    m_stateLabel->setStyleSheet(QString());
-    m_stateLabel->setToolTip(QString());
-    if (m_controller.state() == TrainingController::State::Idle)
-        m_stateLabel->setText(tr("Idle"));
-}
-
-// New lines of the followed run: appended, or, after a resume trimmed the file,
-// the record rebuilt from the lines that remain.
-void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart)
-{
-    const QString id = m_follower ? m_follower->directory() : QString();
-    const std::optional<CurveBatch> added = m_runs->addLines(id, lines, lineNumbers, fromStart);
-    if (!added)
-        return;
-    if (const QVector<CurvePoint> speed = added->value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
-        m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
-    showWorld(m_runs->record(id)->world);
-    showFollowedStep();
-}
-
-void MainWindow::onFollowedState()
-{
-    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
-        return;
-    const QString text = m_follower->description();
-    m_stateLabel->setText(text.isEmpty() ? tr("Idle") : text);
-    m_stateLabel->setToolTip(m_follower->statusError());
-    const RunFollower::State state = m_follower->state();
-    const bool failed = m_follower->status() && m_follower->status()->state == RunState::Failed;
-    const bool dark = themeIsDark(palette());  // the colours lighter on a dark window
-    m_stateLabel->setStyleSheet(state == RunFollower::State::Stale || state == RunFollower::State::Gone
-                                    ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#e69f00" : "#a15c00")
-                                : failed ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#ff6b6b" : "#b3261e")
-                                         : QString());
-    showFollowedStep();
-    updateActions();
-}
-
-// The newest step the lines or the trainer's status tell of.
-void MainWindow::showFollowedStep()
-{
-    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
-        return;
-    const RunRecord* r = m_runs->record(m_follower->directory());
-    qint64 step = r ? static_cast<qint64>(r->lastStep()) : 0;
-    qint64 total = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
-    if (const auto& status = m_follower->status()) {
-        step = std::max<qint64>(step, status->step);
-        total = status->totalSteps > 0 ? status->totalSteps : total;
-    }
-    m_stepLabel->setText(total > 0 ? tr("Step %1 / %2").arg(step).arg(total) : tr("Step %1").arg(step));
 }
 
 bool MainWindow::startTraining()
@@ -766,10 +654,10 @@ bool MainWindow::startTraining()
         record.insights->setArchitecture(m_document->sketch());
         describeInsights(*record.insights, complete);
         m_runs->add(std::move(record));
-        clearRunLabels();  // nothing of an earlier run describes this one
+        m_status->clearRun();  // nothing of an earlier run describes this one
         statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
     }
-    stopFollowing();  // this window writes the run now
+    m_following->stop();  // this window writes the run now
     m_runs->setCurrent(directory);
     m_document->setRun(directory);
     m_insights->setLive(true);  // Start is to watch it train
@@ -795,8 +683,8 @@ QString MainWindow::startBlockedReason(bool continues) const
         return tr("a run is in progress");
     if (const QString problem = m_document->firstProblem(); !problem.isEmpty())
         return problem;
-    if (m_follower && m_follower->trainerActive() && continues) {
-        const RunStatus& s = *m_follower->status();
+    if (const RunFollower* follower = m_following->follower(); follower && follower->trainerActive() && continues) {
+        const RunStatus& s = *follower->status();
         return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
     }
     // Continuing a run that has done all its steps would only write its last checkpoint again.
@@ -809,13 +697,7 @@ QString MainWindow::startBlockedReason(bool continues) const
 
 void MainWindow::onStateChanged(TrainingController::State state)
 {
-    static const QHash<TrainingController::State, QString> names{
-        {TrainingController::State::Idle, tr("Idle")},
-        {TrainingController::State::Starting, tr("Starting: preparing data and model")},
-        {TrainingController::State::Running, tr("Training")},
-        {TrainingController::State::Paused, tr("Paused")},
-        {TrainingController::State::Stopping, tr("Stopping: saving a checkpoint")}};
-    m_stateLabel->setText(names.value(state));
+    m_status->showState(state);
     m_panel->setReadOnly(state != TrainingController::State::Idle);
     updateActions();
 }
@@ -826,9 +708,9 @@ void MainWindow::onStarted(const RunStarted& run)
     // A resumed run retraces the steps after its checkpoint.
     m_runs->retraceAfter(m_runs->current(), run.step);
     showRunLog(run.log);
-    clearRunLabels();
-    m_deviceLabel->setText(run.device);
-    m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
+    m_status->clearRun();
+    m_status->showDevice(run.device);
+    m_status->showStep(run.step, run.totalSteps);
     m_document->updateTitle();
 }
 
@@ -840,12 +722,7 @@ void MainWindow::onRecord(const MetricsRecord& record)
         return;
     if (record.type != MetricsRecord::Type::Train)
         return;
-    const TrainingSnapshot& s = record.train;
-    m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
-    m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
-    m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
-    m_memoryLabel->setText(QString::fromStdString(formatBytes(static_cast<double>(s.memoryBytes))));
-    showWorld(s.world);
+    m_status->showTraining(record.train, m_totalSteps);
 }
 
 void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
@@ -911,7 +788,7 @@ void MainWindow::exportView(bool csv)
 
 void MainWindow::onFinished(const QString& outcome, const QString& message)
 {
-    m_leftLabel->clear();
+    m_status->clearTimeLeft();
     const RunRecord* current = m_runs->record(m_runs->current());
     const bool trained = current && current->lastStep() > 0;
     if (outcome == QLatin1String("failed") && !trained)

@@ -4,9 +4,9 @@
 #pragma once
 
 #include "ConfigDocument.h"
-#include "PaceText.h"
-#include "RunFollower.h"
+#include "FollowedRun.h"
 #include "RunRegistry.h"
+#include "RunStatusBar.h"
 #include "TrainingController.h"
 
 #include <QHash>
@@ -81,12 +81,10 @@ public:
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
     // The runs the window knows, the current one among them.
     RunRegistry& runs() const { return *m_runs; }
-    // The follower of the open run (null while none is open, or while this
-    // window trains it); `milliseconds` between its looks, for runs opened later.
-    RunFollower* follower() const { return m_follower.get(); }
-    void setFollowInterval(int milliseconds) { m_followInterval = milliseconds; }
-    QLabel* stateLabel() const { return m_stateLabel; }
-    QLabel* speedLabel() const { return m_speedLabel; }
+    // The following of the open run, written by another process or not.
+    FollowedRun& following() const { return *m_following; }
+    QLabel* stateLabel() const { return m_status->stateLabel(); }
+    QLabel* speedLabel() const { return m_status->speedLabel(); }
     QDockWidget* runsDock() const { return m_runsDock; }
     QDockWidget* logDock() const { return m_logDock; }
     QDockWidget* configDock() const { return m_configDock; }
@@ -104,17 +102,10 @@ private:
     // startBlockedReason() with continuesOpenRun() known (it reads the run's files).
     QString startBlockedReason(bool continues) const;
     void showProblem(const QString& title, const QString& text);
-    void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
-    void showWorld(const WorldPace& world);
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
 
     LineTail loadLog(const QString& directory);
-    void follow(const QString& directory, LineTail metrics, LineTail log);
-    void stopFollowing();
-    void onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart);
-    void onFollowedState();
-    void showFollowedStep();
 
     void onStateChanged(TrainingController::State state);
     void onStarted(const RunStarted& run);
@@ -147,13 +138,7 @@ private:
     QMenu* m_recentMenu = nullptr;
     QHash<QString, QAction*> m_actions;
     QLabel* m_startReason = nullptr;
-    QLabel* m_stateLabel = nullptr;
-    QLabel* m_stepLabel = nullptr;
-    QLabel* m_speedLabel = nullptr;
-    QLabel* m_leftLabel = nullptr;
-    QLabel* m_deviceLabel = nullptr;
-    QLabel* m_memoryLabel = nullptr;
-    QLabel* m_worldLabel = nullptr;  // a distributed run's processes (PaceText.h)
+    RunStatusBar* m_status = nullptr;      // a child of the window
 
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
     ConfigDocument* m_document = nullptr;  // a child of the window
@@ -164,8 +149,7 @@ private:
     qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
     bool m_scheduleAccepted = false;  // the user said yes to a moved schedule: the next start asks no more
-    std::unique_ptr<RunFollower> m_follower;  // the open run, written by another process or not
-    int m_followInterval = 1000;
+    FollowedRun* m_following = nullptr;    // a child of the window
 };
 
 }  // namespace widelab

@@ -298,7 +298,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     const QString config = m_dir.filePath(QStringLiteral("tiny.json"));
     QVERIFY(writeBytes(config, QJsonDocument(tinyDocument(1000000)).toJson()));
     MainWindow window;
-    window.setFollowInterval(100);
+    window.following().setInterval(100);
     window.show();
 
     QProcess trainer;
@@ -307,7 +307,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QVERIFY(trainer.waitForStarted(20000));
     QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(run + QStringLiteral("/config.json")), 60000);
     QVERIFY(window.openRun(run));
-    RunFollower* follower = window.follower();
+    RunFollower* follower = window.following().follower();
     QVERIFY(follower != nullptr);
     QSignalSpy rebuilt(follower, &RunFollower::metricsLines);
 
@@ -385,7 +385,7 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
     QVERIFY(writeBytes(metrics, trainLine(2) + "\n{\"type\":\"train\",\"step\":4,\"wall_seconds\":4,\"loss\""));
 
     MainWindow window(m_dir.filePath(QStringLiteral("runs-damaged-live")));
-    window.setFollowInterval(20);
+    window.following().setInterval(20);
     window.show();
     QVERIFY(window.openRun(run));
     const RunRecord* record = window.runs().record(QDir(run).absolutePath());
@@ -407,8 +407,8 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
                 found.append(shown);
         return found;
     };
-    const qint64 looks = window.follower()->looks();
-    QTRY_VERIFY(window.follower()->looks() > looks + 10);  // looked again and again: still one warning each
+    const qint64 looks = window.following().follower()->looks();
+    QTRY_VERIFY(window.following().follower()->looks() > looks + 10);  // looked again and again: still one warning each
     const QList<QPair<int, QString>> expected{
         {3, QStringLiteral("not valid UTF-8")}, {4, QStringLiteral("2^53")}, {5, QStringLiteral("no tokens")}};
     for (const auto& [line, why] : expected) {
@@ -446,7 +446,7 @@ void TestFollow::theWindowShowsADistributedRunsProcesses()
     const QString config = m_dir.filePath(QStringLiteral("two.json"));
     QVERIFY(writeBytes(config, QJsonDocument(tinyDocument(400)).toJson()));
     MainWindow window;
-    window.setFollowInterval(100);
+    window.following().setInterval(100);
     window.show();
     QProcess trainer;
     trainer.setProcessChannelMode(QProcess::MergedChannels);
