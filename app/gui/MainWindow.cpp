@@ -20,6 +20,7 @@
 #include "studies/StudiesView.h"
 #include "Theme.h"
 #include "ToolIcons.h"
+#include "TrainingSession.h"
 #include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "vocab/Curves.h"
@@ -68,10 +69,10 @@ constexpr int kRecentLimit = 10;
 MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(parent)
 {
     QSettings settings;
-    m_runsRoot = !runsRoot.isEmpty() ? runsRoot
-                                     : settings.value(QStringLiteral("runsRoot"),
-                                                      QDir::home().filePath(QStringLiteral("WideLab/runs")))
-                                           .toString();
+    const QString root = !runsRoot.isEmpty() ? runsRoot
+                                              : settings.value(QStringLiteral("runsRoot"),
+                                                               QDir::home().filePath(QStringLiteral("WideLab/runs")))
+                                                    .toString();
     setObjectName(QStringLiteral("MainWindow"));
 
     m_tabs = new QTabWidget(this);
@@ -87,7 +88,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
                                 "several seeds each, beside the papers' figures"));
     setCentralWidget(m_tabs);
     // New studies go beside the runs folder (~/WideLab/studies by default).
-    m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(m_runsRoot).absoluteFilePath(QStringLiteral("../studies"))), this);
+    m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(root).absoluteFilePath(QStringLiteral("../studies"))), this);
     connect(m_insights, &InsightsView::probeRequested, this, &MainWindow::probeRuns);
     // Linked views: a click on a curve moves the insights to that step; the
     // curves show the step the insights draw.
@@ -140,13 +141,15 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     });
 
     connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
-    connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
-    connect(&m_controller, &TrainingController::record, this, &MainWindow::onRecord);
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
-    connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
-    // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
-    connect(&m_controller, &TrainingController::paused, this,
-            [this](qint64 step) { m_status->showStep(step, m_totalSteps); });
+    m_session = new TrainingSession(m_controller, *m_document, *m_runs, *m_following, *m_status, m_insights, this, root);
+    connect(m_session, &TrainingSession::problem, this, &MainWindow::showProblem);
+    connect(m_session, &TrainingSession::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_session, &TrainingSession::runLog, this, &MainWindow::showRunLog);
+    connect(m_session, &TrainingSession::finished, this, [this] {
+        if (m_closeWhenIdle && !m_studiesPage->busy())
+            close();
+    });
 
     connect(m_studiesPage, &StudiesPage::message, m_log, &LogPanel::appendLine);
     connect(m_studiesPage, &StudiesPage::problem, this, &MainWindow::showProblem);
@@ -263,20 +266,20 @@ void MainWindow::buildActions()
         [this] { m_document->saveAs(); });
     add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
         m_document->afterUnsavedEdits([this] {
-            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
+            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_session->runsRoot());
             if (!dir.isEmpty())
                 openRun(dir);
         });
     });
     add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_runsRoot);
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_session->runsRoot());
         if (!dir.isEmpty())
             m_runs->addToComparison(dir);
     });
     add(QStringLiteral("runsFolder"), tr("Runs &Folder..."), QKeySequence(), [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_runsRoot);
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_session->runsRoot());
         if (!dir.isEmpty()) {
-            m_runsRoot = dir;
+            m_session->setRunsRoot(dir);
             QSettings().setValue(QStringLiteral("runsRoot"), dir);
         }
     });
@@ -330,7 +333,7 @@ void MainWindow::buildActions()
     add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
     add(QStringLiteral("about"), tr("&About WideLab"), QKeySequence(), [this] { showAbout(); });
 
-    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { startTraining(); });
+    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { m_session->start(); });
     add(QStringLiteral("pause"), tr("&Pause"), QKeySequence(tr("F6")), [this] {
         if (m_controller.state() == TrainingController::State::Paused)
             m_controller.resume();
@@ -595,134 +598,11 @@ LineTail MainWindow::loadLog(const QString& directory)
     return tail;
 }
 
-bool MainWindow::startTraining()
-{
-    m_document->assessPending();
-    if (m_controller.busy())
-        return false;
-    const QJsonObject complete = m_document->complete();
-    if (complete.isEmpty())
-        return false;
-    // The open run continues when the document is still its own; anything else is a new run.
-    const QString openRun = m_document->run();
-    const RunContinuation c = openRun.isEmpty() ? RunContinuation{} : runContinuation(openRun, complete);
-    const bool resume = c.continues;
-    if (!startBlockedReason(resume).isEmpty())
-        return false;
-    // A new length moves a cosine schedule under the run: asked before it happens.
-    const bool scheduleAccepted = std::exchange(m_scheduleAccepted, false);
-    if (resume && c.scheduleChanges && !scheduleAccepted) {
-        auto* box = new QMessageBox(
-            QMessageBox::Question, tr("Continue with a New Schedule?"),
-            tr("The run's cosine learning-rate schedule spans %1 steps; continued with %2 steps it spans those "
-               "instead. At step %3, where the run continues, the learning rate changes from %4 to %5.\n\n"
-               "Continue the run with the new schedule?")
-                .arg(c.savedSteps)
-                .arg(c.steps)
-                .arg(c.step)
-                .arg(c.savedRate, 0, 'g', 4)
-                .arg(c.rate, 0, 'g', 4),
-            QMessageBox::Cancel, this);
-        QPushButton* go = box->addButton(tr("Continue"), QMessageBox::AcceptRole);
-        box->setDefaultButton(QMessageBox::Cancel);
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        box->setObjectName(QStringLiteral("scheduleQuestion"));
-        connect(go, &QPushButton::clicked, this, [this] {
-            m_scheduleAccepted = true;
-            startTraining();
-        });
-        box->open();
-        return false;
-    }
-    QString directory = openRun;
-    if (!resume) {
-        const QString name = complete.value(QStringLiteral("name")).toString();
-        const QString base = slug(name.isEmpty() ? QFileInfo(m_document->file()).completeBaseName() : name) + QLatin1Char('-')
-                             + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-        directory = QDir(m_runsRoot).filePath(base);
-        for (int n = 2; QFileInfo::exists(directory); ++n)
-            directory = QDir(m_runsRoot).filePath(base + QStringLiteral("-%1").arg(n));
-        if (!QDir().mkpath(directory)) {
-            showProblem(tr("Cannot Start"), tr("The run folder %1 cannot be created.").arg(QDir::toNativeSeparators(directory)));
-            return false;
-        }
-        RunRecord record;
-        record.id = directory;
-        record.label = QFileInfo(directory).fileName();
-        record.directory = directory;
-        record.parameters = static_cast<double>(m_document->storedParameters());
-        record.insights->setArchitecture(m_document->sketch());
-        describeInsights(*record.insights, complete);
-        m_runs->add(std::move(record));
-        m_status->clearRun();  // nothing of an earlier run describes this one
-        statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
-    }
-    m_following->stop();  // this window writes the run now
-    m_runs->setCurrent(directory);
-    m_document->setRun(directory);
-    m_insights->setLive(true);  // Start is to watch it train
-    const QString json = QString::fromUtf8(QJsonDocument(complete).toJson(QJsonDocument::Compact));
-    m_lastStart = TrainingRequest{json, directory, resume, false};
-    return m_controller.start(json, directory, resume);
-}
-
-bool MainWindow::continuesOpenRun() const
-{
-    // The core's rule (train/ResumeRule.h), as the trainer and the CLI apply it: a
-    // run that failed before its first checkpoint has nothing to continue from.
-    const QString openRun = m_document->run();
-    const QJsonObject complete = m_document->complete();
-    return !openRun.isEmpty() && !complete.isEmpty() && runContinuation(openRun, complete).continues;
-}
-
-QString MainWindow::startBlockedReason() const { return startBlockedReason(continuesOpenRun()); }
-
-QString MainWindow::startBlockedReason(bool continues) const
-{
-    if (m_controller.busy())
-        return tr("a run is in progress");
-    if (const QString problem = m_document->firstProblem(); !problem.isEmpty())
-        return problem;
-    if (const RunFollower* follower = m_following->follower(); follower && follower->trainerActive() && continues) {
-        const RunStatus& s = *follower->status();
-        return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
-    }
-    // Continuing a run that has done all its steps would only write its last checkpoint again.
-    const RunRecord* open = continues ? m_runs->record(m_document->run()) : nullptr;
-    const qint64 steps = m_document->complete().value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
-    if (open && static_cast<qint64>(open->lastStep()) >= steps)
-        return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
-    return QString();
-}
-
 void MainWindow::onStateChanged(TrainingController::State state)
 {
     m_status->showState(state);
     m_panel->setReadOnly(state != TrainingController::State::Idle);
     updateActions();
-}
-
-void MainWindow::onStarted(const RunStarted& run)
-{
-    m_totalSteps = run.totalSteps;
-    // A resumed run retraces the steps after its checkpoint.
-    m_runs->retraceAfter(m_runs->current(), run.step);
-    showRunLog(run.log);
-    m_status->clearRun();
-    m_status->showDevice(run.device);
-    m_status->showStep(run.step, run.totalSteps);
-    m_document->updateTitle();
-}
-
-// What the run training here reports: added to its record as a line read from
-// disk is, then shown.
-void MainWindow::onRecord(const MetricsRecord& record)
-{
-    if (!m_runs->add(m_runs->current(), record))
-        return;
-    if (record.type != MetricsRecord::Type::Train)
-        return;
-    m_status->showTraining(record.train, m_totalSteps);
 }
 
 void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
@@ -786,59 +666,14 @@ void MainWindow::exportView(bool csv)
     }
 }
 
-void MainWindow::onFinished(const QString& outcome, const QString& message)
-{
-    m_status->clearTimeLeft();
-    const RunRecord* current = m_runs->record(m_runs->current());
-    const bool trained = current && current->lastStep() > 0;
-    if (outcome == QLatin1String("failed") && !trained)
-        showProblem(tr("Training Could Not Run"), message);
-    else if (outcome == QLatin1String("failed"))  // a disk that filled, a file that went: the checkpoints stay
-        showProblem(tr("Training Stopped"),
-                    tr("%1\n\nThe run keeps its last checkpoint: once the cause is fixed, Continue (F5) goes on "
-                       "from there.")
-                        .arg(message));
-    else if (outcome == QLatin1String("non-finite"))
-        showProblem(tr("Training Stopped"), message);
-    else if (outcome == QLatin1String("out-of-memory"))
-        showProblem(tr("Out of Memory"), message);
-    else if (outcome == QLatin1String("insufficient-memory"))
-        askToTrainAnyway(message);
-    else
-        statusBar()->showMessage(message, 10000);
-    if (m_closeWhenIdle && !m_studiesPage->busy())
-        close();
-}
-
-void MainWindow::askToTrainAnyway(const QString& message)
-{
-    statusBar()->showMessage(message, 10000);
-    // Window-modal and asynchronous, like showProblem's boxes.
-    auto* box = new QMessageBox(QMessageBox::Warning, tr("Run Too Large"),
-                                tr("%1.\n\nThe estimate is first-order: the run may still fit. Train anyway? "
-                                   "If memory runs out, the run stops with a message and keeps its checkpoints.")
-                                    .arg(message.left(1).toUpper() + message.mid(1)),
-                                QMessageBox::Cancel, this);
-    QPushButton* anyway = box->addButton(tr("Train Anyway"), QMessageBox::AcceptRole);
-    box->setDefaultButton(QMessageBox::Cancel);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setObjectName(QStringLiteral("memoryQuestion"));
-    const TrainingRequest request = m_lastStart;
-    connect(anyway, &QPushButton::clicked, this, [this, request] {
-        if (!m_controller.busy() && m_runs->current() == request.directory)
-            m_controller.start(request.documentJson, request.directory, request.resume, /*force=*/true);
-    });
-    box->open();
-}
-
 void MainWindow::updateActions()
 {
     const auto state = m_controller.state();
     const bool idle = state == TrainingController::State::Idle;
     const bool live = state == TrainingController::State::Running || state == TrainingController::State::Paused;
     QAction* start = m_actions.value(QStringLiteral("start"));
-    const bool continues = continuesOpenRun();
-    const QString reason = idle ? startBlockedReason(continues) : QString();
+    const bool continues = m_session->continuesOpenRun();
+    const QString reason = idle ? m_session->startBlockedReason(continues) : QString();
     start->setEnabled(idle && reason.isEmpty());
     start->setText(continues ? tr("&Continue") : tr("&Start"));
     start->setToolTip(reason.isEmpty() ? start->text().remove(QLatin1Char('&')) + QStringLiteral(" (F5)")

@@ -8,6 +8,7 @@
 #include "RunRegistry.h"
 #include "RunStatusBar.h"
 #include "TrainingController.h"
+#include "TrainingSession.h"
 
 #include <QHash>
 #include <QJsonObject>
@@ -52,9 +53,8 @@ public:
 
     // Starts (or continues) training what the panel shows; false with the reason
     // in startBlockedReason() when it cannot start.
-    bool startTraining();
-    QString startBlockedReason() const;
-    QString runsRoot() const { return m_runsRoot; }
+    bool startTraining() { return m_session->start(); }
+    QString startBlockedReason() const { return m_session->startBlockedReason(); }
 
     // Checks on a worker thread what matrix products run on (LibTorch, threads,
     // BLAS, a measured fp32 product speed) and writes it to the log; a slow or
@@ -98,9 +98,6 @@ private:
     void buildDocks();
     void restoreLayout();
     void updateActions();
-    bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
-    // startBlockedReason() with continuesOpenRun() known (it reads the run's files).
-    QString startBlockedReason(bool continues) const;
     void showProblem(const QString& title, const QString& text);
     void rememberRecent(const QString& path);
     void rebuildRecentMenu();
@@ -108,8 +105,6 @@ private:
     LineTail loadLog(const QString& directory);
 
     void onStateChanged(TrainingController::State state);
-    void onStarted(const RunStarted& run);
-    void onRecord(const MetricsRecord& record);
     void probeRuns(const QStringList& runIds, const QString& text);
     void addCapture(const QString& runId, const ProbeResult& result);
     void exportView(bool csv);
@@ -117,10 +112,6 @@ private:
     void appendRuntimeReport();    // m_runtimeReport into the log: the line, then any warning
     void showRunLog(const QStringList& spdlogLines);  // a run's log, after the runtime report
     void showAbout();
-    void onFinished(const QString& outcome, const QString& message);
-    // A run refused because its memory estimate exceeds what the device has:
-    // asks whether to train it anyway.
-    void askToTrainAnyway(const QString& message);
 
     TrainingController m_controller;
     ConfigPanel* m_panel = nullptr;
@@ -142,13 +133,10 @@ private:
 
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
     ConfigDocument* m_document = nullptr;  // a child of the window
-    QString m_runsRoot;
-    TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
+    TrainingSession* m_session = nullptr;  // a child of the window
     RunRegistry* m_runs = nullptr;  // a child of the window
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
-    qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
-    bool m_scheduleAccepted = false;  // the user said yes to a moved schedule: the next start asks no more
     FollowedRun* m_following = nullptr;    // a child of the window
 };
 
