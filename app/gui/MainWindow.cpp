@@ -7,10 +7,9 @@
 #include "configuration/ConfigPanel.h"
 #include "curves/CurvesView.h"
 #include "FollowedRun.h"
-#include "InsightFacts.h"
 #include "insights/InsightsView.h"
 #include "configuration/LogPanel.h"
-#include "RunContinuation.h"
+#include "RecentMenu.h"
 #include "RunFiles.h"
 #include "RunRegistry.h"
 #include "RunStatusBar.h"
@@ -21,32 +20,24 @@
 #include "Theme.h"
 #include "ToolIcons.h"
 #include "TrainingSession.h"
-#include "config/Presets.h"
 #include "runtime/Runtime.h"
 #include "vocab/Curves.h"
-#include "vocab/Format.h"
 
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QScreen>
-#include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -55,17 +46,9 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
 #include <utility>
 
 namespace widelab {
-namespace {
-
-constexpr int kRecentLimit = 10;
-
-}  // namespace
-
 MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(parent)
 {
     QSettings settings;
@@ -121,7 +104,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(m_document, &ConfigDocument::assessed, this, &MainWindow::updateActions);
     connect(m_document, &ConfigDocument::problem, this, &MainWindow::showProblem);
     connect(m_document, &ConfigDocument::statusMessage, statusBar(), &QStatusBar::showMessage);
-    connect(m_document, &ConfigDocument::saved, this, &MainWindow::rememberRecent);
+    connect(m_document, &ConfigDocument::saved, m_recent, &RecentMenu::remember);
     connect(m_runs, &RunRegistry::message, m_log, &LogPanel::appendLine);
     connect(m_runs, &RunRegistry::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_runs, &RunRegistry::problem, this, &MainWindow::showProblem);
@@ -420,7 +403,10 @@ void MainWindow::buildMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_actions.value(QStringLiteral("open")));
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recent = new RecentMenu(file->addMenu(tr("Open &Recent")), this);
+    connect(m_recent, &RecentMenu::chosen, this, [this](const QString& path, bool run) {
+        m_document->afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
+    });
     file->addAction(m_actions.value(QStringLiteral("save")));
     file->addAction(m_actions.value(QStringLiteral("saveAs")));
     file->addSeparator();
@@ -432,7 +418,6 @@ void MainWindow::buildMenus()
     file->addAction(m_actions.value(QStringLiteral("exportData")));
     file->addSeparator();
     file->addAction(m_actions.value(QStringLiteral("quit")));
-    rebuildRecentMenu();
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     for (const char* name : {"start", "pause", "stop", "checkpoint"})
@@ -522,7 +507,7 @@ bool MainWindow::openConfiguration(const QString& fileOrPreset)
     if (!m_document->open(file))
         return false;
     m_following->stop();
-    rememberRecent(file);
+    m_recent->remember(file);
     return true;
 }
 
@@ -572,7 +557,7 @@ bool MainWindow::openRun(const QString& directory)
             m_status->showSpeed(speed.last().value);
         m_status->showWorld(r->world);
     }
-    rememberRecent(absolute);
+    m_recent->remember(absolute);
     // Another process may be training it (a server, the directory mounted here):
     // what it writes from now on comes in as it is written.
     m_following->follow(absolute, std::move(metricsTail), std::move(logTail));
@@ -687,42 +672,12 @@ void MainWindow::updateActions()
     m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live && m_controller.takesRequests());
     m_actions.value(QStringLiteral("open"))->setEnabled(idle);
     m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
-    m_recentMenu->setEnabled(idle);
+    m_recent->menu()->setEnabled(idle);
     const bool studying = m_studiesPage->busy();
     for (const char* name : {"studyStart", "studyOpen", "studyNew"})
         m_actions.value(QLatin1String(name))->setEnabled(!studying);
     m_actions.value(QStringLiteral("studyContinue"))->setEnabled(m_studies->canContinue());
     m_actions.value(QStringLiteral("studyStop"))->setEnabled(studying);
-}
-
-void MainWindow::rememberRecent(const QString& path)
-{
-    QSettings settings;
-    QStringList recent = settings.value(QStringLiteral("recent")).toStringList();
-    const QString absolute = QFileInfo(path).absoluteFilePath();
-    recent.removeAll(absolute);
-    recent.prepend(absolute);
-    while (recent.size() > kRecentLimit)
-        recent.removeLast();
-    settings.setValue(QStringLiteral("recent"), recent);
-    rebuildRecentMenu();
-}
-
-void MainWindow::rebuildRecentMenu()
-{
-    m_recentMenu->clear();
-    const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
-    int index = 1;
-    for (const QString& path : recent) {
-        const bool run = QFileInfo(path).isDir();
-        QAction* open = m_recentMenu->addAction(
-            QStringLiteral("&%1 %2%3").arg(index % 10).arg(QDir::toNativeSeparators(path), run ? tr(" (run)") : QString()));
-        connect(open, &QAction::triggered, this, [this, path, run] {
-            m_document->afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
-        });
-        ++index;
-    }
-    m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

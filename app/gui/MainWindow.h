@@ -1,6 +1,8 @@
 // defines: MainWindow: the coordinator of the desktop app: menus and shortcuts,
 // the configuration panel, the curves, the log and the runs list, joined to a
-// TrainingController. Each view is its own class; this one only wires them.
+// TrainingController. Each view is its own class, and so is each owner of the
+// window's state (ConfigDocument, RunRegistry, FollowedRun, TrainingSession,
+// RunStatusBar, RecentMenu); this one only wires them.
 #pragma once
 
 #include "ConfigDocument.h"
@@ -15,15 +17,10 @@
 #include <QMainWindow>
 #include <QTimer>
 
-#include <functional>
-#include <memory>
-
 class QAction;
 class QDockWidget;
 class QLabel;
 class QListWidget;
-class QListWidgetItem;
-class QMenu;
 class QMessageBox;
 class QTabWidget;
 class QThread;
@@ -34,6 +31,7 @@ class ConfigPanel;
 class CurvesView;
 class InsightsView;
 class LogPanel;
+class RecentMenu;
 class StudiesPage;
 class StudiesView;
 struct StudyStartOptions;
@@ -99,8 +97,6 @@ private:
     void restoreLayout();
     void updateActions();
     void showProblem(const QString& title, const QString& text);
-    void rememberRecent(const QString& path);
-    void rebuildRecentMenu();
 
     LineTail loadLog(const QString& directory);
 
@@ -126,7 +122,7 @@ private:
     QDockWidget* m_configDock = nullptr;
     QDockWidget* m_logDock = nullptr;
     QDockWidget* m_runsDock = nullptr;
-    QMenu* m_recentMenu = nullptr;
+    RecentMenu* m_recent = nullptr;  // File > Open Recent
     QHash<QString, QAction*> m_actions;
     QLabel* m_startReason = nullptr;
     RunStatusBar* m_status = nullptr;      // a child of the window
