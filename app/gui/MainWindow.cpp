@@ -3,45 +3,41 @@
 #include "AblationPage.h"
 #include "insights/AblationView.h"
 #include "ConfigAssessment.h"
+#include "ConfigDocument.h"
 #include "configuration/ConfigPanel.h"
 #include "curves/CurvesView.h"
-#include "InsightFacts.h"
+#include "FollowedRun.h"
 #include "insights/InsightsView.h"
 #include "configuration/LogPanel.h"
-#include "RunContinuation.h"
+#include "RecentMenu.h"
 #include "RunFiles.h"
+#include "RunRegistry.h"
+#include "RunStatusBar.h"
 #include "SavedRunProbe.h"
 #include "SchemaFields.h"
 #include "StudiesPage.h"
 #include "studies/StudiesView.h"
 #include "Theme.h"
 #include "ToolIcons.h"
-#include "config/Presets.h"
+#include "TrainingSession.h"
 #include "runtime/Runtime.h"
 #include "vocab/Curves.h"
-#include "vocab/Format.h"
 
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
-#include <QDateTime>
 #include <QDir>
 #include <QDockWidget>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QScreen>
-#include <QSaveFile>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -50,71 +46,16 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <cmath>
-#include <filesystem>
 #include <utility>
 
 namespace widelab {
-namespace {
-
-constexpr int kRecentLimit = 10;
-
-QString humanDuration(double seconds)
-{
-    if (!std::isfinite(seconds) || seconds < 0)
-        return QStringLiteral("–");
-    const auto s = static_cast<qint64>(seconds + 0.5);
-    if (s >= 3600)
-        return QStringLiteral("%1 h %2 min").arg(s / 3600).arg(s / 60 % 60, 2, 10, QLatin1Char('0'));
-    if (s >= 60)
-        return QStringLiteral("%1 min %2 s").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1 s").arg(s);
-}
-
-QJsonObject readJsonObject(const QString& file, QString* error)
-{
-    QFile in(file);
-    if (!in.open(QIODevice::ReadOnly)) {
-        *error = QObject::tr("%1 cannot be read: %2").arg(QDir::toNativeSeparators(file), in.errorString());
-        return {};
-    }
-    QJsonParseError parse{};
-    const QJsonDocument document = QJsonDocument::fromJson(in.readAll(), &parse);
-    if (parse.error != QJsonParseError::NoError || !document.isObject()) {
-        *error = QObject::tr("%1 is not a JSON object: %2 at byte %3")
-                     .arg(QDir::toNativeSeparators(file), parse.errorString())
-                     .arg(parse.offset);
-        return {};
-    }
-    return document.object();
-}
-
-QString slug(const QString& text)
-{
-    QString s = text.toLower();
-    s.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
-    // Short enough to read in a legend: whole words up to 24 characters.
-    constexpr int kLongest = 24;
-    if (s.size() > kLongest) {
-        const int cut = static_cast<int>(s.left(kLongest + 1).lastIndexOf(QLatin1Char('-')));
-        s = s.left(cut > 0 ? cut : kLongest);
-    }
-    while (s.startsWith(QLatin1Char('-')))
-        s.remove(0, 1);
-    while (s.endsWith(QLatin1Char('-')))
-        s.chop(1);
-    return s.isEmpty() ? QStringLiteral("run") : s;
-}
-
-}  // namespace
-
 MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(parent)
 {
     QSettings settings;
-    m_runsRoot = !runsRoot.isEmpty() ? runsRoot
-                                     : settings.value(QStringLiteral("runsRoot"),
-                                                      QDir::home().filePath(QStringLiteral("WideLab/runs")))
-                                           .toString();
+    const QString root = !runsRoot.isEmpty() ? runsRoot
+                                              : settings.value(QStringLiteral("runsRoot"),
+                                                               QDir::home().filePath(QStringLiteral("WideLab/runs")))
+                                                    .toString();
     setObjectName(QStringLiteral("MainWindow"));
 
     m_tabs = new QTabWidget(this);
@@ -130,7 +71,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
                                 "several seeds each, beside the papers' figures"));
     setCentralWidget(m_tabs);
     // New studies go beside the runs folder (~/WideLab/studies by default).
-    m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(m_runsRoot).absoluteFilePath(QStringLiteral("../studies"))), this);
+    m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(root).absoluteFilePath(QStringLiteral("../studies"))), this);
     connect(m_insights, &InsightsView::probeRequested, this, &MainWindow::probeRuns);
     // Linked views: a click on a curve moves the insights to that step; the
     // curves show the step the insights draw.
@@ -138,15 +79,15 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(m_insights, &InsightsView::shownStepChanged, m_curves, &CurvesView::setCursorStep);
     AblationPage::Hooks hooks;
     hooks.directory = [this](const QString& runId) {
-        const auto it = m_records.constFind(runId);
-        return it == m_records.constEnd() ? QString() : it->directory;
+        const RunRecord* record = m_runs->record(runId);
+        return record ? record->directory : QString();
     };
     hooks.checkpointLive = [this](const QString& runId) -> qint64 {
-        if (runId != m_currentRun || !m_controller.busy()
-            || m_controller.state() == TrainingController::State::Stopping || !m_records.contains(runId))
+        if (runId != m_runs->current() || !m_controller.busy()
+            || m_controller.state() == TrainingController::State::Stopping || !m_runs->record(runId))
             return -1;
         m_controller.saveCheckpoint();
-        return static_cast<qint64>(m_records.value(runId).lastStep());
+        return static_cast<qint64>(m_runs->record(runId)->lastStep());
     };
     hooks.probe = [this] { return m_insights->probe(); };
     m_ablation = new AblationPage(m_insights->ablation(), std::move(hooks), this);
@@ -157,46 +98,40 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     buildDocks();
     buildMenus();
 
-    m_stateLabel = new QLabel(tr("Idle"), this);
-    m_stepLabel = new QLabel(this);
-    m_speedLabel = new QLabel(this);
-    m_leftLabel = new QLabel(this);
-    m_deviceLabel = new QLabel(this);
-    m_memoryLabel = new QLabel(this);
-    m_worldLabel = new QLabel(this);
-    // Shown whole when there is room; on a small screen they give way instead of
-    // making the window wider than the screen (a label asks for all its text).
-    const int fewCharacters = fontMetrics().averageCharWidth() * 6;
-    for (QLabel* label : {m_stateLabel, m_stepLabel, m_speedLabel, m_leftLabel, m_deviceLabel, m_worldLabel, m_memoryLabel}) {
-        label->setMinimumWidth(fewCharacters);
-        statusBar()->addPermanentWidget(label);
-    }
-    m_stateLabel->setAccessibleName(tr("Training state"));
-    m_stepLabel->setAccessibleName(tr("Step"));
-    m_speedLabel->setAccessibleName(tr("Tokens per second"));
-    m_leftLabel->setAccessibleName(tr("Time left"));
-    m_deviceLabel->setAccessibleName(tr("Device"));
-    m_memoryLabel->setAccessibleName(tr("Memory in use"));
-    m_worldLabel->setAccessibleName(tr("Processes"));
+    m_status = new RunStatusBar(this);
 
-    m_assessTimer.setSingleShot(true);
-    m_assessTimer.setInterval(150);
-    connect(&m_assessTimer, &QTimer::timeout, this, &MainWindow::assess);
-    connect(m_panel, &ConfigPanel::documentChanged, this, [this] {
-        m_modified = true;
-        updateTitle();
-        m_assessTimer.start();
+    m_document = new ConfigDocument(m_panel, this);
+    connect(m_document, &ConfigDocument::assessed, this, &MainWindow::updateActions);
+    connect(m_document, &ConfigDocument::problem, this, &MainWindow::showProblem);
+    connect(m_document, &ConfigDocument::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_document, &ConfigDocument::saved, m_recent, &RecentMenu::remember);
+    connect(m_runs, &RunRegistry::message, m_log, &LogPanel::appendLine);
+    connect(m_runs, &RunRegistry::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_runs, &RunRegistry::problem, this, &MainWindow::showProblem);
+    m_following = new FollowedRun(*m_runs, *m_status, m_controller, *m_document, this);
+    connect(m_following, &FollowedRun::logLines, this, [this](const QStringList& lines, bool fromStart) {
+        if (fromStart)
+            showRunLog(lines);
+        else
+            m_log->appendSpdlogLines(lines);
     });
-    connect(m_panel, &ConfigPanel::presetChosen, this, &MainWindow::choosePreset);
+    connect(m_following, &FollowedRun::stateChanged, this, &MainWindow::updateActions);
+    connect(m_following, &FollowedRun::statusMessage, statusBar(), &QStatusBar::showMessage);
+    // A pick opens the file it names, after afterUnsavedEdits.
+    connect(m_panel, &ConfigPanel::presetChosen, this, [this](const QString& choice) {
+        const QString file = m_document->presetFile(choice);
+        m_document->afterUnsavedEdits([this, file] { openConfiguration(file); });
+    });
 
     connect(&m_controller, &TrainingController::stateChanged, this, &MainWindow::onStateChanged);
-    connect(&m_controller, &TrainingController::started, this, &MainWindow::onStarted);
-    connect(&m_controller, &TrainingController::record, this, &MainWindow::onRecord);
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
-    connect(&m_controller, &TrainingController::finished, this, &MainWindow::onFinished);
-    // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
-    connect(&m_controller, &TrainingController::paused, this, [this](qint64 step) {
-        m_stepLabel->setText(tr("Step %1 / %2").arg(step).arg(m_totalSteps));
+    m_session = new TrainingSession(m_controller, *m_document, *m_runs, *m_following, *m_status, m_insights, this, root);
+    connect(m_session, &TrainingSession::problem, this, &MainWindow::showProblem);
+    connect(m_session, &TrainingSession::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_session, &TrainingSession::runLog, this, &MainWindow::showRunLog);
+    connect(m_session, &TrainingSession::finished, this, [this] {
+        if (m_closeWhenIdle && !m_studiesPage->busy())
+            close();
     });
 
     connect(m_studiesPage, &StudiesPage::message, m_log, &LogPanel::appendLine);
@@ -215,18 +150,17 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
             close();
     });
 
-    refreshPresets();
+    m_document->refreshPresets();
     m_panel->setDevices(deviceChoices());
 
     restoreLayout();
     openConfiguration(QStringLiteral("widenet"));
-    m_modified = false;
-    updateTitle();
+    m_document->setModified(false);
 }
 
 MainWindow::~MainWindow()
 {
-    m_follower.reset();
+    m_following->stop();
     delete m_ablation;  // cancels a scan in progress and waits for it
     m_ablation = nullptr;
     for (QThread* job : std::as_const(m_jobs))
@@ -301,34 +235,34 @@ void MainWindow::buildActions()
         return action;
     };
     add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence(tr("Ctrl+O")), [this] {
-        afterUnsavedEdits([this] {
+        m_document->afterUnsavedEdits([this] {
             const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"),
-                                                              QFileInfo(m_configFile).path(),
+                                                              QFileInfo(m_document->file()).path(),
                                                               tr("WideLab configurations (*.json)"));
             if (!file.isEmpty())
                 openConfiguration(file);
         });
     });
     // Spelled out: QKeySequence::SaveAs has no key on some platforms.
-    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { save(); });
+    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { m_document->save(); });
     add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence(tr("Ctrl+Shift+S")),
-        [this] { saveAs(); });
+        [this] { m_document->saveAs(); });
     add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
-        afterUnsavedEdits([this] {
-            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_runsRoot);
+        m_document->afterUnsavedEdits([this] {
+            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_session->runsRoot());
             if (!dir.isEmpty())
                 openRun(dir);
         });
     });
     add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_runsRoot);
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_session->runsRoot());
         if (!dir.isEmpty())
-            addRunToComparison(dir);
+            m_runs->addToComparison(dir);
     });
     add(QStringLiteral("runsFolder"), tr("Runs &Folder..."), QKeySequence(), [this] {
-        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_runsRoot);
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_session->runsRoot());
         if (!dir.isEmpty()) {
-            m_runsRoot = dir;
+            m_session->setRunsRoot(dir);
             QSettings().setValue(QStringLiteral("runsRoot"), dir);
         }
     });
@@ -382,7 +316,7 @@ void MainWindow::buildActions()
     add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
     add(QStringLiteral("about"), tr("&About WideLab"), QKeySequence(), [this] { showAbout(); });
 
-    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { startTraining(); });
+    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { m_session->start(); });
     add(QStringLiteral("pause"), tr("&Pause"), QKeySequence(tr("F6")), [this] {
         if (m_controller.state() == TrainingController::State::Paused)
             m_controller.resume();
@@ -442,22 +376,19 @@ void MainWindow::buildDocks()
     buttons->addWidget(add);
     buttons->addWidget(remove);
     layout->addLayout(buttons);
+    m_runs = new RunRegistry(m_curves, m_insights, m_runsList, this);
     connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
     connect(remove, &QPushButton::clicked, this, [this] {
         QListWidgetItem* item = m_runsList->currentItem();
         if (!item)
             return;
         const QString id = item->data(Qt::UserRole).toString();
-        if (id == m_currentRun && m_controller.busy())
+        if (id == m_runs->current() && m_controller.busy())
             return;  // the run in training stays
-        if (m_follower && m_follower->directory() == id)
-            stopFollowing();
-        m_curves->removeRun(id);
-        m_insights->removeRun(id);
-        m_records.remove(id);
-        delete item;
+        if (const RunFollower* follower = m_following->follower(); follower && follower->directory() == id)
+            m_following->stop();
+        m_runs->remove(id);
     });
-    connect(m_runsList, &QListWidget::itemChanged, this, &MainWindow::onRunItemChanged);
     m_runsDock = new QDockWidget(tr("Runs"), this);
     m_runsDock->setObjectName(QStringLiteral("runsDock"));
     m_runsDock->setWidget(runs);
@@ -472,7 +403,10 @@ void MainWindow::buildMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(m_actions.value(QStringLiteral("open")));
-    m_recentMenu = file->addMenu(tr("Open &Recent"));
+    m_recent = new RecentMenu(file->addMenu(tr("Open &Recent")), this);
+    connect(m_recent, &RecentMenu::chosen, this, [this](const QString& path, bool run) {
+        m_document->afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
+    });
     file->addAction(m_actions.value(QStringLiteral("save")));
     file->addAction(m_actions.value(QStringLiteral("saveAs")));
     file->addSeparator();
@@ -484,7 +418,6 @@ void MainWindow::buildMenus()
     file->addAction(m_actions.value(QStringLiteral("exportData")));
     file->addSeparator();
     file->addAction(m_actions.value(QStringLiteral("quit")));
-    rebuildRecentMenu();
 
     QMenu* run = menuBar()->addMenu(tr("&Run"));
     for (const char* name : {"start", "pause", "stop", "checkpoint"})
@@ -554,12 +487,6 @@ void MainWindow::restoreLayout()
 
 QAction* MainWindow::action(const QString& name) const { return m_actions.value(name); }
 
-const RunRecord* MainWindow::record(const QString& runId) const
-{
-    const auto it = m_records.constFind(runId);
-    return it == m_records.constEnd() ? nullptr : &it.value();
-}
-
 void MainWindow::showProblem(const QString& title, const QString& text)
 {
     statusBar()->showMessage(text, 10000);
@@ -570,271 +497,17 @@ void MainWindow::showProblem(const QString& title, const QString& text)
     box->open();
 }
 
-void MainWindow::clearRunLabels()
-{
-    for (QLabel* label : {m_stepLabel, m_speedLabel, m_leftLabel, m_memoryLabel, m_worldLabel})
-        label->clear();
-    m_worldLabel->setToolTip(QString());
-}
-
-// A distributed run's processes: how many, and which one the others wait for.
-void MainWindow::showWorld(const WorldPace& world)
-{
-    const PaceText text = describePace(world);
-    m_worldLabel->setText(text.label);
-    m_worldLabel->setToolTip(text.details);
-}
-
-void MainWindow::setDocument(const QJsonObject& document, bool modified)
-{
-    m_panel->setDocument(document);
-    m_modified = modified;
-    assess();
-    updateTitle();
-}
-
 bool MainWindow::openConfiguration(const QString& fileOrPreset)
 {
-    QString file = fileOrPreset;
-    if (!QFileInfo::exists(file)) {
-        try {
-            file = QString::fromStdString(resolveConfigPath(fileOrPreset.toStdString()).string());
-        } catch (const std::exception& error) {
-            showProblem(tr("Cannot Open Configuration"), QString::fromStdString(error.what()));
-            return false;
-        }
-    }
+    const QString file = m_document->resolve(fileOrPreset);
+    if (file.isEmpty())
+        return false;
     if (QFileInfo(file).isDir())
         return openRun(file);
-    QString error;
-    const QJsonObject document = readJsonObject(file, &error);
-    if (!error.isEmpty()) {
-        showProblem(tr("Cannot Open Configuration"), error);
+    if (!m_document->open(file))
         return false;
-    }
-    m_configFile = file;
-    m_openRun.clear();
-    stopFollowing();
-    setDocument(document, false);  // as written: derived keys it leaves out follow their rule
-    rememberRecent(file);
-    return true;
-}
-
-bool MainWindow::configurationIsReadOnly() const
-{
-    return m_configFile.isEmpty() || m_configFile.startsWith(QLatin1Char(':'))
-           || isShippedPreset(m_configFile.toStdString());
-}
-
-bool MainWindow::save()
-{
-    return configurationIsReadOnly() ? saveAs() : saveConfiguration(m_configFile);
-}
-
-bool MainWindow::saveAs()
-{
-    // A shipped preset (or a document of no file) is saved among the user's
-    // presets by default, where the picker and `widelab-cli train NAME` find it.
-    QString folder = QFileInfo(m_configFile).absolutePath();
-    QString base = QFileInfo(m_configFile).completeBaseName();
-    if (configurationIsReadOnly()) {
-        folder = QString::fromStdString(userPresetDirectory().string());
-        if (folder.isEmpty() || !QDir().mkpath(folder))
-            folder = QDir::homePath();
-        // Named after the document, not the preset: a file named like a shipped
-        // preset would be found after it by name.
-        const QString name = m_panel->document().value(QStringLiteral("name")).toString();
-        base = slug(name.isEmpty() ? base : name);
-    }
-    const QString file = QFileDialog::getSaveFileName(this, tr("Save Configuration"),
-                                                      QDir(folder).filePath(base + QStringLiteral(".json")),
-                                                      tr("WideLab configurations (*.json)"));
-    return !file.isEmpty() && saveConfiguration(file);
-}
-
-void MainWindow::afterUnsavedEdits(const std::function<void()>& then)
-{
-    if (!m_modified) {
-        then();
-        return;
-    }
-    // Window-modal and asynchronous, like the other questions of the window.
-    auto* box = new QMessageBox(QMessageBox::Question, tr("Unsaved Changes"),
-                                tr("The configuration has changes that are not saved. Save them first?"),
-                                QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, this);
-    box->setObjectName(QStringLiteral("unsavedQuestion"));
-    box->setDefaultButton(QMessageBox::Save);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    connect(box, &QMessageBox::finished, this, [this, box, then] {
-        box->deleteLater();  // answered by a button, the box is hidden, not closed
-        const QMessageBox::StandardButton answer = box->standardButton(box->clickedButton());
-        if (answer == QMessageBox::Discard || (answer == QMessageBox::Save && save()))
-            then();
-    });
-    box->open();
-}
-
-void MainWindow::refreshPresets()
-{
-    m_presetChoices.clear();
-    m_presetFiles.clear();
-    for (const std::string& name : listPresets()) {
-        const QString choice = QString::fromStdString(name);
-        m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, choice);  // resolved by name: the shipped one
-    }
-    const std::filesystem::path mine = userPresetDirectory();
-    for (const std::string& name : listUserPresets()) {
-        const QString choice = tr("%1 (yours)").arg(QString::fromStdString(name));
-        m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, QString::fromStdString((mine / (name + ".json")).string()));
-    }
-    m_panel->setPresets(m_presetChoices);
-}
-
-void MainWindow::choosePreset(const QString& choice)
-{
-    const QString file = m_presetFiles.value(choice, choice);
-    afterUnsavedEdits([this, file] { openConfiguration(file); });
-}
-
-bool MainWindow::saveConfiguration(const QString& file)
-{
-    if (isShippedPreset(file.toStdString())) {
-        showProblem(tr("Cannot Save Configuration"),
-                    tr("%1 is among the shipped presets, which stay as shipped; save the configuration elsewhere "
-                       "(Save Configuration As), for example in your presets folder %2.")
-                        .arg(QDir::toNativeSeparators(file),
-                             QDir::toNativeSeparators(QString::fromStdString(userPresetDirectory().string()))));
-        return false;
-    }
-    QSaveFile out(file);
-    if (!out.open(QIODevice::WriteOnly)
-        || out.write(QJsonDocument(m_panel->document()).toJson(QJsonDocument::Indented)) < 0 || !out.commit()) {
-        showProblem(tr("Cannot Save Configuration"),
-                    tr("%1 cannot be written: %2").arg(QDir::toNativeSeparators(file), out.errorString()));
-        return false;
-    }
-    m_configFile = file;
-    m_modified = false;
-    updateTitle();
-    rememberRecent(file);
-    std::error_code error;
-    if (std::filesystem::equivalent(QFileInfo(file).absolutePath().toStdString(), userPresetDirectory(), error))
-        refreshPresets();
-    statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(file)), 5000);
-    return true;
-}
-
-RunRecord& MainWindow::addRecord(RunRecord record)
-{
-    auto* item = new QListWidgetItem(record.label);
-    item->setData(Qt::UserRole, record.id);
-    item->setToolTip(QDir::toNativeSeparators(record.directory));
-    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
-    const QSignalBlocker block(m_runsList);
-    item->setCheckState(Qt::Checked);
-    m_runsList->addItem(item);
-    const QString id = record.id;
-    m_records.insert(id, std::move(record));
-    RunRecord& stored = m_records[id];
-    showRecord(stored);
-    item->setForeground(m_curves->runColor(id));
-    m_insights->addRun(id, stored.label, stored.insights);
-    return stored;
-}
-
-void MainWindow::showRecord(const RunRecord& record)
-{
-    m_curves->addRun(record.id, record.label, record.parameters);
-    // A run whose configuration could not be read keeps its balance loss chart.
-    const InsightHistory& insights = *record.insights;
-    m_curves->setRunTraits(record.id, {!insights.architecture() || insights.hasExperts()});
-    m_curves->clearRun(record.id);
-    appendCurves(record.id, record.curves);
-}
-
-void MainWindow::appendCurves(const QString& runId, const CurveBatch& batch)
-{
-    for (auto it = batch.begin(); it != batch.end(); ++it)
-        m_curves->appendPoints(runId, it.key(), it.value());
-}
-
-void MainWindow::onRunItemChanged(QListWidgetItem* item)
-{
-    const QString id = item->data(Qt::UserRole).toString();
-    const auto it = m_records.constFind(id);
-    if (it == m_records.constEnd())
-        return;
-    if (item->checkState() == Qt::Checked)
-        showRecord(it.value());
-    else
-        m_curves->removeRun(id);
-}
-
-bool MainWindow::addRunToComparison(const QString& directory)
-{
-    QStringList warnings;
-    const bool added = addSavedRun(directory, nullptr, &warnings);
-    reportSkippedLines(warnings);
-    return added;
-}
-
-// One warning per skipped line in the log, where each names its file and line;
-// the status bar says how many, so that a damaged file is noticed without a
-// dialog per line.
-void MainWindow::reportSkippedLines(const QStringList& warnings)
-{
-    for (const QString& warning : warnings)
-        m_log->appendLine(QStringLiteral("warning"), warning);
-    if (!warnings.isEmpty())
-        statusBar()->showMessage(warnings.size() == 1
-                                     ? tr("1 damaged line skipped; the log names it and why.")
-                                     : tr("%1 damaged lines skipped; the log names each and why.").arg(warnings.size()),
-                                 15000);
-}
-
-// With `metricsTail`, the run is read afresh even when shown already, and the
-// tail ends where the reading stopped, for a follower to go on from there.
-// Lines skipped as damaged are added to `warnings`; a config.json that cannot
-// be read is a warning in the log.
-bool MainWindow::addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings)
-{
-    const QString absolute = QDir(directory).absolutePath();
-    for (auto it = m_records.begin(); it != m_records.end(); ++it) {
-        if (it->directory != absolute)
-            continue;
-        if (metricsTail) {
-            it->restart();
-            loadRunRecord(absolute, *it, nullptr, metricsTail, warnings);
-            if (m_curves->runs().contains(it->id))
-                showRecord(*it);
-            m_insights->historyChanged(it->id);
-        }
-        return true;  // already shown
-    }
-    RunRecord record;
-    QString error;
-    if (!loadRunRecord(absolute, record, &error, metricsTail, warnings)) {
-        showProblem(tr("Cannot Open Run"), error);
-        return false;
-    }
-    QString configError;
-    const QJsonObject config = readJsonObject(runFile(absolute, runlayout::kConfig), &configError);
-    if (!configError.isEmpty()) {  // the curves are still worth seeing
-        const QString warning = tr("%1 (its size is unknown)").arg(configError);
-        m_log->appendLine(QStringLiteral("warning"), warning);
-        statusBar()->showMessage(warning, 15000);
-    }
-    const ConfigAssessment assessment = assessDocument(config);
-    record.id = absolute;
-    record.label = QFileInfo(absolute).fileName();
-    record.parameters = static_cast<double>(assessment.cost.stored);
-    if (assessment.valid) {
-        record.insights->setArchitecture(assessment.sketch);
-        describeInsights(*record.insights, assessment.complete);
-    }
-    addRecord(std::move(record));
+    m_following->stop();
+    m_recent->remember(file);
     return true;
 }
 
@@ -871,27 +544,23 @@ bool MainWindow::openRun(const QString& directory)
     }
     LineTail metricsTail;
     QStringList warnings;
-    if (!addSavedRun(absolute, &metricsTail, &warnings))
+    if (!m_runs->addSaved(absolute, &metricsTail, &warnings))
         return false;
-    m_configFile.clear();
-    setDocument(config, false);
-    m_openRun = absolute;
-    m_openRunDocument = m_complete;
-    m_currentRun = absolute;
-    m_insights->setCurrentRun(absolute);
+    m_document->showRun(absolute, config);
+    m_runs->setCurrent(absolute);
     LineTail logTail = loadLog(absolute);
-    reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
-    clearRunLabels();
-    if (const RunRecord* r = record(absolute)) {
-        m_stepLabel->setText(tr("Step %1").arg(static_cast<qint64>(r->lastStep())));
+    m_runs->reportSkippedLines(warnings);  // after the run's log, which replaces what the panel held
+    m_status->clearRun();
+    if (const RunRecord* r = m_runs->record(absolute)) {
+        m_status->showStep(static_cast<qint64>(r->lastStep()));
         if (const QVector<CurvePoint> speed = r->curves.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
-            m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
-        showWorld(r->world);
+            m_status->showSpeed(speed.last().value);
+        m_status->showWorld(r->world);
     }
-    rememberRecent(absolute);
+    m_recent->remember(absolute);
     // Another process may be training it (a server, the directory mounted here):
     // what it writes from now on comes in as it is written.
-    follow(absolute, std::move(metricsTail), std::move(logTail));
+    m_following->follow(absolute, std::move(metricsTail), std::move(logTail));
     updateActions();
     return true;
 }
@@ -914,281 +583,16 @@ LineTail MainWindow::loadLog(const QString& directory)
     return tail;
 }
 
-void MainWindow::follow(const QString& directory, LineTail metrics, LineTail log)
-{
-    stopFollowing();
-    m_follower = std::make_unique<RunFollower>(directory, std::move(metrics), std::move(log));
-    m_follower->setInterval(m_followInterval);
-    connect(m_follower.get(), &RunFollower::metricsLines, this, &MainWindow::onFollowedMetrics);
-    connect(m_follower.get(), &RunFollower::logLines, this, [this](const QStringList& lines, bool fromStart) {
-        if (fromStart)
-            showRunLog(lines);
-        else
-            m_log->appendSpdlogLines(lines);
-    });
-    connect(m_follower.get(), &RunFollower::stateChanged, this, &MainWindow::onFollowedState);
-    connect(m_follower.get(), &RunFollower::readError, this,
-            [this](const QString& error) { statusBar()->showMessage(error, 10000); });
-}
-
-void MainWindow::stopFollowing()
-{
-    if (!m_follower)
-        return;
-    m_follower.reset();
-    m_stateLabel->setStyleSheet(QString());
-    m_stateLabel->setToolTip(QString());
-    if (m_controller.state() == TrainingController::State::Idle)
-        m_stateLabel->setText(tr("Idle"));
-}
-
-// New lines of the followed run: appended, or, after a resume trimmed the file,
-// the record rebuilt from the lines that remain.
-void MainWindow::onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart)
-{
-    const QString id = m_follower ? m_follower->directory() : QString();
-    auto it = m_records.find(id);
-    if (it == m_records.end())
-        return;
-    if (fromStart)
-        it->restart();
-    CurveBatch added;
-    QStringList warnings;
-    for (qsizetype i = 0; i < lines.size(); ++i) {
-        QString warning;
-        const CurveBatch batch = it->addMetricsLine(lines[i], lineNumbers.value(i), &warning);
-        if (!warning.isEmpty())
-            warnings.append(warning);
-        for (auto series = batch.begin(); series != batch.end(); ++series)
-            added[series.key()] += series.value();
-    }
-    reportSkippedLines(warnings);
-    if (m_curves->runs().contains(id)) {
-        if (fromStart)
-            showRecord(*it);
-        else
-            appendCurves(id, added);
-    }
-    m_insights->historyChanged(id);
-    if (const QVector<CurvePoint> speed = added.value(QLatin1String(curve::kTokensPerSecond)); !speed.isEmpty())
-        m_speedLabel->setText(tr("%1 tokens/s").arg(speed.last().value, 0, 'f', 0));
-    showWorld(it->world);
-    showFollowedStep();
-}
-
-void MainWindow::onFollowedState()
-{
-    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
-        return;
-    const QString text = m_follower->description();
-    m_stateLabel->setText(text.isEmpty() ? tr("Idle") : text);
-    m_stateLabel->setToolTip(m_follower->statusError());
-    const RunFollower::State state = m_follower->state();
-    const bool failed = m_follower->status() && m_follower->status()->state == RunState::Failed;
-    const bool dark = themeIsDark(palette());  // the colours lighter on a dark window
-    m_stateLabel->setStyleSheet(state == RunFollower::State::Stale || state == RunFollower::State::Gone
-                                    ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#e69f00" : "#a15c00")
-                                : failed ? QStringLiteral("color: %1; font-weight: bold;").arg(dark ? "#ff6b6b" : "#b3261e")
-                                         : QString());
-    showFollowedStep();
-    updateActions();
-}
-
-// The newest step the lines or the trainer's status tell of.
-void MainWindow::showFollowedStep()
-{
-    if (!m_follower || m_controller.state() != TrainingController::State::Idle)
-        return;
-    const RunRecord* r = record(m_follower->directory());
-    qint64 step = r ? static_cast<qint64>(r->lastStep()) : 0;
-    qint64 total = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
-    if (const auto& status = m_follower->status()) {
-        step = std::max<qint64>(step, status->step);
-        total = status->totalSteps > 0 ? status->totalSteps : total;
-    }
-    m_stepLabel->setText(total > 0 ? tr("Step %1 / %2").arg(step).arg(total) : tr("Step %1").arg(step));
-}
-
-void MainWindow::assess()
-{
-    m_assessTimer.stop();
-    const ConfigAssessment assessment = assessDocument(m_panel->document());
-    m_panel->setIssues(assessment.issues);
-    if (assessment.valid) {
-        m_complete = assessment.complete;
-        m_storedParameters = assessment.cost.stored;
-        m_sketch = assessment.sketch;
-        m_panel->setCost(assessment.cost);
-        m_panel->setArchitecture(assessment.sketch);
-        m_panel->setModelCurrent(true);
-        m_startBlocked.clear();
-    } else {
-        m_complete = QJsonObject();
-        m_panel->setModelCurrent(false);
-        const FieldIssue& first = assessment.issues.first();
-        m_startBlocked = (first.key.isEmpty() ? first.reason : first.key + QStringLiteral(": ") + first.reason);
-        if (assessment.issues.size() > 1)
-            m_startBlocked += tr(" (and %n more)", nullptr, static_cast<int>(assessment.issues.size() - 1));
-    }
-    updateActions();
-}
-
-bool MainWindow::startTraining()
-{
-    if (m_assessTimer.isActive())
-        assess();
-    if (m_controller.busy())
-        return false;
-    if (m_complete.isEmpty())
-        return false;
-    // The open run continues when the document is still its own; anything else is a new run.
-    const RunContinuation c = m_openRun.isEmpty() ? RunContinuation{} : runContinuation(m_openRun, m_complete);
-    const bool resume = c.continues;
-    if (!startBlockedReason(resume).isEmpty())
-        return false;
-    // A new length moves a cosine schedule under the run: asked before it happens.
-    const bool scheduleAccepted = std::exchange(m_scheduleAccepted, false);
-    if (resume && c.scheduleChanges && !scheduleAccepted) {
-        auto* box = new QMessageBox(
-            QMessageBox::Question, tr("Continue with a New Schedule?"),
-            tr("The run's cosine learning-rate schedule spans %1 steps; continued with %2 steps it spans those "
-               "instead. At step %3, where the run continues, the learning rate changes from %4 to %5.\n\n"
-               "Continue the run with the new schedule?")
-                .arg(c.savedSteps)
-                .arg(c.steps)
-                .arg(c.step)
-                .arg(c.savedRate, 0, 'g', 4)
-                .arg(c.rate, 0, 'g', 4),
-            QMessageBox::Cancel, this);
-        QPushButton* go = box->addButton(tr("Continue"), QMessageBox::AcceptRole);
-        box->setDefaultButton(QMessageBox::Cancel);
-        box->setAttribute(Qt::WA_DeleteOnClose);
-        box->setObjectName(QStringLiteral("scheduleQuestion"));
-        connect(go, &QPushButton::clicked, this, [this] {
-            m_scheduleAccepted = true;
-            startTraining();
-        });
-        box->open();
-        return false;
-    }
-    QString directory = m_openRun;
-    if (!resume) {
-        const QString name = m_complete.value(QStringLiteral("name")).toString();
-        const QString base = slug(name.isEmpty() ? QFileInfo(m_configFile).completeBaseName() : name) + QLatin1Char('-')
-                             + QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-        directory = QDir(m_runsRoot).filePath(base);
-        for (int n = 2; QFileInfo::exists(directory); ++n)
-            directory = QDir(m_runsRoot).filePath(base + QStringLiteral("-%1").arg(n));
-        if (!QDir().mkpath(directory)) {
-            showProblem(tr("Cannot Start"), tr("The run folder %1 cannot be created.").arg(QDir::toNativeSeparators(directory)));
-            return false;
-        }
-        RunRecord record;
-        record.id = directory;
-        record.label = QFileInfo(directory).fileName();
-        record.directory = directory;
-        record.parameters = static_cast<double>(m_storedParameters);
-        record.insights->setArchitecture(m_sketch);
-        describeInsights(*record.insights, m_complete);
-        addRecord(std::move(record));
-        clearRunLabels();  // nothing of an earlier run describes this one
-        statusBar()->showMessage(tr("New run in %1").arg(QDir::toNativeSeparators(directory)), 10000);
-    }
-    stopFollowing();  // this window writes the run now
-    m_currentRun = directory;
-    m_openRun = directory;
-    m_openRunDocument = m_complete;
-    m_insights->setCurrentRun(directory);
-    m_insights->setLive(true);  // Start is to watch it train
-    const QString json = QString::fromUtf8(QJsonDocument(m_complete).toJson(QJsonDocument::Compact));
-    m_lastStart = TrainingRequest{json, directory, resume, false};
-    return m_controller.start(json, directory, resume);
-}
-
-bool MainWindow::continuesOpenRun() const
-{
-    // The core's rule (train/ResumeRule.h), as the trainer and the CLI apply it: a
-    // run that failed before its first checkpoint has nothing to continue from.
-    return !m_openRun.isEmpty() && !m_complete.isEmpty() && runContinuation(m_openRun, m_complete).continues;
-}
-
-QString MainWindow::startBlockedReason() const { return startBlockedReason(continuesOpenRun()); }
-
-QString MainWindow::startBlockedReason(bool continues) const
-{
-    if (m_controller.busy())
-        return tr("a run is in progress");
-    if (!m_startBlocked.isEmpty())
-        return m_startBlocked;
-    if (m_follower && m_follower->trainerActive() && continues) {
-        const RunStatus& s = *m_follower->status();
-        return tr("process %1 on %2 is training this run").arg(s.pid).arg(QString::fromStdString(s.host));
-    }
-    // Continuing a run that has done all its steps would only write its last checkpoint again.
-    const RunRecord* open = continues ? record(m_openRun) : nullptr;
-    const qint64 steps = m_complete.value(QStringLiteral("train")).toObject().value(QStringLiteral("steps")).toInteger();
-    if (open && static_cast<qint64>(open->lastStep()) >= steps)
-        return tr("the run has done all its %1 steps; raise train.steps to continue it").arg(steps);
-    return QString();
-}
-
 void MainWindow::onStateChanged(TrainingController::State state)
 {
-    static const QHash<TrainingController::State, QString> names{
-        {TrainingController::State::Idle, tr("Idle")},
-        {TrainingController::State::Starting, tr("Starting: preparing data and model")},
-        {TrainingController::State::Running, tr("Training")},
-        {TrainingController::State::Paused, tr("Paused")},
-        {TrainingController::State::Stopping, tr("Stopping: saving a checkpoint")}};
-    m_stateLabel->setText(names.value(state));
+    m_status->showState(state);
     m_panel->setReadOnly(state != TrainingController::State::Idle);
     updateActions();
 }
 
-void MainWindow::onStarted(const RunStarted& run)
-{
-    m_totalSteps = run.totalSteps;
-    // A resumed run retraces the steps after its checkpoint.
-    if (auto it = m_records.find(m_currentRun); it != m_records.end()) {
-        it->insights->truncateAfter(run.step);
-        m_insights->historyChanged(m_currentRun);
-    }
-    showRunLog(run.log);
-    clearRunLabels();
-    m_deviceLabel->setText(run.device);
-    m_stepLabel->setText(tr("Step %1 / %2").arg(run.step).arg(run.totalSteps));
-    updateTitle();
-}
-
-// What the run training here reports: added to its record as a line read from
-// disk is, then shown.
-void MainWindow::onRecord(const MetricsRecord& record)
-{
-    auto it = m_records.find(m_currentRun);
-    if (it == m_records.end())
-        return;
-    const CurveBatch added = it->add(record);
-    if (m_curves->runs().contains(m_currentRun))
-        appendCurves(m_currentRun, added);
-    if (record.type != MetricsRecord::Type::Eval)
-        m_insights->historyChanged(m_currentRun);
-    if (record.type != MetricsRecord::Type::Train)
-        return;
-    const TrainingSnapshot& s = record.train;
-    m_stepLabel->setText(tr("Step %1 / %2").arg(s.step).arg(m_totalSteps));
-    m_speedLabel->setText(tr("%1 tokens/s").arg(s.tokensPerSecond, 0, 'f', 0));
-    m_leftLabel->setText(tr("%1 left").arg(humanDuration(s.stepSeconds * static_cast<double>(m_totalSteps - s.step))));
-    m_memoryLabel->setText(QString::fromStdString(formatBytes(static_cast<double>(s.memoryBytes))));
-    showWorld(s.world);
-}
-
 void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
 {
-    auto it = m_records.find(runId);
-    if (it == m_records.end())
-        return;  // the run was removed from the window meanwhile
-    it->add(recordOf(result));
-    m_insights->historyChanged(runId);
+    m_runs->add(runId, recordOf(result));  // nothing when the run was removed from the window meanwhile
 }
 
 // The run in training probes the text itself (and keeps it); a run on disk is
@@ -1196,16 +600,16 @@ void MainWindow::addCapture(const QString& runId, const ProbeResult& result)
 void MainWindow::probeRuns(const QStringList& runIds, const QString& text)
 {
     for (const QString& id : runIds) {
-        const bool training = id == m_currentRun && (m_controller.state() == TrainingController::State::Running
+        const bool training = id == m_runs->current() && (m_controller.state() == TrainingController::State::Running
                                                      || m_controller.state() == TrainingController::State::Paused);
         if (training) {
             m_controller.probe(text, true);
             continue;
         }
-        const RunRecord* r = record(id);
+        const RunRecord* r = m_runs->record(id);
         if (r == nullptr || r->directory.isEmpty())
             continue;
-        if (id == m_currentRun && m_controller.busy()) {
+        if (id == m_runs->current() && m_controller.busy()) {
             statusBar()->showMessage(tr("The run is starting or stopping; add the probe again in a moment."), 8000);
             continue;
         }
@@ -1247,59 +651,14 @@ void MainWindow::exportView(bool csv)
     }
 }
 
-void MainWindow::onFinished(const QString& outcome, const QString& message)
-{
-    m_leftLabel->clear();
-    const auto current = m_records.constFind(m_currentRun);
-    const bool trained = current != m_records.constEnd() && current->lastStep() > 0;
-    if (outcome == QLatin1String("failed") && !trained)
-        showProblem(tr("Training Could Not Run"), message);
-    else if (outcome == QLatin1String("failed"))  // a disk that filled, a file that went: the checkpoints stay
-        showProblem(tr("Training Stopped"),
-                    tr("%1\n\nThe run keeps its last checkpoint: once the cause is fixed, Continue (F5) goes on "
-                       "from there.")
-                        .arg(message));
-    else if (outcome == QLatin1String("non-finite"))
-        showProblem(tr("Training Stopped"), message);
-    else if (outcome == QLatin1String("out-of-memory"))
-        showProblem(tr("Out of Memory"), message);
-    else if (outcome == QLatin1String("insufficient-memory"))
-        askToTrainAnyway(message);
-    else
-        statusBar()->showMessage(message, 10000);
-    if (m_closeWhenIdle && !m_studiesPage->busy())
-        close();
-}
-
-void MainWindow::askToTrainAnyway(const QString& message)
-{
-    statusBar()->showMessage(message, 10000);
-    // Window-modal and asynchronous, like showProblem's boxes.
-    auto* box = new QMessageBox(QMessageBox::Warning, tr("Run Too Large"),
-                                tr("%1.\n\nThe estimate is first-order: the run may still fit. Train anyway? "
-                                   "If memory runs out, the run stops with a message and keeps its checkpoints.")
-                                    .arg(message.left(1).toUpper() + message.mid(1)),
-                                QMessageBox::Cancel, this);
-    QPushButton* anyway = box->addButton(tr("Train Anyway"), QMessageBox::AcceptRole);
-    box->setDefaultButton(QMessageBox::Cancel);
-    box->setAttribute(Qt::WA_DeleteOnClose);
-    box->setObjectName(QStringLiteral("memoryQuestion"));
-    const TrainingRequest request = m_lastStart;
-    connect(anyway, &QPushButton::clicked, this, [this, request] {
-        if (!m_controller.busy() && m_currentRun == request.directory)
-            m_controller.start(request.documentJson, request.directory, request.resume, /*force=*/true);
-    });
-    box->open();
-}
-
 void MainWindow::updateActions()
 {
     const auto state = m_controller.state();
     const bool idle = state == TrainingController::State::Idle;
     const bool live = state == TrainingController::State::Running || state == TrainingController::State::Paused;
     QAction* start = m_actions.value(QStringLiteral("start"));
-    const bool continues = continuesOpenRun();
-    const QString reason = idle ? startBlockedReason(continues) : QString();
+    const bool continues = m_session->continuesOpenRun();
+    const QString reason = idle ? m_session->startBlockedReason(continues) : QString();
     start->setEnabled(idle && reason.isEmpty());
     start->setText(continues ? tr("&Continue") : tr("&Start"));
     start->setToolTip(reason.isEmpty() ? start->text().remove(QLatin1Char('&')) + QStringLiteral(" (F5)")
@@ -1313,51 +672,12 @@ void MainWindow::updateActions()
     m_actions.value(QStringLiteral("checkpoint"))->setEnabled(live && m_controller.takesRequests());
     m_actions.value(QStringLiteral("open"))->setEnabled(idle);
     m_actions.value(QStringLiteral("openRun"))->setEnabled(idle);
-    m_recentMenu->setEnabled(idle);
+    m_recent->menu()->setEnabled(idle);
     const bool studying = m_studiesPage->busy();
     for (const char* name : {"studyStart", "studyOpen", "studyNew"})
         m_actions.value(QLatin1String(name))->setEnabled(!studying);
     m_actions.value(QStringLiteral("studyContinue"))->setEnabled(m_studies->canContinue());
     m_actions.value(QStringLiteral("studyStop"))->setEnabled(studying);
-}
-
-void MainWindow::updateTitle()
-{
-    QString name = m_complete.value(QStringLiteral("name")).toString();
-    if (name.isEmpty())
-        name = m_configFile.isEmpty() ? tr("Untitled") : QFileInfo(m_configFile).completeBaseName();
-    setWindowTitle(QStringLiteral("%1[*] - WideLab").arg(name));
-    setWindowModified(m_modified);
-}
-
-void MainWindow::rememberRecent(const QString& path)
-{
-    QSettings settings;
-    QStringList recent = settings.value(QStringLiteral("recent")).toStringList();
-    const QString absolute = QFileInfo(path).absoluteFilePath();
-    recent.removeAll(absolute);
-    recent.prepend(absolute);
-    while (recent.size() > kRecentLimit)
-        recent.removeLast();
-    settings.setValue(QStringLiteral("recent"), recent);
-    rebuildRecentMenu();
-}
-
-void MainWindow::rebuildRecentMenu()
-{
-    m_recentMenu->clear();
-    const QStringList recent = QSettings().value(QStringLiteral("recent")).toStringList();
-    int index = 1;
-    for (const QString& path : recent) {
-        const bool run = QFileInfo(path).isDir();
-        QAction* open = m_recentMenu->addAction(
-            QStringLiteral("&%1 %2%3").arg(index % 10).arg(QDir::toNativeSeparators(path), run ? tr(" (run)") : QString()));
-        connect(open, &QAction::triggered, this, [this, path, run] {
-            afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
-        });
-        ++index;
-    }
-    m_recentMenu->setEnabled(!recent.isEmpty());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

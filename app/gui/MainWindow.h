@@ -1,28 +1,26 @@
 // defines: MainWindow: the coordinator of the desktop app: menus and shortcuts,
 // the configuration panel, the curves, the log and the runs list, joined to a
-// TrainingController. Each view is its own class; this one only wires them.
+// TrainingController. Each view is its own class, and so is each owner of the
+// window's state (ConfigDocument, RunRegistry, FollowedRun, TrainingSession,
+// RunStatusBar, RecentMenu); this one only wires them.
 #pragma once
 
-#include "configuration/ArchitectureSketch.h"
-#include "PaceText.h"
-#include "RunFollower.h"
-#include "RunRecord.h"
+#include "ConfigDocument.h"
+#include "FollowedRun.h"
+#include "RunRegistry.h"
+#include "RunStatusBar.h"
 #include "TrainingController.h"
+#include "TrainingSession.h"
 
 #include <QHash>
 #include <QJsonObject>
 #include <QMainWindow>
 #include <QTimer>
 
-#include <functional>
-#include <memory>
-
 class QAction;
 class QDockWidget;
 class QLabel;
 class QListWidget;
-class QListWidgetItem;
-class QMenu;
 class QMessageBox;
 class QTabWidget;
 class QThread;
@@ -33,6 +31,7 @@ class ConfigPanel;
 class CurvesView;
 class InsightsView;
 class LogPanel;
+class RecentMenu;
 class StudiesPage;
 class StudiesView;
 struct StudyStartOptions;
@@ -47,30 +46,13 @@ public:
     // Each returns false, after telling the user why, when the file or run cannot be used.
     bool openConfiguration(const QString& fileOrPreset);
     bool openRun(const QString& directory);
-    bool addRunToComparison(const QString& directory);
-    // Refuses (with a message) to write over a shipped preset.
-    bool saveConfiguration(const QString& file);
-    // Ctrl+S: saves where the configuration came from, or asks where when it
-    // has no file or is a shipped preset (read-only; the dialog starts in the
-    // user's presets folder). False when nothing was saved.
-    bool save();
-    bool saveAs();
-    // The configuration is one that Save must not write over: none, or a shipped preset.
-    bool configurationIsReadOnly() const;
-    // Runs `then` at once when the configuration has no unsaved edits; else asks
-    // first (Save, Discard or Cancel; window-modal) and runs it unless cancelled.
-    void afterUnsavedEdits(const std::function<void()>& then);
-    // Fills the panel's preset picker: the shipped presets, then the user's,
-    // marked "(yours)"; a pick opens the file it names, after afterUnsavedEdits.
-    void refreshPresets();
-    QStringList presetChoices() const { return m_presetChoices; }
-    void choosePreset(const QString& choice);
+    // The configuration shown, its file, presets and saving.
+    ConfigDocument& document() const { return *m_document; }
 
     // Starts (or continues) training what the panel shows; false with the reason
     // in startBlockedReason() when it cannot start.
-    bool startTraining();
-    QString startBlockedReason() const;
-    QString runsRoot() const { return m_runsRoot; }
+    bool startTraining() { return m_session->start(); }
+    QString startBlockedReason() const { return m_session->startBlockedReason(); }
 
     // Checks on a worker thread what matrix products run on (LibTorch, threads,
     // BLAS, a measured fp32 product speed) and writes it to the log; a slow or
@@ -95,14 +77,12 @@ public:
     LogPanel* log() const { return m_log; }
     QListWidget* runsList() const { return m_runsList; }
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
-    const RunRecord* record(const QString& runId) const;
-    QString currentRunId() const { return m_currentRun; }
-    // The follower of the open run (null while none is open, or while this
-    // window trains it); `milliseconds` between its looks, for runs opened later.
-    RunFollower* follower() const { return m_follower.get(); }
-    void setFollowInterval(int milliseconds) { m_followInterval = milliseconds; }
-    QLabel* stateLabel() const { return m_stateLabel; }
-    QLabel* speedLabel() const { return m_speedLabel; }
+    // The runs the window knows, the current one among them.
+    RunRegistry& runs() const { return *m_runs; }
+    // The following of the open run, written by another process or not.
+    FollowedRun& following() const { return *m_following; }
+    QLabel* stateLabel() const { return m_status->stateLabel(); }
+    QLabel* speedLabel() const { return m_status->speedLabel(); }
     QDockWidget* runsDock() const { return m_runsDock; }
     QDockWidget* logDock() const { return m_logDock; }
     QDockWidget* configDock() const { return m_configDock; }
@@ -115,34 +95,12 @@ private:
     void buildMenus();
     void buildDocks();
     void restoreLayout();
-    void assess();
-    void setDocument(const QJsonObject& document, bool modified);
     void updateActions();
-    bool continuesOpenRun() const;  // Start would continue the open run: its document is unchanged
-    // startBlockedReason() with continuesOpenRun() known (it reads the run's files).
-    QString startBlockedReason(bool continues) const;
-    void updateTitle();
     void showProblem(const QString& title, const QString& text);
-    void clearRunLabels();  // the status bar's step, speed, time left and memory: a new run starts
-    void showWorld(const WorldPace& world);
-    void rememberRecent(const QString& path);
-    void rebuildRecentMenu();
 
-    RunRecord& addRecord(RunRecord record);
-    void showRecord(const RunRecord& record);
-    void appendCurves(const QString& runId, const CurveBatch& batch);
-    bool addSavedRun(const QString& directory, LineTail* metricsTail, QStringList* warnings);
-    void reportSkippedLines(const QStringList& warnings);  // each in the log, a count in the status bar
     LineTail loadLog(const QString& directory);
-    void follow(const QString& directory, LineTail metrics, LineTail log);
-    void stopFollowing();
-    void onFollowedMetrics(const QList<QByteArray>& lines, const QList<qint64>& lineNumbers, bool fromStart);
-    void onFollowedState();
-    void showFollowedStep();
 
     void onStateChanged(TrainingController::State state);
-    void onStarted(const RunStarted& run);
-    void onRecord(const MetricsRecord& record);
     void probeRuns(const QStringList& runIds, const QString& text);
     void addCapture(const QString& runId, const ProbeResult& result);
     void exportView(bool csv);
@@ -150,11 +108,6 @@ private:
     void appendRuntimeReport();    // m_runtimeReport into the log: the line, then any warning
     void showRunLog(const QStringList& spdlogLines);  // a run's log, after the runtime report
     void showAbout();
-    void onFinished(const QString& outcome, const QString& message);
-    // A run refused because its memory estimate exceeds what the device has:
-    // asks whether to train it anyway.
-    void askToTrainAnyway(const QString& message);
-    void onRunItemChanged(QListWidgetItem* item);
 
     TrainingController m_controller;
     ConfigPanel* m_panel = nullptr;
@@ -169,39 +122,18 @@ private:
     QDockWidget* m_configDock = nullptr;
     QDockWidget* m_logDock = nullptr;
     QDockWidget* m_runsDock = nullptr;
-    QMenu* m_recentMenu = nullptr;
+    RecentMenu* m_recent = nullptr;  // File > Open Recent
     QHash<QString, QAction*> m_actions;
     QLabel* m_startReason = nullptr;
-    QLabel* m_stateLabel = nullptr;
-    QLabel* m_stepLabel = nullptr;
-    QLabel* m_speedLabel = nullptr;
-    QLabel* m_leftLabel = nullptr;
-    QLabel* m_deviceLabel = nullptr;
-    QLabel* m_memoryLabel = nullptr;
-    QLabel* m_worldLabel = nullptr;  // a distributed run's processes (PaceText.h)
+    RunStatusBar* m_status = nullptr;      // a child of the window
 
     QString m_runtimeReport;       // checkRuntime()'s findings, warning included
-    QTimer m_assessTimer;
-    QJsonObject m_complete;        // the panel's document with defaults, when valid
-    ArchitectureSketch m_sketch;   // of m_complete
-    qint64 m_storedParameters = 0;
-    QString m_startBlocked;
-    QString m_configFile;          // where the configuration was opened from or saved to
-    QStringList m_presetChoices;   // the picker's entries, shipped first
-    QHash<QString, QString> m_presetFiles;  // picker entry -> the file it opens
-    bool m_modified = false;
-    QString m_runsRoot;
-    QString m_openRun;             // a run directory that Start continues, if the document is its own
-    QJsonObject m_openRunDocument; // that run's config.json
-    TrainingRequest m_lastStart;   // what Start last asked for (Train Anyway repeats it, forced)
-    QHash<QString, RunRecord> m_records;
+    ConfigDocument* m_document = nullptr;  // a child of the window
+    TrainingSession* m_session = nullptr;  // a child of the window
+    RunRegistry* m_runs = nullptr;  // a child of the window
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
-    QString m_currentRun;          // the run training now (or last)
-    qint64 m_totalSteps = 0;
     bool m_closeWhenIdle = false;
-    bool m_scheduleAccepted = false;  // the user said yes to a moved schedule: the next start asks no more
-    std::unique_ptr<RunFollower> m_follower;  // the open run, written by another process or not
-    int m_followInterval = 1000;
+    FollowedRun* m_following = nullptr;    // a child of the window
 };
 
 }  // namespace widelab

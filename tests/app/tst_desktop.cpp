@@ -404,7 +404,7 @@ void TestDesktop::aRunTooLargeAsksToTrainAnyway()
     QVERIFY2(question->text().contains(QStringLiteral("GiB")) && question->text().contains(QStringLiteral("train.batch_size")),
              qPrintable(question->text()));
     QVERIFY(window.findChild<QMessageBox*>(QStringLiteral("problem")) == nullptr);
-    const QString run = window.currentRunId();
+    const QString run = window.runs().current();
 
     // Train Anyway: the same run folder, past the estimate, into a clean out-of-memory stop.
     QAbstractButton* anyway = nullptr;
@@ -416,7 +416,7 @@ void TestDesktop::aRunTooLargeAsksToTrainAnyway()
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
     QVERIFY2(finished.at(1).at(0).toString() == QStringLiteral("out-of-memory"),
              qPrintable(finished.at(1).at(0).toString() + QStringLiteral(": ") + finished.at(1).at(1).toString()));
-    QCOMPARE(window.currentRunId(), run);
+    QCOMPARE(window.runs().current(), run);
     QCOMPARE(window.runsList()->count(), 1);
     QVERIFY(!window.controller().busy());
 }
@@ -440,7 +440,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QCOMPARE(finished.first().at(0).toString(), QStringLiteral("completed"));
         QVERIFY(!window.configPanel()->isReadOnly());
 
-        runDirectory = window.currentRunId();
+        runDirectory = window.runs().current();
         QVERIFY(runDirectory.startsWith(runs));
         // 20 steps logged every 2: ten training points, two validation points (steps 10, 20).
         CurvePlot* loss = window.curves()->chart(QStringLiteral("loss"));
@@ -460,7 +460,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QCOMPARE(logLines.filter(QStringLiteral("validation at step")).size(), 2);
         // The insight views got every snapshot and the default probe at the
         // start and with each validation.
-        const RunRecord* live = window.record(runDirectory);
+        const RunRecord* live = window.runs().record(runDirectory);
         QVERIFY(live);
         QCOMPARE(live->insights->states().size(), qsizetype{10});
         QCOMPARE(live->insights->states().last().routing.size(), qsizetype{2});  // both blocks route
@@ -500,14 +500,14 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QVERIFY(clickButton(window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion")), QStringLiteral("Continue")));
         QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
         QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
-        QCOMPARE(window.currentRunId(), runDirectory);
+        QCOMPARE(window.runs().current(), runDirectory);
         QCOMPARE(window.runsList()->count(), 1);
         lossPoints = static_cast<int>(loss->points(runDirectory, QStringLiteral("loss")).size());
         QCOMPARE(lossPoints, 12);
         QCOMPARE(loss->points(runDirectory, QStringLiteral("loss")).last().step, 24.0);
         QVERIFY(!window.log()->visibleLines().filter(QStringLiteral("resumed from step-00000020.pt")).isEmpty());
         captured.clear();
-        for (const ProbeCapture& c : window.record(runDirectory)->insights->captures(probe))
+        for (const ProbeCapture& c : window.runs().record(runDirectory)->insights->captures(probe))
             captured << c.step;
         QCOMPARE(captured, (QList<qint64>{0, 10, 20, 24}));
     }
@@ -519,7 +519,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     QCOMPARE(reopened.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("tiny"));
     QCOMPARE(reopened.log()->visibleLines().filter(QStringLiteral("validation at step 20")).size(), 1);
     // The insights read back from metrics.jsonl: 12 states, 4 captures.
-    const RunRecord* read = reopened.record(runDirectory);
+    const RunRecord* read = reopened.runs().record(runDirectory);
     QCOMPARE(read->insights->states().size(), qsizetype{12});
     QCOMPARE(read->insights->captures(read->insights->probeTexts().value(0)).size(), qsizetype{4});
     QCOMPARE(reopened.insights()->currentRun(), runDirectory);
@@ -538,12 +538,12 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     // ... and its capture with the run's metrics: a window opened later shows it.
     MainWindow again(runs);
     QVERIFY(again.openRun(runDirectory));
-    QCOMPARE(again.record(runDirectory)->insights->captures(text).size(), qsizetype{1});
-    QCOMPARE(again.record(runDirectory)->insights->captures(text).first().step, qint64{24});
+    QCOMPARE(again.runs().record(runDirectory)->insights->captures(text).size(), qsizetype{1});
+    QCOMPARE(again.runs().record(runDirectory)->insights->captures(text).first().step, qint64{24});
 
     // Overlaid with a second run: both in the charts, each its own colour.
     const QString other = m_dir.filePath(QStringLiteral("controller"));  // trained by the first test
-    QVERIFY(reopened.addRunToComparison(other));
+    QVERIFY(reopened.runs().addToComparison(other));
     QCOMPARE(reopened.curves()->runs().size(), 2);
     QVERIFY(reopened.curves()->runColor(runDirectory) != reopened.curves()->runColor(QDir(other).absolutePath()));
     QVERIFY(!loss->points(QDir(other).absolutePath(), QStringLiteral("loss")).isEmpty());
@@ -553,7 +553,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     QCOMPARE(reopened.curves()->runs().size(), 1);
 
     // Not a run: a clear message, nothing added.
-    QVERIFY(!reopened.addRunToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
+    QVERIFY(!reopened.runs().addToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
     QCOMPARE(reopened.runsList()->count(), 2);
 }
 
@@ -657,9 +657,9 @@ void TestDesktop::aBadDataFileIsAMessageAndTheRunStays()
     // The run stays listed with its log; with no checkpoint there is nothing to
     // continue, so Start starts afresh.
     QCOMPARE(window.runsList()->count(), 1);
-    QVERIFY(QFileInfo::exists(window.currentRunId() + QStringLiteral("/log.txt")));
+    QVERIFY(QFileInfo::exists(window.runs().current() + QStringLiteral("/log.txt")));
     // Named after the configuration, in whole words short enough for a legend, and the time.
-    const QString folder = QFileInfo(window.currentRunId()).fileName();
+    const QString folder = QFileInfo(window.runs().current()).fileName();
     QVERIFY2(QRegularExpression(QStringLiteral("^transformer-6x8-wide-\\d{8}-\\d{6}$")).match(folder).hasMatch(),
              qPrintable(folder));
     QCOMPARE(window.action(QStringLiteral("start"))->text(), QStringLiteral("&Start"));
@@ -813,7 +813,7 @@ void TestDesktop::aDamagedMetricsFileIsReadWithOneWarningPerBadLine()
     window.show();
     QVERIFY(window.openRun(run));
     QVERIFY(window.findChildren<QMessageBox*>().isEmpty());  // no dialog per line, nor for the file
-    const RunRecord* record = window.record(QDir(run).absolutePath());
+    const RunRecord* record = window.runs().record(QDir(run).absolutePath());
     QVERIFY(record != nullptr);
 
     // The good lines, all of them.
@@ -903,7 +903,7 @@ void TestDesktop::damagedRunFilesAreMessagesNamingTheFile()
     QVERIFY(problem != nullptr);
     QVERIFY2(problem->text().contains(QStringLiteral("config.json")), qPrintable(problem->text()));
     problem->close();
-    QVERIFY(window.addRunToComparison(run));
+    QVERIFY(window.runs().addToComparison(run));
     const QString log = window.log()->visibleLines().join(QLatin1Char('\n'));
     QVERIFY2(log.contains(QStringLiteral("config.json")) && log.contains(QStringLiteral("size is unknown")), qPrintable(log));
     QCOMPARE(window.runsList()->count(), 1);
@@ -934,7 +934,7 @@ void TestDesktop::closingDuringTrainingAsksThenStopsAndSaves()
     stop->click();
     QTRY_VERIFY_WITH_TIMEOUT(!window->isVisible(), 60000);
     QVERIFY(!window->controller().busy());
-    QCOMPARE(checkpoints(window->currentRunId()).size(), 1);
+    QCOMPARE(checkpoints(window->runs().current()).size(), 1);
     delete window;
 }
 
@@ -1068,7 +1068,7 @@ void TestDesktop::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
     QVERIFY(!window.isWindowModified());
 
     // The picker lists it beside the shipped ones, marked; the CLI's lookup finds it by name.
-    const QStringList choices = window.presetChoices();
+    const QStringList choices = window.document().presetChoices();
     QVERIFY(choices.contains(QStringLiteral("widenet")));
     QVERIFY2(choices.contains(QStringLiteral("my-widenet (yours)")), qPrintable(choices.join(QStringLiteral(", "))));
     QVERIFY(!choices.contains(QStringLiteral("my-widenet")));
@@ -1078,12 +1078,12 @@ void TestDesktop::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
     document.insert(QStringLiteral("name"), QStringLiteral("My WideNet 2"));
     window.configPanel()->setDocument(document);
     Q_EMIT window.configPanel()->documentChanged();
-    QVERIFY(window.save());
+    QVERIFY(window.document().save());
     QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
              QStringLiteral("My WideNet 2"));
 
     // Writing over a shipped preset is refused with a message naming it.
-    QVERIFY(!window.saveConfiguration(shipped));
+    QVERIFY(!window.document().saveConfiguration(shipped));
     QCOMPARE(fileBytes(shipped), before);
     auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
     QVERIFY(problem);
@@ -1209,7 +1209,7 @@ void TestDesktop::aNewRunStartsWithAFreshStatusBarAndLiveViews()
     QVERIFY(window.startTraining());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QVERIFY2(window.speedLabel()->text().contains(QStringLiteral("tokens/s")), qPrintable(window.speedLabel()->text()));
-    const QString first = window.currentRunId();
+    const QString first = window.runs().current();
 
     // The first run's replay, frozen; then a second run.
     window.centralTabs()->setCurrentWidget(window.insights());
@@ -1224,7 +1224,7 @@ void TestDesktop::aNewRunStartsWithAFreshStatusBarAndLiveViews()
     window.configPanel()->setDocument(document);
     Q_EMIT window.configPanel()->documentChanged();
     QVERIFY(window.startTraining());
-    QVERIFY(window.currentRunId() != first);
+    QVERIFY(window.runs().current() != first);
     QCOMPARE(window.speedLabel()->text(), QString());  // not the first run's speed
     QVERIFY(window.insights()->isLive());
     QVERIFY(window.action(QStringLiteral("live"))->isChecked());
@@ -1272,7 +1272,7 @@ void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
     QSignalSpy finished(&window.controller(), &TrainingController::finished);
     QVERIFY(window.startTraining());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
-    const RunRecord* record = window.record(window.currentRunId());
+    const RunRecord* record = window.runs().record(window.runs().current());
     QVERIFY(record);
     const QStringList texts = record->insights->probeTexts();
     QCOMPARE(texts.size(), 1);
@@ -1282,7 +1282,7 @@ void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
     QVERIFY2(expected >= 0, qPrintable(texts.first()));
     QCOMPARE(live->trueLabel, expected);
     RunRecord reread;
-    QVERIFY(loadRunRecord(window.currentRunId(), reread, &reason));
+    QVERIFY(loadRunRecord(window.runs().current(), reread, &reason));
     const ProbeCapture* saved = reread.insights->captureAt(texts.first(), -1);
     QVERIFY(saved);
     QCOMPARE(saved->trueLabel, expected);
@@ -1373,7 +1373,7 @@ void TestDesktop::startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule()
     QVERIFY(window.startTraining());
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
     QCOMPARE(finished.first().at(0).toString(), QStringLiteral("completed"));
-    const QString run = window.currentRunId();
+    const QString run = window.runs().current();
     QAction* start = window.action(QStringLiteral("start"));
     QCOMPARE(start->text(), QStringLiteral("&Continue"));
 
@@ -1416,7 +1416,7 @@ void TestDesktop::startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule()
     QVERIFY(clickButton(window.findChild<QMessageBox*>(QStringLiteral("scheduleQuestion")), QStringLiteral("Continue")));
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 2, 120000);
     QCOMPARE(finished.last().at(0).toString(), QStringLiteral("completed"));
-    QCOMPARE(window.currentRunId(), run);
+    QCOMPARE(window.runs().current(), run);
     QCOMPARE(window.runsList()->count(), 1);
     const QStringList warned = window.log()->visibleLines().filter(QStringLiteral("schedule now spans 24 steps instead of 20"));
     QCOMPARE(warned.size(), 1);

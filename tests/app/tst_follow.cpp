@@ -298,7 +298,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     const QString config = m_dir.filePath(QStringLiteral("tiny.json"));
     QVERIFY(writeBytes(config, QJsonDocument(tinyDocument(1000000)).toJson()));
     MainWindow window;
-    window.setFollowInterval(100);
+    window.following().setInterval(100);
     window.show();
 
     QProcess trainer;
@@ -307,12 +307,12 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QVERIFY(trainer.waitForStarted(20000));
     QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(run + QStringLiteral("/config.json")), 60000);
     QVERIFY(window.openRun(run));
-    RunFollower* follower = window.follower();
+    RunFollower* follower = window.following().follower();
     QVERIFY(follower != nullptr);
     QSignalSpy rebuilt(follower, &RunFollower::metricsLines);
 
     // Live: training points arrive while the trainer runs, and the window says whose run it is.
-    auto lossPoints = [&] { return window.record(QDir(run).absolutePath())->curves.value(QStringLiteral("loss")).size(); };
+    auto lossPoints = [&] { return window.runs().record(QDir(run).absolutePath())->curves.value(QStringLiteral("loss")).size(); };
     QTRY_VERIFY_WITH_TIMEOUT(lossPoints() >= 3, 60000);
     const qsizetype seen = lossPoints();
     QTRY_VERIFY_WITH_TIMEOUT(lossPoints() > seen + 3, 60000);
@@ -341,7 +341,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
              qPrintable(window.startBlockedReason()));
     trainer.kill();
     QVERIFY(trainer.waitForFinished(20000));
-    QTRY_COMPARE_WITH_TIMEOUT(window.record(QDir(run).absolutePath())->lastStep(), double(logged), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(window.runs().record(QDir(run).absolutePath())->lastStep(), double(logged), 20000);
     QTRY_COMPARE_WITH_TIMEOUT(follower->state(), RunFollower::State::Gone, 20000);
     QVERIFY2(window.stateLabel()->text().contains(QStringLiteral("gone")), qPrintable(window.stateLabel()->text()));
     QVERIFY(lockIsFree(run));  // the follower watches, and holds no lock
@@ -358,7 +358,7 @@ void TestFollow::theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume()
     QTRY_VERIFY2_WITH_TIMEOUT(window.stateLabel()->text().contains(QStringLiteral("finished on %1").arg(host)),
                               qPrintable(window.stateLabel()->text()), 20000);
     QCOMPARE(follower->state(), RunFollower::State::Ended);
-    const RunRecord* record = window.record(QDir(run).absolutePath());
+    const RunRecord* record = window.runs().record(QDir(run).absolutePath());
     QTRY_COMPARE_WITH_TIMEOUT(record->lastStep(), double(last), 20000);
     bool fromStart = false;
     for (const QList<QVariant>& arguments : std::as_const(rebuilt))
@@ -385,10 +385,10 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
     QVERIFY(writeBytes(metrics, trainLine(2) + "\n{\"type\":\"train\",\"step\":4,\"wall_seconds\":4,\"loss\""));
 
     MainWindow window(m_dir.filePath(QStringLiteral("runs-damaged-live")));
-    window.setFollowInterval(20);
+    window.following().setInterval(20);
     window.show();
     QVERIFY(window.openRun(run));
-    const RunRecord* record = window.record(QDir(run).absolutePath());
+    const RunRecord* record = window.runs().record(QDir(run).absolutePath());
     QVERIFY(record != nullptr);
     QCOMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), QVector<qint64>{2});
 
@@ -407,8 +407,8 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
                 found.append(shown);
         return found;
     };
-    const qint64 looks = window.follower()->looks();
-    QTRY_VERIFY(window.follower()->looks() > looks + 10);  // looked again and again: still one warning each
+    const qint64 looks = window.following().follower()->looks();
+    QTRY_VERIFY(window.following().follower()->looks() > looks + 10);  // looked again and again: still one warning each
     const QList<QPair<int, QString>> expected{
         {3, QStringLiteral("not valid UTF-8")}, {4, QStringLiteral("2^53")}, {5, QStringLiteral("no tokens")}};
     for (const auto& [line, why] : expected) {
@@ -446,7 +446,7 @@ void TestFollow::theWindowShowsADistributedRunsProcesses()
     const QString config = m_dir.filePath(QStringLiteral("two.json"));
     QVERIFY(writeBytes(config, QJsonDocument(tinyDocument(400)).toJson()));
     MainWindow window;
-    window.setFollowInterval(100);
+    window.following().setInterval(100);
     window.show();
     QProcess trainer;
     trainer.setProcessChannelMode(QProcess::MergedChannels);
