@@ -3,7 +3,7 @@
 #include "RunCommands.h"
 #include "StopOnSignals.h"
 #include "TextTable.h"
-#include "train/AblationScan.h"
+#include "measure/AblationScan.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // defines: AblateArguments, ablateCommand: `widelab-cli ablate`, an ablation scan
-// of a saved run (train/AblationScan.h) as a table or JSON
+// of a saved run (measure/AblationScan.h) as a table or JSON
 #pragma once
 
 #include <cstdint>

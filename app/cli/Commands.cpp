@@ -18,7 +18,7 @@
 #include "runtime/Runtime.h"
 #include "train/MemoryEstimate.h"
 #include "train/RunConfig.h"
-#include "train/Benchmark.h"
+#include "benchmark/Benchmark.h"
 #include "train/Trainer.h"
 
 #include <torch/torch.h>

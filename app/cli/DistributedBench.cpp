@@ -5,7 +5,7 @@
 #include "config/Presets.h"
 #include "vocab/MetricsCodec.h"
 #include "train/RunConfig.h"
-#include "train/RunLayout.h"
+#include "run/RunLayout.h"
 
 #include <nlohmann/json.hpp>
 

@@ -10,14 +10,14 @@
 #include "LocalWorld.h"
 #include "dist/Collective.h"
 #include "dist/World.h"
-#include "train/RunDirectory.h"
-#include "train/RunEvaluation.h"
-#include "train/RunLayout.h"
-#include "train/Safetensors.h"
-#include "train/ExportSet.h"
-#include "train/TensorBoardExport.h"
+#include "run/RunDirectory.h"
+#include "run/RunEvaluation.h"
+#include "run/RunLayout.h"
+#include "export/Safetensors.h"
+#include "export/ExportSet.h"
+#include "export/TensorBoardExport.h"
 #include "train/Trainer.h"
-#include "train/ValidationInsight.h"
+#include "measure/ValidationInsight.h"
 
 #include <torch/serialize.h>
 

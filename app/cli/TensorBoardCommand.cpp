@@ -1,7 +1,7 @@
 #include "TensorBoardCommand.h"
 
 #include "RunCommands.h"
-#include "train/TensorBoardExport.h"
+#include "export/TensorBoardExport.h"
 
 namespace widelab {
 

@@ -1,5 +1,5 @@
 // defines: TensorBoardArguments, exportTensorBoardCommand: `widelab-cli export-tb`,
-// a run's metrics.jsonl as TensorBoard event files (train/TensorBoardExport.h)
+// a run's metrics.jsonl as TensorBoard event files (export/TensorBoardExport.h)
 #pragma once
 
 #include <ostream>

@@ -1,7 +1,7 @@
 #include "AblationPage.h"
 
-#include "train/AblationScan.h"
-#include "train/RunDirectory.h"
+#include "measure/AblationScan.h"
+#include "run/RunDirectory.h"
 
 #include "insights/AblationView.h"
 

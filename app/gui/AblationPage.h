@@ -1,4 +1,4 @@
-// defines: AblationPage: runs the Ablation page's scans (core/train/AblationScan)
+// defines: AblationPage: runs the Ablation page's scans (core/measure/AblationScan)
 // on a thread of their own, one at a time, and reports progress, the result or
 // the error back to the page on the window's thread; a run that is training is
 // scanned on a copy of its current weights (a checkpoint it is asked to save)

@@ -1,6 +1,6 @@
 #include "FollowReader.h"
 
-#include "train/RunLayout.h"
+#include "run/RunLayout.h"
 
 #include <sys/stat.h>
 

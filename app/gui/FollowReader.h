@@ -3,8 +3,8 @@
 // status.json when it changed. Runs on RunFollower's thread, never the GUI's.
 #pragma once
 
-#include "train/LineTail.h"
-#include "train/RunStatus.h"
+#include "run/LineTail.h"
+#include "run/RunStatus.h"
 
 #include <QByteArray>
 #include <QList>

@@ -1,6 +1,6 @@
 #include "RunContinuation.h"
 
-#include "train/ResumeRule.h"
+#include "run/ResumeRule.h"
 
 #include <QJsonDocument>
 

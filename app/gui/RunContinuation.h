@@ -1,5 +1,5 @@
 // defines: RunContinuation, runContinuation: whether Start continues the run in a
-// directory, by the core's one rule (train/ResumeRule.h), for the window's Start/Continue
+// directory, by the core's one rule (run/ResumeRule.h), for the window's Start/Continue
 #pragma once
 
 #include <QJsonObject>

@@ -1,8 +1,8 @@
 // defines: runFile: a run directory's file as the app names it, from the core's
-// layout (train/RunLayout.h), so that the app spells no file name itself
+// layout (run/RunLayout.h), so that the app spells no file name itself
 #pragma once
 
-#include "train/RunLayout.h"
+#include "run/RunLayout.h"
 
 #include <QDir>
 #include <QString>

@@ -5,7 +5,7 @@
 
 #include "curves/CurvePoint.h"
 #include "insights/InsightHistory.h"
-#include "train/LineTail.h"
+#include "run/LineTail.h"
 #include "vocab/MetricsCodec.h"
 
 #include <QHash>

@@ -1,6 +1,6 @@
 #include "SavedRunProbe.h"
 
-#include "train/RunDirectory.h"
+#include "run/RunDirectory.h"
 
 #include <QDir>
 #include <QObject>

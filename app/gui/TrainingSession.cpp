@@ -108,7 +108,7 @@ bool TrainingSession::start()
 
 bool TrainingSession::continuesOpenRun() const
 {
-    // The core's rule (train/ResumeRule.h), as the trainer and the CLI apply it: a
+    // The core's rule (run/ResumeRule.h), as the trainer and the CLI apply it: a
     // run that failed before its first checkpoint has nothing to continue from.
     const QString openRun = m_document.run();
     const QJsonObject complete = m_document.complete();

@@ -1,4 +1,4 @@
-#include "dist/Collective.h"
+#include "Collective.h"
 
 #include "runtime/Clock.h"
 

@@ -4,7 +4,7 @@
 // process group: Gloo between CPUs. Everything here is c10d's; this class only
 // says, in the run's words, what went wrong (which rank, what it waited for).
 
-#include "dist/World.h"
+#include "World.h"
 
 #include <torch/types.h>
 

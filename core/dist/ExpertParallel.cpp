@@ -1,4 +1,4 @@
-#include "dist/ExpertParallel.h"
+#include "ExpertParallel.h"
 
 #include <ATen/core/ivalue.h>
 #include <torch/autograd.h>

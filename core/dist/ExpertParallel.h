@@ -3,7 +3,7 @@
 // travel to their expert and the answers back with c10d's all-to-all.
 #pragma once
 
-#include "dist/Collective.h"
+#include "Collective.h"
 #include "model/WideTransformer.h"
 
 #include <memory>

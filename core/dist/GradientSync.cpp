@@ -1,4 +1,4 @@
-#include "dist/GradientSync.h"
+#include "GradientSync.h"
 
 #include "runtime/Clock.h"
 #include "runtime/FastPaths.h"

@@ -13,7 +13,7 @@
 // ranks' collectives always pair up. Gradients are summed, not averaged: the
 // trainer scales each rank's loss by its share of the global batch.
 
-#include "dist/Collective.h"
+#include "Collective.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "dist/World.h"
+#include "World.h"
 
 #include <algorithm>
 #include <charconv>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "Ablation.h"
-#include "attention/AttentionMechanism.h"
+#include "model/attention/AttentionMechanism.h"
 #include "config/ModelConfig.h"
 
 #include <torch/nn/module.h>

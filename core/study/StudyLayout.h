@@ -14,7 +14,7 @@ inline constexpr std::string_view kResults = "results.csv";      // one row per 
 inline constexpr std::string_view kReport = "results.md";        // mean and spread over seeds per axis point
 inline constexpr std::string_view kMembers = "members";          // NAME.json: a finished member's status and measures
 inline constexpr std::string_view kRuns = "runs";                // NAME/: each member's ordinary run directory
-// The directory's lock is a run's (train/RunLayout's kLock, held through RunLock)
+// The directory's lock is a run's (run/RunLayout's kLock, held through RunLock)
 // by the process running the study.
 
 inline std::filesystem::path studyFile(const std::filesystem::path& study) { return study / kStudy; }

@@ -4,8 +4,8 @@
 #include "StudyLayout.h"
 #include "vocab/ConfigError.h"
 #include "vocab/JsonText.h"
-#include "train/Checkpoint.h"
-#include "train/RunLayout.h"
+#include "run/Checkpoint.h"
+#include "run/RunLayout.h"
 
 #include <algorithm>
 #include <cmath>

@@ -158,7 +158,7 @@ StudyDocument recordedStudy(const std::filesystem::path& directory);
 // metrics.jsonl (final and best), the test split at checkpoints/best.pt (as
 // `widelab-cli eval --split test --checkpoint best`), the accounting, training
 // tokens/s and peak memory over metrics.jsonl, wall time over its sessions, and
-// inference latency (core/train/Benchmark, batch 1, the task's length).
+// inference latency (core/benchmark/Benchmark, batch 1, the task's length).
 std::map<std::string, double> measureMember(const std::filesystem::path& runDirectory, const std::string& device,
                                             std::optional<std::int64_t> threads, std::int64_t latencySteps = 21);
 

@@ -1,7 +1,7 @@
 // Classification of texts read from a file (data/Datasets.h: ClassificationFile).
-#include "task/TaskKinds.h"
+#include "TaskKinds.h"
 
-#include "train/RunDirectory.h"
+#include "run/RunDirectory.h"
 
 namespace widelab {
 

@@ -1,10 +1,10 @@
-#include "task/ImageTask.h"
-#include "task/TaskKinds.h"
+#include "ImageTask.h"
+#include "TaskKinds.h"
 
-#include "train/RunLayout.h"
+#include "run/RunLayout.h"
 #include "vocab/JsonText.h"
 #include "data/Tokenizer.h"
-#include "train/RunDirectory.h"
+#include "run/RunDirectory.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,8 +1,8 @@
 // Language modelling on any text file, tokenized once into the run's cache
 // (data/Datasets.h: TextFile).
-#include "task/TaskKinds.h"
+#include "TaskKinds.h"
 
-#include "train/RunLayout.h"
+#include "run/RunLayout.h"
 
 namespace widelab {
 

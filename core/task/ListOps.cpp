@@ -1,5 +1,5 @@
 // ListOps (Long Range Arena's rules), generated in memory from task.seed.
-#include "task/TaskKinds.h"
+#include "TaskKinds.h"
 
 #include "data/ListOps.h"
 #include "runtime/Clock.h"

@@ -1,10 +1,10 @@
 // The registration of every task kind, and what every kind's data is checked
 // for. A new task kind is one line in taskKinds().
-#include "task/TaskData.h"
-#include "task/TaskKinds.h"
+#include "TaskData.h"
+#include "TaskKinds.h"
 
-#include "train/RunDirectory.h"
-#include "train/RunLayout.h"
+#include "run/RunDirectory.h"
+#include "run/RunLayout.h"
 
 #include <stdexcept>
 

@@ -2,7 +2,7 @@
 // listed by Registry.cpp
 #pragma once
 
-#include "task/TaskData.h"
+#include "TaskData.h"
 
 namespace widelab {
 

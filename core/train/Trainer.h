@@ -2,8 +2,8 @@
 // on its task, on the CPU or a GPU, reporting to observers and to the run directory
 #pragma once
 
-#include "Checkpoint.h"
-#include "Measurements.h"
+#include "run/Checkpoint.h"
+#include "measure/Measurements.h"
 #include "RunConfig.h"
 #include "vocab/Snapshot.h"
 #include "TrainingControl.h"

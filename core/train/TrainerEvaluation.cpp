@@ -1,7 +1,7 @@
 #include "Trainer.h"
 
-#include "ValidationInsight.h"
-#include "RunDirectory.h"
+#include "measure/ValidationInsight.h"
+#include "run/RunDirectory.h"
 #include "task/ImageTask.h"
 
 #include <algorithm>

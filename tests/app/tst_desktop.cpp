@@ -1357,7 +1357,7 @@ void TestDesktop::theThemeSwitchesEveryViewAndIsKept()
     QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("system"));
 }
 
-// Start continues the open run exactly when the core's rule (train/ResumeRule.h)
+// Start continues the open run exactly when the core's rule (run/ResumeRule.h)
 // says so, as the trainer and the CLI decide: changing what is only inspected
 // (train.probes, train.probe_every) keeps Continue, another learning rate is a new
 // run. Continuing with another length asks first, naming the step and the rate

@@ -6,10 +6,10 @@
 // documents, SIGTERM to the launcher.
 #include "TestSupport.h"
 #include "dist/Collective.h"
-#include "train/Checkpoint.h"
+#include "run/Checkpoint.h"
 #include "train/RunConfig.h"
-#include "train/RunDirectory.h"
-#include "train/RunLayout.h"
+#include "run/RunDirectory.h"
+#include "run/RunLayout.h"
 
 #include <QtTest>
 

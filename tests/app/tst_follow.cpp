@@ -12,7 +12,7 @@
 #include "TrainingController.h"
 #include "TrainRecords.h"
 #include "dist/World.h"
-#include "train/RunStatus.h"
+#include "run/RunStatus.h"
 
 #include <QDateTime>
 #include <QDir>

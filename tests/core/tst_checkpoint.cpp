@@ -1,12 +1,12 @@
-// Tests of train/Checkpoint's integrity checks and train/CheckpointDirectory: a
+// Tests of run/Checkpoint's integrity checks and run/CheckpointDirectory: a
 // damaged, cut short, foreign or non-finite checkpoint is refused naming the file
 // (and the tensor), resume falls back past it saying so, train.keep_last never
 // counts it, and a killed save's temporary files go at the next start.
 #include "TestSupport.h"
-#include "train/Checkpoint.h"
-#include "train/CheckpointDirectory.h"
-#include "train/RunDirectory.h"
-#include "train/RunEvaluation.h"
+#include "run/Checkpoint.h"
+#include "run/CheckpointDirectory.h"
+#include "run/RunDirectory.h"
+#include "run/RunEvaluation.h"
 #include "train/Trainer.h"
 
 #include <QtTest>

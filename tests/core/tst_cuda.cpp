@@ -18,8 +18,8 @@
 #include "runtime/DeviceMemory.h"
 #include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
-#include "train/Checkpoint.h"
-#include "train/RunDirectory.h"
+#include "run/Checkpoint.h"
+#include "run/RunDirectory.h"
 #include "train/Trainer.h"
 
 #ifdef WIDELAB_TORCH_CUDA

@@ -6,10 +6,10 @@
 
 #include "TestSupport.h"
 #include "model/WideTransformer.h"
-#include "train/AblationScan.h"
-#include "train/HeadRoles.h"
-#include "train/Measurements.h"
-#include "train/ValidationInsight.h"
+#include "measure/AblationScan.h"
+#include "measure/HeadRoles.h"
+#include "measure/Measurements.h"
+#include "measure/ValidationInsight.h"
 
 #include <QtTest>
 

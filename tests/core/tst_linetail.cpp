@@ -1,8 +1,8 @@
-// Tests of train/LineTail, the reader that follows metrics.jsonl and log.txt while
+// Tests of run/LineTail, the reader that follows metrics.jsonl and log.txt while
 // another process writes them: a torn last line waits for its newline, a file
 // replaced by a shorter one, truncated or rewritten in place starts again, an
 // unchanged file is not read, long lines and odd bytes come back whole.
-#include "train/LineTail.h"
+#include "run/LineTail.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -4,7 +4,7 @@
 #include "TestSupport.h"
 
 #include "model/ParameterCount.h"
-#include "train/Benchmark.h"
+#include "benchmark/Benchmark.h"
 #include "train/MemoryEstimate.h"
 
 #include <c10/core/Allocator.h>

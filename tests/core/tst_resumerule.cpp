@@ -1,12 +1,12 @@
-// Tests of train/RunLayout and train/ResumeRule: checkpoint names and the steps
+// Tests of run/RunLayout and run/ResumeRule: checkpoint names and the steps
 // they stand for; the one rule deciding whether a start continues a run (a
 // directory without checkpoints is a new run, the ignored keys keep the run, any
 // other key refuses it, naming the key and both values); and how continuing with
 // another length moves a cosine schedule. No training: run directories are made
 // by hand (the rule reads config.json and checkpoint names, not checkpoints).
 #include "TestSupport.h"
-#include "train/ResumeRule.h"
-#include "train/RunLayout.h"
+#include "run/ResumeRule.h"
+#include "run/RunLayout.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

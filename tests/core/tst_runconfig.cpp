@@ -11,8 +11,8 @@
 #include "data/ListOps.h"
 #include "model/ParameterCount.h"
 #include "train/RunConfig.h"
-#include "train/RunDirectory.h"
-#include "train/RunStatus.h"
+#include "run/RunDirectory.h"
+#include "run/RunStatus.h"
 #include "train/Trainer.h"
 
 #include <QtTest>

@@ -5,7 +5,7 @@
 #include "vocab/ByteText.h"
 #include "data/Datasets.h"
 #include "runtime/DeviceMemory.h"
-#include "train/RunDirectory.h"
+#include "run/RunDirectory.h"
 #include "train/Trainer.h"
 
 #include <QtTest>

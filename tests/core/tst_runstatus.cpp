@@ -1,9 +1,9 @@
-// Tests of train/RunStatus and RunStatusWriter: status.json written and read
+// Tests of run/RunStatus and RunStatusWriter: status.json written and read
 // back, a missing or damaged file handled without a throw (with the file and the
 // reason named), the writer's states, its rate limit and its last word when a
 // run ends with an exception.
-#include "train/RunStatus.h"
-#include "train/RunStatusWriter.h"
+#include "run/RunStatus.h"
+#include "run/RunStatusWriter.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

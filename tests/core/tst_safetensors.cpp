@@ -1,13 +1,13 @@
-// Tests of train/Safetensors: the header of a tiny file worked out by hand (its JSON
+// Tests of export/Safetensors: the header of a tiny file worked out by hand (its JSON
 // byte for byte, the offsets, the padding), the data bytes, the dtype names, and the
 // errors for a dtype the format lacks and an unwritable file. tests/app's
 // safetensors_roundtrip reads real exports with the `safetensors` package.
-// And of the export as one unit (train/ExportSet, runtime/Sha256): the standard's
+// And of the export as one unit (export/ExportSet, runtime/Sha256): the standard's
 // digests, the record, an export killed between its renames, two at once.
 #include "runtime/Sha256.h"
-#include "train/Checkpoint.h"
-#include "train/ExportSet.h"
-#include "train/Safetensors.h"
+#include "run/Checkpoint.h"
+#include "export/ExportSet.h"
+#include "export/Safetensors.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -11,8 +11,8 @@
 #include "study/StudyLayout.h"
 #include "study/StudyResults.h"
 #include "study/StudyRunner.h"
-#include "train/RunDirectory.h"
-#include "train/RunLayout.h"
+#include "run/RunDirectory.h"
+#include "run/RunLayout.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

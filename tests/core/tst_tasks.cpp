@@ -1,11 +1,11 @@
 // Tests of the trainer's parts that live apart from its loop: the task registry
 // (task/TaskData.h) against the schema's task kinds, and the observer that
-// writes metrics.jsonl (train/MetricsWriter.h) on lines written by hand.
+// writes metrics.jsonl (run/MetricsWriter.h) on lines written by hand.
 #include "TestSupport.h"
 #include "config/ConfigSchema.h"
 #include "task/TaskData.h"
-#include "train/Checkpoint.h"
-#include "train/MetricsWriter.h"
+#include "run/Checkpoint.h"
+#include "run/MetricsWriter.h"
 
 #include <QtTest>
 

@@ -1,11 +1,11 @@
 // Tests of log/TensorBoardWriter (the TFRecord framing and the hand-encoded Event
-// protobuf) and of the pictures train/TensorBoardExport draws: CRC-32C against
+// protobuf) and of the pictures export/TensorBoardExport draws: CRC-32C against
 // published check values, masking and varints worked by hand, one record byte for
 // byte, histograms and attention images of known inputs, and the follower of a
 // training run writing only the lines appended since. tests/app/tensorboard_roundtrip.py
 // reads whole exports back with TensorBoard's own reader.
 #include "log/TensorBoardWriter.h"
-#include "train/TensorBoardExport.h"
+#include "export/TensorBoardExport.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,12 +1,12 @@
-// Tests of train/Trainer and train/Checkpoint: learning on ListOps, exact resume,
+// Tests of train/Trainer and run/Checkpoint: learning on ListOps, exact resume,
 // checkpoints that survive a kill mid-save, clear errors, the NaN stop, a
 // language model on a text file, and an export Python reads.
 #include "TestSupport.h"
 #include "config/Presets.h"
-#include "train/Checkpoint.h"
-#include "train/Measurements.h"
-#include "train/RunDirectory.h"
-#include "train/HealthAlarms.h"
+#include "run/Checkpoint.h"
+#include "measure/Measurements.h"
+#include "run/RunDirectory.h"
+#include "measure/HealthAlarms.h"
 #include "train/Trainer.h"
 
 

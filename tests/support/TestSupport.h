@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "config/ModelConfig.h"
-#include "train/Checkpoint.h"
+#include "run/Checkpoint.h"
 #include "train/RunConfig.h"
 
 #include <filesystem>

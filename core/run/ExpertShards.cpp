@@ -1,6 +1,6 @@
 #include "ExpertShards.h"
 
-#include "OptimizerState.h"
+#include "train/OptimizerState.h"
 
 namespace widelab {
 

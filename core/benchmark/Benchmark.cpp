@@ -1,9 +1,9 @@
 #include "Benchmark.h"
 
 #include "BenchmarkDevice.h"
-#include "FusedAdamW.h"
-#include "GradientHealth.h"
-#include "MemoryEstimate.h"
+#include "train/FusedAdamW.h"
+#include "train/GradientHealth.h"
+#include "train/MemoryEstimate.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/Autocast.h"

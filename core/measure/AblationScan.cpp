@@ -1,8 +1,8 @@
 #include "AblationScan.h"
 
 #include "task/ImageTask.h"
-#include "RunDirectory.h"
-#include "Trainer.h"
+#include "run/RunDirectory.h"
+#include "train/Trainer.h"
 
 namespace widelab {
 

@@ -4,7 +4,7 @@
 #include "data/Batch.h"
 
 #include "CheckpointDirectory.h"
-#include "Measurements.h"
+#include "measure/Measurements.h"
 #include "vocab/MetricsCodec.h"
 #include "MetricsWriter.h"
 #include "RunLayout.h"

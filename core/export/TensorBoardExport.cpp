@@ -1,6 +1,6 @@
 #include "TensorBoardExport.h"
 
-#include "RunLayout.h"
+#include "run/RunLayout.h"
 #include "data/Tokenizer.h"  // DataError
 
 #include <algorithm>

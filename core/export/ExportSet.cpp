@@ -1,6 +1,6 @@
 #include "ExportSet.h"
 
-#include "Checkpoint.h"
+#include "run/Checkpoint.h"
 #include "vocab/JsonText.h"
 #include "runtime/Sha256.h"
 #include "runtime/SystemError.h"

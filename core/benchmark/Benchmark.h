@@ -4,7 +4,7 @@
 // matrix-product peak (MFU), peak memory and a per-phase breakdown (`widelab-cli bench`)
 #pragma once
 
-#include "RunConfig.h"
+#include "train/RunConfig.h"
 #include "config/ModelConfig.h"
 #include "runtime/OperatorCount.h"
 

@@ -1,6 +1,6 @@
 #include "Safetensors.h"
 
-#include "Checkpoint.h"
+#include "run/Checkpoint.h"
 
 #include <nlohmann/json.hpp>
 

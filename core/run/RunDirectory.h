@@ -3,7 +3,7 @@
 #pragma once
 
 #include "Checkpoint.h"
-#include "RunConfig.h"
+#include "train/RunConfig.h"
 #include "vocab/Snapshot.h"
 #include "data/Images.h"
 #include "data/Tokenizer.h"

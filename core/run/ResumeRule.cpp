@@ -2,7 +2,7 @@
 
 #include "RunDirectory.h"
 #include "RunLayout.h"
-#include "RunSchedule.h"
+#include "train/RunSchedule.h"
 
 #include <algorithm>
 #include <cstdio>

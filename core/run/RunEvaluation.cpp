@@ -1,7 +1,7 @@
 #include "RunEvaluation.h"
 
 #include "RunDirectory.h"
-#include "Trainer.h"
+#include "train/Trainer.h"
 
 namespace widelab {
 

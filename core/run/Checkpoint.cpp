@@ -1,6 +1,6 @@
 #include "Checkpoint.h"
 
-#include "OptimizerState.h"
+#include "train/OptimizerState.h"
 #include "vocab/JsonText.h"
 #include "runtime/SystemError.h"
 

@@ -4,7 +4,7 @@
 // --tensorboard). docs/tensorboard.md lists the tags.
 #pragma once
 
-#include "LineTail.h"
+#include "run/LineTail.h"
 #include "vocab/MetricsCodec.h"
 #include "vocab/Snapshot.h"
 #include "data/ImageCodec.h"

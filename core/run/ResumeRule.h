@@ -3,7 +3,7 @@
 // the run in a directory or is another run, used by the trainer, the CLI and the app
 #pragma once
 
-#include "RunConfig.h"
+#include "train/RunConfig.h"
 
 #include <cstdint>
 #include <filesystem>
