@@ -1,7 +1,7 @@
 #include "AttentionCommand.h"
 
 #include "TextTable.h"
-#include "model/attention/AttentionMechanism.h"
+#include "model/attention/MechanismSpec.h"
 
 #include <nlohmann/json.hpp>
 

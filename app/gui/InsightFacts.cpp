@@ -1,5 +1,5 @@
 // Torch first: Qt's `slots` macro would break its headers.
-#include "model/attention/AttentionMechanism.h"
+#include "model/attention/MechanismSpec.h"
 #include "train/RunConfig.h"
 
 #include "InsightFacts.h"

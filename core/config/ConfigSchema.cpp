@@ -1,6 +1,6 @@
 #include "ConfigSchema.h"
 
-#include "model/attention/AttentionMechanism.h"
+#include "model/attention/MechanismSpec.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -3,7 +3,7 @@
 #include "ConfigSchema.h"
 #include "JsonSection.h"
 #include "model/ParameterCount.h"
-#include "model/attention/AttentionMechanism.h"
+#include "model/attention/MechanismSpec.h"
 #include "vocab/KeyRules.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #include "MemoryEstimate.h"
 
 #include "model/ParameterCount.h"
-#include "model/attention/AttentionMechanism.h"
+#include "model/attention/MechanismSpec.h"
 #include "model/Router.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/FastPaths.h"

@@ -86,7 +86,7 @@ double number(const Json* value, const std::string& where, bool nullAllowed = tr
 
 // A number of an attention map (or null): a probability for exact and sparse
 // maps, but an implied map (a kernel's or a low-rank projection's, see
-// model/attention/AttentionMechanism.h) may leave [0, 1]; only a value no
+// model/attention/MechanismSpec.h: MapKind) may leave [0, 1]; only a value no
 // mechanism gives is refused.
 constexpr double kMapWeightBound = 1e3;
 double mapWeight(const Json* value, const std::string& where)
