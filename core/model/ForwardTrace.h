@@ -1,6 +1,7 @@
 // defines: BlockTrace, ForwardTrace: what an inspecting forward pass records for the
-// live views (attention probabilities, routing decisions, the logit lens) and the
-// parts it switches off (ablations), kept out of plain forward()
+// live views (attention probabilities, routing decisions, the logit lens, the
+// residual stream's norm) and the parts it switches off (ablations), kept out of
+// plain forward()
 #pragma once
 
 #include "Ablation.h"
@@ -22,6 +23,9 @@ struct BlockTrace {
     torch::Tensor probs;      // [S, E] router probabilities (routing blocks only)
     torch::Tensor logits;     // [S, E] router logits, fp32 (routing blocks only)
     std::int64_t capacity = 0;
+    // The residual stream after the block: the mean over real tokens of each
+    // token's L2 norm over the width, a 0-d fp32 tensor (captureResidual).
+    torch::Tensor residualNorm;
 };
 
 struct ForwardTrace {
@@ -31,6 +35,7 @@ struct ForwardTrace {
     // every sublayer, as the model's output is ([B, classes] or [B, T, V]); the
     // last stage is the model's own output.
     bool captureLens = false;
+    bool captureResidual = false;  // BlockTrace::residualNorm: one reduction per block
     std::vector<Ablation> ablations;  // parts switched off in this pass
 
     std::vector<BlockTrace> blocks;

@@ -156,6 +156,16 @@ void checkPixels(const ModelConfig& c, const torch::Tensor& pixels, const torch:
         throw std::invalid_argument("model input: image input takes no mask (every patch is real)");
 }
 
+// The mean over real tokens (every token when `valid` is undefined) of each
+// token's L2 norm over the width: h is [..., B, T, D], valid [B, T].
+torch::Tensor meanTokenNorm(const torch::Tensor& h, const torch::Tensor& valid)
+{
+    const torch::Tensor norms = h.to(torch::kFloat32).reshape({-1, h.size(-1)}).norm(2, 1);
+    if (!valid.defined())
+        return norms.mean();
+    return norms.masked_select(valid.reshape({-1})).mean();
+}
+
 }  // namespace
 
 ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace)
@@ -249,6 +259,8 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
         }
         h = sublayer(h, transformed, i, false, ablated, valid);
         lens();
+        if (blockTrace && trace->captureResidual)
+            blockTrace->residualNorm = meanTokenNorm(h.detach(), valid);
     }
     h = m_finalNorm(h);
     return {head(h, valid), balanceLoss, zLoss};

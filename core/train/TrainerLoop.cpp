@@ -242,6 +242,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     clearGradients(m_model->parameters());
     ForwardTrace& trace = interval.trace;
     trace.captureAttention = false;
+    trace.captureResidual = true;
     const torch::Tensor mask = modelMask(batch);
     ModelOutput output;
     {
@@ -252,8 +253,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                          static_cast<std::uint64_t>(m_state.step)),
                                                  static_cast<std::uint64_t>(m_world->rank())));
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
-        output = measure && m_run.model.isMoe() ? m_model->inspect(input, mask, trace)
-                                                : m_model->forward(input, mask);
+        output = measure ? m_model->inspect(input, mask, trace) : m_model->forward(input, mask);
     }
     const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing)
                                * share;
@@ -355,6 +355,9 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
     s.attentionDivergence = layerNormDivergence(torch::stack(attentionGammas), torch::stack(attentionBetas));
     s.paths = pathWeights(*m_model);
+    for (const BlockTrace& block : interval.trace.blocks)
+        if (block.residualNorm.defined())
+            s.residualNorms.push_back(block.residualNorm.item<double>());
     if (recorded) {
         s.alarms = m_alarms->update(s.routing, m_run.model.learnablePathWeights ? s.paths : std::vector<PathWeights>{},
                                     m_state.step);

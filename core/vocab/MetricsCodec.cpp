@@ -63,6 +63,7 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"divergence", divergence(s.divergence)},
         {"attention_divergence", divergence(s.attentionDivergence)},
         {"paths", paths},
+        {"residual_norm", s.residualNorms},
         {"alarms", alarms},
     };
     for (const TrainingCurve& curve : kTrainingCurves)

@@ -357,6 +357,12 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     }
     s.divergence = divergenceOf(json, "divergence");
     s.attentionDivergence = divergenceOf(json, "attention_divergence");
+    if (const Json* residual = member(json, "residual_norm")) {
+        s.residualNorms = doublesOf(residual, "residual_norm");
+        if (static_cast<std::int64_t>(s.residualNorms.size()) > kMaxBlocks)
+            refuse("\"residual_norm\" has " + std::to_string(s.residualNorms.size()) + " blocks, more than "
+                   + std::to_string(kMaxBlocks));
+    }
 
     if (const Json* world = member(json, "world_size")) {
         constexpr std::int64_t kMaxRanksRead = 1 << 20;

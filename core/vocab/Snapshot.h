@@ -115,6 +115,9 @@ struct TrainingSnapshot {
     LayerNormDivergence divergence;           // the LayerNorm before the FFN/MoE (the paper's)
     LayerNormDivergence attentionDivergence;  // the LayerNorm before attention
     std::vector<PathWeights> paths;
+    // Per block: the residual stream after it, as the mean over the batch's real
+    // tokens of each token's L2 norm over the width (a training batch's forward).
+    std::vector<double> residualNorms;
     std::vector<HealthEvent> alarms;          // raised or cleared at this snapshot
     // The steps of a stopped run since the last recorded snapshot: shown, but
     // kept for its checkpoint rather than written to metrics.jsonl, so that the

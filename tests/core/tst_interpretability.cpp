@@ -98,6 +98,7 @@ private Q_SLOTS:
     void equalLogitsAreBalanced();
     void logitLensEndsAtThePrediction();
     void logitLensOfSilentSublayersIsConstant();
+    void residualNormIsTheMeanTokenNormOverRealTokens();
 };
 
 void TestInterpretability::constructedHeadsScoreTheirRole()
@@ -428,6 +429,48 @@ void TestInterpretability::logitLensOfSilentSublayersIsConstant()
     const ModelOutput output = model->inspect(ids({2, 3, 4, 5}), {}, trace);
     for (const torch::Tensor& stage : trace.lens)
         QVERIFY(torch::allclose(stage, output.logits, 0.0, 1e-6));
+}
+
+void TestInterpretability::residualNormIsTheMeanTokenNormOverRealTokens()
+{
+    // Every sublayer writes zero and positions add nothing: after block 1 the
+    // stream is each token's embedding. Token 2 is (3, 4, 0, ...), norm 5; token 3
+    // is 9 in channel 10, norm 9; token 4 (padding here) is 100 in channel 12.
+    WideTransformer model(tiny());
+    model->eval();
+    torch::NoGradGuard noGrad;
+    for (const auto& item : model->named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("out_weight") != std::string::npos || name.find("out_bias") != std::string::npos
+            || name.find("w_out") != std::string::npos || name.find("b_out") != std::string::npos
+            || name.find("position") != std::string::npos)
+            item.value().zero_();
+    }
+    torch::Tensor token = parameter(*model, "embed.token.weight");
+    token.zero_();
+    token[2][0] = 3.0;
+    token[2][1] = 4.0;
+    token[3][10] = 9.0;
+    token[4][12] = 100.0;
+    // Block 2's FFN adds 12 in channel 15 to every token: norms 13 and 15.
+    parameter(*model, "ffn.1.b_out").view(-1)[15] = 12.0;
+    const torch::Tensor input = ids({2, 3, 4});
+    const torch::Tensor mask = torch::tensor(std::vector<std::int64_t>{1, 1, 0}).to(torch::kBool).view({1, 3});
+
+    ForwardTrace off;  // not asked for: nothing measured
+    model->inspect(input, mask, off);
+    QVERIFY(!off.blocks[0].residualNorm.defined());
+
+    ForwardTrace trace;
+    trace.captureResidual = true;
+    model->inspect(input, mask, trace);
+    QCOMPARE(trace.blocks.size(), std::size_t{2});
+    QCOMPARE(trace.blocks[0].residualNorm.item<double>(), 7.0);   // (5 + 9) / 2, the padding left out
+    QCOMPARE(trace.blocks[1].residualNorm.item<double>(), 14.0);  // (13 + 15) / 2
+    ForwardTrace unmasked;
+    unmasked.captureResidual = true;
+    model->inspect(input, {}, unmasked);
+    QVERIFY(std::abs(unmasked.blocks[0].residualNorm.item<double>() - 38.0) < 1e-4);  // (5 + 9 + 100) / 3
 }
 
 QTEST_GUILESS_MAIN(TestInterpretability)

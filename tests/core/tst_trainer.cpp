@@ -231,8 +231,14 @@ void TestTrainer::listOpsLossFalls()
     }
     QVERIFY2(last < first - 0.2, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
     QCOMPARE(metricLines(fresh(dir, "run"), "eval").size(), std::size_t{1});
-    // Every snapshot carries the LayerNorms of both blocks and the cost of measuring.
+    // Every snapshot carries the LayerNorms of both blocks, the residual stream
+    // after each (a dense model too) and the cost of measuring.
     QCOMPARE(train.back()["layernorm"]["ffn_gamma"].size(), std::size_t{2});
+    for (const nlohmann::json& line : {train.front(), train.back()}) {
+        QCOMPARE(line["residual_norm"].size(), std::size_t{2});
+        for (const nlohmann::json& norm : line["residual_norm"])
+            QVERIFY(norm.is_number() && norm.get<double>() > 0.0);
+    }
     QVERIFY(train.back()["measurement_seconds"].get<double>() >= 0.0);
 }
 

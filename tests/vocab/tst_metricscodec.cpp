@@ -31,6 +31,7 @@ TrainingSnapshot sampleSnapshot()
     s.measurementSeconds = 0.0625;
     s.memoryKind = "cuda";
     s.memoryBytes = 1 << 20;
+    s.residualNorms = {1.5, 3.25};
     return s;
 }
 
@@ -126,16 +127,21 @@ void TestMetricsCodec::aTrainLineComesBackWhole()
     QCOMPARE(t.paths[0].alpha, (std::vector<float>{0.5f, 0.25f, 0.125f, 0.0625f}));
     QCOMPARE(t.paths[0].beta, 0.75f);
     QCOMPARE(t.paths[0].diversity, 0.375);
+    QCOMPARE(t.residualNorms, (std::vector<double>{1.5, 3.25}));
 
     // A diverged step: NaN and infinities are written null and read as NaN, a gap.
     TrainingSnapshot diverged = sampleSnapshot();
     diverged.loss = std::numeric_limits<double>::quiet_NaN();
     diverged.gradientNorm = std::numeric_limits<double>::infinity();
+    diverged.residualNorms[1] = std::numeric_limits<double>::infinity();
     const auto gap = decodeMetricsLine(encodeMetricsLine(diverged), &reason);
     QVERIFY2(gap, reason.c_str());
     QVERIFY(std::isnan(gap->values.at("loss")));
     QVERIFY(std::isnan(gap->values.at("gradient_norm")));
     QCOMPARE(gap->values.at("accuracy"), 0.375);
+    QCOMPARE(gap->train.residualNorms.size(), std::size_t{2});
+    QCOMPARE(gap->train.residualNorms[0], 1.5);
+    QVERIFY(std::isnan(gap->train.residualNorms[1]));
 }
 
 void TestMetricsCodec::evalAndProbeLinesComeBackWhole()
@@ -261,6 +267,7 @@ void TestMetricsCodec::handWrittenLinesAreRead()
     QCOMPARE(train->train.divergence.gammaAllPairs, 0.5);
     QCOMPARE(train->train.attentionDivergence.gammaAllPairs, 0.0);  // left out
     QCOMPARE(train->train.paths.size(), std::size_t{1});
+    QVERIFY(train->train.residualNorms.empty());  // a line from before the measurement
 
     const auto eval = decodeMetricsLine(kGoodEval, &reason);
     QVERIFY2(eval, reason.c_str());
@@ -313,6 +320,8 @@ void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
         {R"({"type":"train","step":1,"step_seconds":[1]})", "\"step_seconds\" is an array, not a number"},
         {R"({"type":"train","step":1,"wall_seconds":-5})", "below 0"},
         {R"({"type":"train","step":1,"wall_seconds":null})", "\"wall_seconds\" is null, not a number"},
+        {R"({"type":"train","step":1,"residual_norm":[1.5,"x"]})", "\"residual_norm[1]\" is \"x\", not a number"},
+        {R"({"type":"train","step":1,"residual_norm":2})", "\"residual_norm\" is 2, not an array"},
         {R"({"type":"train","step":1,"loss":1,"loss":2})", "repeated key"},
         {std::string(100, '[') + std::string(100, ']'), "not JSON"},
         {replaced(kGoodTrain, "\"load_vs_fair\":[1.25,0,1.75]", "\"load_vs_fair\":[1.25]"),

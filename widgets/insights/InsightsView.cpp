@@ -8,6 +8,7 @@
 #include "LayerNormView.h"
 #include "LogitLensView.h"
 #include "PathsView.h"
+#include "ResidualView.h"
 #include "common/ViewExport.h"
 
 #include <QCheckBox>
@@ -112,6 +113,7 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_tabs->addTab(scrolled(m_ablation), tr("Ablation"));
     m_tabs->setTabToolTip(int(Page::Ablation), tr("Switch each head, expert, path or sublayer off in turn and see "
                                                   "what it does to validation loss and the probe's prediction"));
+    m_tabs->addTab(scrolled(new ResidualView), tr("Residual stream"));
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
