@@ -1,6 +1,5 @@
 #include "RunRecord.h"
 
-#include "InsightConvert.h"
 #include "RunFiles.h"
 
 #include "vocab/Curves.h"
@@ -69,7 +68,7 @@ CurveBatch RunRecord::add(const MetricsRecord& record)
             return addEvaluationValues(static_cast<double>(record.step), record.eval.loss, record.eval.accuracy);
         return {};
     case MetricsRecord::Type::Probe:
-        insights->addCapture(toProbeCapture(record.probe));
+        insights->addCapture(record.probe);  // as the run reports it: the views read it (InsightHistory.h)
         return {};
     case MetricsRecord::Type::Insights:
         insights->addValidationInsight(record.insights);

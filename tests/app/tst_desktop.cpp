@@ -6,7 +6,7 @@
 #include "insights/AttentionView.h"
 #include "ConfigAssessment.h"
 #include "insights/ExpertsView.h"
-#include "InsightConvert.h"
+#include "insights/InsightHistory.h"
 #include "InsightFacts.h"
 #include "insights/InsightsView.h"
 #include "configuration/ConfigPanel.h"
@@ -68,9 +68,9 @@ std::optional<MetricsRecord> decodedLine(const QByteArray& line, QString* reason
     return record;
 }
 
-// `line` as a line of `type` ("type" may be left out), read and converted into
-// the views' types as RunRecord::add converts it: nullopt, saying why, for a
-// line the reader refuses or one of another type.
+// `line` as a line of `type` ("type" may be left out), read by the core's checked
+// reader as RunRecord::add is given it: nullopt, saying why, for a line the
+// reader refuses or one of another type.
 std::optional<MetricsRecord> lineOfType(QJsonObject line, const char* type, QString* reason)
 {
     if (!line.contains(QStringLiteral("type")))
@@ -90,10 +90,10 @@ std::optional<TrainingSnapshot> snapshotFromJson(const QJsonObject& line, QStrin
     return record ? std::optional<TrainingSnapshot>(record->train) : std::nullopt;
 }
 
-std::optional<ProbeCapture> probeCaptureFromJson(const QJsonObject& line, QString* reason)
+std::optional<ProbeResult> probeFromJson(const QJsonObject& line, QString* reason)
 {
     const std::optional<MetricsRecord> record = lineOfType(line, "probe", reason);
-    return record ? std::optional<ProbeCapture>(toProbeCapture(record->probe)) : std::nullopt;
+    return record ? std::optional<ProbeResult>(record->probe) : std::nullopt;
 }
 
 // A ListOps run small enough for a test: two blocks of width 32 with four experts.
@@ -467,16 +467,16 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QCOMPARE(live->insights->probeTexts().size(), qsizetype{1});
         const QString probe = live->insights->probeTexts().first();
         QList<qint64> captured;
-        for (const ProbeCapture& c : live->insights->captures(probe))
+        for (const ProbeResult& c : live->insights->captures(probe))
             captured << c.step;
         QCOMPARE(captured, (QList<qint64>{0, 10, 20}));
         window.action(QStringLiteral("view1"))->trigger();  // Alt+2: attention
         QCOMPARE(window.centralTabs()->currentWidget(), static_cast<QWidget*>(window.insights()));
         window.insights()->refreshNow();
-        const ProbeCapture* shown = window.insights()->attention()->primaryPane()->capture();
+        const ProbeResult* shown = window.insights()->attention()->primaryPane()->capture();
         QVERIFY(shown);
         QCOMPARE(shown->step, qint64{20});
-        QCOMPARE(shown->heads(), 4);
+        QCOMPARE(probeHeads(*shown), 4);
         window.insights()->setStep(10);  // frozen on an earlier step
         QCOMPARE(window.insights()->attention()->primaryPane()->capture()->step, qint64{10});
         window.action(QStringLiteral("live"))->trigger();
@@ -507,7 +507,7 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
         QCOMPARE(loss->points(runDirectory, QStringLiteral("loss")).last().step, 24.0);
         QVERIFY(!window.log()->visibleLines().filter(QStringLiteral("resumed from step-00000020.pt")).isEmpty());
         captured.clear();
-        for (const ProbeCapture& c : window.runs().record(runDirectory)->insights->captures(probe))
+        for (const ProbeResult& c : window.runs().record(runDirectory)->insights->captures(probe))
             captured << c.step;
         QCOMPARE(captured, (QList<qint64>{0, 10, 20, 24}));
     }
@@ -557,8 +557,8 @@ void TestDesktop::trainingThroughTheWindowDrawsCurvesAndReopens()
     QCOMPARE(reopened.runsList()->count(), 2);
 }
 
-// The views see the same data live (converted from the core's snapshot) and
-// read back (parsed from the metrics.jsonl line the core writes for it).
+// The views see the same data live (the core's snapshot and probe as they are)
+// and read back (parsed from the metrics.jsonl line the core writes for it).
 void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
 {
     const TrainingSnapshot s = test::snapshotWithInsights(30);
@@ -600,19 +600,19 @@ void TestDesktop::snapshotsAndMetricsLinesGiveTheSameInsights()
         QCOMPARE(state.paths[0].diversity, 0.375);
     }
     const QJsonObject probeLine = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
-    const std::optional<ProbeCapture> readProbe = probeCaptureFromJson(probeLine, &reason);
+    const std::optional<ProbeResult> readProbe = probeFromJson(probeLine, &reason);
     QVERIFY2(readProbe.has_value(), qPrintable(reason));
-    for (const ProbeCapture& c : {toProbeCapture(probe), *readProbe}) {
-        QCOMPARE(c.step, qint64{30});
-        QCOMPARE(c.text, QStringLiteral("a b"));
-        QCOMPARE(c.tokens, (QStringList{"a", "b"}));
-        QCOMPARE(c.layers(), 1);
-        QCOMPARE(c.heads(), 1);
-        QCOMPARE(c.weight(0, 0, 0, 1), 0.75f);  // row = query
-        QCOMPARE(c.weight(0, 0, 1, 0), 1.0f);
-        QCOMPARE(c.experts, (QVector<QVector<QVector<int>>>{{{2, -1}, {0, 1}}}));
-        QCOMPARE(c.prediction, (QVector<float>{0.125f, 0.875f}));
-        QCOMPARE(c.predictionLabels, (QStringList{"0", "1"}));
+    for (const ProbeResult& c : {probe, *readProbe}) {
+        QCOMPARE(c.step, std::int64_t{30});
+        QCOMPARE(probeTextOf(c), QStringLiteral("a b"));
+        QCOMPARE(probeTokens(c), (QStringList{"a", "b"}));
+        QCOMPARE(probeLayers(c), 1);
+        QCOMPARE(probeHeads(c), 1);
+        QCOMPARE(probeWeight(c, 0, 0, 0, 1), 0.75f);  // row = query
+        QCOMPARE(probeWeight(c, 0, 0, 1, 0), 1.0f);
+        QVERIFY(c.experts == (std::vector<std::vector<std::vector<std::int64_t>>>{{{2, -1}, {0, 1}}}));
+        QVERIFY(c.prediction == (std::vector<float>{0.125f, 0.875f}));
+        QCOMPARE(probeLabels(c), (QStringList{"0", "1"}));
     }
 }
 
@@ -713,8 +713,8 @@ void TestDesktop::metricsLinesAreCheckedAtTheBoundary()
     QCOMPARE(train->train.paths.size(), std::size_t{1});
     const std::optional<MetricsRecord> probe = decodedLine(kGoodProbe, &reason);
     QVERIFY2(probe.has_value(), qPrintable(reason));
-    QCOMPARE(toProbeCapture(probe->probe).tokenCount(), 2);
-    QCOMPARE(toProbeCapture(probe->probe).weight(0, 0, 0, 1), 0.75f);
+    QCOMPARE(probeTokenCount(probe->probe), 2);
+    QCOMPARE(probeWeight(probe->probe, 0, 0, 0, 1), 0.75f);
     // null is how the trainer writes NaN: a gap, not an error.
     const std::optional<MetricsRecord> diverged = decodedLine(R"({"type":"train","step":3,"loss":null})", &reason);
     QVERIFY2(diverged.has_value(), qPrintable(reason));
@@ -1250,18 +1250,18 @@ void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
     // The app reads it back, and refuses one that names no class of the prediction.
     const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
     QString reason;
-    const std::optional<ProbeCapture> capture = probeCaptureFromJson(line, &reason);
+    const std::optional<ProbeResult> capture = probeFromJson(line, &reason);
     QVERIFY2(capture, qPrintable(reason));
-    QCOMPARE(capture->trueLabel, 2);
+    QCOMPARE(capture->label, std::int64_t{2});
     QJsonObject outside = line;
     outside.insert(QStringLiteral("label"), 3);
-    QVERIFY(!probeCaptureFromJson(outside, &reason));
+    QVERIFY(!probeFromJson(outside, &reason));
     QVERIFY2(reason.contains(QStringLiteral("label")), qPrintable(reason));
     QJsonObject unlabelled = line;
     unlabelled.remove(QStringLiteral("label"));
-    const std::optional<ProbeCapture> plain = probeCaptureFromJson(unlabelled, &reason);
+    const std::optional<ProbeResult> plain = probeFromJson(unlabelled, &reason);
     QVERIFY(plain);
-    QCOMPARE(plain->trueLabel, -1);
+    QCOMPARE(plain->label, std::int64_t{-1});
 
     // A ListOps run's default probe is a validation example: its label is the
     // expression's value, in the live capture and in metrics.jsonl alike.
@@ -1276,16 +1276,16 @@ void TestDesktop::probeLinesCarryTheTrueClassWhenKnown()
     QVERIFY(record);
     const QStringList texts = record->insights->probeTexts();
     QCOMPARE(texts.size(), 1);
-    const ProbeCapture* live = record->insights->captureAt(texts.first(), -1);
+    const ProbeResult* live = record->insights->captureAt(texts.first(), -1);
     QVERIFY(live);
     const int expected = listOpsValue(texts.first());
     QVERIFY2(expected >= 0, qPrintable(texts.first()));
-    QCOMPARE(live->trueLabel, expected);
+    QCOMPARE(live->label, std::int64_t{expected});
     RunRecord reread;
     QVERIFY(loadRunRecord(window.runs().current(), reread, &reason));
-    const ProbeCapture* saved = reread.insights->captureAt(texts.first(), -1);
+    const ProbeResult* saved = reread.insights->captureAt(texts.first(), -1);
     QVERIFY(saved);
-    QCOMPARE(saved->trueLabel, expected);
+    QCOMPARE(saved->label, std::int64_t{expected});
 }
 
 void TestDesktop::theUserPresetsFolderFollowsTheEnvironment()
@@ -1501,17 +1501,18 @@ void TestDesktop::anImageProbeGivesTheSamePictureLiveAndReadBack()
     const ProbeResult probe = test::imageProbe(40);
     const QJsonObject line = QJsonDocument::fromJson(QByteArray::fromStdString(toJson(probe).dump())).object();
     QString reason;
-    const std::optional<ProbeCapture> read = probeCaptureFromJson(line, &reason);
+    const std::optional<ProbeResult> read = probeFromJson(line, &reason);
     QVERIFY2(read.has_value(), qPrintable(reason));
-    for (const ProbeCapture& c : {toProbeCapture(probe), *read}) {
-        QCOMPARE(c.text, QStringLiteral("validation:3"));
-        QVERIFY(c.hasImage());
-        QCOMPARE(c.image.image.size(), QSize(4, 4));
-        QCOMPARE(c.image.gridRows, 2);
-        QCOMPARE(c.image.gridCols, 2);
-        QCOMPARE(c.image.image.pixelColor(0, 0), QColor(0, 0, 200));
-        QCOMPARE(c.image.image.pixelColor(3, 1), QColor(120, 40, 200));
-        QCOMPARE(c.image.image.pixelColor(2, 3), QColor(80, 120, 200));
+    for (const ProbeResult& c : {probe, *read}) {
+        QCOMPARE(probeTextOf(c), QStringLiteral("validation:3"));
+        QVERIFY(probeHasImage(c));
+        const QImage picture = probeQImage(c.image);
+        QCOMPARE(picture.size(), QSize(4, 4));
+        QCOMPARE(c.image.gridRows, std::int64_t{2});
+        QCOMPARE(c.image.gridCols, std::int64_t{2});
+        QCOMPARE(picture.pixelColor(0, 0), QColor(0, 0, 200));
+        QCOMPARE(picture.pixelColor(3, 1), QColor(120, 40, 200));
+        QCOMPARE(picture.pixelColor(2, 3), QColor(80, 120, 200));
         QCOMPARE(patchSource(c), PatchSource::FromCls);
         QCOMPARE(patchAttention(c, 0, 0), (QVector<float>{0.1f, 0.2f, 0.3f, 0.4f}));
         QCOMPARE(patchExperts(c, 0), (QVector<int>{1, 0, -1, 2}));
@@ -1519,7 +1520,8 @@ void TestDesktop::anImageProbeGivesTheSamePictureLiveAndReadBack()
     // A text probe has no picture.
     ProbeResult text = probe;
     text.image = ProbeImage();
-    QVERIFY(!toProbeCapture(text).hasImage());
+    QVERIFY(!probeHasImage(text));
+    QVERIFY(probeQImage(text.image).isNull());
 }
 
 QTEST_MAIN(TestDesktop)

@@ -130,12 +130,12 @@ QString capitalized(QString text)
     return text;
 }
 
-MatrixView::Matrix attentionMatrix(const QVector<float>& map, const ProbeCapture& capture)
+MatrixView::Matrix attentionMatrix(const QVector<float>& map, const ProbeResult& capture)
 {
     MatrixView::Matrix m;
-    m.rows = m.cols = capture.tokenCount();
+    m.rows = m.cols = probeTokenCount(capture);
     m.values = map;
-    for (const QString& token : capture.tokens)
+    for (const QString& token : probeTokens(capture))
         m.rowLabels.push_back(visibleToken(token));
     m.columnLabels = m.rowLabels;
     m.rowTitle = QObject::tr("query");
@@ -212,7 +212,7 @@ AttentionPane::AttentionPane(QWidget* parent) : QWidget(parent)
     });
 }
 
-void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, int layer, Mode mode, int head,
+void AttentionPane::show(const ProbeResult* capture, const QString& runLabel, int layer, Mode mode, int head,
                          int cellSize, bool perHead, const QString& why)
 {
     if (capture != nullptr)
@@ -223,15 +223,15 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     // A capture with nothing to draw explains itself instead (it may come from a damaged file).
     QString nothing = capture == nullptr ? why : QString();
     if (capture != nullptr) {
-        const int n = capture->tokenCount();
+        const int n = probeTokenCount(*capture);
         const qsizetype cells = static_cast<qsizetype>(n) * n;
         bool anyMap = false;
-        for (const auto& heads : capture->attention)
-            for (const QVector<float>& map : heads)
+        for (int layer = 0; layer < probeLayers(*capture); ++layer)
+            for (const QVector<float>& map : layerMaps(*capture, layer))
                 anyMap = anyMap || map.size() == cells;
         if (n == 0)
             nothing = tr("The probe at step %1 has no tokens: there is no attention to draw.").arg(capture->step);
-        else if (capture->layers() == 0)
+        else if (probeLayers(*capture) == 0)
             nothing = tr("The capture at step %1 holds no attention maps.").arg(capture->step);
         else if (!anyMap)
             nothing = tr("The attention maps at step %1 do not match its %2 tokens: nothing to draw.")
@@ -252,28 +252,29 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         arrange();
         return;
     }
-    m_layer = std::clamp(layer, 0, capture->layers() - 1);
-    head = std::clamp(head, 0, std::max(0, capture->heads() - 1));
-    const int heads = capture->heads();
+    m_layer = std::clamp(layer, 0, probeLayers(*capture) - 1);
+    head = std::clamp(head, 0, std::max(0, probeHeads(*capture) - 1));
+    const int heads = probeHeads(*capture);
     const int perPath = headsPerPath(heads, m_paths);
     const QString headCount = perPath < heads ? tr("%1 paths × %2 heads").arg(heads / perPath).arg(perPath)
                                               : tr("%1 heads").arg(heads);
     // A picture's mean over heads is drawn for every layer at once, as the model view is.
-    const bool imageMeans = mode == Mode::Mean && capture->hasImage();
+    const bool image = probeHasImage(*capture);
+    const bool imageMeans = mode == Mode::Mean && image;
     QString where = mode == Mode::Model || imageMeans ? tr("step %1 · %2 layers · %3 · %4 tokens")
                                               .arg(capture->step)
-                                              .arg(capture->layers())
+                                              .arg(probeLayers(*capture))
                                               .arg(headCount)
-                                              .arg(capture->tokenCount())
+                                              .arg(probeTokenCount(*capture))
                                         : tr("step %1 · layer %2 of %3 · %4 · %5 tokens")
                                               .arg(capture->step)
                                               .arg(m_layer + 1)
-                                              .arg(capture->layers())
+                                              .arg(probeLayers(*capture))
                                               .arg(headCount)
-                                              .arg(capture->tokenCount());
-    if (capture->hasImage())
+                                              .arg(probeTokenCount(*capture));
+    if (image)
         where += tr(" · %1 × %2 patches").arg(capture->image.gridRows).arg(capture->image.gridCols);
-    if ((mode == Mode::Grid || imageMeans) && capture->hasImage()) {
+    if ((mode == Mode::Grid || imageMeans) && image) {
         m_patches->setScalePerHead(perHead);
         m_patches->setPaths(m_paths);
         m_patches->setCaptions(m_captions);
@@ -288,7 +289,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
     m_header->setText(QStringLiteral("<b>%1</b> · %2").arg(runLabel.toHtmlEscaped(), where));
     switch (mode) {
     case Mode::Grid:
-        if (capture->hasImage() && m_patches->heads() > 0) {
+        if (image && m_patches->heads() > 0) {
             m_patches->setCellSize(cellSize);
             m_stack->setCurrentWidget(m_patchArea);
             break;
@@ -311,7 +312,7 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         m_matrix->setTitle(tr("%1 (click to go back to every head)")
                                .arg(capitalized(headLabel(head, heads, m_paths))
                                     + (caption.isEmpty() ? QString() : QStringLiteral(" · ") + caption)));
-        m_matrix->setMatrix(attentionMatrix(capture->attention[m_layer].value(head), *capture));
+        m_matrix->setMatrix(attentionMatrix(headMap(*capture, m_layer, head), *capture));
         m_stack->setCurrentWidget(m_matrix);
         break;
     }
@@ -321,8 +322,8 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
             m_stack->setCurrentWidget(m_patchArea);
             break;
         }
-        m_matrix->setTitle(tr("Mean over %1 heads").arg(capture->heads()));
-        m_matrix->setMatrix(attentionMatrix(capture->meanOverHeads(m_layer), *capture));
+        m_matrix->setTitle(tr("Mean over %1 heads").arg(probeHeads(*capture)));
+        m_matrix->setMatrix(attentionMatrix(meanOverHeads(*capture, m_layer), *capture));
         m_stack->setCurrentWidget(m_matrix);
         break;
     case Mode::Tokens:
@@ -331,8 +332,9 @@ void AttentionPane::show(const ProbeCapture* capture, const QString& runLabel, i
         break;
     }
     const bool classes = capture->predictionLabels.size() < 20 || capture->prediction.size() < 20;
-    m_prediction->setPrediction(capture->prediction, capture->predictionLabels,
-                                classes ? tr("Prediction") : tr("Next token"), capture->trueLabel);
+    m_prediction->setPrediction(QVector<float>(capture->prediction.begin(), capture->prediction.end()),
+                                probeLabels(*capture), classes ? tr("Prediction") : tr("Next token"),
+                                static_cast<int>(capture->label));
     arrange();
     if (m_fitting)
         fit();
@@ -540,7 +542,7 @@ void AttentionView::refresh()
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));
             continue;
         }
-        const ProbeCapture* capture = source.history->captureAt(text, m_step);
+        const ProbeResult* capture = source.history->captureAt(text, m_step);
         QString why = nothing;
         if (capture == nullptr && !source.history->captures(text).isEmpty())
             why = tr("The first capture of this text is after step %1.").arg(m_step);
@@ -549,8 +551,8 @@ void AttentionView::refresh()
         const bool perHead = m_scale->currentIndex() == 1;
         pane->show(capture, source.label, layer(), mode(), head(), m_zoom->value(), perHead, why);
         if (i == 0 && capture != nullptr) {
-            layers = capture->layers();
-            heads = capture->heads();
+            layers = probeLayers(*capture);
+            heads = probeHeads(*capture);
             paths = pane->paths();
             const float top = pane->showsPatches() ? pane->patches()->maxWeight() : pane->grid()->maxWeight();
             m_legend->setText(perHead ? tr("0 … each head's largest weight")
@@ -597,7 +599,7 @@ QWidget* AttentionView::exportArea()
         return m_split;
     QVector<const AttentionPane*> shown;
     for (const AttentionPane* pane : m_panes)
-        if (pane->isVisibleTo(this) && pane->capture() != nullptr && pane->capture()->tokenCount() > 0)
+        if (pane->isVisibleTo(this) && pane->capture() != nullptr && probeTokenCount(*pane->capture()) > 0)
             shown.push_back(pane);
     if (shown.isEmpty())
         return m_split;  // it says why there is nothing to draw
@@ -614,7 +616,7 @@ QWidget* AttentionView::exportArea()
     row->setSpacing(24);
     const bool perHead = m_scale->currentIndex() == 1;
     for (const AttentionPane* pane : shown) {
-        const ProbeCapture* capture = pane->capture();
+        const ProbeResult* capture = pane->capture();
         auto* column = new QVBoxLayout;
         auto* header = new QLabel(m_sheet);
         header->setTextFormat(Qt::RichText);
@@ -640,7 +642,7 @@ QWidget* AttentionView::exportArea()
             heads->setCapture(capture, pane->shownLayer());
             const int columns = exportColumns(heads->heads(), pane->paths());
             const int rows = (heads->heads() + columns - 1) / std::max(1, columns);
-            heads->setCellSize(exportCellSize(capture->tokenCount(), columns, rows));
+            heads->setCellSize(exportCellSize(probeTokenCount(*capture), columns, rows));
             heads->setColumns(columns);
             heads->setFixedSize(heads->sizeHint());
             column->addWidget(heads);
@@ -648,7 +650,7 @@ QWidget* AttentionView::exportArea()
         } else {
             auto* figure = new ModelViewFigure(m_sheet);
             figure->setCapture(capture, pane->paths(), perHead);
-            figure->setCellSize(exportModelCellSize(capture->tokenCount(), figure->layers(), figure->heads()));
+            figure->setCellSize(exportModelCellSize(probeTokenCount(*capture), figure->layers(), figure->heads()));
             column->addWidget(figure);
             colours = perHead ? tr("each head's largest weight") : tr("each layer's largest weight");
         }
@@ -670,18 +672,20 @@ QByteArray AttentionView::csv() const
     QByteArray out = "run,step,probe,layer,head,query_index,query,key_index,key,weight\n";
     for (const AttentionPane* pane : m_panes) {
         const InsightSource& source = pane == m_panes[0] ? m_primary : m_comparison;
-        const ProbeCapture* c = source.valid() ? pane->capture() : nullptr;
+        const ProbeResult* c = source.valid() ? pane->capture() : nullptr;
         if (c == nullptr)
             continue;
-        const QByteArray prefix = csvField(source.label) + ',' + QByteArray::number(c->step) + ',' + csvField(c->text) + ',';
-        const int n = c->tokenCount();
-        for (int l = 0; l < c->layers(); ++l)
-            for (int h = 0; h < c->attention[l].size(); ++h)
+        const QByteArray prefix =
+            csvField(source.label) + ',' + QByteArray::number(c->step) + ',' + csvField(probeTextOf(*c)) + ',';
+        const int n = probeTokenCount(*c);
+        const QStringList tokens = probeTokens(*c);
+        for (int l = 0; l < probeLayers(*c); ++l)
+            for (int h = 0; h < static_cast<int>(c->attention[static_cast<std::size_t>(l)].size()); ++h)
                 for (int q = 0; q < n; ++q)
                     for (int k = 0; k < n; ++k)
                         out += prefix + QByteArray::number(l + 1) + ',' + QByteArray::number(h + 1) + ','
-                               + QByteArray::number(q) + ',' + csvField(c->tokens[q]) + ',' + QByteArray::number(k)
-                               + ',' + csvField(c->tokens[k]) + ',' + csvNumber(c->weight(l, h, q, k)) + '\n';
+                               + QByteArray::number(q) + ',' + csvField(tokens[q]) + ',' + QByteArray::number(k)
+                               + ',' + csvField(tokens[k]) + ',' + csvNumber(probeWeight(*c, l, h, q, k)) + '\n';
     }
     return out;
 }

@@ -50,10 +50,10 @@ public:
 
     // Shows `capture` (nullptr: `why` instead) at `layer` (clamped to the model's layers).
     // perHead: each map in the grid spans its own range (HeadGrid::setScalePerHead).
-    void show(const ProbeCapture* capture, const QString& runLabel, int layer, Mode mode, int head, int cellSize,
+    void show(const ProbeResult* capture, const QString& runLabel, int layer, Mode mode, int head, int cellSize,
               bool perHead, const QString& why);
     int shownLayer() const { return m_layer; }
-    const ProbeCapture* capture() const { return m_capture ? &*m_capture : nullptr; }
+    const ProbeResult* capture() const { return m_capture ? &*m_capture : nullptr; }
 
     HeadGrid* grid() const { return m_grid; }
     // An image probe's grid: every head's attention over the picture.
@@ -96,7 +96,7 @@ private:
     QScrollArea* m_modelArea = nullptr;
     ModelViewFigure* m_model = nullptr;
     PredictionBars* m_prediction = nullptr;
-    std::optional<ProbeCapture> m_capture;  // a copy: the history may move its captures
+    std::optional<ProbeResult> m_capture;  // a copy: the history may move its captures
     int m_layer = 0;
     int m_paths = 1;
     QVector<HeadMapCaption> m_captions;

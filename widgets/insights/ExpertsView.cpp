@@ -229,7 +229,7 @@ void ExpertsView::refresh()
     showShare(*m_state, active);
     showOverTime(*m_primary.history, m_state->step);
     showTable(*m_state);
-    const ProbeCapture* capture = m_primary.history->captureAt(probeText(), m_step);
+    const ProbeResult* capture = m_primary.history->captureAt(probeText(), m_step);
     showRouting(capture, expertCount(*m_state));
 }
 
@@ -421,10 +421,10 @@ bool ExpertsView::eventFilter(QObject* watched, QEvent* event)
 
 bool ExpertsView::showsPatches() const { return m_routingStack->currentWidget() == m_patchBox; }
 
-void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
+void ExpertsView::showRouting(const ProbeResult* capture, int experts)
 {
     m_patches->setCapture(capture);
-    if (capture != nullptr && capture->hasImage() && m_patches->blocks() > 0) {
+    if (capture != nullptr && probeHasImage(*capture) && m_patches->blocks() > 0) {
         // Swatches of every expert, and the mark of a dropped patch.
         QStringList keys;
         for (int e = 0; e < experts; ++e)
@@ -440,11 +440,11 @@ void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
         return;
     }
     m_routingStack->setCurrentWidget(m_routing);
-    if (capture == nullptr || capture->experts.isEmpty()) {
+    if (capture == nullptr || capture->experts.empty()) {
         m_routing->clear(tr("No probe captured yet: the route of each probe token appears with the first capture."));
         return;
     }
-    if (capture->tokenCount() == 0) {
+    if (probeTokenCount(*capture) == 0) {
         m_routing->setTitle(QString());
         m_routing->clear(tr("The probe at step %1 has no tokens: there is no route to show.").arg(capture->step));
         return;
@@ -452,27 +452,35 @@ void ExpertsView::showRouting(const ProbeCapture* capture, int experts)
     MatrixView::Matrix m;
     m.scale = MatrixView::Scale::Categorical;
     m.rows = static_cast<int>(capture->experts.size());
-    m.cols = capture->tokenCount();
+    m.cols = probeTokenCount(*capture);
     m.rowTitle = tr("block");
     m.columnTitle = tr("token");
-    for (const QString& token : capture->tokens)
+    const QStringList tokens = probeTokens(*capture);
+    for (const QString& token : tokens)
         m.columnLabels.push_back(visibleToken(token));
+    // The choices of a token of a block; none outside the routing (a damaged line).
+    using Choices = std::vector<std::vector<std::vector<std::int64_t>>>;  // [block][token][choice]
+    auto chosenOf = [](const Choices& choices, int block, int token) -> const std::vector<std::int64_t>* {
+        if (block < 0 || token < 0 || static_cast<std::size_t>(block) >= choices.size()
+            || static_cast<std::size_t>(token) >= choices[static_cast<std::size_t>(block)].size())
+            return nullptr;
+        return &choices[static_cast<std::size_t>(block)][static_cast<std::size_t>(token)];
+    };
     for (int b = 0; b < m.rows; ++b) {
         m.rowLabels.push_back(QString::number(b + 1));
         for (int t = 0; t < m.cols; ++t) {
-            const int first = capture->experts[b].value(t).value(0, -1);
+            const std::vector<std::int64_t>* chosen = chosenOf(capture->experts, b, t);
+            const int first = chosen == nullptr || chosen->empty() ? -1 : static_cast<int>(chosen->front());
             m.categories.push_back(first);
             m.cellTexts.push_back(first < 0 ? QStringLiteral("–") : QString::number(first + 1));
         }
     }
-    const QVector<QVector<QVector<int>>> choices = capture->experts;
-    const QStringList tokens = capture->tokens;
-    m_routing->setReadout([choices, tokens](int row, int col) {
+    m_routing->setReadout([choices = capture->experts, tokens, chosenOf](int row, int col) {
         QStringList picked;
-        const QVector<int> chosen = choices[row].value(col);
-        for (int k = 0; k < chosen.size(); ++k)
-            picked << (chosen[k] < 0 ? tr("choice %1 dropped").arg(k + 1)
-                                     : tr("choice %1: expert %2").arg(k + 1).arg(chosen[k] + 1));
+        if (const std::vector<std::int64_t>* chosen = chosenOf(choices, row, col))
+            for (std::size_t k = 0; k < chosen->size(); ++k)
+                picked << ((*chosen)[k] < 0 ? tr("choice %1 dropped").arg(k + 1)
+                                            : tr("choice %1: expert %2").arg(k + 1).arg((*chosen)[k] + 1));
         return tr("block %1, token %2 \"%3\": %4")
             .arg(row + 1)
             .arg(col)

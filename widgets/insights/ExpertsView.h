@@ -69,7 +69,7 @@ private:
     void showShare(const TrainingSnapshot& state, const QVector<HealthEvent>& active);
     void showOverTime(const InsightHistory& history, qint64 upTo);
     void showTable(const TrainingSnapshot& state);
-    void showRouting(const ProbeCapture* capture, int experts);
+    void showRouting(const ProbeResult* capture, int experts);
 
     QWidget* m_body = nullptr;
     QLabel* m_empty = nullptr;

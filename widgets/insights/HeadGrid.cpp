@@ -33,7 +33,7 @@ HeadGrid::HeadGrid(QWidget* parent) : QWidget(parent)
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
 }
 
-void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
+void HeadGrid::setCapture(const ProbeResult* capture, int layer)
 {
     m_maps.clear();
     m_weights.clear();
@@ -42,19 +42,20 @@ void HeadGrid::setCapture(const ProbeCapture* capture, int layer)
     m_hover = Hit();
     // Only maps of tokens x tokens weights are drawn: no tokens, or a map of
     // another size, leaves nothing to draw (heads() 0) rather than a guess.
-    const int n = capture != nullptr ? capture->tokenCount() : 0;
-    if (capture != nullptr && n > 0 && layer >= 0 && layer < capture->layers()) {
+    const int n = capture != nullptr ? probeTokenCount(*capture) : 0;
+    if (capture != nullptr && n > 0 && layer >= 0 && layer < probeLayers(*capture)) {
         double max = 1;
-        const QVector<QImage> images = colorscale::attentionImages(capture->attention[layer], n, m_perHead, &max);
+        const QVector<QVector<float>> maps = layerMaps(*capture, layer);
+        const QVector<QImage> images = colorscale::attentionImages(maps, n, m_perHead, &max);
         m_max = static_cast<float>(max);
         for (qsizetype head = 0; head < images.size(); ++head) {
             if (images[head].isNull())
                 continue;
-            m_weights.push_back(capture->attention[layer][head]);
+            m_weights.push_back(maps[head]);
             m_maps.push_back(images[head]);
         }
         if (!m_maps.isEmpty())
-            for (const QString& token : capture->tokens)
+            for (const QString& token : probeTokens(*capture))
                 m_tokens.push_back(visibleToken(token));
     }
     measureLabels();

@@ -32,7 +32,7 @@ public:
     explicit HeadGrid(QWidget* parent = nullptr);
 
     // Copies the layer's maps out of `capture` (nullptr: nothing to draw).
-    void setCapture(const ProbeCapture* capture, int layer);
+    void setCapture(const ProbeResult* capture, int layer);
     int heads() const { return static_cast<int>(m_maps.size()); }
     int tokens() const { return static_cast<int>(m_tokens.size()); }
     float maxWeight() const { return m_max; }

@@ -2,6 +2,8 @@
 
 #include "HeadLabel.h"
 
+#include "vocab/ByteText.h"
+
 #include <QCoreApplication>
 
 #include <algorithm>
@@ -76,30 +78,123 @@ QString visibleToken(const QString& token)
     return shown;
 }
 
-float ProbeCapture::weight(int layer, int head, int query, int key) const
+QString probeTextOf(const ProbeResult& probe) { return QString::fromStdString(legibleBytes(probe.text)); }
+
+namespace {
+
+QStringList qstrings(const std::vector<std::string>& strings)
 {
-    const int n = tokenCount();
-    if (layer < 0 || layer >= layers() || head < 0 || head >= attention[layer].size() || query < 0 || query >= n
-        || key < 0 || key >= n)
-        return 0;
-    const QVector<float>& map = attention[layer][head];
-    const qsizetype at = static_cast<qsizetype>(query) * n + key;
-    return at < map.size() ? map[at] : 0.0f;
+    QStringList out;
+    out.reserve(static_cast<qsizetype>(strings.size()));
+    for (const std::string& s : strings)
+        out.push_back(QString::fromStdString(s));
+    return out;
 }
 
-QVector<float> ProbeCapture::meanOverHeads(int layer) const
+// The map of a head, nullptr outside the layers and heads.
+const std::vector<std::vector<float>>* mapOf(const ProbeResult& probe, int layer, int head)
 {
-    const int n = tokenCount();
+    if (layer < 0 || layer >= probeLayers(probe) || head < 0)
+        return nullptr;
+    const auto& heads = probe.attention[static_cast<std::size_t>(layer)];
+    return static_cast<std::size_t>(head) < heads.size() ? &heads[static_cast<std::size_t>(head)] : nullptr;
+}
+
+}  // namespace
+
+QStringList probeTokens(const ProbeResult& probe) { return qstrings(probe.tokens); }
+QStringList probeLabels(const ProbeResult& probe) { return qstrings(probe.predictionLabels); }
+
+QString lensStageName(const LensStage& stage)
+{
+    return QStringLiteral("block %1 %2").arg(stage.block + 1).arg(QString::fromStdString(stage.sublayer));
+}
+
+int probeTokenCount(const ProbeResult& probe) { return static_cast<int>(probe.tokens.size()); }
+int probeLayers(const ProbeResult& probe) { return static_cast<int>(probe.attention.size()); }
+int probeHeads(const ProbeResult& probe)
+{
+    return probe.attention.empty() ? 0 : static_cast<int>(probe.attention.front().size());
+}
+
+float probeWeight(const ProbeResult& probe, int layer, int head, int query, int key)
+{
+    const int n = probeTokenCount(probe);
+    const auto* map = mapOf(probe, layer, head);
+    if (map == nullptr || query < 0 || query >= n || key < 0 || key >= n
+        || static_cast<std::size_t>(query) >= map->size())
+        return 0;
+    const std::vector<float>& row = (*map)[static_cast<std::size_t>(query)];
+    return static_cast<std::size_t>(key) < row.size() ? row[static_cast<std::size_t>(key)] : 0.0f;
+}
+
+QVector<float> headMap(const ProbeResult& probe, int layer, int head)
+{
+    QVector<float> flat;
+    if (const auto* map = mapOf(probe, layer, head))
+        for (const std::vector<float>& row : *map)
+            flat.append(QVector<float>(row.begin(), row.end()));
+    return flat;
+}
+
+QVector<QVector<float>> layerMaps(const ProbeResult& probe, int layer)
+{
+    QVector<QVector<float>> maps;
+    if (layer < 0 || layer >= probeLayers(probe))
+        return maps;
+    const int heads = static_cast<int>(probe.attention[static_cast<std::size_t>(layer)].size());
+    for (int head = 0; head < heads; ++head)
+        maps.push_back(headMap(probe, layer, head));
+    return maps;
+}
+
+QVector<float> meanOverHeads(const ProbeResult& probe, int layer)
+{
+    const int n = probeTokenCount(probe);
     QVector<float> mean(static_cast<qsizetype>(n) * n, 0.0f);
-    if (layer < 0 || layer >= layers() || attention[layer].isEmpty())
+    if (layer < 0 || layer >= probeLayers(probe) || probe.attention[static_cast<std::size_t>(layer)].empty())
         return mean;
-    for (const QVector<float>& map : attention[layer])
-        for (qsizetype i = 0; i < std::min(map.size(), mean.size()); ++i)
-            mean[i] += map[i];
-    const float heads = static_cast<float>(attention[layer].size());
+    const auto& heads = probe.attention[static_cast<std::size_t>(layer)];
+    for (const auto& map : heads)
+        for (int q = 0; q < std::min(n, static_cast<int>(map.size())); ++q) {
+            const std::vector<float>& row = map[static_cast<std::size_t>(q)];
+            for (int k = 0; k < std::min(n, static_cast<int>(row.size())); ++k)
+                mean[static_cast<qsizetype>(q) * n + k] += row[static_cast<std::size_t>(k)];
+        }
+    const float count = static_cast<float>(heads.size());
     for (float& value : mean)
-        value /= heads;
+        value /= count;
     return mean;
+}
+
+bool validProbeImage(const ProbeImage& image)
+{
+    constexpr std::int64_t kMaxSide = 1 << 14;
+    const std::int64_t width = image.width, height = image.height, channels = image.channels;
+    const bool sized = width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide
+                       && (channels == 1 || channels == 3)
+                       && static_cast<std::int64_t>(image.pixels.size()) == width * height * channels;
+    const bool gridded = image.gridRows > 0 && image.gridCols > 0 && image.gridRows <= height
+                         && image.gridCols <= width && height % image.gridRows == 0 && width % image.gridCols == 0;
+    return sized && gridded;
+}
+
+QImage probeQImage(const ProbeImage& image)
+{
+    if (!validProbeImage(image))
+        return {};
+    // The image borrows the bytes only while it is copied into its own.
+    const QImage view(image.pixels.data(), static_cast<int>(image.width), static_cast<int>(image.height),
+                      static_cast<qsizetype>(image.width * image.channels),
+                      image.channels == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
+    return view.copy();
+}
+
+bool probeHasImage(const ProbeResult& probe) { return validProbeImage(probe.image); }
+
+int probePatchCount(const ProbeResult& probe)
+{
+    return probeHasImage(probe) ? static_cast<int>(probe.image.gridRows * probe.image.gridCols) : 0;
 }
 
 void InsightHistory::addState(TrainingSnapshot state)
@@ -109,11 +204,12 @@ void InsightHistory::addState(TrainingSnapshot state)
     ++m_revision;
 }
 
-void InsightHistory::addCapture(ProbeCapture capture)
+void InsightHistory::addCapture(ProbeResult capture)
 {
-    if (!m_texts.contains(capture.text))
-        m_texts.push_back(capture.text);
-    QVector<ProbeCapture>& list = m_captures[capture.text];
+    const QString text = probeTextOf(capture);
+    if (!m_texts.contains(text))
+        m_texts.push_back(text);
+    QVector<ProbeResult>& list = m_captures[text];
     insertByStep(list, std::move(capture));
     thin(list, kMaxCapturesPerText);
     ++m_revision;
@@ -150,9 +246,9 @@ void InsightHistory::clear()
     ++m_revision;
 }
 
-const QVector<ProbeCapture>& InsightHistory::captures(const QString& text) const
+const QVector<ProbeResult>& InsightHistory::captures(const QString& text) const
 {
-    static const QVector<ProbeCapture> none;
+    static const QVector<ProbeResult> none;
     auto it = m_captures.constFind(text);
     return it == m_captures.constEnd() ? none : *it;
 }
@@ -194,26 +290,6 @@ void InsightHistory::setHeadCaptions(const QVector<HeadMapCaption>& captions)
     ++m_revision;
 }
 
-CaptureImage CaptureImage::fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
-                                      qint64 count, qint64 gridRows, qint64 gridCols)
-{
-    constexpr qint64 kMaxSide = 1 << 14;
-    const bool sized = width > 0 && height > 0 && width <= kMaxSide && height <= kMaxSide
-                       && (channels == 1 || channels == 3) && pixels != nullptr && count == width * height * channels;
-    const bool gridded = gridRows > 0 && gridCols > 0 && gridRows <= height && gridCols <= width
-                         && height % gridRows == 0 && width % gridCols == 0;
-    CaptureImage out;
-    if (!sized || !gridded)
-        return out;
-    // The image borrows the bytes only while it is copied into its own.
-    const QImage view(pixels, static_cast<int>(width), static_cast<int>(height), static_cast<qsizetype>(width * channels),
-                      channels == 1 ? QImage::Format_Grayscale8 : QImage::Format_RGB888);
-    out.image = view.copy();
-    out.gridRows = static_cast<int>(gridRows);
-    out.gridCols = static_cast<int>(gridCols);
-    return out;
-}
-
 void InsightHistory::setImageInput(bool images)
 {
     m_imageInput = images;
@@ -224,9 +300,9 @@ bool InsightHistory::imageInput() const
 {
     if (m_imageInput)
         return *m_imageInput;
-    for (const QVector<ProbeCapture>& captures : m_captures)
-        for (const ProbeCapture& capture : captures)
-            if (capture.hasImage())
+    for (const QVector<ProbeResult>& captures : m_captures)
+        for (const ProbeResult& capture : captures)
+            if (probeHasImage(capture))
                 return true;
     return false;
 }
@@ -276,7 +352,7 @@ bool InsightHistory::hasPathWeights() const
     return m_architecture->paths > 1;  // fixed weights are measured too
 }
 
-const ProbeCapture* InsightHistory::captureAt(const QString& text, qint64 step) const
+const ProbeResult* InsightHistory::captureAt(const QString& text, qint64 step) const
 {
     return lastAtOrBefore(captures(text), step);
 }
@@ -289,7 +365,7 @@ QVector<qint64> InsightHistory::steps() const
     for (const ValidationInsights& insight : m_validation)
         all.push_back(insight.step);
     for (const auto& list : m_captures)
-        for (const ProbeCapture& capture : list)
+        for (const ProbeResult& capture : list)
             all.push_back(capture.step);
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());

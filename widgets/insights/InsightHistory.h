@@ -1,6 +1,7 @@
-// defines: CaptureImage, HeadMapCaption, ProbeCapture, InsightHistory: what the
-// interpretability views draw, kept over a run's steps: the run's snapshots and
-// validation insights (vocab/Snapshot.h) as they are, and probes as plain Qt data
+// defines: HeadMapCaption, InsightHistory, and probeTextOf, probeTokens, headMap,
+// meanOverHeads, probeQImage and the other readings of a probe: what the
+// interpretability views draw, kept over a run's steps: the run's snapshots,
+// validation insights and probes (vocab/Snapshot.h) as they are
 #pragma once
 
 #include "configuration/ArchitectureSketch.h"
@@ -16,20 +17,6 @@
 
 namespace widelab {
 
-// A probe image as the model saw it (before normalisation), cut into a grid of
-// patches; null image for a text probe.
-struct CaptureImage {
-    QImage image;                 // width x height pixels, grey or RGB
-    int gridRows = 0, gridCols = 0;  // patches
-
-    // From 8-bit pixels, row-major HWC with 1 (grey) or 3 (RGB) channels, and
-    // the patch grid. Pixels that do not fill width x height x channels, another
-    // channel count or a grid that does not divide the image (a damaged line of
-    // metrics.jsonl) give an empty image: the probe is then drawn as tokens.
-    static CaptureImage fromPixels(qint64 width, qint64 height, qint64 channels, const quint8* pixels,
-                                   qint64 count, qint64 gridRows, qint64 gridCols);
-};
-
 // What one head's attention map is: the head's mechanism ("linformer") and the
 // kind of map it shows ("exact", "sparse pattern", "implied"), from the model's
 // configuration.
@@ -44,38 +31,46 @@ QString headCaptionText(const QVector<HeadMapCaption>& captions, int head, int h
 // empty when every map is exact or nothing is said.
 QString mapKindLegend(const QVector<HeadMapCaption>& captions);
 
-// What the model did with one probe text (or image) at one step.
-struct ProbeCapture {
-    qint64 step = 0;
-    QString text;
-    QStringList tokens;
-    QVector<QVector<QVector<float>>> attention;  // [layer][head]: tokens x tokens, row = query, row-major
-    QVector<QVector<QVector<int>>> experts;      // [block][token][choice], -1: dropped
-    QVector<float> prediction;
-    QStringList predictionLabels;
-    int trueLabel = -1;  // index into prediction of the text's true class, when known
-    // An image probe's picture; tokens are then "CLS" (when the model has one)
-    // and one per patch, row-major.
-    CaptureImage image;
-    // Logit lens: the model's final LayerNorm and head applied to the residual
-    // stream after each sublayer. lensStages[i] names stage i ("block 1 attention",
-    // "block 1 ffn", ...); the last stage is the model's output, so its row
-    // equals prediction. logitLens[i][c] is the probability of
-    // predictionLabels[lensColumns[c]] (lensColumns empty: of every label, c).
-    QStringList lensStages;
-    QVector<QVector<float>> logitLens;
-    QVector<int> lensColumns;
+// Reading a probe (vocab/Snapshot.h's ProbeResult, stored as the run reports
+// it) for drawing: the views convert what they draw, when they draw it.
 
-    int tokenCount() const { return static_cast<int>(tokens.size()); }
-    bool hasImage() const { return !image.image.isNull() && image.gridRows > 0 && image.gridCols > 0; }
-    int patchCount() const { return hasImage() ? image.gridRows * image.gridCols : 0; }
-    int layers() const { return static_cast<int>(attention.size()); }
-    int heads() const { return attention.isEmpty() ? 0 : static_cast<int>(attention.front().size()); }
-    // The weight query -> key of a head (0 outside the map).
-    float weight(int layer, int head, int query, int key) const;
-    // The mean over heads of a layer, tokens x tokens.
-    QVector<float> meanOverHeads(int layer) const;
-};
+// The probe's text as shown and as the history keys it: legibleBytes (a text
+// cut inside a character, or from binary data, is bytes, not UTF-8).
+QString probeTextOf(const ProbeResult& probe);
+// The tokens as the model sees them (CLS first when used), and the labels of
+// `prediction`, as QStrings.
+QStringList probeTokens(const ProbeResult& probe);
+QStringList probeLabels(const ProbeResult& probe);
+// A logit lens stage's name: "block 1 attention", "block 1 ffn", ... (1-based block).
+QString lensStageName(const LensStage& stage);
+
+int probeTokenCount(const ProbeResult& probe);
+int probeLayers(const ProbeResult& probe);  // attention layers
+int probeHeads(const ProbeResult& probe);   // heads of the first layer; 0 without maps
+// The weight query -> key of a head (0 outside the map).
+float probeWeight(const ProbeResult& probe, int layer, int head, int query, int key);
+// One head's map, its rows (queries) one after another: tokens x tokens
+// weights, row-major, for a map that matches its tokens; a map of another size
+// (a damaged line) is not drawn. Empty outside the layers and heads.
+QVector<float> headMap(const ProbeResult& probe, int layer, int head);
+// Every head's map of a layer, as headMap; empty outside the layers.
+QVector<QVector<float>> layerMaps(const ProbeResult& probe, int layer);
+// The mean over heads of a layer, tokens x tokens, row-major (zeros outside the
+// layers; a head's missing weights count as 0).
+QVector<float> meanOverHeads(const ProbeResult& probe, int layer);
+
+// Whether an image probe's picture can be drawn: 8-bit pixels, row-major HWC
+// with 1 (grey) or 3 (RGB) channels, that fill width x height x channels, and a
+// grid of patches that divides the image. A text probe (width 0), another
+// channel count, pixels of another size or a grid that does not divide the
+// image (a damaged line of metrics.jsonl) cannot: the probe is then drawn as tokens.
+bool validProbeImage(const ProbeImage& image);
+// The picture as a QImage (grey or RGB); a null image when !validProbeImage.
+QImage probeQImage(const ProbeImage& image);
+// Whether the probe is an image probe whose picture can be drawn, and its
+// patches then (gridRows x gridCols; 0 otherwise).
+bool probeHasImage(const ProbeResult& probe);
+int probePatchCount(const ProbeResult& probe);
 
 // A token as a label: line breaks, tabs and lone spaces made visible.
 QString visibleToken(const QString& token);
@@ -90,14 +85,14 @@ public:
     static constexpr int kMaxCapturesPerText = 300;
 
     void addState(TrainingSnapshot state);  // a state for a step already held replaces it
-    void addCapture(ProbeCapture capture);
+    void addCapture(ProbeResult capture);  // keyed by probeTextOf
     void addValidationInsight(ValidationInsights insight);  // one for a step already held replaces it
     void truncateAfter(qint64 step);      // a resumed run retraces the steps after its checkpoint
     void clear();
 
     const QVector<TrainingSnapshot>& states() const { return m_states; }
-    QStringList probeTexts() const { return m_texts; }     // in the order first seen
-    const QVector<ProbeCapture>& captures(const QString& text) const;
+    QStringList probeTexts() const { return m_texts; }     // probeTextOf each, in the order first seen
+    const QVector<ProbeResult>& captures(const QString& text) const;
     // The newest state (capture) at or before `step`; step < 0: the newest. nullptr when none.
     const TrainingSnapshot* stateAt(qint64 step) const;
     // The newest state at or before `step` (step < 0: any) that measured routing
@@ -105,7 +100,7 @@ public:
     // may have none.
     const TrainingSnapshot* routedStateAt(qint64 step) const;
     const TrainingSnapshot* pathStateAt(qint64 step) const;
-    const ProbeCapture* captureAt(const QString& text, qint64 step) const;
+    const ProbeResult* captureAt(const QString& text, qint64 step) const;
     const QVector<ValidationInsights>& validationInsights() const { return m_validation; }
     // The newest validation insight at or before `step` (step < 0: the newest); nullptr when none.
     const ValidationInsights* validationInsightAt(qint64 step) const;
@@ -136,7 +131,7 @@ public:
 private:
     QVector<TrainingSnapshot> m_states;
     QStringList m_texts;
-    QHash<QString, QVector<ProbeCapture>> m_captures;
+    QHash<QString, QVector<ProbeResult>> m_captures;
     QVector<ValidationInsights> m_validation;
     std::optional<ArchitectureSketch> m_architecture;
     QVector<HeadMapCaption> m_headCaptions;

@@ -131,25 +131,33 @@ LogitLensView::LogitLensView(QWidget* parent) : InsightPage(parent)
     layout->addWidget(m_body, 1);
 }
 
-LogitLensView::Shown LogitLensView::shownOf(const ProbeCapture& capture, const QString& label)
+LogitLensView::Shown LogitLensView::shownOf(const ProbeResult& capture, const QString& label)
 {
     Shown s;
     s.label = label;
-    s.text = capture.text;
+    s.text = probeTextOf(capture);
     s.step = capture.step;
-    qsizetype cols = capture.lensColumns.size();
-    for (const QVector<float>& row : capture.logitLens)
-        cols = std::max(cols, row.size());
+    const std::vector<std::int64_t>& lensColumns = capture.lensColumns;
+    const QStringList labels = probeLabels(capture);
+    qsizetype cols = static_cast<qsizetype>(lensColumns.size());
+    for (const LensStage& stage : capture.logitLens)
+        cols = std::max(cols, static_cast<qsizetype>(stage.distribution.size()));
     for (int c = 0; c < cols; ++c) {
-        const int index = capture.lensColumns.isEmpty() ? c : capture.lensColumns.value(c, -1);
-        s.columns << (index >= 0 ? capture.predictionLabels.value(index, QString::number(index)) : QString::number(c));
+        std::int64_t index = c;  // no lensColumns: every label, in order
+        if (!lensColumns.empty())
+            index = static_cast<std::size_t>(c) < lensColumns.size() ? lensColumns[static_cast<std::size_t>(c)] : -1;
+        s.columns << (index >= 0 ? labels.value(index, QString::number(index)) : QString::number(c));
     }
-    if (capture.trueLabel >= 0)
-        s.trueColumn = capture.lensColumns.isEmpty() ? (capture.trueLabel < cols ? capture.trueLabel : -1)
-                                                     : static_cast<int>(capture.lensColumns.indexOf(capture.trueLabel));
-    for (int r = 0; r < capture.logitLens.size(); ++r) {
-        s.stages << capture.lensStages.value(r, tr("stage %1").arg(r + 1));
-        QVector<float> row = capture.logitLens[r];
+    const std::int64_t trueLabel = capture.label;
+    if (trueLabel >= 0) {
+        if (lensColumns.empty())
+            s.trueColumn = trueLabel < cols ? static_cast<int>(trueLabel) : -1;
+        else if (auto at = std::find(lensColumns.begin(), lensColumns.end(), trueLabel); at != lensColumns.end())
+            s.trueColumn = static_cast<int>(at - lensColumns.begin());
+    }
+    for (const LensStage& stage : capture.logitLens) {
+        s.stages << lensStageName(stage);
+        QVector<float> row(stage.distribution.begin(), stage.distribution.end());
         row.resize(cols, std::numeric_limits<float>::quiet_NaN());
         int best = -1;
         for (int c = 0; c < cols; ++c)
@@ -181,14 +189,14 @@ void LogitLensView::refresh()
                 why = tr("No run to show.");
             continue;
         }
-        const ProbeCapture* capture = source.history->captureAt(text, m_step);
+        const ProbeResult* capture = source.history->captureAt(text, m_step);
         QString empty;
         if (capture == nullptr && !source.history->captures(text).isEmpty())
             empty = tr("The first capture of this text is after step %1.").arg(m_step);
         else if (capture == nullptr)
             empty = tr("No probe captured yet: the logit lens is read with every validation's probe capture; add a "
                        "text with Add probe….");
-        else if (capture->logitLens.isEmpty())
+        else if (capture->logitLens.empty())
             empty = tr("The capture at step %1 has no logit lens (the run was recorded before the lens was measured).")
                         .arg(capture->step);
         if (!empty.isEmpty()) {

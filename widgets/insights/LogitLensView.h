@@ -77,7 +77,7 @@ private:
         LensMap* map = nullptr;
         QLabel* top = nullptr;
     };
-    static Shown shownOf(const ProbeCapture& capture, const QString& label);
+    static Shown shownOf(const ProbeResult& capture, const QString& label);
     void showPane(int run, const Shown* shown, const QString& why);
     int paneWidth(int run) const;  // what a pane needs to show every column at kMinCellWidth
     void arrange();

@@ -34,7 +34,7 @@ ModelViewFigure::ModelViewFigure(QWidget* parent) : QWidget(parent)
     setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
 }
 
-void ModelViewFigure::setCapture(const ProbeCapture* capture, int paths, bool perHead)
+void ModelViewFigure::setCapture(const ProbeResult* capture, int paths, bool perHead)
 {
     m_maps.clear();
     m_weights.clear();
@@ -42,17 +42,17 @@ void ModelViewFigure::setCapture(const ProbeCapture* capture, int paths, bool pe
     m_heads = 0;
     m_paths = std::max(1, paths);
     m_hover = Hit();
-    const int n = capture != nullptr ? capture->tokenCount() : 0;
-    for (int layer = 0; n > 0 && layer < capture->layers(); ++layer) {
-        const QVector<QVector<float>>& heads = capture->attention[layer];
+    const int n = capture != nullptr ? probeTokenCount(*capture) : 0;
+    for (int layer = 0; n > 0 && layer < probeLayers(*capture); ++layer) {
+        QVector<QVector<float>> heads = layerMaps(*capture, layer);
         // A map of the wrong size stays a blank square rather than a guess.
         const QVector<QImage> images = colorscale::attentionImages(heads, n, perHead);
         m_heads = std::max(m_heads, static_cast<int>(heads.size()));
         m_maps.push_back(images);
-        m_weights.push_back(heads);
+        m_weights.push_back(std::move(heads));
     }
     if (m_heads > 0)
-        for (const QString& token : capture->tokens)
+        for (const QString& token : probeTokens(*capture))
             m_tokens.push_back(visibleToken(token));
     relayout();
 }

@@ -29,7 +29,7 @@ public:
 
     // Copies the maps out of `capture` (nullptr: nothing to draw); `paths`: the
     // model's attention paths (headLabel).
-    void setCapture(const ProbeCapture* capture, int paths, bool perHead);
+    void setCapture(const ProbeResult* capture, int paths, bool perHead);
     // What each head's map is (InsightHistory::headCaptions), named in the hover read-out.
     void setCaptions(const QVector<HeadMapCaption>& captions) { m_captions = captions; }
     int layers() const { return static_cast<int>(m_maps.size()); }

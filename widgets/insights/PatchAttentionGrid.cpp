@@ -12,13 +12,13 @@ namespace widelab {
 
 PatchAttentionGrid::PatchAttentionGrid(QWidget* parent) : PatchTileGrid(parent) {}
 
-void PatchAttentionGrid::setCapture(const ProbeCapture* capture, int layer)
+void PatchAttentionGrid::setCapture(const ProbeResult* capture, int layer)
 {
     m_layers = false;
     QVector<QVector<float>> weights;
     QStringList titles, shortTitles;
-    if (capture != nullptr && capture->hasImage() && layer >= 0 && layer < capture->layers()) {
-        const int heads = static_cast<int>(capture->attention[layer].size());
+    if (capture != nullptr && probeHasImage(*capture) && layer >= 0 && layer < probeLayers(*capture)) {
+        const int heads = static_cast<int>(capture->attention[static_cast<std::size_t>(layer)].size());
         for (int head = 0; head < heads; ++head) {
             weights.push_back(patchAttention(*capture, layer, head));
             const QString caption = headCaptionText(m_captions, head, heads, m_paths);
@@ -30,25 +30,25 @@ void PatchAttentionGrid::setCapture(const ProbeCapture* capture, int layer)
     setWeights(capture, std::move(weights), titles, shortTitles);
 }
 
-void PatchAttentionGrid::setLayerMeans(const ProbeCapture* capture)
+void PatchAttentionGrid::setLayerMeans(const ProbeResult* capture)
 {
     m_layers = true;
     QVector<QVector<float>> weights;
     QStringList titles, shortTitles;
-    for (int layer = 0; capture != nullptr && capture->hasImage() && layer < capture->layers(); ++layer) {
-        const QVector<QVector<float>>& maps = capture->attention[layer];
+    for (int layer = 0; capture != nullptr && probeHasImage(*capture) && layer < probeLayers(*capture); ++layer) {
+        const QVector<QVector<float>> maps = layerMaps(*capture, layer);
         const int heads = static_cast<int>(maps.size());
         // Every head's map whole, or no mean: meanOverHeads would average what there is.
-        const qsizetype cells = static_cast<qsizetype>(capture->tokenCount()) * capture->tokenCount();
+        const qsizetype cells = static_cast<qsizetype>(probeTokenCount(*capture)) * probeTokenCount(*capture);
         const bool whole = heads > 0 && std::all_of(maps.begin(), maps.end(), [&](const auto& m) { return m.size() == cells; });
-        weights.push_back(whole ? patchWeights(*capture, capture->meanOverHeads(layer)) : QVector<float>());
+        weights.push_back(whole ? patchWeights(*capture, meanOverHeads(*capture, layer)) : QVector<float>());
         titles << tr("layer %1 · mean over %2 heads").arg(layer + 1).arg(heads);
         shortTitles << tr("layer %1").arg(layer + 1);
     }
     setWeights(capture, std::move(weights), titles, shortTitles);
 }
 
-void PatchAttentionGrid::setWeights(const ProbeCapture* capture, QVector<QVector<float>> weights,
+void PatchAttentionGrid::setWeights(const ProbeResult* capture, QVector<QVector<float>> weights,
                                     const QStringList& titles, const QStringList& shortTitles)
 {
     m_weights = std::move(weights);
@@ -67,14 +67,14 @@ void PatchAttentionGrid::setWeights(const ProbeCapture* capture, QVector<QVector
         if (colorscale::finiteRange(w.constData(), w.size(), &low, &high))
             top = std::max(top, high);
     m_max = static_cast<float>(top > 0 ? top : 1.0);
+    const int rows = static_cast<int>(capture->image.gridRows), cols = static_cast<int>(capture->image.gridCols);
     for (const QVector<float>& w : m_weights) {
         double own = m_max;
         if (m_perHead && colorscale::finiteRange(w.constData(), w.size(), &low, &high) && high > 0)
             own = high;
-        m_overlays.push_back(
-            colorscale::sequentialImage(w.constData(), capture->image.gridRows, capture->image.gridCols, 0, own));
+        m_overlays.push_back(colorscale::sequentialImage(w.constData(), rows, cols, 0, own));
     }
-    setTiles(capture->image.image, capture->image.gridRows, capture->image.gridCols, titles, shortTitles);
+    setTiles(probeQImage(capture->image), rows, cols, titles, shortTitles);
 }
 
 float PatchAttentionGrid::weight(int head, int row, int col) const

@@ -25,11 +25,11 @@ public:
 
     // The layer's heads of `capture` (nullptr, a text probe or maps that do not
     // match its patches: nothing to draw).
-    void setCapture(const ProbeCapture* capture, int layer);
+    void setCapture(const ProbeResult* capture, int layer);
     // One tile per layer: the mean over the layer's heads of each head's patch
     // weights ("layer 2 · mean over 8 heads"), so that the picture is seen
     // through the whole depth at once. Clicking a tile means its layer.
-    void setLayerMeans(const ProbeCapture* capture);
+    void setLayerMeans(const ProbeResult* capture);
     bool showsLayers() const { return m_layers; }
     void setScalePerHead(bool perHead) { m_perHead = perHead; }
     void setPaths(int paths) { m_paths = std::max(1, paths); }
@@ -52,7 +52,7 @@ protected:
 private:
     // The tiles' weights (every tile or none: a missing one leaves nothing to
     // guess from), coloured against one range or each its own.
-    void setWeights(const ProbeCapture* capture, QVector<QVector<float>> weights, const QStringList& titles,
+    void setWeights(const ProbeResult* capture, QVector<QVector<float>> weights, const QStringList& titles,
                     const QStringList& shortTitles);
 
     QVector<QVector<float>> m_weights;  // [tile][patch]

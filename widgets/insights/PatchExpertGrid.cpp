@@ -9,14 +9,14 @@ namespace widelab {
 
 PatchExpertGrid::PatchExpertGrid(QWidget* parent) : PatchTileGrid(parent) {}
 
-void PatchExpertGrid::setCapture(const ProbeCapture* capture)
+void PatchExpertGrid::setCapture(const ProbeResult* capture)
 {
     m_experts.clear();
     m_choices.clear();
     QStringList titles;
-    if (capture != nullptr && capture->hasImage()) {
-        const int first = capture->tokenCount() - capture->patchCount();  // 1 with a CLS token
-        for (int block = 0; block < capture->experts.size(); ++block) {
+    if (capture != nullptr && probeHasImage(*capture)) {
+        const int first = probeTokenCount(*capture) - probePatchCount(*capture);  // 1 with a CLS token
+        for (int block = 0; block < static_cast<int>(capture->experts.size()); ++block) {
             QVector<int> experts = patchExperts(*capture, block);
             if (experts.isEmpty()) {  // every block or none
                 m_experts.clear();
@@ -25,12 +25,17 @@ void PatchExpertGrid::setCapture(const ProbeCapture* capture)
                 break;
             }
             m_experts.push_back(std::move(experts));
-            m_choices.push_back(capture->experts[block].mid(first));
+            QVector<QVector<int>> choices;  // patchExperts checked that the routing covers every token
+            const auto& tokens = capture->experts[static_cast<std::size_t>(block)];
+            for (auto token = tokens.begin() + first; token != tokens.end(); ++token)
+                choices.push_back(QVector<int>(token->begin(), token->end()));
+            m_choices.push_back(std::move(choices));
             titles << tr("block %1").arg(block + 1);
         }
     }
     if (capture != nullptr && !m_experts.isEmpty())
-        setTiles(capture->image.image, capture->image.gridRows, capture->image.gridCols, titles);
+        setTiles(probeQImage(capture->image), static_cast<int>(capture->image.gridRows),
+                 static_cast<int>(capture->image.gridCols), titles);
     else
         setTiles(QImage(), 0, 0, {});
 }

@@ -22,7 +22,7 @@ public:
 
     // The blocks' routing of `capture` (nullptr, a text probe or routing that
     // does not cover its tokens: nothing to draw).
-    void setCapture(const ProbeCapture* capture);
+    void setCapture(const ProbeResult* capture);
     int blocks() const { return tiles(); }
     // The first-choice expert of a patch, -1 when dropped or outside.
     int expertAt(int block, int row, int col) const;

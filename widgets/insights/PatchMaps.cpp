@@ -4,9 +4,10 @@
 
 namespace widelab {
 
-PatchSource patchSource(const ProbeCapture& capture)
+PatchSource patchSource(const ProbeResult& capture)
 {
-    return capture.tokenCount() == capture.patchCount() + 1 ? PatchSource::FromCls : PatchSource::MeanOverPatches;
+    return probeTokenCount(capture) == probePatchCount(capture) + 1 ? PatchSource::FromCls
+                                                                    : PatchSource::MeanOverPatches;
 }
 
 QString patchSourceText(PatchSource source)
@@ -15,18 +16,19 @@ QString patchSourceText(PatchSource source)
                                           : QCoreApplication::translate("AttentionView", "mean attention over patches");
 }
 
-QVector<float> patchAttention(const ProbeCapture& capture, int layer, int head)
+QVector<float> patchAttention(const ProbeResult& capture, int layer, int head)
 {
-    if (layer < 0 || layer >= capture.layers() || head < 0 || head >= capture.attention[layer].size())
+    if (layer < 0 || layer >= probeLayers(capture) || head < 0
+        || head >= static_cast<int>(capture.attention[static_cast<std::size_t>(layer)].size()))
         return {};
-    return patchWeights(capture, capture.attention[layer][head]);
+    return patchWeights(capture, headMap(capture, layer, head));
 }
 
-QVector<float> patchWeights(const ProbeCapture& capture, const QVector<float>& map)
+QVector<float> patchWeights(const ProbeResult& capture, const QVector<float>& map)
 {
-    const int patches = capture.patchCount();
-    const int n = capture.tokenCount();
-    if (!capture.hasImage() || map.size() != static_cast<qsizetype>(n) * n || (n != patches && n != patches + 1))
+    const int patches = probePatchCount(capture);
+    const int n = probeTokenCount(capture);
+    if (!probeHasImage(capture) || map.size() != static_cast<qsizetype>(n) * n || (n != patches && n != patches + 1))
         return {};
     QVector<float> out(patches, 0.0f);
     if (patchSource(capture) == PatchSource::FromCls) {
@@ -42,19 +44,22 @@ QVector<float> patchWeights(const ProbeCapture& capture, const QVector<float>& m
     return out;
 }
 
-QVector<int> patchExperts(const ProbeCapture& capture, int block)
+QVector<int> patchExperts(const ProbeResult& capture, int block)
 {
-    const int patches = capture.patchCount();
-    const int n = capture.tokenCount();
-    if (!capture.hasImage() || block < 0 || block >= capture.experts.size() || (n != patches && n != patches + 1))
+    const int patches = probePatchCount(capture);
+    const int n = probeTokenCount(capture);
+    if (!probeHasImage(capture) || block < 0 || block >= static_cast<int>(capture.experts.size())
+        || (n != patches && n != patches + 1))
         return {};
-    const QVector<QVector<int>>& tokens = capture.experts[block];
-    if (tokens.size() != n)
+    const std::vector<std::vector<std::int64_t>>& tokens = capture.experts[static_cast<std::size_t>(block)];
+    if (tokens.size() != static_cast<std::size_t>(n))
         return {};
     const int first = n - patches;  // 1 with a CLS token
     QVector<int> out(patches, -1);
-    for (int p = 0; p < patches; ++p)
-        out[p] = tokens[first + p].value(0, -1);
+    for (int p = 0; p < patches; ++p) {
+        const std::vector<std::int64_t>& choices = tokens[static_cast<std::size_t>(first + p)];
+        out[p] = choices.empty() ? -1 : static_cast<int>(choices.front());
+    }
     return out;
 }
 

@@ -1,5 +1,5 @@
 // defines: widelab::PatchSource, patchSource, patchSourceText, patchAttention, patchWeights,
-// patchExperts: a probe image's per-patch values, taken from the capture's token
+// patchExperts: a probe image's per-patch values, taken from the probe's token
 // maps (the image views draw them over the picture)
 #pragma once
 
@@ -18,7 +18,7 @@ namespace widelab {
 enum class PatchSource { FromCls, MeanOverPatches };
 
 // FromCls when the capture has one token more than patches (CLS first), else MeanOverPatches.
-PatchSource patchSource(const ProbeCapture& capture);
+PatchSource patchSource(const ProbeResult& capture);
 // "attention from CLS" / "mean attention over patches": what the view says it draws.
 QString patchSourceText(PatchSource source);
 
@@ -27,14 +27,14 @@ QString patchSourceText(PatchSource source);
 // tokens = P (+1 with CLS), patches P = gridRows * gridCols
 //   FromCls:         w[p] = map[0][1 + p]
 //   MeanOverPatches: w[p] = (1 / P) * sum_q map[q][p]
-QVector<float> patchAttention(const ProbeCapture& capture, int layer, int head);
+QVector<float> patchAttention(const ProbeResult& capture, int layer, int head);
 // The same of any tokens x tokens map of the capture (the mean over a layer's
 // heads, say); empty as above.
-QVector<float> patchWeights(const ProbeCapture& capture, const QVector<float>& map);
+QVector<float> patchWeights(const ProbeResult& capture, const QVector<float>& map);  // map: as headMap
 
 // The first-choice expert of each patch in a block, gridRows x gridCols,
 // row-major; -1: the patch was dropped (no expert had room). Empty when the
 // capture has no image or the block's routing does not cover every token.
-QVector<int> patchExperts(const ProbeCapture& capture, int block);
+QVector<int> patchExperts(const ProbeResult& capture, int block);
 
 }  // namespace widelab

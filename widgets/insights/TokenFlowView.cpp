@@ -24,17 +24,17 @@ TokenFlowView::TokenFlowView(QWidget* parent) : QWidget(parent)
     setMouseTracking(true);
 }
 
-void TokenFlowView::setCapture(const ProbeCapture* capture, int layer, int paths)
+void TokenFlowView::setCapture(const ProbeResult* capture, int layer, int paths)
 {
     m_paths = std::max(1, paths);
     m_tokens.clear();
     m_maps.clear();
     m_mean.clear();
-    if (capture != nullptr && layer >= 0 && layer < capture->layers()) {
-        for (const QString& token : capture->tokens)
+    if (capture != nullptr && layer >= 0 && layer < probeLayers(*capture)) {
+        for (const QString& token : probeTokens(*capture))
             m_tokens.push_back(visibleToken(token));
-        m_maps = capture->attention[layer];
-        m_mean = capture->meanOverHeads(layer);
+        m_maps = layerMaps(*capture, layer);
+        m_mean = meanOverHeads(*capture, layer);
     }
     if (m_focus >= m_tokens.size())
         m_focus = -1;

@@ -21,7 +21,7 @@ public:
 
     // `paths`: the model's attention paths, so that the legend names each head
     // with its path ("p2 h3") in a multi-path model.
-    void setCapture(const ProbeCapture* capture, int layer, int paths = 1);
+    void setCapture(const ProbeResult* capture, int layer, int paths = 1);
     // Shows the lines of one token as if hovered (-1: none); left = query side.
     void setFocusToken(int token, bool left);
     int focusToken() const { return m_focus; }

@@ -34,8 +34,6 @@ using namespace widelab;
 
 namespace {
 
-using Map = QVector<float>;  // tokens x tokens, row = query
-
 // The sequential scale's stops at t = 0, 0.2, 0.4, 0.6, 0.8, 1 (viridis samples).
 const QColor kStops[6] = {QColor(68, 1, 84),    QColor(65, 68, 135),  QColor(42, 120, 142),
                           QColor(34, 168, 132), QColor(122, 209, 81), QColor(253, 231, 37)};
@@ -194,22 +192,22 @@ MatrixView::Matrix sequentialMatrix(int rows, int cols, const QVector<float>& va
 
 // `heads` heads over `tokens` tokens; head h of layer l puts all of query q's
 // weight on key (q + h + l) % tokens.
-ProbeCapture shiftedCapture(qint64 step, int layers, int heads, int tokens)
+ProbeResult shiftedCapture(qint64 step, int layers, int heads, int tokens)
 {
-    ProbeCapture capture;
+    ProbeResult capture;
     capture.step = step;
-    capture.text = QStringLiteral("probe");
+    capture.text = "probe";
     for (int t = 0; t < tokens; ++t)
-        capture.tokens.push_back(QStringLiteral("t%1").arg(t));
+        capture.tokens.push_back(QStringLiteral("t%1").arg(t).toStdString());
+    const auto n = static_cast<std::size_t>(tokens);
     for (int l = 0; l < layers; ++l) {
-        QVector<Map> maps;
+        capture.attention.emplace_back();
         for (int h = 0; h < heads; ++h) {
-            Map map(tokens * tokens, 0.0f);
+            std::vector<std::vector<float>> map(n, std::vector<float>(n, 0.0f));  // [query][key]
             for (int q = 0; q < tokens; ++q)
-                map[q * tokens + (q + h + l) % tokens] = 1.0f;
-            maps.push_back(map);
+                map[static_cast<std::size_t>(q)][static_cast<std::size_t>((q + h + l) % tokens)] = 1.0f;
+            capture.attention.back().push_back(std::move(map));
         }
-        capture.attention.push_back(maps);
     }
     return capture;
 }
@@ -217,13 +215,13 @@ ProbeCapture shiftedCapture(qint64 step, int layers, int heads, int tokens)
 int keyOf(int query, int layer, int head, int tokens) { return (query + head + layer) % tokens; }
 
 // A history holding one capture, and a model state when the model has paths.
-std::shared_ptr<InsightHistory> historyOf(const ProbeCapture& capture, int paths = 1)
+std::shared_ptr<InsightHistory> historyOf(const ProbeResult& capture, int paths = 1)
 {
     auto history = std::make_shared<InsightHistory>();
     if (paths > 1) {
         TrainingSnapshot state;
         state.step = capture.step + 5;  // snapshots may begin after the first capture
-        for (int block = 0; block < capture.layers(); ++block)
+        for (int block = 0; block < probeLayers(capture); ++block)
             for (const char* sublayer : {"attention", "ffn"}) {
                 PathWeights p;
                 p.block = block;

@@ -1,5 +1,5 @@
 // defines: the constructed data and helpers the insight tests share (widelab::insighttest):
-// states and captures by step, the attention probe, routed, LayerNorm and path
+// states and captures (ProbeResult, its maps written row-major) by step, the attention probe, routed, LayerNorm and path
 // histories, comparisons with a tolerance, and an answer to an input dialog
 #pragma once
 
@@ -41,11 +41,45 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace widelab::insighttest {
 
-using Map = QVector<float>;  // tokens x tokens, row = query
+using Map = QVector<float>;  // tokens x tokens, row = query, row-major
+
+inline std::vector<std::string> strings(const QStringList& texts)
+{
+    std::vector<std::string> out;
+    for (const QString& text : texts)
+        out.push_back(text.toStdString());
+    return out;
+}
+
+// A map written row-major as the rows of a ProbeResult's map ([query][key]), `tokens`
+// keys a row; what is left over at the end (a map of the wrong size) is a shorter last row.
+inline std::vector<std::vector<float>> rowsOf(const Map& map, int tokens)
+{
+    std::vector<std::vector<float>> rows;
+    const qsizetype width = tokens > 0 ? tokens : std::max<qsizetype>(1, map.size());
+    for (qsizetype at = 0; at < map.size(); at += width)
+        rows.emplace_back(map.begin() + at, map.begin() + std::min(map.size(), at + width));
+    return rows;
+}
+
+// Maps [layer][head], each written row-major, as a ProbeResult holds them.
+inline std::vector<std::vector<std::vector<std::vector<float>>>> mapsOf(const QVector<QVector<Map>>& attention,
+                                                                        int tokens)
+{
+    std::vector<std::vector<std::vector<std::vector<float>>>> maps;
+    for (const QVector<Map>& layer : attention) {
+        maps.emplace_back();
+        for (const Map& head : layer)
+            maps.back().push_back(rowsOf(head, tokens));
+    }
+    return maps;
+}
 
 inline TrainingSnapshot stateAt(qint64 step)
 {
@@ -54,14 +88,14 @@ inline TrainingSnapshot stateAt(qint64 step)
     return state;
 }
 
-inline ProbeCapture captureOf(qint64 step, const QString& text, const QStringList& tokens,
-                              const QVector<QVector<Map>>& attention = {})
+inline ProbeResult captureOf(qint64 step, const QString& text, const QStringList& tokens,
+                             const QVector<QVector<Map>>& attention = {})
 {
-    ProbeCapture capture;
+    ProbeResult capture;
     capture.step = step;
-    capture.text = text;
-    capture.tokens = tokens;
-    capture.attention = attention;
+    capture.text = text.toStdString();
+    capture.tokens = strings(tokens);
+    capture.attention = mapsOf(attention, static_cast<int>(tokens.size()));
     return capture;
 }
 
@@ -73,10 +107,10 @@ inline QVector<qint64> stepsOf(const QVector<TrainingSnapshot>& states)
     return steps;
 }
 
-inline QVector<qint64> stepsOf(const QVector<ProbeCapture>& captures)
+inline QVector<qint64> stepsOf(const QVector<ProbeResult>& captures)
 {
     QVector<qint64> steps;
-    for (const ProbeCapture& c : captures)
+    for (const ProbeResult& c : captures)
         steps << c.step;
     return steps;
 }
@@ -115,7 +149,7 @@ inline bool sameCurve(const Curve& actual, const Curve& expected, double toleran
 }
 
 // Three heads over four tokens; head h puts all its weight on key (q + h) % 4 for query q.
-inline ProbeCapture shiftedHeads()
+inline ProbeResult shiftedHeads()
 {
     QVector<Map> heads;
     for (int h = 0; h < 3; ++h) {
@@ -139,7 +173,7 @@ inline const Map kL1H1{0.25f, 0.75f, 0.0f, /**/ 0.125f, 0.375f, 0.5f, /**/ 0.0f,
 // Step 20: layer 2, head 2 looks at the first token only.
 inline const Map kL1H1Later{1.0f, 0.0f, 0.0f, /**/ 1.0f, 0.0f, 0.0f, /**/ 1.0f, 0.0f, 0.0f};
 
-inline ProbeCapture attentionProbe(qint64 step)
+inline ProbeResult attentionProbe(qint64 step)
 {
     return captureOf(step, QStringLiteral("probe"), kTokens,
                      {{kL0H0, kL0H1}, {kL1H0, step == 10 ? kL1H1 : kL1H1Later}});
@@ -195,7 +229,7 @@ inline std::shared_ptr<InsightHistory> routedHistory()
     state.routing = {load(0, {20, 20, 20, 20}, 0, {1, 1, 1, 1}, 1.25, {0, 0}),
                      load(1, {10, 30, 0, 0}, 2, {1, 3, 0, 0}, 0.5, {0, 12.5})};
     history->addState(state);
-    ProbeCapture capture =
+    ProbeResult capture =
         captureOf(100, QStringLiteral("probe"), {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")});
     capture.experts = {{{1, 2}, {0, 3}, {-1, 2}},  // block 1: first choices 2, 1, dropped (1-based)
                        {{3, -1}, {-1, -1}, {2, 0}}};  // block 2: 4, dropped, 3

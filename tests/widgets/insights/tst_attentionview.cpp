@@ -213,9 +213,9 @@ void TestAttentionView::attentionWithoutAProbeShowsBothRunsOnTheSameText()
                     {QStringLiteral("b"), QStringLiteral("Run B"), b});
     view.refresh();
     QVERIFY(view.primaryPane()->capture() != nullptr);
-    QCOMPARE(view.primaryPane()->capture()->text, QStringLiteral("alpha"));
+    QCOMPARE(probeTextOf(*view.primaryPane()->capture()), QStringLiteral("alpha"));
     QVERIFY(view.comparisonPane()->capture() != nullptr);
-    QCOMPARE(view.comparisonPane()->capture()->text, QStringLiteral("alpha"));
+    QCOMPARE(probeTextOf(*view.comparisonPane()->capture()), QStringLiteral("alpha"));
 }
 
 void TestAttentionView::attentionWithoutTokensOrWithMismatchedMapsShowsWhy()
@@ -243,7 +243,7 @@ void TestAttentionView::attentionWithoutTokensOrWithMismatchedMapsShowsWhy()
 
     // The grid on its own, given such a capture directly.
     HeadGrid grid;
-    const ProbeCapture empty = captureOf(5, QStringLiteral("probe"), {}, {{Map{}, Map{}}});
+    const ProbeResult empty = captureOf(5, QStringLiteral("probe"), {}, {{Map{}, Map{}}});
     grid.setCapture(&empty, 0);
     QCOMPARE(grid.heads(), 0);
     QVERIFY(!grid.hitAt(QPointF(50, 50)).valid());
@@ -281,7 +281,7 @@ void TestAttentionView::attentionWithNaNWeightsKeepsAFiniteScale()
 {
     auto history = std::make_shared<InsightHistory>();
     const Map diverged{kNaN, 0.5f, 0.25f, /**/ kInf, 0.0f, 1.0f, /**/ kNaN, kNaN, kNaN};
-    ProbeCapture capture = captureOf(9, QStringLiteral("probe"), kTokens, {{diverged}});
+    ProbeResult capture = captureOf(9, QStringLiteral("probe"), kTokens, {{diverged}});
     capture.prediction = {kNaN, 0.75f, 0.25f};
     history->addCapture(capture);
     AttentionView view;

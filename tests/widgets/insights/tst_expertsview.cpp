@@ -125,7 +125,7 @@ void TestExpertsView::expertsWithoutExpertsOrTokensShowWhy()
     load.block = 0;
     state.routing = {load};
     history->addState(state);
-    ProbeCapture capture = captureOf(40, QStringLiteral("probe"), {});
+    ProbeResult capture = captureOf(40, QStringLiteral("probe"), {});
     capture.experts = {{}};
     history->addCapture(capture);
     ExpertsView view;

@@ -68,17 +68,18 @@ std::shared_ptr<InsightHistory> roleHistory()
     return history;
 }
 
-ProbeCapture lensCapture(qint64 step)
+// Three stages: after block 1's attention and FFN, and after block 2's attention (the output).
+ProbeResult lensCapture(qint64 step)
 {
-    ProbeCapture c;
+    ProbeResult c;
     c.step = step;
-    c.text = QStringLiteral("probe");
-    c.tokens = {QStringLiteral("a"), QStringLiteral("b")};
-    c.predictionLabels = {QStringLiteral("cat"), QStringLiteral("dog"), QStringLiteral("bird, small")};
+    c.text = "probe";
+    c.tokens = {"a", "b"};
+    c.predictionLabels = {"cat", "dog", "bird, small"};
     c.prediction = {0.125f, 0.625f, 0.25f};
-    c.trueLabel = 1;
-    c.lensStages = {QStringLiteral("block 1 attention"), QStringLiteral("block 1 ffn"), QStringLiteral("output")};
-    c.logitLens = {{0.5f, 0.25f, 0.25f}, {0.25f, 0.5f, 0.25f}, {0.125f, 0.625f, 0.25f}};
+    c.label = 1;
+    c.logitLens = {LensStage{0, "attention", {0.5f, 0.25f, 0.25f}}, LensStage{0, "ffn", {0.25f, 0.5f, 0.25f}},
+                   LensStage{1, "attention", {0.125f, 0.625f, 0.25f}}};
     return c;
 }
 
@@ -377,19 +378,19 @@ void TestHeadRoles::lensOutlinesEachStagesTopClassAndTheTrueClass()
     QCOMPARE(map->matrix().rows, 3);
     QCOMPARE(map->matrix().cols, 3);
     QCOMPARE(map->matrix().rowLabels, (QStringList{QStringLiteral("block 1 attention"), QStringLiteral("block 1 ffn"),
-                                                   QStringLiteral("output")}));
+                                                   QStringLiteral("block 2 attention")}));
     QCOMPARE(map->topColumns(), (QVector<int>{0, 1, 1}));
     QCOMPARE(map->trueColumn(), 1);
     QCOMPARE(map->matrix().columnLabels,
              (QStringList{QStringLiteral("cat"), QStringLiteral("✓dog"), QStringLiteral("bird, small")}));
     QCOMPARE(view.topLines(0), (QStringList{QStringLiteral("block 1 attention: predicts cat (0.50)"),
                                             QStringLiteral("block 1 ffn: predicts dog (0.50) ✓"),
-                                            QStringLiteral("output: predicts dog (0.63) ✓")}));
+                                            QStringLiteral("block 2 attention: predicts dog (0.63) ✓")}));
     QVERIFY(view.topPredictions(0)->text().contains(QStringLiteral("block 1 attention: predicts cat (0.50)")));
     // Colour 0..1, whatever the largest value.
     QCOMPARE(map->scaleLowText(), QStringLiteral("0.00"));
     QCOMPARE(map->scaleHighText(), QStringLiteral("1.00"));
-    QCOMPARE(map->readout(2, 1), QStringLiteral("output, dog: probability 0.6250 (this stage's top class) (the true class)"));
+    QCOMPARE(map->readout(2, 1), QStringLiteral("block 2 attention, dog: probability 0.6250 (this stage's top class) (the true class)"));
     QCOMPARE(map->readout(0, 2), QStringLiteral("block 1 attention, bird, small: probability 0.2500"));
 
     // Drawn: the top cell of the first stage outlined in vermillion, inside its edge.
@@ -412,8 +413,8 @@ void TestHeadRoles::lensOutlinesEachStagesTopClassAndTheTrueClass()
     QVERIFY(view.exportTitle().startsWith(QStringLiteral("logit lens Run A step 20")));
 
     // Scrubbed to an earlier capture.
-    ProbeCapture later = lensCapture(40);
-    later.logitLens[0] = {0.0f, 0.0f, 1.0f};
+    ProbeResult later = lensCapture(40);
+    later.logitLens[0].distribution = {0.0f, 0.0f, 1.0f};
     history->addCapture(later);
     show(view, history, {}, 30);
     QCOMPARE(view.lensMap(0)->topColumns(), (QVector<int>{0, 1, 1}));
@@ -424,12 +425,13 @@ void TestHeadRoles::lensOutlinesEachStagesTopClassAndTheTrueClass()
 void TestHeadRoles::lensColumnsNameTheirLabels()
 {
     // A language model: the lens keeps some tokens of the vocabulary.
-    ProbeCapture c = lensCapture(10);
-    c.predictionLabels = {QStringLiteral("a"), QStringLiteral(" "), QStringLiteral("\n"), QStringLiteral("the"),
-                          QStringLiteral("cat")};
+    ProbeResult c = lensCapture(10);
+    c.predictionLabels = {"a", " ", "\n", "the", "cat"};
     c.lensColumns = {4, 2, 1};
-    c.trueLabel = 2;
-    c.logitLens = {{0.25f, 0.5f, 0.25f}, {0.5f, 0.25f, 0.25f}, {0.125f, 0.125f, 0.75f}};
+    c.label = 2;
+    c.logitLens[0].distribution = {0.25f, 0.5f, 0.25f};
+    c.logitLens[1].distribution = {0.5f, 0.25f, 0.25f};
+    c.logitLens[2].distribution = {0.125f, 0.125f, 0.75f};
     auto history = std::make_shared<InsightHistory>();
     history->addCapture(c);
     LogitLensView view;
@@ -438,21 +440,20 @@ void TestHeadRoles::lensColumnsNameTheirLabels()
     LensMap* map = view.lensMap(0);
     QCOMPARE(map->trueColumn(), 1);
     QCOMPARE(map->matrix().columnLabels, (QStringList{QStringLiteral("cat"), QStringLiteral("✓⏎"), QStringLiteral("␣")}));
-    QCOMPARE(view.topLines(0).at(2), QStringLiteral("output: predicts ␣ (0.75)"));
+    QCOMPARE(view.topLines(0).at(2), QStringLiteral("block 2 attention: predicts ␣ (0.75)"));
     // A true token outside the kept columns: nothing marked.
-    c.trueLabel = 3;
+    c.label = 3;
     history->addCapture(c);
     show(view, history);
     QCOMPARE(view.lensMap(0)->trueColumn(), -1);
 
     // Many tokens: columns keep their width and the map scrolls sideways.
-    ProbeCapture wide = lensCapture(10);
+    ProbeResult wide = lensCapture(10);
     wide.predictionLabels.clear();
-    wide.logitLens.clear();
     for (int t = 0; t < 100; ++t)
-        wide.predictionLabels << QStringLiteral("tok%1").arg(t);
-    for (int s = 0; s < 3; ++s)
-        wide.logitLens << QVector<float>(100, 0.01f);
+        wide.predictionLabels.push_back(QStringLiteral("tok%1").arg(t).toStdString());
+    for (LensStage& stage : wide.logitLens)
+        stage.distribution.assign(100, 0.01f);
     auto many = std::make_shared<InsightHistory>();
     many->addCapture(wide);
     view.show();
@@ -465,9 +466,8 @@ void TestHeadRoles::lensColumnsNameTheirLabels()
 void TestHeadRoles::lensCsvIsLong()
 {
     auto history = std::make_shared<InsightHistory>();
-    ProbeCapture c = lensCapture(20);
-    c.lensStages = {QStringLiteral("block 1 ffn"), QStringLiteral("output")};
-    c.logitLens = {{0.5f, 0.25f, 0.25f}, {0.125f, 0.625f, 0.25f}};
+    ProbeResult c = lensCapture(20);
+    c.logitLens = {LensStage{0, "ffn", {0.5f, 0.25f, 0.25f}}, LensStage{1, "ffn", {0.125f, 0.625f, 0.25f}}};
     history->addCapture(c);
     LogitLensView view;
     show(view, history);
@@ -475,9 +475,9 @@ void TestHeadRoles::lensCsvIsLong()
                                 "Run A,20,probe,block 1 ffn,cat,0.5\n"
                                 "Run A,20,probe,block 1 ffn,dog,0.25\n"
                                 "Run A,20,probe,block 1 ffn,\"bird, small\",0.25\n"
-                                "Run A,20,probe,output,cat,0.125\n"
-                                "Run A,20,probe,output,dog,0.625\n"
-                                "Run A,20,probe,output,\"bird, small\",0.25\n";
+                                "Run A,20,probe,block 2 ffn,cat,0.125\n"
+                                "Run A,20,probe,block 2 ffn,dog,0.625\n"
+                                "Run A,20,probe,block 2 ffn,\"bird, small\",0.25\n";
     QCOMPARE(view.csv(), expected);
 }
 
@@ -490,19 +490,18 @@ void TestHeadRoles::lensComparisonAndEmptyStates()
     auto history = std::make_shared<InsightHistory>();
     history->addCapture(lensCapture(20));
     auto other = std::make_shared<InsightHistory>();
-    ProbeCapture o = lensCapture(30);
-    o.logitLens[2] = {0.75f, 0.125f, 0.125f};
+    ProbeResult o = lensCapture(30);
+    o.logitLens[2].distribution = {0.75f, 0.125f, 0.125f};
     other->addCapture(o);
     show(view, history, other);
     QCOMPARE(view.lensMap(1)->topColumns(), (QVector<int>{0, 1, 0}));
-    QCOMPARE(view.topLines(1).at(2), QStringLiteral("output: predicts cat (0.75)"));
+    QCOMPARE(view.topLines(1).at(2), QStringLiteral("block 2 attention: predicts cat (0.75)"));
     QVERIFY(view.panesSideBySide());
     QCOMPARE(view.csv().count('\n'), 1 + 9 + 9);
-    QVERIFY(view.csv().contains("Run B,30,probe,output,cat,0.75\n"));
+    QVERIFY(view.csv().contains("Run B,30,probe,block 2 attention,cat,0.75\n"));
 
     // A capture without a lens (an older run), and a run without captures.
-    ProbeCapture old = lensCapture(20);
-    old.lensStages.clear();
+    ProbeResult old = lensCapture(20);
     old.logitLens.clear();
     auto older = std::make_shared<InsightHistory>();
     older->addCapture(old);

@@ -159,7 +159,7 @@ void TestHeatmaps::matrixCategoricalAndDivergingColours()
 
 void TestHeatmaps::headGridHitsReadoutsAndClicks()
 {
-    const ProbeCapture capture = shiftedHeads();
+    const ProbeResult capture = shiftedHeads();
     HeadGrid grid;
     grid.setCapture(&capture, 0);
     QCOMPARE(grid.heads(), 3);
@@ -184,7 +184,7 @@ void TestHeatmaps::headGridHitsReadoutsAndClicks()
     QVERIFY(grid.mapRect(3).isNull());
     QVERIFY(grid.height() >= third.bottom());
 
-    const QStringList tokens = capture.tokens;
+    const QStringList tokens = probeTokens(capture);
     for (int h = 0; h < 3; ++h) {
         const QRectF r = grid.mapRect(h);
         for (int q = 0; q < 4; ++q)
@@ -231,7 +231,7 @@ void TestHeatmaps::headGridColourRangeOfTheLayerOrEachHead()
 {
     const Map strong{1.0f, 0.0f, 0.0f, 1.0f};
     const Map weak{0.25f, 0.0f, 0.0f, 0.25f};
-    const ProbeCapture capture = captureOf(5, QStringLiteral("a b"), {QStringLiteral("a"), QStringLiteral("b")},
+    const ProbeResult capture = captureOf(5, QStringLiteral("a b"), {QStringLiteral("a"), QStringLiteral("b")},
                                            {{strong, weak}});
     for (const bool perHead : {false, true}) {
         HeadGrid grid;
@@ -256,7 +256,7 @@ void TestHeatmaps::tokenFlowLinesFollowTheFocus()
 {
     const Map head0{1.0f, 0.0f, 0.0f, /**/ 0.005f, 0.995f, 0.0f, /**/ 0.2f, 0.3f, 0.5f};
     const Map head1{0.6f, 0.4f, 0.0f, /**/ 0.5f, 0.25f, 0.25f, /**/ 0.0f, 0.0f, 1.0f};
-    const ProbeCapture capture = captureOf(
+    const ProbeResult capture = captureOf(
         1, QStringLiteral("a b c"), {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")}, {{head0, head1}});
     TokenFlowView view;
     view.resize(360, 480);
@@ -277,7 +277,7 @@ void TestHeatmaps::tokenFlowLinesFollowTheFocus()
     QCOMPARE(view.lines().size(), 4);
     QCOMPARE(linesOf(), (std::set<Key>{{1, 1, 0}, {1, 0, 1}, {1, 1, 1}, {1, 2, 1}}));
     for (const TokenFlowView::Line& line : view.lines())
-        QCOMPARE(line.weight, capture.attention[0][line.head][line.query * 3 + line.key]);
+        QCOMPARE(line.weight, capture.attention[0][line.head][line.query][line.key]);
 
     // Query 2: head 0's three weights, head 1's one.
     view.setFocusToken(2, true);

@@ -3,9 +3,11 @@
 // the view says which), each head's caption says what its map is, the experts
 // grid tints a patch with its expert's colour and marks a dropped one, a text
 // probe still draws as a token grid, and an image probe is added as
-// "validation:N" or a file's path and listed by a readable name.
+// "validation:N" or a file's path and listed by a readable name; a probe's
+// pixels become a picture only when they and its grid agree.
 // Expected colours are written out here: the sequential scale's ends (viridis)
 // and the Okabe-Ito colours, blended over hand-picked image pixels.
+#include "InsightTestData.h"
 #include "insights/AttentionView.h"
 #include "insights/ExpertsView.h"
 #include "insights/HeadGrid.h"
@@ -45,12 +47,31 @@ const QColor kBlue(0x00, 0x72, 0xb2), kOrange(0xe6, 0x9f, 0x00), kGreen(0x00, 0x
 // The picture of the tests: 8 x 8 pixels, 2 x 2 patches of 4 x 4, each patch one colour.
 const QColor kPatchColours[4] = {QColor(200, 40, 40), QColor(40, 200, 40), QColor(40, 40, 200), QColor(120, 120, 120)};
 
-QImage testImage()
+ProbeImage testImage()
 {
-    QImage image(8, 8, QImage::Format_RGB888);
+    ProbeImage image;
+    image.width = image.height = 8;
+    image.channels = 3;
     for (int y = 0; y < 8; ++y)
-        for (int x = 0; x < 8; ++x)
-            image.setPixelColor(x, y, kPatchColours[(y / 4) * 2 + x / 4]);
+        for (int x = 0; x < 8; ++x) {
+            const QColor& colour = kPatchColours[(y / 4) * 2 + x / 4];
+            for (int channel : {colour.red(), colour.green(), colour.blue()})
+                image.pixels.push_back(static_cast<std::uint8_t>(channel));
+        }
+    image.gridRows = image.gridCols = 2;
+    return image;
+}
+
+ProbeImage imageOf(std::int64_t width, std::int64_t height, std::int64_t channels, std::vector<std::uint8_t> pixels,
+                   std::int64_t gridRows, std::int64_t gridCols)
+{
+    ProbeImage image;
+    image.width = width;
+    image.height = height;
+    image.channels = channels;
+    image.pixels = std::move(pixels);
+    image.gridRows = gridRows;
+    image.gridCols = gridCols;
     return image;
 }
 
@@ -73,40 +94,37 @@ bool close(const QColor& actual, const QColor& expected, int tolerance = 3)
 // An image probe with a CLS token: tokens CLS, p1..p4; one layer of two heads.
 // Head 1: CLS looks at patch 4 only. Head 2: CLS looks at patches 1 and 2, half each.
 // Rows of the other queries are uniform (they do not matter with CLS).
-ProbeCapture clsCapture()
+ProbeResult clsCapture()
 {
-    ProbeCapture c;
+    ProbeResult c;
     c.step = 30;
-    c.text = QStringLiteral("validation:3");
-    c.tokens = {QStringLiteral("CLS"), QStringLiteral("p1"), QStringLiteral("p2"), QStringLiteral("p3"),
-                QStringLiteral("p4")};
+    c.text = "validation:3";
+    c.tokens = {"CLS", "p1", "p2", "p3", "p4"};
     Map h1(25, 0.2f), h2(25, 0.2f);
     const Map row1{0, 0, 0, 0, 1}, row2{0, 0.5f, 0.5f, 0, 0};
     for (int k = 0; k < 5; ++k) {
         h1[k] = row1[k];
         h2[k] = row2[k];
     }
-    c.attention = {{h1, h2}};
-    c.image.image = testImage();
-    c.image.gridRows = 2;
-    c.image.gridCols = 2;
+    c.attention = {{insighttest::rowsOf(h1, 5), insighttest::rowsOf(h2, 5)}};
+    c.image = testImage();
     c.prediction = {0.75f, 0.25f};
-    c.predictionLabels = {QStringLiteral("circle"), QStringLiteral("square")};
+    c.predictionLabels = {"circle", "square"};
     return c;
 }
 
 // The same picture without a CLS token: four patch tokens, one head. Column sums
 // over the four queries: patch 1: 0, patch 2: 1, patch 3: 1, patch 4: 2; the means a quarter of those.
-ProbeCapture meanCapture()
+ProbeResult meanCapture()
 {
-    ProbeCapture c = clsCapture();
-    c.tokens = {QStringLiteral("p1"), QStringLiteral("p2"), QStringLiteral("p3"), QStringLiteral("p4")};
+    ProbeResult c = clsCapture();
+    c.tokens = {"p1", "p2", "p3", "p4"};
     const Map h{0, 0, 0, 1, /**/ 0, 1, 0, 0, /**/ 0, 0, 1, 0, /**/ 0, 0, 0, 1};
-    c.attention = {{h}};
+    c.attention = {{insighttest::rowsOf(h, 4)}};
     return c;
 }
 
-std::shared_ptr<InsightHistory> historyWith(const ProbeCapture& capture)
+std::shared_ptr<InsightHistory> historyWith(const ProbeResult& capture)
 {
     auto history = std::make_shared<InsightHistory>();
     TrainingSnapshot state;
@@ -171,34 +189,37 @@ void TestImageViews::captureImageFromPixelsOrNothing()
     std::vector<quint8> rgb(2 * 3 * 3);
     for (std::size_t i = 0; i < rgb.size(); ++i)
         rgb[i] = static_cast<quint8>(10 * i);
-    const CaptureImage c = CaptureImage::fromPixels(3, 2, 3, rgb.data(), static_cast<qint64>(rgb.size()), 1, 3);
-    QCOMPARE(c.image.size(), QSize(3, 2));
-    QCOMPARE(c.image.pixelColor(0, 0), QColor(0, 10, 20));
-    QCOMPARE(c.image.pixelColor(2, 1), QColor(150, 160, 170));
-    QCOMPARE(c.gridRows, 1);
-    QCOMPARE(c.gridCols, 3);
+    const ProbeImage c = imageOf(3, 2, 3, rgb, 1, 3);
+    QVERIFY(validProbeImage(c));
+    const QImage picture = probeQImage(c);
+    QCOMPARE(picture.size(), QSize(3, 2));
+    QCOMPARE(picture.pixelColor(0, 0), QColor(0, 10, 20));
+    QCOMPARE(picture.pixelColor(2, 1), QColor(150, 160, 170));
     // Grey: one byte a pixel.
     const std::vector<quint8> grey{0, 255, 128, 64};
-    const CaptureImage g = CaptureImage::fromPixels(2, 2, 1, grey.data(), 4, 2, 2);
-    QCOMPARE(g.image.pixelColor(1, 0), QColor(255, 255, 255));
-    QCOMPARE(g.image.pixelColor(0, 1), QColor(128, 128, 128));
+    const QImage g = probeQImage(imageOf(2, 2, 1, grey, 2, 2));
+    QCOMPARE(g.pixelColor(1, 0), QColor(255, 255, 255));
+    QCOMPARE(g.pixelColor(0, 1), QColor(128, 128, 128));
     // Damaged: too few bytes, two channels, a grid that does not divide the image.
-    QVERIFY(CaptureImage::fromPixels(3, 2, 3, rgb.data(), 17, 1, 3).image.isNull());
-    QVERIFY(CaptureImage::fromPixels(3, 3, 2, rgb.data(), 18, 1, 3).image.isNull());
-    QVERIFY(CaptureImage::fromPixels(3, 2, 3, rgb.data(), 18, 2, 2).image.isNull());
-    QVERIFY(CaptureImage::fromPixels(0, 0, 3, nullptr, 0, 0, 0).image.isNull());
+    const std::vector<quint8> short17(rgb.begin(), rgb.end() - 1);
+    QVERIFY(probeQImage(imageOf(3, 2, 3, short17, 1, 3)).isNull());
+    QVERIFY(!validProbeImage(imageOf(3, 2, 3, short17, 1, 3)));
+    QVERIFY(probeQImage(imageOf(3, 3, 2, rgb, 1, 3)).isNull());
+    QVERIFY(probeQImage(imageOf(3, 2, 3, rgb, 2, 2)).isNull());
+    QVERIFY(probeQImage(imageOf(0, 0, 3, {}, 0, 0)).isNull());
+    QVERIFY(probeQImage(ProbeImage()).isNull());  // a text probe's
 }
 
 void TestImageViews::patchWeightsComeFromClsOrTheMeanOverQueries()
 {
-    const ProbeCapture cls = clsCapture();
-    QVERIFY(cls.hasImage());
-    QCOMPARE(cls.patchCount(), 4);
+    const ProbeResult cls = clsCapture();
+    QVERIFY(probeHasImage(cls));
+    QCOMPARE(probePatchCount(cls), 4);
     QCOMPARE(patchSource(cls), PatchSource::FromCls);
     QCOMPARE(patchAttention(cls, 0, 0), (Map{0, 0, 0, 1}));
     QCOMPARE(patchAttention(cls, 0, 1), (Map{0.5f, 0.5f, 0, 0}));
 
-    const ProbeCapture mean = meanCapture();
+    const ProbeResult mean = meanCapture();
     QCOMPARE(patchSource(mean), PatchSource::MeanOverPatches);
     QCOMPARE(patchAttention(mean, 0, 0), (Map{0, 0.25f, 0.25f, 0.5f}));
     QVERIFY(patchSourceText(PatchSource::FromCls).contains(QStringLiteral("from CLS")));
@@ -207,8 +228,8 @@ void TestImageViews::patchWeightsComeFromClsOrTheMeanOverQueries()
 
 void TestImageViews::patchWeightsOfMismatchedMapsAreEmpty()
 {
-    ProbeCapture c = clsCapture();
-    c.attention[0][1].resize(16);  // not 5 x 5
+    ProbeResult c = clsCapture();
+    c.attention[0][1].resize(4);  // 4 rows of 5: not 5 x 5
     QVERIFY(patchAttention(c, 0, 1).isEmpty());
     QVERIFY(patchAttention(c, 1, 0).isEmpty());   // no such layer
     QVERIFY(patchAttention(c, 0, 2).isEmpty());   // no such head
@@ -216,16 +237,17 @@ void TestImageViews::patchWeightsOfMismatchedMapsAreEmpty()
     grid.setCapture(&c, 0);
     QCOMPARE(grid.heads(), 0);  // every head or none: nothing guessed
 
-    ProbeCapture text = clsCapture();
-    text.image = CaptureImage();  // a text probe
-    QVERIFY(!text.hasImage());
+    ProbeResult text = clsCapture();
+    text.image = ProbeImage();  // a text probe
+    QVERIFY(!probeHasImage(text));
+    QCOMPARE(probePatchCount(text), 0);
     QVERIFY(patchAttention(text, 0, 0).isEmpty());
     QVERIFY(patchExperts(text, 0).isEmpty());
 }
 
 void TestImageViews::overlayDrawsEachPatchWeightInItsCellOverThePicture()
 {
-    const ProbeCapture c = clsCapture();
+    const ProbeResult c = clsCapture();
     PatchAttentionGrid grid;
     grid.setCapture(&c, 0);
     grid.setCellSize(160);
@@ -282,12 +304,12 @@ void TestImageViews::attentionViewSaysWhatItDrawsOverAnImage()
 void TestImageViews::meanOverHeadsDrawsEveryLayerOverThePicture()
 {
     // Layer 1 as clsCapture; layer 2: both heads' CLS rows on patch 3 only.
-    ProbeCapture c = clsCapture();
+    ProbeResult c = clsCapture();
     Map onThree(25, 0.2f);
     const Map row{0, 0, 0, 1, 0};
     for (int k = 0; k < 5; ++k)
         onThree[k] = row[k];
-    c.attention.push_back({onThree, onThree});
+    c.attention.push_back({insighttest::rowsOf(onThree, 5), insighttest::rowsOf(onThree, 5)});
 
     AttentionView view;
     view.resize(1000, 600);
@@ -337,8 +359,8 @@ void TestImageViews::headCaptionsSayWhatEachMapIs()
     QVERIFY(view.mapKinds()->text().startsWith(QStringLiteral("implied:")));
 
     // A text probe's grid carries the same captions; a multi-path model repeats them per path.
-    ProbeCapture text = clsCapture();
-    text.image = CaptureImage();
+    ProbeResult text = clsCapture();
+    text.image = ProbeImage();
     HeadGrid heads;
     heads.setCaptions(history->headCaptions());
     heads.setCellSize(400);
@@ -361,9 +383,9 @@ void TestImageViews::headCaptionsSayWhatEachMapIs()
 
 void TestImageViews::textProbeStillDrawsTheTokenGrid()
 {
-    ProbeCapture text = clsCapture();
-    text.image = CaptureImage();
-    text.text = QStringLiteral("hello");
+    ProbeResult text = clsCapture();
+    text.image = ProbeImage();
+    text.text = "hello";
     AttentionView view;
     view.resize(1000, 600);
     view.show();
@@ -412,7 +434,7 @@ void TestImageViews::imageGridExportsWhole()
 
 void TestImageViews::expertsGridTintsAPatchWithItsExpertAndMarksADroppedOne()
 {
-    ProbeCapture c = clsCapture();
+    ProbeResult c = clsCapture();
     // Block 1: CLS -> 1, p1 -> expert 1, p2 -> expert 2, p3 -> expert 3, p4 dropped (first choice -1).
     // Block 2: every patch to expert 2.
     c.experts = {{{0}, {0}, {1}, {2}, {-1}}, {{1}, {1}, {1}, {1}, {1}}};
@@ -435,14 +457,14 @@ void TestImageViews::expertsGridTintsAPatchWithItsExpertAndMarksADroppedOne()
     QVERIFY(close(pixelAt(shot, besideCross), blend(PatchExpertGrid::kDroppedFill, kPatchColours[3], a)));
 
     // Routing that does not cover the tokens draws nothing rather than a guess.
-    c.experts[1].removeLast();
+    c.experts[1].pop_back();
     grid.setCapture(&c);
     QCOMPARE(grid.blocks(), 0);
 }
 
 void TestImageViews::expertsViewShowsTheImageGridWithALegend()
 {
-    ProbeCapture c = clsCapture();
+    ProbeResult c = clsCapture();
     c.experts = {{{0}, {0}, {1}, {2}, {-1}}};
     auto history = historyWith(c);
     TrainingSnapshot state;
@@ -467,9 +489,9 @@ void TestImageViews::expertsViewShowsTheImageGridWithALegend()
     QVERIFY(legend.contains(kGreen.name()));
 
     // A text probe keeps the token matrix.
-    ProbeCapture text = c;
-    text.image = CaptureImage();
-    text.text = QStringLiteral("hello");
+    ProbeResult text = c;
+    text.image = ProbeImage();
+    text.text = "hello";
     history->addCapture(text);
     showIn(view, history, QStringLiteral("hello"));
     QVERIFY(!view.showsPatches());

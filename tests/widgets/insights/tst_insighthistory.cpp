@@ -1,4 +1,4 @@
-// Tests InsightHistory and ProbeCapture: order, replacement, look-ups, thinning, revisions; a capture's weights and mean over heads; tokens shown with their whitespace.
+// Tests InsightHistory and the readings of a ProbeResult: order, replacement, look-ups, thinning, revisions; a probe's text, tokens, maps, weights, mean over heads and lens stage names; tokens shown with their whitespace.
 // Every expected value below is worked out by hand from the constructed data.
 #include "InsightTestData.h"
 
@@ -17,6 +17,7 @@ private Q_SLOTS:
     void historyThinsPastTheLimitKeepingTheEnds();
     void historyRevisionIncreasesWithEveryChange();
     void probeCaptureWeightAndMeanOverHeads();
+    void probeTextTokensAndStagesAsShown();
     void visibleTokenShowsWhitespace();
 };
 
@@ -57,7 +58,7 @@ void TestInsightHistory::historyReplacesTheItemOfTheSameStep()
     history.addCapture(captureOf(5, QStringLiteral("a"), {QStringLiteral("old")}));
     history.addCapture(captureOf(5, QStringLiteral("a"), {QStringLiteral("new"), QStringLiteral("er")}));
     QCOMPARE(history.captures(QStringLiteral("a")).size(), 1);
-    QCOMPARE(history.captures(QStringLiteral("a")).front().tokens,
+    QCOMPARE(probeTokens(history.captures(QStringLiteral("a")).front()),
              (QStringList{QStringLiteral("new"), QStringLiteral("er")}));
     QCOMPARE(history.probeTexts(), QStringList{QStringLiteral("a")});
 }
@@ -174,7 +175,7 @@ void TestInsightHistory::historyThinsPastTheLimitKeepingTheEnds()
     const int captureLimit = InsightHistory::kMaxCapturesPerText;
     for (int i = 0; i < 4 * captureLimit; ++i) {
         history.addCapture(captureOf(i, QStringLiteral("a"), {QStringLiteral("t")}));
-        const QVector<ProbeCapture>& list = history.captures(QStringLiteral("a"));
+        const QVector<ProbeResult>& list = history.captures(QStringLiteral("a"));
         QVERIFY(list.size() <= captureLimit);
         QCOMPARE(list.front().step, 0);
         QCOMPARE(list.back().step, i);
@@ -209,28 +210,59 @@ void TestInsightHistory::probeCaptureWeightAndMeanOverHeads()
     // Two heads over three tokens.
     const Map head0{0.5f, 0.5f, 0.0f, /**/ 0.25f, 0.25f, 0.5f, /**/ 1.0f, 0.0f, 0.0f};
     const Map head1{0.25f, 0.75f, 0.0f, /**/ 0.5f, 0.0f, 0.5f, /**/ 0.0f, 0.0f, 1.0f};
-    const ProbeCapture capture =
+    const ProbeResult capture =
         captureOf(3, QStringLiteral("a b c"), {QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("c")},
                   {{head0, head1}});
-    QCOMPARE(capture.tokenCount(), 3);
-    QCOMPARE(capture.layers(), 1);
-    QCOMPARE(capture.heads(), 2);
-    QCOMPARE(capture.weight(0, 0, 0, 1), 0.5f);
-    QCOMPARE(capture.weight(0, 0, 2, 0), 1.0f);
-    QCOMPARE(capture.weight(0, 1, 0, 1), 0.75f);
-    QCOMPARE(capture.weight(0, 1, 1, 0), 0.5f);
-    QCOMPARE(capture.weight(0, 1, 2, 2), 1.0f);
+    QCOMPARE(probeTokenCount(capture), 3);
+    QCOMPARE(probeLayers(capture), 1);
+    QCOMPARE(probeHeads(capture), 2);
+    QCOMPARE(probeWeight(capture, 0, 0, 0, 1), 0.5f);
+    QCOMPARE(probeWeight(capture, 0, 0, 2, 0), 1.0f);
+    QCOMPARE(probeWeight(capture, 0, 1, 0, 1), 0.75f);
+    QCOMPARE(probeWeight(capture, 0, 1, 1, 0), 0.5f);
+    QCOMPARE(probeWeight(capture, 0, 1, 2, 2), 1.0f);
     // Outside the map: 0.
-    QCOMPARE(capture.weight(1, 0, 0, 0), 0.0f);
-    QCOMPARE(capture.weight(0, 2, 0, 0), 0.0f);
-    QCOMPARE(capture.weight(0, -1, 0, 0), 0.0f);
-    QCOMPARE(capture.weight(0, 0, 3, 0), 0.0f);
-    QCOMPARE(capture.weight(0, 0, 0, -1), 0.0f);
+    QCOMPARE(probeWeight(capture, 1, 0, 0, 0), 0.0f);
+    QCOMPARE(probeWeight(capture, 0, 2, 0, 0), 0.0f);
+    QCOMPARE(probeWeight(capture, 0, -1, 0, 0), 0.0f);
+    QCOMPARE(probeWeight(capture, 0, 0, 3, 0), 0.0f);
+    QCOMPARE(probeWeight(capture, 0, 0, 0, -1), 0.0f);
+
+    // A head's map row-major, as the views draw it; nothing outside the layers and heads.
+    QVERIFY(sameValues(headMap(capture, 0, 1), head1));
+    QVERIFY(headMap(capture, 0, 2).isEmpty());
+    QVERIFY(headMap(capture, 1, 0).isEmpty());
+    QCOMPARE(layerMaps(capture, 0).size(), 2);
+    QVERIFY(sameValues(layerMaps(capture, 0).at(0), head0));
+    QVERIFY(layerMaps(capture, -1).isEmpty());
 
     // (head0 + head1) / 2, cell by cell.
     const Map mean{0.375f, 0.625f, 0.0f, /**/ 0.375f, 0.125f, 0.5f, /**/ 0.5f, 0.0f, 0.5f};
-    QVERIFY(sameValues(capture.meanOverHeads(0), mean));
-    QVERIFY(sameValues(capture.meanOverHeads(4), Map(9, 0.0f)));  // no such layer: zeros
+    QVERIFY(sameValues(meanOverHeads(capture, 0), mean));
+    QVERIFY(sameValues(meanOverHeads(capture, 4), Map(9, 0.0f)));  // no such layer: zeros
+}
+
+void TestInsightHistory::probeTextTokensAndStagesAsShown()
+{
+    ProbeResult probe;
+    probe.step = 7;
+    probe.text = std::string("caf\xc3", 4);  // "café" cut inside its last character
+    probe.tokens = {"caf", std::string("\xc3", 1)};
+    probe.predictionLabels = {"négatif", "positive"};
+    probe.logitLens = {LensStage{0, "attention", {0.5f, 0.5f}}, LensStage{2, "ffn", {0.25f, 0.75f}}};
+    QCOMPARE(probeTextOf(probe), QStringLiteral("caf\\xc3"));  // legibleBytes: the lone byte in hex
+    QCOMPARE(probeLabels(probe), (QStringList{QStringLiteral("négatif"), QStringLiteral("positive")}));
+    QCOMPARE(probeTokens(probe).size(), 2);
+    QCOMPARE(probeTokens(probe).front(), QStringLiteral("caf"));
+    QCOMPARE(lensStageName(probe.logitLens[0]), QStringLiteral("block 1 attention"));
+    QCOMPARE(lensStageName(probe.logitLens[1]), QStringLiteral("block 3 ffn"));
+
+    // The history keys the probe by the text as shown.
+    InsightHistory history;
+    history.addCapture(probe);
+    QCOMPARE(history.probeTexts(), QStringList{QStringLiteral("caf\\xc3")});
+    QCOMPARE(history.captureAt(QStringLiteral("caf\\xc3"), -1)->step, 7);
+    QCOMPARE(history.captureAt(QStringLiteral("caf\\xc3"), -1)->text, probe.text);  // the bytes as they came
 }
 
 void TestInsightHistory::visibleTokenShowsWhitespace()

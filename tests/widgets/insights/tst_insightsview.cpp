@@ -326,10 +326,9 @@ void TestInsightsView::insightsShowsHeadRolesAndTheLogitLens()
     late.heads = roles(0.75);
     history->addValidationInsight(early);
     history->addValidationInsight(late);
-    ProbeCapture lens = *history->captureAt(QStringLiteral("probe"), 20);
-    lens.predictionLabels = {QStringLiteral("neg"), QStringLiteral("pos")};
-    lens.lensStages = {QStringLiteral("block 1 ffn"), QStringLiteral("output")};
-    lens.logitLens = {{0.75f, 0.25f}, {0.25f, 0.75f}};
+    ProbeResult lens = *history->captureAt(QStringLiteral("probe"), 20);
+    lens.predictionLabels = {"neg", "pos"};
+    lens.logitLens = {LensStage{0, "ffn", {0.75f, 0.25f}}, LensStage{1, "ffn", {0.25f, 0.75f}}};
     history->addCapture(lens);
 
     InsightsView view;
@@ -351,7 +350,7 @@ void TestInsightsView::insightsShowsHeadRolesAndTheLogitLens()
     view.setPage(InsightsView::Page::LogitLens);
     QCOMPARE(view.currentPage(), static_cast<InsightPage*>(view.logitLens()));
     QCOMPARE(view.logitLens()->lensMap(0)->topColumns(), (QVector<int>{0, 1}));
-    QCOMPARE(view.logitLens()->topLines(0).back(), QStringLiteral("output: predicts pos (0.75)"));
+    QCOMPARE(view.logitLens()->topLines(0).back(), QStringLiteral("block 2 ffn: predicts pos (0.75)"));
     view.setStep(10);  // the capture at 10 has no lens
     QVERIFY(view.logitLens()->emptyLabel()->text().contains(QStringLiteral("no logit lens")));
 
