@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# Installs what WideLab needs to build and test, from Debian 12's packages.
-# Idempotent: asks apt only for what is missing. Runs apt-get as root, or via sudo.
+# Installs what WideLab needs, from Debian 12's packages. Idempotent: asks apt
+# only for what is missing. Runs apt-get as root, or via sudo.
+#
+#   packaging/install-deps.sh        everything: build, run, test, package
+#   packaging/install-deps.sh run    only what building and running need (setup-and-run.sh:
+#                                    the tests' and the package's tools come with the test command)
 set -euo pipefail
 
-packages=(
+run_packages=(
   build-essential cmake ninja-build pkgconf
   libtorch-dev            # LibTorch 1.13, CPU
   libgloo-dev             # Gloo's headers, for c10d's Gloo process group (distributed training)
   libopenblas0-pthread    # without it LibTorch multiplies matrices with the reference BLAS, ~50x slower
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
+  libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
+)
+test_packages=(
   python3-torch           # the independent reference the tests compare against
   python3-venv            # the tests' PyPI readers live in a venv (install-test-venv.sh)
-  libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
   help2man librsvg2-bin file       # the .deb: man pages, PNG icons, dpkg-shlibdeps's look at the programs
   desktop-file-utils appstream lintian man-db   # the .deb's checks (tests/packaging)
 )
+case "${1:-all}" in
+  run) packages=("${run_packages[@]}") ;;
+  all) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps: unknown argument '$1' (run, or nothing for everything)" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do

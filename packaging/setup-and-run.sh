@@ -13,10 +13,16 @@ cd "$(dirname "$0")/.."
 # build.sh), for a machine with an NVIDIA GPU.
 preset="${1:-widenet}"
 build="$(packaging/build-dir.sh)"
-packaging/install-deps.sh
-WIDELAB_TARGETS="widelab-cli widelab" packaging/build.sh
-"$build"/app/cli/widelab-cli params "$preset"
+# Only what this command runs is installed and built: the desktop app when there
+# is a display, else the command-line trainer alone (the test command adds the rest).
+desktop=""
 if [[ -z "${WIDELAB_CLI:-}" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]]; then
+  desktop=1
+fi
+packaging/install-deps.sh run
+WIDELAB_TARGETS="widelab-cli${desktop:+ widelab}" packaging/build.sh
+"$build"/app/cli/widelab-cli params "$preset"
+if [[ -n "$desktop" ]]; then
   exec "$build"/app/gui/widelab "$preset" --train --runs runs
 fi
 resume=()
