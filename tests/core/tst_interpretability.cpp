@@ -34,6 +34,19 @@ torch::Tensor parameter(WideTransformerImpl& model, const std::string& name)
     throw std::runtime_error("no parameter " + name);
 }
 
+// Every sublayer writes zero (the output projections of attention and of the
+// FFN, weights and biases): the residual stream is the embedding all the way up.
+void silenceSublayers(WideTransformerImpl& model)
+{
+    torch::NoGradGuard noGrad;
+    for (const auto& item : model.named_parameters()) {
+        const std::string& name = item.key();
+        if (name.find("out_weight") != std::string::npos || name.find("out_bias") != std::string::npos
+            || name.find("w_out") != std::string::npos || name.find("b_out") != std::string::npos)
+            item.value().zero_();
+    }
+}
+
 // q = k = 0 in both layers of tiny(): every query weighs its visible keys equally.
 void zeroQueriesAndKeys(WideTransformerImpl& model)
 {
@@ -418,12 +431,7 @@ void TestInterpretability::logitLensOfSilentSublayersIsConstant()
     WideTransformer model(tiny());
     model->eval();
     torch::NoGradGuard noGrad;
-    for (const auto& item : model->named_parameters()) {
-        const std::string& name = item.key();
-        if (name.find("out_weight") != std::string::npos || name.find("out_bias") != std::string::npos
-            || name.find("w_out") != std::string::npos || name.find("b_out") != std::string::npos)
-            item.value().zero_();
-    }
+    silenceSublayers(*model);
     ForwardTrace trace;
     trace.captureLens = true;
     const ModelOutput output = model->inspect(ids({2, 3, 4, 5}), {}, trace);
@@ -439,13 +447,8 @@ void TestInterpretability::residualNormIsTheMeanTokenNormOverRealTokens()
     WideTransformer model(tiny());
     model->eval();
     torch::NoGradGuard noGrad;
-    for (const auto& item : model->named_parameters()) {
-        const std::string& name = item.key();
-        if (name.find("out_weight") != std::string::npos || name.find("out_bias") != std::string::npos
-            || name.find("w_out") != std::string::npos || name.find("b_out") != std::string::npos
-            || name.find("position") != std::string::npos)
-            item.value().zero_();
-    }
+    silenceSublayers(*model);
+    parameter(*model, "embed.position.weight").zero_();
     torch::Tensor token = parameter(*model, "embed.token.weight");
     token.zero_();
     token[2][0] = 3.0;

@@ -1,5 +1,9 @@
 #include "Palette.h"
 
+#include <QPalette>
+
+#include <qcustomplot.h>
+
 #include <array>
 
 namespace widelab::palette {
@@ -34,6 +38,22 @@ QColor blend(const QColor& from, const QColor& to, double t)
     auto channel = [t](float a, float b) { return static_cast<float>(a + (b - a) * t); };
     return QColor::fromRgbF(channel(from.redF(), to.redF()), channel(from.greenF(), to.greenF()),
                             channel(from.blueF(), to.blueF()));
+}
+
+void followTheme(QCustomPlot* plot, const QPalette& colours)
+{
+    const QColor base = colours.color(QPalette::Base), text = colours.color(QPalette::Text);
+    plot->setBackground(base);
+    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
+        axis->setLabelColor(text);
+        axis->setTickLabelColor(text);
+        axis->setBasePen(QPen(text));
+        axis->setTickPen(QPen(text));
+        axis->setSubTickPen(QPen(text));
+        axis->grid()->setPen(QPen(blend(text, base, 0.85), 0));
+    }
+    plot->legend->setBrush(base);
+    plot->legend->setTextColor(text);
 }
 
 }  // namespace widelab::palette

@@ -1,8 +1,12 @@
-// defines: palette::seriesColor, palette::seriesCount, palette::blend: the colours WideLab gives
-// runs, series and experts, safe for the common forms of colour blindness
+// defines: palette::seriesColor, palette::seriesCount, palette::blend,
+// palette::followTheme: the colours WideLab gives runs, series and experts, safe
+// for the common forms of colour blindness, and a chart in the widget's theme
 #pragma once
 
 #include <QColor>
+
+class QCustomPlot;
+class QPalette;
 
 namespace widelab::palette {
 
@@ -19,5 +23,10 @@ QColor individualColor();
 // their greys and tints from the widget palette's text and base colours, so
 // that they follow a light or a dark theme.
 QColor blend(const QColor& from, const QColor& to, double t);
+
+// A chart in the theme of `colours` (a widget's palette): the base colour behind
+// it, axes, ticks, labels and the legend's text in the text colour, the grid a
+// faint mix of the two, the legend on the base colour.
+void followTheme(QCustomPlot* plot, const QPalette& colours);
 
 }  // namespace widelab::palette

@@ -226,20 +226,10 @@ void PathsView::showDiversity()
     QCustomPlot* plot = m_diversity;
     plot->clearGraphs();
     plot->clearItems();
-    const QColor text = palette().color(QPalette::Text);
-    plot->setBackground(palette().color(QPalette::Base));
-    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
-        axis->setLabelColor(text);
-        axis->setTickLabelColor(text);
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-    }
+    palette::followTheme(plot, palette());
     plot->xAxis->setLabel(tr("block"));
     plot->yAxis->setLabel(tr("path diversity |d|"));
     plot->legend->setVisible(true);
-    plot->legend->setBrush(palette().color(QPalette::Base));
-    plot->legend->setTextColor(text);
     const InsightSource* sources[2] = {&m_primary, &m_comparison};
     double top = 0;
     qint64 shownStep = -1;

@@ -66,21 +66,11 @@ void ResidualView::refresh()
 
     QCustomPlot* plot = m_plot;
     plot->clearGraphs();
-    const QColor base = palette().color(QPalette::Base), text = palette().color(QPalette::Text);
-    plot->setBackground(base);
-    for (QCPAxis* axis : {plot->xAxis, plot->yAxis}) {
-        axis->setLabelColor(text);
-        axis->setTickLabelColor(text);
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->grid()->setPen(QPen(palette::blend(text, base, 0.85), 0));
-    }
+    palette::followTheme(plot, palette());
+    const QColor base = palette().color(QPalette::Base);
     plot->xAxis->setLabel(tr("after block"));
     plot->yAxis->setLabel(tr("mean token L2 norm"));
     plot->legend->setVisible(true);
-    plot->legend->setBrush(base);
-    plot->legend->setTextColor(text);
     plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
 
     double top = 0;
