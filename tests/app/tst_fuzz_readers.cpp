@@ -3,7 +3,7 @@
 // metrics.jsonl lines and status.json files in-process. No case may crash; a
 // point on a curve must carry the line's own numbers (a damaged field is not
 // read as 0); loading a run with a damaged line warns naming the file and line.
-// Seeded by WIDELAB_FUZZ_SEED as tst_fuzz; it takes a second or two.
+// Seeded by WIDELAB_FUZZ_SEED as tst_fuzz_inputs and tst_fuzz_runs; it takes a second or two.
 #include "FollowReader.h"
 #include "RunRecord.h"
 
