@@ -70,7 +70,7 @@ void writeStatus(const QString& run, RunState state, qint64 pid, qint64 step, qi
     writeRunStatus(run.toStdString(), status);
 }
 
-// A ListOps run small enough for a test (as in tst_desktop), checkpointed often.
+// A ListOps run small enough for a test (as in DesktopTestSupport.h), checkpointed often.
 QJsonObject tinyDocument(int steps)
 {
     const QByteArray json = QStringLiteral(R"({

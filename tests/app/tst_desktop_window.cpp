@@ -1,0 +1,316 @@
+// Tests of the desktop app's main window (app/gui) itself: what products run on, presets saved, picked
+// and kept in the user's folder, a 1280x720 screen, and the theme switched across every view.
+// Runs offscreen (QT_QPA_PLATFORM=offscreen); no torch header is included here.
+#include "DesktopTestSupport.h"
+
+using namespace widelab;
+using namespace widelab::desktoptest;
+
+namespace {
+
+// Answers the next modal file dialog with `file` (polling until it is open);
+// *folder gets the folder it opened in.
+void answerFileDialog(const QString& file, QString* folder, int triesLeft = 300)
+{
+    QTimer::singleShot(10, [file, folder, triesLeft] {
+        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+            *folder = dialog->directory().absolutePath();
+            dialog->selectFile(file);
+            static_cast<QDialog*>(dialog)->accept();  // public in QDialog
+            return;
+        }
+        if (triesLeft > 0)
+            answerFileDialog(file, folder, triesLeft - 1);
+    });
+}
+
+QByteArray fileBytes(const QString& path)
+{
+    QFile in(path);
+    return in.open(QIODevice::ReadOnly) ? in.readAll() : QByteArray();
+}
+
+// The button of `box` with that role.
+QAbstractButton* buttonOf(QMessageBox* box, QMessageBox::StandardButton which)
+{
+    return box ? box->button(which) : nullptr;
+}
+
+}  // namespace
+
+class TestDesktopWindow : public DesktopTestCase {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { DesktopTestCase::initTestCase(); }
+    void theWindowReportsWhatProductsRunOn();
+    // Defects of a first hour (issue 16).
+    void savingAShippedPresetAsksWhereAndLeavesItAsShipped();
+    void pickingAPresetAsksBeforeDiscardingEdits();
+    void theWindowFitsA1280x720Screen();
+    void theUserPresetsFolderFollowsTheEnvironment();
+    void theThemeSwitchesEveryViewAndIsKept();
+};
+
+void TestDesktopWindow::theWindowReportsWhatProductsRunOn()
+{
+    // The check runs on a worker thread; its report names the threads in use and
+    // the BLAS, lands in the log, and is what Help > About shows.
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-runtime")));
+    QVERIFY(window.action(QStringLiteral("about")));
+    window.checkRuntime();
+    QTRY_VERIFY_WITH_TIMEOUT(!window.runtimeReport().isEmpty(), 30000);
+    const QString report = window.runtimeReport();
+    const int threads = computeThreads();
+    QVERIFY2(report.contains(QStringLiteral(", %1 thread").arg(threads)), qPrintable(report));
+    QVERIFY2(report.contains(QStringLiteral("BLAS: ")), qPrintable(report));
+    QVERIFY2(report.contains(QStringLiteral("GFLOP/s")), qPrintable(report));
+    const QStringList logged = window.log()->visibleLines().filter(QStringLiteral("GFLOP/s"));
+    QCOMPARE(logged.size(), 1);
+    QVERIFY(logged.first().contains(report.section(QLatin1Char('\n'), 0, 0)));
+
+    // A run's log replaces the panel's lines; the report stays first.
+    const QString file = m_dir.filePath(QStringLiteral("tiny-runtime.json"));
+    QVERIFY(writeJson(file, tinyDocument(4)));
+    QVERIFY(window.openConfiguration(file));
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QVERIFY(window.startTraining());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 120000);
+    const QStringList lines = window.log()->visibleLines();
+    QVERIFY2(lines.size() > 1 && lines.first().contains(QStringLiteral("GFLOP/s")), qPrintable(lines.join('\n')));
+    QCOMPARE(lines.filter(QStringLiteral("GFLOP/s")).size(), 1);
+    QVERIFY(!lines.filter(QStringLiteral("device cpu")).isEmpty());
+}
+
+// --- Defects of a first hour (issue 16) ---------------------------------------
+
+void TestDesktopWindow::savingAShippedPresetAsksWhereAndLeavesItAsShipped()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-presets")));
+    const QString userFolder = QString::fromStdString(userPresetDirectory().string());
+    QCOMPARE(userFolder, m_dir.filePath(QStringLiteral("user-presets")));
+    // The window opens the WideNet preset; an edit, then Ctrl+S.
+    const QString shipped = QString::fromStdString(resolveConfigPath("widenet").string());
+    QVERIFY(isShippedPreset(shipped.toStdString()));
+    const QByteArray before = fileBytes(shipped);
+    QVERIFY(!before.isEmpty());
+    QJsonObject document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("My WideNet"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.isWindowModified());
+
+    QCOMPARE(window.action(QStringLiteral("save"))->shortcut(), QKeySequence(QStringLiteral("Ctrl+S")));
+    QCOMPARE(window.action(QStringLiteral("saveAs"))->shortcut(), QKeySequence(QStringLiteral("Ctrl+Shift+S")));
+    QString folder;
+    const QString mine = QDir(userFolder).filePath(QStringLiteral("my-widenet.json"));
+    answerFileDialog(mine, &folder);
+    window.action(QStringLiteral("save"))->trigger();
+    QCOMPARE(folder, userFolder);  // the dialog opened among the user's presets
+    QCOMPARE(fileBytes(shipped), before);
+    QVERIFY(QFile::exists(mine));
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("My WideNet"));
+    QVERIFY(!window.isWindowModified());
+
+    // The picker lists it beside the shipped ones, marked; the CLI's lookup finds it by name.
+    const QStringList choices = window.document().presetChoices();
+    QVERIFY(choices.contains(QStringLiteral("widenet")));
+    QVERIFY2(choices.contains(QStringLiteral("my-widenet (yours)")), qPrintable(choices.join(QStringLiteral(", "))));
+    QVERIFY(!choices.contains(QStringLiteral("my-widenet")));
+    QCOMPARE(QFileInfo(QString::fromStdString(resolveConfigPath("my-widenet").string())).canonicalFilePath(),
+             QFileInfo(mine).canonicalFilePath());
+    // Saved again: Ctrl+S writes the user's file without asking.
+    document.insert(QStringLiteral("name"), QStringLiteral("My WideNet 2"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.document().save());
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(mine)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("My WideNet 2"));
+
+    // Writing over a shipped preset is refused with a message naming it.
+    QVERIFY(!window.document().saveConfiguration(shipped));
+    QCOMPARE(fileBytes(shipped), before);
+    auto* problem = window.findChild<QMessageBox*>(QStringLiteral("problem"));
+    QVERIFY(problem);
+    QVERIFY2(problem->text().contains(QDir::toNativeSeparators(shipped)), qPrintable(problem->text()));
+    problem->close();
+}
+
+void TestDesktopWindow::pickingAPresetAsksBeforeDiscardingEdits()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-discard")));
+    const QString file = m_dir.filePath(QStringLiteral("edited.json"));
+    QVERIFY(writeJson(file, tinyDocument(10)));
+    QVERIFY(window.openConfiguration(file));
+    QJsonObject document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("edited, not saved"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    QVERIFY(window.isWindowModified());
+
+    // Cancel keeps the edits.
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    auto* question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    QVERIFY(question->isVisible());
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("edited, not saved"));
+    buttonOf(question, QMessageBox::Cancel)->click();
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(), QStringLiteral("edited, not saved"));
+    QVERIFY(window.isWindowModified());
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+
+    // Discard opens the preset.
+    const QJsonObject preset =
+        QJsonDocument::fromJson(fileBytes(QString::fromStdString(resolveConfigPath("transformer-6x8").string()))).object();
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    buttonOf(question, QMessageBox::Discard)->click();
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(),
+             preset.value(QStringLiteral("name")).toString());
+    QVERIFY(!window.isWindowModified());
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+
+    // Save writes the edits to their file first, then opens the preset.
+    QVERIFY(window.openConfiguration(file));
+    document = window.configPanel()->document();
+    document.insert(QStringLiteral("name"), QStringLiteral("saved on the way"));
+    window.configPanel()->setDocument(document);
+    Q_EMIT window.configPanel()->documentChanged();
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+    question = window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion"));
+    QVERIFY(question);
+    buttonOf(question, QMessageBox::Save)->click();
+    QCOMPARE(QJsonDocument::fromJson(fileBytes(file)).object().value(QStringLiteral("name")).toString(),
+             QStringLiteral("saved on the way"));
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(),
+             preset.value(QStringLiteral("name")).toString());
+
+    // With nothing edited, a pick opens at once.
+    QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+    Q_EMIT window.configPanel()->presetChosen(QStringLiteral("widenet"));
+    QVERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
+    QCOMPARE(window.configPanel()->document().value(QStringLiteral("model")).toObject().value(QStringLiteral("experts")).toInt(), 4);
+}
+
+void TestDesktopWindow::theWindowFitsA1280x720Screen()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-small")));
+    // Long texts where a window shows them: a long run name, a state, a reason.
+    const QString file = m_dir.filePath(QStringLiteral("a-configuration-with-a-rather-long-file-name.json"));
+    QVERIFY(writeJson(file, tinyDocument(10)));
+    QVERIFY(window.openConfiguration(file));
+    const QSize screen(1280, 720);
+    auto sizes = [&window] {
+        QStringList parts;
+        parts << QStringLiteral("window %1x%2").arg(window.minimumSizeHint().width()).arg(window.minimumSizeHint().height());
+        for (QDockWidget* dock : window.findChildren<QDockWidget*>())
+            parts << QStringLiteral("%1 %2x%3").arg(dock->objectName()).arg(dock->minimumSizeHint().width()).arg(dock->minimumSizeHint().height());
+        for (QToolBar* bar : window.findChildren<QToolBar*>())
+            parts << QStringLiteral("%1 %2x%3").arg(bar->objectName()).arg(bar->minimumSizeHint().width()).arg(bar->minimumSizeHint().height());
+        parts << QStringLiteral("central %1x%2").arg(window.centralWidget()->minimumSizeHint().width()).arg(window.centralWidget()->minimumSizeHint().height());
+        parts << QStringLiteral("status bar %1x%2").arg(window.statusBar()->minimumSizeHint().width()).arg(window.statusBar()->minimumSizeHint().height());
+        return parts.join(QStringLiteral("; "));
+    };
+    QVERIFY2(window.minimumSizeHint().width() <= screen.width() && window.minimumSizeHint().height() <= screen.height(),
+             qPrintable(sizes()));
+
+    window.resize(screen);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QCOMPARE(window.size(), screen);
+    const QRect inside = window.rect();
+    auto shownInside = [&](QWidget* widget) {
+        return widget->isVisible() && widget->width() > 0 && widget->height() > 0
+               && inside.contains(QRect(widget->mapTo(&window, QPoint(0, 0)), widget->size()));
+    };
+    QVERIFY2(shownInside(window.runsDock()), qPrintable(sizes()));
+    QVERIFY2(shownInside(window.configDock()), qPrintable(sizes()));
+    QVERIFY2(shownInside(window.statusBar()), qPrintable(sizes()));
+    QVERIFY(shownInside(window.stateLabel()));
+    // The log's controls: the level, the filter, Clear.
+    const QList<QWidget*> controls = window.log()->findChildren<QWidget*>();
+    int checked = 0;
+    for (QWidget* control : controls)
+        if (qobject_cast<QComboBox*>(control) || qobject_cast<QLineEdit*>(control) || qobject_cast<QPushButton*>(control)) {
+            QVERIFY2(shownInside(control), qPrintable(control->metaObject()->className() + QStringLiteral(": ") + sizes()));
+            ++checked;
+        }
+    QVERIFY(checked >= 3);
+    // Usable: the charts keep most of the width, the log shows a few lines.
+    QVERIFY2(window.centralWidget()->width() >= screen.width() / 3, qPrintable(sizes()));
+    QVERIFY2(window.log()->height() >= 60, qPrintable(sizes()));
+}
+
+void TestDesktopWindow::theUserPresetsFolderFollowsTheEnvironment()
+{
+    // Presets.h: $WIDELAB_USER_PRESETS, else $XDG_CONFIG_HOME/widelab/presets, else ~/.config/widelab/presets.
+    const QByteArray saved[] = {qgetenv("WIDELAB_USER_PRESETS"), qgetenv("XDG_CONFIG_HOME"), qgetenv("HOME")};
+    auto folder = [] { return QString::fromStdString(userPresetDirectory().string()); };
+    qputenv("WIDELAB_USER_PRESETS", "/tmp/chosen");
+    qputenv("XDG_CONFIG_HOME", "/tmp/xdg");
+    QCOMPARE(folder(), QStringLiteral("/tmp/chosen"));
+    qunsetenv("WIDELAB_USER_PRESETS");
+    QCOMPARE(folder(), QStringLiteral("/tmp/xdg/widelab/presets"));
+    qunsetenv("XDG_CONFIG_HOME");
+    qputenv("HOME", "/home/someone");
+    QCOMPARE(folder(), QStringLiteral("/home/someone/.config/widelab/presets"));
+    // Put back as it was.
+    qputenv("WIDELAB_USER_PRESETS", saved[0]);
+    if (saved[1].isEmpty())
+        qunsetenv("XDG_CONFIG_HOME");
+    else
+        qputenv("XDG_CONFIG_HOME", saved[1]);
+    qputenv("HOME", saved[2]);
+    QCOMPARE(folder(), m_dir.filePath(QStringLiteral("user-presets")));
+}
+
+// View > Theme: dark and light whatever the desktop says, and back to the
+// system's look; the charts follow (light text on a dark plot and the reverse),
+// and the choice is kept for the next session.
+void TestDesktopWindow::theThemeSwitchesEveryViewAndIsKept()
+{
+    const QPalette system = QApplication::palette();
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-theme")));
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* dark = window.findChild<QAction*>(QStringLiteral("theme-dark"));
+    auto* light = window.findChild<QAction*>(QStringLiteral("theme-light"));
+    auto* followSystem = window.findChild<QAction*>(QStringLiteral("theme-system"));
+    QVERIFY(dark && light && followSystem);
+    QVERIFY(followSystem->isChecked());
+    CurvePlot* loss = window.curves()->chart(QStringLiteral("loss"));
+    QVERIFY(loss);
+
+    dark->trigger();
+    QVERIFY(dark->isChecked());
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() < 80);
+    QCoreApplication::processEvents();
+    QVERIFY(window.palette().color(QPalette::WindowText).lightness() > 200);
+    QVERIFY(loss->palette().color(QPalette::Base).lightness() < 80);
+    QVERIFY2(loss->xAxis->tickLabelColor().lightness() > 150, qPrintable(loss->xAxis->tickLabelColor().name()));
+    // The toolbar's icons are painted in the theme's text colour: light on dark.
+    auto iconCentre = [&window] {
+        const QImage icon = window.action(QStringLiteral("stop"))->icon().pixmap(32, 32).toImage();
+        return icon.pixelColor(16, 16);
+    };
+    QVERIFY2(iconCentre().alpha() > 200 && iconCentre().lightness() > 150, qPrintable(iconCentre().name()));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("dark"));
+
+    light->trigger();
+    QCoreApplication::processEvents();
+    QVERIFY(QApplication::palette().color(QPalette::Window).lightness() > 200);
+    QVERIFY2(loss->xAxis->tickLabelColor().lightness() < 100, qPrintable(loss->xAxis->tickLabelColor().name()));
+    QVERIFY2(iconCentre().alpha() > 200 && iconCentre().lightness() < 100, qPrintable(iconCentre().name()));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("light"));
+
+    followSystem->trigger();
+    QCoreApplication::processEvents();
+    QCOMPARE(QApplication::palette().color(QPalette::Window), system.color(QPalette::Window));
+    QCOMPARE(QApplication::palette().color(QPalette::Text), system.color(QPalette::Text));
+    QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("system"));
+}
+
+QTEST_MAIN(TestDesktopWindow)
+#include "tst_desktop_window.moc"
