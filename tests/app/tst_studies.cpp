@@ -133,6 +133,7 @@ private Q_SLOTS:
     void initTestCase();
     void chartAgainstTheAxisWithThePaperBeside();
     void chartParetoFront();
+    void theTableGroupsParameterCounts();
     void builderReadsValuesAndChecks();
     void aStudyRunsFromTheTab();
     void stoppedFromTheTabItContinuesWithWholeCurves();
@@ -226,6 +227,31 @@ void TestStudies::chartParetoFront()
     QCOMPARE(bars->dataPlottable()->interface1D()->dataMainKey(2), 13.0);
     QVERIFY(std::abs(bars->data()->at(2).errorPlus - std::sqrt(8.0)) < 1e-9);
     QCOMPARE(bars->data()->at(0).errorPlus, 0.0);
+}
+
+void TestStudies::theTableGroupsParameterCounts()
+{
+    StudyData study = knownStudy();
+    study.members[1].measures[QStringLiteral("stored_parameters")] = 2512345;
+    StudiesView view;
+    view.setStudy(study);
+    // Columns: member, seed, status, layers, heads, then the measures in order.
+    QCOMPARE(view.table()->horizontalHeaderItem(6)->text(), QStringLiteral("stored params"));
+    QCOMPARE(view.table()->item(0, 6)->text(), QStringLiteral("1,000"));
+    QCOMPARE(view.table()->item(1, 6)->text(), QStringLiteral("2,512,345"));
+    QCOMPARE(view.table()->item(2, 6)->text(), QString());  // pending: nothing measured
+    QCOMPARE(view.table()->item(0, 5)->text(), QStringLiteral("30.0"));  // a fraction as a percentage, one decimal
+    QCOMPARE(view.table()->item(0, 7)->text(), QStringLiteral("12.00"));
+    // The CSV keeps plain numbers, for a program to read.
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("table.csv"));
+    QString error;
+    QVERIFY2(view.exportTableCsv(path, &error), qPrintable(error));
+    QFile file(path);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = file.readAll().split('\n');
+    QCOMPARE(lines.at(1), QByteArray("\"layers=6,heads=8,seed=1\",1,completed,6,8,30.0,1000,12.00"));
+    QVERIFY(lines.at(2).contains(",2512345,"));
 }
 
 void TestStudies::builderReadsValuesAndChecks()

@@ -4,6 +4,7 @@
 #include "common/Palette.h"
 #include "common/ViewExport.h"
 #include "vocab/Curves.h"
+#include "vocab/Format.h"
 
 #include <QComboBox>
 #include <QDir>
@@ -26,6 +27,19 @@
 
 namespace widelab {
 namespace {
+
+// A measure's value as the table shows it: whole numbers (parameter counts)
+// with their digits grouped, "2,512,345", others with the measure's decimals.
+// The CSV export takes the plain number (kPlainRole).
+constexpr int kPlainRole = Qt::UserRole + 1;
+
+QString measureText(double value, const StudyMeasureInfo& measure)
+{
+    const double scaled = value * measure.scale;
+    if (measure.decimals == 0 && std::abs(scaled) < 9e15)
+        return QString::fromStdString(groupDigits(std::llround(scaled)));
+    return QString::number(scaled, 'f', measure.decimals);
+}
 
 struct CurveChoice {
     const char* metric;
@@ -472,14 +486,16 @@ void StudiesView::fillTable()
         QStringList cells{member.name, QString::number(member.seed), statusText(member)};
         for (const QString& key : keys)
             cells << studySettingValue(member, key);
+        QStringList plain = cells;
         for (const StudyMeasureInfo& measure : m_study.measures) {
             const auto it = member.measures.constFind(measure.key);
-            cells << (it == member.measures.constEnd() || !std::isfinite(*it)
-                          ? QString()
-                          : QString::number(*it * measure.scale, 'f', measure.decimals));
+            const bool measured = it != member.measures.constEnd() && std::isfinite(*it);
+            cells << (measured ? measureText(*it, measure) : QString());
+            plain << (measured ? QString::number(*it * measure.scale, 'f', measure.decimals) : QString());
         }
         for (int column = 0; column < cells.size(); ++column) {
             auto* item = new QTableWidgetItem(cells.at(column));
+            item->setData(kPlainRole, plain.at(column));
             if (column >= 3 + keys.size() || column == 1)
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
             if (column == 2) {
@@ -571,7 +587,7 @@ bool StudiesView::exportTableCsv(const QString& path, QString* error) const
     for (int row = 0; row < m_table->rowCount(); ++row) {
         for (int column = 0; column < m_table->columnCount(); ++column) {
             const QTableWidgetItem* item = m_table->item(row, column);
-            csv += (column ? "," : "") + viewexport::csvField(item ? item->text() : QString());
+            csv += (column ? "," : "") + viewexport::csvField(item ? item->data(kPlainRole).toString() : QString());
         }
         csv += '\n';
     }
