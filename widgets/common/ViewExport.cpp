@@ -5,10 +5,13 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QImage>
+#include <QMainWindow>
+#include <QMessageBox>
 #include <QPainter>
 #include <QPdfWriter>
 #include <QRegularExpression>
 #include <QSaveFile>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QSvgGenerator>
 #include <QWidget>
@@ -76,6 +79,33 @@ QString askExportPath(QWidget* parent, const QString& title, const QStringList& 
         path += QLatin1Char('.') + suffixPattern.match(chosenFilter).captured(1);
     directory = QFileInfo(path).absolutePath();
     return path;
+}
+
+void reportExport(QWidget* from, const QString& path, bool written, const QString& error)
+{
+    if (!written) {
+        QMessageBox::warning(from, tr("Export failed"), error);
+        return;
+    }
+    if (auto* window = qobject_cast<QMainWindow*>(from != nullptr ? from->window() : nullptr))
+        window->statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 8000);
+}
+
+bool exportWithDialog(QWidget* from, const QString& title, const QStringList& filters, QString& directory,
+                      const ExportWriter& write)
+{
+    const QString path = askExportPath(from, title, filters, directory);
+    if (path.isEmpty())
+        return false;
+    QString error;
+    const bool written = write(path, &error);
+    reportExport(from, path, written, error);
+    return written;
+}
+
+bool isCsvPath(const QString& path)
+{
+    return QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
 }
 
 bool exportWidgetImage(QWidget* widget, const QString& path, const QString& title, QString* error)

@@ -6,7 +6,6 @@
 
 #include <QDir>
 #include <QFileInfo>
-#include <QMessageBox>
 #include <QSaveFile>
 #include <QSvgGenerator>
 
@@ -106,15 +105,11 @@ void CurvePlot::exportWithDialog()
 
 void CurvePlot::askAndExport(const QStringList& filters)
 {
-    const QString path = viewexport::askExportPath(this, title().isEmpty() ? tr("chart") : title(), filters,
-                                                   m_exportDirectory);
-    if (path.isEmpty())
-        return;
-    QString error;
-    const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
-    const bool ok = csv ? exportCsv(path, &error) : exportImage(path, &error);
-    if (!ok)
-        QMessageBox::warning(this, tr("Export failed"), error);
+    viewexport::exportWithDialog(this, title().isEmpty() ? tr("chart") : title(), filters, m_exportDirectory,
+                                 [this](const QString& path, QString* error) {
+                                     return viewexport::isCsvPath(path) ? exportCsv(path, error)
+                                                                        : exportImage(path, error);
+                                 });
 }
 
 }  // namespace widelab

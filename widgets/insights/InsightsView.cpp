@@ -13,12 +13,10 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
 #include <QMenu>
-#include <QMessageBox>
 #include <QScrollArea>
 #include <QSlider>
 #include <QTabWidget>
@@ -413,20 +411,14 @@ bool InsightsView::exportCsv(const QString& path, QString* error)
 
 void InsightsView::exportImageWithDialog()
 {
-    const QString path =
-        viewexport::askExportPath(this, currentPage()->exportTitle(), viewexport::imageFilters(), m_exportDirectory);
-    QString error;
-    if (!path.isEmpty() && !exportImage(path, &error))
-        QMessageBox::warning(this, tr("Export failed"), error);
+    viewexport::exportWithDialog(this, currentPage()->exportTitle(), viewexport::imageFilters(), m_exportDirectory,
+                                 [this](const QString& path, QString* error) { return exportImage(path, error); });
 }
 
 void InsightsView::exportCsvWithDialog()
 {
-    const QString path =
-        viewexport::askExportPath(this, currentPage()->exportTitle(), {viewexport::csvFilter()}, m_exportDirectory);
-    QString error;
-    if (!path.isEmpty() && !exportCsv(path, &error))
-        QMessageBox::warning(this, tr("Export failed"), error);
+    viewexport::exportWithDialog(this, currentPage()->exportTitle(), {viewexport::csvFilter()}, m_exportDirectory,
+                                 [this](const QString& path, QString* error) { return exportCsv(path, error); });
 }
 
 }  // namespace widelab

@@ -12,7 +12,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QMessageBox>
 #include <QProgressBar>
 #include <QRegularExpression>
 #include <QPushButton>
@@ -596,13 +595,9 @@ bool StudiesView::exportTableCsv(const QString& path, QString* error) const
 
 void StudiesView::exportTableWithDialog()
 {
-    const QString path = viewexport::askExportPath(this, m_study.title.isEmpty() ? tr("study") : m_study.title,
-                                                   {viewexport::csvFilter()}, m_exportDirectory);
-    if (path.isEmpty())
-        return;
-    QString error;
-    if (!exportTableCsv(path, &error))
-        QMessageBox::warning(this, tr("Export failed"), error);
+    viewexport::exportWithDialog(this, m_study.title.isEmpty() ? tr("study") : m_study.title, {viewexport::csvFilter()},
+                                 m_exportDirectory,
+                                 [this](const QString& path, QString* error) { return exportTableCsv(path, error); });
 }
 
 }  // namespace widelab

@@ -4,8 +4,6 @@
 #include "curves/SiAxisTicker.h"
 #include "common/ViewExport.h"
 
-#include <QFileInfo>
-#include <QMessageBox>
 
 #include <algorithm>
 #include <cmath>
@@ -365,14 +363,11 @@ void StudyChart::exportWithDialog()
 {
     QStringList filters = viewexport::imageFilters();
     filters << viewexport::csvFilter();
-    const QString path = viewexport::askExportPath(this, title().isEmpty() ? tr("study chart") : title(), filters,
-                                                   m_exportDirectory);
-    if (path.isEmpty())
-        return;
-    QString error;
-    const bool csv = QFileInfo(path).suffix().compare(QLatin1String("csv"), Qt::CaseInsensitive) == 0;
-    if (!(csv ? exportCsv(path, &error) : exportImage(path, &error)))
-        QMessageBox::warning(this, tr("Export failed"), error);
+    viewexport::exportWithDialog(this, title().isEmpty() ? tr("study chart") : title(), filters, m_exportDirectory,
+                                 [this](const QString& path, QString* error) {
+                                     return viewexport::isCsvPath(path) ? exportCsv(path, error)
+                                                                        : exportImage(path, error);
+                                 });
 }
 
 }  // namespace widelab

@@ -18,9 +18,11 @@
 #include <QFile>
 #include <QImage>
 #include <QLabel>
+#include <QMainWindow>
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QStatusBar>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -255,6 +257,7 @@ private Q_SLOTS:
     void fitFitsBothPanesAndOneHeadFillsItsPane();
     void multiPathHeadsAreNamedWithTheirPath();
     void modelViewShowsEveryHeadOfEveryLayerAndExports();
+    void aWrittenExportIsConfirmedInTheStatusBar();
 };
 
 void TestViewExport::headLabelsNameThePath()
@@ -644,6 +647,26 @@ void TestViewExport::modelViewShowsEveryHeadOfEveryLayerAndExports()
     QCOMPARE(view.mode(), AttentionPane::Mode::Head);
     QCOMPARE(view.layer(), 1);
     QCOMPARE(view.head(), 3);
+}
+
+void TestViewExport::aWrittenExportIsConfirmedInTheStatusBar()
+{
+    // A view deep inside a main window: the window's status bar says where the file went.
+    QMainWindow window;
+    auto* central = new QWidget;
+    auto* view = new QLabel(QStringLiteral("a view"), central);
+    window.setCentralWidget(central);
+    QVERIFY(window.statusBar()->currentMessage().isEmpty());
+    viewexport::reportExport(view, QStringLiteral("/tmp/figures/loss.png"), true, QString());
+    QCOMPARE(window.statusBar()->currentMessage(), QStringLiteral("Exported /tmp/figures/loss.png"));
+    // A view in no main window: nothing to say it in, and nothing breaks.
+    QLabel alone(QStringLiteral("alone"));
+    viewexport::reportExport(&alone, QStringLiteral("/tmp/x.csv"), true, QString());
+    // The views that offer an image or their numbers tell a CSV by its suffix.
+    QVERIFY(viewexport::isCsvPath(QStringLiteral("/tmp/run.CSV")));
+    QVERIFY(viewexport::isCsvPath(QStringLiteral("table.csv")));
+    QVERIFY(!viewexport::isCsvPath(QStringLiteral("table.csv.png")));
+    QVERIFY(!viewexport::isCsvPath(QStringLiteral("/tmp/csv")));
 }
 
 QTEST_MAIN(TestViewExport)
