@@ -29,9 +29,12 @@ TrainingSession::TrainingSession(TrainingController& controller, ConfigDocument&
     connect(&m_controller, &TrainingController::started, this, &TrainingSession::onStarted);
     connect(&m_controller, &TrainingController::record, this, &TrainingSession::onRecord);
     connect(&m_controller, &TrainingController::finished, this, &TrainingSession::onFinished);
-    // Paused, the status bar names the step the log does: the steps done, not the last snapshot's.
-    connect(&m_controller, &TrainingController::paused, this,
-            [this](qint64 step) { m_status.showStep(step, m_totalSteps); });
+    // Paused, the status bar names the step the log does: the steps done, not the
+    // last snapshot's; and no time left is shown, since none passes.
+    connect(&m_controller, &TrainingController::paused, this, [this](qint64 step) {
+        m_status.showStep(step, m_totalSteps);
+        m_status.clearTimeLeft();
+    });
 }
 
 bool TrainingSession::start()
@@ -154,6 +157,8 @@ void TrainingSession::onRecord(const MetricsRecord& record)
     if (record.type != MetricsRecord::Type::Train)
         return;
     m_status.showTraining(record.train, m_totalSteps);
+    if (m_controller.state() == TrainingController::State::Paused)
+        m_status.clearTimeLeft();  // the snapshot of a step that was in flight when the pause came
 }
 
 void TrainingSession::onFinished(const QString& outcome, const QString& message)

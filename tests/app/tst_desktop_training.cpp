@@ -61,6 +61,7 @@ private Q_SLOTS:
     void aNewRunStartsWithAFreshStatusBarAndLiveViews();
     void startContinuesByTheCoresRuleAndAsksBeforeMovingTheSchedule();
     void pausedTheStatusBarNamesTheLogsStep();
+    void pausedTheStatusBarShowsNoTimeLeft();
 };
 
 void TestDesktopTraining::controllerStartsPausesResumesAndStops()
@@ -640,6 +641,33 @@ void TestDesktopTraining::pausedTheStatusBarNamesTheLogsStep()
             label = candidate;
     QVERIFY(label);
     QCOMPARE(label->text(), QStringLiteral("Step %1 / 100000").arg(step));
+    window.action(QStringLiteral("stop"))->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
+}
+
+// Paused, no time passes: the status bar shows no time left until training goes on.
+void TestDesktopTraining::pausedTheStatusBarShowsNoTimeLeft()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-pause-left")));
+    window.show();
+    const QString file = m_dir.filePath(QStringLiteral("tiny-pause-left.json"));
+    QVERIFY(writeJson(file, tinyDocument(100000, 1)));  // a snapshot every step
+    QVERIFY(window.openConfiguration(file));
+    QLabel* left = nullptr;
+    for (QLabel* candidate : window.findChildren<QLabel*>())
+        if (candidate->accessibleName() == QStringLiteral("Time left"))
+            left = candidate;
+    QVERIFY(left);
+    QSignalSpy finished(&window.controller(), &TrainingController::finished);
+    QSignalSpy paused(&window.controller(), &TrainingController::paused);
+    QVERIFY(window.startTraining());
+    QTRY_VERIFY_WITH_TIMEOUT(left->text().endsWith(QStringLiteral(" left")), 60000);
+    window.action(QStringLiteral("pause"))->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(paused.count(), 1, 60000);
+    QTest::qWait(500);  // a snapshot of the step in flight may still arrive
+    QCOMPARE(left->text(), QString());
+    window.action(QStringLiteral("pause"))->trigger();  // resume
+    QTRY_VERIFY_WITH_TIMEOUT(left->text().endsWith(QStringLiteral(" left")), 60000);
     window.action(QStringLiteral("stop"))->trigger();
     QTRY_COMPARE_WITH_TIMEOUT(finished.count(), 1, 60000);
 }
