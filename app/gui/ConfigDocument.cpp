@@ -181,6 +181,7 @@ void ConfigDocument::refreshPresets()
         m_presetFiles.insert(choice, QString::fromStdString((mine / (name + ".json")).string()));
     }
     m_panel->setPresets(m_presetChoices);
+    m_panel->showPreset(presetChoice());
 }
 
 bool ConfigDocument::saveConfiguration(const QString& file)
@@ -248,6 +249,23 @@ void ConfigDocument::updateTitle()
         name = m_file.isEmpty() ? tr("Untitled") : QFileInfo(m_file).completeBaseName();
     m_window->setWindowTitle(QStringLiteral("%1[*] - WideLab").arg(name));
     m_window->setWindowModified(m_modified);
+    m_panel->showPreset(presetChoice());
+}
+
+QString ConfigDocument::presetChoice() const
+{
+    if (m_file.isEmpty())
+        return QString();
+    const QFileInfo opened(m_file);
+    for (auto it = m_presetFiles.constBegin(); it != m_presetFiles.constEnd(); ++it) {
+        // A user's preset by its file; a shipped one by name (its entry resolves by name).
+        const bool mine = it.value() != it.key() && QFileInfo(it.value()) == opened;
+        const bool shipped = it.value() == it.key() && isShippedPreset(m_file.toStdString())
+                             && opened.completeBaseName() == it.key();
+        if (mine || shipped)
+            return it.key();
+    }
+    return QString();
 }
 
 }  // namespace widelab

@@ -64,6 +64,8 @@ public:
     void refreshPresets();
     QStringList presetChoices() const { return m_presetChoices; }
     QString presetFile(const QString& choice) const { return m_presetFiles.value(choice, choice); }
+    // The picker entry of the open file when it is a preset (shipped or the user's); else empty.
+    QString presetChoice() const;
 
     QString file() const { return m_file; }   // where it was opened from or saved to
     bool isModified() const { return m_modified; }

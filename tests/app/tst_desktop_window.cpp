@@ -170,10 +170,12 @@ void TestDesktopWindow::pickingAPresetAsksBeforeDiscardingEdits()
     QCOMPARE(window.configPanel()->document().value(QStringLiteral("name")).toString(),
              preset.value(QStringLiteral("name")).toString());
     QVERIFY(!window.isWindowModified());
+    QCOMPARE(window.configPanel()->shownPreset(), QStringLiteral("transformer-6x8"));  // the picker says which
     QTRY_VERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
 
     // Save writes the edits to their file first, then opens the preset.
     QVERIFY(window.openConfiguration(file));
+    QCOMPARE(window.configPanel()->shownPreset(), QString());  // a file of the user's: no preset named
     document = window.configPanel()->document();
     document.insert(QStringLiteral("name"), QStringLiteral("saved on the way"));
     window.configPanel()->setDocument(document);

@@ -96,7 +96,9 @@ ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWid
         if (index <= 0)
             return;
         const QString name = m_presets->itemData(index).toString();
-        m_presets->setCurrentIndex(0);
+        // The picker keeps showing what the document is until the pick opens
+        // (the app then calls showPreset): a cancelled or failed pick changes nothing.
+        showPreset(m_shownPreset);
         Q_EMIT presetChosen(name);
     });
     m_readOnlyNote = new QLabel(tr("Read-only while training runs"), this);
@@ -549,7 +551,15 @@ void ConfigPanel::setPresets(const QStringList& names)
     m_presets->addItem(names.isEmpty() ? tr("(no presets)") : tr("Load a preset..."), QString());
     for (const QString& name : names)
         m_presets->addItem(name, name);
-    m_presets->setCurrentIndex(0);
+    showPreset(m_shownPreset);
+}
+
+void ConfigPanel::showPreset(const QString& name)
+{
+    const QSignalBlocker blocker(m_presets);
+    const int index = name.isEmpty() ? -1 : m_presets->findData(name);
+    m_shownPreset = index > 0 ? name : QString();
+    m_presets->setCurrentIndex(std::max(index, 0));
 }
 
 void ConfigPanel::setDevices(const QList<DeviceChoice>& devices)

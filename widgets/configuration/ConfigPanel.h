@@ -76,6 +76,10 @@ public:
     bool isModelCurrent() const { return m_modelCurrent; }
     QString costText() const;
     void setPresets(const QStringList& names);
+    // The preset the document came from, shown in the picker ("widenet"); empty
+    // (a file, a run, a new document): the picker invites a pick. Emits nothing.
+    void showPreset(const QString& name);
+    QString shownPreset() const { return m_shownPreset; }
     void setDevices(const QList<DeviceChoice>& devices);
     // While training runs: values stay visible and selectable, nothing can change.
     void setReadOnly(bool readOnly);
@@ -139,6 +143,7 @@ private:
     QWidget* m_wheelTarget = nullptr;  // the editor the user works in: it alone takes the wheel
 
     QComboBox* m_presets = nullptr;
+    QString m_shownPreset;
     QLabel* m_readOnlyNote = nullptr;
     QLabel* m_cost = nullptr;
     QString m_costText;

@@ -792,6 +792,20 @@ private Q_SLOTS:
         QTest::keyClick(combo, Qt::Key_Down);
         QCOMPARE(chosen.count(), 1);
         QCOMPARE(chosen.at(0).at(0).toString(), QStringLiteral("widenet"));
+        // Until the app says the pick opened, the picker shows what the document is.
+        QCOMPARE(combo->currentIndex(), 0);
+        panel.showPreset(QStringLiteral("widenet"));
+        QCOMPARE(combo->currentText(), QStringLiteral("widenet"));
+        QCOMPARE(panel.shownPreset(), QStringLiteral("widenet"));
+        QCOMPARE(chosen.count(), 1);  // showing is not choosing
+        // The list refreshed (a preset saved) keeps it; a file that is no preset shows the invitation.
+        panel.setPresets({"albert", "widenet", "mine (yours)"});
+        QCOMPARE(combo->currentText(), QStringLiteral("widenet"));
+        panel.showPreset(QString());
+        QCOMPARE(combo->currentIndex(), 0);
+        panel.showPreset(QStringLiteral("no such preset"));
+        QCOMPARE(combo->currentIndex(), 0);
+        QCOMPARE(panel.shownPreset(), QString());
     }
 
     void devicesComeFromTheApp()
