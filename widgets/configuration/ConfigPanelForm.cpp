@@ -163,7 +163,7 @@ QWidget* ConfigPanel::makeEditor(Field& f)
     }
     case Type::Number: {
         auto* spin = new NumberSpinBox;
-        spin->setRange(f.spec.min, f.spec.max);
+        spin->setAdvisedRange(f.spec.min, f.spec.max);
         spin->setSingleStep(place ? place->step : 0.1);
         spin->setLogarithmic(place && place->logarithmic);
         connect(spin, &QDoubleSpinBox::valueChanged, this, [this, &f] { edited(f); });
@@ -343,9 +343,7 @@ void ConfigPanel::load(Field& f, const QJsonValue& given)
     case Type::Number: {
         auto* spin = static_cast<NumberSpinBox*>(f.editor);
         if (value.isDouble() && std::isfinite(value.toDouble())) {
-            const double v = value.toDouble();
-            spin->setRange(std::min(f.spec.min, v), std::max(f.spec.max, v));
-            spin->setValue(v);
+            spin->setValue(value.toDouble());  // outside the key's range too: the checks report it
             shown = true;
         }
         break;

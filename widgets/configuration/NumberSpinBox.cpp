@@ -2,6 +2,7 @@
 
 #include <QRegularExpression>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -55,10 +56,33 @@ QValidator::State NumberSpinBox::validate(QString& text, int&) const
 
 void NumberSpinBox::fixup(QString& text) const { text = textFromValue(value()); }
 
+void NumberSpinBox::setAdvisedRange(double minimum, double maximum)
+{
+    m_advisedMin = minimum;
+    m_advisedMax = maximum;
+    // What typing may reach: wide, and short to print (the box's width follows
+    // its limits' text).
+    constexpr double kTyped = 1e15;
+    setRange(std::min(-kTyped, minimum), std::max(kTyped, maximum));
+}
+
+QAbstractSpinBox::StepEnabled NumberSpinBox::stepEnabled() const
+{
+    if (isReadOnly())
+        return StepNone;
+    StepEnabled enabled = StepNone;
+    if (value() > m_advisedMin)
+        enabled |= StepDownEnabled;
+    if (value() < m_advisedMax)
+        enabled |= StepUpEnabled;
+    return enabled;
+}
+
 void NumberSpinBox::stepBy(int steps)
 {
     if (!m_logarithmic) {
-        QDoubleSpinBox::stepBy(steps);
+        setValue(std::clamp(value() + steps * singleStep(), m_advisedMin, m_advisedMax));
+        selectAll();
         return;
     }
     double value = this->value();
@@ -86,7 +110,7 @@ void NumberSpinBox::stepBy(int steps)
         // Printed and read back so that 3e-4 is stored as 3e-4, not 0.00030000000000000003.
         value = QString::number(mantissa, 'f', 0).append('e').append(QString::number(exponent, 'f', 0)).toDouble();
     }
-    setValue(std::clamp(value, minimum(), maximum()));
+    setValue(std::clamp(value, std::max(minimum(), m_advisedMin), std::min(maximum(), m_advisedMax)));
     selectAll();
 }
 

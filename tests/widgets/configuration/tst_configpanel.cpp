@@ -6,6 +6,7 @@
 #include "configuration/ConfigPanel.h"
 #include "configuration/ConfigPanelLayout.h"
 #include "configuration/CostBreakdown.h"
+#include "configuration/NumberSpinBox.h"
 #include "insights/ImageProbeDialog.h"
 #include "SchemaFields.h"
 
@@ -778,6 +779,32 @@ private Q_SLOTS:
         QVERIFY(text.contains("1.2 GiB"));
         panel.setCost(costOf(812, 812, 812, 1500, 0));
         QVERIFY2(cost->text().contains("812") && cost->text().contains("1.5k"), qPrintable(cost->text()));
+    }
+
+    void anOutOfRangeNumberStaysForTheChecksToName()
+    {
+        // Typed past its range, a value is kept as typed and the checks say
+        // what is wrong, instead of the old value coming back without a word.
+        AppPanel panel;
+        panel.setDocument(completeWideNet());
+        auto* dropout = qobject_cast<NumberSpinBox*>(panel.field("model.dropout"));
+        QVERIFY(dropout);
+        const double top = dropout->advisedMaximum();
+        replaceText(dropout, "1.5");
+        dropout->clearFocus();  // editing finished
+        QCOMPARE(dropout->value(), 1.5);
+        QCOMPARE(valueAt(panel.document(), "model", "dropout").toDouble(), 1.5);
+        const ConfigAssessment assessed = assessDocument(panel.document());
+        QVERIFY(!assessed.valid);
+        bool named = false;
+        for (const FieldIssue& issue : assessed.issues)
+            named = named || issue.key == QStringLiteral("model.dropout");
+        QVERIFY(named);
+        // The arrows bring it back within the range and stop at its edge.
+        dropout->stepBy(1);
+        QCOMPARE(dropout->value(), top);
+        dropout->stepBy(1);
+        QCOMPARE(dropout->value(), top);
     }
 
     void presetsEmitTheirName()
