@@ -56,4 +56,18 @@ void followTheme(QCustomPlot* plot, const QPalette& colours)
     plot->legend->setTextColor(text);
 }
 
+void legendBelowPlot(QCustomPlot* plot)
+{
+    QCPLayoutGrid* layout = plot->plotLayout();
+    if (layout->rowCount() > 1 && layout->hasElement(1, 0))
+        return;  // moved before
+    auto* row = new QCPLayoutGrid;
+    layout->addElement(1, 0, row);
+    layout->setRowStretchFactor(1, 0.001);  // as tall as the legend needs
+    row->setMargins(QMargins(5, 0, 5, 5));
+    row->addElement(0, 0, plot->legend);  // taken out of the plot's inset
+    plot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    plot->legend->setWrap(4);
+}
+
 }  // namespace widelab::palette

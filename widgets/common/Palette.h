@@ -1,6 +1,7 @@
 // defines: palette::seriesColor, palette::seriesCount, palette::blend,
-// palette::followTheme: the colours WideLab gives runs, series and experts, safe
-// for the common forms of colour blindness, and a chart in the widget's theme
+// palette::followTheme, palette::legendBelowPlot: the colours WideLab gives runs,
+// series and experts, safe for the common forms of colour blindness, and a chart
+// in the widget's theme with its legend clear of the points
 #pragma once
 
 #include <QColor>
@@ -28,5 +29,9 @@ QColor blend(const QColor& from, const QColor& to, double t);
 // it, axes, ticks, labels and the legend's text in the text colour, the grid a
 // faint mix of the two, the legend on the base colour.
 void followTheme(QCustomPlot* plot, const QPalette& colours);
+
+// The legend in a row of its own under the plot, its entries side by side, so
+// that it never covers a point; the same on every call.
+void legendBelowPlot(QCustomPlot* plot);
 
 }  // namespace widelab::palette

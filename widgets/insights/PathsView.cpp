@@ -227,6 +227,7 @@ void PathsView::showDiversity()
     plot->clearGraphs();
     plot->clearItems();
     palette::followTheme(plot, palette());
+    palette::legendBelowPlot(plot);
     plot->xAxis->setLabel(tr("block"));
     plot->yAxis->setLabel(tr("path diversity |d|"));
     plot->legend->setVisible(true);

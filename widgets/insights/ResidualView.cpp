@@ -71,7 +71,7 @@ void ResidualView::refresh()
     plot->xAxis->setLabel(tr("after block"));
     plot->yAxis->setLabel(tr("mean token L2 norm"));
     plot->legend->setVisible(true);
-    plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    palette::legendBelowPlot(plot);
 
     double top = 0;
     std::size_t blocks = 0;

@@ -76,6 +76,13 @@ void TestPathsView::pathsCurvesAndDiversity()
     };
     QVERIFY(sameCurve(graphData(plot->graph(0)), Curve{{1, 1.5}, {2, 3.5}}));
     QVERIFY(sameCurve(graphData(plot->graph(1)), Curve{{1, 2.5}, {2, 4.5}}));
+    // Its legend sits under the plot, never over a point (twice refreshed: still one legend row).
+    view.refresh();
+    plot->resize(420, 260);
+    plot->replot();
+    QVERIFY(plot->legend->visible());
+    QVERIFY(!plot->legend->outerRect().intersects(plot->axisRect()->rect()));
+    QVERIFY(plot->legend->outerRect().top() >= plot->axisRect()->outerRect().bottom());
 
     // Frozen on step 10: that state's diversity.
     view.setStep(10);
