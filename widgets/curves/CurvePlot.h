@@ -166,6 +166,7 @@ public:
     Readout readoutAt(const QPointF& pixel) const;
     Readout hoverReadout() const;
     QString hoverText() const;  // the text of the hover label; empty when hidden
+    QRectF hoverRect() const;   // where the hover label is drawn, in the plot's pixels
 
     // What the graphs were handed at the last refresh (tests, diagnostics).
     int displayedPointCount(const QString& runId, const QString& series) const;     // the main line

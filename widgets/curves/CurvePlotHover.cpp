@@ -102,6 +102,11 @@ CurvePlot::Readout CurvePlot::hoverReadout() const { return m_hover; }
 
 QString CurvePlot::hoverText() const { return m_hoverLabel->visible() ? m_hoverLabel->text() : QString(); }
 
+QRectF CurvePlot::hoverRect() const
+{
+    return QRectF(m_hoverLabel->topLeft->pixelPosition(), m_hoverLabel->bottomRight->pixelPosition());
+}
+
 QString CurvePlot::readoutText(const Readout& r) const
 {
     QStringList lines{r.name};
@@ -153,9 +158,14 @@ void CurvePlot::setHover(const Readout& readout)
     constexpr double kOffset = 10;
     const bool left = at.x() + kOffset + size.width() > area.right();
     const bool below = at.y() - kOffset - size.height() < area.top();
-    m_hoverLabel->setPositionAlignment((left ? Qt::AlignRight : Qt::AlignLeft)
-                                       | (below ? Qt::AlignTop : Qt::AlignBottom));
-    m_hoverLabel->position->setCoords(at.x() + (left ? -kOffset : kOffset), at.y() + (below ? kOffset : -kOffset));
+    // Then kept inside the chart: on a narrow one the flipped label would start
+    // left of it and lose its beginning.
+    const double labelX = std::clamp(left ? at.x() - kOffset - size.width() : at.x() + kOffset, 0.0,
+                                     std::max(0.0, double(width() - size.width())));
+    const double labelY = std::clamp(below ? at.y() + kOffset : at.y() - kOffset - size.height(), 0.0,
+                                     std::max(0.0, double(height() - size.height())));
+    m_hoverLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+    m_hoverLabel->position->setCoords(labelX, labelY);
     m_hoverLayer->replot();
 }
 

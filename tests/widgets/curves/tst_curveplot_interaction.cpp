@@ -128,6 +128,22 @@ void TestCurvePlotInteraction::hoverNamesTheNearestSeriesAndItsValues()
     QCOMPARE(r.raw, 3.0);
     QVERIFY(plot.hoverText().startsWith(QStringLiteral("Wide 1x48 · train\nstep 50 · 1:40\nvalue 3")));
 
+    // On a narrow chart a long label fits on neither side of the point: it stays
+    // whole inside the chart rather than losing its beginning at the left edge.
+    plot.addRun(QStringLiteral("c"), QStringLiteral("Wide attention 1x48, seed 3"), kOrange);
+    plot.appendPoints(QStringLiteral("c"), QStringLiteral("loss"), constant(5.0, 101));
+    plot.refreshNow();
+    plot.resize(240, plot.height());  // about the narrowest a chart gets
+    plot.replot();
+    QTest::mouseMove(&plot, QPoint(int(std::lround(plot.xAxis->coordToPixel(50))), int(plot.yAxis->coordToPixel(4.9))));
+    QVERIFY(plot.hoverText().startsWith(QStringLiteral("Wide attention 1x48, seed 3")));
+    const QRectF label = plot.hoverRect();
+    QVERIFY(label.width() < plot.width());  // it can fit
+    QVERIFY2(label.left() >= 0 && label.right() <= plot.width(),
+             qPrintable(QStringLiteral("label %1..%2 in a plot of width %3").arg(label.left()).arg(label.right()).arg(plot.width())));
+    QVERIFY(label.top() >= 0 && label.bottom() <= plot.height());
+    plot.removeRun(QStringLiteral("c"));
+
     // Just above a's line: a.
     r = plot.readoutAt(QPointF(plot.xAxis->coordToPixel(20), plot.yAxis->coordToPixel(1.3)));
     QCOMPARE(r.runId, QStringLiteral("a"));
