@@ -355,9 +355,14 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.divergence = layerNormDivergence(torch::stack(gammas), torch::stack(betas));
     s.attentionDivergence = layerNormDivergence(torch::stack(attentionGammas), torch::stack(attentionBetas));
     s.paths = pathWeights(*m_model);
+    std::vector<torch::Tensor> residual;
     for (const BlockTrace& block : interval.trace.blocks)
         if (block.residualNorm.defined())
-            s.residualNorms.push_back(block.residualNorm.item<double>());
+            residual.push_back(block.residualNorm);
+    if (!residual.empty()) {  // one copy to the host for every block, not one wait each
+        const std::vector<float> norms = toFloats(torch::stack(residual));
+        s.residualNorms.assign(norms.begin(), norms.end());
+    }
     if (recorded) {
         s.alarms = m_alarms->update(s.routing, m_run.model.learnablePathWeights ? s.paths : std::vector<PathWeights>{},
                                     m_state.step);
