@@ -77,7 +77,9 @@ void ResidualView::refresh()
     std::size_t blocks = 0;
     auto draw = [&](const InsightSource& source, const TrainingSnapshot& state, const QColor& colour, Qt::PenStyle style) {
         QCPGraph* graph = plot->addGraph();
-        graph->setName(tr("%1 · step %2").arg(source.label).arg(state.step));
+        // The shown run is named in the bar above; only the compared one needs its name here.
+        graph->setName(&source == &m_comparison ? tr("%1 · step %2").arg(source.label).arg(state.step)
+                                                : tr("step %1").arg(state.step));
         graph->setPen(QPen(colour, 2, style));
         graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
         for (std::size_t b = 0; b < state.residualNorms.size(); ++b) {

@@ -59,10 +59,10 @@ void TestResidualView::normsAgainstDepthAtTheShownStep()
     QCustomPlot* plot = view.plot();
     // Live: step 20 is the newest that measured; step 10, the first, dashed.
     QCOMPARE(plot->graphCount(), 3);
-    QCOMPARE(plot->graph(0)->name(), QStringLiteral("Run A · step 10"));
+    QCOMPARE(plot->graph(0)->name(), QStringLiteral("step 10"));  // the shown run is named above
     QCOMPARE(plot->graph(0)->pen().style(), Qt::DashLine);
     QVERIFY(sameCurve(pointsOf(plot->graph(0)), Curve{{1, 1.0}, {2, 2.0}, {3, 4.0}}));
-    QCOMPARE(plot->graph(1)->name(), QStringLiteral("Run A · step 20"));
+    QCOMPARE(plot->graph(1)->name(), QStringLiteral("step 20"));
     QCOMPARE(plot->graph(1)->pen().style(), Qt::SolidLine);
     QVERIFY(sameCurve(pointsOf(plot->graph(1)), Curve{{1, 1.5}, {2, 3.0}}));  // NaN left out, not drawn at 0
     QCOMPARE(plot->graph(2)->name(), QStringLiteral("Run B · step 20"));
@@ -75,7 +75,7 @@ void TestResidualView::normsAgainstDepthAtTheShownStep()
     view.setStep(15);
     view.refresh();
     QCOMPARE(plot->graphCount(), 1);
-    QCOMPARE(plot->graph(0)->name(), QStringLiteral("Run A · step 10"));
+    QCOMPARE(plot->graph(0)->name(), QStringLiteral("step 10"));  // the shown run is named above
     QCOMPARE(plot->graph(0)->pen().style(), Qt::SolidLine);
 
     QCOMPARE(view.csv(), QByteArray("run,step,block,residual_norm\n"
@@ -121,7 +121,7 @@ void TestResidualView::theInsightsBarShowsItLive()
     insights.historyChanged(QStringLiteral("a"));
     insights.refreshNow();
     QCOMPARE(page->plot()->graphCount(), 2);
-    QCOMPARE(page->plot()->graph(1)->name(), QStringLiteral("Run A · step 20"));
+    QCOMPARE(page->plot()->graph(1)->name(), QStringLiteral("step 20"));
 }
 
 QTEST_MAIN(TestResidualView)
