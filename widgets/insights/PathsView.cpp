@@ -243,7 +243,9 @@ void PathsView::showDiversity()
             shownStep = state->step;
         for (const QString& sublayer : {QStringLiteral("attention"), QStringLiteral("ffn")}) {
             QCPGraph* graph = plot->addGraph();
-            graph->setName(QStringLiteral("%1 · %2").arg(source.label, sublayerName(sublayer)));
+            // The shown run is named in the bar above; only the compared one needs its name here.
+            graph->setName(i == 0 ? sublayerName(sublayer)
+                                  : QStringLiteral("%1 · %2").arg(source.label, sublayerName(sublayer)));
             QPen pen(palette::seriesColor(i), 2);
             pen.setStyle(sublayer == QLatin1String("attention") ? Qt::SolidLine : Qt::DashLine);
             graph->setPen(pen);

@@ -68,6 +68,8 @@ void TestPathsView::pathsCurvesAndDiversity()
     // Diversity against depth at the newest step (20): attention 1.5, 3.5; FFN 2.5, 4.5.
     QCustomPlot* plot = view.diversityPlot();
     QCOMPARE(plot->graphCount(), 2);
+    QCOMPARE(plot->graph(0)->name(), QStringLiteral("attention"));  // the shown run is named in the bar above
+    QCOMPARE(plot->graph(1)->name(), QStringLiteral("FFN"));
     auto graphData = [](QCPGraph* graph) {
         QVector<QPair<double, double>> out;
         for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
