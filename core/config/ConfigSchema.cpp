@@ -97,7 +97,11 @@ std::vector<KeySpec> makeSchema()
         choice("model.activation", {"gelu", "relu", "silu"}, "nonlinearity of the FFN and the experts"),
         number("model.dropout", 0.0, 0.99, 0.1, "dropout on embeddings, attention probabilities and sublayer outputs"),
 
-        choice("model.head", {"classification", "language_model"}, "one label per sequence, or next-token logits"),
+        choice("model.head", {"classification", "language_model", "translation"},
+               "one label per sequence, next-token logits, or an encoder-decoder's target tokens"),
+        derived(integer("model.decoder_layers", 1, kMaxLayers, 6,
+                        "translation: blocks of the decoder (layers sets the encoder's)"),
+                "layers", {"model.layers"}),
         choice("model.pooling", {"cls", "mean"}, "classification: read a CLS token or average the tokens"),
         boolean("model.pooler", false, "classification: a tanh dense layer on the pooled vector"),
         integer("model.num_classes", 2, kMaxVocab, 10, "classification: number of labels"),
@@ -108,8 +112,8 @@ std::vector<KeySpec> makeSchema()
         number("model.capacity_factor", -1.0e9, 1.0e9, 1.2, "tokens an expert takes in training, as a factor; <= 0: never drop"),
         derived(number("model.eval_capacity_factor", -1.0e9, 1.0e9, 2.0,
                        "the capacity factor in evaluation, inspection and probes; <= 0: never drop (a language "
-                       "model's default: then no prediction depends on a later token)"),
-                "0 for a language model, else 2", {"model.head"}),
+                       "model's and a decoder's default: then no prediction depends on a later token)"),
+                "2 for a classifier, else 0", {"model.head"}),
         derived(number("model.router_noise_std", 0.0, 1.0e3, 0.0, "Gaussian noise on router logits while training (0 with one expert)"),
                 "1 / experts", {"model.experts"}),
         number("model.balance_loss_weight", 0.0, 1.0e3, 0.01, "weight of the load-balancing loss"),
@@ -128,6 +132,9 @@ std::vector<KeySpec> makeSchema()
         integer("model.paths", 1, kMaxPaths, 1, "parallel paths in every sublayer (Multi-Path Transformer)"),
         boolean("model.path_norm", false, "a LayerNorm at the end of every path"),
         boolean("model.learnable_path_weights", false, "train the weights of the paths' sum"),
+        choice("model.path_weight", {"inverse_sqrt_2n", "inverse_n", "inverse_sqrt_n"},
+               "each path's weight alpha for n paths, fixed or the learnable weights' start: 1/sqrt(2n) "
+               "(the paper's start), 1/n (its \"+ Multi-Path\"), 1/sqrt(n) (its \"+ PathNorm\")"),
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
         choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes"},

@@ -7,6 +7,7 @@
 #include "vocab/KeyRules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <fstream>
@@ -202,6 +203,8 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     readAttention(s, c);
 
     s.readChoice(spec("head"), c.head);
+    c.decoderLayers = c.layers;
+    s.read(spec("decoder_layers"), c.decoderLayers);
     s.readChoice(spec("pooling"), c.pooling);
     s.read(spec("pooler"), c.pooler);
     s.read(spec("num_classes"), c.numClasses);
@@ -213,7 +216,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     // A language model never drops in evaluation unless asked to: capacity grows
     // with the tokens routed, so dropping would let later tokens change earlier
     // predictions (docs/model.md, "causal-safe").
-    c.evalCapacityFactor = c.head == HeadKind::LanguageModel ? 0.0 : 2.0;
+    c.evalCapacityFactor = c.head == HeadKind::Classification ? 2.0 : 0.0;
     s.read(spec("eval_capacity_factor"), c.evalCapacityFactor);
     c.routerNoiseStd = c.experts > 1 ? 1.0 / static_cast<double>(c.experts) : 0.0;
     s.read(spec("router_noise_std"), c.routerNoiseStd);
@@ -232,6 +235,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.read(spec("paths"), c.paths);
     s.read(spec("path_norm"), c.pathNorm);
     s.read(spec("learnable_path_weights"), c.learnablePathWeights);
+    s.readChoice(spec("path_weight"), c.pathWeight);
     s.read(spec("path_extra_features"), c.pathExtraFeatures);
 
     s.rejectUnknownKeys();
@@ -298,10 +302,16 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
     if (readable({"path_extra_features", "paths"}) && pathExtraFeatures && paths < 3)
         report("path_extra_features", "needs " + key("paths")
                                           + " >= 3 (with 2 paths the subsets of n-1 paths are the paths themselves)");
-    if (readable({"head", "routing_priority"}) && head == HeadKind::LanguageModel
+    if (readable({"head", "routing_priority"}) && head != HeadKind::Classification
         && routingPriority == RoutingPriority::Batch)
         report("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a "
-                                   "language model must not see; use \"position\"");
+                                   + std::string(isTranslation() ? "decoder" : "language model")
+                                   + " must not see; use \"position\"");
+    if (readable({"head", "input"}) && isTranslation() && imageInput())
+        report("head", "\"translation\" reads and writes tokens; use " + key("input") + " \"tokens\"");
+    if (readable({"head", "embedding_dim"}) && isTranslation() && embeddingDim > 0)
+        report("embedding_dim", "a translation model ties its output to the token embedding, which needs "
+                                "embedding_dim 0");
     if (readable({"renormalize_gates", "top_k"}) && renormalizeGates && topK == 1 && experts > 1)
         report("renormalize_gates", "with " + key("top_k") + " 1 every gate becomes 1 and the router learns "
                                     "nothing from the task; use top_k >= 2 or turn renormalisation off");
@@ -315,13 +325,38 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
                        "with " + key("input") + " \"image\"");
     if (readable({"input", "embedding_dim"}) && imageInput() && embeddingDim > 0)
         report("embedding_dim", "a factorised embedding is for tokens; image input embeds patches straight into d_model");
-    if (readable({"head", "pooler"}) && head == HeadKind::LanguageModel && pooler)
+    if (readable({"head", "pooler"}) && head != HeadKind::Classification && pooler)
         report("pooler", "only applies to a classification head");
     validateAttention(*this, report, readable);
     const auto maxWidth = static_cast<std::int64_t>(spec("d_model").max);
     if (readable({"heads", "head_dim", "paths", "d_model"})
         && (attentionWidth() * paths > maxWidth * 4 || 4 * dModel * attentionWidth() * paths > (std::int64_t{1} << 34)))
         report("heads", "attention width " + number(attentionWidth() * paths) + " (heads x head_dim x paths) is too large");
+}
+
+ModelConfig ModelConfig::decoderSide() const
+{
+    ModelConfig side = *this;
+    side.head = HeadKind::LanguageModel;
+    side.layers = decoderLayers;
+    side.attention = "full";
+    side.attentionMix.clear();
+    side.routingGroups = std::min(routingGroups, decoderLayers);
+    return side;
+}
+
+double ModelConfig::pathWeightValue() const
+{
+    const auto n = static_cast<double>(paths);
+    switch (pathWeight) {
+    case PathWeight::InverseN:
+        return 1.0 / n;
+    case PathWeight::InverseSqrtN:
+        return 1.0 / std::sqrt(n);
+    case PathWeight::InverseSqrt2n:
+        break;
+    }
+    return 1.0 / std::sqrt(2.0 * n);
 }
 
 nlohmann::json ModelConfig::toJson() const
@@ -344,6 +379,7 @@ nlohmann::json ModelConfig::toJson() const
         {"attention", attention},
         {"attention_mix", attentionMix},
         {"head", nameOf("head", head)},
+        {"decoder_layers", decoderLayers},
         {"pooling", nameOf("pooling", pooling)},
         {"pooler", pooler},
         {"num_classes", numClasses},
@@ -364,6 +400,7 @@ nlohmann::json ModelConfig::toJson() const
         {"paths", paths},
         {"path_norm", pathNorm},
         {"learnable_path_weights", learnablePathWeights},
+        {"path_weight", nameOf("path_weight", pathWeight)},
         {"path_extra_features", pathExtraFeatures},
     };
     for (const auto& [name, value] : attentionOptions.items())

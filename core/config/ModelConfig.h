@@ -15,11 +15,14 @@
 
 namespace widelab {
 
-enum class HeadKind { Classification, LanguageModel };
+enum class HeadKind { Classification, LanguageModel, Translation };
 enum class Pooling { Cls, Mean };
 enum class Activation { Gelu, Relu, Silu };
 enum class RoutingPriority { Position, Batch };
 enum class InputKind { Tokens, Image };
+// The weight alpha of each of n paths' features (Multi-Path Transformer): 1/sqrt(2n)
+// (section 3.3, the learnable weights' start), 1/n and 1/sqrt(n) (Table 4's fixed weights).
+enum class PathWeight { InverseSqrt2n, InverseN, InverseSqrtN };
 
 struct ModelConfig {
     // Input and width. Defaults describe a small laptop-scale encoder.
@@ -45,8 +48,10 @@ struct ModelConfig {
     std::vector<std::string> attentionMix;
     nlohmann::json attentionOptions = defaultAttentionOptions();
 
-    // Head.
+    // Head. Translation: an encoder-decoder; `layers` is the encoder's depth,
+    // decoderLayers the decoder's (default layers).
     HeadKind head = HeadKind::Classification;
+    std::int64_t decoderLayers = 6;
     Pooling pooling = Pooling::Cls;
     bool pooler = false;
     std::int64_t numClasses = 10;
@@ -73,6 +78,7 @@ struct ModelConfig {
     std::int64_t paths = 1;
     bool pathNorm = false;
     bool learnablePathWeights = false;
+    PathWeight pathWeight = PathWeight::InverseSqrt2n;
     bool pathExtraFeatures = false;
 
     // A mechanism's key (its name without "model."), as the schema types it.
@@ -92,6 +98,13 @@ struct ModelConfig {
     std::int64_t patchInputs() const { return channels * patchSize * patchSize; }          // C * P * P
     bool isMultiPath() const { return paths > 1 || pathNorm || learnablePathWeights || pathExtraFeatures; }
     std::int64_t pathFeatures() const { return pathExtraFeatures ? 2 * paths : paths; }
+    bool isTranslation() const { return head == HeadKind::Translation; }
+    // What an encoder-decoder's decoder blocks are built from: `layers` its depth,
+    // full causal self-attention (the mechanism keys are the encoder's), at most
+    // one routing group per block; every other knob as given.
+    ModelConfig decoderSide() const;
+    // The value of each path's weight alpha for this many paths (model.path_weight).
+    double pathWeightValue() const;
     bool usesClsToken() const { return head == HeadKind::Classification && pooling == Pooling::Cls; }
     std::int64_t positions() const { return maxLen + (usesClsToken() ? 1 : 0); }
     std::int64_t outputSize() const { return head == HeadKind::Classification ? numClasses : vocabSize; }

@@ -16,6 +16,7 @@ namespace widelab {
 
 struct BlockTrace {
     torch::Tensor attention;  // [B, n*H, T', T'] attention probabilities (path-major heads)
+    torch::Tensor crossAttention;  // a decoder block's: [B, n*H, T, S] over the source tokens
     bool routed = false;      // this block made its own routing call (else reused its group's)
     torch::Tensor expert;     // [S, K] experts chosen by each real token (MoE only)
     torch::Tensor gates;      // [S, K]

@@ -10,6 +10,7 @@ namespace {
 
 struct ModuleSizes {
     std::int64_t attention = 0;  // one attention module (all paths)
+    std::int64_t cross = 0;      // one cross-attention module (a decoder's; all paths)
     std::int64_t ffnStored = 0;  // one FFN module (all paths or all experts)
     std::int64_t ffnActive = 0;  // the same with top_k experts
     std::int64_t router = 0;
@@ -22,6 +23,7 @@ ModuleSizes moduleSizes(const ModelConfig& c)
     const std::int64_t D = c.dModel, W = c.attentionWidth(), n = c.paths, M = c.ffnDim;
     ModuleSizes s;
     s.attention = 3 * n * W * D + 3 * n * W + n * D * W + n * D;
+    s.cross = s.attention;  // q, then k and v of the source, and the output: the full mechanism has no parameters
     for (const MechanismUse& use : mechanismUses(c))
         s.attention += use.spec->parameters(use.shape, c);
     const std::int64_t unit = 2 * D * M + M + D;  // one FFN path or one expert
@@ -117,6 +119,46 @@ ModelCost modelCost(const ModelConfig& c)
                              ? 2.0 * D * c.vocabSize
                              : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
 
+    if (c.isTranslation()) {
+        // The decoder: its blocks (self-attention, cross-attention, FFN or experts,
+        // three LayerNorms and three path combiners each) and final LayerNorm; the
+        // output is the token embedding's transpose, no parameter of its own.
+        const ModelConfig d = c.decoderSide();
+        const ModuleSizes ds = moduleSizes(d);
+        const std::int64_t Ld = d.layers;
+        const std::int64_t attentionModules = d.attentionModules() * (ds.attention + ds.cross);
+        attention.stored += attentionModules;
+        attention.active += attentionModules;
+        attention.applied += Ld * (ds.attention + ds.cross);
+        ffn.stored += d.ffnModules() * ds.ffnStored;
+        ffn.active += d.ffnModules() * ds.ffnActive;
+        ffn.applied += Ld * ds.ffnActive;
+        router.stored += d.routerModules() * ds.router;
+        router.active += d.routerModules() * ds.router;
+        router.applied += d.routingCalls() * ds.router;
+        const std::int64_t normSets = d.layerNormSets() * 3 * 2 * D + 2 * D;
+        norms.stored += normSets;
+        norms.active += normSets;
+        norms.applied += Ld * 3 * 2 * D + 2 * D;
+        const std::int64_t pathSets = d.layerNormSets() * ds.pathSet / 2 * 3;
+        paths.stored += pathSets;
+        paths.active += pathSets;
+        paths.applied += Ld * ds.pathSet / 2 * 3;
+        head = CostRow{"head"};
+
+        // Per target token, with a source as long as the target: the decoder's
+        // projections and mixing (self-attention and cross-attention, whose keys and
+        // values are the source tokens'), FFN or experts and routing.
+        double decoderAttention = 2.0 * (4.0 * n * W * D);
+        for (const MechanismUse& use : mechanismUses(d))
+            decoderAttention += use.spec->flopsPerToken(use.shape, d, T);
+        const double crossAttention = decoderAttention;  // the same products, keys and values from the source
+        attention.flopsPerToken += static_cast<double>(Ld) * (decoderAttention + crossAttention);
+        ffn.flopsPerToken += static_cast<double>(Ld * ffnUnits) * unitFlops;
+        router.flopsPerToken += static_cast<double>(d.routingCalls()) * routerFlops;
+        head.flopsPerToken = 2.0 * D * c.vocabSize;
+    }
+
     cost.parts = {embeddings, attention, ffn, router, norms, paths, head};
     cost.total.part = "total";
     for (const auto& row : cost.parts) {
@@ -131,7 +173,9 @@ ModelCost modelCost(const ModelConfig& c)
     const double slots = c.capacityFactor > 0.0 ? std::min(c.topK * c.capacityFactor, static_cast<double>(c.experts))
                                                 : static_cast<double>(c.experts);
     const double unitsAtCapacity = c.isMoe() ? slots : static_cast<double>(ffnUnits);
-    cost.flopsPerTokenAtCapacity = cost.flopsPerToken - ffn.flopsPerToken + static_cast<double>(L) * unitsAtCapacity * unitFlops;
+    const std::int64_t blocks = L + (c.isTranslation() ? c.decoderLayers : 0);
+    cost.flopsPerTokenAtCapacity =
+        cost.flopsPerToken - ffn.flopsPerToken + static_cast<double>(blocks) * unitsAtCapacity * unitFlops;
     return cost;
 }
 

@@ -15,7 +15,7 @@ PathCombinerImpl::PathCombinerImpl(const PathCombinerOptions& options_) : option
         normWeight = register_parameter("norm_weight", torch::ones({m, options.dModel}));
         normBias = register_parameter("norm_bias", torch::zeros({m, options.dModel}));
     }
-    const torch::Tensor alphaInit = torch::full({m}, 1.0 / std::sqrt(2.0 * static_cast<double>(n)));
+    const torch::Tensor alphaInit = torch::full({m}, options.weight);
     const torch::Tensor betaInit = torch::ones({1});
     if (options.learnable) {
         alpha = register_parameter("alpha", alphaInit);

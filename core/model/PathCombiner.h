@@ -16,6 +16,7 @@ struct PathCombinerOptions {
     bool pathNorm = true;         // a LayerNorm at the end of every feature
     bool learnable = true;        // alpha and beta are trained; otherwise fixed buffers
     bool extraFeatures = false;   // n more features: the mean of every n-1 paths
+    double weight = 0.5;          // every alpha's value (its start when learnable): ModelConfig::pathWeightValue
 };
 
 struct PathCombinerImpl : torch::nn::Module {
@@ -32,7 +33,7 @@ struct PathCombinerImpl : torch::nn::Module {
     PathCombinerOptions options;
     torch::Tensor normWeight;  // [m, D], m = n or 2n (path_norm only)
     torch::Tensor normBias;    // [m, D]
-    torch::Tensor alpha;       // [m], starts at 1/sqrt(2n)
+    torch::Tensor alpha;       // [m], starts at `weight`
     torch::Tensor beta;        // [1], starts at 1
 };
 TORCH_MODULE(PathCombiner);

@@ -17,46 +17,21 @@ namespace {
 // the mask is fp32 and Attention narrows it safely to the scores' dtype.
 constexpr double kMasked = -1.0e9;
 
-torch::nn::LayerNorm makeLayerNorm(std::int64_t width)
-{
-    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(1e-5));
-}
-
 }  // namespace
 
 WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(config)
 {
     const ModelConfig& c = m_config;
     m_embed = register_module("embed", Embedding(c));
-
-    m_attention = register_module("attention", torch::nn::ModuleList());
-    for (std::int64_t i = 0; i < c.attentionModules(); ++i)
-        m_attention->push_back(Attention(c));
-
-    m_ffn = register_module("ffn", torch::nn::ModuleList());
-    const std::int64_t units = c.isMoe() ? c.experts : c.paths;
-    for (std::int64_t i = 0; i < c.ffnModules(); ++i)
-        m_ffn->push_back(FeedForward(units, c.dModel, c.ffnDim, c.activation));
-
-    m_router = register_module("router", torch::nn::ModuleList());
-    for (std::int64_t i = 0; i < c.routerModules(); ++i)
-        m_router->push_back(Router(c.dModel, c.experts));
-
-    m_lnAttention = register_module("ln_att", torch::nn::ModuleList());
-    m_lnFfn = register_module("ln_ffn", torch::nn::ModuleList());
-    m_pathAttention = register_module("path_att", torch::nn::ModuleList());
-    m_pathFfn = register_module("path_ffn", torch::nn::ModuleList());
-    const PathCombinerOptions paths{c.paths, c.dModel, c.pathNorm, c.learnablePathWeights, c.pathExtraFeatures};
-    for (std::int64_t i = 0; i < c.layerNormSets(); ++i) {
-        m_lnAttention->push_back(makeLayerNorm(c.dModel));
-        m_lnFfn->push_back(makeLayerNorm(c.dModel));
-        if (c.isMultiPath()) {
-            m_pathAttention->push_back(PathCombiner(paths));
-            m_pathFfn->push_back(PathCombiner(paths));
-        }
-    }
-
+    m_encoder = std::make_unique<BlockStack>(c, false, *this);
     m_finalNorm = register_module("final_ln", makeLayerNorm(c.dModel));
+    if (c.isTranslation()) {
+        // The output is tied to the token embedding (the Multi-Path paper's baseline): no head of its own.
+        auto decoder = register_module("decoder", std::make_shared<torch::nn::Module>());
+        m_decoder = std::make_unique<BlockStack>(c.decoderSide(), true, *decoder);
+        m_decoderNorm = decoder->register_module("final_ln", makeLayerNorm(c.dModel));
+        return;
+    }
     if (c.head == HeadKind::Classification && c.pooler)
         m_pooler = register_module("pooler", torch::nn::Linear(c.dModel, c.dModel));
     m_output = register_module(c.head == HeadKind::Classification ? "classifier" : "lm_head",
@@ -76,58 +51,61 @@ void WideTransformerImpl::placeExperts(std::shared_ptr<ExpertPlacement> placemen
 {
     if (!m_config.isMoe())
         throw std::invalid_argument("placing experts: the model has no experts");
-    for (const auto& module : *m_ffn)
-        module->as<FeedForwardImpl>()->keepUnits(first, count);
+    m_encoder->keepExperts(first, count);
+    if (m_decoder)
+        m_decoder->keepExperts(first, count);
     m_placement = std::move(placement);
 }
 
 std::vector<torch::Tensor> WideTransformerImpl::expertParameters() const
 {
-    std::vector<torch::Tensor> parameters;
-    if (!m_config.isMoe())
-        return parameters;
-    for (const auto& module : *m_ffn)
-        for (const torch::Tensor& p : module->parameters())
+    std::vector<torch::Tensor> parameters = m_encoder->expertParameters();
+    if (m_decoder)
+        for (const torch::Tensor& p : m_decoder->expertParameters())
             parameters.push_back(p);
     return parameters;
 }
 
-ModelOutput WideTransformerImpl::forward(const torch::Tensor& input, const torch::Tensor& mask)
+ModelOutput WideTransformerImpl::forward(const torch::Tensor& input, const torch::Tensor& mask,
+                                         const TargetInput& target)
 {
-    return run(input, mask, nullptr);
+    return run(input, mask, target, nullptr);
 }
 
-ModelOutput WideTransformerImpl::inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace)
+ModelOutput WideTransformerImpl::inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace,
+                                         const TargetInput& target)
 {
     trace.blocks.clear();
-    return run(input, mask, &trace);
+    return run(input, mask, target, &trace);
 }
 
 namespace {
 
 // Token ids [B, T], T <= max_len, ids inside the vocabulary (checked on the CPU).
-void checkTokens(const ModelConfig& c, const torch::Tensor& ids, const torch::Tensor& mask)
+// `what` names them in messages.
+void checkTokens(const ModelConfig& c, const torch::Tensor& ids, const torch::Tensor& mask,
+                 const std::string& what = "model input")
 {
     if (ids.dim() != 2)
-        throw std::invalid_argument("model input: expected token ids of shape [batch, length], got "
+        throw std::invalid_argument(what + ": expected token ids of shape [batch, length], got "
                                     + std::to_string(ids.dim()) + " dimensions");
     if (ids.scalar_type() != torch::kLong && ids.scalar_type() != torch::kInt)
-        throw std::invalid_argument("model input: expected int64 token ids of shape [batch, length], got "
+        throw std::invalid_argument(what + ": expected int64 token ids of shape [batch, length], got "
                                     + std::string(c10::toString(ids.scalar_type())));
     if (ids.size(0) < 1 || ids.size(1) < 1)
-        throw std::invalid_argument("model input: empty batch (" + std::to_string(ids.size(0)) + " sequences of "
+        throw std::invalid_argument(what + ": empty batch (" + std::to_string(ids.size(0)) + " sequences of "
                                     + std::to_string(ids.size(1)) + " tokens)");
     if (ids.size(1) > c.maxLen)
-        throw std::invalid_argument("model input: " + std::to_string(ids.size(1)) + " tokens exceed model.max_len ("
+        throw std::invalid_argument(what + ": " + std::to_string(ids.size(1)) + " tokens exceed model.max_len ("
                                     + std::to_string(c.maxLen) + ")");
     if (mask.defined() && mask.sizes() != ids.sizes())
-        throw std::invalid_argument("model input: the mask's shape differs from the ids' shape");
+        throw std::invalid_argument(what + ": the mask's shape differs from the ids' shape");
     if (ids.is_cpu()) {
         // Cheap on the CPU; on a GPU the check would stall the step, and an id out
         // of range there is a device assert, so data must be checked before upload.
         const auto [low, high] = torch::aminmax(ids);
         if (low.item<std::int64_t>() < 0 || high.item<std::int64_t>() >= c.vocabSize)
-            throw std::invalid_argument("model input: token id "
+            throw std::invalid_argument(what + ": token id "
                                         + std::to_string(low.item<std::int64_t>() < 0 ? low.item<std::int64_t>()
                                                                                        : high.item<std::int64_t>())
                                         + " is outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)
@@ -156,193 +134,128 @@ void checkPixels(const ModelConfig& c, const torch::Tensor& pixels, const torch:
         throw std::invalid_argument("model input: image input takes no mask (every patch is real)");
 }
 
-// The mean over real tokens (every token when `valid` is undefined) of each
-// token's L2 norm over the width: h is [..., B, T, D], valid [B, T].
-torch::Tensor meanTokenNorm(const torch::Tensor& h, const torch::Tensor& valid)
+// The masks of a token sequence: `valid` [B, T] (undefined: every token real)
+// as an additive bias on the keys, plus the causal rule when `causal`.
+torch::Tensor attentionBias(const torch::Tensor& valid, std::int64_t B, std::int64_t T, bool causal,
+                            const torch::TensorOptions& options)
 {
-    const torch::Tensor norms = h.to(torch::kFloat32).reshape({-1, h.size(-1)}).norm(2, 1);
-    if (!valid.defined())
-        return norms.mean();
-    return norms.masked_select(valid.reshape({-1})).mean();
+    torch::Tensor bias;  // broadcastable to [B, 1, T, T]
+    if (valid.defined())
+        bias = torch::zeros({B, 1, 1, T}, options.dtype(torch::kFloat32))
+                   .masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
+    if (causal) {
+        const torch::Tensor future = torch::ones({T, T}, options.dtype(torch::kBool)).triu(1);
+        const torch::Tensor rule = torch::zeros({1, 1, T, T}, options.dtype(torch::kFloat32))
+                                       .masked_fill(future.view({1, 1, T, T}), kMasked);
+        bias = bias.defined() ? bias + rule : rule;
+    }
+    return bias;
+}
+
+// Only real tokens are routed to experts: their flat positions, or undefined for all.
+torch::Tensor routedTokens(const ModelConfig& c, const torch::Tensor& valid)
+{
+    if (c.isMoe() && valid.defined())
+        return torch::nonzero(valid.reshape({-1})).squeeze(1);
+    return {};
 }
 
 }  // namespace
 
-ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace)
+ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Tensor& mask, const TargetInput& target,
+                                     ForwardTrace* trace)
 {
     const ModelConfig& c = m_config;
     if (c.imageInput())
         checkPixels(c, input, mask);
     else
         checkTokens(c, input, mask);
+    if (c.isTranslation() != target.ids.defined())
+        throw std::invalid_argument(c.isTranslation() ? "translation model input: the decoder's target ids are missing"
+                                                      : "model input: only a translation model takes target ids");
 
-    // B = batch, T = sequence (with CLS), D = width
+    // B = batch, T = sequence (with CLS)
     torch::Tensor h = m_embed(input.is_floating_point() ? input.to(m_embed->position->weight.dtype()) : input);
-    const std::int64_t B = h.size(0), T = h.size(1), D = h.size(2);
+    const std::int64_t B = h.size(0), T = h.size(1);
 
-    torch::Tensor valid;  // [B, T] bool, undefined when every token is real
+    StackPass pass;
     if (mask.defined()) {
-        valid = mask.to(torch::kBool);
+        pass.valid = mask.to(torch::kBool);
         if (c.usesClsToken())
-            valid = torch::cat({torch::ones({B, 1}, valid.options()), valid}, 1);
+            pass.valid = torch::cat({torch::ones({B, 1}, pass.valid.options()), pass.valid}, 1);
     }
-    torch::Tensor bias;  // broadcastable to [B, 1, T, T]
-    if (valid.defined())
-        bias = torch::zeros({B, 1, 1, T}, h.options().dtype(torch::kFloat32))
-                   .masked_fill(valid.logical_not().view({B, 1, 1, T}), kMasked);
-    if (c.head == HeadKind::LanguageModel) {
-        const torch::Tensor future = torch::ones({T, T}, torch::TensorOptions(torch::kBool).device(h.device())).triu(1);
-        const torch::Tensor causal = torch::zeros({1, 1, T, T}, h.options().dtype(torch::kFloat32))
-                                         .masked_fill(future.view({1, 1, T, T}), kMasked);
-        bias = bias.defined() ? bias + causal : causal;
+    pass.bias = attentionBias(pass.valid, B, T, c.head == HeadKind::LanguageModel, h.options());
+    pass.tokenIndex = routedTokens(c, pass.valid);
+    if (trace) {
+        trace->tokenIndex = pass.tokenIndex.defined()
+                                ? pass.tokenIndex
+                                : torch::arange(B * T, torch::TensorOptions(torch::kLong).device(h.device()));
+        trace->lens.clear();
     }
-    // Only real tokens are routed to experts.
-    torch::Tensor tokenIndex;
-    if (c.isMoe() && valid.defined())
-        tokenIndex = torch::nonzero(valid.reshape({-1})).squeeze(1);
-    if (trace)
-        trace->tokenIndex = tokenIndex.defined() ? tokenIndex : torch::arange(B * T, torch::TensorOptions(torch::kLong).device(h.device()));
+    pass.training = is_training();
+    pass.trace = trace;
+    pass.sumOverRanks = m_sumOverRanks;
+    pass.placement = m_placement.get();
+    pass.balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    pass.zLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    // Logit lens: what the model's head makes of the residual stream at this point
+    // (a translation model's head reads the decoder only).
+    if (trace && trace->captureLens && !c.isTranslation())
+        pass.afterSublayer = [&](const torch::Tensor& now) {
+            trace->lens.push_back(head(m_finalNorm(now), pass.valid).detach());
+        };
 
     h = applyDropout(h, c.dropout, is_training());
-
-    torch::Tensor balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
-    torch::Tensor zLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
-    Routing groupRouting;
-    if (trace)
-        trace->lens.clear();
-    // Logit lens: what the model's head makes of the residual stream at this point.
-    auto lens = [&] {
-        if (trace && trace->captureLens)
-            trace->lens.push_back(head(m_finalNorm(h), valid).detach());
-    };
-    for (std::int64_t i = 0; i < c.layers; ++i) {
-        BlockTrace* blockTrace = nullptr;
-        std::vector<Ablation> ablated;  // this block's
-        const Ablation* expertAblated = nullptr;
-        if (trace) {
-            trace->blocks.emplace_back();
-            blockTrace = &trace->blocks.back();
-            for (const Ablation& a : trace->ablations)
-                if (a.block == i)
-                    ablated.push_back(a);
-            for (const Ablation& a : ablated)
-                if (a.part == AblationPart::Expert)
-                    expertAblated = &a;
-        }
-        auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
-        auto& lnAttention = *m_lnAttention->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
-        torch::Tensor weights;
-        const bool wantWeights = blockTrace && trace->captureAttention;
-        const torch::Tensor normed = lnAttention.forward(h);
-        torch::Tensor attended;
-        {
-            const PhaseScope timed(Phase::Attention);
-            attended = attention.forward(normed, bias, valid, wantWeights ? &weights : nullptr, ablated);
-        }
-        if (wantWeights)
-            blockTrace->attention = weights.detach();
-        h = sublayer(h, attended, i, true, ablated, valid);
-        lens();
-
-        auto& lnFfn = *m_lnFfn->ptr(pick(i, c.shareLayerNorm))->as<torch::nn::LayerNormImpl>();
-        const torch::Tensor x = lnFfn.forward(h);
-        torch::Tensor transformed;
-        if (c.isMoe()) {
-            const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, tokenIndex, groupRouting, balanceLoss, zLoss,
-                                                  blockTrace && trace->captureRouting ? blockTrace : nullptr,
-                                                  expertAblated);
-            transformed = moe.view({1, B, T, D});
-        } else {
-            auto& ffn = *m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>();
-            const PhaseScope timed(Phase::FeedForward);
-            transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
-        }
-        h = sublayer(h, transformed, i, false, ablated, valid);
-        lens();
-        if (blockTrace && trace->captureResidual)
-            blockTrace->residualNorm = meanTokenNorm(h.detach(), valid);
-    }
-    h = m_finalNorm(h);
-    return {head(h, valid), balanceLoss, zLoss};
+    h = m_finalNorm(m_encoder->forward(h, pass));
+    if (c.isTranslation())
+        return {decode(h, pass.valid, target, pass), pass.balanceLoss, pass.zLoss};
+    return {head(h, pass.valid), pass.balanceLoss, pass.zLoss};
 }
 
-torch::Tensor WideTransformerImpl::sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block,
-                                           bool attention, const std::vector<Ablation>& ablated,
-                                           const torch::Tensor& valid)
+torch::Tensor WideTransformerImpl::decode(const torch::Tensor& memory, const torch::Tensor& sourceValid,
+                                          const TargetInput& target, StackPass& encoded)
 {
     const ModelConfig& c = m_config;
-    const PhaseScope timed(Phase::Paths);
-    torch::Tensor paths = applyDropout(raw, c.dropout, is_training());
-    for (const Ablation& a : ablated) {
-        if (a.part != AblationPart::Sublayer || a.index != (attention ? 0 : 1))
-            continue;
-        if (a.mode == AblationMode::Zero)
-            return h;  // the sublayer skipped: only the residual passes
-        // Every path's output [n, B*T, D] by its mean over the real tokens.
-        const std::int64_t n = paths.size(0), D = paths.size(-1);
-        const torch::Tensor flat = paths.reshape({n, -1, D});
-        std::vector<torch::Tensor> means;
-        for (std::int64_t p = 0; p < n; ++p)
-            means.push_back(ablatedValue(flat[p], a.mode, valid.defined() ? valid.reshape({-1}) : torch::Tensor()));
-        paths = torch::stack(means).view_as(paths);
-    }
-    if (!c.isMultiPath())
-        return h + paths[0];
-    const auto& combiners = attention ? m_pathAttention : m_pathFfn;
-    std::vector<Ablation> pathsAblated;  // this sublayer's, indexed among its own paths
-    const std::int64_t first = attention ? 0 : c.paths;
-    for (Ablation a : ablated) {
-        if (a.part != AblationPart::Path || a.index < first || a.index >= first + c.paths)
-            continue;
-        a.index -= first;
-        pathsAblated.push_back(a);
-    }
-    return combiners->ptr(pick(block, c.shareLayerNorm))->as<PathCombinerImpl>()->forward(h, paths, pathsAblated, valid);
-}
+    checkTokens(c, target.ids, target.mask, "translation target");
+    if (target.ids.size(0) != memory.size(0))
+        throw std::invalid_argument("translation model input: " + std::to_string(target.ids.size(0))
+                                    + " targets for " + std::to_string(memory.size(0)) + " sources");
+    // B = batch, T = target length, S = source length
+    torch::Tensor h = m_embed(target.ids);
+    const std::int64_t B = h.size(0), T = h.size(1), S = memory.size(1);
 
-torch::Tensor WideTransformerImpl::feedForward(const torch::Tensor& x, std::int64_t block,
-                                              const torch::Tensor& tokenIndex, Routing& groupRouting,
-                                              torch::Tensor& balanceLoss, torch::Tensor& zLoss, BlockTrace* trace,
-                                              const Ablation* expertAblated)
-{
-    const ModelConfig& c = m_config;
-    torch::Tensor tokens;
-    {
-        const PhaseScope timed(Phase::Routing);
-        tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
-        if (c.routesAt(block)) {
-            const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
-            RoutingOptions options = RoutingOptions::fromConfig(c, is_training());
-            if (is_training())
-                options.sumOverRanks = m_sumOverRanks;
-            groupRouting = route(tokens, router.weight, options);
-            balanceLoss = balanceLoss + groupRouting.balanceLoss;
-            if (groupRouting.zLoss.defined())
-                zLoss = zLoss + groupRouting.zLoss;
-        }
-    }
-    auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
-    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts, expertAblated, m_placement.get());
-    if (trace) {
-        trace->routed = c.routesAt(block);
-        trace->expert = groupRouting.expert;
-        trace->gates = groupRouting.gates.detach();
-        trace->kept = groupRouting.kept;
-        trace->capacity = groupRouting.capacity;
-        if (trace->routed) {
-            trace->probs = groupRouting.probs.detach();
-            trace->logits = groupRouting.logits.detach();
-        }
-    }
-    if (!tokenIndex.defined())
-        return y;
-    const PhaseScope timed(Phase::Routing);
-    return torch::zeros_like(x).index_copy(0, tokenIndex, y);
+    StackPass pass;
+    if (target.mask.defined())
+        pass.valid = target.mask.to(torch::kBool);
+    pass.bias = attentionBias(pass.valid, B, T, true, h.options());
+    pass.tokenIndex = routedTokens(c, pass.valid);
+    pass.memory = memory;
+    pass.memoryValid = sourceValid;
+    pass.memoryBias = attentionBias(sourceValid, B, S, false, h.options());
+    pass.training = encoded.training;
+    pass.trace = encoded.trace;
+    pass.firstBlock = c.layers;
+    pass.sumOverRanks = encoded.sumOverRanks;
+    pass.placement = encoded.placement;
+    pass.balanceLoss = encoded.balanceLoss;
+    pass.zLoss = encoded.zLoss;
+    if (ForwardTrace* trace = encoded.trace; trace && trace->captureLens)
+        pass.afterSublayer = [this, trace](const torch::Tensor& now) {
+            trace->lens.push_back(head(m_decoderNorm(now), {}).detach());
+        };
+
+    h = applyDropout(h, c.dropout, is_training());
+    h = m_decoderNorm(m_decoder->forward(h, pass));
+    encoded.balanceLoss = pass.balanceLoss;
+    encoded.zLoss = pass.zLoss;
+    return head(h, pass.valid);
 }
 
 torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Tensor& valid)
 {
     const ModelConfig& c = m_config;
+    if (c.isTranslation())
+        return torch::matmul(h, m_embed->token->weight.t());  // tied to the token embedding
     if (c.head == HeadKind::LanguageModel)
         return m_output(h);
 
@@ -362,36 +275,9 @@ torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Ten
 
 void WideTransformerImpl::beginStep(std::int64_t step)
 {
-    for (std::int64_t i = 0; i < m_config.attentionModules(); ++i)
-        m_attention->ptr(i)->as<AttentionImpl>()->beginStep(step);
-}
-
-std::vector<BlockNorms> WideTransformerImpl::blockNorms() const
-{
-    std::vector<BlockNorms> norms;
-    for (std::int64_t i = 0; i < m_config.layers; ++i) {
-        const std::int64_t at = pick(i, m_config.shareLayerNorm);
-        const auto& attention = *m_lnAttention->ptr(at)->as<torch::nn::LayerNormImpl>();
-        const auto& ffn = *m_lnFfn->ptr(at)->as<torch::nn::LayerNormImpl>();
-        norms.push_back({attention.weight, attention.bias, ffn.weight, ffn.bias});
-    }
-    return norms;
-}
-
-torch::Tensor WideTransformerImpl::attentionPathWeights(std::int64_t block) const
-{
-    if (!m_config.isMultiPath())
-        return {};
-    const auto& combiner = *m_pathAttention->ptr(pick(block, m_config.shareLayerNorm))->as<PathCombinerImpl>();
-    return torch::cat({combiner.alpha, combiner.beta});
-}
-
-torch::Tensor WideTransformerImpl::ffnPathWeights(std::int64_t block) const
-{
-    if (!m_config.isMultiPath())
-        return {};
-    const auto& combiner = *m_pathFfn->ptr(pick(block, m_config.shareLayerNorm))->as<PathCombinerImpl>();
-    return torch::cat({combiner.alpha, combiner.beta});
+    m_encoder->beginStep(step);
+    if (m_decoder)
+        m_decoder->beginStep(step);
 }
 
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,

@@ -1,15 +1,11 @@
-// defines: ModelOutput, BlockNorms, WideTransformerImpl / WideTransformer (the one
-// encoder every WideLab architecture is built from: depth, width, experts, paths,
-// sharing) and taskLoss
+// defines: ModelOutput, TargetInput, WideTransformerImpl / WideTransformer (the one
+// model every WideLab architecture is built from: an encoder of any depth, width,
+// experts, paths and sharing, with a classifier or language-model head, or followed
+// by a decoder of the same knobs for translation) and taskLoss
 #pragma once
 
-#include "Attention.h"
+#include "BlockStack.h"
 #include "Embedding.h"
-#include "FeedForward.h"
-#include "ForwardTrace.h"
-#include "PathCombiner.h"
-#include "Router.h"
-#include "config/ModelConfig.h"
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -27,9 +23,12 @@ struct ModelOutput {
                                 // unless training with model.router_z_loss_weight > 0: not computed)
 };
 
-// LayerNorm parameters of one block, for the divergence views.
-struct BlockNorms {
-    torch::Tensor attentionGamma, attentionBeta, ffnGamma, ffnBeta;
+// An encoder-decoder's target side: the decoder's input ids [B, T] (the target
+// shifted right behind the start token) and their mask ([B, T] bool, true for real
+// tokens; undefined: all real). Undefined for every other model.
+struct TargetInput {
+    torch::Tensor ids;
+    torch::Tensor mask;
 };
 
 class WideTransformerImpl : public torch::nn::Module {
@@ -40,11 +39,17 @@ public:
     // mask: [B, T] bool, true for real tokens (undefined: all real).
     // Image models (model.input "image"): input = pixels [B, C, H, W] floating
     // point, normalised, C = channels, H = W = image_size; no mask (undefined).
+    // Translation (model.head "translation"): input and mask are the source, and
+    // `target` the decoder's input (T' <= max_len); the logits are [B, T', V], one
+    // row per target position, and the trace's blocks are the encoder's, then the
+    // decoder's (decoder block i is block layers + i, for ablations too).
     // Throws std::invalid_argument naming what was expected on a wrong shape or
-    // dtype, an empty batch, or (for CPU tensors) a token id outside the vocabulary.
-    ModelOutput forward(const torch::Tensor& input, const torch::Tensor& mask = {});
+    // dtype, an empty batch, a target given to (or missing from) a model, or (for
+    // CPU tensors) a token id outside the vocabulary.
+    ModelOutput forward(const torch::Tensor& input, const torch::Tensor& mask = {}, const TargetInput& target = {});
     // The same pass, also recording what `trace` asks for.
-    ModelOutput inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace);
+    ModelOutput inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace,
+                        const TargetInput& target = {});
 
     // Before every training step (0-based): the attention mechanisms' schedules
     // (the Performer redraws its random features).
@@ -59,31 +64,32 @@ public:
     std::vector<torch::Tensor> expertParameters() const;
 
     const ModelConfig& config() const { return m_config; }
-    std::vector<BlockNorms> blockNorms() const;
-    // Path weights (alpha, then beta as the last element) of block i's sublayers.
-    torch::Tensor attentionPathWeights(std::int64_t block) const;
-    torch::Tensor ffnPathWeights(std::int64_t block) const;
+    // The encoder's blocks (a translation model's decoder: decoder()).
+    std::vector<BlockNorms> blockNorms() const { return m_encoder->blockNorms(); }
+    // Path weights (alpha, then beta as the last element) of the encoder's block i's sublayers.
+    torch::Tensor attentionPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, true); }
+    torch::Tensor ffnPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, false); }
+    const BlockStack& encoder() const { return *m_encoder; }
+    const BlockStack* decoder() const { return m_decoder.get(); }
 
 private:
-    ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace* trace);
-    // The residual after a sublayer; `ablated` (this block's ablations) may switch
-    // the sublayer, or one of its paths, off.
-    torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, bool attention,
-                           const std::vector<Ablation>& ablated = {}, const torch::Tensor& valid = {});
-    torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, const torch::Tensor& tokenIndex,
-                              Routing& groupRouting, torch::Tensor& balanceLoss, torch::Tensor& zLoss,
-                              BlockTrace* trace, const Ablation* expertAblated);
+    ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, const TargetInput& target,
+                    ForwardTrace* trace);
+    // The decoder's logits [B, T', V] for the encoder's output `memory`.
+    torch::Tensor decode(const torch::Tensor& memory, const torch::Tensor& sourceValid, const TargetInput& target,
+                         StackPass& pass);
     torch::Tensor head(const torch::Tensor& h, const torch::Tensor& mask);
-
-    std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }
 
     ModelConfig m_config;
     std::function<void(torch::Tensor&)> m_sumOverRanks;
     std::shared_ptr<ExpertPlacement> m_placement;
     Embedding m_embed{nullptr};
-    torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
+    std::unique_ptr<BlockStack> m_encoder;  // its modules registered on this one, under their own names
     torch::nn::LayerNorm m_finalNorm{nullptr};
     torch::nn::Linear m_pooler{nullptr}, m_output{nullptr};
+    // Translation: the decoder's blocks, registered under "decoder", and its final LayerNorm.
+    std::unique_ptr<BlockStack> m_decoder;
+    torch::nn::LayerNorm m_decoderNorm{nullptr};
 };
 TORCH_MODULE(WideTransformer);
 

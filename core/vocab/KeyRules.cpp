@@ -67,8 +67,17 @@ std::vector<KeyRule> makeRules()
          [](V v) { return !(mixtureOfExperts(v) && number(v, "model.routing_groups") == 1.0); },
          "with one routing group: only the first block routes"},
         {{"model.pooling", "model.pooler", "model.num_classes"},
-         [](V v) { return !is(v, "model.head", "language_model"); },
-         "with a language-model head"},
+         [](V v) { return is(v, "model.head", "classification"); },
+         "without a classification head"},
+        {{"model.decoder_layers"},
+         [](V v) { return is(v, "model.head", "translation"); },
+         "without a decoder (model.head is not \"translation\")", WhenUnused::Hidden},
+        {{"model.path_weight"},
+         [](V v) {
+             return number(v, "model.paths") > 1 || on(v, "model.path_norm") || on(v, "model.learnable_path_weights")
+                    || on(v, "model.path_extra_features");
+         },
+         "with one plain path (model.paths 1, no path_norm or learnable weights)"},
         // The sequence is the patches, whatever max_len says: a given value other than their
         // number says something untrue.
         {{"model.max_len"}, [](V v) { return !imageInput(v); }, "", WhenUnused::Greyed, true, patchesReason},

@@ -33,6 +33,12 @@ _KEYS = {
     "learnable_path_weights": _BOOL, "path_extra_features": _BOOL,
 }
 
+# Keys added after the first exports, with the value their absence means (None:
+# decoder_layers, which then equals layers).
+_LATER_KEYS = {
+    "decoder_layers": (_INTEGER, None), "path_weight": (_TEXT, "inverse_sqrt_2n"),
+}
+
 # The attention mechanisms' own keys and their defaults (docs/attention/*.md).
 _MECHANISM_KEYS = {
     "performer_features": (_INTEGER, 256), "performer_redraw_every": (_INTEGER, 1),
@@ -58,7 +64,7 @@ _RANGES = {
     "sinkhorn_temperature": (0.01, 100.0), "synthesizer_rank": (1, 65536), "num_classes": (2, 10000000),
     "experts": (1, 4096), "top_k": (1, 4096), "capacity_factor": (-1e9, 1e9), "eval_capacity_factor": (-1e9, 1e9),
     "router_noise_std": (0.0, 1000.0), "balance_loss_weight": (0.0, 1000.0), "router_z_loss_weight": (0.0, 1000.0),
-    "routing_groups": (1, 1024), "paths": (1, 64),
+    "routing_groups": (1, 1024), "paths": (1, 64), "decoder_layers": (1, 1024),
 }
 
 _CHOICES = {
@@ -67,6 +73,7 @@ _CHOICES = {
     "head": ("classification", "language_model"),
     "pooling": ("cls", "mean"),
     "routing_priority": ("position", "batch"),
+    "path_weight": ("inverse_sqrt_2n", "inverse_n", "inverse_sqrt_n"),
     "sparse_pattern": ("fixed", "strided"),
     "synthesizer_variant": ("dense", "random", "factorized_random"),
 }
@@ -90,6 +97,8 @@ class ModelConfig:
         for key, value in section.items():
             if key in _KEYS:
                 kind = _KEYS[key]
+            elif key in _LATER_KEYS:
+                kind = _LATER_KEYS[key][0]
             elif key in _MECHANISM_KEYS:
                 kind = _MECHANISM_KEYS[key][0]
             else:
@@ -102,6 +111,8 @@ class ModelConfig:
                 raise WideLabError("%s: model.%s: missing (an export writes every key)" % (origin, key))
         for key, (_, default) in _MECHANISM_KEYS.items():
             values.setdefault(key, default)
+        values.setdefault("path_weight", _LATER_KEYS["path_weight"][1])
+        values.setdefault("decoder_layers", values["layers"])
         for key, value in values.items():
             setattr(self, key, value)
         self._check()
@@ -183,6 +194,13 @@ class ModelConfig:
     @property
     def is_moe(self):
         return self.experts > 1
+
+    @property
+    def path_weight_value(self):
+        """Each path's weight alpha for n paths (model.path_weight), fixed or its start."""
+        n = float(self.paths)
+        return {"inverse_n": 1.0 / n, "inverse_sqrt_n": 1.0 / math.sqrt(n)}.get(
+            self.path_weight, 1.0 / math.sqrt(2.0 * n))
 
     @property
     def is_multi_path(self):

@@ -164,7 +164,7 @@ class PathCombiner(nn.Module):
         if c.path_norm:
             self.norm_weight = nn.Parameter(torch.ones(m, c.d_model))
             self.norm_bias = nn.Parameter(torch.zeros(m, c.d_model))
-        alpha = torch.full((m,), 1.0 / math.sqrt(2.0 * n))
+        alpha = torch.full((m,), c.path_weight_value)
         beta = torch.ones(1)
         if c.learnable_path_weights:
             self.alpha = nn.Parameter(alpha)

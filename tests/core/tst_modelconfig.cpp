@@ -375,7 +375,7 @@ void TestModelConfig::badEnumSuggestion_data()
     QTest::newRow("pooling token") << "pooling" << "token" << "cls, mean" << "";
     QTest::newRow("activation Gelu") << "activation" << "Gelu" << "gelu, relu, silu" << "gelu";
     QTest::newRow("activation tanh") << "activation" << "tanh" << "gelu, relu, silu" << "";
-    QTest::newRow("head language-model") << "head" << "language-model" << "classification, language_model"
+    QTest::newRow("head language-model") << "head" << "language-model" << "classification, language_model, translation"
                                          << "language_model";
     QTest::newRow("routing_priority batches") << "routing_priority" << "batches" << "position, batch" << "batch";
 }

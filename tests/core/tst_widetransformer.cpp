@@ -261,9 +261,16 @@ void TestWideTransformer::pathWeightsStartAsInThePaper_data()
     QTest::addColumn<int>("paths");
     QTest::addColumn<bool>("extra");
     QTest::addColumn<bool>("learnable");
-    QTest::newRow("2 paths, learnable") << 2 << false << true;
-    QTest::newRow("4 paths, extra features, learnable") << 4 << true << true;
-    QTest::newRow("3 paths, fixed") << 3 << false << false;
+    QTest::addColumn<QString>("weight");  // model.path_weight
+    QTest::addColumn<float>("alpha");     // worked by hand
+    // Section 3.3: alpha = 1/sqrt(2n), n the raw features' count (the extra ones share it).
+    QTest::newRow("2 paths, learnable: 1/sqrt(4)") << 2 << false << true << "inverse_sqrt_2n" << 0.5f;
+    QTest::newRow("4 paths, extra features, learnable: 1/sqrt(8)")
+        << 4 << true << true << "inverse_sqrt_2n" << 0.35355339f;
+    // Table 4's fixed weights for its 6-path model: 1/6 ("+ Multi-Path"), 1/sqrt(6) ("+ PathNorm").
+    QTest::newRow("6 paths, fixed 1/n") << 6 << false << false << "inverse_n" << 0.16666667f;
+    QTest::newRow("6 paths, fixed 1/sqrt(n)") << 6 << false << false << "inverse_sqrt_n" << 0.40824829f;
+    QTest::newRow("3 paths, learnable from 1/n") << 3 << false << true << "inverse_n" << 0.33333333f;
 }
 
 void TestWideTransformer::pathWeightsStartAsInThePaper()
@@ -271,16 +278,19 @@ void TestWideTransformer::pathWeightsStartAsInThePaper()
     QFETCH(int, paths);
     QFETCH(bool, extra);
     QFETCH(bool, learnable);
+    QFETCH(QString, weight);
+    QFETCH(float, alpha);
     const WideTransformer model(parse(nlohmann::json{{"paths", paths}, {"path_norm", true},
                                                      {"path_extra_features", extra},
-                                                     {"learnable_path_weights", learnable}}
+                                                     {"learnable_path_weights", learnable},
+                                                     {"path_weight", weight.toStdString()}}
                                           .dump()));
-    // alpha = 1 / sqrt(2n) for every feature (n raw, n more with extra features), beta = 1.
+    // alpha for every feature (n raw, n more with extra features), beta = 1.
     const int features = extra ? 2 * paths : paths;
     const torch::Tensor weights = model->ffnPathWeights(1);
     QCOMPARE(weights.size(0), features + 1);
-    const float alpha = 1.0f / std::sqrt(2.0f * static_cast<float>(paths));
     QVERIFY(torch::allclose(weights.narrow(0, 0, features), torch::full({features}, alpha)));
+    QVERIFY(torch::allclose(model->attentionPathWeights(0).narrow(0, 0, features), torch::full({features}, alpha)));
     QCOMPARE(weights[features].item<float>(), 1.0f);
     bool trained = false;
     for (const auto& item : model->named_parameters())

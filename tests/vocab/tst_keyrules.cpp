@@ -243,8 +243,16 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
     QCOMPARE(unusedIn("model", model),
              (QStringList{"model.top_k", "model.capacity_factor", "model.eval_capacity_factor", "model.router_noise_std",
                           "model.balance_loss_weight", "model.router_z_loss_weight", "model.routing_groups",
-                          "model.routing_priority", "model.renormalize_gates", "model.share_router", "model.image_size",
-                          "model.patch_size", "model.channels"}));
+                          "model.routing_priority", "model.renormalize_gates", "model.share_router",
+                          "model.decoder_layers", "model.path_weight", "model.image_size", "model.patch_size",
+                          "model.channels"}));
+
+    // The decoder's depth shows only for an encoder-decoder; the paths' weight with more than a plain path.
+    QVERIFY(!stateIn("model.decoder_layers", {{"model", {{"head", "language_model"}}}}).visible);
+    QVERIFY(stateIn("model.decoder_layers", {{"model", {{"head", "translation"}}}}).applicable);
+    QVERIFY(!stateIn("model.path_weight", {{"model", {{"paths", 1}}}}).applicable);
+    QVERIFY(stateIn("model.path_weight", {{"model", {{"paths", 2}}}}).applicable);
+    QVERIFY(stateIn("model.path_weight", {{"model", {{"paths", 1}, {"learnable_path_weights", true}}}}).applicable);
 }
 
 void TestKeyRules::warnedKeysInTableOrder()

@@ -1,0 +1,273 @@
+#include "BlockStack.h"
+
+#include "Dropout.h"
+#include "runtime/PhaseTimer.h"
+
+#include <torch/nn/modules/normalization.h>
+
+namespace widelab {
+
+torch::nn::LayerNorm makeLayerNorm(std::int64_t width)
+{
+    return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(1e-5));
+}
+
+namespace {
+
+torch::nn::LayerNormImpl& layerNorm(const torch::nn::ModuleList& list, std::int64_t at)
+{
+    return *list->ptr(at)->as<torch::nn::LayerNormImpl>();
+}
+
+// The mean over real tokens (every token when `valid` is undefined) of each
+// token's L2 norm over the width: h is [..., B, T, D], valid [B, T].
+torch::Tensor meanTokenNorm(const torch::Tensor& h, const torch::Tensor& valid)
+{
+    const torch::Tensor norms = h.to(torch::kFloat32).reshape({-1, h.size(-1)}).norm(2, 1);
+    if (!valid.defined())
+        return norms.mean();
+    return norms.masked_select(valid.reshape({-1})).mean();
+}
+
+}  // namespace
+
+BlockStack::BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::Module& owner)
+    : m_side(side), m_cross(crossAttention)
+{
+    const ModelConfig& c = m_side;
+    m_attention = owner.register_module("attention", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.attentionModules(); ++i)
+        m_attention->push_back(Attention(c));
+
+    m_ffn = owner.register_module("ffn", torch::nn::ModuleList());
+    const std::int64_t units = c.isMoe() ? c.experts : c.paths;
+    for (std::int64_t i = 0; i < c.ffnModules(); ++i)
+        m_ffn->push_back(FeedForward(units, c.dModel, c.ffnDim, c.activation));
+
+    m_router = owner.register_module("router", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.routerModules(); ++i)
+        m_router->push_back(Router(c.dModel, c.experts));
+
+    m_lnAttention = owner.register_module("ln_att", torch::nn::ModuleList());
+    m_lnFfn = owner.register_module("ln_ffn", torch::nn::ModuleList());
+    m_pathAttention = owner.register_module("path_att", torch::nn::ModuleList());
+    m_pathFfn = owner.register_module("path_ffn", torch::nn::ModuleList());
+    const PathCombinerOptions paths{c.paths, c.dModel, c.pathNorm, c.learnablePathWeights, c.pathExtraFeatures,
+                                    c.pathWeightValue()};
+    for (std::int64_t i = 0; i < c.layerNormSets(); ++i) {
+        m_lnAttention->push_back(makeLayerNorm(c.dModel));
+        m_lnFfn->push_back(makeLayerNorm(c.dModel));
+        if (c.isMultiPath()) {
+            m_pathAttention->push_back(PathCombiner(paths));
+            m_pathFfn->push_back(PathCombiner(paths));
+        }
+    }
+    if (!m_cross)
+        return;
+    // Cross-attention shares across blocks as self-attention does, with its own LayerNorms and combiners.
+    m_crossAttention = owner.register_module("cross", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.attentionModules(); ++i)
+        m_crossAttention->push_back(CrossAttention(c));
+    m_lnCross = owner.register_module("ln_cross", torch::nn::ModuleList());
+    m_pathCross = owner.register_module("path_cross", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < c.layerNormSets(); ++i) {
+        m_lnCross->push_back(makeLayerNorm(c.dModel));
+        if (c.isMultiPath())
+            m_pathCross->push_back(PathCombiner(paths));
+    }
+}
+
+torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
+{
+    const ModelConfig& c = m_side;
+    const std::int64_t B = h.size(0), T = h.size(1), D = h.size(2);
+    ForwardTrace* trace = pass.trace;
+    auto after = [&] {
+        if (pass.afterSublayer)
+            pass.afterSublayer(h);
+    };
+    Routing groupRouting;  // the routing of the current group of blocks
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        BlockTrace* blockTrace = nullptr;
+        std::vector<Ablation> ablated;  // this block's
+        const Ablation* expertAblated = nullptr;
+        if (trace) {
+            trace->blocks.emplace_back();
+            blockTrace = &trace->blocks.back();
+            for (const Ablation& a : trace->ablations)
+                if (a.block == pass.firstBlock + i)
+                    ablated.push_back(a);
+            for (const Ablation& a : ablated)
+                if (a.part == AblationPart::Expert)
+                    expertAblated = &a;
+        }
+        const bool wantWeights = blockTrace && trace->captureAttention;
+
+        auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
+        const torch::Tensor normed = layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)).forward(h);
+        torch::Tensor weights, attended;
+        {
+            const PhaseScope timed(Phase::Attention);
+            attended = attention.forward(normed, pass.bias, pass.valid, wantWeights ? &weights : nullptr, ablated);
+        }
+        if (wantWeights)
+            blockTrace->attention = weights.detach();
+        h = sublayer(h, attended, i, Sublayer::Attention, pass.training, ablated, pass.valid);
+        after();
+
+        if (m_cross) {
+            auto& cross = *m_crossAttention->ptr(pick(i, c.shareAttention))->as<CrossAttentionImpl>();
+            const torch::Tensor query = layerNorm(m_lnCross, pick(i, c.shareLayerNorm)).forward(h);
+            torch::Tensor crossWeights, read;
+            {
+                const PhaseScope timed(Phase::Attention);
+                read = cross.forward(query, cross.keysValues(pass.memory), pass.memoryBias, pass.memoryValid,
+                                     wantWeights ? &crossWeights : nullptr);
+            }
+            if (wantWeights)
+                blockTrace->crossAttention = crossWeights.detach();
+            h = sublayer(h, read, i, Sublayer::Cross, pass.training, ablated, pass.valid);
+            after();
+        }
+
+        const torch::Tensor x = layerNorm(m_lnFfn, pick(i, c.shareLayerNorm)).forward(h);
+        torch::Tensor transformed;
+        if (c.isMoe()) {
+            const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, pass, groupRouting,
+                                                  blockTrace && trace->captureRouting ? blockTrace : nullptr,
+                                                  expertAblated);
+            transformed = moe.view({1, B, T, D});
+        } else {
+            auto& ffn = *m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>();
+            const PhaseScope timed(Phase::FeedForward);
+            transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
+        }
+        h = sublayer(h, transformed, i, Sublayer::FeedForward, pass.training, ablated, pass.valid);
+        after();
+        if (blockTrace && trace->captureResidual)
+            blockTrace->residualNorm = meanTokenNorm(h.detach(), pass.valid);
+    }
+    return h;
+}
+
+torch::Tensor BlockStack::sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block,
+                                   Sublayer which, bool training, const std::vector<Ablation>& ablated,
+                                   const torch::Tensor& valid)
+{
+    const ModelConfig& c = m_side;
+    const PhaseScope timed(Phase::Paths);
+    const auto index = static_cast<std::int64_t>(which);
+    torch::Tensor paths = applyDropout(raw, c.dropout, training);
+    for (const Ablation& a : ablated) {
+        if (a.part != AblationPart::Sublayer || a.index != index)
+            continue;
+        if (a.mode == AblationMode::Zero)
+            return h;  // the sublayer skipped: only the residual passes
+        // Every path's output [n, B*T, D] by its mean over the real tokens.
+        const std::int64_t n = paths.size(0), D = paths.size(-1);
+        const torch::Tensor flat = paths.reshape({n, -1, D});
+        std::vector<torch::Tensor> means;
+        for (std::int64_t p = 0; p < n; ++p)
+            means.push_back(ablatedValue(flat[p], a.mode, valid.defined() ? valid.reshape({-1}) : torch::Tensor()));
+        paths = torch::stack(means).view_as(paths);
+    }
+    if (!c.isMultiPath())
+        return h + paths[0];
+    const auto& combiners = which == Sublayer::Attention ? m_pathAttention
+                            : which == Sublayer::Cross   ? m_pathCross
+                                                         : m_pathFfn;
+    std::vector<Ablation> pathsAblated;  // this sublayer's, indexed among its own paths
+    const std::int64_t first = index * c.paths;
+    for (Ablation a : ablated) {
+        if (a.part != AblationPart::Path || a.index < first || a.index >= first + c.paths)
+            continue;
+        a.index -= first;
+        pathsAblated.push_back(a);
+    }
+    return combiners->ptr(pick(block, c.shareLayerNorm))->as<PathCombinerImpl>()->forward(h, paths, pathsAblated, valid);
+}
+
+torch::Tensor BlockStack::feedForward(const torch::Tensor& x, std::int64_t block, StackPass& pass,
+                                      Routing& groupRouting, BlockTrace* trace, const Ablation* expertAblated)
+{
+    const ModelConfig& c = m_side;
+    const torch::Tensor& tokenIndex = pass.tokenIndex;
+    torch::Tensor tokens;
+    {
+        const PhaseScope timed(Phase::Routing);
+        tokens = tokenIndex.defined() ? x.index_select(0, tokenIndex) : x;  // [S, D]
+        if (c.routesAt(block)) {
+            const auto& router = *m_router->ptr(pick(block, c.shareRouter))->as<RouterImpl>();
+            RoutingOptions options = RoutingOptions::fromConfig(c, pass.training);
+            if (pass.training)
+                options.sumOverRanks = pass.sumOverRanks;
+            groupRouting = route(tokens, router.weight, options);
+            pass.balanceLoss = pass.balanceLoss + groupRouting.balanceLoss;
+            if (groupRouting.zLoss.defined())
+                pass.zLoss = pass.zLoss + groupRouting.zLoss;
+        }
+    }
+    auto& experts = *m_ffn->ptr(pick(block, c.shareFfn))->as<FeedForwardImpl>();
+    const torch::Tensor y = dispatchCombine(tokens, groupRouting, experts, expertAblated, pass.placement);
+    if (trace) {
+        trace->routed = c.routesAt(block);
+        trace->expert = groupRouting.expert;
+        trace->gates = groupRouting.gates.detach();
+        trace->kept = groupRouting.kept;
+        trace->capacity = groupRouting.capacity;
+        if (trace->routed) {
+            trace->probs = groupRouting.probs.detach();
+            trace->logits = groupRouting.logits.detach();
+        }
+    }
+    if (!tokenIndex.defined())
+        return y;
+    const PhaseScope timed(Phase::Routing);
+    return torch::zeros_like(x).index_copy(0, tokenIndex, y);
+}
+
+void BlockStack::beginStep(std::int64_t step)
+{
+    for (const auto& module : *m_attention)
+        module->as<AttentionImpl>()->beginStep(step);
+}
+
+void BlockStack::keepExperts(std::int64_t first, std::int64_t count)
+{
+    for (const auto& module : *m_ffn)
+        module->as<FeedForwardImpl>()->keepUnits(first, count);
+}
+
+std::vector<torch::Tensor> BlockStack::expertParameters() const
+{
+    std::vector<torch::Tensor> parameters;
+    if (!m_side.isMoe())
+        return parameters;
+    for (const auto& module : *m_ffn)
+        for (const torch::Tensor& p : module->parameters())
+            parameters.push_back(p);
+    return parameters;
+}
+
+std::vector<BlockNorms> BlockStack::blockNorms() const
+{
+    std::vector<BlockNorms> norms;
+    for (std::int64_t i = 0; i < m_side.layers; ++i) {
+        const std::int64_t at = pick(i, m_side.shareLayerNorm);
+        const auto& attention = layerNorm(m_lnAttention, at);
+        const auto& ffn = layerNorm(m_lnFfn, at);
+        norms.push_back({attention.weight, attention.bias, ffn.weight, ffn.bias});
+    }
+    return norms;
+}
+
+torch::Tensor BlockStack::pathWeights(std::int64_t block, bool attention) const
+{
+    if (!m_side.isMultiPath())
+        return {};
+    const auto& combiners = attention ? m_pathAttention : m_pathFfn;
+    const auto& combiner = *combiners->ptr(pick(block, m_side.shareLayerNorm))->as<PathCombinerImpl>();
+    return torch::cat({combiner.alpha, combiner.beta});
+}
+
+}  // namespace widelab

@@ -1,0 +1,87 @@
+// defines: makeLayerNorm, BlockNorms, StackPass, BlockStack: the blocks of one side of a model, the encoder or
+// an encoder-decoder's decoder: attention (and, in a decoder, cross-attention to the
+// encoder's output), the FFN or experts, LayerNorms and path combiners, with sharing
+#pragma once
+
+#include "Attention.h"
+#include "CrossAttention.h"
+#include "FeedForward.h"
+#include "ForwardTrace.h"
+#include "PathCombiner.h"
+#include "Router.h"
+#include "config/ModelConfig.h"
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <functional>
+#include <vector>
+
+namespace widelab {
+
+// A LayerNorm over the width, as every one of the model's (eps 1e-5).
+torch::nn::LayerNorm makeLayerNorm(std::int64_t width);
+
+// LayerNorm parameters of one block, for the divergence views.
+struct BlockNorms {
+    torch::Tensor attentionGamma, attentionBeta, ffnGamma, ffnBeta;
+};
+
+// What one pass through a stack reads and adds to. B = batch, T = tokens.
+struct StackPass {
+    torch::Tensor bias;        // self-attention's additive fp32 mask, broadcastable to [B, 1, T, T]; or undefined
+    torch::Tensor valid;       // [B, T] bool, true for real tokens; undefined when all are
+    torch::Tensor tokenIndex;  // [S] flat positions of the routed (real) tokens; undefined: all
+    // A decoder's cross-attention: the encoder's output [B, S, D], its padding mask
+    // (broadcastable to [B, 1, 1, S]) and valid source tokens [B, S] (both undefined when all are real).
+    torch::Tensor memory, memoryBias, memoryValid;
+    bool training = false;
+    ForwardTrace* trace = nullptr;
+    // The number of this stack's first block among the trace's blocks and the
+    // ablations' (a decoder's follow the encoder's).
+    std::int64_t firstBlock = 0;
+    std::function<void(const torch::Tensor&)> afterSublayer;  // the logit lens, when set
+    std::function<void(torch::Tensor&)> sumOverRanks;
+    ExpertPlacement* placement = nullptr;
+    torch::Tensor balanceLoss, zLoss;  // [] fp32, each routing call's added
+};
+
+class BlockStack {
+public:
+    // `side` gives the depth (its layers) and every knob: the model's
+    // configuration for the encoder, ModelConfig::decoderSide() for a decoder,
+    // which also gets cross-attention. The module lists are registered on
+    // `owner`: "attention", "ffn", "router", "ln_att", "ln_ffn", "path_att",
+    // "path_ffn", and with cross-attention "cross", "ln_cross", "path_cross".
+    BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::Module& owner);
+
+    // h: [B, T, D] after the embedding; returns the residual stream after the last block.
+    torch::Tensor forward(torch::Tensor h, StackPass& pass);
+
+    const ModelConfig& side() const { return m_side; }
+    std::int64_t depth() const { return m_side.layers; }
+    void beginStep(std::int64_t step);
+    void keepExperts(std::int64_t first, std::int64_t count);
+    std::vector<torch::Tensor> expertParameters() const;
+    std::vector<BlockNorms> blockNorms() const;
+    // Path weights (alpha, then beta as the last element) of block i's self-attention or FFN sublayer.
+    torch::Tensor pathWeights(std::int64_t block, bool attention) const;
+
+private:
+    enum class Sublayer { Attention = 0, FeedForward = 1, Cross = 2 };
+    // The residual after a sublayer; `ablated` (this block's ablations) may switch
+    // the sublayer, or one of its paths, off.
+    torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, Sublayer which,
+                           bool training, const std::vector<Ablation>& ablated, const torch::Tensor& valid);
+    torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, StackPass& pass, Routing& groupRouting,
+                              BlockTrace* trace, const Ablation* expertAblated);
+    std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }
+
+    ModelConfig m_side;
+    bool m_cross;
+    torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
+    torch::nn::ModuleList m_crossAttention{nullptr}, m_lnCross{nullptr}, m_pathCross{nullptr};
+};
+
+}  // namespace widelab
