@@ -92,7 +92,8 @@ UNICODE_WORDS = ["café", "naïve", "Straße", "über", "Ærø", "señor", "año
                  "東京", "北京", "日本語", "한국어", "Москва", "привет", "αβγ", "ελληνικά", "שלום", "مرحبا",
                  "😀", "👍🏽", "e\u0301", "ﬁne", "Ⅻ", "½", "٣", "１２３"]
 PUNCTUATION = list(".,;:!?\"'()[]{}<>/\\|@#$%^&*+=~`_-")
-SPACES = [" ", " ", " ", "  ", "\t", "\u00a0", "\u3000", "\u2009", "\u202f"]
+# Whitespace as Python's str.split() knows it, the rare kinds included; U+200B is not whitespace.
+SPACES = [" ", " ", " ", "  ", "\t", "\u00a0", "\u3000", "\u2009", "\u202f", "\x1f", "\x85", "\u2028", "\u200b"]
 ENTITIES = ["&quot;", "&amp;", "&lt;", "&gt;", "&amp;quot;", "&apos;", "&", "<skipped>"]
 
 
