@@ -227,12 +227,23 @@ std::string tokenize13a(std::string_view line)
 
 std::string formatBleu(const BleuScore& bleu, int width)
 {
-    std::string precisions;
-    for (int n = 0; n < kBleuMaxOrder; ++n)
-        precisions += (n > 0 ? "/" : "") + fixed(bleu.precisions[static_cast<std::size_t>(n)], 1);
-    return "BLEU = " + fixed(bleu.score, width) + " " + precisions + " (BP = " + fixed(bleu.brevityPenalty, 3)
-           + " ratio = " + fixed(bleu.ratio(), 3) + " hyp_len = " + std::to_string(bleu.sysLen)
-           + " ref_len = " + std::to_string(bleu.refLen) + ")";
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about "literal" + std::string here.
+    std::string line = "BLEU = ";
+    line += fixed(bleu.score, width);
+    for (std::size_t n = 0; n < kBleuMaxOrder; ++n) {
+        line += n == 0 ? " " : "/";
+        line += fixed(bleu.precisions[n], 1);
+    }
+    line += " (BP = ";
+    line += fixed(bleu.brevityPenalty, 3);
+    line += " ratio = ";
+    line += fixed(bleu.ratio(), 3);
+    line += " hyp_len = ";
+    line += std::to_string(bleu.sysLen);
+    line += " ref_len = ";
+    line += std::to_string(bleu.refLen);
+    line += ")";
+    return line;
 }
 
 BleuScore corpusBleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references)
