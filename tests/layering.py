@@ -6,7 +6,8 @@ quoted includes transitively (a header that includes a header that includes
 torch reaches torch). The rules are docs/architecture.md's: the core never
 includes Qt, the widgets never include torch, the run's vocabulary and the log
 include neither, and the configuration (the schema, the model's keys, what the
-panel reads of the attention mechanisms) has no torch.
+panel reads of the attention mechanisms) has no torch, and neither has BLEU
+(core/measure/Bleu, built outside the core's unity batches and torch header).
 
 Usage:
     python3 tests/layering.py [SOURCE_ROOT]
@@ -32,6 +33,7 @@ RULES = [
     ("the log", ["core/log"], ["torch", "Qt"]),
     ("the configuration", ["core/config", "core/model/attention/MechanismSpec.h"], ["torch"]),
     ("the widgets", ["widgets"], ["torch"]),
+    ("BLEU and chrF", ["core/measure/Bleu.h", "core/measure/Bleu.cpp"], ["torch", "Qt"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]', re.M)

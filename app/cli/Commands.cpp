@@ -2,6 +2,7 @@
 
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
+#include "BleuCommand.h"
 #include "DistributedBench.h"
 #include "KeysCommand.h"
 #include "RunCommands.h"
@@ -98,6 +99,10 @@ usage:
                                         the same command, or --out STUDY_DIR alone, continues)
   widelab-cli study --report STUDY_DIR  the results table of a study, finished or not
   widelab-cli study --list              the built-in studies
+  widelab-cli bleu --hyp FILE --ref FILE [--width N] [--json]
+                                        corpus BLEU and chrF of two line-aligned UTF-8 files, one
+                                        reference a line, as sacreBLEU prints them with its
+                                        defaults (13a, exp smoothing; chrF2); --width: decimals
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -572,6 +577,17 @@ int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
     return exportTensorBoardCommand(t, out, err);
 }
 
+int bleu(const Arguments& a, std::ostream& out)
+{
+    BleuArguments b;
+    b.positional = a.positional();
+    b.hypotheses = a.text("--hyp");
+    b.references = a.text("--ref");
+    b.width = static_cast<int>(a.integer("--width", 2, 0, 10));
+    b.json = a.has("--json");
+    return bleuCommand(b, out);
+}
+
 int study(const Arguments& a, std::ostream& out, std::ostream& err)
 {
     StudyArguments s;
@@ -632,6 +648,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "study")
             return study(Arguments(rest, {"--list"}, {"--out", "--report", "--steps", "--seeds", "--jobs", "--device", "--threads"}),
                          out, err);
+        if (command == "bleu")
+            return bleu(Arguments(rest, {"--json"}, {"--hyp", "--ref", "--width"}), out);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;
