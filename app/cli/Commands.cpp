@@ -2,6 +2,7 @@
 
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
+#include "CorpusCommand.h"
 #include "DistributedBench.h"
 #include "KeysCommand.h"
 #include "RunCommands.h"
@@ -98,6 +99,11 @@ usage:
                                         the same command, or --out STUDY_DIR alone, continues)
   widelab-cli study --report STUDY_DIR  the results table of a study, finished or not
   widelab-cli study --list              the built-in studies
+  widelab-cli corpus bible --from NAME --to NAME --out PAIRS.tsv [--keys]
+                                        a verse-aligned parallel corpus from Debian's SWORD Bibles
+                                        (web, sparv, kjv): one "source TAB target" line a verse in
+                                        both, markup stripped; --keys: the verse as a third column
+  widelab-cli corpus bible --list       the Bibles, their SWORD modules and Debian packages
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -572,6 +578,18 @@ int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
     return exportTensorBoardCommand(t, out, err);
 }
 
+int corpus(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    CorpusArguments c;
+    c.positional = a.positional();
+    c.from = a.text("--from");
+    c.to = a.text("--to");
+    c.out = a.text("--out");
+    c.keys = a.has("--keys");
+    c.list = a.has("--list");
+    return corpusCommand(c, out, err);
+}
+
 int study(const Arguments& a, std::ostream& out, std::ostream& err)
 {
     StudyArguments s;
@@ -632,6 +650,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "study")
             return study(Arguments(rest, {"--list"}, {"--out", "--report", "--steps", "--seeds", "--jobs", "--device", "--threads"}),
                          out, err);
+        if (command == "corpus")
+            return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out"}), out, err);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;
