@@ -17,14 +17,10 @@
 namespace widelab {
 namespace {
 
-const char* kCorpusUsage = "usage: widelab-cli corpus bible --from NAME --to NAME --out FILE.tsv [--keys]\n"
-                           "       widelab-cli corpus bible --list";
-
 const BibleModule& bibleOption(const std::string& option, const std::string& name)
 {
     if (name.empty())
-        throw RunUsageError(option + " is missing: the Bible to read (widelab-cli corpus bible --list)\n"
-                            + kCorpusUsage);
+        throw RunUsageError(option + " is missing: the Bible to read (widelab-cli corpus bible --list)");
     try {
         return findBibleModule(name);
     } catch (const BibleCorpusError& error) {
@@ -55,12 +51,15 @@ int listBibles(std::ostream& out)
 int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err)
 {
     (void)err;
-    if (a.positional.size() != 1 || a.positional.front() != "bible")
-        throw RunUsageError(std::string(a.positional.empty() ? "which corpus? " : "unknown corpus \"" + a.positional.front() + "\": ")
-                            + "the one corpus is bible\n" + kCorpusUsage);
+    if (a.positional.empty())
+        throw RunUsageError("which corpus? The one corpus is bible");
+    if (a.positional.front() != "bible")
+        throw RunUsageError("unknown corpus \"" + a.positional.front() + "\": the one corpus is bible");
+    if (a.positional.size() > 1)
+        throw RunUsageError("corpus bible takes options only, not \"" + a.positional[1] + "\"");
     if (a.list) {
         if (!a.from.empty() || !a.to.empty() || !a.out.empty() || a.keys)
-            throw RunUsageError(std::string("--list takes no other option\n") + kCorpusUsage);
+            throw RunUsageError("--list takes no other option");
         return listBibles(out);
     }
     const BibleModule& source = bibleOption("--from", a.from);
@@ -68,7 +67,7 @@ int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err
     if (source.name == target.name)
         throw RunUsageError("--from and --to are both " + source.name + ": a parallel corpus needs two Bibles");
     if (a.out.empty())
-        throw RunUsageError(std::string("--out is missing: the TSV file to write\n") + kCorpusUsage);
+        throw RunUsageError("--out is missing: the TSV file to write");
     // Refused before the modules are read: a folder that is not there or not writable.
     const std::filesystem::path file(a.out);
     const std::filesystem::path folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();

@@ -117,6 +117,7 @@ void TestCliCorpus::usageErrors_data()
     QTest::newRow("the same Bible twice") << QStringList{"corpus", "bible", "--from", "kjv", "--to", "kjv", "--out", "x.tsv"}
                                           << "--from and --to are both kjv";
     QTest::newRow("no corpus") << QStringList{"corpus", "--from", "web"} << "which corpus?";
+    QTest::newRow("a stray argument") << QStringList{"corpus", "bible", "web"} << "takes options only, not \"web\"";
     QTest::newRow("unknown corpus") << QStringList{"corpus", "quran"} << "unknown corpus \"quran\"";
     QTest::newRow("unknown option") << QStringList{"corpus", "bible", "--form", "web"} << "unknown option --form";
     QTest::newRow("--out's folder missing")
