@@ -312,15 +312,11 @@ std::string osisToPlainText(std::string_view osis)
         if (i < osis.size() && osis[i] == '&') {
             const std::size_t semicolon = osis.find(';', i);
             std::string decoded;
-            if (semicolon != std::string_view::npos && semicolon - i <= 12
-                && decodeEntity(osis.substr(i + 1, semicolon - i - 1), decoded)) {
-                i = semicolon + 1;
-            } else {
-                decoded = "&";
-                ++i;
-            }
+            const bool entity = semicolon != std::string_view::npos && semicolon - i <= 12
+                                && decodeEntity(osis.substr(i + 1, semicolon - i - 1), decoded);
+            i = entity ? semicolon + 1 : i + 1;
             if (dropDepth == 0)
-                plain.add(decoded);
+                plain.add(entity ? std::string_view(decoded) : std::string_view("&"));
         }
     }
     return plain.take();
