@@ -15,6 +15,9 @@ run_packages=(
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
+  # the translation corpus (widelab-cli corpus bible) and its tests: the World English Bible,
+  # Reina-Valera 1909 and King James SWORD modules, and mod2imp, which reads them
+  sword-text-web sword-text-sparv sword-text-kjv libsword-utils
 )
 test_packages=(
   python3-torch           # the independent reference the tests compare against

@@ -3,6 +3,7 @@
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
 #include "BleuCommand.h"
+#include "CorpusCommand.h"
 #include "DistributedBench.h"
 #include "KeysCommand.h"
 #include "RunCommands.h"
@@ -103,6 +104,11 @@ usage:
                                         corpus BLEU and chrF of two line-aligned UTF-8 files, one
                                         reference a line, as sacreBLEU prints them with its
                                         defaults (13a, exp smoothing; chrF2); --width: decimals
+  widelab-cli corpus bible --from NAME --to NAME --out PAIRS.tsv [--keys]
+                                        a verse-aligned parallel corpus from Debian's SWORD Bibles
+                                        (web, sparv, kjv): one "source TAB target" line a verse in
+                                        both, markup stripped; --keys: the verse as a third column
+  widelab-cli corpus bible --list       the Bibles, their SWORD modules and Debian packages
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -588,6 +594,18 @@ int bleu(const Arguments& a, std::ostream& out)
     return bleuCommand(b, out);
 }
 
+int corpus(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    CorpusArguments c;
+    c.positional = a.positional();
+    c.from = a.text("--from");
+    c.to = a.text("--to");
+    c.out = a.text("--out");
+    c.keys = a.has("--keys");
+    c.list = a.has("--list");
+    return corpusCommand(c, out, err);
+}
+
 int study(const Arguments& a, std::ostream& out, std::ostream& err)
 {
     StudyArguments s;
@@ -650,6 +668,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out, err);
         if (command == "bleu")
             return bleu(Arguments(rest, {"--json"}, {"--hyp", "--ref", "--width"}), out);
+        if (command == "corpus")
+            return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out"}), out, err);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;

@@ -1,0 +1,203 @@
+// Tests `widelab-cli corpus bible` (app/cli/CorpusCommand): the pairs file written from the real
+// SWORD modules (packaging/install-deps.sh installs them), its counts, --keys and --list, and
+// its errors: an unknown Bible, a missing option, an --out that cannot be written, and mod2imp
+// missing (the real widelab-cli run with a PATH without it), each a message, never a crash.
+#include "Commands.h"
+
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+using namespace widelab;
+
+namespace {
+
+struct CliResult {
+    int code = -1;
+    QString out;
+    QString err;
+};
+
+CliResult cli(const QStringList& args)
+{
+    std::vector<std::string> list;
+    for (const auto& arg : args)
+        list.push_back(arg.toStdString());
+    std::ostringstream out, err;
+    CliResult result;
+    result.code = runCli(list, out, err);
+    result.out = QString::fromStdString(out.str());
+    result.err = QString::fromStdString(err.str());
+    return result;
+}
+
+QStringList fileLines(const QString& path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QString::fromUtf8(file.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+}
+
+}  // namespace
+
+class TestCliCorpus : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void writesPairs();
+    void keysColumn();
+    void listsBibles();
+    void usageErrors_data();
+    void usageErrors();
+    void unwritableOut();
+    void mod2impMissing();
+    void moduleMissing();
+};
+
+void TestCliCorpus::writesPairs()
+{
+    QTemporaryDir dir;
+    const QString file = dir.filePath("web-sparv.tsv");
+    const CliResult result = cli({"corpus", "bible", "--from", "web", "--to", "sparv", "--out", file});
+    QVERIFY2(result.code == 0, qPrintable(result.err));
+    QVERIFY2(result.out.contains(QRegularExpression(R"(wrote .*: 3\d,\d\d\d pairs web -> sparv)")), qPrintable(result.out));
+    QVERIFY2(result.out.contains(QRegularExpression(R"(; \d+\.\d s\n)")), qPrintable(result.out));
+    const QStringList lines = fileLines(file);
+    QVERIFY2(lines.size() > 30500 && lines.size() <= 31102, qPrintable(QString::number(lines.size())));
+    QCOMPARE(lines.front(), QStringLiteral("In the beginning, God created the heavens and the earth.\t"
+                                           "EN el principio crió Dios los cielos y la tierra."));
+    for (const QString& line : lines) {
+        QCOMPARE(line.count(QLatin1Char('\t')), 1);
+        QVERIFY2(!line.contains('<') && !line.contains('>'), qPrintable(line));
+    }
+    QVERIFY(QDir(dir.path()).entryList(QDir::Files).size() == 1);  // no temporary left beside it
+}
+
+void TestCliCorpus::keysColumn()
+{
+    QTemporaryDir dir;
+    const QString file = dir.filePath("kjv-web.tsv");
+    const CliResult result = cli({"corpus", "bible", "--from", "kjv", "--to", "web", "--out", file, "--keys"});
+    QVERIFY2(result.code == 0, qPrintable(result.err));
+    const QStringList lines = fileLines(file);
+    QVERIFY(lines.size() > 30500);
+    bool wept = false;
+    for (const QString& line : lines)
+        if (line.endsWith("\tJohn 11:35")) {
+            QCOMPARE(line, QStringLiteral("Jesus wept.\tJesus wept.\tJohn 11:35"));
+            wept = true;
+        }
+    QVERIFY(wept);
+}
+
+void TestCliCorpus::listsBibles()
+{
+    const CliResult result = cli({"corpus", "bible", "--list"});
+    QCOMPARE(result.code, 0);
+    for (const char* text : {"web\tengWEB2015eb", "sparv\tspaRV1909eb", "kjv\tengKJV2006eb", "libsword-utils"})
+        QVERIFY2(result.out.contains(QLatin1String(text)), qPrintable(result.out));
+}
+
+void TestCliCorpus::usageErrors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("unknown Bible") << QStringList{"corpus", "bible", "--from", "nasb", "--to", "web", "--out", "x.tsv"}
+                                   << "--from: unknown Bible \"nasb\": the Bibles are web, sparv, kjv";
+    QTest::newRow("unknown target") << QStringList{"corpus", "bible", "--from", "web", "--to", "esv", "--out", "x.tsv"}
+                                    << "--to: unknown Bible \"esv\"";
+    QTest::newRow("no --from") << QStringList{"corpus", "bible", "--to", "web", "--out", "x.tsv"} << "--from is missing";
+    QTest::newRow("no --out") << QStringList{"corpus", "bible", "--from", "kjv", "--to", "web"} << "--out is missing";
+    QTest::newRow("the same Bible twice") << QStringList{"corpus", "bible", "--from", "kjv", "--to", "kjv", "--out", "x.tsv"}
+                                          << "--from and --to are both kjv";
+    QTest::newRow("no corpus") << QStringList{"corpus", "--from", "web"} << "which corpus?";
+    QTest::newRow("a stray argument") << QStringList{"corpus", "bible", "web"} << "takes options only, not \"web\"";
+    QTest::newRow("unknown corpus") << QStringList{"corpus", "quran"} << "unknown corpus \"quran\"";
+    QTest::newRow("unknown option") << QStringList{"corpus", "bible", "--form", "web"} << "unknown option --form";
+    QTest::newRow("--out's folder missing")
+        << QStringList{"corpus", "bible", "--from", "web", "--to", "sparv", "--out", "/nonexistent-folder/pairs.tsv"}
+        << "--out: /nonexistent-folder/pairs.tsv: the folder /nonexistent-folder does not exist";
+}
+
+void TestCliCorpus::usageErrors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, message);
+    const CliResult result = cli(args);
+    QCOMPARE(result.code, 2);
+    QVERIFY2(result.err.contains(message), qPrintable(result.err));
+}
+
+void TestCliCorpus::unwritableOut()
+{
+    QTemporaryDir dir;
+    // A folder where the file should be.
+    QVERIFY(QDir(dir.path()).mkdir("pairs.tsv"));
+    CliResult result = cli({"corpus", "bible", "--from", "web", "--to", "sparv", "--out", dir.filePath("pairs.tsv")});
+    QCOMPARE(result.code, 2);
+    QVERIFY2(result.err.contains("is a folder, not a file"), qPrintable(result.err));
+    // A folder that cannot be written (root writes anywhere: nothing to see then).
+    if (geteuid() != 0) {
+        const QString locked = dir.filePath("locked");
+        QVERIFY(QDir(dir.path()).mkdir("locked"));
+        QFile::setPermissions(locked, QFileDevice::ReadOwner | QFileDevice::ExeOwner);
+        result = cli({"corpus", "bible", "--from", "web", "--to", "sparv", "--out", locked + "/pairs.tsv"});
+        QFile::setPermissions(locked, QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+        QCOMPARE(result.code, 2);
+        QVERIFY2(result.err.contains("--out: ") && result.err.contains("EACCES"), qPrintable(result.err));
+    }
+    // A file that cannot be replaced, whoever runs: /proc's folders take no new file.
+    result = cli({"corpus", "bible", "--from", "web", "--to", "sparv", "--out", "/proc/self/pairs.tsv"});
+    QVERIFY2(result.code == 1 || result.code == 2, qPrintable(result.err));
+    QVERIFY2(result.err.contains("--out: ") && result.err.contains("/proc/self/pairs.tsv"), qPrintable(result.err));
+}
+
+void TestCliCorpus::mod2impMissing()
+{
+    QTemporaryDir empty;
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert("PATH", empty.path());
+    process.setProcessEnvironment(environment);
+    process.start(QStringLiteral(WIDELAB_CLI),
+                  {"corpus", "bible", "--from", "web", "--to", "sparv", "--out", empty.filePath("pairs.tsv")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(process.exitCode(), 1);
+    const QString err = QString::fromUtf8(process.readAllStandardError());
+    QVERIFY2(err.contains("mod2imp") && err.contains("apt-get install sword-text-web sword-text-sparv")
+                 && err.contains("libsword-utils"),
+             qPrintable(err));
+    QVERIFY(!QFile::exists(empty.filePath("pairs.tsv")));
+}
+
+// A module that is not installed: mod2imp's own answer, from a stand-in that gives it.
+void TestCliCorpus::moduleMissing()
+{
+    QTemporaryDir bin;
+    const QString fake = bin.filePath("mod2imp");
+    std::ofstream(fake.toStdString()) << "#!/bin/sh\necho \"mod2imp: Couldn't find module: $1\" >&2\nexit 255\n";
+    QFile::setPermissions(fake, QFileDevice::ReadOwner | QFileDevice::ExeOwner);
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    environment.insert("PATH", bin.path());
+    process.setProcessEnvironment(environment);
+    process.start(QStringLiteral(WIDELAB_CLI),
+                  {"corpus", "bible", "--from", "sparv", "--to", "web", "--out", bin.filePath("pairs.tsv")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(process.exitCode(), 1);
+    const QString err = QString::fromUtf8(process.readAllStandardError());
+    QVERIFY2(err.contains("spaRV1909eb") && err.contains("not installed")
+                 && err.contains("apt-get install sword-text-sparv"),
+             qPrintable(err));
+}
+
+QTEST_GUILESS_MAIN(TestCliCorpus)
+#include "tst_cli_corpus.moc"
