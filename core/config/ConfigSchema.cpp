@@ -102,6 +102,10 @@ std::vector<KeySpec> makeSchema()
         derived(integer("model.decoder_layers", 1, kMaxLayers, 6,
                         "translation: blocks of the decoder (layers sets the encoder's)"),
                 "layers", {"model.layers"}),
+        derived(integer("model.decoder_paths", 1, kMaxPaths, 1,
+                        "translation: paths in the decoder's sublayers; 1: plain sublayers, as the Multi-Path "
+                        "paper's decoder"),
+                "paths", {"model.paths"}),
         choice("model.pooling", {"cls", "mean"}, "classification: read a CLS token or average the tokens"),
         boolean("model.pooler", false, "classification: a tanh dense layer on the pooled vector"),
         integer("model.num_classes", 2, kMaxVocab, 10, "classification: number of labels"),

@@ -237,6 +237,8 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.read(spec("learnable_path_weights"), c.learnablePathWeights);
     s.readChoice(spec("path_weight"), c.pathWeight);
     s.read(spec("path_extra_features"), c.pathExtraFeatures);
+    c.decoderPaths = c.paths;
+    s.read(spec("decoder_paths"), c.decoderPaths);
 
     s.rejectUnknownKeys();
     // Cross-key checks run too, except those involving a key that did not read:
@@ -302,6 +304,12 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
     if (readable({"path_extra_features", "paths"}) && pathExtraFeatures && paths < 3)
         report("path_extra_features", "needs " + key("paths")
                                           + " >= 3 (with 2 paths the subsets of n-1 paths are the paths themselves)");
+    if (readable({"path_extra_features", "decoder_paths", "head"}) && isTranslation() && pathExtraFeatures
+        && decoderPaths == 2)
+        report("decoder_paths", "2 paths have no extra features (path_extra_features needs 3 or more); use 1 "
+                                "(a plain decoder) or at least 3");
+    if (readable({"decoder_paths", "experts", "head"}) && isTranslation() && decoderPaths > 1 && experts > 1)
+        report("decoder_paths", "multi-path sublayers with a mixture of experts are not supported; use 1");
     if (readable({"head", "routing_priority"}) && head != HeadKind::Classification
         && routingPriority == RoutingPriority::Batch)
         report("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a "
@@ -342,6 +350,9 @@ ModelConfig ModelConfig::decoderSide() const
     side.attention = "full";
     side.attentionMix.clear();
     side.routingGroups = std::min(routingGroups, decoderLayers);
+    side.paths = decoderPaths;
+    if (decoderPaths == 1)
+        side.pathNorm = side.learnablePathWeights = side.pathExtraFeatures = false;
     return side;
 }
 
@@ -380,6 +391,7 @@ nlohmann::json ModelConfig::toJson() const
         {"attention_mix", attentionMix},
         {"head", nameOf("head", head)},
         {"decoder_layers", decoderLayers},
+        {"decoder_paths", decoderPaths},
         {"pooling", nameOf("pooling", pooling)},
         {"pooler", pooler},
         {"num_classes", numClasses},

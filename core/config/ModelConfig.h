@@ -52,6 +52,7 @@ struct ModelConfig {
     // decoderLayers the decoder's (default layers).
     HeadKind head = HeadKind::Classification;
     std::int64_t decoderLayers = 6;
+    std::int64_t decoderPaths = 1;  // default paths; 1: plain decoder sublayers (no PathNorm or path weights)
     Pooling pooling = Pooling::Cls;
     bool pooler = false;
     std::int64_t numClasses = 10;
@@ -100,8 +101,9 @@ struct ModelConfig {
     std::int64_t pathFeatures() const { return pathExtraFeatures ? 2 * paths : paths; }
     bool isTranslation() const { return head == HeadKind::Translation; }
     // What an encoder-decoder's decoder blocks are built from: `layers` its depth,
-    // full causal self-attention (the mechanism keys are the encoder's), at most
-    // one routing group per block; every other knob as given.
+    // `paths` its paths (one: plain sublayers, no path combiner), full causal
+    // self-attention (the mechanism keys are the encoder's), at most one routing
+    // group per block; every other knob as given.
     ModelConfig decoderSide() const;
     // The value of each path's weight alpha for this many paths (model.path_weight).
     double pathWeightValue() const;

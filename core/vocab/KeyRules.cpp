@@ -69,7 +69,7 @@ std::vector<KeyRule> makeRules()
         {{"model.pooling", "model.pooler", "model.num_classes"},
          [](V v) { return is(v, "model.head", "classification"); },
          "without a classification head"},
-        {{"model.decoder_layers"},
+        {{"model.decoder_layers", "model.decoder_paths"},
          [](V v) { return is(v, "model.head", "translation"); },
          "without a decoder (model.head is not \"translation\")", WhenUnused::Hidden},
         {{"model.path_weight"},

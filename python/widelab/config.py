@@ -36,7 +36,8 @@ _KEYS = {
 # Keys added after the first exports, with the value their absence means (None:
 # decoder_layers, which then equals layers).
 _LATER_KEYS = {
-    "decoder_layers": (_INTEGER, None), "path_weight": (_TEXT, "inverse_sqrt_2n"),
+    "decoder_layers": (_INTEGER, None), "decoder_paths": (_INTEGER, None),
+    "path_weight": (_TEXT, "inverse_sqrt_2n"),
 }
 
 # The attention mechanisms' own keys and their defaults (docs/attention/*.md).
@@ -64,7 +65,7 @@ _RANGES = {
     "sinkhorn_temperature": (0.01, 100.0), "synthesizer_rank": (1, 65536), "num_classes": (2, 10000000),
     "experts": (1, 4096), "top_k": (1, 4096), "capacity_factor": (-1e9, 1e9), "eval_capacity_factor": (-1e9, 1e9),
     "router_noise_std": (0.0, 1000.0), "balance_loss_weight": (0.0, 1000.0), "router_z_loss_weight": (0.0, 1000.0),
-    "routing_groups": (1, 1024), "paths": (1, 64), "decoder_layers": (1, 1024),
+    "routing_groups": (1, 1024), "paths": (1, 64), "decoder_layers": (1, 1024), "decoder_paths": (1, 64),
 }
 
 _CHOICES = {
@@ -113,6 +114,7 @@ class ModelConfig:
             values.setdefault(key, default)
         values.setdefault("path_weight", _LATER_KEYS["path_weight"][1])
         values.setdefault("decoder_layers", values["layers"])
+        values.setdefault("decoder_paths", values["paths"])
         for key, value in values.items():
             setattr(self, key, value)
         self._check()

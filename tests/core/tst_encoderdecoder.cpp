@@ -184,6 +184,13 @@ void TestEncoderDecoder::eachSideHasItsOwnDepthAndSharing()
     QCOMPARE(modulesUnder(paths, "decoder.path_cross."), std::size_t{3});
     QCOMPARE(modulesUnder(paths, "decoder.path_ffn."), std::size_t{3});
     QVERIFY(paths->decoder() != nullptr);
+    // The paper's systems: paths in the encoder only, a plain decoder.
+    const WideTransformer encoderPaths(
+        parse(R"({"paths": 3, "path_norm": true, "learnable_path_weights": true, "decoder_paths": 1})"));
+    QCOMPARE(modulesUnder(encoderPaths, "path_att."), std::size_t{2});
+    QCOMPARE(modulesUnder(encoderPaths, "decoder.path_att."), std::size_t{0});
+    QCOMPARE(modulesUnder(encoderPaths, "decoder.path_cross."), std::size_t{0});
+    QCOMPARE(encoderPaths->named_parameters()["decoder.ffn.0.w_in"].size(0), std::int64_t{1});
     QCOMPARE(paths->decoder()->depth(), std::int64_t{3});
     QCOMPARE(paths->encoder().depth(), std::int64_t{2});
 }
@@ -197,6 +204,10 @@ void TestEncoderDecoder::parameterCountMatchesTheModule_data()
     QTest::newRow("WideNet on both sides, 2 routing groups")
         << R"({"experts": 4, "share_attention": true, "share_ffn": true, "routing_groups": 2})";
     QTest::newRow("shared LayerNorms, deeper decoder") << R"({"share_layernorm": true, "decoder_layers": 5})";
+    QTest::newRow("4 paths in the encoder, a plain decoder")
+        << R"({"paths": 4, "path_norm": true, "learnable_path_weights": true, "decoder_paths": 1})";
+    QTest::newRow("2 paths in the encoder, 3 with extra features in the decoder")
+        << R"({"paths": 3, "path_extra_features": true, "path_norm": true, "decoder_paths": 3, "layers": 1})";
 }
 
 void TestEncoderDecoder::parameterCountMatchesTheModule()

@@ -244,7 +244,8 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
              (QStringList{"model.top_k", "model.capacity_factor", "model.eval_capacity_factor", "model.router_noise_std",
                           "model.balance_loss_weight", "model.router_z_loss_weight", "model.routing_groups",
                           "model.routing_priority", "model.renormalize_gates", "model.share_router",
-                          "model.decoder_layers", "model.path_weight", "model.image_size", "model.patch_size",
+                          "model.decoder_layers", "model.decoder_paths", "model.path_weight", "model.image_size",
+                          "model.patch_size",
                           "model.channels"}));
 
     // The decoder's depth shows only for an encoder-decoder; the paths' weight with more than a plain path.
