@@ -77,7 +77,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
                                      torch::Tensor* weights, const std::vector<Ablation>& ablated)
 {
     // B = batch, T = sequence, D = model width, n = paths, H = heads, A = head_dim
-    const std::int64_t B = x.size(0), T = x.size(1), D = x.size(2);
+    const std::int64_t B = x.size(0), T = x.size(1);
     const std::int64_t n = options.paths, H = options.heads, A = options.headDim;
 
     // [B, T, 3, n*H, A] -> [3, B, n*H, T, A]
@@ -122,11 +122,36 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
         context.select(1, a.index).copy_(replaced.view({B, T, A}));
     }
 
+    return project(context);
+}
+
+torch::Tensor AttentionImpl::project(const torch::Tensor& context) const
+{
+    // B = batch, T = sequence, D = model width, n = paths, H = heads, A = head_dim
+    const std::int64_t B = context.size(0), T = context.size(2), D = options.dModel;
+    const std::int64_t n = options.paths, H = options.heads, A = options.headDim;
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =
-        context.view({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
+        context.reshape({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
     const torch::Tensor out = batchedAddMatmul(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
     return out.view({n, B, T, D});
+}
+
+torch::Tensor AttentionImpl::forwardStep(const torch::Tensor& x, torch::Tensor& keys, torch::Tensor& values,
+                                         std::int64_t position)
+{
+    if (groups.size() != 1 || groups.front().spec->name != "full" || !causal)
+        throw std::logic_error("cached decoding steps need a causal layer of full attention");
+    const std::int64_t B = x.size(0), heads = options.paths * options.heads, A = options.headDim;
+    // [B, 1, 3, n*H, A] -> 3 x [B, n*H, 1, A]
+    const std::vector<torch::Tensor> now = qkv(x).view({B, 1, 3, heads, A}).permute({2, 0, 3, 1, 4}).unbind(0);
+    keys.narrow(2, position, 1).copy_(now[1]);
+    values.narrow(2, position, 1).copy_(now[2]);
+    MixInput in;  // the cache holds only this position and the earlier ones: nothing to hide
+    in.q = now[0];
+    in.k = keys.narrow(2, 0, position + 1);
+    in.v = values.narrow(2, 0, position + 1);
+    return project(groups.front().mechanism->mix(in, nullptr));
 }
 
 void AttentionImpl::beginStep(std::int64_t step)

@@ -39,6 +39,11 @@ struct AttentionImpl : torch::nn::Module {
     // before the output projection (Ablation.h); the others are ignored.
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const torch::Tensor& keyValid = {},
                           torch::Tensor* weights = nullptr, const std::vector<Ablation>& ablated = {});
+    // One decoding step of a causal full-attention layer (a decoder's): x [B, 1, D]
+    // at `position`, whose keys and values are written into the caches [B, n*H,
+    // capacity, A] that hold the earlier positions'. Returns [n, B, 1, D], what
+    // forward() gives that position. std::logic_error for another mechanism.
+    torch::Tensor forwardStep(const torch::Tensor& x, torch::Tensor& keys, torch::Tensor& values, std::int64_t position);
     // Before every training step: the mechanisms' schedules.
     void beginStep(std::int64_t step);
 
@@ -61,6 +66,10 @@ struct AttentionImpl : torch::nn::Module {
     std::vector<Group> groups;
     torch::nn::ModuleList mixers{nullptr};  // the groups' mechanisms, "mix.<g>"
     torch::Tensor order;  // [n*H] the inverse of the groups' concatenated heads; undefined with one group
+
+private:
+    // Every head's context [B, n*H, T, A] through its path's output projection: [n, B, T, D].
+    torch::Tensor project(const torch::Tensor& context) const;
 };
 TORCH_MODULE(Attention);
 

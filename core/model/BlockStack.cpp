@@ -150,6 +150,51 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
     return h;
 }
 
+DecoderState BlockStack::beginDecoding(const torch::Tensor& memory, const torch::Tensor& memoryBias,
+                                       const torch::Tensor& memoryValid, std::int64_t capacity)
+{
+    const ModelConfig& c = m_side;
+    DecoderState state;
+    state.memoryBias = memoryBias;
+    state.memoryValid = memoryValid;
+    state.capacity = capacity;
+    const std::int64_t B = memory.size(0), heads = c.paths * c.heads;
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        state.keys.push_back(torch::zeros({B, heads, capacity, c.headDim}, memory.options()));
+        state.values.push_back(torch::zeros({B, heads, capacity, c.headDim}, memory.options()));
+        auto& cross = *m_crossAttention->ptr(pick(i, c.shareAttention))->as<CrossAttentionImpl>();
+        state.sourceKeysValues.push_back(cross.keysValues(memory));
+    }
+    return state;
+}
+
+torch::Tensor BlockStack::step(torch::Tensor h, DecoderState& state)
+{
+    const ModelConfig& c = m_side;
+    const std::int64_t B = h.size(0), D = h.size(2);
+    StackPass pass;  // evaluation: every token real, nothing traced or ablated
+    pass.balanceLoss = torch::zeros({}, h.options().dtype(torch::kFloat32));
+    pass.zLoss = pass.balanceLoss;
+    Routing groupRouting;
+    for (std::int64_t i = 0; i < c.layers; ++i) {
+        const std::int64_t norms = pick(i, c.shareLayerNorm);
+        auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
+        const torch::Tensor attended = attention.forwardStep(layerNorm(m_lnAttention, norms).forward(h), state.keys[i],
+                                                             state.values[i], state.length);
+        h = sublayer(h, attended, i, Sublayer::Attention, false, {}, {});
+        auto& cross = *m_crossAttention->ptr(pick(i, c.shareAttention))->as<CrossAttentionImpl>();
+        const torch::Tensor read = cross.forward(layerNorm(m_lnCross, norms).forward(h), state.sourceKeysValues[i],
+                                                 state.memoryBias, state.memoryValid);
+        h = sublayer(h, read, i, Sublayer::Cross, false, {}, {});
+        const torch::Tensor x = layerNorm(m_lnFfn, norms).forward(h).reshape({B, D});
+        const torch::Tensor transformed =
+            c.isMoe() ? feedForward(x, i, pass, groupRouting, nullptr, nullptr).view({1, B, 1, D})
+                      : m_ffn->ptr(pick(i, c.shareFfn))->as<FeedForwardImpl>()->forwardShared(x).view({c.paths, B, 1, D});
+        h = sublayer(h, transformed, i, Sublayer::FeedForward, false, {}, {});
+    }
+    return h;
+}
+
 torch::Tensor BlockStack::sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block,
                                    Sublayer which, bool training, const std::vector<Ablation>& ablated,
                                    const torch::Tensor& valid)

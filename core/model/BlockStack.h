@@ -28,6 +28,17 @@ struct BlockNorms {
     torch::Tensor attentionGamma, attentionBeta, ffnGamma, ffnBeta;
 };
 
+// A decoding loop's state (WideTransformerImpl::beginDecoding): each block's
+// self-attention keys and values [B, n*H, capacity, A], the first `length`
+// positions filled; each block's keys and values of the source
+// (CrossAttentionImpl::keysValues); the source's masks.
+struct DecoderState {
+    std::vector<torch::Tensor> keys, values, sourceKeysValues;
+    torch::Tensor memoryBias, memoryValid;
+    std::int64_t length = 0;    // positions decoded so far
+    std::int64_t capacity = 0;  // positions the caches hold
+};
+
 // What one pass through a stack reads and adds to. B = batch, T = tokens.
 struct StackPass {
     torch::Tensor bias;        // self-attention's additive fp32 mask, broadcastable to [B, 1, T, T]; or undefined
@@ -58,6 +69,13 @@ public:
 
     // h: [B, T, D] after the embedding; returns the residual stream after the last block.
     torch::Tensor forward(torch::Tensor h, StackPass& pass);
+    // A decoder's caches for `capacity` positions over the encoder's output `memory` [B, S, D].
+    DecoderState beginDecoding(const torch::Tensor& memory, const torch::Tensor& memoryBias,
+                               const torch::Tensor& memoryValid, std::int64_t capacity);
+    // One decoding step in evaluation: h [B, 1, D] at position state.length; the
+    // residual stream after the last block, what forward() gives that position
+    // when no expert drops a token (a decoder's default).
+    torch::Tensor step(torch::Tensor h, DecoderState& state);
 
     const ModelConfig& side() const { return m_side; }
     std::int64_t depth() const { return m_side.layers; }

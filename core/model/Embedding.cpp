@@ -35,7 +35,7 @@ EmbeddingImpl::EmbeddingImpl(const ModelConfig& config)
     }
 }
 
-torch::Tensor EmbeddingImpl::forward(const torch::Tensor& input)
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& input, std::int64_t firstPosition)
 {
     torch::Tensor h;
     if (patch) {
@@ -48,7 +48,8 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& input)
     }
     if (cls.defined())
         h = torch::cat({cls.to(h.dtype()).expand({h.size(0), 1, h.size(2)}), h}, 1);
-    const torch::Tensor where = torch::arange(h.size(1), torch::TensorOptions(torch::kLong).device(h.device()));
+    const torch::Tensor where =
+        torch::arange(firstPosition, firstPosition + h.size(1), torch::TensorOptions(torch::kLong).device(h.device()));
     return h + position(where).unsqueeze(0);
 }
 

@@ -18,7 +18,8 @@ struct EmbeddingImpl : torch::nn::Module {
     // Tokens: ids [B, T] int64 -> [B, T', D]. Images: pixels [B, C, H, W] float ->
     // [B, T', D] with T = (H / P) * (W / P) patches in row-major order. T' = T + 1
     // when a CLS token is prepended (position 0). Shapes are the caller's to check.
-    torch::Tensor forward(const torch::Tensor& input);
+    // `firstPosition`: the position of the first token (a decoding step's, past the prefix).
+    torch::Tensor forward(const torch::Tensor& input, std::int64_t firstPosition = 0);
 
     torch::nn::Embedding token{nullptr};  // token input only
     torch::nn::Linear project{nullptr};   // factorised embedding only

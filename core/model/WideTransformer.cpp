@@ -6,6 +6,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -173,12 +174,20 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
     if (c.isTranslation() != target.ids.defined())
         throw std::invalid_argument(c.isTranslation() ? "translation model input: the decoder's target ids are missing"
                                                       : "model input: only a translation model takes target ids");
+    StackPass pass;
+    const torch::Tensor h = encode(input, mask, pass, trace);
+    if (c.isTranslation())
+        return {decode(h, pass.valid, target, pass), pass.balanceLoss, pass.zLoss};
+    return {head(h, pass.valid), pass.balanceLoss, pass.zLoss};
+}
 
+torch::Tensor WideTransformerImpl::encode(const torch::Tensor& input, const torch::Tensor& mask, StackPass& pass,
+                                          ForwardTrace* trace)
+{
+    const ModelConfig& c = m_config;
     // B = batch, T = sequence (with CLS)
     torch::Tensor h = m_embed(input.is_floating_point() ? input.to(m_embed->position->weight.dtype()) : input);
     const std::int64_t B = h.size(0), T = h.size(1);
-
-    StackPass pass;
     if (mask.defined()) {
         pass.valid = mask.to(torch::kBool);
         if (c.usesClsToken())
@@ -206,10 +215,34 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
         };
 
     h = applyDropout(h, c.dropout, is_training());
-    h = m_finalNorm(m_encoder->forward(h, pass));
-    if (c.isTranslation())
-        return {decode(h, pass.valid, target, pass), pass.balanceLoss, pass.zLoss};
-    return {head(h, pass.valid), pass.balanceLoss, pass.zLoss};
+    return m_finalNorm(m_encoder->forward(h, pass));
+}
+
+DecoderState WideTransformerImpl::beginDecoding(const torch::Tensor& source, const torch::Tensor& mask,
+                                                std::int64_t capacity)
+{
+    const ModelConfig& c = m_config;
+    if (!m_decoder)
+        throw std::invalid_argument("decoding: the model is not a translation model (model.head \"translation\")");
+    checkTokens(c, source, mask);
+    StackPass pass;
+    const torch::Tensor memory = encode(source, mask, pass, nullptr);
+    const torch::Tensor memoryBias = attentionBias(pass.valid, memory.size(0), memory.size(1), false, memory.options());
+    return m_decoder->beginDecoding(memory, memoryBias, pass.valid, std::clamp<std::int64_t>(capacity, 1, c.maxLen));
+}
+
+torch::Tensor WideTransformerImpl::decodeStep(DecoderState& state, const torch::Tensor& tokens)
+{
+    if (!m_decoder)
+        throw std::invalid_argument("decoding: the model is not a translation model (model.head \"translation\")");
+    if (state.length >= state.capacity)
+        throw std::invalid_argument("decoding: step " + std::to_string(state.length + 1) + " is past the "
+                                    + std::to_string(state.capacity) + " positions the decoder's caches hold");
+    const torch::Tensor ids = tokens.reshape({-1, 1});
+    checkTokens(m_config, ids, {}, "decoding step");
+    const torch::Tensor h = m_decoderNorm(m_decoder->step(m_embed->forward(ids, state.length), state));
+    ++state.length;
+    return head(h, {}).squeeze(1);
 }
 
 torch::Tensor WideTransformerImpl::decode(const torch::Tensor& memory, const torch::Tensor& sourceValid,

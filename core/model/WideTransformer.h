@@ -69,12 +69,24 @@ public:
     // Path weights (alpha, then beta as the last element) of the encoder's block i's sublayers.
     torch::Tensor attentionPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, true); }
     torch::Tensor ffnPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, false); }
+    // Decoding (a translation model, in evaluation): the source [B, S] (mask [B, S]
+    // or undefined) encoded once, and caches for `capacity` target positions (at
+    // most max_len); then each step's logits [B, V] for the tokens [B] at the next
+    // position, the first being the start token. std::invalid_argument for a model
+    // that is not a translation model, a source as forward() refuses it, or a step
+    // past the capacity.
+    DecoderState beginDecoding(const torch::Tensor& source, const torch::Tensor& mask, std::int64_t capacity);
+    torch::Tensor decodeStep(DecoderState& state, const torch::Tensor& tokens);
+
     const BlockStack& encoder() const { return *m_encoder; }
     const BlockStack* decoder() const { return m_decoder.get(); }
 
 private:
     ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, const TargetInput& target,
                     ForwardTrace* trace);
+    // The encoder's output (after final_ln) for checked input, `pass` filled with
+    // its masks, routed tokens and losses.
+    torch::Tensor encode(const torch::Tensor& input, const torch::Tensor& mask, StackPass& pass, ForwardTrace* trace);
     // The decoder's logits [B, T', V] for the encoder's output `memory`.
     torch::Tensor decode(const torch::Tensor& memory, const torch::Tensor& sourceValid, const TargetInput& target,
                          StackPass& pass);

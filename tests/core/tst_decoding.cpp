@@ -1,0 +1,119 @@
+// Tests of decoding an encoder-decoder (model/Decoding.h and the model's cached
+// steps): a cached step gives what the whole forward pass gives at that position,
+// greedy decoding with the cache equals recomputing the prefix, and what cannot
+// be decoded is an error.
+#include "TestSupport.h"
+#include "model/Decoding.h"
+
+#include <QtTest>
+
+using namespace widelab;
+
+namespace {
+
+ModelConfig parse(const std::string& overrides = "{}")
+{
+    return test::modelConfig(R"({"vocab_size": 19, "max_len": 12, "d_model": 16, "heads": 2, "ffn_dim": 24,
+                                 "layers": 2, "decoder_layers": 3, "dropout": 0.0, "head": "translation"})",
+                             overrides);
+}
+
+QString message(const std::function<void()>& call)
+{
+    try {
+        call();
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return QString();
+}
+
+}  // namespace
+
+class TestDecoding : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void cachedStepsEqualTheWholePass_data();
+    void cachedStepsEqualTheWholePass();
+    void greedyWithTheCacheEqualsRecomputing_data();
+    void greedyWithTheCacheEqualsRecomputing();
+    void whatCannotBeDecodedIsAnError();
+};
+
+void TestDecoding::cachedStepsEqualTheWholePass_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::newRow("dense") << "{}";
+    QTest::newRow("3 paths with PathNorm, learnable weights and extra features")
+        << R"({"paths": 3, "path_norm": true, "learnable_path_weights": true, "path_extra_features": true})";
+    QTest::newRow("WideNet: shared attention and experts, 2 routing groups")
+        << R"({"experts": 4, "share_attention": true, "share_ffn": true, "routing_groups": 2})";
+    QTest::newRow("shared LayerNorms, 4 decoder blocks, encoder paths only")
+        << R"({"share_layernorm": true, "decoder_layers": 4, "paths": 2, "decoder_paths": 1})";
+}
+
+void TestDecoding::cachedStepsEqualTheWholePass()
+{
+    QFETCH(QString, config);
+    torch::manual_seed(21);
+    WideTransformer model(parse(config.toStdString()));
+    model->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor source = torch::randint(19, {2, 6}, torch::kLong);
+    torch::Tensor mask = torch::ones({2, 6}, torch::kBool);
+    mask[1].narrow(0, 4, 2).fill_(false);
+    const torch::Tensor target = torch::randint(19, {2, 7}, torch::kLong);
+    const torch::Tensor whole = model->forward(source, mask, {target, {}}).logits;  // [2, 7, 19]
+
+    DecoderState state = model->beginDecoding(source, mask, 7);
+    for (std::int64_t t = 0; t < 7; ++t) {
+        const torch::Tensor step = model->decodeStep(state, target.select(1, t));
+        QVERIFY2(torch::allclose(step, whole.select(1, t), 1e-5, 1e-5),
+                 qPrintable(QString("position %1: %2").arg(t).arg((step - whole.select(1, t)).abs().max().item<double>())));
+    }
+    QVERIFY(message([&] { model->decodeStep(state, target.select(1, 0)); }).contains("past the 7 positions"));
+}
+
+void TestDecoding::greedyWithTheCacheEqualsRecomputing_data()
+{
+    cachedStepsEqualTheWholePass_data();
+}
+
+void TestDecoding::greedyWithTheCacheEqualsRecomputing()
+{
+    QFETCH(QString, config);
+    torch::manual_seed(22);
+    WideTransformer model(parse(config.toStdString()));
+    model->eval();
+    const torch::Tensor source = torch::randint(4, 19, {3, 5}, torch::kLong);
+    DecodeOptions options;
+    options.maxLength = 9;
+    const auto cached = greedyDecode(*model, source, {}, options);
+    options.cache = false;
+    const auto recomputed = greedyDecode(*model, source, {}, options);
+    QCOMPARE(cached, recomputed);
+    QCOMPARE(cached.size(), std::size_t{3});
+    for (const auto& translation : cached) {
+        QVERIFY(translation.size() <= 9);
+        for (const std::int64_t id : translation)
+            QVERIFY(id != options.endId);
+    }
+}
+
+void TestDecoding::whatCannotBeDecodedIsAnError()
+{
+    WideTransformer translator(parse());
+    const torch::Tensor source = torch::randint(19, {1, 4}, torch::kLong);
+    QVERIFY(message([&] { greedyDecode(*translator, source, {}, {}); }).contains("training mode"));
+    translator->eval();
+    QVERIFY(message([&] { greedyDecode(*translator, torch::full({1, 4}, 25, torch::kLong), {}, {}); })
+                .contains("token id 25 is outside the vocabulary"));
+    WideTransformer classifier(parse(R"({"head": "classification"})"));
+    classifier->eval();
+    QVERIFY(message([&] { greedyDecode(*classifier, source, {}, {}); }).contains("not a translation model"));
+    QVERIFY(message([&] { classifier->beginDecoding(source, {}, 4); }).contains("not a translation model"));
+}
+
+QTEST_GUILESS_MAIN(TestDecoding)
+#include "tst_decoding.moc"
