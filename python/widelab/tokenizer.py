@@ -163,7 +163,8 @@ def _display(token):
 
 
 class Tokenizer:
-    """A WideLab tokenizer: kind "byte", "character", "word" or "fixed", and the vocabulary.
+    """A WideLab tokenizer: kind "byte", "character", "word", "fixed" or "bpe", and the
+    vocabulary (bpe: the merges, [left id, right id] of ids 260, 261, ...).
 
     max_length: the run's sequence length; encode cuts longer texts there, as
     `widelab-cli inspect` and training do (None: no limit).
