@@ -50,11 +50,6 @@ std::uint64_t pairKey(std::int32_t left, std::int32_t right)
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
 }
 
-struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
-};
-
 // Pieces encoded once are looked up afterwards; the cache is emptied when it holds this many.
 constexpr std::size_t kCacheLimit = std::size_t(1) << 18;
 
@@ -195,8 +190,13 @@ std::vector<bpe::Merge> learnBpeMerges(const std::vector<std::pair<std::string_v
 }
 
 struct BpeModel::Cache {
+    // Lets a std::string_view find a std::string key without a copy.
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+    };
     std::mutex mutex;
-    std::unordered_map<std::string, std::vector<std::int32_t>, StringHash, std::equal_to<>> pieces;
+    std::unordered_map<std::string, std::vector<std::int32_t>, Hash, std::equal_to<>> pieces;
 };
 
 std::string BpeModel::problem(const std::vector<bpe::Merge>& merges)
