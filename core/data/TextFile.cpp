@@ -202,15 +202,21 @@ void TextFile::readPieces(const std::function<void(std::string_view, std::size_t
         if (total > m_size)
             throw changed(total);
         pending.append(block.data(), static_cast<std::size_t>(read));
-        // Hand on everything before the last whitespace, which starts the next piece.
+        // Hand on everything before the last run of whitespace that something else follows, which starts the next
+        // piece: a word, or a bpe piece (data/Bpe.h), never spans that cut, and the run is whole on its side.
+        const auto space = [&](std::size_t i) { return detail::isAsciiSpace(static_cast<unsigned char>(pending[i])); };
         std::size_t last = pending.size();
-        while (last > 0 && !detail::isAsciiSpace(static_cast<unsigned char>(pending[last - 1])))
+        while (last > 0 && space(last - 1))  // a run at the end may go on in the next block
             --last;
-        if (last <= 1)
+        while (last > 0 && !space(last - 1))
+            --last;
+        while (last > 0 && space(last - 1))
+            --last;
+        if (last == 0)
             continue;
-        piece(std::string_view(pending).substr(0, last - 1), offset);
-        pending.erase(0, last - 1);
-        offset += last - 1;
+        piece(std::string_view(pending).substr(0, last), offset);
+        pending.erase(0, last);
+        offset += last;
     }
     if (total != m_size)
         throw changed(total);

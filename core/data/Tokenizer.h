@@ -1,13 +1,15 @@
 // defines: DataError, InvalidUtf8, TokenizerKind, Tokenizer (text <-> token ids, saved as JSON with a run),
-// VocabularyBuilder (frequency-ranked Character/Word vocabularies)
+// VocabularyBuilder (frequency-ranked Character/Word vocabularies, and the merges of a byte-level BPE)
 #pragma once
 
+#include "data/Bpe.h"
 #include "vocab/Utf8.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,9 +44,15 @@ private:
 //            character that is not ASCII whitespace (space, \t, \n, \v, \f, \r) is a token of its own
 //            ("don't!" -> "don", "'", "t", "!"); whitespace only separates and is not kept.
 // Fixed:     tokens separated by ASCII whitespace, from a closed list given up front (ListOps).
-enum class TokenizerKind { Byte, Character, Word, Fixed };
+// Bpe:       byte-level byte-pair encoding. Ids: 0 pad, 1 unknown (never produced), 2 start of sequence <s>, 3 end
+//            of sequence </s> (neither produced by encode: a task that wants them adds them), 4..259 the bytes
+//            0..255, then 260 + i for merge i, in the order learned. The text is cut into pieces that merges never
+//            cross (bpePieceEnd in Bpe.h: a word, number or punctuation with its leading space, a run of
+//            whitespace), each piece is its bytes, and the merges join adjacent ids by rank. Any byte sequence
+//            encodes, and decode(encode(text)) == text.
+enum class TokenizerKind { Byte, Character, Word, Fixed, Bpe };
 
-// "byte", "character", "word", "fixed" (the names used in JSON and on the command line).
+// "byte", "character", "word", "fixed", "bpe" (the names used in JSON and on the command line).
 std::string toString(TokenizerKind kind);
 std::optional<TokenizerKind> tokenizerKindFromString(std::string_view name);
 
@@ -84,11 +92,20 @@ public:
     // would build it. Character tokens must be single code points, Word tokens single words or single symbols.
     // Throws std::invalid_argument otherwise.
     static Tokenizer withVocabulary(TokenizerKind kind, const std::vector<std::string>& tokens);
+    // A bpe tokenizer with these merges ([left id, right id] of merge i makes id 260 + i; each id a byte, 4..259,
+    // or an earlier merge), as VocabularyBuilder::buildBpe learns them. Throws std::invalid_argument otherwise.
+    static Tokenizer bpe(std::vector<bpe::Merge> merges);
 
     TokenizerKind kind() const { return m_kind; }
-    std::int64_t vocabSize() const;  // including pad and unknown
-    // The tokens of ids 2..vocabSize-1 in id order; empty for Byte.
+    std::int64_t vocabSize() const;  // including pad and unknown (and for Bpe, <s> and </s>)
+    // The tokens of ids 2..vocabSize-1 in id order; empty for Byte and Bpe.
     const std::vector<std::string>& vocabulary() const { return m_tokens; }
+    // The merges of a Bpe tokenizer in the order learned; empty for the other kinds.
+    const std::vector<bpe::Merge>& bpeMerges() const;
+    // The ids of the start-of-sequence and end-of-sequence tokens for a kind that has them (Bpe: 2 and 3), else
+    // nullopt. encode never produces them, and decode skips them.
+    std::optional<std::int64_t> startId() const;
+    std::optional<std::int64_t> endId() const;
 
     // Unknown tokens map to kUnknown. Character/Word: throws InvalidUtf8 (a DataError) naming the byte offset
     // on invalid UTF-8.
@@ -99,48 +116,62 @@ public:
     template <typename Sink>
     void encodeTo(std::string_view text, Sink&& sink, std::int64_t maxTokens = kNoLimit) const;
 
-    // Display text of one id: "<pad>", "<unk>"; a byte as the character when printable ASCII, else "\xNN";
-    // other tokens as they are, with ASCII control characters written "\xNN". Throws std::out_of_range for an
-    // id outside 0..vocabSize-1.
+    // Display text of one id: "<pad>", "<unk>", "<s>", "</s>"; a byte as the character when printable ASCII, else
+    // "\xNN"; other tokens as they are, with ASCII control characters written "\xNN". A Bpe merge's bytes show
+    // as a byte does when it is one, else each valid UTF-8 character as itself (control characters "\xNN") and
+    // every other byte "\xNN" (" caf\xc3" for a merge cut inside "é"). Throws std::out_of_range for an id
+    // outside 0..vocabSize-1.
     std::string tokenText(std::int64_t id) const;
-    // Inverse of encode where possible: pad ids are skipped, unknown ids become "<unk>"; Word and Fixed tokens
-    // are joined with single spaces (the original spacing is not kept). Throws std::out_of_range for a bad id.
+    // Inverse of encode where possible: pad ids (and <s>, </s>) are skipped, unknown ids become "<unk>"; Word and
+    // Fixed tokens are joined with single spaces (the original spacing is not kept); Byte and Bpe give back the
+    // bytes encoded. Throws std::out_of_range for a bad id.
     std::string decode(const std::vector<std::int64_t>& ids) const;
 
-    // {"kind": "byte"} or {"kind": "character"|"word"|"fixed", "tokens": [...]} (tokens of ids 2, 3, ...),
-    // plus "vocab_size" for the reader's convenience.
+    // {"kind": "byte"} or {"kind": "character"|"word"|"fixed", "tokens": [...]} (tokens of ids 2, 3, ...), or
+    // {"kind": "bpe", "merges": [[left, right], ...]} (merge i makes id 260 + i), plus "vocab_size" for the
+    // reader's convenience.
     nlohmann::json toJson() const;
     static Tokenizer fromJson(const nlohmann::json& json);  // throws DataError on malformed input
 
     friend bool operator==(const Tokenizer& a, const Tokenizer& b)
     {
-        return a.m_kind == b.m_kind && a.m_tokens == b.m_tokens;
+        return a.m_kind == b.m_kind && a.m_tokens == b.m_tokens && a.bpeMerges() == b.bpeMerges();
     }
 
 private:
     friend class VocabularyBuilder;
     Tokenizer(TokenizerKind kind, std::vector<std::string> tokens);  // tokens already checked
     std::int64_t lookupWord(std::string_view word) const;
+    void checkId(std::int64_t id) const;  // std::out_of_range outside 0..vocabSize-1
 
     TokenizerKind m_kind = TokenizerKind::Byte;
     std::vector<std::string> m_tokens;                          // id 2 + i
     detail::StringMap<std::int64_t> m_ids;                      // Word, Fixed
     std::unordered_map<char32_t, std::int64_t> m_codePointIds;  // Character
+    std::shared_ptr<const BpeModel> m_bpe;                      // Bpe (immutable but for its cache)
 };
 
 // Builds a Character or Word vocabulary from texts streamed through add(): most frequent first, ties broken by
-// the token's UTF-8 bytes (byte-wise ascending), at most maxVocab ids including pad and unknown.
+// the token's UTF-8 bytes (byte-wise ascending), at most maxVocab ids including pad and unknown. For Bpe, add()
+// counts the pieces of the texts (bpePieceEnd) and buildBpe learns the merges from those counts (learnBpeMerges:
+// the most frequent adjacent pair first, ties to the smaller left id, then the smaller right id).
 class VocabularyBuilder {
 public:
-    explicit VocabularyBuilder(TokenizerKind kind);  // Character or Word, else std::invalid_argument
-    // Throws InvalidUtf8 (a DataError) naming the byte offset within `text`; nothing of `text` is counted then.
-    // Successive calls must not split a word (Word) between them.
+    explicit VocabularyBuilder(TokenizerKind kind);  // Character, Word or Bpe, else std::invalid_argument
+    // Character, Word: throws InvalidUtf8 (a DataError) naming the byte offset within `text`; nothing of `text` is
+    // counted then. Bpe: any bytes. Successive calls must not split a word (Word) between them, nor (Bpe) a piece:
+    // cut texts only just before a run of ASCII whitespace that something other than whitespace follows.
     void add(std::string_view text);
-    Tokenizer build(std::int64_t maxVocab) const;  // maxVocab >= 3, else std::invalid_argument
+    // Character, Word: maxVocab >= 3, else std::invalid_argument (and for Bpe, which has buildBpe).
+    Tokenizer build(std::int64_t maxVocab) const;
+    // Bpe: up to `merges` merges (0..bpe::kMaxMerges), fewer when no pair is left that occurs twice. Throws
+    // std::invalid_argument for another kind or a count out of range.
+    Tokenizer buildBpe(std::int64_t merges) const;
 
     TokenizerKind kind() const { return m_kind; }
+    // Distinct tokens (Bpe: pieces) seen.
     std::int64_t distinctTokens() const { return static_cast<std::int64_t>(m_counts.size()); }
-    std::int64_t count(std::string_view token) const;  // how often `token` was seen
+    std::int64_t count(std::string_view token) const;  // how often `token` (Bpe: a piece) was seen
 
 private:
     TokenizerKind m_kind;
@@ -245,6 +276,21 @@ void Tokenizer::encodeTo(std::string_view text, Sink&& sink, std::int64_t maxTok
     case TokenizerKind::Fixed:
         detail::splitFixed(text, [&](std::string_view word) { sink(lookupWord(word)); }, maxTokens);
         return;
+    case TokenizerKind::Bpe: {
+        std::int64_t produced = 0;
+        std::vector<std::int32_t> ids;
+        splitBpePieces(text, [&](std::string_view piece) {
+            m_bpe->encodePiece(piece, ids);
+            for (const std::int32_t id : ids) {
+                if (produced == maxTokens)
+                    return false;
+                sink(static_cast<std::int64_t>(id));
+                ++produced;
+            }
+            return produced < maxTokens;
+        });
+        return;
+    }
     }
 }
 

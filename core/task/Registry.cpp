@@ -38,7 +38,9 @@ TaskData prepareTaskData(const TaskSetup& setup)
     if (data.tokenizer.vocabSize() > run.model.vocabSize && !run.model.imageInput())
         throw ConfigError({{"model.vocab_size", std::to_string(run.model.vocabSize) + " is smaller than the "
                                                     + toString(data.tokenizer.kind()) + " tokenizer's vocabulary ("
-                                                    + std::to_string(data.tokenizer.vocabSize()) + " tokens)"}});
+                                                    + std::to_string(data.tokenizer.vocabSize())
+                                                    + " tokens): it needs a vocab_size of at least "
+                                                    + std::to_string(data.tokenizer.vocabSize())}});
     const std::string where = run.task.path.empty() ? std::string("the data") : run.task.path;
     if (data.train->size() == 0)
         throw DataError(where + ": the training split is empty: too few examples for the split fractions");
@@ -55,6 +57,11 @@ Tokenizer textTokenizer(const TaskSetup& setup, const std::function<void(Vocabul
         return readRunTokenizer(setup.directory);
     if (task.tokenizer == TokenizerChoice::Byte)
         return Tokenizer::bytes();
+    if (task.tokenizer == TokenizerChoice::Bpe) {
+        VocabularyBuilder builder(TokenizerKind::Bpe);
+        streamTexts(builder);
+        return builder.buildBpe(task.bpeMerges);
+    }
     VocabularyBuilder builder(task.tokenizer == TokenizerChoice::Word ? TokenizerKind::Word : TokenizerKind::Character);
     streamTexts(builder);
     return builder.build(task.vocabLimit);

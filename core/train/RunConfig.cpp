@@ -36,6 +36,7 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("path"), t.path);
     s.readChoice(spec("tokenizer"), t.tokenizer);
     s.read(spec("vocab_limit"), t.vocabLimit);
+    s.read(spec("bpe_merges"), t.bpeMerges);
     s.read(spec("sequence_length"), t.sequenceLength);
     s.read(spec("validation_fraction"), t.validationFraction);
     s.read(spec("test_fraction"), t.testFraction);
@@ -157,6 +158,9 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
                 report("model.vocab_size", std::to_string(model.vocabSize) + " is smaller than the byte tokenizer's "
                                                "vocabulary (" + std::to_string(vocabulary) + " tokens)");
         }
+        if (task.tokenizer == TokenizerChoice::Bpe && model.vocabSize < bpe::kFirstMerge)
+            report("model.vocab_size", std::to_string(model.vocabSize) + " is smaller than the bpe tokenizer's "
+                                           + std::to_string(bpe::kFirstMerge) + " ids before its first merge");
         if (task.validationFraction <= 0.0)
             report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
     }
@@ -192,11 +196,17 @@ void warnAbout(const RunDocument& run, const JsonSection& taskSection, const Jso
     const TrainConfig& train = run.train;
 
     unused(taskSection, "task");
-    if (task.kind != TaskKind::ListOps && !task.isImageTask() && task.tokenizer != TokenizerChoice::Byte
-        && task.vocabLimit > run.model.vocabSize)
+    const bool counted = task.tokenizer == TokenizerChoice::Character || task.tokenizer == TokenizerChoice::Word;
+    if (task.kind != TaskKind::ListOps && !task.isImageTask() && counted && task.vocabLimit > run.model.vocabSize)
         warn("task.vocab_limit", std::to_string(task.vocabLimit) + " exceeds model.vocab_size "
                                      + std::to_string(run.model.vocabSize)
                                      + ": training stops if the data has more distinct tokens than the model holds");
+    if (task.kind != TaskKind::ListOps && !task.isImageTask() && task.tokenizer == TokenizerChoice::Bpe
+        && bpe::kFirstMerge + task.bpeMerges > run.model.vocabSize)
+        warn("task.bpe_merges", std::to_string(task.bpeMerges) + " merges make up to "
+                                    + std::to_string(bpe::kFirstMerge + task.bpeMerges) + " ids, more than model.vocab_size "
+                                    + std::to_string(run.model.vocabSize)
+                                    + ": training stops if the data gives that many merges");
 
     if (train.schedule != ScheduleChoice::Constant && train.warmupSteps > train.steps)  // the default too
         warn("train.warmup_steps", std::to_string(train.warmupSteps) + " exceeds train.steps "
@@ -229,6 +239,7 @@ nlohmann::json RunDocument::toJson() const
         {"path", task.path},
         {"tokenizer", nameOf(choicesOf("task.tokenizer"), task.tokenizer)},
         {"vocab_limit", task.vocabLimit},
+        {"bpe_merges", task.bpeMerges},
         {"sequence_length", task.sequenceLength},
         {"validation_fraction", task.validationFraction},
         {"test_fraction", task.testFraction},

@@ -15,7 +15,7 @@
 namespace widelab {
 
 enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes };
-enum class TokenizerChoice { Byte, Character, Word };
+enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
 
@@ -24,6 +24,7 @@ struct TaskConfig {
     std::string path;                         // classification or language-model file
     TokenizerChoice tokenizer = TokenizerChoice::Byte;
     std::int64_t vocabLimit = 8000;           // character / word vocabularies
+    std::int64_t bpeMerges = 8000;            // bpe: merges learned (vocabulary 260 + merges)
     std::int64_t sequenceLength = 0;          // 0: model.max_len
     double validationFraction = 0.05;         // files
     double testFraction = 0.05;

@@ -194,8 +194,26 @@ std::string Trainer::defaultProbeText() const
         if (lead - 1 + length > end && lead - 1 > begin)
             end = lead - 1;  // that character does not fit: cut before it
     }
-    return m_data.tokenizer.decode({best.begin() + static_cast<std::ptrdiff_t>(begin),
-                                best.begin() + static_cast<std::ptrdiff_t>(end)});
+    std::string text = m_data.tokenizer.decode({best.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                best.begin() + static_cast<std::ptrdiff_t>(end)});
+    if (m_data.tokenizer.kind() == TokenizerKind::Bpe) {
+        // Its tokens are bytes too, several to a token: the same cut, made on the text.
+        const auto follows = [&](std::size_t i) { return (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80; };
+        std::size_t from = 0, to = text.size();
+        while (from < 3 && from < to && follows(from))
+            ++from;
+        std::size_t last = to;  // the last character's first byte, if it is among the last four
+        while (last > from && to - last < 4 && follows(last - 1))
+            --last;
+        if (last > from && to - last < 4) {
+            const auto first = static_cast<unsigned char>(text[last - 1]);
+            const std::size_t length = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 1;
+            if (last - 1 + length > to)
+                to = last - 1;
+        }
+        text = text.substr(from, to - from);
+    }
+    return text;
 }
 
 // A probe the user asked the run to keep: inspected with the others from now

@@ -96,7 +96,8 @@ std::vector<KeyRule> makeRules()
          "unless model.attention is \"mixed\"", WhenUnused::Hidden, false},
 
         // ---- task
-        {{"task.tokenizer", "task.vocab_limit", "task.sequence_length", "task.min_length", "task.max_length"},
+        {{"task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.sequence_length", "task.min_length",
+          "task.max_length"},
          [](V v) { return !imageTask(v); },
          "for an image task (the sequence is the patches)", WhenUnused::Hidden},
         {{"task.path", "task.validation_fraction", "task.test_fraction"},
@@ -114,7 +115,8 @@ std::vector<KeyRule> makeRules()
         {{"task.skip_bad_inputs"},
          [](V v) { return is(v, "task.kind", "image_folder"); },
          "except for an image folder (the one input it leaves out so far)", WhenUnused::Hidden},
-        {{"task.path", "task.tokenizer", "task.vocab_limit", "task.validation_fraction", "task.test_fraction"},
+        {{"task.path", "task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.validation_fraction",
+          "task.test_fraction"},
          [](V v) { return !listOps(v); },
          "for ListOps, which is generated with its own fixed vocabulary and split sizes", WhenUnused::Hidden},
         {{"task.min_length", "task.max_length", "task.train_size", "task.validation_size", "task.test_size"},
@@ -123,6 +125,12 @@ std::vector<KeyRule> makeRules()
         {{"task.vocab_limit"},
          [](V v) { return !(fileTask(v) && is(v, "task.tokenizer", "byte")); },
          "with the byte tokenizer, whose vocabulary is fixed"},
+        {{"task.vocab_limit"},
+         [](V v) { return !(fileTask(v) && is(v, "task.tokenizer", "bpe")); },
+         "with the bpe tokenizer, whose size task.bpe_merges sets"},
+        {{"task.bpe_merges"},
+         [](V v) { return !(fileTask(v) && !is(v, "task.tokenizer", "bpe")); },
+         "unless task.tokenizer is \"bpe\""},
 
         // ---- train
         {{"train.warmup_steps"}, [](V v) { return !is(v, "train.schedule", "constant"); }, "with the constant schedule"},

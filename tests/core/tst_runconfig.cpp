@@ -556,8 +556,8 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    // model: 36, model.attention and attention_mix, and the mechanisms' own keys; task 16, train 29.
-    QCOMPARE(configSchema().size(), std::size_t{2 + 36 + 2 + ModelConfig::defaultAttentionOptions().size() + 16 + 29});
+    // model: 36, model.attention and attention_mix, and the mechanisms' own keys; task 17, train 29.
+    QCOMPARE(configSchema().size(), std::size_t{2 + 36 + 2 + ModelConfig::defaultAttentionOptions().size() + 17 + 29});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 

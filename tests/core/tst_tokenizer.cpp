@@ -59,6 +59,8 @@ void TestTokenizer::kindNames()
     QCOMPARE(text(toString(TokenizerKind::Character)), QString("character"));
     QCOMPARE(text(toString(TokenizerKind::Word)), QString("word"));
     QCOMPARE(text(toString(TokenizerKind::Fixed)), QString("fixed"));
+    QCOMPARE(text(toString(TokenizerKind::Bpe)), QString("bpe"));
+    QVERIFY(tokenizerKindFromString("bpe") == TokenizerKind::Bpe);
     QVERIFY(tokenizerKindFromString("word") == TokenizerKind::Word);
     QVERIFY(tokenizerKindFromString("fixed") == TokenizerKind::Fixed);
     QVERIFY(!tokenizerKindFromString("Word"));
@@ -349,7 +351,7 @@ void TestTokenizer::malformedJson_data()
     QTest::addColumn<QString>("reason");
     QTest::newRow("not an object") << QString(R"(["byte"])") << QString("object");
     QTest::newRow("no kind") << QString(R"({"tokens": []})") << QString("kind");
-    QTest::newRow("unknown kind") << QString(R"({"kind": "bpe"})") << QString("bpe");
+    QTest::newRow("unknown kind") << QString(R"({"kind": "unigram"})") << QString("unigram");
     QTest::newRow("kind not a string") << QString(R"({"kind": 3})") << QString("kind");
     QTest::newRow("byte with tokens") << QString(R"({"kind": "byte", "tokens": ["a"]})") << QString("tokens");
     QTest::newRow("no tokens") << QString(R"({"kind": "word"})") << QString("tokens");

@@ -93,14 +93,16 @@ def shrink(preset, keep_depth=False, **model):
 def text_document(head, tokenizer, **model):
     """A tiny model on one of the file tasks (written by the test)."""
     m = {"d_model": 16, "ffn_dim": 32, "heads": 2, "head_dim": 4, "layers": 2, "max_len": 32,
-         "head": head, "vocab_size": 300 if tokenizer == "byte" else 120}
+         "head": head, "vocab_size": 300 if tokenizer in ("byte", "bpe") else 120}
     if head == "classification":
         m["num_classes"] = 3
     m.update(model)
     task = {"kind": "language_model" if head == "language_model" else "classification",
             "tokenizer": tokenizer, "validation_fraction": 0.2, "test_fraction": 0.1}
-    if tokenizer != "byte":
+    if tokenizer in ("character", "word"):
         task["vocab_limit"] = 100
+    if tokenizer == "bpe":
+        task["bpe_merges"] = 30
     return {"model": m, "task": task, "train": dict(TINY_TRAIN)}
 
 
@@ -148,6 +150,9 @@ def cases():
     c.append(("ViT-MoE image, validation example", shrink("vit-moe-image"), ("image", "validation:1")))
     c.append(("WideNet ViT (mean pooling), grey", shrink("vit-widenet", channels=1), ("image", "png")))
     c.append(("language model, byte", text_document("language_model", "byte"), "A router sends tokens!"))
+    c.append(("language model, bpe", text_document("language_model", "bpe"),
+              "The wide router sends each token, café 42!"))
+    c.append(("classification, bpe", text_document("classification", "bpe"), "Paths run side by side. Ünknown"))
     c.append(("language model, word, MoE (token-major)",
               text_document("language_model", "word", experts=4, top_k=2, eval_capacity_factor=0.6),
               "Don't worry: the zebra café drops 42 tokens, naïve über!"))

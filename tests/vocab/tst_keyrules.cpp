@@ -45,6 +45,7 @@ private slots:
     void optimizerKeysFollowTheOptimizer();
     void taskKindHidesOtherTasksKeys();
     void vocabLimitOnlyWithCountedTokenizers();
+    void bpeMergesOnlyWithBpe();
     void imageInputNamesThePatches();
     void unknownValuesMatchNoChoice();
     void unwarnedRulesStillGreyTheForm();
@@ -181,6 +182,25 @@ void TestKeyRules::vocabLimitOnlyWithCountedTokenizers()
     QCOMPARE(q(image.reason), QStringLiteral("for an image task (the sequence is the patches)"));
 }
 
+void TestKeyRules::bpeMergesOnlyWithBpe()
+{
+    const nlohmann::json bpe = {{"task", {{"kind", "language_model"}, {"tokenizer", "bpe"}}}};
+    QVERIFY(stateIn("task.bpe_merges", bpe).applicable);
+    // bpe's size is its merges: vocab_limit says nothing then.
+    const KeyState limit = stateIn("task.vocab_limit", bpe);
+    QVERIFY(!limit.applicable);
+    QVERIFY(limit.visible);
+    QCOMPARE(q(limit.reason), QStringLiteral("with the bpe tokenizer, whose size task.bpe_merges sets"));
+    for (const char* tokenizer : {"byte", "character", "word"}) {
+        const KeyState merges
+            = stateIn("task.bpe_merges", {{"task", {{"kind", "classification"}, {"tokenizer", tokenizer}}}});
+        QVERIFY2(!merges.applicable && merges.visible, tokenizer);
+        QCOMPARE(q(merges.reason), QStringLiteral("unless task.tokenizer is \"bpe\""));
+    }
+    QVERIFY(!stateIn("task.bpe_merges", {{"task", {{"kind", "listops"}, {"tokenizer", "bpe"}}}}).visible);
+    QVERIFY(!stateIn("task.bpe_merges", {{"task", {{"kind", "shapes"}, {"tokenizer", "bpe"}}}}).visible);
+}
+
 void TestKeyRules::imageInputNamesThePatches()
 {
     // 32 / 4 = 8 patches a side, 64 in all; 224 / 16 = 14, 196.
@@ -262,23 +282,23 @@ void TestKeyRules::warnedKeysInTableOrder()
     const nlohmann::json listops = {{"task", {{"kind", "listops"}, {"tokenizer", "byte"}}}};
     QCOMPARE(unusedIn("task", listops),
              (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.path", "task.tokenizer",
-                          "task.vocab_limit", "task.validation_fraction", "task.test_fraction"}));
+                          "task.vocab_limit", "task.bpe_merges", "task.validation_fraction", "task.test_fraction"}));
     QCOMPARE(reasonOf("task", "task.flip", listops), QStringLiteral("for a text task (they augment images)"));
 
     // CIFAR-10: the token keys, the generated sizes, its fixed test split, skip_bad_inputs; each key once.
     const nlohmann::json cifar = {{"task", {{"kind", "cifar10"}}}};
     QCOMPARE(unusedIn("task", cifar),
-             (QStringList{"task.tokenizer", "task.vocab_limit", "task.sequence_length", "task.min_length",
-                          "task.max_length", "task.train_size", "task.validation_size", "task.test_size",
+             (QStringList{"task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.sequence_length",
+                          "task.min_length", "task.max_length", "task.train_size", "task.validation_size", "task.test_size",
                           "task.test_fraction", "task.skip_bad_inputs"}));
     QCOMPARE(reasonOf("task", "task.train_size", cifar),
              QStringLiteral("for images read from a folder (they size generated tasks)"));
 
-    // A language model on words: only the ListOps sizes and augmentation.
+    // A language model on words: only the ListOps sizes, augmentation and the merges of bpe.
     const nlohmann::json words = {{"task", {{"kind", "language_model"}, {"tokenizer", "word"}}}};
     QCOMPARE(unusedIn("task", words),
              (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.min_length", "task.max_length",
-                          "task.train_size", "task.validation_size", "task.test_size"}));
+                          "task.train_size", "task.validation_size", "task.test_size", "task.bpe_merges"}));
     QCOMPARE(reasonOf("task", "task.min_length", words),
              QStringLiteral("for a task read from a file (they size generated ListOps)"));
 

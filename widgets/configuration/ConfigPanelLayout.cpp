@@ -190,11 +190,17 @@ QList<FieldGroup> makeLayout()
              {"task.path", t("Data file or folder"),
               t("The TSV/CSV (classification) or text (language model) file; the folder of class sub-folders (image "
                 "folder); the folder holding CIFAR-10's data_batch_*.bin and test_batch.bin.")},
-             {"task.tokenizer", t("Tokenizer"), t("How file texts become tokens. Bytes need vocab_size >= 258."), {}, 0.1,
-              false, {{"byte", t("Bytes")}, {"character", t("Characters")}, {"word", t("Words")}}},
+             {"task.tokenizer", t("Tokenizer"),
+              t("How file texts become tokens. Bytes need vocab_size >= 258; BPE (byte-pair encoding) 260 + its "
+                "merges."),
+              {}, 0.1, false,
+              {{"byte", t("Bytes")}, {"character", t("Characters")}, {"word", t("Words")}, {"bpe", t("BPE subwords")}}},
              {"task.vocab_limit", t("Vocabulary limit"),
               t("Character and word tokenizers: keep the most frequent tokens of the training split, plus padding "
                 "and unknown.")},
+             {"task.bpe_merges", t("BPE merges"),
+              t("BPE tokenizer: merges learned from the training texts when the run starts, most frequent pair "
+                "first; the vocabulary is 260 + merges ids (padding, unknown, start, end and the 256 bytes).")},
              {"task.sequence_length", t("Sequence length"), t("Longer texts are cut. 0: model.max_len."), t("= max_len")},
              {"task.validation_fraction", t("Validation fraction"),
               t("Share of the file held out for validation (deterministic from the data seed)."), {}, 0.01},
