@@ -182,6 +182,35 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "attention": "mixed", "attention_mix": ["full", "local", "longformer", "bigbird"],
               "local_block_size": 3, "longformer_window": 3, "bigbird_block_size": 3, "bigbird_random_blocks": 1})"
         << "train" << false;
+    // Fixed path weights of an encoder (issue 35): the buffers' values are checked
+    // against model.path_weight ("initial.*").
+    QTest::newRow("multi-path 4 paths, fixed weights 1 over sqrt(n)")
+        << R"({"layers": 2, "paths": 4, "path_norm": true, "path_weight": "inverse_sqrt_n"})" << "train" << false;
+
+    // Encoder-decoders (issue 35): padded sources of lengths 10, 7, 4 and padded
+    // targets of lengths 8, 5, 6; expectDrops: drops on both sides.
+    QTest::newRow("translation dense: 2-layer encoder, 3-layer decoder")
+        << R"({"head": "translation", "layers": 2, "decoder_layers": 3})" << "train" << false;
+    QTest::newRow("translation multi-path: 3 paths, PathNorm, learnable weights from 1/n, extra features")
+        << R"({"head": "translation", "layers": 2, "decoder_layers": 2, "paths": 3, "path_norm": true,
+              "learnable_path_weights": true, "path_extra_features": true, "path_weight": "inverse_n"})"
+        << "train" << false;
+    QTest::newRow("translation WideNet: shared attention and MoE, drops on both sides, z-loss")
+        << R"({"head": "translation", "layers": 3, "decoder_layers": 2, "experts": 4, "top_k": 2,
+              "capacity_factor": 0.8, "share_attention": true, "share_ffn": true, "router_z_loss_weight": 0.05})"
+        << "train" << true;
+    QTest::newRow("translation shared LayerNorms: path combiners shared too, 3-layer encoder, 1-layer decoder, eval")
+        << R"({"head": "translation", "layers": 3, "decoder_layers": 1, "share_layernorm": true, "paths": 2,
+              "path_norm": true})"
+        << "eval" << false;
+    QTest::newRow("translation MoE top-1: router per block, 2 groups, eval capacity drops")
+        << R"({"head": "translation", "layers": 2, "decoder_layers": 3, "experts": 3, "top_k": 1,
+              "share_router": false, "routing_groups": 2, "eval_capacity_factor": 0.7})"
+        << "eval" << true;
+    QTest::newRow("translation linformer: linformer encoder, full decoder, shared attention")
+        << R"({"head": "translation", "layers": 2, "decoder_layers": 2, "attention": "linformer", "linformer_k": 4,
+              "share_attention": true})"
+        << "train" << false;
 }
 
 void TestReference::matchesReference()
@@ -193,6 +222,18 @@ void TestReference::matchesReference()
 
     torch::manual_seed(7);
     WideTransformer model(c);
+    // Path weights (alpha, beta) as initialised, before the perturbation below.
+    std::map<std::string, torch::Tensor> initialPathWeights;
+    auto isPathWeight = [](const std::string& name) {
+        const std::string leaf = name.substr(name.rfind('.') + 1);
+        return (leaf == "alpha" || leaf == "beta") && name.find("path_") != std::string::npos;
+    };
+    for (const auto& item : model->named_parameters())
+        if (isPathWeight(item.key()))
+            initialPathWeights[item.key()] = item.value().detach().clone();
+    for (const auto& item : model->named_buffers())
+        if (isPathWeight(item.key()))
+            initialPathWeights[item.key()] = item.value().detach().clone();
     {
         // Move every parameter off its initial value so that LayerNorms, path
         // weights and the CLS token differ per block, and make the router decisive.
@@ -200,7 +241,7 @@ void TestReference::matchesReference()
         for (auto& p : model->parameters())
             p.add_(torch::randn_like(p) * 0.1);
         for (const auto& item : model->named_parameters())
-            if (item.key().rfind("router.", 0) == 0)
+            if (item.key().rfind("router.", 0) == 0 || item.key().rfind("decoder.router.", 0) == 0)
                 item.value().normal_(0.0, 1.0);
     }
     mode == "train" ? model->train() : model->eval();
@@ -213,11 +254,28 @@ void TestReference::matchesReference()
                                     : torch::randint(c.vocabSize, {B, T}, torch::kLong);
     const torch::Tensor lengths = torch::tensor({10, 7, 4}, torch::kLong);
     const torch::Tensor mask = image ? torch::Tensor() : torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);
-    const torch::Tensor targets = c.head == HeadKind::Classification ? torch::randint(c.numClasses, {B}, torch::kLong)
-                                                                     : torch::randint(c.vocabSize, {B, T}, torch::kLong);
+    // Translation: the decoder reads T' = 8 target tokens, right-padded to lengths
+    // 8, 5 and 6, and predicts the next one at each.
+    const bool translation = c.isTranslation();
+    const std::int64_t targetLength = translation ? 8 : T;
+    TargetInput target;
+    if (translation) {
+        target.ids = torch::randint(c.vocabSize, {B, targetLength}, torch::kLong);
+        target.mask = torch::arange(targetLength).unsqueeze(0) < torch::tensor({8, 5, 6}, torch::kLong).unsqueeze(1);
+    }
+    const torch::Tensor lossMask = translation ? target.mask : mask;
+    const torch::Tensor targets = c.head == HeadKind::Classification
+                                      ? torch::randint(c.numClasses, {B}, torch::kLong)
+                                      : torch::randint(c.vocabSize, {B, targetLength}, torch::kLong);
 
-    const ModelOutput output = model->forward(ids, mask);
-    const torch::Tensor loss = taskLoss(c, output.logits, targets, mask) + c.balanceLossWeight * output.balanceLoss;
+    const ModelOutput output = model->forward(ids, mask, target);
+    // The z-loss is computed only when training with a weight above zero.
+    const bool zLoss = mode == "train" && c.routerZLossWeight > 0.0 && c.isMoe();
+    torch::Tensor loss = taskLoss(c, output.logits, targets, lossMask) + c.balanceLossWeight * output.balanceLoss;
+    if (zLoss) {
+        QVERIFY2(output.routerZLoss.defined(), "no router z-loss while training with a z-loss weight");
+        loss = loss + c.routerZLossWeight * output.routerZLoss;
+    }
     loss.backward();
 
     std::map<std::string, torch::Tensor> tensors{{"input.targets", targets}};
@@ -226,6 +284,10 @@ void TestReference::matchesReference()
     } else {
         tensors["input.ids"] = ids;
         tensors["input.mask"] = mask;
+    }
+    if (translation) {
+        tensors["input.target_ids"] = target.ids;
+        tensors["input.target_mask"] = target.mask;
     }
     for (const auto& item : model->named_parameters())
         tensors["param." + item.key()] = item.value();
@@ -273,7 +335,14 @@ void TestReference::matchesReference()
 
     CHECK_CLOSE("logits", output.logits, expected["logits"]);
     CHECK_CLOSE("balance_loss", output.balanceLoss, expected["balance_loss"]);
+    if (zLoss)
+        CHECK_CLOSE("router_z_loss", output.routerZLoss, expected["router_z_loss"]);
     CHECK_CLOSE("loss", loss, expected["loss"]);
+    for (const auto& [name, value] : initialPathWeights)
+        CHECK_CLOSE("initial." + name, value, expected["initial." + name]);
+    for (const auto& [name, value] : expected)
+        if (name.rfind("initial.", 0) == 0)
+            QVERIFY2(initialPathWeights.count(name.substr(8)), ("the model has no path weight " + name.substr(8)).c_str());
     int gradients = 0;
     for (const auto& item : model->named_parameters()) {
         const torch::Tensor grad = item.value().grad().defined() ? item.value().grad() : torch::zeros_like(item.value());
@@ -287,11 +356,15 @@ void TestReference::matchesReference()
     trace.captureAttention = false;
     {
         torch::NoGradGuard noGrad;
-        model->inspect(ids, mask, trace);
+        model->inspect(ids, mask, trace, target);
     }
+    // The trace's blocks: the encoder's, then (translation) the decoder's.
+    const std::int64_t decoderBlocks = translation ? c.decoderLayers : 0;
+    QCOMPARE(static_cast<std::int64_t>(trace.blocks.size()), c.layers + decoderBlocks);
     int call = 0;
-    bool dropped = false;
-    for (const auto& block : trace.blocks) {
+    bool dropped = false, droppedInDecoder = false;
+    for (std::size_t b = 0; b < trace.blocks.size(); ++b) {
+        const auto& block = trace.blocks[b];
         if (!block.routed)
             continue;
         const std::string prefix = "route." + std::to_string(call++) + ".";
@@ -299,9 +372,14 @@ void TestReference::matchesReference()
         QVERIFY2(torch::equal(block.expert, expected[prefix + "expert"]), (prefix + "expert differs").c_str());
         QVERIFY2(torch::equal(block.kept, expected[prefix + "kept"]), (prefix + "kept differs").c_str());
         CHECK_CLOSE(prefix + "gates", block.gates, expected[prefix + "gates"]);
-        dropped = dropped || !block.kept.all().item<bool>();
+        const bool drops = !block.kept.all().item<bool>();
+        (static_cast<std::int64_t>(b) < c.layers ? dropped : droppedInDecoder) |= drops;
     }
-    QCOMPARE(call, static_cast<int>(c.routingCalls()));
+    // Routing calls: G in the encoder, min(G, decoder_layers) in the decoder.
+    const std::int64_t calls = c.isMoe() ? c.routingGroups + std::min(c.routingGroups, decoderBlocks) : 0;
+    QCOMPARE(call, static_cast<int>(calls));
+    if (translation)
+        QCOMPARE(droppedInDecoder, expectDrops);
     QVERIFY2(!expected.count("route." + std::to_string(call) + ".expert"), "the reference made more routing calls");
     QCOMPARE(dropped, expectDrops);
 }

@@ -9,9 +9,18 @@ CASE.pt:   dict str -> Tensor with "param.<name>" for every parameter and buffer
            "input.ids" [B, T] int64, "input.mask" [B, T] bool (optional),
            or, when model.input is "image", "input.pixels" [B, C, H, W] float
            (normalised; no mask),
-           "input.targets" [B] (classification) or [B, T] (language_model) int64.
-OUT.pt:    dict str -> Tensor: "logits", "balance_loss", "loss", "grad.<name>" for
-           every trainable parameter, and "route.<t>.expert|kept|gates" per routing call.
+           "input.targets" [B] (classification) or [B, T] (language_model) int64;
+           translation (an encoder-decoder, reference_decoder.py): "input.ids" and
+           "input.mask" are the source, "input.target_ids" [B, T'] int64 the
+           decoder's input, "input.target_mask" [B, T'] bool (optional) and
+           "input.targets" [B, T'] int64.
+OUT.pt:    dict str -> Tensor: "logits", "balance_loss", "router_z_loss", "loss"
+           (the task loss, plus balance_loss_weight x balance loss, plus
+           router_z_loss_weight x z-loss), "grad.<name>" for every trainable
+           parameter, "route.<t>.expert|kept|gates" per routing call (an
+           encoder-decoder's encoder calls first), and "initial.<name>" for every
+           path weight (alpha, beta): the value model.path_weight gives it at
+           initialisation.
 
 reference_selftest.py checks this reference against torch's own modules and
 hand-worked values. Written from the specification only, for clarity rather than speed. Dropout and
@@ -32,6 +41,7 @@ import torch
 import torch.nn.functional as F
 
 import attention_mechanisms
+import reference_decoder
 
 LN_EPS = 1e-5
 
@@ -82,9 +92,29 @@ def num_path_features(cfg):
     return 2 * n if cfg["path_extra_features"] else n
 
 
+def is_translation(cfg):
+    return cfg["head"] == "translation"
+
+
+def path_weight_value(cfg):
+    """The initial alpha of every path feature (model.path_weight), n = paths."""
+    n = cfg["paths"]
+    rule = cfg.get("path_weight", "inverse_sqrt_2n")
+    if rule == "inverse_sqrt_2n":
+        return 1.0 / math.sqrt(2 * n)
+    if rule == "inverse_n":
+        return 1.0 / n
+    if rule == "inverse_sqrt_n":
+        return 1.0 / math.sqrt(n)
+    raise ValueError(f"unknown path_weight {rule!r}")
+
+
 def validate_config(cfg):
-    if cfg["head"] not in ("classification", "language_model"):
+    if cfg["head"] not in ("classification", "language_model", "translation"):
         raise ValueError(f"unknown head {cfg['head']!r}")
+    path_weight_value(cfg)
+    if is_translation(cfg):
+        reference_decoder.validate_config(cfg)
     if cfg["head"] == "classification" and cfg["pooling"] not in ("cls", "mean"):
         raise ValueError(f"unknown pooling {cfg['pooling']!r}")
     if cfg["activation"] not in ("gelu", "relu", "silu"):
@@ -123,6 +153,31 @@ def expected_parameter_shapes(cfg):
     shapes["embed.position.weight"] = [n_positions + (1 if cls else 0), D]
     if cls:
         shapes["embed.cls"] = [D]
+    shapes.update(block_parameter_shapes(cfg))
+
+    shapes["final_ln.weight"] = [D]
+    shapes["final_ln.bias"] = [D]
+    if cfg["head"] == "classification":
+        if cfg["pooler"]:
+            shapes["pooler.weight"] = [D, D]
+            shapes["pooler.bias"] = [D]
+        shapes["classifier.weight"] = [cfg["num_classes"], D]
+        shapes["classifier.bias"] = [cfg["num_classes"]]
+    elif cfg["head"] == "language_model":
+        shapes["lm_head.weight"] = [V, D]
+        shapes["lm_head.bias"] = [V]
+    else:  # translation: the decoder; its output is tied to embed.token.weight
+        shapes.update(reference_decoder.parameter_shapes(cfg))
+    return shapes
+
+
+def block_parameter_shapes(cfg, prefix=""):
+    """The parameters of cfg["layers"] blocks (attention, FFN or experts, router,
+    LayerNorms, path combiners), each name under `prefix`."""
+    D, L = cfg["d_model"], cfg["layers"]
+    H, A, M = cfg["heads"], cfg["head_dim"], cfg["ffn_dim"]
+    n, E = cfg["paths"], cfg["experts"]
+    shapes = {}
 
     n_att = 1 if cfg["share_attention"] else L
     n_ffn = 1 if cfg["share_ffn"] else L
@@ -162,25 +217,26 @@ def expected_parameter_shapes(cfg):
                     shapes[f"{which}.{i}.norm_bias"] = [m, D]
                 shapes[f"{which}.{i}.alpha"] = [m]
                 shapes[f"{which}.{i}.beta"] = [1]
+    return {prefix + name: shape for name, shape in shapes.items()}
 
-    shapes["final_ln.weight"] = [D]
-    shapes["final_ln.bias"] = [D]
-    if cfg["head"] == "classification":
-        if cfg["pooler"]:
-            shapes["pooler.weight"] = [D, D]
-            shapes["pooler.bias"] = [D]
-        shapes["classifier.weight"] = [cfg["num_classes"], D]
-        shapes["classifier.bias"] = [cfg["num_classes"]]
-    else:
-        shapes["lm_head.weight"] = [V, D]
-        shapes["lm_head.bias"] = [V]
-    return shapes
+
+def is_path_weight(name):
+    """alpha and beta of a path combiner (path_att, path_ffn, decoder.path_cross, ...)."""
+    if name.startswith("decoder."):
+        name = name[len("decoder."):]
+    return name.startswith("path_") and name.rsplit(".", 1)[1] in ("alpha", "beta")
 
 
 def is_trainable(cfg, name):
     """Path alpha/beta are buffers unless learnable_path_weights is on."""
-    is_path_weight = name.startswith("path_") and name.rsplit(".", 1)[1] in ("alpha", "beta")
-    return cfg["learnable_path_weights"] or not is_path_weight
+    return cfg["learnable_path_weights"] or not is_path_weight(name)
+
+
+def initial_value(cfg, name, shape):
+    """A path weight's value at initialisation: alpha = path_weight_value, beta = 1."""
+    if name.rsplit(".", 1)[1] == "beta":
+        return torch.ones(shape)
+    return torch.full(shape, path_weight_value(cfg))
 
 
 # ----------------------------------------------------------------------------
@@ -325,6 +381,13 @@ def route_tokens(tokens, router_weight, top_k, capacity_factor,
     return Routing(expert=expert, kept=kept, gates=gates), balance
 
 
+def router_z_loss(tokens, router_weight):
+    """ST-MoE's router z-loss of one routing call: the mean over the S routed
+    tokens of the squared log-sum-exp of their router logits."""
+    logits = tokens @ router_weight.T                  # [S, E]
+    return (torch.logsumexp(logits, dim=-1) ** 2).mean()
+
+
 def moe_forward(tokens, routing, w_in, b_in, w_out, b_out, act_name):
     """out[s] = sum over kept choices c of gates[s, c] * expert_{expert[s, c]}(x[s]).
 
@@ -389,13 +452,49 @@ class WideLabReference:
             y = y + alpha[j] * f
         return y
 
-    def forward(self, ids, mask):
-        """Returns (logits, balance_loss, routes, mask_used_by_blocks).
-        ids: token ids [B, T], or for image models pixels [B, C, S, S]."""
+    def ffn_features(self, side, i, mask):
+        """The FFN sublayer's features of block i of `side` (this model's cfg or the
+        decoder's, whose layers and routing_groups are its own) whose parameter
+        names start with side["prefix"]. MoE: only the real tokens (mask) are
+        routed, only a group's first block routes, the others reuse its routing;
+        masked positions get MoE output 0."""
         cfg, p = self.cfg, self.p
-        L, G = cfg["layers"], cfg["routing_groups"]
+        prefix = side["prefix"]
+        f = 0 if cfg["share_ffn"] else i
+        w = [p[f"{prefix}ffn.{f}.{k}"] for k in ("w_in", "b_in", "w_out", "b_out")]
+        if cfg["experts"] == 1:
+            return lambda x: dense_ffn_paths(x, *w, cfg["activation"])
+
+        L, G = side["layers"], side["routing_groups"]
+        r = 0 if cfg["share_router"] else i
+        group = (i * G) // L
+        first_of_group = i == 0 or ((i - 1) * G) // L != group
+
+        def features(x):
+            tokens = x[mask]                             # [S, D], row-major over [B, T]
+            if first_of_group:
+                router = p[f"{prefix}router.{r}.weight"]
+                routing, balance = route_tokens(
+                    tokens, router, cfg["top_k"], self.capacity_factor,
+                    cfg["routing_priority"], cfg["renormalize_gates"],
+                    token_major=side["token_major"])
+                self.balance_loss = self.balance_loss + balance
+                self.router_z_loss = self.router_z_loss + router_z_loss(tokens, router)
+                self.routes.append(routing)
+                self.group_routing = routing
+            out_tokens = moe_forward(tokens, self.group_routing, *w, cfg["activation"])
+            out = torch.zeros_like(x)                    # masked positions: MoE output 0
+            out[mask] = out_tokens
+            return [out]
+        return features
+
+    def forward(self, ids, mask, target=None):
+        """Returns (logits, balance_loss, routes, mask_used_by_blocks); the router
+        z-loss is left in self.router_z_loss.
+        ids: token ids [B, T], or for image models pixels [B, C, S, S].
+        target: translation only, (target_ids [B, T'], target_mask [B, T'])."""
+        cfg, p = self.cfg, self.p
         causal = cfg["head"] == "language_model"
-        moe = cfg["experts"] > 1
 
         # Embedding
         if is_image(cfg):
@@ -416,50 +515,21 @@ class WideLabReference:
         T_blocks = h.shape[1]
         h = h + p["embed.position.weight"][:T_blocks]
 
-        balance_loss = h.new_zeros(())
-        routes = []                # one Routing per routing call, in block order
-        group_routing = None       # routing of the current group's first block
-        for i in range(L):
+        self.balance_loss = h.new_zeros(())
+        self.router_z_loss = h.new_zeros(())
+        self.routes = []           # one Routing per routing call, in block order
+        self.group_routing = None  # routing of the current group's first block
+        encoder = {"prefix": "", "layers": cfg["layers"], "routing_groups": cfg["routing_groups"],
+                   "token_major": cfg["head"] == "language_model"}
+        for i in range(cfg["layers"]):
             a = 0 if cfg["share_attention"] else i
-            f = 0 if cfg["share_ffn"] else i
             l = 0 if cfg["share_layernorm"] else i
-            r = 0 if cfg["share_router"] else i
 
             def attention_features(x, a=a):
                 return attention_paths(cfg, x, mask, f"attention.{a}", p, causal)
 
             h = self.sublayer(h, f"ln_att.{l}", f"path_att.{l}", attention_features)
-
-            if not moe:
-                def ffn_features(x, f=f):
-                    return dense_ffn_paths(x, p[f"ffn.{f}.w_in"], p[f"ffn.{f}.b_in"],
-                                           p[f"ffn.{f}.w_out"], p[f"ffn.{f}.b_out"],
-                                           cfg["activation"])
-            else:
-                group = (i * G) // L
-                first_of_group = i == 0 or ((i - 1) * G) // L != group
-
-                def ffn_features(x, f=f, r=r, first_of_group=first_of_group):
-                    nonlocal balance_loss, group_routing
-                    tokens = x[mask]                     # [S, D], row-major over [B, T]
-                    if first_of_group:
-                        routing, balance = route_tokens(
-                            tokens, p[f"router.{r}.weight"], cfg["top_k"],
-                            self.capacity_factor, cfg["routing_priority"],
-                            cfg["renormalize_gates"],
-                            token_major=cfg["head"] == "language_model")
-                        balance_loss = balance_loss + balance
-                        routes.append(routing)
-                        group_routing = routing
-                    out_tokens = moe_forward(tokens, group_routing,
-                                             p[f"ffn.{f}.w_in"], p[f"ffn.{f}.b_in"],
-                                             p[f"ffn.{f}.w_out"], p[f"ffn.{f}.b_out"],
-                                             cfg["activation"])
-                    out = torch.zeros_like(x)            # masked positions: MoE output 0
-                    out[mask] = out_tokens
-                    return [out]
-
-            h = self.sublayer(h, f"ln_ffn.{l}", f"path_ffn.{l}", ffn_features)
+            h = self.sublayer(h, f"ln_ffn.{l}", f"path_ffn.{l}", self.ffn_features(encoder, i, mask))
 
         h = layer_norm(h, p["final_ln.weight"], p["final_ln.bias"])
 
@@ -472,9 +542,13 @@ class WideLabReference:
             if cfg["pooler"]:
                 pooled = torch.tanh(pooled @ p["pooler.weight"].T + p["pooler.bias"])
             logits = pooled @ p["classifier.weight"].T + p["classifier.bias"]
-        else:
+        elif cfg["head"] == "language_model":
             logits = h @ p["lm_head.weight"].T + p["lm_head.bias"]
-        return logits, balance_loss, routes, mask
+        else:
+            if target is None:
+                raise ValueError("a translation model needs the target input")
+            logits = reference_decoder.decode(self, h, mask, *target)
+        return logits, self.balance_loss, self.routes, mask
 
 
 def task_loss(cfg, logits, targets, mask):
@@ -483,11 +557,14 @@ def task_loss(cfg, logits, targets, mask):
     return F.cross_entropy(logits[mask], targets[mask])
 
 
-def warn_ill_defined(cfg, mask):
+def warn_ill_defined(cfg, mask, target_mask=None):
     """Fully masked attention rows or empty mean pools give NaN; say so."""
     B, T = mask.shape
     if has_cls_token(cfg):
         return
+    if target_mask is not None and (~target_mask[:, 0]).any():
+        print("warning: a target row starts with a masked token: its causal "
+              "attention row has no valid key (NaN)", file=sys.stderr)
     if cfg["head"] == "language_model":
         if (~mask[:, 0]).any():
             print("warning: a language-model row starts with a masked token: its causal "
@@ -537,18 +614,33 @@ def run_case(cfg, mode, case, dtype=torch.float32):
         mask = case.get("input.mask")
         mask = torch.ones_like(ids, dtype=torch.bool) if mask is None else mask.bool()
     targets = case["input.targets"].long()
-    warn_ill_defined(cfg, mask)
+    target, loss_mask = None, mask
+    if is_translation(cfg):
+        target_ids = case["input.target_ids"].long()
+        target_mask = case.get("input.target_mask")
+        target_mask = (torch.ones_like(target_ids, dtype=torch.bool) if target_mask is None
+                       else target_mask.bool())
+        target, loss_mask = (target_ids, target_mask), target_mask
+        warn_ill_defined(cfg, mask, target_mask)
+    else:
+        warn_ill_defined(cfg, mask)
 
     model = WideLabReference(cfg, params, mode)
-    logits, balance_loss, routes, _ = model.forward(ids, mask)
-    loss = task_loss(cfg, logits, targets, mask) + cfg["balance_loss_weight"] * balance_loss
+    logits, balance_loss, routes, _ = model.forward(ids, mask, target)
+    z_loss = model.router_z_loss
+    loss = (task_loss(cfg, logits, targets, loss_mask) + cfg["balance_loss_weight"] * balance_loss
+            + cfg.get("router_z_loss_weight", 0.0) * z_loss)
     grads = torch.autograd.grad(loss, [params[n] for n in trainable], allow_unused=True)
 
     out = {
         "logits": logits,
         "balance_loss": balance_loss,
+        "router_z_loss": z_loss,
         "loss": loss,
     }
+    for name, shape in expected_parameter_shapes(cfg).items():
+        if is_path_weight(name):
+            out[f"initial.{name}"] = initial_value(cfg, name, shape).to(dtype)
     for name, g in zip(trainable, grads):
         out[f"grad.{name}"] = torch.zeros_like(params[name]) if g is None else g
     for t, routing in enumerate(routes):

@@ -3,7 +3,10 @@
 needed: its attention against torch's MultiheadAttention, its routing and
 mixture of experts against hand-worked values, its multi-path and causal
 variants against their plain equivalents, its gradients against finite
-differences, and its command line end to end.
+differences, and its command line end to end; the encoder-decoder
+(reference_decoder.py): its cross-attention against torch's, its decoder against
+a language model when cross-attention is silenced, causality, masks, sharing and
+routing calls.
 
 Usage:
     python3 reference_selftest.py      (ctest reference_selftest)
@@ -19,6 +22,7 @@ import torch.nn.functional as F
 
 import reference_model
 from reference_model import *  # noqa: F401,F403 (the functions under test, main included)
+import reference_decoder
 
 def default_config(**overrides):
     cfg = {
@@ -36,13 +40,16 @@ def default_config(**overrides):
     return cfg
 
 
-def random_case(cfg, B=2, T=5, seed=0, lengths=None, dtype=torch.float32):
+def random_case(cfg, B=2, T=5, seed=0, lengths=None, dtype=torch.float32,
+                target_length=4, target_lengths=None):
+    """Random parameters and inputs; translation: a target of target_length tokens
+    (lengths target_lengths) as well."""
     gen = torch.Generator().manual_seed(seed)
     case = {}
     for name, shape in expected_parameter_shapes(cfg).items():
         leaf = name.rsplit(".", 1)[1]
         if leaf == "alpha":
-            t = torch.full(shape, 1.0 / math.sqrt(2 * cfg["paths"]))
+            t = torch.full(shape, path_weight_value(cfg))
         elif leaf == "beta":
             t = torch.ones(shape)
         else:
@@ -53,8 +60,15 @@ def random_case(cfg, B=2, T=5, seed=0, lengths=None, dtype=torch.float32):
     case["input.mask"] = torch.arange(T).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
     if cfg["head"] == "classification":
         case["input.targets"] = torch.randint(0, cfg["num_classes"], (B,), generator=gen)
-    else:
+    elif cfg["head"] == "language_model":
         case["input.targets"] = torch.randint(0, cfg["vocab_size"], (B, T), generator=gen)
+    else:
+        T2 = target_length
+        case["input.target_ids"] = torch.randint(0, cfg["vocab_size"], (B, T2), generator=gen)
+        target_lengths = target_lengths or [T2] * B
+        case["input.target_mask"] = (torch.arange(T2).unsqueeze(0)
+                                     < torch.tensor(target_lengths).unsqueeze(1))
+        case["input.targets"] = torch.randint(0, cfg["vocab_size"], (B, T2), generator=gen)
     return case
 
 
@@ -235,7 +249,10 @@ def _test_dropped_token_gets_zero():
 def _run_model(cfg, case, mode="eval"):
     params, _ = load_parameters(cfg, case)
     model = WideLabReference(cfg, params, mode)
-    return model.forward(case["input.ids"], case["input.mask"].clone())
+    target = None
+    if cfg["head"] == "translation":
+        target = (case["input.target_ids"], case["input.target_mask"])
+    return model.forward(case["input.ids"], case["input.mask"].clone(), target)
 
 
 def _test_plain_equals_unit_multipath():
@@ -419,6 +436,227 @@ def _test_image_case_runs():
     out = run_case(cfg, "train", case)
     assert out["logits"].shape == (2, 3)
     assert out["grad.embed.patch.weight"].abs().sum() > 0
+
+
+def _test_path_weight_values():
+    for rule, n, value in (("inverse_sqrt_2n", 2, 0.5), ("inverse_n", 4, 0.25),
+                           ("inverse_sqrt_n", 4, 0.5), ("inverse_n", 3, 1 / 3)):
+        cfg = default_config(paths=n, path_weight=rule)
+        assert abs(path_weight_value(cfg) - value) < 1e-12, (rule, n)
+    assert abs(path_weight_value(default_config(paths=3)) - 1 / math.sqrt(6)) < 1e-12
+    cfg = default_config(head="translation", paths=3, path_extra_features=True,
+                         path_weight="inverse_n", decoder_layers=1)
+    out = run_case(cfg, "eval", random_case(cfg, seed=20))
+    initial = {k[8:]: v for k, v in out.items() if k.startswith("initial.")}
+    # encoder: 2 blocks x (att, ffn); decoder: 1 block x (att, cross, ffn); alpha and beta each
+    assert len(initial) == 2 * (2 * 2 + 3), sorted(initial)
+    assert torch.equal(initial["decoder.path_cross.0.alpha"], torch.full([6], 1 / 3))
+    assert torch.equal(initial["path_ffn.1.beta"], torch.ones(1))
+
+
+def _translation_config(**overrides):
+    return default_config(**dict({"head": "translation", "decoder_layers": 3, "routing_groups": 2,
+                                  "eval_capacity_factor": 0.0}, **overrides))
+
+
+def _test_translation_parameter_names():
+    cfg = _translation_config(paths=2, path_norm=True, experts=1)
+    shapes = expected_parameter_shapes(cfg)
+    D, n, HA = 8, 2, 8
+    assert "lm_head.weight" not in shapes and "classifier.weight" not in shapes
+    assert "embed.cls" not in shapes and shapes["embed.position.weight"] == [8, D]
+    assert shapes["decoder.cross.2.q.weight"] == [n * HA, D]
+    assert shapes["decoder.cross.2.kv.bias"] == [2 * n * HA]
+    assert shapes["decoder.cross.0.out_weight"] == [n, D, HA]
+    assert shapes["decoder.attention.2.qkv.weight"] == [3 * n * HA, D]
+    assert shapes["decoder.path_cross.1.norm_weight"] == [n, D]
+    assert shapes["decoder.final_ln.bias"] == [D] and "decoder.cross.3.q.bias" not in shapes
+    assert "attention.2.qkv.weight" not in shapes  # the encoder has its own 2 layers
+    for name in shapes:                             # no parameter outside the documented families
+        assert name.split(".")[0] in ("embed", "attention", "ffn", "ln_att", "ln_ffn", "path_att",
+                                      "path_ffn", "final_ln", "decoder"), name
+    shared = _translation_config(experts=3, top_k=2, share_attention=True, share_ffn=True,
+                                 share_layernorm=True, share_router=False, paths=1,
+                                 learnable_path_weights=True)
+    names = expected_parameter_shapes(shared)
+    count = lambda family: len({n.split(".")[2] for n in names if n.startswith(f"decoder.{family}.")})
+    assert [count(f) for f in ("attention", "cross", "ffn", "ln_att", "ln_cross", "ln_ffn",
+                               "path_att", "path_cross", "path_ffn", "router")] == [1] * 9 + [3]
+    assert {n.split(".")[1] for n in names if n.startswith("router.")} == {"0", "1"}
+    assert is_trainable(shared, "decoder.path_cross.0.alpha")
+    assert not is_trainable(cfg, "decoder.path_cross.0.alpha")
+
+
+def _test_cross_attention_matches_torch():
+    """One path: q rows from the decoder, k|v rows from the memory, as torch's MHA
+    with separate projections and the source padding mask."""
+    torch.manual_seed(21)
+    B, T2, S, D, H, A = 2, 4, 6, 8, 2, 4   # torch's MHA needs H*A = D
+    HA = H * A
+    cfg = default_config(d_model=D, heads=H, head_dim=A)
+    params = {"c.q.weight": torch.randn(HA, D), "c.q.bias": torch.randn(HA),
+              "c.kv.weight": torch.randn(2 * HA, D), "c.kv.bias": torch.randn(2 * HA),
+              "c.out_weight": torch.randn(1, D, HA), "c.out_bias": torch.randn(1, D)}
+    x, memory = torch.randn(B, T2, D), torch.randn(B, S, D)
+    source_mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    (ours,) = reference_decoder.cross_attention_paths(cfg, x, memory, source_mask, "c", params)
+    w_in = torch.cat([params["c.q.weight"], params["c.kv.weight"]])
+    b_in = torch.cat([params["c.q.bias"], params["c.kv.bias"]])
+    expected, _ = F.multi_head_attention_forward(
+        x.transpose(0, 1), memory.transpose(0, 1), memory.transpose(0, 1), HA, H, w_in, b_in,
+        None, None, False, 0.0, params["c.out_weight"][0], params["c.out_bias"][0],
+        training=False, key_padding_mask=~source_mask, need_weights=False,
+        use_separate_proj_weight=True, q_proj_weight=w_in[:HA], k_proj_weight=w_in[HA:2 * HA],
+        v_proj_weight=w_in[2 * HA:])
+    assert close(ours, expected.transpose(0, 1)), (ours - expected.transpose(0, 1)).abs().max()
+    # two paths: path p's rows are (p*H + h)*A + a for q, ((s*n + p)*H + h)*A + a for k|v
+    n = 2
+    params2 = {"c.q.weight": torch.randn(n * HA, D), "c.q.bias": torch.randn(n * HA),
+               "c.kv.weight": torch.randn(2 * n * HA, D), "c.kv.bias": torch.randn(2 * n * HA),
+               "c.out_weight": torch.randn(n, D, HA), "c.out_bias": torch.randn(n, D)}
+    outs = reference_decoder.cross_attention_paths(dict(cfg, paths=n), x, memory, source_mask,
+                                                   "c", params2)
+    for p in range(n):
+        one = {"c.q.weight": params2["c.q.weight"][p * HA:(p + 1) * HA],
+               "c.q.bias": params2["c.q.bias"][p * HA:(p + 1) * HA],
+               "c.kv.weight": params2["c.kv.weight"][[*range(p * HA, (p + 1) * HA),
+                                                      *range((n + p) * HA, (n + p + 1) * HA)]],
+               "c.kv.bias": params2["c.kv.bias"][[*range(p * HA, (p + 1) * HA),
+                                                  *range((n + p) * HA, (n + p + 1) * HA)]],
+               "c.out_weight": params2["c.out_weight"][p:p + 1],
+               "c.out_bias": params2["c.out_bias"][p:p + 1]}
+        (single,) = reference_decoder.cross_attention_paths(cfg, x, memory, source_mask, "c", one)
+        assert close(outs[p], single), p
+
+
+def _test_decoder_without_cross_is_tied_language_model():
+    """Cross-attention silenced (out weights and bias 0, plain residual): the decoder
+    is a causal language model of the decoder's blocks with lm_head = embed.token.weight."""
+    for overrides in ({}, {"experts": 3, "top_k": 2, "share_ffn": True},
+                      {"share_attention": True, "share_layernorm": True}):
+        cfg = _translation_config(**overrides)
+        case = random_case(cfg, B=2, T=5, seed=22, lengths=[5, 2], target_length=6,
+                           target_lengths=[6, 3])
+        for i in range(3):
+            for suffix in ("out_weight", "out_bias"):
+                if f"param.decoder.cross.{i}.{suffix}" in case:
+                    case[f"param.decoder.cross.{i}.{suffix}"].zero_()
+        logits = _run_model(cfg, case)[0]
+        lm = default_config(**dict(overrides, head="language_model", layers=3, routing_groups=2,
+                                   eval_capacity_factor=0.0))
+        lm_case = {"input.ids": case["input.target_ids"], "input.mask": case["input.target_mask"]}
+        for name in expected_parameter_shapes(lm):
+            if name == "lm_head.weight":
+                lm_case["param." + name] = case["param.embed.token.weight"]
+            elif name == "lm_head.bias":
+                lm_case["param." + name] = torch.zeros(cfg["vocab_size"])
+            elif name.startswith("embed."):
+                lm_case["param." + name] = case["param." + name]
+            else:
+                lm_case["param." + name] = case["param.decoder." + name]
+        expected = _run_model(lm, lm_case)[0]
+        assert close(logits, expected), (overrides, (logits - expected).abs().max())
+
+
+def _test_translation_causal_and_masks():
+    cfg = _translation_config(paths=3, path_norm=True, path_extra_features=True)
+    case = random_case(cfg, B=2, T=5, seed=23, lengths=[5, 3], target_length=5,
+                       target_lengths=[5, 4])
+    base = _run_model(cfg, case)[0]
+    assert base.shape == (2, 5, cfg["vocab_size"])
+    # later target tokens do not change earlier logits
+    later = dict(case, **{"input.target_ids": case["input.target_ids"].clone()})
+    later["input.target_ids"][:, 3:] = (later["input.target_ids"][:, 3:] + 1) % cfg["vocab_size"]
+    out = _run_model(cfg, later)[0]
+    assert close(base[:, :3], out[:, :3]) and not close(base[:, 3:], out[:, 3:])
+    # padded source tokens change nothing; a real one changes every position
+    padded = dict(case, **{"input.ids": case["input.ids"].clone()})
+    padded["input.ids"][1, 3:] = (padded["input.ids"][1, 3:] + 1) % cfg["vocab_size"]
+    assert close(base, _run_model(cfg, padded)[0])
+    real = dict(case, **{"input.ids": case["input.ids"].clone()})
+    real["input.ids"][0, 4] = (real["input.ids"][0, 4] + 1) % cfg["vocab_size"]
+    changed = (_run_model(cfg, real)[0] - base).abs().amax(-1)
+    assert (changed[0] > 1e-6).all() and (changed[1] < 1e-6).all(), changed
+
+
+def _test_translation_routing():
+    """Encoder calls first (its real source tokens, no CLS), then the decoder's
+    min(G, decoder_layers) calls on the real target tokens, token-major."""
+    for layers, Ld, G in ((2, 3, 2), (3, 1, 3), (2, 4, 2)):
+        cfg = _translation_config(layers=layers, decoder_layers=Ld, routing_groups=G, experts=4,
+                                  top_k=2, share_router=False, eval_capacity_factor=0.6)
+        case = random_case(cfg, B=2, T=5, seed=24, lengths=[5, 3], target_length=4,
+                           target_lengths=[4, 2])
+        out = run_case(cfg, "eval", case)
+        calls = len([k for k in out if k.startswith("route.") and k.endswith(".expert")])
+        assert calls == G + min(G, Ld), (layers, Ld, G, calls)
+        assert out["route.0.expert"].shape == (8, 2)
+        assert out[f"route.{G}.expert"].shape == (6, 2)
+        for i in range(Ld):
+            routes = (i * min(G, Ld)) // Ld != ((i - 1) * min(G, Ld)) // Ld or i == 0
+            assert (out[f"grad.decoder.router.{i}.weight"].abs().sum() > 0) == routes, (Ld, G, i)
+    # slots: the encoder's choice-major (as a classifier's), the decoder's token-major
+    cfg = _translation_config(layers=2, decoder_layers=2, experts=2, top_k=2)
+    case = random_case(cfg, seed=25)
+    seen = []
+    original = reference_model.route_tokens
+
+    def spy(*args, token_major=False, **kwargs):
+        seen.append(token_major)
+        return original(*args, token_major=token_major, **kwargs)
+
+    reference_model.route_tokens = spy  # where WideLabReference looks it up
+    try:
+        _run_model(cfg, case)
+    finally:
+        reference_model.route_tokens = original
+    assert seen == [False, False, True, True], seen
+
+
+def _test_translation_gradients_finite_difference():
+    cases = [
+        _translation_config(decoder_layers=2, paths=3, path_norm=True, learnable_path_weights=True,
+                            path_extra_features=True, path_weight="inverse_n", share_layernorm=True),
+        _translation_config(decoder_layers=2, experts=3, top_k=2, capacity_factor=1.0,
+                            routing_groups=1, share_attention=True, router_z_loss_weight=0.1),
+    ]
+    for cfg in cases:
+        case = random_case(cfg, B=2, T=4, seed=26, lengths=[4, 2], dtype=torch.float64,
+                           target_length=3, target_lengths=[3, 2])
+        names = [n for n in expected_parameter_shapes(cfg) if is_trainable(cfg, n)
+                 and (n.startswith("decoder.") or n.startswith("embed.") or n.startswith("ffn."))]
+
+        def loss_fn(*tensors):
+            c = dict(case)
+            for n, t in zip(names, tensors):
+                c["param." + n] = t
+            params = {k[6:]: v for k, v in c.items() if k.startswith("param.")}
+            model = WideLabReference(cfg, params, "train")
+            logits, bal, _, _ = model.forward(c["input.ids"], c["input.mask"].clone(),
+                                              (c["input.target_ids"], c["input.target_mask"]))
+            return (task_loss(cfg, logits, c["input.targets"], c["input.target_mask"])
+                    + cfg["balance_loss_weight"] * bal
+                    + cfg.get("router_z_loss_weight", 0.0) * model.router_z_loss)
+
+        inputs = [case["param." + n].clone().requires_grad_(True) for n in names]
+        assert torch.autograd.gradcheck(loss_fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-4)
+
+
+def _test_translation_end_to_end():
+    cfg = _translation_config(experts=2, top_k=1, capacity_factor=1.0, router_z_loss_weight=0.5)
+    case = random_case(cfg, B=2, T=5, seed=27, lengths=[5, 3], target_length=4,
+                       target_lengths=[4, 3])
+    out = run_case(cfg, "train", case)
+    assert out["logits"].shape == (2, 4, cfg["vocab_size"])
+    mask = case["input.target_mask"]
+    expected = (F.cross_entropy(out["logits"][mask], case["input.targets"][mask])
+                + 0.01 * out["balance_loss"] + 0.5 * out["router_z_loss"])
+    assert close(out["loss"], expected)
+    assert out["router_z_loss"] > 0
+    # the tied embedding gets gradient from both ends, the decoder's cross-attention too
+    assert out["grad.embed.token.weight"].abs().sum() > 0
+    assert out["grad.decoder.cross.2.kv.weight"].abs().sum() > 0
+    assert out["grad.attention.0.qkv.weight"].abs().sum() > 0
 
 
 def self_test():
