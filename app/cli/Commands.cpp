@@ -21,6 +21,7 @@
 #include "train/MemoryEstimate.h"
 #include "train/RunConfig.h"
 #include "benchmark/Benchmark.h"
+#include "benchmark/DecodeBenchmark.h"
 #include "train/Trainer.h"
 
 #include <torch/torch.h>
@@ -57,6 +58,11 @@ usage:
                                         throughput, MFU against the measured matmul peak (and
                                         a nominal one), peak memory, phases; --cuda-graph
                                         replays a captured training step (timing only)
+  widelab-cli bench CONFIG --mode decode [--batch B] [--seq S] [--steps N] [--threads N] [--device D]
+                    [--json]
+                                        a translation model's greedy decoding to 50 and 200 target
+                                        tokens from S-token sources: tokens/s with cached keys and
+                                        values against recomputing the prefix (best of N)
   widelab-cli bench CONFIG --nproc N [--batch B] [--seq T] [--steps N] [--warmup W] [--json]
                                         training on N processes against one at the same global
                                         batch: tokens/s, and the all-reduce share that overlapping
@@ -378,6 +384,43 @@ std::string fixed(double value, int decimals)
     return text;
 }
 
+// bench --mode decode: greedy decoding with the cache against recomputing the prefix.
+int benchDecode(const ModelConfig& model, const Arguments& a, std::ostream& out)
+{
+    if (a.has("--bf16") || a.has("--cuda-graph") || a.has("--warmup") || a.has("--peak-tflops"))
+        throw UsageError("--mode decode takes --batch, --seq, --steps, --threads, --device and --json");
+    const std::int64_t batch = a.integer("--batch", 8, 1, 65536);
+    const std::int64_t sourceTokens = a.integer("--seq", 50, 1, 1 << 20);
+    const std::int64_t repeats = a.integer("--steps", 3, 1, 1000);
+    setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
+    std::vector<DecodeBenchmarkRow> rows;
+    try {
+        rows = runDecodeBenchmark(model, batch, sourceTokens, {50, 200}, repeats, a.text("--device", "cpu"));
+    } catch (const std::invalid_argument& error) {
+        throw UsageError(error.what());
+    }
+    if (a.has("--json")) {
+        nlohmann::json json = {{"mode", "decode"}, {"batch", batch}, {"source_tokens", sourceTokens},
+                               {"threads", computeThreads()}, {"rows", nlohmann::json::array()}};
+        for (const DecodeBenchmarkRow& row : rows)
+            json["rows"].push_back({{"target_tokens", row.targetTokens},
+                                    {"cached_tokens_per_second", row.cachedTokensPerSecond()},
+                                    {"recomputed_tokens_per_second", row.recomputedTokensPerSecond()},
+                                    {"speedup", row.cachedSeconds > 0.0 ? row.recomputedSeconds / row.cachedSeconds : 0.0}});
+        out << json.dump(2) << "\n";
+        return 0;
+    }
+    out << "greedy decoding, " << batch << " sources of " << sourceTokens << " tokens, " << computeThreads()
+        << " threads, best of " << repeats << "\n";
+    TextTable table({"target tokens", "cached tokens/s", "recomputed tokens/s", "speedup"});
+    for (const DecodeBenchmarkRow& row : rows)
+        table.addRow({std::to_string(row.targetTokens), fixed(row.cachedTokensPerSecond(), 1),
+                      fixed(row.recomputedTokensPerSecond(), 1),
+                      fixed(row.recomputedSeconds / row.cachedSeconds, 2) + "x"});
+    out << table.render();
+    return 0;
+}
+
 int bench(const Arguments& a, std::ostream& out)
 {
     if (a.has("--nproc")) {  // training on several processes against one (docs/distributed.md)
@@ -398,8 +441,10 @@ int bench(const Arguments& a, std::ostream& out)
     const std::string source = a.single("CONFIG");
     const ModelDocument document = loadDocument(source);
     const std::string mode = a.text("--mode", "train");
+    if (mode == "decode")
+        return benchDecode(document.model, a, out);
     if (mode != "train" && mode != "infer")
-        throw UsageError("--mode: \"" + mode + "\" is not train or infer");
+        throw UsageError("--mode: \"" + mode + "\" is not train, infer or decode");
     BenchmarkOptions options;
     options.train = mode == "train";
     options.batch = a.integer("--batch", 16, 1, 65536);

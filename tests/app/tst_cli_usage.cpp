@@ -19,6 +19,7 @@ private Q_SLOTS:
     void bench();
     void benchText();
     void benchDevice();
+    void benchDecode();
 
     void textTableRendersExactly();
     void textTableAlignsColumns();
@@ -273,6 +274,34 @@ void TestCliUsage::bench()
 // error; --bf16 runs under autocast (on the CPU too) and the JSON says so.
 // Where CUDA is usable, the same on the GPU: the allocator's peaks, the
 // routing share from the synchronised phase pass, the nominal MFU.
+// Greedy decoding of a tiny translation model both ways: the figures' relations
+// hold (tokens over seconds, the speedup their ratio); a model that cannot
+// decode is a usage error.
+void TestCliUsage::benchDecode()
+{
+    QTemporaryDir directory;
+    const QString model = writeFile(directory, QStringLiteral("translation.json"),
+                                    R"({"model": {"head": "translation", "vocab_size": 40, "max_len": 16, "d_model": 16,
+                                                  "heads": 2, "ffn_dim": 32, "layers": 1, "decoder_layers": 1}})");
+    const CliResult result = cli({"bench", model, "--mode", "decode", "--batch", "2", "--seq", "6", "--steps", "1",
+                                  "--threads", "1", "--json"});
+    QCOMPARE(result.code, 0);
+    const nlohmann::json r = nlohmann::json::parse(result.out.toStdString());
+    QCOMPARE(r.at("mode").get<std::string>(), std::string("decode"));
+    QCOMPARE(r.at("rows").size(), std::size_t{2});
+    QCOMPARE(r.at("rows")[0].at("target_tokens").get<int>(), 50);
+    QCOMPARE(r.at("rows")[1].at("target_tokens").get<int>(), 200);
+    for (const nlohmann::json& row : r.at("rows")) {
+        const double cached = row.at("cached_tokens_per_second").get<double>();
+        const double recomputed = row.at("recomputed_tokens_per_second").get<double>();
+        QVERIFY(cached > 0.0 && recomputed > 0.0);
+        QVERIFY(std::abs(row.at("speedup").get<double>() - cached / recomputed) < 1e-6 * cached / recomputed);
+    }
+    const CliResult encoder = cli({"bench", "widenet", "--mode", "decode", "--steps", "1"});
+    QCOMPARE(encoder.code, 2);
+    QVERIFY2(encoder.err.contains("not a translation model"), qPrintable(encoder.err));
+}
+
 void TestCliUsage::benchDevice()
 {
     const QStringList common = {"bench", "widenet", "--batch", "2", "--seq", "8", "--steps", "2",
