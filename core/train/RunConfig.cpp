@@ -100,9 +100,12 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     if (task.isImageTask() != model.imageInput())
         report("model.input", kind + (task.isImageTask() ? " is an image task: it needs model.input \"image\""
                                                          : " is a text task: it needs model.input \"tokens\""));
-    if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
+    if (model.isTranslation())
+        report("model.head", "\"translation\" needs pairs of texts to train on, which no task kind of this WideLab "
+                             "reads yet; the model can be built and counted (widelab-cli params), not trained");
+    else if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
         report("task.kind", kind + " needs model.head \"language_model\"");
-    if (task.kind != TaskKind::LanguageModel && model.head != HeadKind::Classification)
+    else if (task.kind != TaskKind::LanguageModel && model.head != HeadKind::Classification)
         report("task.kind", kind + " needs model.head \"classification\"");
     if (task.kind == TaskKind::ListOps) {
         if (model.numClasses != 10)

@@ -71,7 +71,7 @@ _RANGES = {
 _CHOICES = {
     "input": ("tokens", "image"),
     "activation": ("gelu", "relu", "silu"),
-    "head": ("classification", "language_model"),
+    "head": ("classification", "language_model", "translation"),
     "pooling": ("cls", "mean"),
     "routing_priority": ("position", "batch"),
     "path_weight": ("inverse_sqrt_2n", "inverse_n", "inverse_sqrt_n"),
@@ -187,6 +187,8 @@ class ModelConfig:
                     fail("attention", "%s attention does not work with a language-model head" % name)
         if self.paths > 1 and self.is_moe:
             fail("paths", "multi-path mixtures of experts are not defined")
+        if self.head == "translation":
+            fail("head", "translation (encoder-decoder) models are not implemented by this package yet")
 
     # ---- derived quantities (docs/model.md)
     @property

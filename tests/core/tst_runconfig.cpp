@@ -275,6 +275,10 @@ void TestRunConfig::documentOnlyChecks_data()
                                            "path": "/nonexistent/prose.txt"}})"
                                      << "model.vocab_size: 257 is smaller than the byte tokenizer's vocabulary "
                                         "(258 tokens)";
+    QTest::newRow("translation model, no pairs to train on")
+        << R"({"model": {"head": "translation"}})"
+        << "model.head: \"translation\" needs pairs of texts to train on, which no task kind of this WideLab reads "
+           "yet; the model can be built and counted (widelab-cli params), not trained";
     // Images.
     QTest::newRow("image model on ListOps") << R"({"model": {"input": "image"}})"
                                             << "model.input: \"listops\" is a text task: it needs model.input \"tokens\"";
@@ -556,8 +560,8 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    // model: 36, model.attention and attention_mix, and the mechanisms' own keys; task 17, train 29.
-    QCOMPARE(configSchema().size(), std::size_t{2 + 36 + 2 + ModelConfig::defaultAttentionOptions().size() + 17 + 29});
+    // model: 39, model.attention and attention_mix, and the mechanisms' own keys; task 17, train 29.
+    QCOMPARE(configSchema().size(), std::size_t{2 + 39 + 2 + ModelConfig::defaultAttentionOptions().size() + 17 + 29});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 
@@ -616,7 +620,8 @@ void TestRunConfig::derivedKeysNameTheirRule()
             QVERIFY2(keySpec(input).key == input, qPrintable(q(input)));
     }
     QVERIFY((derived == std::set<std::string>{"model.head_dim", "model.ffn_dim", "model.top_k", "model.router_noise_std",
-                                               "model.routing_groups", "model.eval_capacity_factor"}));
+                                               "model.routing_groups", "model.eval_capacity_factor",
+                                               "model.decoder_layers", "model.decoder_paths"}));
     QCOMPARE(q(keySpec("model.head_dim").derivedRule), QStringLiteral("d_model / heads"));
     QCOMPARE(q(keySpec("model.routing_groups").derivedRule), QStringLiteral("layers"));
 }

@@ -36,6 +36,7 @@ def main():
 
     package = dict((name, kind) for name, kind in config._KEYS.items())
     package.update((name, kind) for name, (kind, _) in config._MECHANISM_KEYS.items())
+    package.update((name, kind) for name, (kind, _) in config._LATER_KEYS.items())
     for name in sorted(set(schema) - set(package)):
         problems.append("model.%s: in the schema, not implemented by the package" % name)
     for name in sorted(set(package) - set(schema)):
