@@ -117,8 +117,18 @@ QList<FieldGroup> makeLayout()
          {
              {"model.head", t("Head"),
               t("Classification: one label per sequence. Language model: next-token logits at every position, "
-                "with causal attention."),
-              {}, 0.1, false, {{"classification", t("Classification")}, {"language_model", t("Language model")}}},
+                "with causal attention. Translation: an encoder-decoder; the blocks above are the encoder's, a "
+                "decoder writes the target reading the encoder's output."),
+              {}, 0.1, false,
+              {{"classification", t("Classification")},
+               {"language_model", t("Language model")},
+               {"translation", t("Translation (encoder-decoder)")}}},
+             {"model.decoder_layers", t("Decoder blocks"),
+              t("Translation only: blocks of the decoder (causal self-attention, cross-attention to the source, "
+                "FFN or experts).")},
+             {"model.decoder_paths", t("Decoder paths"),
+              t("Translation only: parallel paths in the decoder's sublayers; 1 gives plain sublayers, as the "
+                "Multi-Path paper's systems, whose paths are in the encoder only.")},
              {"model.pooling", t("Pooling"),
               t("Classification only: read the sequence from a learned CLS token, or average the valid tokens."), {},
               0.1, false, {{"cls", t("CLS token")}, {"mean", t("Mean over tokens")}}},
@@ -159,7 +169,13 @@ QList<FieldGroup> makeLayout()
                 "with experts.")},
              {"model.path_norm", t("PathNorm"), t("A LayerNorm at the end of every path.")},
              {"model.learnable_path_weights", t("Learnable path weights"),
-              t("Train the weights alpha and beta of the paths' sum; otherwise they stay at 1/sqrt(2n) and 1.")},
+              t("Train the weights alpha and beta of the paths' sum; otherwise they stay at their start (Path "
+                "weight) and 1.")},
+             {"model.path_weight", t("Path weight"),
+              t("Each path's weight alpha for n paths, fixed or the learnable weights' start: 1/sqrt(2n) (the "
+                "paper's start), 1/n (its Table 4's \"+ Multi-Path\"), 1/sqrt(n) (\"+ PathNorm\")."),
+              {}, 0.1, false,
+              {{"inverse_sqrt_2n", t("1/sqrt(2n)")}, {"inverse_n", t("1/n")}, {"inverse_sqrt_n", t("1/sqrt(n)")}}},
              {"model.path_extra_features", t("Extra path features"),
               t("n cheap extra features, each the mean of n-1 paths (needs paths >= 3).")},
          }},

@@ -215,9 +215,10 @@ private Q_SLOTS:
         QVERIFY(panel.field("description"));
         QCOMPARE(panel.field("model.not_a_key"), nullptr);
         // model: 32, the 4 image keys (input, image_size, patch_size, channels),
-        // the 2 attention keys and the 16 keys of the ten mechanisms; task: 13,
-        // bpe_merges, the 2 augmentation keys and skip_bad_inputs; train: 29.
-        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 13 + 1 + 2 + 1 + 29 + 2);
+        // the 2 attention keys, the 16 keys of the ten mechanisms and the 3 of
+        // translation and path weights; task: 13, bpe_merges, the 2 augmentation
+        // keys and skip_bad_inputs; train: 29.
+        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 29 + 2);
     }
 
     void completeDocumentRoundTrips()
