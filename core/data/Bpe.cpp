@@ -50,6 +50,21 @@ std::uint64_t pairKey(std::int32_t left, std::int32_t right)
     return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
 }
 
+// Every (left, right) in `ids` becomes `merged`, left to right without overlap.
+void mergeInPlace(std::vector<std::int32_t>& ids, std::int32_t left, std::int32_t right, std::int32_t merged)
+{
+    std::size_t out = 0;
+    for (std::size_t k = 0; k < ids.size();) {
+        if (k + 1 < ids.size() && ids[k] == left && ids[k + 1] == right) {
+            ids[out++] = merged;
+            k += 2;
+        } else {
+            ids[out++] = ids[k++];
+        }
+    }
+    ids.resize(out);
+}
+
 // Pieces encoded once are looked up afterwards; the cache is emptied when it holds this many.
 constexpr std::size_t kCacheLimit = std::size_t(1) << 18;
 
@@ -154,16 +169,7 @@ std::vector<bpe::Merge> learnBpeMerges(const std::vector<std::pair<std::string_v
                 continue;  // merged away by an earlier merge
             for (std::size_t k = 0; k + 1 < ids.size(); ++k)
                 delta[pairKey(ids[k], ids[k + 1])] -= word.count;
-            std::size_t out = 0;
-            for (std::size_t k = 0; k < ids.size();) {
-                if (k + 1 < ids.size() && ids[k] == left && ids[k + 1] == right) {
-                    ids[out++] = merged;
-                    k += 2;
-                } else {
-                    ids[out++] = ids[k++];
-                }
-            }
-            ids.resize(out);
+            mergeInPlace(ids, left, right, merged);
             for (std::size_t k = 0; k + 1 < ids.size(); ++k) {
                 const std::uint64_t key = pairKey(ids[k], ids[k + 1]);
                 delta[key] += word.count;
@@ -251,16 +257,7 @@ void BpeModel::mergePiece(std::string_view piece, std::vector<std::int32_t>& ids
             return;
         const auto [left, right] = m_merges[static_cast<std::size_t>(rank)];
         const auto merged = static_cast<std::int32_t>(bpe::kFirstMerge + rank);
-        std::size_t out = 0;
-        for (std::size_t k = 0; k < ids.size();) {
-            if (k + 1 < ids.size() && ids[k] == left && ids[k + 1] == right) {
-                ids[out++] = merged;
-                k += 2;
-            } else {
-                ids[out++] = ids[k++];
-            }
-        }
-        ids.resize(out);
+        mergeInPlace(ids, left, right, merged);
     }
 }
 

@@ -1,7 +1,7 @@
 // Tests of the bpe tokenizer (data/Bpe, TokenizerKind::Bpe): the pieces that merges never cross, merges learned
 // on a corpus small enough to work out by hand in the comments, encoding against merges applied one by one in the
 // order learned, lossless round trips of any bytes, determinism, the special ids and the JSON form.
-#include "TestSupport.h"
+#include "DatasetsTestSupport.h"
 #include "data/Tokenizer.h"
 
 #include <QtTest>
@@ -9,6 +9,7 @@
 #include <random>
 
 using namespace widelab;
+using datasetstest::dataErrorOf;
 
 namespace {
 
@@ -79,16 +80,6 @@ std::string randomText(std::mt19937& random, std::size_t words)
     return text;
 }
 
-template <typename F>
-std::string dataErrorOf(F&& f)
-{
-    try {
-        f();
-    } catch (const DataError& e) {
-        return e.what();
-    }
-    return "";
-}
 
 }  // namespace
 

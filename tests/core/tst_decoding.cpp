@@ -2,7 +2,7 @@
 // steps): a cached step gives what the whole forward pass gives at that position,
 // greedy decoding with the cache equals recomputing the prefix, and what cannot
 // be decoded is an error.
-#include "TestSupport.h"
+#include "TranslationTestSupport.h"
 #include "model/Decoding.h"
 
 #include <QtTest>
@@ -11,22 +11,8 @@ using namespace widelab;
 
 namespace {
 
-ModelConfig parse(const std::string& overrides = "{}")
-{
-    return test::modelConfig(R"({"vocab_size": 19, "max_len": 12, "d_model": 16, "heads": 2, "ffn_dim": 24,
-                                 "layers": 2, "decoder_layers": 3, "dropout": 0.0, "head": "translation"})",
-                             overrides);
-}
-
-QString message(const std::function<void()>& call)
-{
-    try {
-        call();
-    } catch (const std::exception& e) {
-        return QString::fromUtf8(e.what());
-    }
-    return QString();
-}
+ModelConfig parse(const std::string& overrides = "{}") { return test::translationConfig(overrides); }
+QString message(const std::function<void()>& call) { return test::thrownMessage(call); }
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 // see (causal over the target, every source token, no padding), its own blocks and
 // sharing, the tied output, the trace, the parameter count, and input errors. The
 // numbers themselves are checked against the Python reference in tst_reference.
-#include "TestSupport.h"
+#include "TranslationTestSupport.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 
@@ -14,13 +14,7 @@ using namespace widelab;
 
 namespace {
 
-// V = 19, D = 16, 2 encoder and 3 decoder blocks.
-ModelConfig parse(const std::string& overrides = "{}")
-{
-    return test::modelConfig(R"({"vocab_size": 19, "max_len": 12, "d_model": 16, "heads": 2, "ffn_dim": 24,
-                                 "layers": 2, "decoder_layers": 3, "dropout": 0.0, "head": "translation"})",
-                             overrides);
-}
+ModelConfig parse(const std::string& overrides = "{}") { return test::translationConfig(overrides); }
 
 torch::Tensor ids(std::int64_t batch, std::int64_t length, std::uint64_t seed)
 {
@@ -271,14 +265,7 @@ void TestEncoderDecoder::badInputIsAnErrorNotACrash()
 {
     WideTransformer translator(parse());
     WideTransformer classifier(parse(R"({"head": "classification"})"));
-    auto message = [](auto&& call) {
-        try {
-            call();
-        } catch (const std::invalid_argument& e) {
-            return QString::fromUtf8(e.what());
-        }
-        return QString();
-    };
+    auto message = [](const std::function<void()>& call) { return test::thrownMessage(call); };
     QVERIFY(message([&] { translator->forward(ids(1, 4, 1)); }).contains("target ids are missing"));
     QVERIFY(message([&] { classifier->forward(ids(1, 4, 1), {}, {ids(1, 3, 2), {}}); })
                 .contains("only a translation model takes target ids"));

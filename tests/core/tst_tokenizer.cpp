@@ -1,11 +1,12 @@
 // Tests of data/Tokenizer: byte, character, word and fixed tokenizers, vocabulary building on small corpora whose
 // counts are worked out by hand in the comments, UTF-8 checking, and the JSON form.
-#include "TestSupport.h"
+#include "DatasetsTestSupport.h"
 #include "data/Tokenizer.h"
 
 #include <QtTest>
 
 using namespace widelab;
+using datasetstest::dataErrorOf;
 
 namespace {
 
@@ -14,16 +15,6 @@ using Ids = std::vector<std::int64_t>;
 QString text(const std::string& s) { return QString::fromStdString(s); }
 
 // The message of the DataError that `f` throws, or "" when it throws none.
-template <typename F>
-std::string dataErrorOf(F&& f)
-{
-    try {
-        f();
-    } catch (const DataError& e) {
-        return e.what();
-    }
-    return "";
-}
 
 }  // namespace
 
