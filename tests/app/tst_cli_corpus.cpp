@@ -2,7 +2,7 @@
 // SWORD modules (packaging/install-deps.sh installs them), its counts, --keys and --list, and
 // its errors: an unknown Bible, a missing option, an --out that cannot be written, and mod2imp
 // missing (the real widelab-cli run with a PATH without it), each a message, never a crash.
-#include "Commands.h"
+#include "CliTestSupport.h"
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -14,27 +14,9 @@
 #include <unistd.h>
 
 using namespace widelab;
+using namespace widelab::clitest;
 
 namespace {
-
-struct CliResult {
-    int code = -1;
-    QString out;
-    QString err;
-};
-
-CliResult cli(const QStringList& args)
-{
-    std::vector<std::string> list;
-    for (const auto& arg : args)
-        list.push_back(arg.toStdString());
-    std::ostringstream out, err;
-    CliResult result;
-    result.code = runCli(list, out, err);
-    result.out = QString::fromStdString(out.str());
-    result.err = QString::fromStdString(err.str());
-    return result;
-}
 
 QStringList fileLines(const QString& path)
 {
