@@ -55,7 +55,8 @@ void TestDecoding::cachedStepsEqualTheWholePass()
     DecoderState state = model->beginDecoding(source, mask, 7);
     for (std::int64_t t = 0; t < 7; ++t) {
         const torch::Tensor step = model->decodeStep(state, target.select(1, t));
-        QVERIFY2(torch::allclose(step, whole.select(1, t), 1e-5, 1e-5),
+        // A step's products are shaped otherwise than the whole pass's: rounding differs, a wrong cache by far more.
+        QVERIFY2(torch::allclose(step, whole.select(1, t), 1e-4, 1e-5),
                  qPrintable(QString("position %1: %2").arg(t).arg((step - whole.select(1, t)).abs().max().item<double>())));
     }
     QVERIFY(message([&] { model->decodeStep(state, target.select(1, 0)); }).contains("past the 7 positions"));

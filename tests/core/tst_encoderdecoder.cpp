@@ -120,7 +120,7 @@ void TestEncoderDecoder::sourcePaddingChangesNothing()
     mask.narrow(1, 5, 3).fill_(false);
     const torch::Tensor a = model->forward(source, {}, {target, {}}).logits;
     const torch::Tensor b = model->forward(padded, mask, {target, {}}).logits;
-    QVERIFY(torch::allclose(a, b, 1e-5, 1e-6));
+    QVERIFY(torch::allclose(a, b, 1e-4, 1e-5));
 }
 
 void TestEncoderDecoder::targetPaddingDoesNotChangeRealPositions()
@@ -134,7 +134,7 @@ void TestEncoderDecoder::targetPaddingDoesNotChangeRealPositions()
     mask.narrow(1, 4, 2).fill_(false);
     const torch::Tensor a = model->forward(source, {}, {target, {}}).logits;
     const torch::Tensor b = model->forward(source, {}, {padded, mask}).logits.narrow(1, 0, 4);
-    QVERIFY(torch::allclose(a, b, 1e-5, 1e-6));
+    QVERIFY(torch::allclose(a, b, 1e-4, 1e-5));
 }
 
 void TestEncoderDecoder::outputIsTiedToTheTokenEmbedding()
@@ -250,7 +250,8 @@ void TestEncoderDecoder::traceHoldsBothSidesAndTheAlignment()
     ForwardTrace trace;
     const torch::Tensor source = ids(2, 6, 16), target = ids(2, 5, 17);
     const ModelOutput out = model->inspect(source, sourceMask, trace, {target, {}});
-    QVERIFY(torch::allclose(out.logits, model->forward(source, sourceMask, {target, {}}).logits, 1e-5, 1e-6));
+    // The inspecting pass forms every map; the plain one may take a fused kernel (LibTorch 2.x): rounding differs.
+    QVERIFY(torch::allclose(out.logits, model->forward(source, sourceMask, {target, {}}).logits, 1e-4, 1e-5));
     QCOMPARE(trace.blocks.size(), std::size_t{5});  // 2 encoder blocks, then 3 decoder blocks
     QVERIFY(!trace.blocks[1].crossAttention.defined());
     const torch::Tensor cross = trace.blocks[2].crossAttention;  // [B, n*H, T, S]
