@@ -29,6 +29,22 @@ torch::Tensor meanTokenNorm(const torch::Tensor& h, const torch::Tensor& valid)
     return norms.masked_select(valid.reshape({-1})).mean();
 }
 
+// Each block's keys and values of the source `memory` (CrossAttentionImpl::keysValues),
+// projected once per cross-attention module: shared ones give every block the same tensor.
+std::vector<torch::Tensor> sourceKeysValues(const torch::nn::ModuleList& cross, std::int64_t blocks, bool shared,
+                                            const torch::Tensor& memory)
+{
+    std::vector<torch::Tensor> perModule(cross->size());
+    std::vector<torch::Tensor> perBlock;
+    for (std::int64_t i = 0; i < blocks; ++i) {
+        const std::size_t at = shared ? 0 : static_cast<std::size_t>(i);
+        if (!perModule[at].defined())
+            perModule[at] = cross->ptr(at)->as<CrossAttentionImpl>()->keysValues(memory);
+        perBlock.push_back(perModule[at]);
+    }
+    return perBlock;
+}
+
 }  // namespace
 
 BlockStack::BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::Module& owner)
@@ -87,6 +103,8 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
             pass.afterSublayer(h);
     };
     Routing groupRouting;  // the routing of the current group of blocks
+    const std::vector<torch::Tensor> sourceKv =
+        m_cross ? sourceKeysValues(m_crossAttention, c.layers, c.shareAttention, pass.memory) : std::vector<torch::Tensor>();
     for (std::int64_t i = 0; i < c.layers; ++i) {
         BlockTrace* blockTrace = nullptr;
         std::vector<Ablation> ablated;  // this block's
@@ -121,7 +139,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
             torch::Tensor crossWeights, read;
             {
                 const PhaseScope timed(Phase::Attention);
-                read = cross.forward(query, cross.keysValues(pass.memory), pass.memoryBias, pass.memoryValid,
+                read = cross.forward(query, sourceKv[static_cast<std::size_t>(i)], pass.memoryBias, pass.memoryValid,
                                      wantWeights ? &crossWeights : nullptr);
             }
             if (wantWeights)
@@ -162,9 +180,8 @@ DecoderState BlockStack::beginDecoding(const torch::Tensor& memory, const torch:
     for (std::int64_t i = 0; i < c.layers; ++i) {
         state.keys.push_back(torch::zeros({B, heads, capacity, c.headDim}, memory.options()));
         state.values.push_back(torch::zeros({B, heads, capacity, c.headDim}, memory.options()));
-        auto& cross = *m_crossAttention->ptr(pick(i, c.shareAttention))->as<CrossAttentionImpl>();
-        state.sourceKeysValues.push_back(cross.keysValues(memory));
     }
+    state.sourceKeysValues = sourceKeysValues(m_crossAttention, c.layers, c.shareAttention, memory);
     return state;
 }
 
