@@ -149,12 +149,14 @@ ModelCost modelCost(const ModelConfig& c)
         // Per target token, with a source as long as the target: the decoder's
         // projections and mixing (self-attention and cross-attention, whose keys and
         // values are the source tokens'), FFN or experts and routing.
-        double decoderAttention = 2.0 * (4.0 * n * W * D);
+        // The decoder's own paths (decoder_paths), not the encoder's.
+        const std::int64_t nd = d.paths, decoderUnits = d.isMoe() ? d.topK : nd;
+        double decoderAttention = 2.0 * (4.0 * nd * W * D);
         for (const MechanismUse& use : mechanismUses(d))
             decoderAttention += use.spec->flopsPerToken(use.shape, d, T);
         const double crossAttention = decoderAttention;  // the same products, keys and values from the source
         attention.flopsPerToken += static_cast<double>(Ld) * (decoderAttention + crossAttention);
-        ffn.flopsPerToken += static_cast<double>(Ld * ffnUnits) * unitFlops;
+        ffn.flopsPerToken += static_cast<double>(Ld * decoderUnits) * unitFlops;
         router.flopsPerToken += static_cast<double>(d.routingCalls()) * routerFlops;
         head.flopsPerToken = 2.0 * D * c.vocabSize;
     }
@@ -172,10 +174,12 @@ ModelCost modelCost(const ModelConfig& c)
     // is at most S), and E when nothing is ever dropped.
     const double slots = c.capacityFactor > 0.0 ? std::min(c.topK * c.capacityFactor, static_cast<double>(c.experts))
                                                 : static_cast<double>(c.experts);
-    const double unitsAtCapacity = c.isMoe() ? slots : static_cast<double>(ffnUnits);
-    const std::int64_t blocks = L + (c.isTranslation() ? c.decoderLayers : 0);
-    cost.flopsPerTokenAtCapacity =
-        cost.flopsPerToken - ffn.flopsPerToken + static_cast<double>(blocks) * unitsAtCapacity * unitFlops;
+    // Units a token's FFN runs, per block: the buffer's slots with experts, else every path (each side its own).
+    auto atCapacity = [&](std::int64_t units) { return c.isMoe() ? slots : static_cast<double>(units); };
+    double ffnAtCapacity = static_cast<double>(L) * atCapacity(ffnUnits) * unitFlops;
+    if (c.isTranslation())
+        ffnAtCapacity += static_cast<double>(c.decoderLayers) * atCapacity(c.decoderPaths) * unitFlops;
+    cost.flopsPerTokenAtCapacity = cost.flopsPerToken - ffn.flopsPerToken + ffnAtCapacity;
     return cost;
 }
 

@@ -48,6 +48,7 @@ private Q_SLOTS:
     void eachSideHasItsOwnDepthAndSharing();
     void parameterCountMatchesTheModule_data();
     void parameterCountMatchesTheModule();
+    void decoderFlopsCountTheDecodersPaths();
     void everyParameterGetsAGradient_data();
     void everyParameterGetsAGradient();
     void traceHoldsBothSidesAndTheAlignment();
@@ -214,6 +215,15 @@ void TestEncoderDecoder::parameterCountMatchesTheModule()
         trainable += p.numel();
     QCOMPARE(modelCost(c).total.stored, trainable);
     QCOMPARE(modelCost(c).part("head").stored, std::int64_t{0});  // tied
+}
+
+void TestEncoderDecoder::decoderFlopsCountTheDecodersPaths()
+{
+    // D 16, M 24: one FFN path is 2 products of 16 x 24 per token, 2 x 2 x 16 x 24 = 1,536 FLOPs.
+    // Encoder: 2 blocks x 3 paths; decoder: 3 blocks x 1 path: (6 + 3) x 1,536 = 13,824.
+    const ModelCost cost = modelCost(parse(R"({"paths": 3, "decoder_paths": 1})"));
+    QCOMPARE(cost.part("ffn").flopsPerToken, 13824.0);
+    QCOMPARE(cost.flopsPerTokenAtCapacity, cost.flopsPerToken);  // dense: every path runs
 }
 
 void TestEncoderDecoder::everyParameterGetsAGradient_data()
