@@ -198,11 +198,7 @@ public:
         row.length = text.end - text.begin;
         row.label = found->second;
         row.quoted = text.quoted;
-        const std::uint64_t hash = mixSeed(m_seed, m_state.rows.size());
-        const double u = static_cast<double>(hash >> 11) * 0x1.0p-53;
-        row.split = u < m_fractions.test                         ? Split::Test
-                    : u < m_fractions.test + m_fractions.validation ? Split::Validation
-                                                                    : Split::Train;
+        row.split = splitOfRow(m_seed, static_cast<std::int64_t>(m_state.rows.size()), m_fractions);
         ++m_state.splitRows[static_cast<std::size_t>(row.split)];
         m_state.rows.push_back(row);
     }

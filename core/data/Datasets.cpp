@@ -19,6 +19,15 @@ void checkFractions(const SplitFractions& f)
                                     + std::to_string(f.test) + " must lie in [0, 1] and sum to at most 1");
 }
 
+Split splitOfRow(std::uint64_t seed, std::int64_t row, const SplitFractions& fractions)
+{
+    const std::uint64_t hash = mixSeed(seed, static_cast<std::uint64_t>(row));
+    const double u = static_cast<double>(hash >> 11) * 0x1.0p-53;
+    return u < fractions.test                          ? Split::Test
+           : u < fractions.test + fractions.validation ? Split::Validation
+                                                       : Split::Train;
+}
+
 void checkSequenceLength(std::int64_t sequenceLength)
 {
     if (sequenceLength < 1)
