@@ -50,9 +50,66 @@ Batch makeBatch(const std::vector<Example>& examples, bool languageModel)
     return batch;
 }
 
+Batch makeTranslationBatch(const std::vector<Example>& examples, std::int64_t startId)
+{
+    if (examples.empty())
+        throw std::invalid_argument("makeTranslationBatch: no examples");
+    std::int64_t longestSource = 0, longestTarget = 0;
+    for (std::size_t b = 0; b < examples.size(); ++b) {
+        const Example& example = examples[b];
+        if (example.ids.empty() || example.targets.empty())
+            throw std::invalid_argument("makeTranslationBatch: example " + std::to_string(b) + " has no "
+                                        + (example.ids.empty() ? "source token" : "target"));
+        longestSource = std::max(longestSource, static_cast<std::int64_t>(example.ids.size()));
+        longestTarget = std::max(longestTarget, static_cast<std::int64_t>(example.targets.size()));
+    }
+    // B = batch, S = longest source, U = longest target (with its end token)
+    const auto B = static_cast<std::int64_t>(examples.size());
+    const std::int64_t S = longestSource, U = longestTarget;
+    Batch batch;
+    batch.ids = torch::full({B, S}, Tokenizer::kPad, torch::kInt64);
+    batch.mask = torch::zeros({B, S}, torch::kBool);
+    batch.targetIds = torch::full({B, U}, Tokenizer::kPad, torch::kInt64);
+    batch.targetMask = torch::zeros({B, U}, torch::kBool);
+    batch.targets = torch::zeros({B, U}, torch::kInt64);
+    auto* ids = batch.ids.data_ptr<std::int64_t>();
+    auto* mask = batch.mask.data_ptr<bool>();
+    auto* targetIds = batch.targetIds.data_ptr<std::int64_t>();
+    auto* targetMask = batch.targetMask.data_ptr<bool>();
+    auto* targets = batch.targets.data_ptr<std::int64_t>();
+    for (std::int64_t b = 0; b < B; ++b) {
+        const Example& example = examples[static_cast<std::size_t>(b)];
+        const auto source = static_cast<std::int64_t>(example.ids.size());
+        const auto target = static_cast<std::int64_t>(example.targets.size());
+        std::copy(example.ids.begin(), example.ids.end(), ids + b * S);
+        std::fill(mask + b * S, mask + b * S + source, true);
+        // The decoder reads <s> and the target, and predicts the target and </s>.
+        targetIds[b * U] = startId;
+        std::copy(example.targets.begin(), example.targets.end() - 1, targetIds + b * U + 1);
+        std::fill(targetMask + b * U, targetMask + b * U + target, true);
+        std::copy(example.targets.begin(), example.targets.end(), targets + b * U);
+        batch.tokens += source + target;
+        batch.targetTokens += target;
+    }
+    return batch;
+}
+
+// Counted on the host when the batch was made: reading a mask on a GPU would wait for it.
 torch::Tensor modelMask(const Batch& batch)
 {
-    return !batch.mask.defined() || batch.tokens == batch.ids.numel() ? torch::Tensor() : batch.mask;
+    const bool full = batch.tokens - batch.targetTokens == batch.ids.numel();
+    return !batch.mask.defined() || full ? torch::Tensor() : batch.mask;
+}
+
+torch::Tensor modelTargetMask(const Batch& batch)
+{
+    const bool full = batch.targetTokens == batch.targetIds.numel();
+    return !batch.targetMask.defined() || full ? torch::Tensor() : batch.targetMask;
+}
+
+const torch::Tensor& targetPositions(const Batch& batch)
+{
+    return batch.targetMask.defined() ? batch.targetMask : batch.mask;
 }
 
 torch::Tensor correctCounts(const torch::Tensor& logits, const Batch& batch, bool languageModel)
@@ -62,8 +119,9 @@ torch::Tensor correctCounts(const torch::Tensor& logits, const Batch& batch, boo
         const torch::Tensor hits = predicted.eq(batch.targets).sum().to(torch::kFloat64);
         return torch::stack({hits, torch::full_like(hits, static_cast<double>(batch.targets.size(0)))});
     }
-    const torch::Tensor hits = predicted.eq(batch.targets).logical_and(batch.mask);
-    return torch::stack({hits.sum().to(torch::kFloat64), batch.mask.sum().to(torch::kFloat64)});
+    const torch::Tensor& counted = targetPositions(batch);
+    const torch::Tensor hits = predicted.eq(batch.targets).logical_and(counted);
+    return torch::stack({hits.sum().to(torch::kFloat64), counted.sum().to(torch::kFloat64)});
 }
 
 namespace {
@@ -139,6 +197,19 @@ BatchSampler::BatchSampler(std::int64_t datasetSize, std::int64_t batchSize, std
         throw std::invalid_argument("BatchSampler: batch size " + std::to_string(batchSize) + " is below 1");
 }
 
+BatchSampler::BatchSampler(std::vector<std::int64_t> costs, std::int64_t budget, std::uint64_t seed)
+    : m_size(static_cast<std::int64_t>(costs.size())), m_batchSize(0), m_costs(std::move(costs)), m_budget(budget),
+      m_seed(seed)
+{
+    if (m_costs.empty())
+        throw std::invalid_argument("BatchSampler: no examples");
+    if (budget < 1)
+        throw std::invalid_argument("BatchSampler: token budget " + std::to_string(budget) + " is below 1");
+    for (const std::int64_t cost : m_costs)
+        if (cost < 0)
+            throw std::invalid_argument("BatchSampler: negative cost " + std::to_string(cost));
+}
+
 void BatchSampler::shuffle(std::int64_t epoch)
 {
     // Fisher-Yates with the data layer's portable generator (std::shuffle's output is implementation-defined).
@@ -156,11 +227,21 @@ std::vector<std::int64_t> BatchSampler::next()
 {
     std::vector<std::int64_t> indices;
     indices.reserve(static_cast<std::size_t>(m_batchSize));
-    for (std::int64_t k = 0; k < m_batchSize; ++k, ++m_position) {
+    std::int64_t spent = 0;
+    for (;; ++m_position) {
+        if (m_budget == 0 && static_cast<std::int64_t>(indices.size()) == m_batchSize)
+            break;
         const std::int64_t epoch = m_position / m_size;
         if (epoch != m_orderEpoch)
             shuffle(epoch);
-        indices.push_back(m_order[static_cast<std::size_t>(m_position % m_size)]);
+        const std::int64_t index = m_order[static_cast<std::size_t>(m_position % m_size)];
+        if (m_budget > 0) {
+            const std::int64_t cost = m_costs[static_cast<std::size_t>(index)];
+            if (!indices.empty() && spent + cost > m_budget)
+                break;
+            spent += cost;
+        }
+        indices.push_back(index);
     }
     return indices;
 }

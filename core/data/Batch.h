@@ -1,5 +1,6 @@
-// defines: Batch (padded tensors of a list of examples), makeBatch, modelMask, correctCounts, ImageAugmentation, makeImageBatch, BatchSampler (a deterministic shuffled order
-// over a dataset that can be resumed)
+// defines: Batch (padded tensors of a list of examples), makeBatch, makeTranslationBatch, modelMask, modelTargetMask,
+// targetPositions, correctCounts, ImageAugmentation, makeImageBatch, BatchSampler (a deterministic shuffled order over a dataset that
+// can be resumed, by examples or by a token budget)
 #pragma once
 
 #include "Datasets.h"
@@ -16,8 +17,16 @@ namespace widelab {
 struct Batch {
     torch::Tensor ids;        // [B, T] int64, right-padded with Tokenizer::kPad (undefined for images)
     torch::Tensor mask;       // [B, T] bool, true for real tokens (undefined for images)
-    torch::Tensor targets;    // [B] int64 (classification) or [B, T] int64 (language model; padded positions 0)
-    std::int64_t tokens = 0;  // real tokens in the batch (images: the images; the trainer counts patches)
+    torch::Tensor targets;    // [B] int64 (classification) or [B, T] int64 (language model; padded positions 0);
+                              // translation: [B, U] the target's tokens and </s>
+    std::int64_t tokens = 0;  // real tokens in the batch (images: the images; the trainer counts patches);
+                              // translation: the sources' and the targets' (with </s>)
+    // Translation: the decoder's input, <s> and the target's tokens ([B, U] int64, padded
+    // with Tokenizer::kPad), and which of its positions are real ([B, U] bool); it
+    // also marks the `targets` that count. Undefined for other tasks.
+    torch::Tensor targetIds;
+    torch::Tensor targetMask;
+    std::int64_t targetTokens = 0;  // of `tokens`, the targets' (with </s>)
     torch::Tensor pixels;     // images: [B, C, H, W] float32, (pixel / 255 - mean) / std per channel
 };
 
@@ -25,15 +34,26 @@ struct Batch {
 // example without a label (< 0), or a language-model example whose targets differ in length from its ids.
 Batch makeBatch(const std::vector<Example>& examples, bool languageModel);
 
+// Translation pairs: `ids` the sources, each example's `targets` the target's tokens
+// and then the end token; the decoder's input is `startId` and the target's tokens.
+// Throws std::invalid_argument on an empty list, an example with no source token or no target.
+Batch makeTranslationBatch(const std::vector<Example>& examples, std::int64_t startId);
+
 // The mask a model is given for the batch: none when every token is real (a full
 // batch, or images), so that it routes without gathering tokens and a language
 // model's attention takes the kernel's causal rule; the batch's own mask still
 // weighs the loss.
 torch::Tensor modelMask(const Batch& batch);
+// The same for a translation batch's targets (undefined for other batches).
+torch::Tensor modelTargetMask(const Batch& batch);
+// The positions whose targets count for a language or translation model: the
+// target mask of a translation batch, else the token mask.
+const torch::Tensor& targetPositions(const Batch& batch);
 
 // Correct predictions and how many were counted, [2] float64 on the logits'
 // device: classes for classification (logits [B, classes]), next tokens at real
-// positions for a language model (logits [B, T, vocabulary]).
+// positions for a language model (logits [B, T, vocabulary]), and for a translation
+// model the target's tokens and end (logits [B, U, vocabulary], `languageModel` true).
 torch::Tensor correctCounts(const torch::Tensor& logits, const Batch& batch, bool languageModel);
 
 // Training augmentation of an image batch: example b is augmented (augmentImage) with a generator seeded by
@@ -59,22 +79,28 @@ torch::Tensor imageTensor(const Image& image, const ImageStats& stats);
 // Deterministic shuffled order over a dataset, epoch after epoch: the sequence of indices depends only on
 // (seed, size). Epoch e is a permutation of 0..size-1 drawn from mixSeed(seed, e); a batch that runs past the end
 // of an epoch continues with the next one, so every batch has batchSize indices.
+// By a token budget instead, a batch takes the indices in the same order for as long
+// as their costs (tokens) sum to at most the budget, and at least one.
 class BatchSampler {
 public:
     BatchSampler(std::int64_t datasetSize, std::int64_t batchSize, std::uint64_t seed);  // sizes >= 1
+    // Example i costs costs[i] >= 0 tokens; budget >= 1; costs not empty.
+    BatchSampler(std::vector<std::int64_t> costs, std::int64_t budget, std::uint64_t seed);
 
-    std::vector<std::int64_t> next();  // the next batchSize indices (reshuffles at each epoch end)
+    std::vector<std::int64_t> next();  // the next batch's indices (reshuffles at each epoch end)
     std::int64_t position() const { return m_position; }  // indices handed out so far in total (for checkpoints)
     void seek(std::int64_t position);  // restores a position (>= 0), so a resumed run gets the same batches
     std::int64_t epoch() const { return m_position / m_size; }  // the epoch the next index comes from
     std::int64_t datasetSize() const { return m_size; }
-    std::int64_t batchSize() const { return m_batchSize; }
+    std::int64_t batchSize() const { return m_batchSize; }  // 0 with a token budget
 
 private:
     void shuffle(std::int64_t epoch);
 
     std::int64_t m_size;
     std::int64_t m_batchSize;
+    std::vector<std::int64_t> m_costs;  // with a token budget
+    std::int64_t m_budget = 0;
     std::uint64_t m_seed;
     std::int64_t m_position = 0;
     std::int64_t m_orderEpoch = -1;  // the epoch `m_order` belongs to

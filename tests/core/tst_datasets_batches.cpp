@@ -1,5 +1,5 @@
-// Tests of data/Batch: padded batches and their masks, counts, language-model batches, errors, and the
-// resumable batch order (the sampler). Expected values are worked out by hand in the comments.
+// Tests of data/Batch: padded batches and their masks, counts, language-model and translation batches,
+// errors, and the resumable batch order (the sampler, by examples or by a token budget). Expected values are worked out by hand in the comments.
 #include "DatasetsTestSupport.h"
 
 using namespace widelab;
@@ -17,6 +17,11 @@ private Q_SLOTS:
     void samplerIsDeterministic();
     void samplerCoversEachEpoch();
     void samplerSeekReproducesBatches();
+    void translationBatchShiftsTheTargetRight();
+    void translationBatchMasksOnlyWhenPadded();
+    void translationBatchErrors();
+    void tokenBudgetFillsBatchesInTheSameOrder();
+    void tokenBudgetResumesFromItsPosition();
 };
 
 // ---- Batch ----
@@ -197,6 +202,131 @@ void TestDatasetsBatches::samplerSeekReproducesBatches()
     rewound.seek(0);
     QVERIFY(rewound.next() == fresh.next());
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, rewound.seek(-1));
+}
+
+
+void TestDatasetsBatches::translationBatchShiftsTheTargetRight()
+{
+    // Pair 0: source [5 6 7], target [8 9] then </s> (3); pair 1: source [5], target [4] then </s>.
+    std::vector<Example> pairs(2);
+    pairs[0].ids = {5, 6, 7};
+    pairs[0].targets = {8, 9, 3};
+    pairs[1].ids = {5};
+    pairs[1].targets = {4, 3};
+    const Batch batch = makeTranslationBatch(pairs, /*startId=*/2);
+    // Sources padded to 3 with 0; the decoder reads <s> (2) and the target, padded to U = 3.
+    QVERIFY(torch::equal(batch.ids, torch::tensor({5, 6, 7, 5, 0, 0}, torch::kInt64).view({2, 3})));
+    QVERIFY(torch::equal(batch.mask, torch::tensor({1, 1, 1, 1, 0, 0}, torch::kBool).view({2, 3})));
+    QVERIFY(torch::equal(batch.targetIds, torch::tensor({2, 8, 9, 2, 4, 0}, torch::kInt64).view({2, 3})));
+    QVERIFY(torch::equal(batch.targets, torch::tensor({8, 9, 3, 4, 3, 0}, torch::kInt64).view({2, 3})));
+    QVERIFY(torch::equal(batch.targetMask, torch::tensor({1, 1, 1, 1, 1, 0}, torch::kBool).view({2, 3})));
+    QCOMPARE(batch.tokens, 3 + 1 + 3 + 2);  // sources and targets with </s>
+    QCOMPARE(batch.targetTokens, 3 + 2);
+    QVERIFY(torch::equal(targetPositions(batch), batch.targetMask));
+    // Counted where the target is real: logits predicting [8 9 3 | 4 0 .] hit 4 of the 5 real positions.
+    torch::Tensor logits = torch::zeros({2, 3, 10});
+    const std::vector<std::vector<int>> predicted = {{8, 9, 3}, {4, 0, 7}};
+    for (int b = 0; b < 2; ++b)
+        for (int u = 0; u < 3; ++u)
+            logits[b][u][predicted[b][u]] = 1.0;
+    const torch::Tensor counts = correctCounts(logits, batch, true);
+    QCOMPARE(counts[0].item<double>(), 4.0);
+    QCOMPARE(counts[1].item<double>(), 5.0);
+}
+
+void TestDatasetsBatches::translationBatchMasksOnlyWhenPadded()
+{
+    std::vector<Example> pairs(2);
+    pairs[0].ids = {5, 6};
+    pairs[0].targets = {8, 3};
+    pairs[1].ids = {7, 8};
+    pairs[1].targets = {9, 3};
+    const Batch full = makeTranslationBatch(pairs, 2);
+    QVERIFY(!modelMask(full).defined());
+    QVERIFY(!modelTargetMask(full).defined());
+    pairs[1].targets = {3};  // a shorter target: only the decoder needs a mask
+    const Batch shortTarget = makeTranslationBatch(pairs, 2);
+    QVERIFY(!modelMask(shortTarget).defined());
+    QVERIFY(modelTargetMask(shortTarget).defined());
+    pairs[1].ids = {7};  // and a shorter source: the encoder too
+    const Batch shortSource = makeTranslationBatch(pairs, 2);
+    QVERIFY(modelMask(shortSource).defined());
+    // Other batches have no target mask.
+    std::vector<Example> texts(1);
+    texts[0].ids = {4, 5};
+    texts[0].label = 1;
+    QVERIFY(!modelTargetMask(makeBatch(texts, false)).defined());
+}
+
+void TestDatasetsBatches::translationBatchErrors()
+{
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, makeTranslationBatch({}, 2));
+    std::vector<Example> noSource(1);
+    noSource[0].targets = {3};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, makeTranslationBatch(noSource, 2));
+    std::vector<Example> noTarget(1);
+    noTarget[0].ids = {5};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, makeTranslationBatch(noTarget, 2));
+}
+
+void TestDatasetsBatches::tokenBudgetFillsBatchesInTheSameOrder()
+{
+    // Costs 3, 4, 5, 6, 7 by index and a budget of 10: the batches follow the order of
+    // the sampler by examples with the same seed, cut where the next would pass 10.
+    const std::vector<std::int64_t> costs = {3, 4, 5, 6, 7};
+    BatchSampler byTokens(costs, 10, 42), byExamples(5, 5, 42);
+    const std::vector<std::int64_t> order = byExamples.next();  // epoch 0's permutation
+    std::vector<std::vector<std::int64_t>> expected;
+    std::vector<std::int64_t> current;
+    std::int64_t spent = 0;
+    for (const std::int64_t index : order) {
+        const std::int64_t cost = costs[static_cast<std::size_t>(index)];
+        if (!current.empty() && spent + cost > 10) {
+            expected.push_back(current);
+            current.clear();
+            spent = 0;
+        }
+        current.push_back(index);
+        spent += cost;
+    }
+    std::int64_t handed = 0;
+    for (const auto& batch : expected) {
+        QVERIFY(byTokens.next() == batch);
+        handed += static_cast<std::int64_t>(batch.size());
+        QCOMPARE(byTokens.position(), handed);
+    }
+    QCOMPARE(byTokens.batchSize(), 0);
+    // Every batch holds at least one example, even one that costs more than the budget.
+    BatchSampler tight({3, 40, 5}, 10, 1);
+    for (int i = 0; i < 6; ++i) {
+        const auto batch = tight.next();
+        QVERIFY(!batch.empty());
+        std::int64_t sum = 0;
+        for (const std::int64_t index : batch)
+            sum += std::vector<std::int64_t>{3, 40, 5}[static_cast<std::size_t>(index)];
+        QVERIFY(sum <= 10 || batch.size() == 1);
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, BatchSampler(std::vector<std::int64_t>{}, 10, 0));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, BatchSampler(std::vector<std::int64_t>{1, 2}, 0, 0));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, BatchSampler(std::vector<std::int64_t>{1, -2}, 5, 0));
+}
+
+void TestDatasetsBatches::tokenBudgetResumesFromItsPosition()
+{
+    std::vector<std::int64_t> costs;
+    for (std::int64_t i = 0; i < 17; ++i)
+        costs.push_back(1 + (i * 7) % 9);
+    BatchSampler original(costs, 12, 5);
+    for (int i = 0; i < 9; ++i)
+        original.next();
+    const std::int64_t position = original.position();
+    std::vector<std::vector<std::int64_t>> future;
+    for (int i = 0; i < 8; ++i)
+        future.push_back(original.next());
+    BatchSampler resumed(costs, 12, 5);
+    resumed.seek(position);
+    for (const auto& batch : future)
+        QVERIFY(resumed.next() == batch);
 }
 
 QTEST_GUILESS_MAIN(TestDatasetsBatches)
