@@ -206,6 +206,8 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
                                        : torch::randint(c.vocabSize, {B, T}, torch::kLong))
                                       .to(device);
     // The trainer's optimizer: LibTorch 2.x's fused kernel unless WIDELAB_DISABLE=fused_adamw.
+    // A translation model decodes a target as long as its source (the source itself).
+    const TargetInput target = c.isTranslation() ? TargetInput{ids, {}} : TargetInput{};
     const std::vector<torch::Tensor> parameters = model->parameters();
     std::vector<torch::optim::OptimizerParamGroup> groups;
     groups.emplace_back(parameters);
@@ -220,7 +222,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         torch::Tensor loss;
         {
             const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
-            const ModelOutput output = model->forward(ids);
+            const ModelOutput output = model->forward(ids, {}, target);
             loss = trainingLoss(c, taskLoss(c, output.logits, targets), output);
         }
         {
@@ -238,7 +240,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         if (!options.train) {
             torch::NoGradGuard noGrad;
             const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
-            const ModelOutput output = model->forward(ids);
+            const ModelOutput output = model->forward(ids, {}, target);
             const PhaseScope timed(Phase::Measurement);
             r.loss = output.logits.to(torch::kFloat).mean().item<double>();
             return;

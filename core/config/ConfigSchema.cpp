@@ -141,9 +141,15 @@ std::vector<KeySpec> makeSchema()
                "(the paper's start), 1/n (its \"+ Multi-Path\"), 1/sqrt(n) (its \"+ PathNorm\")"),
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
-        choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes"},
-               "generated ListOps, a data file, a folder of images, CIFAR-10, or generated shapes"),
-        text("task.path", KeyType::FilePath, "", "the data file, image folder or CIFAR-10 folder of the task"),
+        choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes",
+                             "translation"},
+               "generated ListOps, a data file, a folder of images, CIFAR-10, generated shapes, or pairs of "
+               "texts to translate"),
+        text("task.path", KeyType::FilePath, "",
+             "the data file, image folder or CIFAR-10 folder of the task; translation: source TAB target lines, "
+             "or the source lines when task.target_path is given"),
+        text("task.target_path", KeyType::FilePath, "",
+             "translation: the target lines, line by line with task.path's sources; empty: task.path is a TSV"),
         choice("task.tokenizer", {"byte", "character", "word", "bpe"}, "how file texts become tokens"),
         integer("task.vocab_limit", 3, 10'000'000, 8000, "character and word tokenizers: the most tokens kept"),
         integer("task.bpe_merges", 0, 1'000'000, 8000,
@@ -159,8 +165,11 @@ std::vector<KeySpec> makeSchema()
         integer("task.seed", 0, kBig, 0, "seed of the ListOps and shapes generators and of the file and folder splits"),
         integer("task.crop_padding", 0, 1024, 4, "images: random crop after padding by this many pixels while training; 0: off"),
         boolean("task.flip", true, "images: random horizontal flip while training"),
+        integer("task.max_subwords", 1, 1 << 20, 250,
+                "translation: pairs with a side longer than this many subword units are left out"),
         boolean("task.skip_bad_inputs", false,
-                "image folders: leave out, counted, the images that cannot be decoded, rather than stop"),
+                "image folders and translation pairs: leave out, counted, the inputs that cannot be read, rather "
+                "than stop"),
 
         choice("train.optimizer", {"adamw", "lamb", "sgd"}, "the optimizer"),
         number("train.learning_rate", 1e-12, 100.0, 1e-3, "peak learning rate, reached after warmup"),
@@ -175,6 +184,9 @@ std::vector<KeySpec> makeSchema()
         number("train.min_learning_rate_ratio", 0.0, 1.0, 0.0, "cosine: the final rate as a fraction of the peak"),
         integer("train.steps", 1, kBig, 2000, "optimizer steps in the whole run"),
         integer("train.batch_size", 1, 1 << 20, 32, "sequences per step"),
+        integer("train.batch_tokens", 0, 1 << 30, 0,
+                "> 0: a training batch takes examples up to this many tokens (a translation pair counts its longer "
+                "side) instead of batch_size examples"),
         number("train.gradient_clip", -1.0, 1e9, 1.0, "clip the global gradient norm; <= 0: off"),
         number("train.label_smoothing", 0.0, 0.99, 0.0, "target probability spread over the other classes"),
         text("train.device", KeyType::Device, "auto", "auto, cpu, cuda or cuda:N"),
@@ -188,6 +200,8 @@ std::vector<KeySpec> makeSchema()
         integer("train.log_every", 1, kBig, 10, "steps between snapshots and metrics lines"),
         integer("train.eval_every", 1, kBig, 200, "steps between validation passes"),
         integer("train.eval_batches", 0, kBig, 20, "validation batches per evaluation; 0: the whole split"),
+        integer("train.bleu_sentences", 0, kBig, 200,
+                "translation: validation sentences translated (greedily) for BLEU and chrF at each evaluation; 0: none"),
         integer("train.checkpoint_every", 1, kBig, 200, "steps between checkpoints"),
         integer("train.keep_last", 1, 1000, 3, "checkpoints kept"),
         integer("train.probe_every", 0, kBig, 0, "steps between probe inspections; 0: with every validation"),

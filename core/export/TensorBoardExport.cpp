@@ -264,8 +264,12 @@ void TensorBoardEvents::addEvaluation(const EvaluationResult& r, tensorboard::Su
     const std::string split = tagPart(r.split) + "/";
     scalar(summary, split + "loss", r.loss);
     scalar(summary, split + "accuracy", r.accuracy);
-    if (r.perplexity > 0.0)  // language models
+    if (r.perplexity > 0.0)  // language and translation models
         scalar(summary, split + "perplexity", r.perplexity);
+    if (r.translated > 0) {  // translation models
+        scalar(summary, split + "bleu", r.bleu);
+        scalar(summary, split + "chrf", r.chrf);
+    }
     scalar(summary, split + "examples", static_cast<double>(r.examples));
 }
 

@@ -5,6 +5,7 @@
 
 #include "CheckpointDirectory.h"
 #include "measure/Measurements.h"
+#include "model/BatchDecoding.h"
 #include "vocab/MetricsCodec.h"
 #include "MetricsWriter.h"
 #include "RunLayout.h"
@@ -155,8 +156,10 @@ constexpr std::int64_t kLensTop = 8;
 // Runs one input ([1, T] ids or [1, C, H, W] pixels) through the model (evaluation
 // mode, no gradient) and records attention maps, expert choices, the logit lens
 // and the prediction; the caller fills text, tokens and image.
+// A translation model's `target` is the decoder's input; its attention and
+// routing are the encoder's, its prediction what follows the target.
 ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, const std::vector<std::string>& labels,
-                       const Tokenizer* tokenizer, const std::vector<Ablation>& ablations)
+                       const Tokenizer* tokenizer, const std::vector<Ablation>& ablations, const TargetInput& target = {})
 {
     const ModelConfig& c = model.config();
     torch::NoGradGuard noGrad;
@@ -166,11 +169,14 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
     ForwardTrace trace;
     trace.captureLens = true;
     trace.ablations = ablations;
-    const ModelOutput output = model.inspect(input.to(device), {}, trace);
+    const ModelOutput output = model.inspect(input.to(device), {}, trace,
+                                             {target.ids.defined() ? target.ids.to(device) : target.ids, {}});
     model.train(training);
 
     ProbeResult result;
-    for (const BlockTrace& block : trace.blocks) {
+    const std::size_t encoderBlocks = c.isTranslation() ? static_cast<std::size_t>(c.layers) : trace.blocks.size();
+    for (std::size_t b = 0; b < encoderBlocks; ++b) {
+        const BlockTrace& block = trace.blocks[b];
         const torch::Tensor maps = block.attention[0].to(torch::kCPU, torch::kFloat32);  // [heads, T, T]
         std::vector<std::vector<std::vector<float>>> heads;
         for (std::int64_t h = 0; h < maps.size(0); ++h) {
@@ -190,7 +196,7 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
             result.experts.push_back(std::move(tokens));
         }
     }
-    const bool languageModel = c.head == HeadKind::LanguageModel;
+    const bool languageModel = c.head != HeadKind::Classification;  // or translation: the next token
     const torch::Tensor scores = languageModel ? output.logits[0][-1] : output.logits[0];
     result.prediction = toFloats(torch::softmax(scores.to(torch::kFloat32), -1));
 
@@ -248,7 +254,27 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     std::int64_t cut = 0;
     const std::vector<std::int64_t> ids = probeTokenIds(tokenizer, text, maxLength, &cut);
 
-    ProbeResult result = inspectOne(model, torch::tensor(ids, torch::kLong).unsqueeze(0), labels, &tokenizer, ablations);
+    const torch::Tensor input = torch::tensor(ids, torch::kLong).unsqueeze(0);
+    ProbeResult result;
+    if (c.isTranslation()) {
+        if (!tokenizer.startId() || !tokenizer.endId())
+            throw DataError("the run's " + toString(tokenizer.kind()) + " tokenizer has no start and end tokens to "
+                            "translate with");
+        DecodeOptions options;
+        options.startId = *tokenizer.startId();
+        options.endId = *tokenizer.endId();
+        options.maxLength = c.maxLen - 1;  // and <s>: the decoder's input fits its positions
+        const bool training = model.is_training();
+        const std::vector<std::int64_t> translation = decodeAll(model, {ids}, options, 1).front();
+        model.train(training);
+        std::vector<std::int64_t> decoderInput{options.startId};
+        decoderInput.insert(decoderInput.end(), translation.begin(), translation.end());
+        result = inspectOne(model, input, labels, &tokenizer, ablations,
+                            {torch::tensor(decoderInput, torch::kLong).unsqueeze(0), {}});
+        result.translation = tokenizer.decode(translation);
+    } else {
+        result = inspectOne(model, input, labels, &tokenizer, ablations);
+    }
     result.text = text;
     result.cutTokens = cut;
     if (c.usesClsToken())

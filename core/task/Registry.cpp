@@ -19,6 +19,7 @@ const std::vector<const TaskSpec*>& taskKinds()
         &imageFolderTask(),
         &cifar10Task(),
         &shapesTask(),
+        &translationTask(),
     };
     return all;
 }

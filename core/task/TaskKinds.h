@@ -12,5 +12,6 @@ const TaskSpec& languageModelTask();   // LanguageModel.cpp: next tokens of any 
 const TaskSpec& imageFolderTask();     // ImageTask.cpp: a folder per class
 const TaskSpec& cifar10Task();         // ImageTask.cpp: CIFAR-10's binary batches
 const TaskSpec& shapesTask();          // ImageTask.cpp: generated shapes
+const TaskSpec& translationTask();     // Translation.cpp: pairs of texts, a TSV or two aligned files
 
 }  // namespace widelab

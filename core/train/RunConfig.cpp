@@ -34,6 +34,7 @@ TaskConfig readTask(JsonSection& s)
     TaskConfig t;
     s.readChoice(spec("kind"), t.kind);
     s.read(spec("path"), t.path);
+    s.read(spec("target_path"), t.targetPath);
     s.readChoice(spec("tokenizer"), t.tokenizer);
     s.read(spec("vocab_limit"), t.vocabLimit);
     s.read(spec("bpe_merges"), t.bpeMerges);
@@ -48,6 +49,7 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("seed"), t.seed);
     s.read(spec("crop_padding"), t.cropPadding);
     s.read(spec("flip"), t.flip);
+    s.read(spec("max_subwords"), t.maxSubwords);
     s.read(spec("skip_bad_inputs"), t.skipBadInputs);
     s.rejectUnknownKeys();
     return t;
@@ -69,6 +71,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("min_learning_rate_ratio"), t.minLearningRateRatio);
     s.read(spec("steps"), t.steps);
     s.read(spec("batch_size"), t.batchSize);
+    s.read(spec("batch_tokens"), t.batchTokens);
     s.read(spec("gradient_clip"), t.gradientClip);
     s.read(spec("label_smoothing"), t.labelSmoothing);
     s.read(spec("device"), t.device);
@@ -78,6 +81,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("log_every"), t.logEvery);
     s.read(spec("eval_every"), t.evalEvery);
     s.read(spec("eval_batches"), t.evalBatches);
+    s.read(spec("bleu_sentences"), t.bleuSentences);
     s.read(spec("checkpoint_every"), t.checkpointEvery);
     s.read(spec("keep_last"), t.keepLast);
     s.read(spec("probe_every"), t.probeEvery);
@@ -100,12 +104,14 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     if (task.isImageTask() != model.imageInput())
         report("model.input", kind + (task.isImageTask() ? " is an image task: it needs model.input \"image\""
                                                          : " is a text task: it needs model.input \"tokens\""));
-    if (model.isTranslation())
-        report("model.head", "\"translation\" needs pairs of texts to train on, which no task kind of this WideLab "
-                             "reads yet; the model can be built and counted (widelab-cli params), not trained");
+    if (task.kind == TaskKind::Translation && !model.isTranslation())
+        report("task.kind", kind + " needs model.head \"translation\" (an encoder and a decoder)");
+    else if (task.kind != TaskKind::Translation && model.isTranslation())
+        report("model.head", "\"translation\" trains on pairs of texts: it needs task.kind \"translation\"");
     else if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
         report("task.kind", kind + " needs model.head \"language_model\"");
-    else if (task.kind != TaskKind::LanguageModel && model.head != HeadKind::Classification)
+    else if (task.kind != TaskKind::LanguageModel && task.kind != TaskKind::Translation
+             && model.head != HeadKind::Classification)
         report("task.kind", kind + " needs model.head \"classification\"");
     if (task.kind == TaskKind::ListOps) {
         if (model.numClasses != 10)
@@ -151,7 +157,11 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
         } else if (requireDataFiles) {
             std::error_code error;
             if (!std::filesystem::is_regular_file(task.path, error))
-                report("task.path", "no such file: " + task.path);
+                report("task.path", "no such file: " + task.path
+                                        + (task.kind == TaskKind::Translation
+                                               ? " (widelab-cli corpus bible --from web --to sparv --out "
+                                                 "web-sparv.tsv writes the Bible's English-Spanish pairs)"
+                                               : ""));
             else if (!std::ifstream(task.path, std::ios::binary))
                 report("task.path", "cannot be read: " + task.path);
         }
@@ -166,6 +176,20 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
                                            + std::to_string(bpe::kFirstMerge) + " ids before its first merge");
         if (task.validationFraction <= 0.0)
             report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
+        if (task.kind == TaskKind::Translation) {
+            if (task.tokenizer != TokenizerChoice::Bpe)
+                report("task.tokenizer", "translation needs \"bpe\": its <s> and </s> start and end every target, "
+                                         "and the paper's vocabulary is one joint byte-pair encoding");
+            if (task.maxSubwords + 1 > model.maxLen)
+                report("task.max_subwords", std::to_string(task.maxSubwords) + " subword units and the </s> (or <s>) "
+                                                "of a target need model.max_len " + std::to_string(task.maxSubwords + 1)
+                                                + ", which is " + std::to_string(model.maxLen));
+            if (!task.targetPath.empty() && requireDataFiles) {
+                std::error_code error;
+                if (!std::filesystem::is_regular_file(task.targetPath, error))
+                    report("task.target_path", "no such file: " + task.targetPath);
+            }
+        }
     }
     if (task.sequenceLength > model.maxLen && !task.isImageTask())
         report("task.sequence_length", std::to_string(task.sequenceLength) + " exceeds model.max_len: "
@@ -240,6 +264,7 @@ nlohmann::json RunDocument::toJson() const
     json["task"] = {
         {"kind", nameOf(choicesOf("task.kind"), task.kind)},
         {"path", task.path},
+        {"target_path", task.targetPath},
         {"tokenizer", nameOf(choicesOf("task.tokenizer"), task.tokenizer)},
         {"vocab_limit", task.vocabLimit},
         {"bpe_merges", task.bpeMerges},
@@ -254,6 +279,7 @@ nlohmann::json RunDocument::toJson() const
         {"seed", task.seed},
         {"crop_padding", task.cropPadding},
         {"flip", task.flip},
+        {"max_subwords", task.maxSubwords},
         {"skip_bad_inputs", task.skipBadInputs},
     };
     nlohmann::json probesJson = nlohmann::json::array();
@@ -272,6 +298,7 @@ nlohmann::json RunDocument::toJson() const
         {"min_learning_rate_ratio", train.minLearningRateRatio},
         {"steps", train.steps},
         {"batch_size", train.batchSize},
+        {"batch_tokens", train.batchTokens},
         {"gradient_clip", train.gradientClip},
         {"label_smoothing", train.labelSmoothing},
         {"device", train.device},
@@ -281,6 +308,7 @@ nlohmann::json RunDocument::toJson() const
         {"log_every", train.logEvery},
         {"eval_every", train.evalEvery},
         {"eval_batches", train.evalBatches},
+        {"bleu_sentences", train.bleuSentences},
         {"checkpoint_every", train.checkpointEvery},
         {"keep_last", train.keepLast},
         {"probe_every", train.probeEvery},

@@ -14,14 +14,15 @@
 
 namespace widelab {
 
-enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes };
+enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation };
 enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
 
 struct TaskConfig {
     TaskKind kind = TaskKind::ListOps;
-    std::string path;                         // classification or language-model file
+    std::string path;                         // classification, language-model or translation file
+    std::string targetPath;                   // translation: the target lines (then `path` holds the sources)
     TokenizerChoice tokenizer = TokenizerChoice::Byte;
     std::int64_t vocabLimit = 8000;           // character / word vocabularies
     std::int64_t bpeMerges = 8000;            // bpe: merges learned (vocabulary 260 + merges)
@@ -38,7 +39,10 @@ struct TaskConfig {
     // Images (image_folder, cifar10, shapes): augmentation while training.
     std::int64_t cropPadding = 4;             // 0: no random crop
     bool flip = true;
-    // Image folders: images that cannot be decoded are left out, counted, rather than refused.
+    // Translation: pairs with a side longer than this many subword units are left out (the Multi-Path paper's 250).
+    std::int64_t maxSubwords = 250;
+    // Image folders and translation pairs: inputs that cannot be read (an image that does not decode, a pair
+    // without a tab or with an empty side) are left out, counted, rather than refused.
     bool skipBadInputs = false;
 
     bool isImageTask() const { return kind == TaskKind::ImageFolder || kind == TaskKind::Cifar10 || kind == TaskKind::Shapes; }
@@ -57,6 +61,9 @@ struct TrainConfig {
     double minLearningRateRatio = 0.0;
     std::int64_t steps = 2000;
     std::int64_t batchSize = 32;
+    // > 0: a training batch takes examples until the next would pass this many tokens (a translation pair counts
+    // its longer side), instead of batchSize examples; evaluation still takes batchSize at a time.
+    std::int64_t batchTokens = 0;
     double gradientClip = 1.0;                // <= 0: off
     double labelSmoothing = 0.0;
     std::string device = "auto";              // auto, cpu, cuda, cuda:N
@@ -66,6 +73,7 @@ struct TrainConfig {
     std::int64_t logEvery = 10;               // snapshots and metrics.jsonl lines
     std::int64_t evalEvery = 200;
     std::int64_t evalBatches = 20;            // 0: the whole validation split
+    std::int64_t bleuSentences = 200;         // translation: validation sentences decoded for BLEU; 0: none
     std::int64_t checkpointEvery = 200;
     std::int64_t keepLast = 3;
     std::int64_t probeEvery = 0;              // 0: with every validation

@@ -171,7 +171,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
             m_world->sum(counts, "the routers' counts at step " + std::to_string(m_state.step + 1));
         });
     }
-    m_sampler = std::make_unique<BatchSampler>(m_data.train->size(), train.batchSize, static_cast<std::uint64_t>(train.seed));
+    m_sampler = makeSampler();
 
     m_interval = std::make_unique<Interval>();
     if (m_options.resume) {
@@ -341,6 +341,29 @@ void Trainer::loadLatestCheckpoint()
     m_state.scheduleSteps = m_totalSteps;
 }
 
+std::unique_ptr<BatchSampler> Trainer::makeSampler()
+{
+    const TrainConfig& train = m_run.train;
+    const auto seed = static_cast<std::uint64_t>(train.seed);
+    if (train.batchTokens == 0 || m_data.imageStats)
+        return std::make_unique<BatchSampler>(m_data.train->size(), train.batchSize, seed);
+    // A pair costs its longer side (the decoder's reads <s> and the target), as
+    // tensor2tensor's token batches count.
+    std::vector<std::int64_t> costs;
+    costs.reserve(static_cast<std::size_t>(m_data.train->size()));
+    std::int64_t largest = 0;
+    for (std::int64_t i = 0; i < m_data.train->size(); ++i) {
+        const Example example = m_data.train->get(i);
+        costs.push_back(static_cast<std::int64_t>(std::max(example.ids.size(), example.targets.size())));
+        largest = std::max(largest, costs.back());
+    }
+    if (largest > train.batchTokens)
+        message("warning", "train.batch_tokens " + std::to_string(train.batchTokens) + " is less than the longest "
+                               "training example (" + std::to_string(largest) + " tokens): such an example is a "
+                               "batch of its own");
+    return std::make_unique<BatchSampler>(std::move(costs), train.batchTokens, seed);
+}
+
 Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first) const
 {
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
@@ -354,6 +377,12 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         batch = makeImageBatch(examples, imageFormat(m_run.model), *m_data.imageStats, training ? &augment : nullptr);
         batch.tokens *= m_run.model.positions();
         batch.pixels = upload(batch.pixels, m_device);
+    } else if (m_run.model.isTranslation()) {
+        batch = makeTranslationBatch(examples, *m_data.tokenizer.startId());
+        batch.ids = upload(batch.ids, m_device);
+        batch.mask = upload(batch.mask, m_device);
+        batch.targetIds = upload(batch.targetIds, m_device);
+        batch.targetMask = upload(batch.targetMask, m_device);
     } else {
         batch = makeBatch(examples, languageModel);
         batch.ids = upload(batch.ids, m_device);

@@ -131,6 +131,10 @@ private:
     // The examples as a batch on the device; training batches of images are augmented.
     // `first`: the first example's place in the global batch (a distributed rank's share).
     Batch makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first = 0) const;
+    // The training order: batch_size examples a batch, or train.batch_tokens' worth.
+    std::unique_ptr<class BatchSampler> makeSampler();
+    // Translation: BLEU and chrF of greedy translations of the split's first `sentences` into `result`.
+    void scoreTranslations(Dataset& data, std::int64_t sentences, EvaluationResult& result, bool reportProgress);
     EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations,
                              bool reportProgress = false);
     void trainStep(Interval& interval, bool measure);

@@ -1,6 +1,8 @@
 #include "Trainer.h"
 
+#include "measure/Bleu.h"
 #include "measure/ValidationInsight.h"
+#include "model/BatchDecoding.h"
 #include "run/RunDirectory.h"
 #include "task/ImageTask.h"
 
@@ -50,7 +52,7 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
                                   bool reportProgress)
 {
     Dataset& data = split == Split::Test ? *m_data.test : *m_data.validation;
-    const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    const bool perToken = m_run.model.head != HeadKind::Classification;  // a target at every position
     const std::int64_t batchSize = m_run.train.batchSize;
     torch::NoGradGuard noGrad;
     m_model->eval();
@@ -71,19 +73,20 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
             examples.push_back(data.get(i));
         const Batch batch = makeDeviceBatch(examples, /*training=*/false);  // never augmented
         const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
+        const TargetInput target{batch.targetIds, modelTargetMask(batch)};  // translation: the decoder's input
         ModelOutput output;
         if (ablations.empty()) {
-            output = m_model->forward(input, modelMask(batch));
+            output = m_model->forward(input, modelMask(batch), target);
         } else {
             ForwardTrace trace;
             trace.captureAttention = trace.captureRouting = false;
             trace.ablations = ablations;
-            output = m_model->inspect(input, modelMask(batch), trace);
+            output = m_model->inspect(input, modelMask(batch), trace, target);
         }
-        const torch::Tensor counts = correctCounts(output.logits, batch, languageModel).to(torch::kCPU);
+        const torch::Tensor counts = correctCounts(output.logits, batch, perToken).to(torch::kCPU);
         const double h = counts[0].item<double>(), c = counts[1].item<double>();
-        const double weight = languageModel ? c : static_cast<double>(examples.size());
-        lossSum += taskLoss(m_run.model, output.logits, batch.targets, batch.mask).item<double>() * weight;
+        const double weight = perToken ? c : static_cast<double>(examples.size());
+        lossSum += taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch)).item<double>() * weight;
         weightSum += weight;
         hits += h;
         counted += c;
@@ -99,14 +102,56 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
     }
     result.loss = weightSum > 0 ? lossSum / weightSum : 0.0;
     result.accuracy = counted > 0 ? hits / counted : 0.0;
-    result.perplexity = languageModel ? std::exp(result.loss) : 0.0;
+    result.perplexity = perToken ? std::exp(result.loss) : 0.0;
+    // An evaluation while training (run() sets m_control) translates the split's
+    // first bleu_sentences; one outside training (widelab-cli eval) all of them.
+    if (m_run.model.isTranslation() && ablations.empty())
+        scoreTranslations(data, m_control != nullptr ? m_run.train.bleuSentences : data.size(), result, reportProgress);
     return result;
+}
+
+void Trainer::scoreTranslations(Dataset& data, std::int64_t sentences, EvaluationResult& result, bool reportProgress)
+{
+    const std::int64_t count = std::min(sentences, data.size());
+    if (count <= 0)
+        return;
+    std::vector<std::vector<std::int64_t>> sources;
+    std::vector<std::string> hypotheses, references;
+    for (std::int64_t i = 0; i < count; ++i) {
+        Example example = data.get(i);
+        references.push_back(m_data.tokenizer.decode(example.targets));  // </s> is not text
+        sources.push_back(std::move(example.ids));
+    }
+    DecodeOptions options;
+    options.startId = *m_data.tokenizer.startId();
+    options.endId = *m_data.tokenizer.endId();
+    std::int64_t done = 0, reportedTenths = 0;
+    const auto between = [&] {
+        if (m_control != nullptr && !m_world && m_control->stopRequested())
+            throw Interrupted{};
+        const std::int64_t tenths = done * 10 / count;
+        if (reportProgress && count >= kEvaluationProgressFrom && tenths > reportedTenths) {
+            reportedTenths = tenths;
+            message("info", "translating the " + result.split + " split: " + std::to_string(10 * tenths) + "% ("
+                                + std::to_string(done) + " of " + std::to_string(count) + " sentences)");
+        }
+        done += std::min(m_run.train.batchSize, count - done);
+    };
+    for (const std::vector<std::int64_t>& ids : decodeAll(*m_model, sources, options, m_run.train.batchSize, between))
+        hypotheses.push_back(m_data.tokenizer.decode(ids));
+    result.bleu = corpusBleu(hypotheses, references).score;
+    result.chrf = corpusChrf(hypotheses, references).score;
+    result.translated = count;
 }
 
 // Head roles and expert specialisation on the first validation examples and the
 // probes (ValidationInsight.h), to metrics.jsonl and the observers.
 void Trainer::measureInsights()
 {
+    // Head roles and expert intake read one stack of blocks over one sequence; a
+    // translation model's decoder and cross-attention have no such measures yet.
+    if (m_run.model.isTranslation())
+        return;
     constexpr std::int64_t kSample = 32;
     InsightInputs inputs;
     const std::int64_t chunk = insightChunkSize(m_run.model, m_run.model.positions());

@@ -202,7 +202,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const double stepStart = steadySeconds();
     const double waitedBefore = m_world ? m_world->waitedSeconds() : 0.0;
     const TrainConfig& t = m_run.train;
-    const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    const bool perToken = m_run.model.head != HeadKind::Classification;  // a target at every position
     const double lr = learningRate(scheduleOptions(t, m_totalSteps), m_state.step);
     applyLearningRate(*m_optimizer, lr);
 
@@ -219,14 +219,15 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
     // A distributed step's loss is this rank's part of the global batch's mean:
     // its mean weighted by its share of what the loss averages over (examples,
-    // or a language model's counted tokens), so that the gradients summed over
-    // the ranks are those of one process's step on the whole batch.
+    // or a language or translation model's counted tokens), so that the gradients
+    // summed over the ranks are those of one process's step on the whole batch.
     double share = 1.0;
     std::int64_t tokens = batch.tokens;
     if (m_world) {
-        const double terms = languageModel && batch.mask.defined() ? batch.mask.sum().item<double>()
-                             : languageModel                       ? static_cast<double>(batch.targets.numel())
-                                                                   : static_cast<double>(examples.size());
+        const torch::Tensor& counted = targetPositions(batch);
+        const double terms = perToken && counted.defined() ? counted.sum().item<double>()
+                             : perToken                    ? static_cast<double>(batch.targets.numel())
+                                                           : static_cast<double>(examples.size());
         torch::Tensor counts = torch::tensor({terms, static_cast<double>(batch.tokens)}, torch::kFloat64);
         m_world->sum(counts, "counting the batch of step " + std::to_string(m_state.step + 1));
         share = counts[0].item<double>() > 0.0 ? terms / counts[0].item<double>() : 0.0;
@@ -244,6 +245,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     trace.captureAttention = false;
     trace.captureResidual = true;
     const torch::Tensor mask = modelMask(batch);
+    const TargetInput target{batch.targetIds, modelTargetMask(batch)};  // translation: the decoder's input
     ModelOutput output;
     {
         // Distributed: dropout and router noise from this rank's stream for the step.
@@ -253,14 +255,14 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                          static_cast<std::uint64_t>(m_state.step)),
                                                  static_cast<std::uint64_t>(m_world->rank())));
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
-        output = measure ? m_model->inspect(input, mask, trace) : m_model->forward(input, mask);
+        output = measure ? m_model->inspect(input, mask, trace, target) : m_model->forward(input, mask, target);
     }
-    const torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, batch.mask, t.labelSmoothing)
-                               * share;
+    const torch::Tensor task =
+        taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch), t.labelSmoothing) * share;
     const torch::Tensor loss = trainingLoss(m_run.model, task, output);
     // Counted now, so that a language model's [tokens, vocabulary] logits are
     // not held through the backward pass, whose peak they would raise.
-    const torch::Tensor hits = correctCounts(output.logits.detach(), batch, languageModel);
+    const torch::Tensor hits = correctCounts(output.logits.detach(), batch, perToken);
     output.logits = torch::Tensor();
     loss.backward();
     if (m_gradients)

@@ -34,6 +34,7 @@ bool imageTask(const KeyLookup& v)
     return is(v, "task.kind", "image_folder") || is(v, "task.kind", "cifar10") || is(v, "task.kind", "shapes");
 }
 bool listOps(const KeyLookup& v) { return is(v, "task.kind", "listops"); }
+bool translation(const KeyLookup& v) { return is(v, "task.kind", "translation"); }
 // Classification or a language model: a task read from a text file.
 bool fileTask(const KeyLookup& v) { return !imageTask(v) && !listOps(v); }
 
@@ -113,8 +114,14 @@ std::vector<KeyRule> makeRules()
          [](V v) { return imageTask(v); },
          "for a text task (they augment images)", WhenUnused::Hidden},
         {{"task.skip_bad_inputs"},
-         [](V v) { return is(v, "task.kind", "image_folder"); },
-         "except for an image folder (the one input it leaves out so far)", WhenUnused::Hidden},
+         [](V v) { return is(v, "task.kind", "image_folder") || translation(v); },
+         "except for an image folder or translation pairs (the inputs it leaves out so far)", WhenUnused::Hidden},
+        {{"task.target_path", "task.max_subwords"},
+         [](V v) { return translation(v); },
+         "except for translation (they name and filter its pairs)", WhenUnused::Hidden},
+        {{"task.sequence_length"},
+         [](V v) { return !translation(v); },
+         "for translation, whose pairs task.max_subwords filters rather than cuts", WhenUnused::Hidden},
         {{"task.path", "task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.validation_fraction",
           "task.test_fraction"},
          [](V v) { return !listOps(v); },
@@ -133,6 +140,10 @@ std::vector<KeyRule> makeRules()
          "unless task.tokenizer is \"bpe\""},
 
         // ---- train
+        {{"train.bleu_sentences"}, [](V v) { return translation(v); }, "except for translation", WhenUnused::Hidden},
+        {{"train.batch_tokens"},
+         [](V v) { return !imageTask(v); },
+         "for an image task (a batch is a number of images)", WhenUnused::Hidden},
         {{"train.warmup_steps"}, [](V v) { return !is(v, "train.schedule", "constant"); }, "with the constant schedule"},
         {{"train.min_learning_rate_ratio"},
          [](V v) { return is(v, "train.schedule", "warmup_cosine"); },

@@ -79,8 +79,14 @@ nlohmann::json toJson(const TrainingSnapshot& s)
 
 nlohmann::json toJson(const EvaluationResult& r)
 {
-    return {{"type", "eval"},     {"step", r.step},         {"split", r.split},       {"loss", r.loss},
-            {"accuracy", r.accuracy}, {"perplexity", r.perplexity}, {"examples", r.examples}};
+    nlohmann::json line = {{"type", "eval"},     {"step", r.step},         {"split", r.split},       {"loss", r.loss},
+                           {"accuracy", r.accuracy}, {"perplexity", r.perplexity}, {"examples", r.examples}};
+    if (r.translated > 0) {  // translation runs: what their greedy translations score
+        line["bleu"] = r.bleu;
+        line["chrf"] = r.chrf;
+        line["translated"] = r.translated;
+    }
+    return line;
 }
 
 
@@ -93,6 +99,8 @@ nlohmann::json toJson(const ProbeResult& r)
         line["label"] = r.label;  // only when known
     if (r.cutTokens > 0)
         line["cut_tokens"] = r.cutTokens;  // only when the text was longer than the sequence
+    if (!r.translation.empty())
+        line["translation"] = legibleBytes(r.translation);  // translation models
     if (!r.logitLens.empty()) {
         nlohmann::json lens = nlohmann::json::array();
         for (const LensStage& stage : r.logitLens)

@@ -423,6 +423,11 @@ void decodeEval(const Json& json, MetricsRecord& record)
         r.perplexity = number(perplexity, "perplexity");
     if (const Json* examples = member(json, "examples"))
         r.examples = integer(examples, "examples", 0, kMaxMetricsStep, "from 0 to 2^53");
+    if (const Json* translated = member(json, "translated")) {
+        r.translated = integer(translated, "translated", 0, kMaxMetricsStep, "from 0 to 2^53");
+        r.bleu = number(member(json, "bleu"), "bleu");
+        r.chrf = number(member(json, "chrf"), "chrf");
+    }
     record.step = r.step;
 }
 
@@ -586,6 +591,9 @@ void decodeProbe(const Json& json, MetricsRecord& record)
     // Optional: tokens of the text past the sequence length, which the model did not see.
     if (const Json* cut = member(json, "cut_tokens"))
         p.cutTokens = integer(cut, "cut_tokens", 1, std::numeric_limits<std::int64_t>::max(), "at least 1");
+    // Optional: a translation model's translation of the text.
+    if (const Json* translation = member(json, "translation"))
+        p.translation = string(translation, "translation");
     record.step = p.step;
 }
 

@@ -130,8 +130,13 @@ struct EvaluationResult {
     std::string split;          // "validation" or "test"
     double loss = 0.0;          // task loss
     double accuracy = 0.0;      // next-token accuracy for language models
-    double perplexity = 0.0;    // language models: exp(loss)
+    double perplexity = 0.0;    // language and translation models: exp(loss)
     std::int64_t examples = 0;
+    // Translation: BLEU and chrF (sacreBLEU's defaults, 0-100) of greedy translations
+    // of the split's first `translated` sentences; 0 sentences: not measured.
+    double bleu = 0.0;
+    double chrf = 0.0;
+    std::int64_t translated = 0;
 };
 
 // What every head does on the validation probes (HeadRoles.h), 0..1 per role.
@@ -191,6 +196,9 @@ struct ProbeResult {
     std::vector<std::string> predictionLabels;
     std::int64_t label = -1;          // the true class when the text is a validation example, else -1
     std::int64_t cutTokens = 0;       // tokens of the text past the run's sequence length: the model never saw them
+    // Translation models: the text's greedy translation; `tokens`, `attention` and
+    // `experts` are the encoder's over the text, `prediction` what follows the translation.
+    std::string translation;
     // Image models: the image (text: the probe entry, "validation:N" or a file);
     // tokens are "CLS" (when used) and then the patches row by row, "r0c0", "r0c1", ...
     // Text probes: empty (width 0).

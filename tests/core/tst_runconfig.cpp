@@ -160,7 +160,15 @@ void TestRunConfig::checkAcceptedIsTrainAccepted_data()
     const std::string language = R"({"model": {"vocab_size": 258, "max_len": 16, "head": "language_model"},
         "task": {"kind": "language_model", "path": ")" + prose + R"(", "validation_fraction": 0.1}})";
 
+    // rows.tsv's lines are "source TAB target" pairs too (a digit into a sentence).
+    const std::string translation = R"({"model": {"head": "translation", "vocab_size": 300, "max_len": 64},
+        "task": {"kind": "translation", "path": ")" + rows + R"(", "tokenizer": "bpe", "bpe_merges": 10,
+                 "max_subwords": 63, "validation_fraction": 0.1}})";
+
     QTest::newRow("listops") << q(document("{}")) << "";
+    QTest::newRow("translation") << q(document(translation)) << "";
+    QTest::newRow("translation, two files")
+        << q(document(R"({"task": {"target_path": ")" + prose + R"("}})", document(translation))) << "";
     QTest::newRow("classification, bytes") << q(document(classification)) << "";
     QTest::newRow("classification, characters")
         << q(document(classification))
@@ -189,6 +197,17 @@ void TestRunConfig::checkAcceptedIsTrainAccepted_data()
         << q(document(R"({"model": {"head": "classification"}})", document(language))) << "task.kind";
     QTest::newRow("sequence longer than max_len") << q(document(R"({"task": {"sequence_length": 41}})"))
                                                   << "task.sequence_length";
+    QTest::newRow("translation, byte tokenizer")
+        << q(document(R"({"task": {"tokenizer": "byte"}})", document(translation))) << "task.tokenizer";
+    QTest::newRow("translation, pairs longer than the model's positions")
+        << q(document(R"({"task": {"max_subwords": 64}})", document(translation))) << "task.max_subwords";
+    QTest::newRow("translation, missing target file")
+        << q(document(R"({"task": {"target_path": "/nonexistent/es.txt"}})", document(translation)))
+        << "task.target_path";
+    QTest::newRow("translation task, classification head")
+        << q(document(R"({"model": {"head": "classification"}})", document(translation))) << "task.kind";
+    QTest::newRow("translation head, language-model task")
+        << q(document(R"({"model": {"head": "translation"}})", document(language))) << "model.head";
     QTest::newRow("path is a directory")
         << q(document(R"({"task": {"path": ")" + m_data.path().toStdString() + R"("}})", document(classification)))
         << "task.path";
@@ -275,10 +294,14 @@ void TestRunConfig::documentOnlyChecks_data()
                                            "path": "/nonexistent/prose.txt"}})"
                                      << "model.vocab_size: 257 is smaller than the byte tokenizer's vocabulary "
                                         "(258 tokens)";
-    QTest::newRow("translation model, no pairs to train on")
+    QTest::newRow("translation model on ListOps")
         << R"({"model": {"head": "translation"}})"
-        << "model.head: \"translation\" needs pairs of texts to train on, which no task kind of this WideLab reads "
-           "yet; the model can be built and counted (widelab-cli params), not trained";
+        << "model.head: \"translation\" trains on pairs of texts: it needs task.kind \"translation\"";
+    QTest::newRow("translation, 250 subword units in 128 positions")
+        << R"({"model": {"head": "translation", "vocab_size": 300}, "task": {"kind": "translation",
+              "path": "/nonexistent/pairs.tsv", "tokenizer": "bpe"}})"
+        << "task.max_subwords: 250 subword units and the </s> (or <s>) of a target need model.max_len 251, which is "
+           "40";
     // Images.
     QTest::newRow("image model on ListOps") << R"({"model": {"input": "image"}})"
                                             << "model.input: \"listops\" is a text task: it needs model.input \"tokens\"";
@@ -560,8 +583,8 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    // model: 39, model.attention and attention_mix, and the mechanisms' own keys; task 17, train 29.
-    QCOMPARE(configSchema().size(), std::size_t{2 + 39 + 2 + ModelConfig::defaultAttentionOptions().size() + 17 + 29});
+    // model: 39, model.attention and attention_mix, and the mechanisms' own keys; task 19, train 31.
+    QCOMPARE(configSchema().size(), std::size_t{2 + 39 + 2 + ModelConfig::defaultAttentionOptions().size() + 19 + 31});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 

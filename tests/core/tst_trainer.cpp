@@ -1,6 +1,6 @@
 // Tests of train/Trainer and run/Checkpoint: learning on ListOps, exact resume,
 // checkpoints that survive a kill mid-save, clear errors, the NaN stop, a
-// language model on a text file, and an export Python reads.
+// language model on a text file, translation scored in BLEU, and an export Python reads.
 #include "TestSupport.h"
 #include "config/Presets.h"
 #include "run/Checkpoint.h"
@@ -113,6 +113,48 @@ void resumedRunRetracesTheWholeRun(Document document, const QTemporaryDir& dir, 
     }
 }
 
+
+// Pairs of a task a tiny encoder-decoder learns in a few hundred steps: every
+// letter of four or five words (a-h, one to three letters each) shifted by one
+// ("bad ca f hh" -> "cbe db g ii"), as "source TAB target" lines. Four words at
+// least, so that every sentence has the 4-grams BLEU counts.
+std::filesystem::path writeShiftedLetters(const QTemporaryDir& dir, int count)
+{
+    std::mt19937 random(7);
+    std::string lines;
+    for (int i = 0; i < count; ++i) {
+        std::string source, target;
+        const int words = 4 + static_cast<int>(random() % 2);
+        for (int w = 0; w < words; ++w) {
+            if (w > 0)
+                source += ' ', target += ' ';
+            const int letters = 1 + static_cast<int>(random() % 3);
+            for (int l = 0; l < letters; ++l) {
+                const char c = static_cast<char>('a' + random() % 8);
+                source += c;
+                target += static_cast<char>(c + 1);
+            }
+        }
+        lines += source + "\t" + target + "\n";
+    }
+    const std::filesystem::path path = std::filesystem::path(dir.path().toStdString()) / "shifted.tsv";
+    std::ofstream(path, std::ios::binary) << lines;
+    return path;
+}
+
+RunDocument tinyTranslationRun(const std::filesystem::path& pairs, const nlohmann::json& overrides = nlohmann::json::object())
+{
+    nlohmann::json document = {
+        {"model", {{"head", "translation"}, {"vocab_size", 300}, {"max_len", 32}, {"d_model", 64}, {"layers", 1},
+                   {"decoder_layers", 1}, {"heads", 4}, {"ffn_dim", 128}, {"dropout", 0.0}}},
+        {"task", {{"kind", "translation"}, {"path", pairs.string()}, {"tokenizer", "bpe"}, {"bpe_merges", 0},
+                  {"max_subwords", 31}, {"validation_fraction", 0.05}, {"test_fraction", 0.05}}},
+        {"train", {{"steps", 300}, {"batch_size", 32}, {"learning_rate", 0.003}, {"warmup_steps", 40},
+                   {"log_every", 20}, {"eval_every", 300}, {"eval_batches", 4}, {"bleu_sentences", 60},
+                   {"checkpoint_every", 300}, {"threads", 2}}}};
+    document.merge_patch(overrides);
+    return parseRunDocument(document.dump());
+}
 }  // namespace
 
 class TestTrainer : public QObject {
@@ -142,6 +184,8 @@ private Q_SLOTS:
     void nonFiniteLossStopsAndKeepsTheCheckpoint();
     void outOfMemoryIsAMessageNotACrash();
     void languageModelOnATextFile();
+    void translationIsLearnedAndScoredInBleu();
+    void translationRunWithTokenBatchesResumesExactly();
     void exportedWeightsLoadInPython();
 };
 
@@ -856,6 +900,69 @@ void TestTrainer::languageModelOnATextFile()
     for (const float p : probe.prediction)
         total += p;
     QVERIFY(std::abs(total - 1.0) < 1e-4);
+}
+
+void TestTrainer::translationIsLearnedAndScoredInBleu()
+{
+    QTemporaryDir dir;
+    const std::filesystem::path pairs = writeShiftedLetters(dir, 2000);
+    {
+        Trainer trainer(tinyTranslationRun(pairs), fresh(dir, "run"));
+        std::atomic<bool> stop{false};
+        QCOMPARE(static_cast<int>(trainer.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
+    }
+    const auto eval = metricLines(fresh(dir, "run"), "eval");
+    QCOMPARE(eval.size(), std::size_t{1});
+    // Greedy translations of the first 60 validation pairs, scored as sacreBLEU scores.
+    QCOMPARE(eval[0]["translated"].get<int>(), 60);
+    const double bleu = eval[0]["bleu"].get<double>(), chrf = eval[0]["chrf"].get<double>();
+    // 48 and 56 when this was written; an untrained model scores about 0 and 10.
+    QVERIFY2(bleu > 30.0, qPrintable(QString("BLEU %1, chrF %2").arg(bleu).arg(chrf)));
+    QVERIFY2(chrf > 40.0, qPrintable(QString("BLEU %1, chrF %2").arg(bleu).arg(chrf)));
+    // Token accuracy counts the targets' tokens and their ends: most of them after training.
+    QVERIFY(eval[0]["accuracy"].get<double>() > 0.8);
+    QCOMPARE(eval[0]["perplexity"].get<double>(), std::exp(eval[0]["loss"].get<double>()));
+
+    // A probe shows the translation of a text the run was never shown beside the
+    // encoder's attention over it: most of its letters shifted right.
+    OpenedRun opened = openRun(fresh(dir, "run"));
+    QVERIFY(opened.tokenizer.endId().has_value());
+    const std::string text = "ace bd fg h", expected = "bdf ce gh i";
+    const ProbeResult probe = probeModel(*opened.model, opened.tokenizer, opened.labels, text, 32);
+    int right = 0;
+    for (std::size_t i = 0; i < std::min(expected.size(), probe.translation.size()); ++i)
+        right += probe.translation[i] == expected[i];
+    QVERIFY2(right >= 8, probe.translation.c_str());
+    QCOMPARE(probe.tokens.size(), text.size());  // bytes: no merges were learned
+    QCOMPARE(probe.attention.size(), std::size_t{1});  // the encoder's one block
+    QCOMPARE(probe.attention[0][0].size(), text.size());
+    QCOMPARE(probe.prediction.size(), std::size_t(opened.document.model.vocabSize));
+
+    // The test split, scored whole outside training.
+    TrainerOptions readOnly;
+    readOnly.resume = true;
+    readOnly.readOnly = true;
+    Trainer evaluation(readRunDocument(fresh(dir, "run")), fresh(dir, "run"), readOnly);
+    const EvaluationResult test = evaluation.evaluate(Split::Test);
+    QVERIFY(test.examples > 60);
+    QCOMPARE(test.translated, test.examples);
+    QVERIFY(test.bleu > 30.0);
+}
+
+void TestTrainer::translationRunWithTokenBatchesResumesExactly()
+{
+    // Batches of at most 40 tokens (a pair costs its longer side with </s>): their
+    // sizes vary, and a resumed run still retraces the whole run.
+    QTemporaryDir dir;
+    const std::filesystem::path pairs = writeShiftedLetters(dir, 300);
+    const nlohmann::json overrides = {
+        {"model", {{"experts", 2}, {"top_k", 1}}},
+        {"train", {{"steps", 12}, {"batch_tokens", 40}, {"log_every", 1}, {"eval_every", 6}, {"checkpoint_every", 6},
+                   {"bleu_sentences", 4}}}};
+    resumedRunRetracesTheWholeRun([&] { return tinyTranslationRun(pairs, overrides); }, dir, 6);
+    const auto eval = metricLines(fresh(dir, "whole"), "eval");
+    QCOMPARE(eval.size(), std::size_t{2});
+    QCOMPARE(eval[0]["translated"].get<int>(), 4);
 }
 
 void TestTrainer::exportedWeightsLoadInPython()

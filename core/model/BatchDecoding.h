@@ -1,0 +1,25 @@
+// defines: decodeAll: an encoder-decoder's translations of any number of token
+// sequences, a batch at a time (the run's evaluations, probes and widelab-cli translate)
+#pragma once
+
+#include "Decoding.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace widelab {
+
+// The translation of each source (token ids, none empty), in order, without start
+// and end tokens: `batchSize` sources at a time, padded, on the model's device. A
+// translation gets at most 50 tokens more than the longest source of its batch
+// (tensor2tensor's rule), and at most options.maxLength when that is set.
+// `betweenBatches` is called before each batch (it may throw to stop). The model
+// must be a translation model; it is put in evaluation mode and left there.
+// Throws std::invalid_argument for an empty source or a batch size below 1.
+std::vector<std::vector<std::int64_t>> decodeAll(WideTransformerImpl& model,
+                                                 const std::vector<std::vector<std::int64_t>>& sources,
+                                                 const DecodeOptions& options, std::int64_t batchSize,
+                                                 const std::function<void()>& betweenBatches = {});
+
+}  // namespace widelab
