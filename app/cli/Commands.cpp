@@ -9,6 +9,7 @@
 #include "RunCommands.h"
 #include "StudyCommand.h"
 #include "TensorBoardCommand.h"
+#include "TranslateCommand.h"
 #include "TextTable.h"
 #include "vocab/ConfigError.h"
 #include "config/ModelConfig.h"
@@ -106,6 +107,10 @@ usage:
                                         the same command, or --out STUDY_DIR alone, continues)
   widelab-cli study --report STUDY_DIR  the results table of a study, finished or not
   widelab-cli study --list              the built-in studies
+  widelab-cli translate RUN_DIR --text "..." | --file FILE [--checkpoint latest|best|FILE]
+                     [--batch N] [--json]
+                                        a translation run's greedy translations (cached keys and
+                                        values), one a line in the order of the sources
   widelab-cli bleu --hyp FILE --ref FILE [--width N] [--json]
                                         corpus BLEU and chrF of two line-aligned UTF-8 files, one
                                         reference a line, as sacreBLEU prints them with its
@@ -628,6 +633,18 @@ int exportTb(const Arguments& a, std::ostream& out, std::ostream& err)
     return exportTensorBoardCommand(t, out, err);
 }
 
+int translate(const Arguments& a, std::ostream& out, std::ostream& err)
+{
+    TranslateArguments t;
+    t.positional = a.positional();
+    t.text = a.text("--text");
+    t.file = a.text("--file");
+    t.checkpoint = a.text("--checkpoint", "latest");
+    t.batch = a.integer("--batch", 32, 1, 4096);
+    t.json = a.has("--json");
+    return translateCommand(t, out, err);
+}
+
 int bleu(const Arguments& a, std::ostream& out)
 {
     BleuArguments b;
@@ -713,6 +730,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out, err);
         if (command == "bleu")
             return bleu(Arguments(rest, {"--json"}, {"--hyp", "--ref", "--width"}), out);
+        if (command == "translate")
+            return translate(Arguments(rest, {"--json"}, {"--text", "--file", "--checkpoint", "--batch"}), out, err);
         if (command == "corpus")
             return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out"}), out, err);
         throw UsageError("unknown command \"" + command + "\"");

@@ -33,6 +33,17 @@
 namespace widelab {
 namespace {
 
+// A translation run's BLEU and chrF in an evaluation's line; nothing for other runs.
+std::string translationScores(const EvaluationResult& r)
+{
+    if (r.translated == 0)
+        return {};
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(2) << ", BLEU " << r.bleu << ", chrF " << r.chrf << " ("
+         << r.translated << " sentence" << (r.translated == 1 ? "" : "s") << " translated)";
+    return text.str();
+}
+
 // A progress bar on a terminal, plain lines otherwise. Observes the trainer from
 // its construction on, so that what resuming says (a checkpoint passed over)
 // reaches the terminal; the run's length is known once it is constructed.
@@ -67,6 +78,7 @@ public:
              << std::setprecision(1) << ", accuracy " << 100.0 * r.accuracy << "%";
         if (r.perplexity > 0.0)
             line << std::setprecision(2) << ", perplexity " << r.perplexity;
+        line << translationScores(r);
         m_out << (m_terminal ? "\r" : "") << line.str() << (m_terminal ? std::string(40, ' ') : "") << "\n" << std::flush;
     }
 
@@ -235,7 +247,7 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         << std::setprecision(4) << r.loss << ", accuracy " << std::setprecision(2) << 100.0 * r.accuracy << "%";
     if (r.perplexity > 0.0)
         out << ", perplexity " << r.perplexity;
-    out << "\n";
+    out << translationScores(r) << "\n";
     return 0;
 }
 
@@ -249,6 +261,9 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     if (model.imageInput() != !a.image.empty())
         throw RunUsageError(model.imageInput() ? "the run's model reads images: inspect it with --image FILE|validation:N"
                                                : "the run's model reads text: inspect it with --text \"...\"");
+    if (a.heads && model.isTranslation())
+        throw RunUsageError("--heads: head roles are measured on encoder-only models so far, not on a translation "
+                            "model's encoder and decoder");
     ProbeResult r;
     if (model.imageInput()) {
         // validation:N needs the run's data (generated, or its folder); a file does not.
@@ -308,6 +323,8 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         out << "the text is longer than the run's sequence length (" << opened.document.sequenceLength()
             << " tokens): the model reads its first " << opened.document.sequenceLength() << " tokens; the last "
             << r.cutTokens << " were cut\n";
+    if (!r.translation.empty())
+        out << "translation: " << r.translation << "\n";
     out << "step " << r.step << ", " << r.tokens.size() << " tokens:";
     for (const auto& token : r.tokens)
         out << " " << std::quoted(token);

@@ -332,9 +332,13 @@ void AttentionPane::show(const ProbeResult* capture, const QString& runLabel, in
         break;
     }
     const bool classes = capture->predictionLabels.size() < 20 || capture->prediction.size() < 20;
+    // A translation model's probe: its greedy translation, and the token it would write next.
+    const QString title = !capture->translation.empty()
+                              ? tr("Translation: %1 · next token").arg(QString::fromStdString(capture->translation))
+                          : classes ? tr("Prediction")
+                                    : tr("Next token");
     m_prediction->setPrediction(QVector<float>(capture->prediction.begin(), capture->prediction.end()),
-                                probeLabels(*capture), classes ? tr("Prediction") : tr("Next token"),
-                                static_cast<int>(capture->label));
+                                probeLabels(*capture), title, static_cast<int>(capture->label));
     arrange();
     if (m_fitting)
         fit();
