@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The first command of the README: install what is missing, build, and train a
-# preset (default: widenet).
+# preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv).
 #
 # With a display, the desktop app opens and starts training the preset at once
 # (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
@@ -22,6 +22,10 @@ fi
 packaging/install-deps.sh run
 WIDELAB_TARGETS="widelab-cli${desktop:+ widelab}" packaging/build.sh
 "$build"/app/cli/widelab-cli params "$preset"
+# The translation preset reads the Bible's English-Spanish pairs from ./web-sparv.tsv: written once, offline.
+if [[ "$preset" == translation-bible && ! -f web-sparv.tsv ]]; then
+  "$build"/app/cli/widelab-cli corpus bible --from web --to sparv --out web-sparv.tsv
+fi
 if [[ -n "$desktop" ]]; then
   exec "$build"/app/gui/widelab "$preset" --train --runs runs
 fi
