@@ -65,6 +65,18 @@ void favourTheEnd(WideTransformerImpl& model, std::int64_t endId, double shift)
     parameters["decoder.final_ln.bias"].add_(end * (shift / end.dot(end)));
 }
 
+// The small translation model with `config`, drawn from `seed`, in evaluation
+// mode. A random model's end token is no likelier than any other: raised a
+// little, its translations end at different steps.
+WideTransformer endingTranslator(const QString& config, std::uint64_t seed)
+{
+    torch::manual_seed(seed);
+    WideTransformer model(test::translationConfig(config.toStdString()));
+    model->eval();
+    favourTheEnd(*model, DecodeOptions().endId, 0.06);
+    return model;
+}
+
 }  // namespace
 
 class TestBeamSearch : public QObject {
@@ -178,10 +190,7 @@ void TestBeamSearch::aBeamOfOneIsGreedyDecoding_data()
 void TestBeamSearch::aBeamOfOneIsGreedyDecoding()
 {
     QFETCH(QString, config);
-    torch::manual_seed(31);
-    WideTransformer model(test::translationConfig(config.toStdString()));
-    model->eval();
-    favourTheEnd(*model, DecodeOptions().endId, 0.06);
+    WideTransformer model = endingTranslator(config, 31);
     const torch::Tensor source = torch::randint(4, 19, {4, 6}, torch::kLong);
     torch::Tensor mask = torch::ones({4, 6}, torch::kBool);
     mask[2].narrow(0, 3, 3).fill_(false);
@@ -200,12 +209,7 @@ void TestBeamSearch::theCacheEqualsRecomputing_data()
 void TestBeamSearch::theCacheEqualsRecomputing()
 {
     QFETCH(QString, config);
-    torch::manual_seed(32);
-    WideTransformer model(test::translationConfig(config.toStdString()));
-    model->eval();
-    // A random model's end token is no likelier than any other: raised a little,
-    // these sources' translations end at different steps.
-    favourTheEnd(*model, DecodeOptions().endId, 0.06);
+    WideTransformer model = endingTranslator(config, 32);
     const torch::Tensor source = torch::randint(4, 19, {3, 5}, torch::kLong);
     DecodeOptions options = searchOptions(3, 0.6, 10);
     const auto cached = beamDecode(*model, source, {}, options);
@@ -224,10 +228,7 @@ void TestBeamSearch::theCacheEqualsRecomputing()
 
 void TestBeamSearch::aBatchDecodesAsEachSourceAlone()
 {
-    torch::manual_seed(33);
-    WideTransformer model(test::translationConfig());
-    model->eval();
-    favourTheEnd(*model, DecodeOptions().endId, 0.06);
+    WideTransformer model = endingTranslator("{}", 33);
     // Sources of 6 and 3 tokens, the second padded.
     const torch::Tensor source = torch::randint(4, 19, {2, 6}, torch::kLong);
     torch::Tensor mask = torch::ones({2, 6}, torch::kBool);
