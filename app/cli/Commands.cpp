@@ -2,6 +2,7 @@
 
 #include "AblateCommand.h"
 #include "AttentionCommand.h"
+#include "AverageCommand.h"
 #include "BleuCommand.h"
 #include "CorpusCommand.h"
 #include "DistributedBench.h"
@@ -96,6 +97,10 @@ usage:
                                         document beside them as .json, and the run's tokenizer,
                                         image and labels files as NAME.tokenizer.json and so on;
                                         replaces an earlier export, other files only with --force
+  widelab-cli average RUN_DIR [--last N]
+                                        the mean of the weights of the run's last N step checkpoints
+                                        (default 5) as checkpoints/average-last-N.pt, which
+                                        --checkpoint takes; the newest's step and optimiser state
   widelab-cli export-tb RUN_DIR --out LOGDIR [--replace]
                                         metrics.jsonl as TensorBoard events in LOGDIR/RUN (scalars,
                                         LayerNorm and expert-load histograms, probes' attention
@@ -645,6 +650,14 @@ int translate(const Arguments& a, std::ostream& out, std::ostream& err)
     return translateCommand(t, out, err);
 }
 
+int average(const Arguments& a, std::ostream& out)
+{
+    AverageArguments b;
+    b.positional = a.positional();
+    b.last = a.integer("--last", 5, 1, std::int64_t{1} << 40);
+    return averageCommand(b, out);
+}
+
 int bleu(const Arguments& a, std::ostream& out)
 {
     BleuArguments b;
@@ -719,6 +732,8 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);
+        if (command == "average")
+            return average(Arguments(rest, {}, {"--last"}), out);
         if (command == "export-tb")
             return exportTb(Arguments(rest, {"--replace"}, {"--out"}), out, err);
         if (command == "ablate")

@@ -185,6 +185,27 @@ DecoderState BlockStack::beginDecoding(const torch::Tensor& memory, const torch:
     return state;
 }
 
+void DecoderState::reorder(const torch::Tensor& rows)
+{
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        keys[i] = keys[i].index_select(0, rows);
+        values[i] = values[i].index_select(0, rows);
+    }
+    // The source's keys and values are [2, B, n*H, S, A]; a shared cross-attention's
+    // blocks hold one tensor, which stays one.
+    const std::vector<torch::Tensor> before = sourceKeysValues;
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        std::size_t first = 0;
+        while (!before[first].is_same(before[i]))
+            ++first;
+        sourceKeysValues[i] = first < i ? sourceKeysValues[first] : before[i].index_select(1, rows);
+    }
+    if (memoryBias.defined())
+        memoryBias = memoryBias.index_select(0, rows);
+    if (memoryValid.defined())
+        memoryValid = memoryValid.index_select(0, rows);
+}
+
 torch::Tensor BlockStack::step(torch::Tensor h, DecoderState& state)
 {
     const ModelConfig& c = m_side;

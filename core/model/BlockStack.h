@@ -37,6 +37,11 @@ struct DecoderState {
     torch::Tensor memoryBias, memoryValid;
     std::int64_t length = 0;    // positions decoded so far
     std::int64_t capacity = 0;  // positions the caches hold
+
+    // Keeps the batch rows `rows` ([R] int64 on the caches' device) of every
+    // cached tensor, in that order; rows may repeat or be left out: a beam
+    // search's beams after a step, a batch expanded into beams, finished sources dropped.
+    void reorder(const torch::Tensor& rows);
 };
 
 // What one pass through a stack reads and adds to. B = batch, T = tokens.

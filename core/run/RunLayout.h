@@ -1,6 +1,6 @@
 // defines: runlayout: the names of a run directory's files (config.json,
 // metrics.jsonl, log.txt, status.json, tokenizer.json, labels.json, image.json, lock, cache,
-// checkpoints/step-NNNNNNNN.pt, checkpoints/best.pt), the one place that spells them
+// checkpoints/step-NNNNNNNN.pt, checkpoints/best.pt, checkpoints/average-last-N.pt), the one place that spells them
 // (docs/run-directory.md describes what each holds). The app spells none itself: it
 // joins these names to its QString paths.
 #pragma once
@@ -55,5 +55,12 @@ inline std::filesystem::path checkpointFile(const std::filesystem::path& run, st
 // The step a checkpoint file name stands for; nullopt for any other name
 // (best.pt, NAME.unreadable, a temporary file, fewer than eight digits).
 std::optional<std::int64_t> stepOfCheckpoint(std::string_view fileName);
+// "average-last-N.pt", in checkpoints/: the mean of the last N step checkpoints
+// (CheckpointAverage.h). Not a step file's name: "latest", train.keep_last and
+// resuming never pick, count or delete it.
+inline std::string averageCheckpointFileName(std::int64_t last)
+{
+    return "average-last-" + std::to_string(last) + ".pt";
+}
 
 }  // namespace widelab::runlayout

@@ -236,15 +236,7 @@ void TestCliRuns::damagedLatestCheckpointIsPassedOverOnTheTerminal()
     const QString run = dir.filePath("run");
     QCOMPARE(cli({"train", config, "--out", run}).code, 0);
     const QString latest = run + "/checkpoints/step-00000020.pt";
-    {
-        std::fstream file(latest.toStdString(), std::ios::in | std::ios::out | std::ios::binary);
-        file.seekg(0, std::ios::end);
-        const std::streamoff middle = file.tellg() / 2;
-        file.seekg(middle);
-        const char byte = static_cast<char>(~file.get());
-        file.seekp(middle);
-        file.put(byte);
-    }
+    test::flipMiddleByte(latest.toStdString());
     const QString warning = "warning: " + latest + ": damaged: its checksum does not match";
 
     // eval, inspect and export take the checkpoint before it, saying so on stderr:

@@ -21,6 +21,7 @@ using namespace widelab;
 
 namespace {
 
+using test::flipMiddleByte;
 using test::stateAt;
 
 using test::tinyRun;
@@ -40,14 +41,6 @@ std::string readBytes(const std::filesystem::path& file)
 void writeBytes(const std::filesystem::path& file, const std::string& bytes)
 {
     std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-// Inverts every bit of the byte in the middle of `file`.
-void flipMiddleByte(const std::filesystem::path& file)
-{
-    std::string bytes = readBytes(file);
-    bytes[bytes.size() / 2] = static_cast<char>(~bytes[bytes.size() / 2]);
-    writeBytes(file, bytes);
 }
 
 std::string randomBytes(std::size_t size, unsigned seed)

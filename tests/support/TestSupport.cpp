@@ -53,6 +53,17 @@ CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition, double 
     return state;
 }
 
+void flipMiddleByte(const std::filesystem::path& file)
+{
+    std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
+    stream.seekg(0, std::ios::end);
+    const std::streamoff middle = stream.tellg() / 2;
+    stream.seekg(middle);
+    const char byte = static_cast<char>(~stream.get());
+    stream.seekp(middle);
+    stream.put(byte);
+}
+
 std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type)
 {
     std::vector<nlohmann::json> lines;

@@ -9,7 +9,10 @@
 #include "run/Checkpoint.h"
 #include "train/RunConfig.h"
 
+#include <QString>
+
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -32,6 +35,21 @@ RunDocument tinyRun(const std::string& overrides = "{}");
 // A checkpoint's state at `step` (the rest as a new run has it).
 CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
                         double bestValidationLoss = std::numeric_limits<double>::infinity());
+
+// The message of the std::exception `call` throws, or "" when it throws none.
+inline QString thrownMessage(const std::function<void()>& call)
+{
+    try {
+        call();
+    } catch (const std::exception& e) {
+        return QString::fromUtf8(e.what());
+    }
+    return QString();
+}
+
+// Inverts every bit of the byte in the middle of `file`, in place: damage that its
+// checksum catches and nothing else does.
+void flipMiddleByte(const std::filesystem::path& file);
 
 // The lines of RUN/metrics.jsonl whose "type" is `type`, in order.
 std::vector<nlohmann::json> metricLines(const std::filesystem::path& run, const std::string& type);
