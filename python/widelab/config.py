@@ -5,6 +5,7 @@ module reads keys and checks them; it fills no defaults of its own except for th
 keys of attention mechanisms that an older document may lack.
 """
 
+import copy
 import math
 
 from .errors import WideLabError
@@ -187,13 +188,47 @@ class ModelConfig:
                     fail("attention", "%s attention does not work with a language-model head" % name)
         if self.paths > 1 and self.is_moe:
             fail("paths", "multi-path mixtures of experts are not defined")
-        if self.head == "translation":
-            fail("head", "translation (encoder-decoder) models are not implemented by this package yet")
+        if self.head != "classification" and self.routing_priority == "batch":
+            fail("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a %s "
+                 "must not see; use \"position\"" % ("decoder" if self.translation else "language model"))
+        if self.translation:
+            if self.image_input:
+                fail("head", "\"translation\" reads and writes tokens; use model.input \"tokens\"")
+            if self.embedding_dim > 0:
+                fail("embedding_dim", "a translation model ties its output to the token embedding, which needs "
+                     "embedding_dim 0")
+            if self.decoder_paths > 1 and self.is_moe:
+                fail("decoder_paths", "multi-path sublayers with a mixture of experts are not supported; use 1")
+            if self.path_extra_features and self.decoder_paths == 2:
+                fail("decoder_paths", "2 paths have no extra features (path_extra_features needs 3 or more); use 1 "
+                     "(a plain decoder) or at least 3")
 
     # ---- derived quantities (docs/model.md)
     @property
     def image_input(self):
         return self.input == "image"
+
+    @property
+    def translation(self):
+        """An encoder-decoder (model.head "translation")."""
+        return self.head == "translation"
+
+    def decoder_side(self):
+        """The configuration a translation model's decoder blocks are built from, as
+        WideLab's ModelConfig::decoderSide: decoder_layers blocks of causal full attention
+        (head "language_model": token-major routing, no CLS), decoder_paths paths (1: plain
+        sublayers, without PathNorm or path weights), min(routing_groups, decoder_layers)
+        routing groups; every other key as the model's."""
+        side = copy.copy(self)
+        side.head = "language_model"
+        side.layers = self.decoder_layers
+        side.attention = "full"
+        side.attention_mix = []
+        side.routing_groups = min(self.routing_groups, self.decoder_layers)
+        side.paths = self.decoder_paths
+        if self.decoder_paths == 1:
+            side.path_norm = side.learnable_path_weights = side.path_extra_features = False
+        return side
 
     @property
     def is_moe(self):

@@ -176,15 +176,28 @@ def _anchor_shapes(config):
         shapes["embed.token.weight"] = [c.vocab_size, c.embedding_dim if c.embedding_dim > 0 else D]
     if c.head == "classification":
         shapes["classifier.weight"] = [c.num_classes, D]
-    else:
+    elif c.head == "language_model":
         shapes["lm_head.weight"] = [c.vocab_size, D]
-    last = c.layers - 1
-    shapes["attention.%d.qkv.weight" % (0 if c.share_attention else last)] = [3 * c.paths * c.heads * c.head_dim, D]
-    shapes["ffn.%d.w_in" % (0 if c.share_ffn else last)] = [c.experts if c.is_moe else c.paths, c.ffn_dim, D]
-    shapes["ln_att.%d.weight" % (0 if c.share_layernorm else last)] = [D]
-    if c.is_moe:
-        shapes["router.%d.weight" % (0 if c.share_router else last)] = [c.experts, D]
+    _block_anchors(shapes, c, "")
+    if c.translation:
+        side = c.decoder_side()
+        _block_anchors(shapes, side, "decoder.")
+        width = side.paths * side.heads * side.head_dim
+        shapes["decoder.cross.%d.q.weight" % (0 if side.share_attention else side.layers - 1)] = [width, D]
+        shapes["decoder.final_ln.weight"] = [D]
     return shapes
+
+
+def _block_anchors(shapes, c, prefix):
+    """The last block's tensors that fix a side's depth, paths, heads, widths and experts."""
+    D = c.d_model
+    last = c.layers - 1
+    shapes["%sattention.%d.qkv.weight" % (prefix, 0 if c.share_attention else last)] = \
+        [3 * c.paths * c.heads * c.head_dim, D]
+    shapes["%sffn.%d.w_in" % (prefix, 0 if c.share_ffn else last)] = [c.experts if c.is_moe else c.paths, c.ffn_dim, D]
+    shapes["%sln_att.%d.weight" % (prefix, 0 if c.share_layernorm else last)] = [D]
+    if c.is_moe:
+        shapes["%srouter.%d.weight" % (prefix, 0 if c.share_router else last)] = [c.experts, D]
 
 
 def _mismatch(origin, missing=(), unexpected=()):
@@ -422,4 +435,5 @@ def load(path, run_dir=None):
     labels = export.sidecar("labels.json")
     model.labels = parse_labels(labels[1], labels[0], config) if labels is not None else None
     tokenizer = make_tokenizer(document, config, export)
+    model.tokenizer = tokenizer  # a translation model's translate() uses it
     return model, tokenizer

@@ -553,6 +553,33 @@ def test_model_key_ranges_are_the_schemas():
 # ---------------------------------------------------------------- main
 
 
+def make_exports(base):
+    """Every export the tests damage copies of, made under `base` (emptied first)."""
+    global WORK
+    torch.set_num_threads(1)
+    shutil.rmtree(base, ignore_errors=True)
+    os.makedirs(base)
+    WORK = os.path.join(base, "cases")
+    os.makedirs(WORK)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for done in [pool.submit(make_export, base, name, document) for name, document in documents(base).items()]:
+            done.result()
+
+
+def setup_module(module=None):
+    """pytest: the exports, made once for the module with WIDELAB_CLI (or build/app/cli/widelab-cli)."""
+    global CLI
+    CLI = os.environ.get("WIDELAB_CLI") or os.path.join(ROOT, "build", "app", "cli", "widelab-cli")
+    if not os.path.exists(CLI):
+        import pytest
+        pytest.skip("give WIDELAB_CLI: widelab-cli to make the exports (%s is missing)" % CLI)
+    make_exports(tempfile.mkdtemp(prefix="widelab-loader-"))
+
+
+def teardown_module(module=None):
+    shutil.rmtree(os.path.dirname(WORK), ignore_errors=True)
+
+
 def main():
     global CLI, WORK
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -564,16 +591,9 @@ def main():
     if not os.path.exists(args.cli):
         sys.exit("test_loader_checks: give --cli PATH (or WIDELAB_CLI): widelab-cli to make the exports")
     CLI = args.cli
-    torch.set_num_threads(1)
     started = time.time()
     base = args.keep or tempfile.mkdtemp(prefix="widelab-loader-")
-    shutil.rmtree(base, ignore_errors=True)
-    os.makedirs(base)
-    WORK = os.path.join(base, "cases")
-    os.makedirs(WORK)
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        for done in [pool.submit(make_export, base, name, document) for name, document in documents(base).items()]:
-            done.result()
+    make_exports(base)
     print("exports made in %.1f s" % (time.time() - started))
 
     tests = [(name, f) for name, f in globals().items() if name.startswith("test_") and callable(f)
