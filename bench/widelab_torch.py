@@ -8,10 +8,21 @@ model (checked with --params against `widelab-cli params`), but it is not a
 correctness reference (tests/reference/ is): initialisation differs, and
 padding masks are not supported (the benchmark feeds full sequences).
 
+A translation model (model.head "translation") is the dense one-path
+encoder-decoder only (TranslationTorch; other settings are refused, saying
+which): trained and run as `widelab-cli bench` does, the target being the
+source itself, and with --mode decode decoded greedily as `widelab-cli bench
+--mode decode` does (run_decode: 50 and 200 target tokens, per-layer key/value
+caches concatenated each step against recomputing the prefix, best of --steps).
+Its attention is F.scaled_dot_product_attention when torch has it (2.x), the
+hand-written softmax otherwise; the output says which.
+
 Usage:
     python3 bench/widelab_torch.py CONFIG [--mode train|infer] [--batch B] [--seq T]
                                    [--steps N] [--warmup W] [--threads N]
                                    [--device cpu|cuda|cuda:N] [--bf16] [--compile] [--json]
+    python3 bench/widelab_torch.py CONFIG --mode decode [--batch B] [--seq S] [--steps N]
+                                   [--threads N] [--device D] [--json]
     python3 bench/widelab_torch.py CONFIG --params [--seq T]
 
 --bf16 runs forward and loss under torch.autocast to bfloat16, the router in
@@ -50,9 +61,43 @@ DEFAULT_CLI = os.path.join(HERE, "..", "build", "app", "cli", "widelab-cli")
 def resolve_config(name_or_path, cli=None):
     """The resolved `model` section, as `widelab-cli check` prints it."""
     cli = cli or os.environ.get("WIDELAB_CLI", DEFAULT_CLI)
-    text = subprocess.run([cli, "check", name_or_path], check=True, capture_output=True, text=True).stdout
-    document = json.loads(text)
+    done = subprocess.run([cli, "check", name_or_path], capture_output=True, text=True)
+    if done.returncode != 0:
+        document = translation_stand_in(name_or_path, cli, done.stderr)
+    else:
+        document = json.loads(done.stdout)
     return document["model"], document.get("name", name_or_path)
+
+
+def translation_stand_in(name_or_path, cli, error):
+    """`check` validates a translation model's task too: its data file must
+    exist, which `bench` does not need (bench/configs/ holds the model alone).
+    Such a model is checked with a stand-in task, one pair in a temporary file,
+    so that the model section is still resolved by widelab-cli itself."""
+    path = name_or_path
+    if not os.path.isfile(path):  # a preset name
+        path = os.path.join(HERE, "..", "resources", "presets", name_or_path + ".json")
+    try:
+        with open(path) as f:
+            document = json.load(f)
+    except (OSError, ValueError):
+        document = None
+    if not document or document.get("model", {}).get("head") != "translation":
+        sys.exit(f"widelab-cli check {name_or_path} failed:\n{error}")
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        pairs = os.path.join(folder, "pairs.tsv")
+        with open(pairs, "w") as f:
+            f.write("in the beginning\ten el principio\n")
+        task = {key: value for key, value in document.get("task", {}).items() if key != "target_path"}
+        document["task"] = dict(task, kind="translation", path=pairs, tokenizer="bpe")
+        stand_in = os.path.join(folder, "model.json")
+        with open(stand_in, "w") as f:
+            json.dump(document, f)
+        done = subprocess.run([cli, "check", stand_in], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"widelab-cli check {name_or_path} failed:\n{error}with a stand-in task too:\n{done.stderr}")
+    return json.loads(done.stdout)
 
 
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU}
@@ -268,6 +313,224 @@ class WideLabTorch(nn.Module):
         return self.output(pooled), balance_loss
 
 
+# --- Encoder-decoder (model.head "translation") -----------------------------
+#
+# The dense one-path encoder-decoder of docs/model.md "Encoder-decoder", as a
+# PyTorch user writes it from tests/reference/reference_decoder.py's math:
+# pre-LN blocks, the encoder's final_ln output as the memory, a causal decoder
+# self-attention, cross-attention to the memory, the decoder's final_ln, and
+# logits tied to the token embedding (h @ embed.token.weight^T, no bias).
+# Learned positions are shared by source and target; no embedding scale.
+# Attention is F.scaled_dot_product_attention where torch has it (2.x),
+# otherwise the hand-written softmax; ATTENTION says which.
+
+HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
+ATTENTION = "F.scaled_dot_product_attention" if HAS_SDPA else "hand-written softmax (no F.scaled_dot_product_attention in this torch)"
+
+
+def attend(q, k, v, causal, dropout):
+    """Softmax attention of q [B, H, T, A] over k, v [B, H, S, A]; causal
+    only when T == S (the full-sequence pass), as the cached step needs none."""
+    if HAS_SDPA:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S]
+    if causal:
+        T = q.shape[-2]
+        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if dropout > 0:
+        weights = F.dropout(weights, dropout)
+    return weights @ v
+
+
+def split_heads(x, heads):
+    B, T, _ = x.shape
+    return x.view(B, T, heads, -1).transpose(1, 2)  # [B, H, T, A]
+
+
+def merge_heads(x):
+    B, H, T, A = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * A)
+
+
+class CachedSelfAttention(nn.Module):
+    """Multi-head self-attention whose keys and values can be carried between
+    calls: `past` (k, v) [B, H, t, A] is concatenated with this call's."""
+
+    def __init__(self, d_model, heads, head_dim, dropout):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.qkv = nn.Linear(d_model, 3 * heads * head_dim)
+        self.out = nn.Linear(heads * head_dim, d_model)
+
+    def forward(self, x, causal=False, past=None):
+        q, k, v = (split_heads(t, self.heads) for t in self.qkv(x).chunk(3, dim=-1))
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        dropout = self.dropout if self.training else 0.0
+        context = attend(q, k, v, causal and past is None, dropout)
+        return self.out(merge_heads(context)), (k, v)
+
+
+class CrossAttention(nn.Module):
+    """Queries from the decoder, keys and values from the encoder's memory;
+    `memory_kv` (computed once per source by `keys_values`) skips that part."""
+
+    def __init__(self, d_model, heads, head_dim, dropout):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.q = nn.Linear(d_model, heads * head_dim)
+        self.kv = nn.Linear(d_model, 2 * heads * head_dim)
+        self.out = nn.Linear(heads * head_dim, d_model)
+
+    def keys_values(self, memory):
+        return tuple(split_heads(t, self.heads) for t in self.kv(memory).chunk(2, dim=-1))
+
+    def forward(self, x, memory=None, memory_kv=None):
+        k, v = memory_kv if memory_kv is not None else self.keys_values(memory)
+        dropout = self.dropout if self.training else 0.0
+        context = attend(split_heads(self.q(x), self.heads), k, v, False, dropout)
+        return self.out(merge_heads(context))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        D, p = cfg["d_model"], cfg["dropout"]
+        self.ln_att, self.ln_ffn = nn.LayerNorm(D), nn.LayerNorm(D)
+        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p)
+        self.ffn = FeedForward(D, cfg["ffn_dim"], cfg["activation"])
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, h):
+        h = h + self.dropout(self.attention(self.ln_att(h))[0])
+        return h + self.dropout(self.ffn(self.ln_ffn(h)))
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        D, p = cfg["d_model"], cfg["dropout"]
+        self.ln_att, self.ln_cross, self.ln_ffn = nn.LayerNorm(D), nn.LayerNorm(D), nn.LayerNorm(D)
+        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p)
+        self.cross = CrossAttention(D, cfg["heads"], cfg["head_dim"], p)
+        self.ffn = FeedForward(D, cfg["ffn_dim"], cfg["activation"])
+        self.dropout = nn.Dropout(p)
+
+    def forward(self, h, memory=None, cache=None):
+        """h [B, T, D]. With `cache` (a dict holding "cross": the memory's keys
+        and values, and "self": the keys and values so far or None), h is the
+        next position only, and the cache is updated in place."""
+        attended, past = self.attention(self.ln_att(h), causal=True, past=cache["self"] if cache else None)
+        h = h + self.dropout(attended)
+        if cache is not None:
+            cache["self"] = past
+            h = h + self.dropout(self.cross(self.ln_cross(h), memory_kv=cache["cross"]))
+        else:
+            h = h + self.dropout(self.cross(self.ln_cross(h), memory))
+        return h + self.dropout(self.ffn(self.ln_ffn(h)))
+
+
+TRANSLATION_BASELINE_KEYS = {  # key: what the eager baseline needs
+    "input": "tokens", "experts": 1, "paths": 1, "decoder_paths": 1, "embedding_dim": 0,
+    "attention": "full", "attention_mix": [], "path_norm": False, "learnable_path_weights": False,
+    "path_extra_features": False, "share_attention": False, "share_ffn": False, "share_layernorm": False,
+}
+
+
+def translation_baseline_refusal(cfg):
+    """Why the eager encoder-decoder cannot stand for this configuration, or None."""
+    odd = [f"model.{key} is {json.dumps(cfg.get(key))}, not {json.dumps(want)}"
+           for key, want in TRANSLATION_BASELINE_KEYS.items() if cfg.get(key, want) != want]
+    if not odd:
+        return None
+    return ("the eager PyTorch encoder-decoder is the dense one-path baseline (full attention, no experts, "
+            "paths, path norms or sharing): " + "; ".join(odd))
+
+
+class TranslationTorch(nn.Module):
+    """The encoder-decoder; forward(source, target) -> (logits [B, T', V], 0)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        refusal = translation_baseline_refusal(cfg)
+        if refusal:
+            raise ValueError(refusal)
+        self.cfg = cfg
+        D = cfg["d_model"]
+        self.token = nn.Embedding(cfg["vocab_size"], D)
+        self.position = nn.Embedding(cfg["max_len"], D)
+        self.dropout = nn.Dropout(cfg["dropout"])
+        self.encoder = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg["layers"]))
+        self.final_ln = nn.LayerNorm(D)
+        self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.get("decoder_layers", cfg["layers"])))
+        self.decoder_final_ln = nn.LayerNorm(D)
+
+    def embed(self, ids, start=0):
+        positions = torch.arange(start, start + ids.shape[1], device=ids.device)
+        return self.dropout(self.token(ids) + self.position(positions))
+
+    def encode(self, source):
+        h = self.embed(source)
+        for block in self.encoder:
+            h = block(h)
+        return self.final_ln(h)  # the memory
+
+    def logits(self, h):
+        return self.decoder_final_ln(h) @ self.token.weight.t()  # tied, no bias
+
+    def decode(self, target, memory):
+        h = self.embed(target)
+        for block in self.decoder:
+            h = block(h, memory)
+        return self.logits(h)
+
+    def forward(self, source, target=None):
+        # As `widelab-cli bench --mode train|infer`: the target is the source itself.
+        target = source if target is None else target
+        return self.decode(target, self.encode(source)), torch.zeros((), device=source.device)
+
+    def start_cache(self, memory):
+        """Per decoder block: the memory's cross-attention keys and values, once."""
+        return [{"cross": block.cross.keys_values(memory), "self": None} for block in self.decoder]
+
+    def step(self, tokens, position, cache):
+        """Logits [B, V] of the next token after `tokens` [B] at `position`."""
+        h = self.embed(tokens.unsqueeze(1), position)
+        for block, block_cache in zip(self.decoder, cache):
+            h = block(h, cache=block_cache)
+        return self.logits(h).squeeze(1)
+
+    @torch.no_grad()
+    def greedy(self, source, length, start_id=2, end_id=None, cache=True):
+        """Greedy translations [B, <= length] of `source` [B, S]: with the cache
+        (one position a step) or by running the whole model on the prefix again
+        each step (as widelab-cli's recomputing side does, the source included).
+        Stops early only when every row has produced `end_id`."""
+        B = source.shape[0]
+        prefix = torch.full((B, 1), start_id, dtype=torch.long, device=source.device)
+        finished = torch.zeros(B, dtype=torch.bool, device=source.device)
+        if cache:
+            memory_cache = self.start_cache(self.encode(source))
+        for t in range(length):
+            if cache:
+                logits = self.step(prefix[:, t], t, memory_cache)
+            else:
+                logits = self(source, prefix)[0][:, -1]
+            next_token = logits.argmax(dim=-1)
+            if end_id is not None:
+                finished |= next_token == end_id
+                if bool(finished.all()):
+                    break
+            prefix = torch.cat([prefix, next_token.unsqueeze(1)], dim=1)
+        return prefix[:, 1:]
+
+
+def build_model(cfg):
+    return TranslationTorch(cfg) if cfg["head"] == "translation" else WideLabTorch(cfg)
+
+
 def benchmark_config(cfg, seq):
     """As runBenchmark: max_len raised to the sequence when shorter."""
     return dict(cfg, max_len=max(cfg["max_len"], seq))
@@ -295,14 +558,15 @@ def run(cfg, mode, batch, seq, steps, warmup, device, bf16=False, compiled=False
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
-    model = WideLabTorch(cfg).to(device)
+    model = build_model(cfg).to(device)
     train = mode == "train"
     model.train(train)
     parameters = trainable_parameters(model)
     forward = torch.compile(model) if compiled else model
     # Drawn on the CPU, so that every device sees the same tokens.
     ids = torch.randint(cfg["vocab_size"], (batch, seq)).to(device)
-    lm = cfg["head"] == "language_model"
+    # A translation model predicts a [B, T] target too (its decoder reads the source: bench's protocol).
+    lm = cfg["head"] in ("language_model", "translation")
     targets = torch.randint(cfg["vocab_size"], (batch, seq)) if lm else torch.randint(cfg["num_classes"], (batch,))
     targets = targets.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -340,21 +604,95 @@ def run(cfg, mode, batch, seq, steps, warmup, device, bf16=False, compiled=False
     median = statistics.median(times)
     allocated, reserved = peak_memory(device)
     return {"mode": mode, "device": str(device), "dtype": "bf16" if bf16 else "fp32", "compile": compiled,
-            "torch": torch.__version__, "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
+            "torch": torch.__version__, "attention": attention_used(cfg), "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
             "threads": torch.get_num_threads(), "parameters": parameters,
             "warmup_seconds": warmup_seconds, "step_seconds": times, "step_seconds_median": median,
             "tokens_per_second": batch * seq / median,
             "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "loss": loss}
 
 
+def attention_used(cfg):
+    """Which attention computation this side runs, for the output."""
+    return ATTENTION if cfg["head"] == "translation" else "hand-written softmax"
+
+
+DECODE_TARGET_TOKENS = (50, 200)  # as runDecodeBenchmark is called by `widelab-cli bench --mode decode`
+
+
+def run_decode(cfg, batch, source_tokens, repeats, device, target_tokens=DECODE_TARGET_TOKENS):
+    """Greedy decoding tokens/s with the key/value cache against recomputing the
+    prefix, in core/benchmark/DecodeBenchmark.cpp's protocol: max_len raised to
+    the longest length, the model seeded with 0 and in eval mode, `batch` random
+    sources of `source_tokens` ids drawn after it, start id 2, an end id no
+    token has (-1) so that every row runs to the full length while each step
+    still reads its tokens back, and for each length the cached side's then the
+    recomputing side's best of `repeats` (no separate warm-up: the first repeat
+    is one). Each timing is the whole greedy call, encoding the source included.
+    tokens/s = batch x target tokens / seconds."""
+    cfg = dict(cfg, max_len=max([cfg["max_len"], source_tokens, *target_tokens]))
+    torch.manual_seed(0)
+    model = TranslationTorch(cfg).to(device)
+    model.eval()
+    source = torch.randint(cfg["vocab_size"], (batch, source_tokens)).to(device)
+    rows = []
+    for length in target_tokens:
+        best = {}
+        for cache in (True, False):
+            seconds = math.inf
+            for _ in range(repeats):
+                synchronize(device)
+                start = time.perf_counter()
+                model.greedy(source, length, end_id=-1, cache=cache)  # reads every step's tokens
+                synchronize(device)
+                seconds = min(seconds, time.perf_counter() - start)
+            best[cache] = seconds
+        rows.append({"target_tokens": length,
+                     "cached_tokens_per_second": batch * length / best[True],
+                     "recomputed_tokens_per_second": batch * length / best[False],
+                     "speedup": best[False] / best[True],
+                     "cached_seconds": best[True], "recomputed_seconds": best[False]})
+    return {"mode": "decode", "device": str(device), "torch": torch.__version__, "attention": ATTENTION,
+            "batch": batch, "source_tokens": source_tokens, "repeats": repeats, "threads": torch.get_num_threads(),
+            "parameters": trainable_parameters(model), "rows": rows}
+
+
+def main_decode(parser, args, cfg, name):
+    """--mode decode: takes what `widelab-cli bench --mode decode` takes, with its defaults."""
+    if args.warmup is not None or args.bf16 or args.compile:
+        parser.error("--mode decode takes --batch, --seq, --steps, --threads, --device and --json "
+                     "(as widelab-cli bench --mode decode: best of --steps, the first one warming up)")
+    if cfg["head"] != "translation":
+        parser.error("--mode decode: the model is not a translation model (model.head \"translation\")")
+    refusal = translation_baseline_refusal(cfg)
+    if refusal:
+        parser.error(refusal)
+    batch = args.batch or 8
+    source_tokens = args.seq or 50
+    repeats = args.steps or 3
+    device = torch.device(args.device)
+    result = run_decode(cfg, batch, source_tokens, repeats, device)
+    result["name"] = name
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{name}: greedy decoding in eager PyTorch {torch.__version__} on {device}, {batch} sources of "
+          f"{source_tokens} tokens, {result['threads']} threads, best of {repeats}; attention: {ATTENTION}")
+    print(f"{'target tokens':>13} {'cached tok/s':>13} {'recomputed tok/s':>17} {'speedup':>8}")
+    for row in result["rows"]:
+        print(f"{row['target_tokens']:>13} {row['cached_tokens_per_second']:>13.1f} "
+              f"{row['recomputed_tokens_per_second']:>17.1f} {row['speedup']:>7.2f}x")
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("config")
-    parser.add_argument("--mode", choices=["train", "infer"], default="train")
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--seq", type=int)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--mode", choices=["train", "infer", "decode"], default="train",
+                        help="decode: a translation model's greedy decoding, cached against recomputing")
+    parser.add_argument("--batch", type=int, help="default 16 (decode: 8)")
+    parser.add_argument("--seq", type=int, help="default min(max_len, 256) (decode: source tokens, 50)")
+    parser.add_argument("--steps", type=int, help="timed steps, default 10 (decode: best of N, 3)")
+    parser.add_argument("--warmup", type=int, help="default 2 (not for decode)")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast for forward and loss")
@@ -364,11 +702,24 @@ def main(argv):
     args = parser.parse_args(argv)
 
     cfg, name = resolve_config(args.config)
+    if cfg["head"] == "translation" and not args.params:
+        refusal = translation_baseline_refusal(cfg)
+        if refusal:
+            parser.error(refusal)
+    if args.mode == "decode" and not args.params:
+        torch.set_num_threads(args.threads or os.cpu_count())
+        return main_decode(parser, args, cfg, name)
     seq = args.seq or min(cfg["max_len"], 256)
     cfg = benchmark_config(cfg, seq)
     if args.params:
-        print(trainable_parameters(WideLabTorch(cfg)))
+        try:
+            print(trainable_parameters(build_model(cfg)))
+        except ValueError as refusal:
+            parser.error(str(refusal))
         return 0
+    args.batch = args.batch or 16
+    args.steps = args.steps or 10
+    args.warmup = 2 if args.warmup is None else args.warmup
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error(f"--device {args.device}: torch {torch.__version__} has no usable CUDA device")
