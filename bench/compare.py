@@ -9,10 +9,19 @@ Usage:
     python3 bench/compare.py CONFIG [CONFIG ...] [--mode train|infer] [--batch B]
                              [--seq T] [--steps N] [--warmup W] [--rounds R]
                              [--threads N] [--json]
+    python3 bench/compare.py CONFIG [CONFIG ...] --mode decode [--batch B] [--seq S]
+                             [--steps N] [--rounds R] [--threads N] [--json]
 
 Each CONFIG is a JSON file or a preset name. Both sides build the model with
 max_len raised to --seq, use AdamW (lr 1e-4) when training, and the same
-number of threads. widelab-cli sets OMP_WAIT_POLICY=PASSIVE for itself when
+number of threads. A translation model trains (and infers) on its source as
+its target, as `widelab-cli bench` does; tokens/s counts B x T once.
+
+--mode decode (translation models): each side decodes --batch random sources of
+--seq tokens greedily to 50 and to 200 target tokens, with cached keys and
+values and by recomputing the prefix, best of --steps each (the first is the
+warm-up; --warmup does not apply), as `widelab-cli bench --mode decode` does;
+the tokens/s of each side are the median over the rounds of those bests. widelab-cli sets OMP_WAIT_POLICY=PASSIVE for itself when
 the environment has no policy (core/runtime/Runtime.h); the Python side runs
 with the environment as given, as a researcher's script would.
 """
@@ -36,10 +45,73 @@ def run_json(command):
 
 def common_options(args):
     options = ["--mode", args.mode, "--batch", str(args.batch), "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--threads", str(args.threads), "--json"]
+               "--threads", str(args.threads), "--json"]
+    if args.mode != "decode":  # decode: best of --steps, the first one warming up
+        options += ["--warmup", str(args.warmup)]
     if args.seq:
         options += ["--seq", str(args.seq)]
     return options
+
+
+def compare_decode(config, args):
+    """Both sides' greedy decoding, alternating by round; per target length the
+    median over the rounds of each side's best-of-N tokens/s, and their ratios."""
+    options = common_options(args)
+    widelab, torch_side = [], []
+    for _ in range(args.rounds):
+        widelab.append(run_json([CLI, "bench", config] + options))
+        torch_side.append(run_json([sys.executable, PYTHON_MODEL, config] + options))
+    rows = []
+    for i, row in enumerate(widelab[-1]["rows"]):
+        def median(runs, key):
+            return statistics.median(r["rows"][i][key] for r in runs)
+        ours = {key: median(widelab, key + "_tokens_per_second") for key in ("cached", "recomputed")}
+        theirs = {key: median(torch_side, key + "_tokens_per_second") for key in ("cached", "recomputed")}
+        if torch_side[-1]["rows"][i]["target_tokens"] != row["target_tokens"]:
+            raise RuntimeError("the two sides decoded to different lengths")
+        rows.append({"target_tokens": row["target_tokens"],
+                     "widelab_cached_tokens_per_second": ours["cached"],
+                     "torch_cached_tokens_per_second": theirs["cached"],
+                     "cached_ratio": ours["cached"] / theirs["cached"],
+                     "widelab_recomputed_tokens_per_second": ours["recomputed"],
+                     "torch_recomputed_tokens_per_second": theirs["recomputed"],
+                     "recomputed_ratio": ours["recomputed"] / theirs["recomputed"],
+                     "widelab_speedup": median(widelab, "speedup"),
+                     "torch_speedup": median(torch_side, "speedup")})
+    return {
+        "config": config,
+        "name": torch_side[-1]["name"],
+        "mode": "decode",
+        "batch": widelab[-1]["batch"],
+        "source_tokens": widelab[-1]["source_tokens"],
+        "threads": widelab[-1]["threads"],
+        "repeats": args.steps,
+        "rounds": args.rounds,
+        "torch": torch_side[-1]["torch"],
+        "torch_attention": torch_side[-1]["attention"],
+        "torch_parameters": torch_side[-1]["parameters"],
+        "rows": rows,
+        "widelab_runs": widelab,
+        "torch_runs": torch_side,
+    }
+
+
+def print_decode(results, args):
+    header = (f"{'config':<40} {'B x S':>7} {'target':>6} {'cached tok/s WideLab':>21} {'PyTorch':>8} {'ratio':>6}"
+              f" {'recomputed tok/s WideLab':>25} {'PyTorch':>8} {'ratio':>6}")
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        shape = f"{r['batch']}x{r['source_tokens']}"
+        for row in r["rows"]:
+            print(f"{r['config']:<40} {shape:>7} {row['target_tokens']:>6} "
+                  f"{row['widelab_cached_tokens_per_second']:>21,.1f} {row['torch_cached_tokens_per_second']:>8,.1f} "
+                  f"{row['cached_ratio']:>5.2f}x {row['widelab_recomputed_tokens_per_second']:>25,.1f} "
+                  f"{row['torch_recomputed_tokens_per_second']:>8,.1f} {row['recomputed_ratio']:>5.2f}x")
+    first = results[0]
+    print(f"greedy decoding, no end token; each side's best of {args.steps} per round, median of {args.rounds} "
+          f"alternating rounds; {first['threads']} threads; PyTorch {first['torch']} eager, attention: "
+          f"{first['torch_attention']}")
 
 
 def compare(config, args):
@@ -74,19 +146,22 @@ def compare(config, args):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("configs", nargs="+")
-    parser.add_argument("--mode", choices=["train", "infer"], default="train")
+    parser.add_argument("--mode", choices=["train", "infer", "decode"], default="train")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq", type=int)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=5, help="timed steps (decode: best of N)")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
-    results = [compare(config, args) for config in args.configs]
+    results = [(compare_decode if args.mode == "decode" else compare)(config, args) for config in args.configs]
     if args.json:
         print(json.dumps(results, indent=2))
+        return 0
+    if args.mode == "decode":
+        print_decode(results, args)
         return 0
     # Issue 6's targets against eager PyTorch: 1.5x training, 2x inference.
     target = 1.5 if args.mode == "train" else 2.0
