@@ -34,6 +34,8 @@ private Q_SLOTS:
     void invalidUtf8();
     void invalidUtf8InBuilderCountsNothing();
     void validUtf8();
+    void invalidUtf8IsReplacedAsPythonReplacesIt_data();
+    void invalidUtf8IsReplacedAsPythonReplacesIt();
     void fixedTokenizer();
     void fixedRejectsBadTokens();
     void maxTokensStopsEarly();
@@ -255,6 +257,35 @@ void TestTokenizer::invalidUtf8InBuilderCountsNothing()
     QVERIFY2(message.find("byte 11") != std::string::npos, message.c_str());
     QCOMPARE(builder.distinctTokens(), 2);
     QCOMPARE(builder.count("three"), 0);
+}
+
+void TestTokenizer::invalidUtf8IsReplacedAsPythonReplacesIt_data()
+{
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QByteArray>("replaced");
+    // Each expected value is what Python 3.11 prints for bytes(...).decode("utf-8", errors="replace").
+    const QByteArray r = QByteArrayLiteral("\xEF\xBF\xBD");  // U+FFFD
+    const QByteArray valid = QByteArrayLiteral("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+    QTest::newRow("valid stays") << valid << valid;
+    QTest::newRow("stray continuation") << QByteArrayLiteral("a\x80" "b") << "a" + r + "b";
+    QTest::newRow("two strays") << QByteArrayLiteral("\x80\xBF") << r + r;
+    // A first byte and the continuations that could complete it are one replacement.
+    QTest::newRow("cut 3-byte at the end") << QByteArrayLiteral("x\xE2\x82") << "x" + r;
+    QTest::newRow("cut 4-byte before ASCII") << QByteArrayLiteral("\xF0\x9F\x98z") << r + "z";
+    // E0 needs A0..BF next: E0 80 is two replacements; ED A0 (a surrogate) too.
+    QTest::newRow("overlong") << QByteArrayLiteral("\xE0\x80\x80") << r + r + r;
+    QTest::newRow("surrogate") << QByteArrayLiteral("\xED\xA0\x80") << r + r + r;
+    QTest::newRow("bytes that start nothing") << QByteArrayLiteral("\xC0\xAF\xF5\xFF") << r + r + r + r;
+    QTest::newRow("lead then lead") << QByteArrayLiteral("\xC3\xC3\xA9") << r + QByteArrayLiteral("\xC3\xA9");
+}
+
+void TestTokenizer::invalidUtf8IsReplacedAsPythonReplacesIt()
+{
+    QFETCH(QByteArray, bytes);
+    QFETCH(QByteArray, replaced);
+    const std::string out = replaceInvalidUtf8(std::string_view(bytes.constData(), static_cast<std::size_t>(bytes.size())));
+    QCOMPARE(QByteArray::fromStdString(out), replaced);
+    QCOMPARE(findInvalidUtf8(out), std::string_view::npos);
 }
 
 void TestTokenizer::validUtf8()
