@@ -80,7 +80,9 @@ usage:
                     [--tensorboard LOGDIR] [--nproc N]
                                         continue a run as it was configured
   widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE]
-                       [--device D] [--threads N] [--json]
+                       [--device D] [--threads N] [--beam N] [--length-penalty A] [--json]
+                                        loss and accuracy on a split; a translation run's BLEU and
+                                        chrF of the whole split, by beam search (default 4, 0.6)
   widelab-cli inspect RUN_DIR --text "..." [--checkpoint latest|best|FILE] [--heads] [--json]
   widelab-cli inspect RUN_DIR --image FILE|validation:N [--checkpoint ...] [--heads] [--json]
                                         attention, routing, the logit lens and the prediction
@@ -113,9 +115,11 @@ usage:
   widelab-cli study --report STUDY_DIR  the results table of a study, finished or not
   widelab-cli study --list              the built-in studies
   widelab-cli translate RUN_DIR --text "..." | --file FILE [--checkpoint latest|best|FILE]
-                     [--batch N] [--json]
-                                        a translation run's greedy translations (cached keys and
-                                        values), one a line in the order of the sources
+                     [--beam N] [--length-penalty A] [--batch N] [--json]
+                                        a translation run's translations, one a line in the order
+                                        of the sources: beam search (default beam 4, length
+                                        penalty 0.6, the Multi-Path paper's) with cached keys
+                                        and values; --beam 1: greedy
   widelab-cli bleu --hyp FILE --ref FILE [--width N] [--json]
                                         corpus BLEU and chrF of two line-aligned UTF-8 files, one
                                         reference a line, as sacreBLEU prints them with its
@@ -561,7 +565,7 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
         options = {"--out", "--steps", "--device", "--threads", "--tensorboard", "--nproc"};
     } else if (eval) {
         flags = {"--json"};
-        options = {"--split", "--checkpoint", "--device", "--threads"};
+        options = {"--split", "--checkpoint", "--device", "--threads", "--beam", "--length-penalty"};
     } else if (command == "inspect") {
         flags = {"--json", "--heads"};
         options = {"--text", "--image", "--checkpoint"};
@@ -596,6 +600,10 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.force = a.has("--force");
     r.json = a.has("--json");
     r.heads = command == "inspect" && a.has("--heads");
+    if (eval) {
+        r.beam = a.integer("--beam", 4, 1, 64);
+        r.lengthPenalty = a.real("--length-penalty", 0.6, 0.0, 10.0);
+    }
     if (command == "train")
         return trainCommand(r, out, err);
     if (command == "eval")
@@ -646,6 +654,8 @@ int translate(const Arguments& a, std::ostream& out, std::ostream& err)
     t.file = a.text("--file");
     t.checkpoint = a.text("--checkpoint", "latest");
     t.batch = a.integer("--batch", 32, 1, 4096);
+    t.beam = a.integer("--beam", 4, 1, 64);
+    t.lengthPenalty = a.real("--length-penalty", 0.6, 0.0, 10.0);
     t.json = a.has("--json");
     return translateCommand(t, out, err);
 }
@@ -746,7 +756,9 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "bleu")
             return bleu(Arguments(rest, {"--json"}, {"--hyp", "--ref", "--width"}), out);
         if (command == "translate")
-            return translate(Arguments(rest, {"--json"}, {"--text", "--file", "--checkpoint", "--batch"}), out, err);
+            return translate(Arguments(rest, {"--json"},
+                                       {"--text", "--file", "--checkpoint", "--batch", "--beam", "--length-penalty"}),
+                             out, err);
         if (command == "corpus")
             return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out"}), out, err);
         throw UsageError("unknown command \"" + command + "\"");

@@ -230,14 +230,15 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
 {
     if (a.positional.size() != 1)
         throw RunUsageError("usage: widelab-cli eval RUN_DIR [--split validation|test] [--checkpoint latest|best|FILE] "
-                            "[--json]");
+                            "[--beam N] [--length-penalty A] [--json]");
     if (a.split != "validation" && a.split != "test")
         throw RunUsageError("--split: \"" + a.split + "\" is not validation or test");
     Warnings warnings(err, /*withProgress=*/true);
     const EvaluationResult r =
         evaluateRun(a.positional.front(), a.split == "test" ? Split::Test : Split::Validation, a.checkpoint,
                     a.device.empty() ? std::nullopt : std::optional<std::string>(a.device),
-                    a.threads >= 0 ? std::optional<std::int64_t>(a.threads) : std::nullopt, {&warnings})
+                    a.threads >= 0 ? std::optional<std::int64_t>(a.threads) : std::nullopt, {&warnings}, a.beam,
+                    a.lengthPenalty)
             .result;
     if (a.json) {
         out << toJson(r).dump(2) << "\n";

@@ -5,6 +5,7 @@
 #include "model/BatchDecoding.h"
 #include "run/RunDirectory.h"
 #include "vocab/ByteText.h"
+#include "vocab/Utf8.h"
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +27,7 @@ int translateCommand(const TranslateArguments& a, std::ostream& out, std::ostrea
 {
     if (a.positional.size() != 1 || a.text.empty() == a.file.empty())
         throw RunUsageError("usage: widelab-cli translate RUN_DIR --text \"...\" | --file FILE [--checkpoint "
-                            "latest|best|FILE] [--batch N] [--json]");
+                            "latest|best|FILE] [--beam N] [--length-penalty A] [--batch N] [--json]");
     OpenedRun opened = openRun(a.positional.front(), a.checkpoint);
     for (const std::string& warning : opened.warnings)
         err << "warning: " << warning << "\n";
@@ -58,10 +59,13 @@ int translateCommand(const TranslateArguments& a, std::ostream& out, std::ostrea
     DecodeOptions options;
     options.startId = *tokenizer.startId();
     options.endId = *tokenizer.endId();
+    options.beamSize = a.beam;
+    options.lengthPenalty = a.lengthPenalty;
     const std::vector<std::vector<std::int64_t>> translated = decodeAll(*opened.model, sources, options, a.batch);
     std::vector<std::string> translations(texts.size());
     for (std::size_t k = 0; k < translated.size(); ++k)
-        translations[sourceLine[k]] = tokenizer.decode(translated[k]);
+        // A byte-level vocabulary can end a translation inside a character: printed as U+FFFD, as UTF-8 always.
+        translations[sourceLine[k]] = replaceInvalidUtf8(tokenizer.decode(translated[k]));
 
     for (std::size_t i = 0; i < texts.size(); ++i) {
         if (a.json)

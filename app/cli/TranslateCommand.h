@@ -1,5 +1,6 @@
 // defines: TranslateArguments, translateCommand: `widelab-cli translate`, a
-// translation run's translations of a text or of a file's lines
+// translation run's translations of a text or of a file's lines, by beam search
+// (the Multi-Path paper's beam 4 and length penalty 0.6 by default) or greedily
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@ struct TranslateArguments {
     std::string file;                     // --file FILE: one source a line
     std::string checkpoint = "latest";    // --checkpoint latest|best|FILE
     std::int64_t batch = 32;              // --batch N: sources decoded together
+    std::int64_t beam = 4;                // --beam N: beam search's hypotheses a source; 1: greedy
+    double lengthPenalty = 0.6;           // --length-penalty A: alpha of ((5 + length) / 6)^alpha
     bool json = false;                    // one JSON object a source
 };
 

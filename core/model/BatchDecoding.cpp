@@ -46,8 +46,10 @@ std::vector<std::vector<std::int64_t>> decodeAll(WideTransformerImpl& model,
         DecodeOptions batchOptions = options;
         const std::int64_t rule = S + 50;
         batchOptions.maxLength = options.maxLength > 0 ? std::min(options.maxLength, rule) : rule;
+        const torch::Tensor sourceMask = padded ? mask.to(device) : torch::Tensor();
         for (std::vector<std::int64_t>& translation :
-             greedyDecode(model, ids.to(device), padded ? mask.to(device) : torch::Tensor(), batchOptions))
+             options.beamSize > 1 ? beamDecode(model, ids.to(device), sourceMask, batchOptions)
+                                  : greedyDecode(model, ids.to(device), sourceMask, batchOptions))
             translations.push_back(std::move(translation));
     }
     return translations;

@@ -1,5 +1,6 @@
 // defines: decodeAll: an encoder-decoder's translations of any number of token
-// sequences, a batch at a time (the run's evaluations, probes and widelab-cli translate)
+// sequences, a batch at a time, greedy or by beam search (the run's evaluations,
+// probes and widelab-cli translate)
 #pragma once
 
 #include "Decoding.h"
@@ -14,6 +15,7 @@ namespace widelab {
 // and end tokens: `batchSize` sources at a time, padded, on the model's device. A
 // translation gets at most 50 tokens more than the longest source of its batch
 // (tensor2tensor's rule), and at most options.maxLength when that is set.
+// options.beamSize above 1: beam search (beamDecode) with options.lengthPenalty.
 // `betweenBatches` is called before each batch (it may throw to stop). The model
 // must be a translation model; it is put in evaluation mode and left there.
 // Throws std::invalid_argument for an empty source or a batch size below 1.

@@ -7,7 +7,8 @@ namespace widelab {
 
 RunEvaluation evaluateRun(const std::filesystem::path& directory, Split split, const std::string& checkpoint,
                           const std::optional<std::string>& device, const std::optional<std::int64_t>& threads,
-                          const std::vector<TrainingObserver*>& observers)
+                          const std::vector<TrainingObserver*>& observers, std::int64_t beamSize,
+                          double lengthPenalty)
 {
     // Checks the run's files as inspect does; the trainer says what it passes over.
     const RunDocument run = openRun(directory, checkpoint).document;
@@ -18,6 +19,8 @@ RunEvaluation evaluateRun(const std::filesystem::path& directory, Split split, c
     options.checkpoint = checkpoint;
     options.device = device;
     options.threads = threads;
+    options.beamSize = beamSize;
+    options.lengthPenalty = lengthPenalty;
     Trainer trainer(run, directory, options);
     RunEvaluation evaluation;
     evaluation.result = trainer.evaluate(split, 0, /*reportProgress=*/true);

@@ -22,10 +22,12 @@ struct RunEvaluation {
 // CheckpointError naming the piece), then evaluates `checkpoint` ("latest",
 // "best" or a file name in checkpoints/) on the whole split with the run's own
 // data, changing nothing in the directory. `observers` hear what the trainer
-// says (a checkpoint passed over).
+// says (a checkpoint passed over). A translation run's translations are found
+// by beam search of `beamSize` with `lengthPenalty` (1: greedy).
 RunEvaluation evaluateRun(const std::filesystem::path& directory, Split split, const std::string& checkpoint = "latest",
                           const std::optional<std::string>& device = std::nullopt,
                           const std::optional<std::int64_t>& threads = std::nullopt,
-                          const std::vector<TrainingObserver*>& observers = {});
+                          const std::vector<TrainingObserver*>& observers = {}, std::int64_t beamSize = 1,
+                          double lengthPenalty = 0.0);
 
 }  // namespace widelab

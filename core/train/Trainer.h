@@ -50,6 +50,11 @@ struct TrainerOptions {
     // batch) and the gradients are summed across ranks; rank 0 alone writes the
     // run's files, the other ranks their logs (logs/rank-N.txt).
     std::shared_ptr<class Collective> world;
+    // How a translation run's evaluations outside training (widelab-cli eval)
+    // find translations: beam search of this size with this length penalty's
+    // alpha (1: greedy). Evaluations while training translate greedily.
+    std::int64_t beamSize = 1;
+    double lengthPenalty = 0.0;
 };
 
 // The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this

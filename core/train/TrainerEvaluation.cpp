@@ -3,6 +3,7 @@
 #include "measure/Bleu.h"
 #include "measure/ValidationInsight.h"
 #include "model/BatchDecoding.h"
+#include "vocab/Utf8.h"
 #include "run/RunDirectory.h"
 #include "task/ImageTask.h"
 
@@ -125,6 +126,10 @@ void Trainer::scoreTranslations(Dataset& data, std::int64_t sentences, Evaluatio
     DecodeOptions options;
     options.startId = *m_data.tokenizer.startId();
     options.endId = *m_data.tokenizer.endId();
+    if (m_control == nullptr) {  // outside training: the search the caller asked for
+        options.beamSize = m_options.beamSize;
+        options.lengthPenalty = m_options.lengthPenalty;
+    }
     std::int64_t done = 0, reportedTenths = 0;
     const auto between = [&] {
         if (m_control != nullptr && !m_world && m_control->stopRequested())
@@ -138,7 +143,7 @@ void Trainer::scoreTranslations(Dataset& data, std::int64_t sentences, Evaluatio
         done += std::min(m_run.train.batchSize, count - done);
     };
     for (const std::vector<std::int64_t>& ids : decodeAll(*m_model, sources, options, m_run.train.batchSize, between))
-        hypotheses.push_back(m_data.tokenizer.decode(ids));
+        hypotheses.push_back(replaceInvalidUtf8(m_data.tokenizer.decode(ids)));  // bytes may end mid-character
     result.bleu = corpusBleu(hypotheses, references).score;
     result.chrf = corpusChrf(hypotheses, references).score;
     result.translated = count;

@@ -1,5 +1,5 @@
 // Tests of widelab-cli on a translation run: train, translate (a text, a file's
-// lines), eval with BLEU and chrF, inspect with the translation, and the errors
+// lines; beam search by default), eval with BLEU and chrF, inspect with the translation, and the errors
 // a user meets (a run that does not translate, missing arguments, a missing corpus).
 #include "CliTestSupport.h"
 
@@ -114,7 +114,9 @@ void TestCliTranslate::evalScoresTheSplitInBleuAndChrf()
 
 void TestCliTranslate::inspectShowsTheTranslation()
 {
-    const CliResult translated = cli({QStringLiteral("translate"), m_run, QStringLiteral("--text"), QStringLiteral("ab cd")});
+    // inspect shows the greedy translation: translate's with --beam 1.
+    const CliResult translated = cli({QStringLiteral("translate"), m_run, QStringLiteral("--text"), QStringLiteral("ab cd"),
+                                      QStringLiteral("--beam"), QStringLiteral("1")});
     const CliResult inspected = cli({QStringLiteral("inspect"), m_run, QStringLiteral("--text"), QStringLiteral("ab cd")});
     QVERIFY2(inspected.code == 0, qPrintable(inspected.err));
     QCOMPARE(lineStartingWith(inspected.out, QStringLiteral("translation: ")),
@@ -132,6 +134,10 @@ void TestCliTranslate::errorsNameWhatIsWrong()
     const CliResult both = cli({QStringLiteral("translate"), m_run, QStringLiteral("--text"), QStringLiteral("a"),
                                 QStringLiteral("--file"), QStringLiteral("x.txt")});
     QVERIFY(both.code != 0);
+    const CliResult noBeam = cli({QStringLiteral("translate"), m_run, QStringLiteral("--text"), QStringLiteral("a"),
+                                  QStringLiteral("--beam"), QStringLiteral("0")});
+    QVERIFY(noBeam.code != 0);
+    QVERIFY2(noBeam.err.contains(QStringLiteral("--beam")), qPrintable(noBeam.err));
     const CliResult missing = cli({QStringLiteral("translate"), m_run, QStringLiteral("--file"), m_dir.filePath(QStringLiteral("none.txt"))});
     QVERIFY(missing.code != 0);
     QVERIFY2(missing.err.contains(QStringLiteral("none.txt")), qPrintable(missing.err));
