@@ -213,10 +213,16 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
         result.lensColumns.assign(kept.begin(), kept.end());
         columns = torch::tensor(result.lensColumns, torch::kLong);
     }
+    // A translation model's lens reads its decoder: three sublayers a block, the
+    // blocks numbered after the encoder's as the trace numbers them.
+    static const std::vector<std::string> encoderSublayers = {"attention", "ffn"},
+                                          decoderSublayers = {"attention", "cross_attention", "ffn"};
+    const std::vector<std::string>& sublayers = c.isTranslation() ? decoderSublayers : encoderSublayers;
+    const std::int64_t firstBlock = c.isTranslation() ? c.layers : 0;
     for (std::size_t i = 0; i < stages.size(); ++i) {
         LensStage stage;
-        stage.block = static_cast<std::int64_t>(i / 2);
-        stage.sublayer = i % 2 == 0 ? "attention" : "ffn";
+        stage.block = firstBlock + static_cast<std::int64_t>(i / sublayers.size());
+        stage.sublayer = sublayers[i % sublayers.size()];
         stage.distribution = toFloats(columns.defined() ? stages[i].index_select(0, columns) : stages[i]);
         result.logitLens.push_back(std::move(stage));
     }

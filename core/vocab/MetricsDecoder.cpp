@@ -533,8 +533,9 @@ void decodeLens(const Json& json, ProbeResult& p)
     const Json& stages = optionalArray(json, "logit_lens", "logit_lens");
     if (stages.empty())
         return;
-    if (static_cast<std::int64_t>(stages.size()) > 2 * kMaxBlocks)
-        refuse("\"logit_lens\" has " + std::to_string(stages.size()) + " stages, more than " + std::to_string(2 * kMaxBlocks));
+    // Two sublayers a block, three in a translation model's decoder.
+    if (static_cast<std::int64_t>(stages.size()) > 3 * kMaxBlocks)
+        refuse("\"logit_lens\" has " + std::to_string(stages.size()) + " stages, more than " + std::to_string(3 * kMaxBlocks));
     const auto last = static_cast<std::int64_t>(p.prediction.size()) - 1;
     const Json& columns = optionalArray(json, "logit_lens_columns", "logit_lens_columns");
     p.lensColumns = listOf<std::int64_t>(columns, "logit_lens_columns", [&](const Json* v, const std::string& w) {
