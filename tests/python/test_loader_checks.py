@@ -31,9 +31,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import torch
+from harness import run_tests
 
 import widelab
 from widelab import WideLabError
@@ -595,25 +595,7 @@ def main():
     base = args.keep or tempfile.mkdtemp(prefix="widelab-loader-")
     make_exports(base)
     print("exports made in %.1f s" % (time.time() - started))
-
-    tests = [(name, f) for name, f in globals().items() if name.startswith("test_") and callable(f)
-             and args.only in name]
-    failures = []
-    for name, test in tests:
-        try:
-            test()
-            print("ok    %s" % name)
-        except Exception as error:
-            failures.append(name)
-            print("FAIL  %s: %s" % (name, error))
-            if not isinstance(error, AssertionError):
-                traceback.print_exc()
-        sys.stdout.flush()
-    if not args.keep:
-        shutil.rmtree(base, ignore_errors=True)
-    if failures:
-        sys.exit("%d of %d tests failed: %s" % (len(failures), len(tests), ", ".join(failures)))
-    print("all %d tests passed in %.1f s" % (len(tests), time.time() - started))
+    run_tests(globals(), args.only, base, args.keep, started)
 
 
 if __name__ == "__main__":
