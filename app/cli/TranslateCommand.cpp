@@ -56,9 +56,7 @@ int translateCommand(const TranslateArguments& a, std::ostream& out, std::ostrea
         sources.push_back(std::move(ids));
         sourceLine.push_back(i);
     }
-    DecodeOptions options;
-    options.startId = *tokenizer.startId();
-    options.endId = *tokenizer.endId();
+    DecodeOptions options = decodingFor(tokenizer);
     options.beamSize = a.beam;
     options.lengthPenalty = a.lengthPenalty;
     const std::vector<std::vector<std::int64_t>> translated = decodeAll(*opened.model, sources, options, a.batch);

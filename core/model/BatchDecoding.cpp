@@ -8,6 +8,18 @@
 
 namespace widelab {
 
+DecodeOptions decodingFor(const Tokenizer& tokenizer)
+{
+    if (!tokenizer.startId() || !tokenizer.endId())
+        throw std::invalid_argument("the " + toString(tokenizer.kind())
+                                    + " tokenizer has no start and end tokens to translate with (bpe has)");
+    DecodeOptions options;
+    options.startId = *tokenizer.startId();
+    options.endId = *tokenizer.endId();
+    options.vocabulary = tokenizer.vocabSize();
+    return options;
+}
+
 std::vector<std::vector<std::int64_t>> decodeAll(WideTransformerImpl& model,
                                                  const std::vector<std::vector<std::int64_t>>& sources,
                                                  const DecodeOptions& options, std::int64_t batchSize,

@@ -1,15 +1,21 @@
-// defines: decodeAll: an encoder-decoder's translations of any number of token
+// defines: decodingFor, decodeAll: an encoder-decoder's translations of any number of token
 // sequences, a batch at a time, greedy or by beam search (the run's evaluations,
 // probes and widelab-cli translate)
 #pragma once
 
 #include "Decoding.h"
+#include "data/Tokenizer.h"
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace widelab {
+
+// What a run's tokenizer fixes of decoding: its start and end tokens, and its
+// vocabulary (no id past it is written). std::invalid_argument for a tokenizer
+// without start and end tokens (only bpe has them).
+DecodeOptions decodingFor(const Tokenizer& tokenizer);
 
 // The translation of each source (token ids, none empty), in order, without start
 // and end tokens: `batchSize` sources at a time, padded, on the model's device. A

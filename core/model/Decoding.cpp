@@ -35,6 +35,14 @@ void checkBeamOptions(const DecodeOptions& options)
         throw std::invalid_argument("beam search: no maximum length (it must be at least 1)");
 }
 
+// The step's logits with the rows that are no token (options.vocabulary) out of reach.
+torch::Tensor writable(torch::Tensor logits, const DecodeOptions& options)
+{
+    if (options.vocabulary > 0 && options.vocabulary < logits.size(-1))
+        logits = logits.narrow(-1, 0, options.vocabulary);
+    return logits;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::int64_t>> greedyDecode(WideTransformerImpl& model, const torch::Tensor& source,
@@ -55,7 +63,7 @@ std::vector<std::vector<std::int64_t>> greedyDecode(WideTransformerImpl& model, 
     for (std::int64_t t = 0; t < limit && open > 0; ++t) {
         const torch::Tensor logits = options.cache ? model.decodeStep(state, prefix.select(1, t))
                                                    : model.forward(source, sourceMask, {prefix, {}}).logits.select(1, t);
-        const torch::Tensor next = logits.argmax(-1);  // [B]
+        const torch::Tensor next = writable(logits, options).argmax(-1);  // [B]
         const torch::Tensor onHost = next.to(torch::kCPU);
         const auto* chosen = onHost.data_ptr<std::int64_t>();
         for (std::int64_t b = 0; b < B; ++b) {
@@ -204,7 +212,7 @@ std::vector<std::vector<std::int64_t>> beamDecode(WideTransformerImpl& model, co
                                          sourceMask.defined() ? sourceMask.index_select(0, rowSource) : sourceMask,
                                          {prefixes.to(device), {}})
                                 .logits.select(1, -1);
-        return logits.to(torch::kFloat32).log_softmax(-1);
+        return writable(logits, options).to(torch::kFloat32).log_softmax(-1);
     };
     std::vector<std::vector<std::int64_t>> out;
     for (BeamHypothesis& found : beamSearch(B, step, search))

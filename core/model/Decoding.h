@@ -18,6 +18,10 @@ struct DecodeOptions {
     std::int64_t endId = 3;      // ends a translation; not part of it
     std::int64_t maxLength = 0;  // most tokens a translation gets; 0 or more than model.max_len: max_len
     bool cache = true;           // false: every step runs the decoder over the whole prefix again
+    // > 0: ids at or above it are never written (the tokenizer's vocabulary, which
+    // a BPE that learned fewer merges than model.vocab_size allows leaves short of
+    // the output's rows: those rows are no token). 0: every row of the output.
+    std::int64_t vocabulary = 0;
     // Beam search (beamDecode, beamSearch; greedyDecode reads neither): the
     // hypotheses kept per source, and the length penalty's alpha (lengthPenalty).
     std::int64_t beamSize = 1;

@@ -266,9 +266,7 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
         if (!tokenizer.startId() || !tokenizer.endId())
             throw DataError("the run's " + toString(tokenizer.kind()) + " tokenizer has no start and end tokens to "
                             "translate with");
-        DecodeOptions options;
-        options.startId = *tokenizer.startId();
-        options.endId = *tokenizer.endId();
+        DecodeOptions options = decodingFor(tokenizer);
         options.maxLength = c.maxLen - 1;  // and <s>: the decoder's input fits its positions
         const bool training = model.is_training();
         const std::vector<std::int64_t> translation = decodeAll(model, {ids}, options, 1).front();

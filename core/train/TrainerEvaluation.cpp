@@ -123,9 +123,7 @@ void Trainer::scoreTranslations(Dataset& data, std::int64_t sentences, Evaluatio
         references.push_back(m_data.tokenizer.decode(example.targets));  // </s> is not text
         sources.push_back(std::move(example.ids));
     }
-    DecodeOptions options;
-    options.startId = *m_data.tokenizer.startId();
-    options.endId = *m_data.tokenizer.endId();
+    DecodeOptions options = decodingFor(m_data.tokenizer);
     if (m_control == nullptr) {  // outside training: the search the caller asked for
         options.beamSize = m_options.beamSize;
         options.lengthPenalty = m_options.lengthPenalty;

@@ -684,13 +684,15 @@ class WideLabModel(nn.Module):
             state.length += 1
             return self._tied(self.decoder.final_ln(h))[:, 0]
 
-    def greedy_decode(self, source, mask=None, max_length=None, start_id=2, end_id=3, cache=True):
+    def greedy_decode(self, source, mask=None, max_length=None, start_id=2, end_id=3, cache=True, vocabulary=None):
         """The greedy translation of each source (ids [B, S] or [S], mask [B, S] or None) as a
         list of id lists, without the start and end tokens, as WideLab's greedyDecode makes
         them: the decoder starts from `start_id` and takes the most likely token, until
         `end_id` (not part of the translation) or max_length tokens (None or 0, or more
         than model.max_len: model.max_len). cache: reuse each position's keys and values
-        (False: run the decoder over the whole prefix at every step)."""
+        (False: run the decoder over the whole prefix at every step). vocabulary: no id at
+        or above it is written (the tokenizer's vocab_size, which a bpe of fewer merges
+        than model.vocab_size allows leaves short of the output's rows); None: every row."""
         self._check_decoding()
         c = self.config
         for name, value in (("start_id", start_id), ("end_id", end_id)):
@@ -721,6 +723,8 @@ class WideLabModel(nn.Module):
                     logits = self.decode_step(state, prefix[:, t])
                 else:
                     logits = self._decode(memory, valid, prefix, None, Output(), False, False)[:, t]
+                if vocabulary is not None and vocabulary < logits.shape[-1]:
+                    logits = logits[..., :vocabulary]
                 chosen = logits.argmax(-1)
                 for b, token in enumerate(chosen.tolist()):
                     if finished[b]:
@@ -773,7 +777,7 @@ class WideLabModel(nn.Module):
             padded = any(len(source) < longest for source in batch)
             limit = min(max_length, longest + 50) if max_length else longest + 50
             decoded = self.greedy_decode(ids, mask if padded else None, limit, tokenizer.start_id,
-                                         tokenizer.end_id, cache)
+                                         tokenizer.end_id, cache, tokenizer.vocab_size)
             for k, translation in enumerate(decoded):
                 translations[lines[start + k]] = tokenizer.decode(translation)
         return translations[0] if single else translations

@@ -25,6 +25,7 @@ private Q_SLOTS:
     void greedyWithTheCacheEqualsRecomputing_data();
     void greedyWithTheCacheEqualsRecomputing();
     void whatCannotBeDecodedIsAnError();
+    void noIdPastTheTokenizersVocabularyIsWritten();
 };
 
 void TestDecoding::cachedStepsEqualTheWholePass_data()
@@ -100,6 +101,37 @@ void TestDecoding::whatCannotBeDecodedIsAnError()
     classifier->eval();
     QVERIFY(message([&] { greedyDecode(*classifier, source, {}, {}); }).contains("not a translation model"));
     QVERIFY(message([&] { classifier->beginDecoding(source, {}, 4); }).contains("not a translation model"));
+}
+
+void TestDecoding::noIdPastTheTokenizersVocabularyIsWritten()
+{
+    // A tokenizer that learned fewer merges than model.vocab_size allows leaves
+    // the output's last rows without a token: neither search writes one. The
+    // model's bias towards id 18 makes it the favourite without the limit.
+    torch::manual_seed(5);
+    WideTransformer model(test::translationConfig());
+    model->eval();
+    {
+        torch::NoGradGuard noGrad;
+        model->named_parameters()["embed.token.weight"][18].mul_(40.0);
+    }
+    const torch::Tensor source = torch::randint(4, 19, {2, 4}, torch::kLong);
+    DecodeOptions options;
+    options.maxLength = 6;
+    options.endId = 3;
+    bool wrote18 = false;
+    for (const auto& translation : greedyDecode(*model, source, {}, options))
+        wrote18 = wrote18 || std::find(translation.begin(), translation.end(), 18) != translation.end();
+    QVERIFY2(wrote18, "the test's model must want id 18 for the limit to mean anything");
+    options.vocabulary = 15;
+    for (const std::int64_t beam : {1, 3}) {
+        options.beamSize = beam;
+        const auto translations = beam == 1 ? greedyDecode(*model, source, {}, options)
+                                            : beamDecode(*model, source, {}, options);
+        for (const auto& translation : translations)
+            for (const std::int64_t id : translation)
+                QVERIFY2(id < 15, qPrintable(QString("beam %1 wrote id %2").arg(beam).arg(id)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestDecoding)
