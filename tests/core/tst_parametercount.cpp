@@ -75,17 +75,28 @@ void TestParameterCount::analyticCountEqualsModule()
     QCOMPARE(storage.size(), model->parameters().size());
     QCOMPARE(cost.total.stored, total);
 
-    // Part by part, by parameter name (docs/model.md).
+    // Part by part, by parameter name (docs/model.md); a translation model's
+    // decoder (decoder.*, with its cross-attention) counts in the same parts.
+    const auto named = [&](std::vector<std::string> prefixes, std::vector<std::string> decoderOnly = {}) {
+        if (c.isTranslation()) {
+            const std::size_t encoder = prefixes.size();
+            for (std::size_t i = 0; i < encoder; ++i)
+                prefixes.push_back("decoder." + prefixes[i]);
+            for (const std::string& prefix : decoderOnly)
+                prefixes.push_back("decoder." + prefix);
+        }
+        return countWithPrefixes(model, prefixes);
+    };
     QCOMPARE(cost.part("embeddings").stored, countWithPrefixes(model, {"embed."}));
-    QCOMPARE(cost.part("attention").stored, countWithPrefixes(model, {"attention."}));
-    QCOMPARE(cost.part(c.isMoe() ? "experts" : "ffn").stored, countWithPrefixes(model, {"ffn."}));
-    QCOMPARE(cost.part("router").stored, countWithPrefixes(model, {"router."}));
-    QCOMPARE(cost.part("layernorms").stored, countWithPrefixes(model, {"ln_att.", "ln_ffn.", "final_ln."}));
-    QCOMPARE(cost.part("path weights").stored, countWithPrefixes(model, {"path_att.", "path_ffn."}));
+    QCOMPARE(cost.part("attention").stored, named({"attention."}, {"cross."}));
+    QCOMPARE(cost.part(c.isMoe() ? "experts" : "ffn").stored, named({"ffn."}));
+    QCOMPARE(cost.part("router").stored, named({"router."}));
+    QCOMPARE(cost.part("layernorms").stored, named({"ln_att.", "ln_ffn.", "final_ln."}, {"ln_cross."}));
+    QCOMPARE(cost.part("path weights").stored, named({"path_att.", "path_ffn."}, {"path_cross."}));
     QCOMPARE(cost.part("head").stored, countWithPrefixes(model, {"pooler.", "classifier.", "lm_head."}));
 
     // Active: only top_k of the E experts of each stored MoE count.
-    const std::int64_t ffn = countWithPrefixes(model, {"ffn."});
+    const std::int64_t ffn = named({"ffn."});
     const std::int64_t activeFfn = c.isMoe() ? ffn / c.experts * c.topK : ffn;
     QCOMPARE(cost.total.active, total - ffn + activeFfn);
 }

@@ -251,6 +251,12 @@ void TestTrainer::everyPresetTrainsAStep()
                 model[key] = std::max<std::int64_t>(8, model[key].get<std::int64_t>() / 8);
     }
     QTemporaryDir dir;
+    // A translation preset reads the Bible's pairs from a file the user writes
+    // first (widelab-cli corpus bible): here, pairs of the same form.
+    if (json["task"].value("kind", "") == "translation")
+        json["task"].merge_patch({{"path", writeShiftedLetters(dir, 100).string()},
+                                  {"validation_fraction", 0.2},
+                                  {"test_fraction", 0.2}});
     Trainer trainer(parseRunDocument(json.dump()), fresh(dir, "run"));
     std::atomic<bool> stop{false};
     const TrainSummary summary = trainer.run(stop);

@@ -243,8 +243,9 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
     QVERIFY(!bf16.applicable);
     QVERIFY(bf16.visible);
     QCOMPARE(q(bf16.reason), QStringLiteral("on the CPU (train.device is \"cpu\")"));
-    // Not warned: with the schedule and the optimizer unknown, only these two are.
-    QCOMPARE(unusedIn("train", cpu), (QStringList{"train.min_learning_rate_ratio", "train.momentum"}));
+    // Not warned: with the schedule, the optimizer and the task unknown, only these three are.
+    QCOMPARE(unusedIn("train", cpu),
+             (QStringList{"train.bleu_sentences", "train.min_learning_rate_ratio", "train.momentum"}));
     QVERIFY(stateIn("train.bf16", {{"train", {{"device", "cuda:0"}}}}).applicable);
 
     // Extra path features: greyed below 3 paths, unless on (so that it can be turned off).
@@ -278,11 +279,13 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
 
 void TestKeyRules::warnedKeysInTableOrder()
 {
-    // ListOps: augmentation (a text task), skip_bad_inputs (not an image folder), then the file keys.
+    // ListOps: augmentation (a text task), skip_bad_inputs (not an image folder), the translation
+    // keys, then the file keys.
     const nlohmann::json listops = {{"task", {{"kind", "listops"}, {"tokenizer", "byte"}}}};
     QCOMPARE(unusedIn("task", listops),
-             (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.path", "task.tokenizer",
-                          "task.vocab_limit", "task.bpe_merges", "task.validation_fraction", "task.test_fraction"}));
+             (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.target_path",
+                          "task.max_subwords", "task.path", "task.tokenizer", "task.vocab_limit", "task.bpe_merges",
+                          "task.validation_fraction", "task.test_fraction"}));
     QCOMPARE(reasonOf("task", "task.flip", listops), QStringLiteral("for a text task (they augment images)"));
 
     // CIFAR-10: the token keys, the generated sizes, its fixed test split, skip_bad_inputs; each key once.
@@ -290,21 +293,29 @@ void TestKeyRules::warnedKeysInTableOrder()
     QCOMPARE(unusedIn("task", cifar),
              (QStringList{"task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.sequence_length",
                           "task.min_length", "task.max_length", "task.train_size", "task.validation_size", "task.test_size",
-                          "task.test_fraction", "task.skip_bad_inputs"}));
+                          "task.test_fraction", "task.skip_bad_inputs", "task.target_path", "task.max_subwords"}));
     QCOMPARE(reasonOf("task", "task.train_size", cifar),
              QStringLiteral("for images read from a folder (they size generated tasks)"));
 
     // A language model on words: only the ListOps sizes, augmentation and the merges of bpe.
     const nlohmann::json words = {{"task", {{"kind", "language_model"}, {"tokenizer", "word"}}}};
     QCOMPARE(unusedIn("task", words),
-             (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.min_length", "task.max_length",
-                          "task.train_size", "task.validation_size", "task.test_size", "task.bpe_merges"}));
+             (QStringList{"task.crop_padding", "task.flip", "task.skip_bad_inputs", "task.target_path",
+                          "task.max_subwords", "task.min_length", "task.max_length", "task.train_size",
+                          "task.validation_size", "task.test_size", "task.bpe_merges"}));
     QCOMPARE(reasonOf("task", "task.min_length", words),
              QStringLiteral("for a task read from a file (they size generated ListOps)"));
 
     const nlohmann::json train = {{"train", {{"optimizer", "sgd"}, {"schedule", "constant"}, {"device", "cpu"}}}};
-    QCOMPARE(unusedIn("train", train), (QStringList{"train.warmup_steps", "train.min_learning_rate_ratio", "train.beta1",
-                                                    "train.beta2", "train.epsilon"}));
+    QCOMPARE(unusedIn("train", train), (QStringList{"train.bleu_sentences", "train.warmup_steps",
+                                                    "train.min_learning_rate_ratio", "train.beta1", "train.beta2",
+                                                    "train.epsilon"}));
+    // Translation: its BLEU measure counts; images: no token budget.
+    QVERIFY(stateIn("train.bleu_sentences", {{"task", {{"kind", "translation"}}}}).applicable);
+    QVERIFY(!stateIn("train.batch_tokens", {{"task", {{"kind", "shapes"}}}}).visible);
+    QVERIFY(stateIn("task.max_subwords", {{"task", {{"kind", "translation"}}}}).applicable);
+    QVERIFY(!stateIn("task.sequence_length", {{"task", {{"kind", "translation"}}}}).visible);
+    QVERIFY(stateIn("task.skip_bad_inputs", {{"task", {{"kind", "translation"}}}}).applicable);
     QCOMPARE(reasonOf("train", "train.min_learning_rate_ratio", train),
              QStringLiteral("except with the warmup_cosine schedule"));
     // A section asks for its own keys only.

@@ -194,18 +194,27 @@ QList<FieldGroup> makeLayout()
               t("ListOps: nested list operations generated in-process (Long Range Arena rules). Classification: a "
                 "TSV/CSV file of label, text. Language model: any text file. Image folder: a folder with one "
                 "sub-folder of PNG/JPEG images per class. CIFAR-10: a folder with your copy of CIFAR-10's binary "
-                "batches. Shapes: small pictures of shapes generated in-process (no download). The image tasks need "
-                "image input."),
+                "batches. Shapes: small pictures of shapes generated in-process (no download). Translation: pairs "
+                "of texts, source TAB target (widelab-cli corpus bible writes the Bible's). The image tasks need "
+                "image input; translation needs the translation head."),
               {}, 0.1, false,
               {{"listops", t("ListOps (generated)")},
                {"classification", t("Classification file")},
                {"language_model", t("Language model file")},
                {"image_folder", t("Image folder")},
                {"cifar10", t("CIFAR-10 (binary)")},
-               {"shapes", t("Shapes (generated images)")}}},
+               {"shapes", t("Shapes (generated images)")},
+               {"translation", t("Translation pairs")}}},
              {"task.path", t("Data file or folder"),
-              t("The TSV/CSV (classification) or text (language model) file; the folder of class sub-folders (image "
-                "folder); the folder holding CIFAR-10's data_batch_*.bin and test_batch.bin.")},
+              t("The TSV/CSV (classification) or text (language model) file; the source TAB target lines, or the "
+                "sources (translation); the folder of class sub-folders (image folder); the folder holding "
+                "CIFAR-10's data_batch_*.bin and test_batch.bin.")},
+             {"task.target_path", t("Target file"),
+              t("Translation: the target lines, line by line with the data file's sources. Empty: the data file "
+                "holds source TAB target.")},
+             {"task.max_subwords", t("Longest side"),
+              t("Translation: pairs with a side longer than this many subword units are left out (the Multi-Path "
+                "paper removes those over 250).")},
              {"task.tokenizer", t("Tokenizer"),
               t("How file texts become tokens. Bytes need vocab_size >= 258; BPE (byte-pair encoding) 260 + its "
                 "merges."),
@@ -233,8 +242,9 @@ QList<FieldGroup> makeLayout()
                 "cropping."),
               t("no cropping")},
              {"task.flip", t("Random horizontal flip"), t("Images: while training, mirror half of the images.")},
-             {"task.skip_bad_inputs", t("Skip unreadable images"),
-              t("Image folders: leave out, counted in the log, the images that cannot be decoded, rather than stop.")},
+             {"task.skip_bad_inputs", t("Skip unreadable inputs"),
+              t("Image folders: leave out, counted in the log, the images that cannot be decoded, rather than stop. "
+                "Translation: likewise the lines without a tab or with an empty side.")},
          }},
         {t("Optimizer"),
          {
@@ -268,6 +278,10 @@ QList<FieldGroup> makeLayout()
          {
              {"train.steps", t("Steps"), t("Optimizer steps in the whole run.")},
              {"train.batch_size", t("Batch size"), t("Sequences per step.")},
+             {"train.batch_tokens", t("Batch tokens"),
+              t("> 0: each training batch takes examples up to this many tokens (a translation pair counts its "
+                "longer side) instead of the batch size; evaluation keeps the batch size."),
+              t("by batch size")},
              {"train.gradient_clip", t("Gradient clipping"),
               t("Clip the global gradient norm to this value; <= 0 turns clipping off.")},
              {"train.label_smoothing", t("Label smoothing"),
@@ -293,6 +307,9 @@ QList<FieldGroup> makeLayout()
              {"train.eval_every", t("Evaluate every"), t("Steps between validation passes.")},
              {"train.eval_batches", t("Evaluation batches"),
               t("Validation batches per evaluation; 0: the whole validation split."), t("whole split")},
+             {"train.bleu_sentences", t("BLEU sentences"),
+              t("Translation: validation sentences translated (greedily) for BLEU and chrF at each evaluation."),
+              t("no BLEU")},
              {"train.checkpoint_every", t("Checkpoint every"), t("Steps between checkpoints.")},
              {"train.keep_last", t("Checkpoints kept"), t("Older checkpoints are deleted.")},
              {"train.probe_every", t("Probe every"),

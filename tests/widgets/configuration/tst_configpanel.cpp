@@ -217,8 +217,9 @@ private Q_SLOTS:
         // model: 32, the 4 image keys (input, image_size, patch_size, channels),
         // the 2 attention keys, the 16 keys of the ten mechanisms and the 3 of
         // translation and path weights; task: 13, bpe_merges, the 2 augmentation
-        // keys and skip_bad_inputs; train: 29.
-        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 29 + 2);
+        // keys, skip_bad_inputs and the 2 of translation; train: 29 and batch_tokens
+        // and bleu_sentences.
+        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 2 + 29 + 2 + 2);
     }
 
     void completeDocumentRoundTrips()
