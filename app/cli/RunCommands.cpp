@@ -1,5 +1,7 @@
 #include "RunCommands.h"
 
+#include "vocab/Utf8.h"
+
 #include "StopOnSignals.h"
 #include "TextTable.h"
 #include "vocab/JsonText.h"
@@ -324,8 +326,8 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         out << "the text is longer than the run's sequence length (" << opened.document.sequenceLength()
             << " tokens): the model reads its first " << opened.document.sequenceLength() << " tokens; the last "
             << r.cutTokens << " were cut\n";
-    if (!r.translation.empty())
-        out << "translation: " << r.translation << "\n";
+    if (model.isTranslation())  // greedy; an untrained model's may be empty
+        out << "translation: " << replaceInvalidUtf8(r.translation) << "\n";
     out << "step " << r.step << ", " << r.tokens.size() << " tokens:";
     for (const auto& token : r.tokens)
         out << " " << std::quoted(token);

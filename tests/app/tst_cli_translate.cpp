@@ -8,7 +8,7 @@ using namespace widelab::clitest;
 
 namespace {
 
-// A small letter-shifting task ("ab cd" -> "bc de") a tiny model partly learns in a few steps.
+// A small letter-shifting task ("ab cd" -> "bc de") a tiny model partly learns in 150 steps.
 std::string shiftedPairs(int count)
 {
     std::string lines;
@@ -55,15 +55,15 @@ void TestCliTranslate::initTestCase()
                    {"decoder_layers", 1}, {"heads", 4}, {"ffn_dim", 64}, {"dropout", 0.0}}},
         {"task", {{"kind", "translation"}, {"path", pairs.toStdString()}, {"tokenizer", "bpe"}, {"bpe_merges", 20},
                   {"max_subwords", 31}, {"validation_fraction", 0.1}, {"test_fraction", 0.1}}},
-        {"train", {{"steps", 40}, {"batch_size", 16}, {"learning_rate", 0.003}, {"warmup_steps", 5},
-                   {"log_every", 10}, {"eval_every", 40}, {"eval_batches", 2}, {"bleu_sentences", 8},
-                   {"checkpoint_every", 40}, {"threads", 1}}}};
+        {"train", {{"steps", 150}, {"batch_size", 16}, {"learning_rate", 0.005}, {"warmup_steps", 10},
+                   {"log_every", 50}, {"eval_every", 150}, {"eval_batches", 2}, {"bleu_sentences", 8},
+                   {"checkpoint_every", 150}, {"threads", 1}}}};
     const QString config = writeFile(m_dir, QStringLiteral("translation.json"), document.dump());
     m_run = m_dir.filePath(QStringLiteral("run"));
     const CliResult trained = cli({QStringLiteral("train"), config, QStringLiteral("--out"), m_run});
     QVERIFY2(trained.code == 0, qPrintable(trained.err + trained.out));
     // The evaluation while training says what the translations scored.
-    QVERIFY2(lineStartingWith(trained.out, QStringLiteral("validation at step 40")).contains(QStringLiteral("(8 sentences translated)")),
+    QVERIFY2(lineStartingWith(trained.out, QStringLiteral("validation at step 150")).contains(QStringLiteral("(8 sentences translated)")),
              qPrintable(trained.out));
 }
 
