@@ -29,8 +29,10 @@ ArchitectureSketch sketchOf(const ModelConfig& m)
     sketch.pathNorm = m.pathNorm;
     sketch.learnablePathWeights = m.learnablePathWeights;
     sketch.heads = static_cast<int>(m.heads);
-    sketch.headKind = m.head == HeadKind::LanguageModel ? QStringLiteral("language_model")
-                                                        : QStringLiteral("classification");
+    sketch.headKind = m.isTranslation()                  ? QStringLiteral("translation")
+                      : m.head == HeadKind::LanguageModel ? QStringLiteral("language_model")
+                                                          : QStringLiteral("classification");
+    sketch.decoderLayers = m.isTranslation() ? static_cast<int>(m.decoderLayers) : 0;
     sketch.imageInput = m.imageInput();
     return sketch;
 }

@@ -256,9 +256,13 @@ QVector<DiagramItem> Builder::run()
     const double ffnWidth = std::max(10.0, right - ffnX);
 
     // Head on top, then the rows from the last block down to the first.
-    add(make("head", -1, false, QRectF(contentLeft, kMargin, right - contentLeft, kBoxHeight),
-             s.headKind == "language_model" ? QStringLiteral("Final LN → language-model head (next-token logits)")
-                                            : QStringLiteral("Final LN → classification head")));
+    // A translation model's decoder is one box: its blocks read the encoder's output.
+    const QString head = s.headKind == "translation"
+                             ? QStringLiteral("Final LN → decoder of %1 blocks (self-, cross-attention, FFN) → tied output")
+                                   .arg(s.decoderLayers)
+                         : s.headKind == "language_model" ? QStringLiteral("Final LN → language-model head (next-token logits)")
+                                                          : QStringLiteral("Final LN → classification head");
+    add(make("head", -1, false, QRectF(contentLeft, kMargin, right - contentLeft, kBoxHeight), head));
     struct Row {
         int block;
         QRectF rect;
@@ -391,8 +395,9 @@ QString describeArchitecture(const ArchitectureSketch& s)
     }
     if (s.heads > 0)
         parts << QStringLiteral("%1 %2").arg(s.heads).arg(s.heads == 1 ? "head" : "heads");
-    parts << (s.headKind == "language_model" ? QStringLiteral("language-model head")
-                                             : QStringLiteral("classification head"));
+    parts << (s.headKind == "translation"      ? QStringLiteral("a decoder of %1 blocks (translation)").arg(s.decoderLayers)
+              : s.headKind == "language_model" ? QStringLiteral("language-model head")
+                                               : QStringLiteral("classification head"));
     return parts.join(QStringLiteral(", "));
 }
 

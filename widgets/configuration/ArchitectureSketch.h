@@ -19,7 +19,8 @@ struct ArchitectureSketch {
     bool pathNorm = false;
     bool learnablePathWeights = false;
     int heads = 0;
-    QString headKind;            // "classification" or "language_model"
+    QString headKind;            // "classification", "language_model" or "translation"
+    int decoderLayers = 0;       // translation: the decoder's blocks (drawn as one box above the encoder)
     bool imageInput = false;     // patches of an image, not tokens, enter the embedding
 };
 

@@ -242,6 +242,15 @@ private Q_SLOTS:
         s.headKind = "language_model";
         QCOMPARE(describeArchitecture(s), QStringLiteral("1 block, attention per block, FFN per block, "
                                                          "LayerNorm per block, 48 heads, language-model head"));
+        // A translation model: its encoder's blocks, and the decoder named with its depth.
+        ArchitectureSketch translation = plain(3, 4);
+        translation.headKind = "translation";
+        translation.decoderLayers = 2;
+        QCOMPARE(describeArchitecture(translation), QStringLiteral("3 blocks, attention per block, FFN per block, "
+                                                                   "LayerNorm per block, 4 heads, a decoder of 2 "
+                                                                   "blocks (translation)"));
+        QCOMPARE(withRole(layoutArchitecture(translation, kSize), "head").first().text,
+                 QStringLiteral("Final LN → decoder of 2 blocks (self-, cross-attention, FFN) → tied output"));
     }
 
     void widgetPaintsItsLayout()
