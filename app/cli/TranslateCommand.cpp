@@ -35,8 +35,9 @@ int translateCommand(const TranslateArguments& a, std::ostream& out, std::ostrea
         throw RunUsageError(a.positional.front() + " is not a translation run (its model.head is \""
                             + opened.document.model.toJson().value("head", std::string()) + "\")");
     const Tokenizer& tokenizer = opened.tokenizer;
-    if (!tokenizer.startId() || !tokenizer.endId())
-        throw RunUsageError(a.positional.front() + ": the run's tokenizer has no start and end tokens");
+    DecodeOptions options = decodingFor(tokenizer);  // refuses a tokenizer without start and end tokens
+    options.beamSize = a.beam;
+    options.lengthPenalty = a.lengthPenalty;
 
     const std::vector<std::string> texts =
         a.file.empty() ? std::vector<std::string>{a.text} : readScoringLines(a.file);
@@ -56,9 +57,6 @@ int translateCommand(const TranslateArguments& a, std::ostream& out, std::ostrea
         sources.push_back(std::move(ids));
         sourceLine.push_back(i);
     }
-    DecodeOptions options = decodingFor(tokenizer);
-    options.beamSize = a.beam;
-    options.lengthPenalty = a.lengthPenalty;
     const std::vector<std::vector<std::int64_t>> translated = decodeAll(*opened.model, sources, options, a.batch);
     std::vector<std::string> translations(texts.size());
     for (std::size_t k = 0; k < translated.size(); ++k)
