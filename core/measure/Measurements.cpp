@@ -100,24 +100,35 @@ LayerNormDivergence layerNormDivergence(const torch::Tensor& gamma, const torch:
 
 std::vector<PathWeights> pathWeights(const WideTransformerImpl& model)
 {
+    using Sublayer = BlockStack::Sublayer;
     std::vector<PathWeights> all;
-    const ModelConfig& c = model.config();
-    if (!c.isMultiPath())
-        return all;
-    for (std::int64_t block = 0; block < c.layers; ++block) {
-        for (const bool attention : {true, false}) {
-            const std::vector<float> weights =
-                toFloats(attention ? model.attentionPathWeights(block) : model.ffnPathWeights(block));
-            PathWeights p;
-            p.block = block;
-            p.sublayer = attention ? "attention" : "ffn";
-            p.paths = c.paths;
-            p.alpha.assign(weights.begin(), weights.end() - 1);
-            p.beta = weights.back();
-            p.diversity = pathDiversity({p.alpha.begin(), p.alpha.begin() + c.paths});
-            all.push_back(std::move(p));
+    // The decoder's blocks after the encoder's, numbered on from them.
+    auto measure = [&](const BlockStack& stack, std::int64_t firstBlock) {
+        const ModelConfig& c = stack.side();
+        if (!c.isMultiPath())
+            return;
+        for (std::int64_t block = 0; block < c.layers; ++block) {
+            for (const Sublayer which : {Sublayer::Attention, Sublayer::Cross, Sublayer::FeedForward}) {
+                const torch::Tensor measured = stack.pathWeights(block, which);
+                if (!measured.defined())
+                    continue;
+                const std::vector<float> weights = toFloats(measured);
+                PathWeights p;
+                p.block = firstBlock + block;
+                p.sublayer = which == Sublayer::Attention ? "attention"
+                             : which == Sublayer::Cross   ? "cross_attention"
+                                                          : "ffn";
+                p.paths = c.paths;
+                p.alpha.assign(weights.begin(), weights.end() - 1);
+                p.beta = weights.back();
+                p.diversity = pathDiversity({p.alpha.begin(), p.alpha.begin() + c.paths});
+                all.push_back(std::move(p));
+            }
         }
-    }
+    };
+    measure(model.encoder(), 0);
+    if (const BlockStack* decoder = model.decoder())
+        measure(*decoder, model.config().layers);
     return all;
 }
 

@@ -256,9 +256,7 @@ torch::Tensor BlockStack::sublayer(const torch::Tensor& h, const torch::Tensor& 
     }
     if (!c.isMultiPath())
         return h + paths[0];
-    const auto& combiners = which == Sublayer::Attention ? m_pathAttention
-                            : which == Sublayer::Cross   ? m_pathCross
-                                                         : m_pathFfn;
+    const torch::nn::ModuleList& combiners = pathCombiners(which);
     std::vector<Ablation> pathsAblated;  // this sublayer's, indexed among its own paths
     const std::int64_t first = index * c.paths;
     for (Ablation a : ablated) {
@@ -344,11 +342,16 @@ std::vector<BlockNorms> BlockStack::blockNorms() const
     return norms;
 }
 
-torch::Tensor BlockStack::pathWeights(std::int64_t block, bool attention) const
+const torch::nn::ModuleList& BlockStack::pathCombiners(Sublayer which) const
 {
-    if (!m_side.isMultiPath())
+    return which == Sublayer::Attention ? m_pathAttention : which == Sublayer::Cross ? m_pathCross : m_pathFfn;
+}
+
+torch::Tensor BlockStack::pathWeights(std::int64_t block, Sublayer which) const
+{
+    if (!m_side.isMultiPath() || (which == Sublayer::Cross && !m_cross))
         return {};
-    const auto& combiners = attention ? m_pathAttention : m_pathFfn;
+    const torch::nn::ModuleList& combiners = pathCombiners(which);
     const auto& combiner = *combiners->ptr(pick(block, m_side.shareLayerNorm))->as<PathCombinerImpl>();
     return torch::cat({combiner.alpha, combiner.beta});
 }

@@ -88,17 +88,20 @@ public:
     void keepExperts(std::int64_t first, std::int64_t count);
     std::vector<torch::Tensor> expertParameters() const;
     std::vector<BlockNorms> blockNorms() const;
-    // Path weights (alpha, then beta as the last element) of block i's self-attention or FFN sublayer.
-    torch::Tensor pathWeights(std::int64_t block, bool attention) const;
+    enum class Sublayer { Attention = 0, FeedForward = 1, Cross = 2 };
+    bool hasCrossAttention() const { return m_cross; }
+    // Path weights (alpha, then beta as the last element) of block i's sublayer;
+    // undefined for a stack of one path (Cross: one without cross-attention).
+    torch::Tensor pathWeights(std::int64_t block, Sublayer which) const;
 
 private:
-    enum class Sublayer { Attention = 0, FeedForward = 1, Cross = 2 };
     // The residual after a sublayer; `ablated` (this block's ablations) may switch
     // the sublayer, or one of its paths, off.
     torch::Tensor sublayer(const torch::Tensor& h, const torch::Tensor& raw, std::int64_t block, Sublayer which,
                            bool training, const std::vector<Ablation>& ablated, const torch::Tensor& valid);
     torch::Tensor feedForward(const torch::Tensor& x, std::int64_t block, StackPass& pass, Routing& groupRouting,
                               BlockTrace* trace, const Ablation* expertAblated);
+    const torch::nn::ModuleList& pathCombiners(Sublayer which) const;
     std::int64_t pick(std::int64_t block, bool shared) const { return shared ? 0 : block; }
 
     ModelConfig m_side;

@@ -67,8 +67,14 @@ public:
     // The encoder's blocks (a translation model's decoder: decoder()).
     std::vector<BlockNorms> blockNorms() const { return m_encoder->blockNorms(); }
     // Path weights (alpha, then beta as the last element) of the encoder's block i's sublayers.
-    torch::Tensor attentionPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, true); }
-    torch::Tensor ffnPathWeights(std::int64_t block) const { return m_encoder->pathWeights(block, false); }
+    torch::Tensor attentionPathWeights(std::int64_t block) const
+    {
+        return m_encoder->pathWeights(block, BlockStack::Sublayer::Attention);
+    }
+    torch::Tensor ffnPathWeights(std::int64_t block) const
+    {
+        return m_encoder->pathWeights(block, BlockStack::Sublayer::FeedForward);
+    }
     // Decoding (a translation model, in evaluation): the source [B, S] (mask [B, S]
     // or undefined) encoded once, and caches for `capacity` target positions (at
     // most max_len); then each step's logits [B, V] for the tokens [B] at the next

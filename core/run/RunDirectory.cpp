@@ -157,7 +157,8 @@ constexpr std::int64_t kLensTop = 8;
 // mode, no gradient) and records attention maps, expert choices, the logit lens
 // and the prediction; the caller fills text, tokens and image.
 // A translation model's `target` is the decoder's input; its attention and
-// routing are the encoder's, its prediction what follows the target.
+// routing are the encoder's, its cross-attention the decoder's, its prediction
+// what follows the target.
 ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, const std::vector<std::string>& labels,
                        const Tokenizer* tokenizer, const std::vector<Ablation>& ablations, const TargetInput& target = {})
 {
@@ -173,11 +174,9 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
                                              {target.ids.defined() ? target.ids.to(device) : target.ids, {}});
     model.train(training);
 
-    ProbeResult result;
-    const std::size_t encoderBlocks = c.isTranslation() ? static_cast<std::size_t>(c.layers) : trace.blocks.size();
-    for (std::size_t b = 0; b < encoderBlocks; ++b) {
-        const BlockTrace& block = trace.blocks[b];
-        const torch::Tensor maps = block.attention[0].to(torch::kCPU, torch::kFloat32);  // [heads, T, T]
+    // One probe's maps [heads, queries, keys] as nested lists.
+    auto mapsOf = [](const torch::Tensor& batch) {
+        const torch::Tensor maps = batch[0].to(torch::kCPU, torch::kFloat32);
         std::vector<std::vector<std::vector<float>>> heads;
         for (std::int64_t h = 0; h < maps.size(0); ++h) {
             std::vector<std::vector<float>> rows;
@@ -185,7 +184,15 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
                 rows.push_back(toFloats(maps[h][q]));
             heads.push_back(std::move(rows));
         }
-        result.attention.push_back(std::move(heads));
+        return heads;
+    };
+    ProbeResult result;
+    const std::size_t encoderBlocks = c.isTranslation() ? static_cast<std::size_t>(c.layers) : trace.blocks.size();
+    for (std::size_t b = encoderBlocks; b < trace.blocks.size(); ++b)  // a translation model's decoder
+        result.crossAttention.push_back(mapsOf(trace.blocks[b].crossAttention));
+    for (std::size_t b = 0; b < encoderBlocks; ++b) {
+        const BlockTrace& block = trace.blocks[b];
+        result.attention.push_back(mapsOf(block.attention));
         if (block.expert.defined()) {
             const torch::Tensor chosen =
                 torch::where(block.kept, block.expert, torch::full_like(block.expert, -1)).to(torch::kCPU).contiguous();
@@ -276,6 +283,8 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
         result = inspectOne(model, input, labels, &tokenizer, ablations,
                             {torch::tensor(decoderInput, torch::kLong).unsqueeze(0), {}});
         result.translation = tokenizer.decode(translation);
+        for (const std::int64_t id : decoderInput)
+            result.targetTokens.push_back(tokenizer.tokenText(id));
     } else {
         result = inspectOne(model, input, labels, &tokenizer, ablations);
     }

@@ -101,6 +101,10 @@ nlohmann::json toJson(const ProbeResult& r)
         line["cut_tokens"] = r.cutTokens;  // only when the text was longer than the sequence
     if (!r.translation.empty())
         line["translation"] = legibleBytes(r.translation);  // translation models
+    if (!r.targetTokens.empty()) {
+        line["target_tokens"] = r.targetTokens;
+        line["cross_attention"] = r.crossAttention;
+    }
     if (!r.logitLens.empty()) {
         nlohmann::json lens = nlohmann::json::array();
         for (const LensStage& stage : r.logitLens)

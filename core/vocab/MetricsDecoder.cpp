@@ -285,9 +285,9 @@ PathWeights decodePath(const Json& value, const std::string& where)
     path.block = integer(member(p, "block"), field(where, "block"), 0, kMaxBlocks - 1,
                          "from 0 to " + std::to_string(kMaxBlocks - 1));
     path.sublayer = string(member(p, "sublayer"), field(where, "sublayer"));
-    if (path.sublayer != "attention" && path.sublayer != "ffn")
+    if (path.sublayer != "attention" && path.sublayer != "ffn" && path.sublayer != "cross_attention")
         refuse(quoted(field(where, "sublayer")) + " is " + shown(member(p, "sublayer"))
-               + ", not \"attention\" or \"ffn\"");
+               + ", not \"attention\", \"ffn\" or \"cross_attention\"");
     path.alpha = floatsOf(member(p, "alpha"), field(where, "alpha"));
     const Json* paths = member(p, "paths");
     path.paths = paths != nullptr ? integer(paths, field(where, "paths"), 1, kMaxPathsRead, "from 1 to " + std::to_string(kMaxPathsRead))
@@ -431,41 +431,45 @@ void decodeEval(const Json& json, MetricsRecord& record)
     record.step = r.step;
 }
 
-// [layer][head][query][key]: every head T x T, every layer as many heads.
-void decodeAttention(const Json& json, ProbeResult& p)
+// [layer][head][query][key] under `key`: every head `queries` x `keys`, every
+// layer as many heads (self-attention: the tokens both ways).
+std::vector<std::vector<std::vector<std::vector<float>>>> decodeMaps(const Json& json, const char* key,
+                                                                    std::size_t queries, std::size_t keys)
 {
-    const std::size_t n = p.tokens.size();
-    const Json& layers = optionalArray(json, "attention", "attention");
-    if (static_cast<std::int64_t>(layers.size()) > kMaxBlocks)
-        refuse("\"attention\" has " + std::to_string(layers.size()) + " layers, more than " + std::to_string(kMaxBlocks));
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-        const std::string layerWhere = at("attention", l);
-        const Json& heads = array(&layers[l], layerWhere);
+    std::vector<std::vector<std::vector<std::vector<float>>>> layers;
+    const Json& written = optionalArray(json, key, key);
+    const std::string name = key;
+    if (static_cast<std::int64_t>(written.size()) > kMaxBlocks)
+        refuse(quoted(name) + " has " + std::to_string(written.size()) + " layers, more than " + std::to_string(kMaxBlocks));
+    for (std::size_t l = 0; l < written.size(); ++l) {
+        const std::string layerWhere = at(name, l);
+        const Json& heads = array(&written[l], layerWhere);
         if (heads.empty())
             refuse(quoted(layerWhere) + " has no heads");
-        if (l > 0 && heads.size() != p.attention.front().size())
-            refuse(quoted(layerWhere) + " has " + std::to_string(heads.size()) + " heads but \"attention[0]\" has "
-                   + std::to_string(p.attention.front().size()));
+        if (l > 0 && heads.size() != layers.front().size())
+            refuse(quoted(layerWhere) + " has " + std::to_string(heads.size()) + " heads but " + quoted(at(name, 0))
+                   + " has " + std::to_string(layers.front().size()));
         std::vector<std::vector<std::vector<float>>> maps;
         for (std::size_t h = 0; h < heads.size(); ++h) {
             const std::string headWhere = at(layerWhere, h);
             const Json& rows = array(&heads[h], headWhere);
-            if (rows.size() != n)
-                refuse(quoted(headWhere) + " has " + std::to_string(rows.size()) + " rows for " + std::to_string(n)
+            if (rows.size() != queries)
+                refuse(quoted(headWhere) + " has " + std::to_string(rows.size()) + " rows for " + std::to_string(queries)
                        + " tokens");
             std::vector<std::vector<float>> map;
-            for (std::size_t q = 0; q < n; ++q) {
+            for (std::size_t q = 0; q < queries; ++q) {
                 const std::string rowWhere = at(headWhere, q);
                 const Json& row = array(&rows[q], rowWhere);
-                if (row.size() != n)
-                    refuse(quoted(rowWhere) + " has " + std::to_string(row.size()) + " weights for " + std::to_string(n)
+                if (row.size() != keys)
+                    refuse(quoted(rowWhere) + " has " + std::to_string(row.size()) + " weights for " + std::to_string(keys)
                            + " tokens");
                 map.push_back(listOf<float>(row, rowWhere, mapWeight));
             }
             maps.push_back(std::move(map));
         }
-        p.attention.push_back(std::move(maps));
+        layers.push_back(std::move(maps));
     }
+    return layers;
 }
 
 // [block][token][choice]: one list per token, as many choices for every token of a block.
@@ -570,7 +574,7 @@ void decodeProbe(const Json& json, MetricsRecord& record)
         refuse("the probe has " + std::to_string(tokens.size()) + " tokens, more than " + std::to_string(kMaxTokens));
     for (std::size_t i = 0; i < tokens.size(); ++i)
         p.tokens.push_back(string(&tokens[i], at("tokens", i)));
-    decodeAttention(json, p);
+    p.attention = decodeMaps(json, "attention", p.tokens.size(), p.tokens.size());
     decodeExperts(json, p);
     decodeProbeImage(json, p);
     if (const Json* prediction = member(json, "prediction"))
@@ -595,6 +599,13 @@ void decodeProbe(const Json& json, MetricsRecord& record)
     // Optional: a translation model's translation of the text.
     if (const Json* translation = member(json, "translation"))
         p.translation = string(translation, "translation");
+    // Optional: its decoder's tokens and cross-attention over the text's tokens.
+    const Json& targets = optionalArray(json, "target_tokens", "target_tokens");
+    if (static_cast<std::int64_t>(targets.size()) > kMaxTokens)
+        refuse("\"target_tokens\" has " + std::to_string(targets.size()) + " tokens, more than " + std::to_string(kMaxTokens));
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        p.targetTokens.push_back(string(&targets[i], at("target_tokens", i)));
+    p.crossAttention = decodeMaps(json, "cross_attention", p.targetTokens.size(), p.tokens.size());
     record.step = p.step;
 }
 

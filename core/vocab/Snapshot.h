@@ -44,10 +44,12 @@ struct HealthEvent {
     std::string text;
 };
 
-// Learnable path weights of one multi-path sublayer.
+// Learnable path weights of one multi-path sublayer. A translation model's
+// decoder blocks are numbered after the encoder's (decoder block i is block
+// model.layers + i), as the forward trace, ablations and the logit lens number them.
 struct PathWeights {
     std::int64_t block = 0;
-    std::string sublayer;        // "attention" or "ffn"
+    std::string sublayer;        // "attention", "ffn", or a decoder's "cross_attention"
     std::int64_t paths = 0;      // raw paths; alpha holds them, then one extra feature per path when enabled
     std::vector<float> alpha;    // raw paths, then extra features
     float beta = 1.0f;
@@ -198,7 +200,12 @@ struct ProbeResult {
     std::int64_t cutTokens = 0;       // tokens of the text past the run's sequence length: the model never saw them
     // Translation models: the text's greedy translation; `tokens`, `attention` and
     // `experts` are the encoder's over the text, `prediction` what follows the translation.
+    // The decoder reads targetTokens ("<s>", then the translation's tokens), and
+    // each of its positions attends over the encoder's tokens: crossAttention
+    // [decoder layer][head][target position][source token].
     std::string translation;
+    std::vector<std::string> targetTokens;
+    std::vector<std::vector<std::vector<std::vector<float>>>> crossAttention;
     // Image models: the image (text: the probe entry, "validation:N" or a file);
     // tokens are "CLS" (when used) and then the patches row by row, "r0c0", "r0c1", ...
     // Text probes: empty (width 0).

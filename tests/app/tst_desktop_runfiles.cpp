@@ -239,7 +239,7 @@ void TestDesktopRunFiles::metricsLinesAreCheckedAtTheBoundary()
          QStringLiteral("\"layernorm.ffn_gamma\" is 2 x 2 but \"layernorm.ffn_beta\" is 1 x 2")},
         {replaced(kGoodTrain, "\"alpha\":[0.5,0.25,0.125,0.0625]", "\"alpha\":[0.5,0.25,0.125]"),
          QStringLiteral("has 3 weights for 2 paths")},
-        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), QStringLiteral("not \"attention\" or \"ffn\"")},
+        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), QStringLiteral("not \"attention\", \"ffn\" or \"cross_attention\"")},
         {replaced(kGoodTrain, "\"block\":0,", "\"block\":100000,"), QStringLiteral("\"paths[0].block\" is 100000")},
         {R"({"type":"probe","step":1,"text":"","tokens":[],"attention":[[[]]]})", QStringLiteral("the probe has no tokens")},
         {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0],[0,1]]]]"),

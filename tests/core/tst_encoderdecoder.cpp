@@ -3,6 +3,7 @@
 // sharing, the tied output, the trace, the parameter count, and input errors. The
 // numbers themselves are checked against the Python reference in tst_reference.
 #include "TranslationTestSupport.h"
+#include "measure/Measurements.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 
@@ -52,6 +53,7 @@ private Q_SLOTS:
     void everyParameterGetsAGradient_data();
     void everyParameterGetsAGradient();
     void traceHoldsBothSidesAndTheAlignment();
+    void pathWeightsOfBothSidesAreMeasured();
     void badInputIsAnErrorNotACrash();
     void configurationRefusesWhatCannotTranslate();
 };
@@ -188,6 +190,33 @@ void TestEncoderDecoder::eachSideHasItsOwnDepthAndSharing()
     QCOMPARE(encoderPaths->named_parameters()["decoder.ffn.0.w_in"].size(0), std::int64_t{1});
     QCOMPARE(paths->decoder()->depth(), std::int64_t{3});
     QCOMPARE(paths->encoder().depth(), std::int64_t{2});
+}
+
+void TestEncoderDecoder::pathWeightsOfBothSidesAreMeasured()
+{
+    // 2 encoder blocks of 3 paths, then 3 decoder blocks of 3 paths, numbered on from
+    // the encoder's: two sublayers an encoder block, three a decoder block.
+    WideTransformer model(parse(R"({"paths": 3, "path_norm": true, "learnable_path_weights": true})"));
+    {
+        torch::NoGradGuard noGrad;
+        model->named_parameters()["decoder.path_cross.1.alpha"].fill_(0.25f);
+    }
+    const std::vector<PathWeights> weights = pathWeights(*model);
+    std::vector<std::pair<std::int64_t, std::string>> where;
+    for (const PathWeights& p : weights)
+        where.emplace_back(p.block, p.sublayer);
+    const std::vector<std::pair<std::int64_t, std::string>> expected = {
+        {0, "attention"}, {0, "ffn"}, {1, "attention"}, {1, "ffn"},
+        {2, "attention"}, {2, "cross_attention"}, {2, "ffn"}, {3, "attention"}, {3, "cross_attention"}, {3, "ffn"},
+        {4, "attention"}, {4, "cross_attention"}, {4, "ffn"}};
+    QCOMPARE(where, expected);
+    QCOMPARE(weights[8].alpha, std::vector<float>(3, 0.25f));  // decoder block 2's cross-attention
+    QCOMPARE(weights[8].paths, std::int64_t{3});
+    QVERIFY(weights[5].alpha != weights[8].alpha);
+
+    // The paper's plain decoder has no path weights.
+    WideTransformer encoderPaths(parse(R"({"paths": 3, "path_norm": true, "learnable_path_weights": true, "decoder_paths": 1})"));
+    QCOMPARE(pathWeights(*encoderPaths).size(), std::size_t{4});
 }
 
 void TestEncoderDecoder::parameterCountMatchesTheModule_data()

@@ -208,6 +208,25 @@ void TestMetricsCodec::evalAndProbeLinesComeBackWhole()
     QVERIFY(!decodeMetricsLine(encodeMetricsLine(p), &reason));
     QVERIFY2(reason.find("\"logit_lens[0].distribution\" has 2 values for 1 columns") != std::string::npos, reason.c_str());
 
+    // A translation model's probe: its decoder's tokens, each attending over the source's.
+    p.logitLens.clear();
+    p.lensColumns.clear();
+    p.translation = "ca";
+    p.targetTokens = {"<s>", "c", "a"};
+    p.crossAttention = {{{{0.0f, 0.5f, 0.5f}, {0.0f, 1.0f, 0.0f}, {0.0f, 0.0f, 1.0f}},
+                         {{1.0f, 0.0f, 0.0f}, {0.25f, 0.25f, 0.5f}, {0.0f, 0.75f, 0.25f}}}};
+    const auto translated = decodeMetricsLine(encodeMetricsLine(p), &reason);
+    QVERIFY2(translated, reason.c_str());
+    QCOMPARE(translated->probe.translation, std::string("ca"));
+    QCOMPARE(translated->probe.targetTokens, p.targetTokens);
+    QCOMPARE(translated->probe.crossAttention, p.crossAttention);
+    p.targetTokens = {"<s>", "c"};  // three rows for two target tokens
+    QVERIFY(!decodeMetricsLine(encodeMetricsLine(p), &reason));
+    QVERIFY2(reason.find("\"cross_attention[0][0]\" has 3 rows for 2 tokens") != std::string::npos, reason.c_str());
+    p.translation.clear();
+    p.targetTokens.clear();
+    p.crossAttention.clear();
+
     // Head roles and what experts received, at a validation.
     ValidationInsights v;
     v.step = 30;
@@ -339,7 +358,7 @@ void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
          "\"divergence.gamma_all_pairs\" is \"x\", not a number"},
         {replaced(kGoodTrain, "\"alpha\":[0.5,0.25,0.125,0.0625]", "\"alpha\":[0.5,0.25,0.125]"),
          "has 3 weights for 2 paths"},
-        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), "not \"attention\" or \"ffn\""},
+        {replaced(kGoodTrain, "\"sublayer\":\"ffn\"", "\"sublayer\":\"mlp\""), "not \"attention\", \"ffn\" or \"cross_attention\""},
         {replaced(kGoodTrain, "\"block\":0,", "\"block\":100000,"), "\"paths[0].block\" is 100000"},
         {R"({"type":"probe","step":1,"text":"","tokens":[],"attention":[[[]]]})", "the probe has no tokens"},
         {replaced(kGoodProbe, "[[[[0.25,0.75],[1,0]]]]", "[[[[0.25,0.75],[1,0],[0,1]]]]"),
