@@ -33,6 +33,7 @@ ArchitectureSketch sketchOf(const ModelConfig& m)
                       : m.head == HeadKind::LanguageModel ? QStringLiteral("language_model")
                                                           : QStringLiteral("classification");
     sketch.decoderLayers = m.isTranslation() ? static_cast<int>(m.decoderLayers) : 0;
+    sketch.decoderPaths = m.isTranslation() ? static_cast<int>(m.decoderSide().paths) : 1;
     sketch.imageInput = m.imageInput();
     return sketch;
 }

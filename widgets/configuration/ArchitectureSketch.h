@@ -21,6 +21,7 @@ struct ArchitectureSketch {
     int heads = 0;
     QString headKind;            // "classification", "language_model" or "translation"
     int decoderLayers = 0;       // translation: the decoder's blocks (drawn as one box above the encoder)
+    int decoderPaths = 1;        // translation: the paths of the decoder's sublayers
     bool imageInput = false;     // patches of an image, not tokens, enter the embedding
 };
 

@@ -36,8 +36,10 @@ int attentionPaths(const TrainingSnapshot* state)
 {
     if (state == nullptr)
         return 1;
+    // The first block's: a translation model's decoder (numbered after the
+    // encoder) may have paths where the encoder has one.
     for (const PathWeights& p : state->paths)
-        if (p.sublayer == "attention" && p.paths > 1)
+        if (p.sublayer == "attention" && p.block == 0 && p.paths > 1)
             return static_cast<int>(p.paths);
     return 1;
 }

@@ -9,6 +9,7 @@
 #include "LogitLensView.h"
 #include "PathsView.h"
 #include "ResidualView.h"
+#include "TranslationView.h"
 #include "common/ViewExport.h"
 
 #include <QCheckBox>
@@ -112,6 +113,9 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_tabs->setTabToolTip(int(Page::Ablation), tr("Switch each head, expert, path or sublayer off in turn and see "
                                                   "what it does to validation loss and the probe's prediction"));
     m_tabs->addTab(scrolled(new ResidualView), tr("Residual stream"));
+    m_tabs->addTab(scrolled(new TranslationView), tr("Translation"));
+    m_tabs->setTabToolTip(m_tabs->count() - 1, tr("A translation model's probe: its translation as training goes on, "
+                                                  "and the decoder's cross-attention over the source"));
 
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);

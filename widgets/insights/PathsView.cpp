@@ -28,7 +28,39 @@ namespace {
 
 QString sublayerName(const QString& sublayer)
 {
-    return sublayer == QLatin1String("attention") ? QObject::tr("attention") : QObject::tr("FFN");
+    return sublayer == QLatin1String("attention")         ? QObject::tr("attention")
+           : sublayer == QLatin1String("cross_attention") ? QObject::tr("cross-attention")
+                                                           : QObject::tr("FFN");
+}
+
+// The sublayers a block's weights are listed under, in a block's order.
+const QStringList& sublayerOrder()
+{
+    static const QStringList order = {QStringLiteral("attention"), QStringLiteral("cross_attention"), QStringLiteral("ffn")};
+    return order;
+}
+
+// The encoder's blocks of a translation model, from its configuration; 0 for
+// any other model (or one not known), whose blocks are all one stack's.
+int encoderBlocks(const InsightSource& source)
+{
+    if (!source.valid() || !source.history->architecture())
+        return 0;
+    const ArchitectureSketch& sketch = *source.history->architecture();
+    return sketch.headKind == QLatin1String("translation") ? sketch.layers : 0;
+}
+
+// "block 2"; in a translation model "encoder block 2" or "decoder block 1"
+// (a decoder's blocks are numbered on from the encoder's: Snapshot.h). Short: "2", "E2", "D1".
+QString blockName(int block, int encoder, bool shortForm)
+{
+    if (encoder <= 0)
+        return shortForm ? QString::number(block + 1) : QObject::tr("block %1").arg(block + 1);
+    const bool decoder = block >= encoder;
+    const int number = decoder ? block - encoder + 1 : block + 1;
+    if (shortForm)
+        return (decoder ? QStringLiteral("D") : QStringLiteral("E")) + QString::number(number);
+    return decoder ? QObject::tr("decoder block %1").arg(number) : QObject::tr("encoder block %1").arg(number);
 }
 
 }  // namespace
@@ -143,11 +175,35 @@ void PathsView::refresh()
     for (const PathWeights& p : last->paths)
         if (p.block >= 0 && p.block < kMostBlocks)
             blocks = std::max(blocks, static_cast<int>(p.block) + 1);
-    if (m_block->count() != blocks) {
+    const int encoder = encoderBlocks(m_primary);
+    if (m_block->count() != blocks || m_blockNaming != encoder) {
         const QSignalBlocker block(m_block);
+        const int current = m_block->currentIndex();
         m_block->clear();
         for (int b = 0; b < blocks; ++b)
-            m_block->addItem(QString::number(b + 1), b);
+            m_block->addItem(blockName(b, encoder, encoder > 0), b);
+        m_block->setCurrentIndex(std::min(std::max(current, 0), blocks - 1));
+        m_blockNaming = encoder;
+    }
+    // The chosen block's sublayers (a decoder's have cross-attention), the chosen one kept when it has it.
+    QStringList present;
+    for (const PathWeights& p : last->paths)
+        if (p.block == m_block->currentData().toInt())
+            present << QString::fromStdString(p.sublayer);
+    QStringList listed;
+    for (const QString& sublayer : sublayerOrder())
+        if (present.contains(sublayer))
+            listed << sublayer;
+    QStringList shownSublayers;
+    for (int i = 0; i < m_sublayer->count(); ++i)
+        shownSublayers << m_sublayer->itemData(i).toString();
+    if (!listed.isEmpty() && listed != shownSublayers) {
+        const QSignalBlocker block(m_sublayer);
+        const QString current = m_sublayer->currentData().toString();
+        m_sublayer->clear();
+        for (const QString& sublayer : std::as_const(listed))
+            m_sublayer->addItem(sublayerName(sublayer), sublayer);
+        m_sublayer->setCurrentIndex(std::max(0, m_sublayer->findData(current)));
     }
     m_alarms->setHistory(m_primary.history.get(), m_step);
     showCurves();
@@ -178,7 +234,8 @@ void PathsView::showCurves()
     for (CurvePlot* plot : {m_alpha, m_beta})
         for (const QString& run : plot->runs())
             plot->removeRun(run);
-    m_alpha->setTitle(tr("α of block %1's %2 paths").arg(block + 1).arg(sublayerName(sublayer))
+    const int encoder = encoderBlocks(m_primary);
+    m_alpha->setTitle(tr("α of %1's %2 paths").arg(blockName(block, encoder, false), sublayerName(sublayer))
                       + (alarmTexts.isEmpty() ? QString() : QStringLiteral("  ⚠ ") + alarmTexts.join(QStringLiteral("; "))));
     QHash<QString, QVector<CurvePoint>> alpha, beta;
     QStringList alphaOrder, betaOrder;
@@ -215,7 +272,7 @@ void PathsView::showCurves()
     }
     for (int i = 0; i < betaOrder.size(); ++i) {
         const QStringList parts = betaOrder[i].split(QLatin1Char(' '));
-        const QString label = tr("block %1 %2").arg(parts[0].toInt() + 1).arg(sublayerName(parts[1]));
+        const QString label = QStringLiteral("%1 %2").arg(blockName(parts[0].toInt(), encoder, false), sublayerName(parts[1]));
         m_beta->addRun(betaOrder[i], label, palette::seriesColor(i));
         m_beta->appendPoints(betaOrder[i], QStringLiteral("beta"), beta[betaOrder[i]]);
     }
@@ -241,13 +298,20 @@ void PathsView::showDiversity()
             continue;
         if (i == 0)
             shownStep = state->step;
-        for (const QString& sublayer : {QStringLiteral("attention"), QStringLiteral("ffn")}) {
+        for (const QString& sublayer : sublayerOrder()) {
+            const bool measured = std::any_of(state->paths.begin(), state->paths.end(), [&](const PathWeights& p) {
+                return QString::fromStdString(p.sublayer) == sublayer;
+            });
+            if (!measured)
+                continue;  // a model without a decoder has no cross-attention
             QCPGraph* graph = plot->addGraph();
             // The shown run is named in the bar above; only the compared one needs its name here.
             graph->setName(i == 0 ? sublayerName(sublayer)
                                   : QStringLiteral("%1 · %2").arg(source.label, sublayerName(sublayer)));
             QPen pen(palette::seriesColor(i), 2);
-            pen.setStyle(sublayer == QLatin1String("attention") ? Qt::SolidLine : Qt::DashLine);
+            pen.setStyle(sublayer == QLatin1String("attention")         ? Qt::SolidLine
+                         : sublayer == QLatin1String("cross_attention") ? Qt::DotLine
+                                                                         : Qt::DashLine);
             graph->setPen(pen);
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
             // Only finite values at a block the axis shows: NaN, infinities and
@@ -261,7 +325,19 @@ void PathsView::showDiversity()
     }
     plot->xAxis->setRange(0.5, std::max<double>(1.5, m_block->count() + 0.5));
     plot->yAxis->setRange(0, top > 0 ? top * 1.15 : 1);
-    plot->xAxis->ticker()->setTickCount(std::max(2, m_block->count()));
+    // A translation model's blocks: E1, E2, ... then D1, D2, ... (encoder against decoder).
+    const int encoder = encoderBlocks(m_primary);
+    if (encoder > 0) {
+        auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+        for (int b = 0; b < m_block->count(); ++b)
+            ticker->addTick(b + 1, blockName(b, encoder, true));
+        plot->xAxis->setTicker(ticker);
+        plot->xAxis->setLabel(tr("block (E: encoder, D: decoder)"));
+    } else {
+        if (plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>())
+            plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        plot->xAxis->ticker()->setTickCount(std::max(2, m_block->count()));
+    }
     plot->setToolTip(shownStep >= 0 ? tr("Path diversity per block at step %1").arg(shownStep) : QString());
     plot->replot();
 }

@@ -29,7 +29,7 @@ public:
     QByteArray csv() const override;
 
     void setBlock(int block);  // 0-based
-    void setSublayer(const QString& sublayer);  // "attention" or "ffn"
+    void setSublayer(const QString& sublayer);  // "attention", "ffn" or a decoder block's "cross_attention"
     CurvePlot* alphaPlot() const { return m_alpha; }
     CurvePlot* betaPlot() const { return m_beta; }
     QCustomPlot* diversityPlot() const { return m_diversity; }
@@ -52,6 +52,7 @@ private:
     QCustomPlot* m_diversity = nullptr;
     AlarmList* m_alarms = nullptr;
     QString m_curvesKey;
+    int m_blockNaming = -1;  // the encoder depth the block list was named for (0: one stack)
 };
 
 }  // namespace widelab

@@ -13,6 +13,7 @@ private Q_SLOTS:
     void pathsWithoutPathWeightsShowsTheOnePathMessage();
     void pathsWithDamagedNumbersStayInBounds();
     void pathsFollowTheConfigurationAndNameAShippedPreset();
+    void translationModelsShowTheEncoderAgainstTheDecoder();
 };
 
 void TestPathsView::pathsCurvesAndDiversity()
@@ -189,6 +190,60 @@ void TestPathsView::pathsFollowTheConfigurationAndNameAShippedPreset()
     view.refresh();
     QCOMPARE(visibleLabelContaining(&view, QStringLiteral("one path")), nullptr);
     QVERIFY(visibleLabelContaining(&view, QStringLiteral("No measurement yet")) != nullptr);
+}
+
+void TestPathsView::translationModelsShowTheEncoderAgainstTheDecoder()
+{
+    // One encoder block, then one decoder block (numbered on from it: block 1)
+    // with cross-attention between its self-attention and its FFN.
+    TrainingSnapshot state = stateAt(10);
+    state.paths = {pathWeights(0, "attention", {0.5f, 0.5f}, 1.0f, 0.25),
+                   pathWeights(0, "ffn", {0.5f, 0.5f}, 1.0f, 0.5),
+                   pathWeights(1, "attention", {0.5f, 0.5f}, 1.0f, 0.75),
+                   pathWeights(1, "cross_attention", {0.75f, 0.25f}, 1.5f, 1.25),
+                   pathWeights(1, "ffn", {0.5f, 0.5f}, 1.0f, 1.0)};
+    auto history = std::make_shared<InsightHistory>();
+    ArchitectureSketch sketch = sketchWith(1, 2);
+    sketch.layers = 1;
+    sketch.headKind = QStringLiteral("translation");
+    sketch.decoderLayers = 1;
+    sketch.decoderPaths = 2;
+    history->setArchitecture(sketch);
+    history->addState(state);
+    PathsView view;
+    view.setSources({QStringLiteral("mt"), QStringLiteral("Bible"), history}, {});
+    view.refresh();
+    QList<QComboBox*> combos = view.findChildren<QComboBox*>();
+    QComboBox* blocks = nullptr;
+    QComboBox* sublayers = nullptr;
+    for (QComboBox* combo : combos)
+        (combo->accessibleName() == QLatin1String("Block") ? blocks : sublayers) = combo;
+    QCOMPARE(comboTexts(blocks), (QStringList{QStringLiteral("E1"), QStringLiteral("D1")}));
+    QCOMPARE(comboTexts(sublayers), (QStringList{QStringLiteral("attention"), QStringLiteral("FFN")}));
+
+    view.setBlock(1);
+    QCOMPARE(comboTexts(sublayers),
+             (QStringList{QStringLiteral("attention"), QStringLiteral("cross-attention"), QStringLiteral("FFN")}));
+    view.setSublayer(QStringLiteral("cross_attention"));
+    QVERIFY2(view.alphaPlot()->title().startsWith(QStringLiteral("α of decoder block 1's cross-attention paths")),
+             qPrintable(view.alphaPlot()->title()));
+    QCOMPARE(view.alphaPlot()->points(QStringLiteral("path 1"), QStringLiteral("alpha")).front().value, 0.75);
+    QCOMPARE(view.betaPlot()->runs().size(), 5);
+
+    // Diversity against depth: E1 then D1, cross-attention only where there is one.
+    QCustomPlot* plot = view.diversityPlot();
+    QCOMPARE(plot->graphCount(), 3);
+    QCOMPARE(plot->graph(1)->name(), QStringLiteral("cross-attention"));
+    QCOMPARE(plot->graph(1)->data()->size(), 1);
+    QCOMPARE(plot->graph(1)->data()->constBegin()->key, 2.0);
+    QCOMPARE(plot->graph(1)->data()->constBegin()->value, 1.25);
+    QCOMPARE(plot->graph(0)->data()->size(), 2);  // self-attention on both sides
+    QCOMPARE(plot->xAxis->label(), QStringLiteral("block (E: encoder, D: decoder)"));
+
+    // Back to the encoder: it has no cross-attention, so its FFN or attention is shown.
+    view.setBlock(0);
+    QCOMPARE(comboTexts(sublayers), (QStringList{QStringLiteral("attention"), QStringLiteral("FFN")}));
+    QVERIFY(view.alphaPlot()->title().startsWith(QStringLiteral("α of encoder block 1's")));
 }
 
 int main(int argc, char** argv)
