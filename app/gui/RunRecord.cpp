@@ -29,8 +29,9 @@ CurveBatch RunRecord::addTrainingValues(double step, double seconds, const std::
     return added;
 }
 
-CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accuracy)
+CurveBatch RunRecord::addEvaluationValues(const EvaluationResult& result)
 {
+    const auto step = static_cast<double>(result.step);
     CurveBatch added;
     // Evaluations happen right after a training snapshot: they share its time.
     const auto append = [&](const char* name, double value) {
@@ -38,8 +39,12 @@ CurveBatch RunRecord::addEvaluationValues(double step, double loss, double accur
         curves[QLatin1String(name)].append(point);
         added[QLatin1String(name)].append(point);
     };
-    append(curve::kValidationLoss, loss);
-    append(curve::kValidationAccuracy, accuracy);
+    append(curve::kValidationLoss, result.loss);
+    append(curve::kValidationAccuracy, result.accuracy);
+    if (result.translated > 0) {  // a translation run's translations, scored
+        append(curve::kValidationBleu, result.bleu);
+        append(curve::kValidationChrf, result.chrf);
+    }
     return added;
 }
 
@@ -65,7 +70,7 @@ CurveBatch RunRecord::add(const MetricsRecord& record)
         return addTrainingValues(static_cast<double>(record.step), record.train.wallSeconds, record.values);
     case MetricsRecord::Type::Eval:
         if (record.eval.split == "validation")
-            return addEvaluationValues(static_cast<double>(record.step), record.eval.loss, record.eval.accuracy);
+            return addEvaluationValues(record.eval);
         return {};
     case MetricsRecord::Type::Probe:
         insights->addCapture(record.probe);  // as the run reports it: the views read it (InsightHistory.h)

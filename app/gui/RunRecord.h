@@ -56,7 +56,7 @@ public:
 
 private:
     CurveBatch addTrainingValues(double step, double seconds, const std::map<std::string, double>& values);
-    CurveBatch addEvaluationValues(double step, double loss, double accuracy);
+    CurveBatch addEvaluationValues(const EvaluationResult& result);
 
     double m_lastStep = 0;
     qint64 m_lastTrainStep = -1;  // of the last train line or snapshot: train lines may not go back from it

@@ -19,6 +19,9 @@ inline constexpr char kTokensPerSecond[] = "tokens_per_second";
 // From the eval lines of the validation split.
 inline constexpr char kValidationLoss[] = "validation_loss";
 inline constexpr char kValidationAccuracy[] = "validation_accuracy";
+// Translation runs: BLEU and chrF of the validation sentences translated (0-100).
+inline constexpr char kValidationBleu[] = "validation_bleu";
+inline constexpr char kValidationChrf[] = "validation_chrf";
 }  // namespace curve
 
 // A curve of the train lines: its name in metrics.jsonl and its field.

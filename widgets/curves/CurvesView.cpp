@@ -130,6 +130,10 @@ CurvesView::CurvesView(QWidget* parent)
              {Style::Smoothed});
     addChart(QLatin1String(curve::kTokensPerSecond), tr("Tokens per second"), {QLatin1String(curve::kTokensPerSecond)},
              {QString()}, {Style::Smoothed});
+    // Shown once a run has translations scored (a translation run's validations).
+    addChart(QStringLiteral("bleu"), tr("BLEU and chrF"),
+             {QLatin1String(curve::kValidationBleu), QLatin1String(curve::kValidationChrf)},
+             {tr("validation BLEU"), tr("validation chrF")}, {Style::Markers, Style::Markers}, /*optional=*/true);
     setCurrentChart(m_charts.front());
     relayout();
 
@@ -148,8 +152,9 @@ CurvesView::CurvesView(QWidget* parent)
 CurvesView::~CurvesView() = default;
 
 void CurvesView::addChart(const QString& key, const QString& title, const QStringList& metrics,
-                          const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles)
+                          const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles, bool optional)
 {
+    m_optional.append(optional);
     auto* plot = new CurvePlot(m_chartArea);
     plot->setObjectName(key + QStringLiteral("Chart"));
     plot->setAccessibleName(tr("%1 chart").arg(title));
@@ -163,7 +168,7 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
     connect(plot, &CurvePlot::stepClicked, this, &CurvesView::stepClicked);
     m_chartKeys.append(key);
     m_charts.append(plot);
-    m_export->menu()->addAction(tr("Export %1…").arg(title), this, [this, key] { exportChart(key); });
+    m_exportActions.append(m_export->menu()->addAction(tr("Export %1…").arg(title), this, [this, key] { exportChart(key); }));
 }
 
 // ---- runs and points -----------------------------------------------------------------------
@@ -238,6 +243,7 @@ void CurvesView::removeRun(const QString& runId)
     for (CurvePlot* plot : std::as_const(m_charts))
         plot->removeRun(runId);
     updateBalanceNote();
+    relayout();
 }
 
 void CurvesView::appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points)
@@ -245,13 +251,29 @@ void CurvesView::appendPoints(const QString& runId, const QString& metric, const
     const qsizetype index = m_metrics.indexOf(metric);
     if (index < 0)
         return;
-    m_charts[m_metricCharts[index]]->appendPoints(runId, metric, points);
+    const int chart = m_metricCharts[index];
+    m_charts[chart]->appendPoints(runId, metric, points);
+    if (m_optional[chart] && !m_laidOut.contains(m_charts[chart]))
+        relayout();  // its first points: the chart joins the grid
 }
 
 void CurvesView::clearRun(const QString& runId)
 {
     for (CurvePlot* plot : std::as_const(m_charts))
         plot->clearRun(runId);
+    relayout();
+}
+
+bool CurvesView::chartShown(int chart) const
+{
+    if (!m_optional[chart])
+        return true;
+    const CurvePlot* plot = m_charts[chart];
+    for (const QString& run : plot->runs())
+        for (const QString& series : plot->seriesNames())
+            if (!plot->points(run, series).isEmpty())
+                return true;
+    return false;
 }
 
 QStringList CurvesView::runs() const
@@ -300,13 +322,21 @@ void CurvesView::relayout()
 {
     const int w = width();
     const int columns = w >= kThreeColumnsWidth ? 3 : (w >= kTwoColumnsWidth ? 2 : 1);
-    if (columns == m_columns)
+    QVector<CurvePlot*> shown;  // an optional chart only once it has points
+    for (int i = 0; i < m_charts.size(); ++i)
+        if (chartShown(i))
+            shown.append(m_charts[i]);
+    if (columns == m_columns && shown == m_laidOut)
         return;
     m_columns = columns;
-    for (CurvePlot* plot : std::as_const(m_charts))
-        m_grid->removeWidget(plot);
-    for (int i = 0; i < m_charts.size(); ++i)
-        m_grid->addWidget(m_charts[i], i / columns, i % columns);
+    m_laidOut = shown;
+    for (int i = 0; i < m_charts.size(); ++i) {
+        m_grid->removeWidget(m_charts[i]);
+        m_charts[i]->setVisible(shown.contains(m_charts[i]));
+        m_exportActions[i]->setVisible(shown.contains(m_charts[i]));  // a chart not shown is not offered
+    }
+    for (int i = 0; i < shown.size(); ++i)
+        m_grid->addWidget(shown[i], i / columns, i % columns);
     for (int c = 0; c < 3; ++c)
         m_grid->setColumnStretch(c, c < columns ? 1 : 0);
 }

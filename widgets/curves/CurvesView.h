@@ -11,6 +11,7 @@
 #include <QVector>
 #include <QWidget>
 
+class QAction;
 class QCheckBox;
 class QComboBox;
 class QGridLayout;
@@ -29,6 +30,8 @@ namespace widelab {
 //   learning_rate       "learning_rate" (exact: a schedule is never smoothed)
 //   gradient_norm       "gradient_norm" (smoothed)
 //   tokens_per_second   "tokens_per_second" (smoothed)
+//   bleu                "validation_bleu", "validation_chrf" (markers; a translation run's,
+//                       the chart shown once a run has them)
 // Validation values are measured now and then, so they are drawn as markers at
 // their logged values, never smoothed. Points of other metrics, or of runs not
 // added, are ignored.
@@ -61,7 +64,7 @@ public:
     QColor runColor(const QString& runId) const;  // invalid for an unknown run
 
     // "loss", "accuracy", "balance_loss", "learning_rate", "gradient_norm",
-    // "tokens_per_second"; nullptr for another key.
+    // "tokens_per_second", "bleu"; nullptr for another key.
     CurvePlot* chart(const QString& chartKey) const;
     QStringList chartKeys() const;
     QString chartKeyForMetric(const QString& metric) const;  // empty when no chart draws it
@@ -102,8 +105,10 @@ private:
         RunTraits traits;
     };
 
+    // optional: laid out only once it has points (a translation run's BLEU).
     void addChart(const QString& key, const QString& title, const QStringList& metrics,
-                  const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles);
+                  const QStringList& displayNames, const QVector<CurvePlot::SeriesStyle>& styles, bool optional = false);
+    bool chartShown(int chart) const;
     void setCurrentChart(CurvePlot* chart);
     void relayout();
     void applySmoothingFromSlider(int value);
@@ -117,6 +122,9 @@ private:
     QVector<int> m_metricCharts;  // index into m_charts
     CurvePlot* m_current = nullptr;
     int m_columns = 0;
+    QVector<bool> m_optional;        // parallel to m_charts
+    QVector<CurvePlot*> m_laidOut;   // the charts in the grid, in order
+    QVector<QAction*> m_exportActions;  // parallel to m_charts
 
     QSlider* m_smoothingSlider = nullptr;
     QLabel* m_smoothingValue = nullptr;

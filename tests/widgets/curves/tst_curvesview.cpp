@@ -5,13 +5,17 @@
 #include "curves/CurvesView.h"
 #include "common/Palette.h"
 
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
+#include <QMenu>
 #include <QPushButton>
 #include <QSlider>
 #include <QToolButton>
 #include <QtTest>
+
+#include <algorithm>
 
 using widelab::CurvePlot;
 using widelab::CurvePoint;
@@ -28,9 +32,16 @@ QVector<CurvePoint> ramp(int count, double scale = 1.0)
     return points;
 }
 
+int visibleActions(const CurvesView& view)
+{
+    const QList<QAction*> actions = view.findChild<QToolButton*>(QStringLiteral("exportButton"))->menu()->actions();
+    return static_cast<int>(std::count_if(actions.begin(), actions.end(), [](const QAction* a) { return a->isVisible(); }));
+}
+
 const QStringList kChartKeys{QStringLiteral("loss"),          QStringLiteral("accuracy"),
                              QStringLiteral("balance_loss"),  QStringLiteral("learning_rate"),
-                             QStringLiteral("gradient_norm"), QStringLiteral("tokens_per_second")};
+                             QStringLiteral("gradient_norm"), QStringLiteral("tokens_per_second"),
+                             QStringLiteral("bleu")};
 
 }  // namespace
 
@@ -38,7 +49,8 @@ class TestCurvesView : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void hasTheSixCharts();
+    void hasTheSevenCharts();
+    void theBleuChartIsShownOnlyWithTranslationsScored();
     void metricsGoToTheirCharts();
     void unknownMetricsAndRunsAreIgnored();
     void aRunKeepsItsColourAcrossCharts();
@@ -57,7 +69,7 @@ private Q_SLOTS:
     void theCursorStepReachesEveryChart();
 };
 
-void TestCurvesView::hasTheSixCharts()
+void TestCurvesView::hasTheSevenCharts()
 {
     CurvesView view;
     QCOMPARE(view.chartKeys(), kChartKeys);
@@ -70,6 +82,36 @@ void TestCurvesView::hasTheSixCharts()
     QCOMPARE(view.chart(QStringLiteral("accuracy"))->seriesNames(),
              (QStringList{QStringLiteral("accuracy"), QStringLiteral("validation_accuracy")}));
     QCOMPARE(view.currentChart(), view.chart(QStringLiteral("loss")));
+}
+
+void TestCurvesView::theBleuChartIsShownOnlyWithTranslationsScored()
+{
+    CurvesView view;
+    view.resize(900, 600);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    CurvePlot* bleu = view.chart(QStringLiteral("bleu"));
+    QCOMPARE(bleu->seriesNames(), (QStringList{QStringLiteral("validation_bleu"), QStringLiteral("validation_chrf")}));
+    view.addRun(QStringLiteral("lm"), QStringLiteral("language model"), 0);
+    view.appendPoints(QStringLiteral("lm"), QStringLiteral("validation_loss"), ramp(3));
+    QVERIFY(!bleu->isVisible());  // no run translates: six charts, no empty seventh
+    QVERIFY(view.chart(QStringLiteral("tokens_per_second"))->isVisible());
+
+    view.addRun(QStringLiteral("mt"), QStringLiteral("translation"), 0);
+    view.appendPoints(QStringLiteral("mt"), QStringLiteral("validation_bleu"), {{100, 10, 3.5}, {200, 20, 7.25}});
+    QCOMPARE(view.chartKeyForMetric(QStringLiteral("validation_chrf")), QStringLiteral("bleu"));
+    QVERIFY(bleu->isVisible());
+    QCOMPARE(visibleActions(view), 7);  // and it can be exported
+    QCOMPARE(bleu->points(QStringLiteral("mt"), QStringLiteral("validation_bleu")).back().value, 7.25);
+    QCOMPARE(bleu->seriesStyle(QStringLiteral("validation_bleu")), CurvePlot::SeriesStyle::Markers);
+    // Its geometry is the grid's: beside or under the others, never on them.
+    QCoreApplication::processEvents();
+    for (const QString& key : kChartKeys)
+        if (key != QLatin1String("bleu"))
+            QVERIFY2(!view.chart(key)->geometry().intersects(bleu->geometry()), qPrintable(key));
+
+    view.removeRun(QStringLiteral("mt"));
+    QVERIFY(!bleu->isVisible());
 }
 
 void TestCurvesView::metricsGoToTheirCharts()
@@ -270,8 +312,8 @@ void TestCurvesView::everyControlHasAnAccessibleName()
     }
     for (const QString& key : kChartKeys)
         QVERIFY(!view.chart(key)->accessibleName().isEmpty());
-    // The export button's menu offers every chart.
-    QCOMPARE(view.findChild<QToolButton*>(QStringLiteral("exportButton"))->menu()->actions().size(), 6);
+    // The export button's menu offers every chart shown (no BLEU chart without a translation run).
+    QCOMPARE(visibleActions(view), 6);
 }
 
 void TestCurvesView::clickingAChartMakesItCurrent()
