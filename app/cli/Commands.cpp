@@ -601,8 +601,8 @@ int runCommand(const std::string& command, const std::vector<std::string>& rest,
     r.json = a.has("--json");
     r.heads = command == "inspect" && a.has("--heads");
     if (eval) {
-        r.beam = a.integer("--beam", 4, 1, 64);
-        r.lengthPenalty = a.real("--length-penalty", 0.6, 0.0, 10.0);
+        r.beam = a.integer("--beam", kPaperBeamSize, 1, 64);
+        r.lengthPenalty = a.real("--length-penalty", kPaperLengthPenalty, 0.0, 10.0);
     }
     if (command == "train")
         return trainCommand(r, out, err);
@@ -654,8 +654,8 @@ int translate(const Arguments& a, std::ostream& out, std::ostream& err)
     t.file = a.text("--file");
     t.checkpoint = a.text("--checkpoint", "latest");
     t.batch = a.integer("--batch", 32, 1, 4096);
-    t.beam = a.integer("--beam", 4, 1, 64);
-    t.lengthPenalty = a.real("--length-penalty", 0.6, 0.0, 10.0);
+    t.beam = a.integer("--beam", kPaperBeamSize, 1, 64);
+    t.lengthPenalty = a.real("--length-penalty", kPaperLengthPenalty, 0.0, 10.0);
     t.json = a.has("--json");
     return translateCommand(t, out, err);
 }

@@ -2,6 +2,7 @@
 // commands that train a run and read it back
 #pragma once
 
+#include "model/PaperSearch.h"
 #include "vocab/Snapshot.h"
 
 #include <cstdint>
@@ -36,8 +37,8 @@ struct RunArguments {
                                 // export over files that are not an earlier export
     bool json = false;
     bool heads = false;         // inspect --heads: score every head's role on the text
-    std::int64_t beam = 4;      // eval --beam: a translation run's beam search (1: greedy)
-    double lengthPenalty = 0.6; // eval --length-penalty: its alpha
+    std::int64_t beam = kPaperBeamSize;  // eval --beam: a translation run's beam search (1: greedy)
+    double lengthPenalty = kPaperLengthPenalty;  // eval --length-penalty: its alpha
 };
 
 // What a trainer opened read-only says that the user must hear (a checkpoint

@@ -3,6 +3,8 @@
 // (the Multi-Path paper's beam 4 and length penalty 0.6 by default) or greedily
 #pragma once
 
+#include "model/PaperSearch.h"
+
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -16,8 +18,8 @@ struct TranslateArguments {
     std::string file;                     // --file FILE: one source a line
     std::string checkpoint = "latest";    // --checkpoint latest|best|FILE
     std::int64_t batch = 32;              // --batch N: sources decoded together
-    std::int64_t beam = 4;                // --beam N: beam search's hypotheses a source; 1: greedy
-    double lengthPenalty = 0.6;           // --length-penalty A: alpha of ((5 + length) / 6)^alpha
+    std::int64_t beam = kPaperBeamSize;   // --beam N: beam search's hypotheses a source; 1: greedy
+    double lengthPenalty = kPaperLengthPenalty;  // --length-penalty A: alpha of ((5 + length) / 6)^alpha
     bool json = false;                    // one JSON object a source
 };
 

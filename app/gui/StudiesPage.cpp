@@ -74,12 +74,15 @@ StudiesPage::StudiesPage(StudiesView* view, QString studiesRoot, QWidget* dialog
     connect(&m_controller, &StudyController::memberStarted, this, &StudiesPage::onMemberStarted);
     connect(&m_controller, &StudyController::memberProgress, this, &StudiesPage::onMemberProgress);
     connect(&m_controller, &StudyController::memberEvaluation, this,
-            [this](const QString& member, qint64 step, double loss, double accuracy) {
-                if (double(step) <= m_loadedUntil.value(member, -1.0))
+            [this](const QString& member, const EvaluationResult& result) {
+                const auto step = double(result.step);
+                if (step <= m_loadedUntil.value(member, -1.0))
                     return;  // read from its run already
                 const double seconds = m_lastSeconds.value(member, 0.0);
-                m_view->appendCurve(member, QLatin1String(curve::kValidationLoss), {{double(step), seconds, loss}});
-                m_view->appendCurve(member, QLatin1String(curve::kValidationAccuracy), {{double(step), seconds, accuracy}});
+                m_view->appendCurve(member, QLatin1String(curve::kValidationLoss), {{step, seconds, result.loss}});
+                m_view->appendCurve(member, QLatin1String(curve::kValidationAccuracy), {{step, seconds, result.accuracy}});
+                if (result.translated > 0)
+                    m_view->appendCurve(member, QLatin1String(curve::kValidationBleu), {{step, seconds, result.bleu}});
             });
     connect(&m_controller, &StudyController::memberMessage, this,
             [this](const QString& member, const QString& level, const QString& text) {

@@ -49,9 +49,7 @@ public:
         const QString name = m_names[index];
         if (result.split != "validation")
             return;
-        const qint64 step = result.step;
-        const double loss = result.loss, accuracy = result.accuracy;
-        post([=](StudyController* c) { Q_EMIT c->memberEvaluation(name, step, loss, accuracy); });
+        post([=](StudyController* c) { Q_EMIT c->memberEvaluation(name, result); });
     }
     void onMemberMessage(std::size_t index, const std::string& level, const std::string& message) override
     {

@@ -3,6 +3,8 @@
 // as signals on the window's thread; stop() saves the running members' checkpoints
 #pragma once
 
+#include "vocab/Snapshot.h"
+
 #include <QByteArray>
 #include <QObject>
 #include <QString>
@@ -45,7 +47,8 @@ Q_SIGNALS:
     void memberStarted(const QString& member, bool resumed);
     // A training snapshot: the curves' values at `step` of `total`.
     void memberProgress(const QString& member, qint64 step, qint64 total, double seconds, double loss, double accuracy);
-    void memberEvaluation(const QString& member, qint64 step, double loss, double accuracy);
+    // A validation: its loss and accuracy, and a translation run's BLEU and chrF.
+    void memberEvaluation(const QString& member, const EvaluationResult& result);
     // Completed, failed (`error`), or stopped on request ("stopped").
     void memberFinished(const QString& member, const QString& status, const QString& error);
     // Finished in an earlier session (completed or failed, with its error): passed over.

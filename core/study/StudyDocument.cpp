@@ -379,10 +379,11 @@ StudyDocument parseStudyDocument(const std::string& text, const std::string& ori
                     issues.push_back({"report." + it.key(), "unknown key"});
             if (report.contains("metric")) {
                 const nlohmann::json& metric = report.at("metric");
-                if (metric == "accuracy" || metric == "loss")
+                if (metric == "accuracy" || metric == "loss" || metric == "bleu")
                     study.metric = metric.get<std::string>();
                 else
-                    issues.push_back({"report.metric", "expected \"accuracy\" or \"loss\", got " + metric.dump()});
+                    issues.push_back({"report.metric", "expected \"accuracy\", \"loss\" or \"bleu\" (translation), got "
+                                                           + metric.dump()});
             }
         }
     }

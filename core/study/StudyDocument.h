@@ -38,7 +38,7 @@ struct StudyDocument {
     std::vector<StudyAxis> axes;
     bool paired = false;            // "combine": "paired" (zip) rather than "grid" (Cartesian product)
     std::vector<std::int64_t> seeds;  // train.seed of each member of an axis point
-    std::string metric = "accuracy";  // report.metric: "accuracy" or "loss"
+    std::string metric = "accuracy";  // report.metric: "accuracy", "loss" or "bleu" (translation)
     nlohmann::json source;          // the document as given
 
     // The document as given with `base` replaced by the base itself: what a study

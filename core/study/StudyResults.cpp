@@ -85,6 +85,10 @@ const std::vector<MeasureSpec>& studyMeasures()
         {"latency_ms", "latency ms", 2, 1.0},
         {"peak_memory_bytes", "peak MiB", 0, 1.0 / (1024.0 * 1024.0)},
         {"wall_s", "wall s", 1, 1.0},
+        {"best_val_bleu", "best val BLEU", 2, 1.0, true},
+        {"final_val_bleu", "final val BLEU", 2, 1.0, true},
+        {"test_bleu", "test BLEU (best.pt)", 2, 1.0, true},
+        {"test_chrf", "test chrF (best.pt)", 2, 1.0, true},
     };
     return measures;
 }
@@ -239,13 +243,18 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
 
     const std::vector<std::string> points = studyPoints(members);
     const std::vector<std::string> keys = settingKeys(members);
-    // The metric's measures first, the rest after.
+    // The metric's measures first, the rest after; one of some tasks only where a member has it.
+    const auto measured = [&](const MeasureSpec& m) {
+        return !m.someTasks || std::any_of(members.begin(), members.end(), [&](const MemberResult& member) {
+                   return member.measures.count(m.column) > 0;
+               });
+    };
     std::vector<MeasureSpec> measures;
     for (const MeasureSpec& m : studyMeasures())
-        if (m.column.find(metric) != std::string::npos)
+        if (m.column.find(metric) != std::string::npos && measured(m))
             measures.push_back(m);
     for (const MeasureSpec& m : studyMeasures())
-        if (m.column.find(metric) == std::string::npos && m.column != "steps")
+        if (m.column.find(metric) == std::string::npos && m.column != "steps" && measured(m))
             measures.push_back(m);
 
     md += "|";

@@ -21,12 +21,18 @@ struct MeasureSpec {
     std::string title;   // results.md's header
     int decimals = 0;    // results.md's precision
     double scale = 1.0;  // results.md shows value * scale (accuracy in %, bytes in MiB)
+    // A measure of some tasks only (a translation run's BLEU): results.md leaves
+    // its column out when no member has it.
+    bool someTasks = false;
 };
 
 // Every measure, in the columns' order: steps, final and best validation loss and
 // accuracy, test loss and accuracy at the best checkpoint, stored and active
 // parameters, forward FLOPs per token, training tokens/s (mean over metrics.jsonl),
-// inference latency (ms, batch 1, the task's length), peak memory (bytes), wall time (s).
+// inference latency (ms, batch 1, the task's length), peak memory (bytes), wall time (s);
+// then a translation run's final and best validation BLEU (greedy, the run's
+// bleu_sentences) and the test split's BLEU and chrF at the best checkpoint (beam 4,
+// length penalty 0.6: the Multi-Path paper's search).
 const std::vector<MeasureSpec>& studyMeasures();
 
 enum class MemberStatus { Pending, Stopped, Completed, Failed };
@@ -52,7 +58,7 @@ struct StudyRecord {
     std::vector<MemberResult> members;  // name, point, seed, settings (Pending)
 
     std::string title() const;   // the document's name; empty when it has none
-    std::string metric() const;  // report.metric: "accuracy" (the default) or "loss"
+    std::string metric() const;  // report.metric: "accuracy" (the default), "loss" or "bleu"
 };
 
 // Throws ConfigError naming study.json when it is missing or damaged.

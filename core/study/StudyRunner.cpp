@@ -2,6 +2,7 @@
 
 #include "StudyLayout.h"
 #include "vocab/JsonText.h"
+#include "model/PaperSearch.h"
 #include "model/ParameterCount.h"
 #include "runtime/Clock.h"
 #include "benchmark/Benchmark.h"
@@ -436,7 +437,7 @@ std::map<std::string, double> measureMember(const std::filesystem::path& runDire
     double tokensSum = 0.0, wall = 0.0, segmentWall = 0.0, peak = 0.0;
     std::int64_t tokensCount = 0, steps = 0;
     std::optional<EvaluationResult> last;
-    double bestLoss = INFINITY, bestAccuracy = -1.0;
+    double bestLoss = INFINITY, bestAccuracy = -1.0, bestBleu = -1.0;
     while (std::getline(in, line)) {
         std::string reason;
         const auto record = decodeMetricsLine(line, &reason);
@@ -457,6 +458,8 @@ std::map<std::string, double> measureMember(const std::filesystem::path& runDire
             last = record->eval;
             bestLoss = std::min(bestLoss, record->eval.loss);
             bestAccuracy = std::max(bestAccuracy, record->eval.accuracy);
+            if (record->eval.translated > 0)
+                bestBleu = std::max(bestBleu, record->eval.bleu);
             steps = std::max(steps, record->eval.step);
         }
     }
@@ -472,6 +475,10 @@ std::map<std::string, double> measureMember(const std::filesystem::path& runDire
         measures["final_val_accuracy"] = last->accuracy;
         measures["best_val_loss"] = bestLoss;
         measures["best_val_accuracy"] = bestAccuracy;
+        if (last->translated > 0) {
+            measures["final_val_bleu"] = last->bleu;
+            measures["best_val_bleu"] = bestBleu;
+        }
     }
 
     const ModelCost cost = modelCost(run.model);
@@ -482,10 +489,16 @@ std::map<std::string, double> measureMember(const std::filesystem::path& runDire
     // The test split at the best checkpoint, as `widelab-cli eval --split test --checkpoint best`.
     std::error_code error;
     const bool best = std::filesystem::is_regular_file(runlayout::bestCheckpointFile(runDirectory), error);
+    // A translation run's test translations by the paper's search: beam 4, length penalty 0.6.
     const RunEvaluation test = evaluateRun(runDirectory, Split::Test, best ? "best" : "latest",
-                                           device.empty() ? std::nullopt : std::optional<std::string>(device), threads);
+                                           device.empty() ? std::nullopt : std::optional<std::string>(device), threads,
+                                           {}, kPaperBeamSize, kPaperLengthPenalty);
     measures["test_loss"] = test.result.loss;
     measures["test_accuracy"] = test.result.accuracy;
+    if (test.result.translated > 0) {
+        measures["test_bleu"] = test.result.bleu;
+        measures["test_chrf"] = test.result.chrf;
+    }
 
     BenchmarkOptions bench;
     bench.train = false;

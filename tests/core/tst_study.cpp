@@ -14,6 +14,7 @@
 #include "run/RunDirectory.h"
 #include "run/RunLayout.h"
 
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 using namespace widelab;
 
@@ -153,7 +155,7 @@ void TestStudy::validationNamesKeyAndReason_data()
     QTest::newRow("seeds") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1]}])", R"(, "seeds": 0)"))
                            << "seeds: 0 is outside 1..1000";
     QTest::newRow("metric") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1]}])", R"(, "report": {"metric": "f1"})"))
-                            << "report.metric: expected \"accuracy\" or \"loss\", got \"f1\"";
+                            << "report.metric: expected \"accuracy\", \"loss\" or \"bleu\" (translation), got \"f1\"";
     QTest::newRow("twice varied") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1]}, {"keys": ["model.layers", "model.heads"], "values": [[1, 2]]}])"))
                                   << "axes[1]: model.layers is already varied by axes[0]";
     QTest::newRow("repeated value") << QString::fromStdString(study(R"([{"key": "model.layers", "values": [1, 1]}])"))
@@ -354,6 +356,9 @@ void TestStudy::stopAndContinue()
         QVERIFY(!std::filesystem::exists(studylayout::runDirectory(out, "layers=2,seed=1")));
         const std::string report = resultsMarkdown("", "accuracy", readStudyResults(out, readStudyRecord(out)));
         QVERIFY2(report.find("1 of 3 members done") != std::string::npos, report.c_str());
+        // A ListOps study has no BLEU: its columns are left out.
+        QVERIFY2(report.find("BLEU") == std::string::npos, report.c_str());
+        QVERIFY2(report.find("best val acc %") != std::string::npos, report.c_str());
     }
     {
         // Stopped inside the second member, after its step 2.
@@ -468,6 +473,13 @@ void TestStudy::builtinStudiesValidate()
 {
     const std::vector<std::string> names = listStudies();
     QVERIFY(names.size() >= 5);
+    // The translation studies read ./web-sparv.tsv, as their base preset does: a
+    // folder that has one (its pairs are not read here, only found).
+    QTemporaryDir corpus;
+    std::ofstream(std::filesystem::path(corpus.path().toStdString()) / "web-sparv.tsv") << "In the beginning.\tEn el principio.\n";
+    const std::filesystem::path before = std::filesystem::current_path();
+    std::filesystem::current_path(corpus.path().toStdString());
+    const auto back = qScopeGuard([&] { std::filesystem::current_path(before); });
     for (const std::string& name : names) {
         try {
             const StudyDocument s = loadStudyDocument(resolveStudyPath(name));
@@ -480,6 +492,26 @@ void TestStudy::builtinStudiesValidate()
             QFAIL(qPrintable(QString::fromStdString(name + ": " + error.what())));
         }
     }
+    // The Multi-Path paper's Table 4, row after row, with a plain decoder as its systems have.
+    const auto ablation = expandStudy(loadStudyDocument(resolveStudyPath("multipath-translation-ablation")));
+    QCOMPARE(ablation.size(), std::size_t{5});
+    const std::vector<std::tuple<int, std::string, bool, bool, bool>> rows = {
+        {1, "inverse_sqrt_2n", false, false, false}, {3, "inverse_n", false, false, false},
+        {3, "inverse_sqrt_n", true, false, false},   {3, "inverse_sqrt_2n", true, true, false},
+        {3, "inverse_sqrt_2n", true, true, true}};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const auto& model = ablation[i].document["model"];
+        const auto& [paths, weight, norm, learnable, features] = rows[i];
+        QCOMPARE(model["paths"].get<int>(), paths);
+        QCOMPARE(model["path_weight"].get<std::string>(), weight);
+        QCOMPARE(model["path_norm"].get<bool>(), norm);
+        QCOMPARE(model["learnable_path_weights"].get<bool>(), learnable);
+        QCOMPARE(model["path_extra_features"].get<bool>(), features);
+        QCOMPARE(model["decoder_paths"].get<int>(), 1);
+        QCOMPARE(ablation[i].document["task"]["kind"].get<std::string>(), std::string("translation"));
+    }
+    QCOMPARE(loadStudyDocument(resolveStudyPath("multipath-translation-ablation")).metric, std::string("bleu"));
+
     // The aspect-ratio study varies layers and heads at a product of 48, nothing else.
     const auto members = expandStudy(loadStudyDocument(resolveStudyPath("wide-attention-aspect-ratio")));
     QCOMPARE(members.size(), std::size_t{8});

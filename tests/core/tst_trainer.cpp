@@ -6,6 +6,7 @@
 #include "run/Checkpoint.h"
 #include "measure/Measurements.h"
 #include "run/RunDirectory.h"
+#include "study/StudyRunner.h"
 #include "measure/HealthAlarms.h"
 #include "train/Trainer.h"
 
@@ -943,6 +944,28 @@ void TestTrainer::translationIsLearnedAndScoredInBleu()
     QCOMPARE(probe.attention.size(), std::size_t{1});  // the encoder's one block
     QCOMPARE(probe.attention[0][0].size(), text.size());
     QCOMPARE(probe.prediction.size(), std::size_t(opened.document.model.vocabSize));
+    // The decoder reads <s> and the translation, and each of its positions reads
+    // the source through cross-attention: a distribution over the source's tokens
+    // in every head, and, trained, a selective one (this one-block model finds its
+    // letters through positions, not along the diagonal): each position's largest
+    // weight, the mean over heads, is at least twice the 1/S of a uniform reading.
+    QCOMPARE(probe.targetTokens.front(), std::string("<s>"));
+    QCOMPARE(probe.targetTokens.size(), probe.translation.size() + 1);
+    QCOMPARE(probe.crossAttention.size(), std::size_t{1});  // the decoder's one block
+    QCOMPARE(probe.crossAttention[0].size(), std::size_t{4});
+    for (std::size_t t = 0; t < probe.targetTokens.size(); ++t) {
+        std::vector<float> mean(text.size(), 0.0f);
+        for (const auto& head : probe.crossAttention[0]) {
+            QCOMPARE(head.size(), probe.targetTokens.size());
+            QCOMPARE(head[t].size(), text.size());
+            float sum = 0.0f;
+            for (std::size_t s = 0; s < text.size(); ++s)
+                mean[s] += head[t][s] / 4.0f, sum += head[t][s];
+            QVERIFY(std::abs(sum - 1.0f) < 1e-4f);
+        }
+        const float largest = *std::max_element(mean.begin(), mean.end());
+        QVERIFY2(largest >= 2.0f / static_cast<float>(text.size()), qPrintable(QString("position %1: %2").arg(t).arg(largest)));
+    }
 
     // The test split, scored whole outside training.
     TrainerOptions readOnly;
@@ -953,6 +976,13 @@ void TestTrainer::translationIsLearnedAndScoredInBleu()
     QVERIFY(test.examples > 60);
     QCOMPARE(test.translated, test.examples);
     QVERIFY(test.bleu > 30.0);
+
+    // As a study member: its validation's BLEU, and the test split's by the paper's beam search.
+    const std::map<std::string, double> measures = measureMember(fresh(dir, "run"), "cpu", 2, 1);
+    QCOMPARE(measures.at("final_val_bleu"), bleu);
+    QCOMPARE(measures.at("best_val_bleu"), bleu);  // one validation
+    QVERIFY(measures.at("test_bleu") > 30.0);
+    QVERIFY(measures.at("test_chrf") > 40.0);
 }
 
 void TestTrainer::translationRunWithTokenBatchesResumesExactly()

@@ -53,6 +53,7 @@ const CurveChoice kCurveChoices[] = {
      CurvePlot::SeriesStyle::Markers},
     {curve::kValidationLoss, QT_TRANSLATE_NOOP("widelab::StudiesView", "validation loss"), CurvePlot::SeriesStyle::Markers},
     {curve::kAccuracy, QT_TRANSLATE_NOOP("widelab::StudiesView", "training accuracy"), CurvePlot::SeriesStyle::Smoothed},
+    {curve::kValidationBleu, QT_TRANSLATE_NOOP("widelab::StudiesView", "validation BLEU"), CurvePlot::SeriesStyle::Markers},
 };
 
 QString statusText(const StudyMemberRow& member)

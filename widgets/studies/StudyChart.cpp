@@ -65,8 +65,7 @@ void StudyChart::setStudy(const StudyData& study)
     if (!m_study.measure(m_measure)) {
         // The study's metric as its best validation: what the paper reports is test
         // accuracy, but a study running has validations long before its test.
-        const QString metric = m_study.metric == QLatin1String("loss") ? QStringLiteral("test_loss")
-                                                                       : QStringLiteral("test_accuracy");
+        const QString metric = QStringLiteral("test_") + (m_study.metric.isEmpty() ? QStringLiteral("accuracy") : m_study.metric);
         m_measure = m_study.measure(metric) ? metric : QString();
         if (m_measure.isEmpty() && !m_study.measures.isEmpty())
             m_measure = m_study.measures.front().key;

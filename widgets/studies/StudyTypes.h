@@ -74,7 +74,7 @@ struct StudyLatencyRow {
 struct StudyData {
     QString directory;
     QString title, description;
-    QString metric = QStringLiteral("accuracy");  // "accuracy" or "loss"
+    QString metric = QStringLiteral("accuracy");  // "accuracy", "loss" or "bleu"
     QVector<StudyAxisInfo> axes;
     QVector<StudyMeasureInfo> measures;
     QVector<StudyMemberRow> members;        // in the study's order
