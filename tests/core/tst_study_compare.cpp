@@ -269,6 +269,36 @@ void TestStudyCompare::shippedFiguresAreThePapers()
             QVERIFY(std::abs(c.points[0].value - 0.775) < 1e-12);
         }
     }
+
+    // The Multi-Path paper's Table 4 (test BLEU), row by row beside the translation
+    // ablation, and its 118M group of Table 2 beside the study of 4x1, 2x2, 1x4;
+    // the ListOps study of paths against depth matches neither.
+    auto comparisonsOf = [&](const std::string& name) {
+        const StudyDocument document = loadStudyDocument(resolveStudyPath(name));
+        StudyRecord record;
+        record.document = document.toJson();
+        for (const StudyMember& m : expandStudy(document))
+            record.members.push_back({m.name, m.point, m.seed, m.settings, MemberStatus::Pending, {}, {}});
+        return paperComparisons(record, figures);
+    };
+    const auto ablation = comparisonsOf("multipath-translation-ablation");
+    QCOMPARE(ablation.size(), std::size_t{1});
+    QCOMPARE(ablation[0].measure, std::string("test_bleu"));
+    const std::vector<std::pair<std::string, double>> rows = {
+        {"Baseline", 27.00}, {"+ Multi-Path", 28.87}, {"+ PathNorm", 28.72}, {"+ Learnable Weights", 29.13},
+        {"+ More Features", 29.65}};
+    QCOMPARE(ablation[0].points.size(), rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        QCOMPARE(ablation[0].points[i].label.substr(0, rows[i].first.size()), rows[i].first);
+        QCOMPARE(ablation[0].points[i].value, rows[i].second);
+    }
+    const auto depth = comparisonsOf("multipath-translation-deep-vs-paths");
+    QCOMPARE(depth.size(), std::size_t{1});
+    QCOMPARE(depth[0].points.size(), std::size_t{3});
+    QCOMPARE(depth[0].points[0].value, 29.01);
+    QCOMPARE(depth[0].points[1].value, 29.33);
+    QCOMPARE(depth[0].points[2].value, 29.04);
+    QVERIFY(comparisonsOf("multipath-paths-vs-depth").empty());
 }
 
 void TestStudyCompare::shippedWideAttentionTablesCellByCell()
