@@ -52,6 +52,16 @@ ProbeResult translated(qint64 step, const std::vector<std::string>& words)
     return p;
 }
 
+// A translation run's history holding `captures`.
+std::shared_ptr<InsightHistory> translationHistory(const std::vector<ProbeResult>& captures)
+{
+    auto history = std::make_shared<InsightHistory>();
+    history->setArchitecture(translationSketch());
+    for (const ProbeResult& capture : captures)
+        history->addCapture(capture);
+    return history;
+}
+
 QStringList itemTexts(const QListWidget* list)
 {
     QStringList texts;
@@ -87,14 +97,9 @@ void TestTranslationView::eachRowIsWhatTheDecoderWrites()
 
 void TestTranslationView::theTranslationImprovesStepByStep()
 {
-    auto history = std::make_shared<InsightHistory>();
-    history->setArchitecture(translationSketch());
-    history->addCapture(translated(10, {"el"}));
-    history->addCapture(translated(20, {"Dios", "el"}));
-    history->addCapture(translated(30, {"Dios", "creó"}));
-    auto other = std::make_shared<InsightHistory>();
-    other->setArchitecture(translationSketch());
-    other->addCapture(translated(20, {"creó"}));
+    const auto history = translationHistory({translated(10, {"el"}), translated(20, {"Dios", "el"}),
+                                             translated(30, {"Dios", "creó"})});
+    const auto other = translationHistory({translated(20, {"creó"})});
 
     TranslationView view;
     view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {QStringLiteral("b"), QStringLiteral("Run B"), other});
@@ -118,9 +123,7 @@ void TestTranslationView::theTranslationImprovesStepByStep()
 
 void TestTranslationView::crossAttentionOfAHeadOrTheMean()
 {
-    auto history = std::make_shared<InsightHistory>();
-    history->setArchitecture(translationSketch());
-    history->addCapture(translated(30, {"Dios", "creó"}));
+    const auto history = translationHistory({translated(30, {"Dios", "creó"})});
     TranslationView view;
     view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
     view.refresh();
@@ -158,8 +161,7 @@ void TestTranslationView::aRunThatDoesNotTranslateSaysSo()
     QVERIFY(visibleLabelContaining(&view, QStringLiteral("not a translation model")) != nullptr);
 
     // A translation run before its first probe.
-    auto fresh = std::make_shared<InsightHistory>();
-    fresh->setArchitecture(translationSketch());
+    const auto fresh = translationHistory({});
     view.setSources({QStringLiteral("f"), QStringLiteral("Fresh"), fresh}, {});
     view.refresh();
     QVERIFY(visibleLabelContaining(&view, QStringLiteral("No probe yet")) != nullptr);
@@ -169,9 +171,7 @@ void TestTranslationView::aDamagedMapIsNotDrawn()
 {
     ProbeResult damaged = translated(10, {"Dios", "creó"});
     damaged.crossAttention[0][1].pop_back();  // head 2: a row short
-    auto history = std::make_shared<InsightHistory>();
-    history->setArchitecture(translationSketch());
-    history->addCapture(damaged);
+    const auto history = translationHistory({damaged});
     TranslationView view;
     view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
     view.show();
@@ -184,9 +184,7 @@ void TestTranslationView::aDamagedMapIsNotDrawn()
 
     ProbeResult old = translated(10, {"Dios"});  // recorded before cross-attention was
     old.crossAttention.clear();
-    auto before = std::make_shared<InsightHistory>();
-    before->setArchitecture(translationSketch());
-    before->addCapture(old);
+    const auto before = translationHistory({old});
     view.setSources({QStringLiteral("o"), QStringLiteral("Old"), before}, {});
     view.refresh();
     QCOMPARE(view.translation()->text(), QStringLiteral("Dios"));
@@ -195,9 +193,7 @@ void TestTranslationView::aDamagedMapIsNotDrawn()
 
 void TestTranslationView::csvHoldsEveryHeadsWeights()
 {
-    auto history = std::make_shared<InsightHistory>();
-    history->setArchitecture(translationSketch());
-    history->addCapture(translated(30, {"Dios", "creó"}));
+    const auto history = translationHistory({translated(30, {"Dios", "creó"})});
     TranslationView view;
     view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
     view.refresh();
@@ -212,9 +208,7 @@ void TestTranslationView::csvHoldsEveryHeadsWeights()
 
 void TestTranslationView::theInsightsBarHasATranslationTab()
 {
-    auto history = std::make_shared<InsightHistory>();
-    history->setArchitecture(translationSketch());
-    history->addCapture(translated(10, {"el"}));
+    const auto history = translationHistory({translated(10, {"el"})});
     InsightsView insights;
     insights.addRun(QStringLiteral("a"), QStringLiteral("Run A"), history);
     insights.show();
