@@ -1,5 +1,6 @@
 #include "RunCommands.h"
 
+#include "vocab/EvaluationText.h"
 #include "vocab/Utf8.h"
 
 #include "StopOnSignals.h"
@@ -36,16 +37,6 @@ namespace widelab {
 namespace {
 
 // A translation run's BLEU and chrF in an evaluation's line; nothing for other runs.
-std::string translationScores(const EvaluationResult& r)
-{
-    if (r.translated == 0)
-        return {};
-    std::ostringstream text;
-    text << std::fixed << std::setprecision(2) << ", BLEU " << r.bleu << ", chrF " << r.chrf << " ("
-         << r.translated << " sentence" << (r.translated == 1 ? "" : "s") << " translated)";
-    return text.str();
-}
-
 // A progress bar on a terminal, plain lines otherwise. Observes the trainer from
 // its construction on, so that what resuming says (a checkpoint passed over)
 // reaches the terminal; the run's length is known once it is constructed.
@@ -75,13 +66,8 @@ public:
 
     void onEvaluation(const EvaluationResult& r) override
     {
-        std::ostringstream line;
-        line << r.split << " at step " << r.step << std::fixed << std::setprecision(4) << ": loss " << r.loss
-             << std::setprecision(1) << ", accuracy " << 100.0 * r.accuracy << "%";
-        if (r.perplexity > 0.0)
-            line << std::setprecision(2) << ", perplexity " << r.perplexity;
-        line << translationScores(r);
-        m_out << (m_terminal ? "\r" : "") << line.str() << (m_terminal ? std::string(40, ' ') : "") << "\n" << std::flush;
+        const std::string line = r.split + " at step " + std::to_string(r.step) + ": " + evaluationText(r);
+        m_out << (m_terminal ? "\r" : "") << line << (m_terminal ? std::string(40, ' ') : "") << "\n" << std::flush;
     }
 
     void onMessage(const std::string& level, const std::string& text) override
@@ -246,11 +232,7 @@ int evalCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         out << toJson(r).dump(2) << "\n";
         return 0;
     }
-    out << r.split << " split, step " << r.step << ", " << r.examples << " examples: loss " << std::fixed
-        << std::setprecision(4) << r.loss << ", accuracy " << std::setprecision(2) << 100.0 * r.accuracy << "%";
-    if (r.perplexity > 0.0)
-        out << ", perplexity " << r.perplexity;
-    out << translationScores(r) << "\n";
+    out << r.split << " split, step " << r.step << ", " << r.examples << " examples: " << evaluationText(r) << "\n";
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "run/RunLayout.h"
 #include "RunSchedule.h"
 #include "run/RunStatusWriter.h"
+#include "vocab/EvaluationText.h"
 #include "Schedule.h"
 #include "dist/Collective.h"
 #include "dist/ExpertParallel.h"
@@ -146,15 +147,7 @@ TrainSummary Trainer::run(TrainingControl& control)
         if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
             try {
                 const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
-                char line[160];
-                std::snprintf(line, sizeof line, "validation at step %lld: loss %.4f, accuracy %.1f%%",
-                              static_cast<long long>(result.step), result.loss, 100.0 * result.accuracy);
-                std::string text = line;
-                if (result.perplexity > 0.0) {
-                    std::snprintf(line, sizeof line, ", perplexity %.2f", result.perplexity);
-                    text += line;
-                }
-                message("info", text);
+                message("info", "validation at step " + std::to_string(result.step) + ": " + evaluationText(result));
                 measureInsights();
                 // Every rank decides alike (each saves its part): on rank 0's loss,
                 // which an expert-parallel rank may compute in other last bits.

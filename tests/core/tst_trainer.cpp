@@ -6,6 +6,7 @@
 #include "run/Checkpoint.h"
 #include "measure/Measurements.h"
 #include "run/RunDirectory.h"
+#include "run/RunLayout.h"
 #include "study/StudyRunner.h"
 #include "measure/HealthAlarms.h"
 #include "train/Trainer.h"
@@ -14,6 +15,7 @@
 #include <QtTest>
 
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -929,6 +931,12 @@ void TestTrainer::translationIsLearnedAndScoredInBleu()
     // Token accuracy counts the targets' tokens and their ends: most of them after training.
     QVERIFY(eval[0]["accuracy"].get<double>() > 0.8);
     QCOMPARE(eval[0]["perplexity"].get<double>(), std::exp(eval[0]["loss"].get<double>()));
+    // The log (and the app's) says the scores with the loss.
+    char scores[96];
+    std::snprintf(scores, sizeof scores, ", BLEU %.2f, chrF %.2f (60 sentences translated)", bleu, chrf);
+    const std::string log = readText(runlayout::logFile(fresh(dir, "run")));
+    QVERIFY2(log.find("validation at step 300: loss ") != std::string::npos, log.c_str());
+    QVERIFY2(log.find(scores) != std::string::npos, (log + "\nexpected: " + scores).c_str());
 
     // A probe shows the translation of a text the run was never shown beside the
     // encoder's attention over it: most of its letters shifted right.
