@@ -85,6 +85,8 @@ TranslationView::TranslationView(QWidget* parent) : InsightPage(parent)
     m_history->setAccessibleName(tr("The probe's translation at each step"));
     m_history->setWordWrap(true);
     m_history->setSelectionMode(QAbstractItemView::NoSelection);
+    // Wrapped at spaces; an early model's run of punctuation is cut at the edge, never scrolled sideways.
+    m_history->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     auto* historyBox = new QWidget(m_body);
     auto* historyLayout = new QVBoxLayout(historyBox);
     historyLayout->setContentsMargins(0, 0, 0, 0);
