@@ -140,6 +140,7 @@ void Collective::Pending::wait()
 {
     if (!m_work)
         return;
+#if WIDELAB_HAVE_GLOO  // without Gloo no collective starts, so there is nothing to wait for
     auto work = std::static_pointer_cast<c10::intrusive_ptr<c10d::Work>>(m_work);
     m_work.reset();
     const double start = steadySeconds();
@@ -149,6 +150,7 @@ void Collective::Pending::wait()
         m_owner->fail(m_what, error);
     }
     m_owner->m_waited += steadySeconds() - start;
+#endif
 }
 
 Collective::Pending Collective::reduceAsync(torch::Tensor& tensor, Reduction reduction, std::string what)
