@@ -124,8 +124,8 @@ QStringList TranslationView::writtenTokens(const ProbeResult& probe)
         written << QString::fromStdString(probe.targetTokens[t]);
     if (!probe.targetTokens.empty()) {
         const auto top = std::max_element(probe.prediction.begin(), probe.prediction.end());
-        const qsizetype best = top - probe.prediction.begin();
-        written << (top == probe.prediction.end() ? QStringLiteral("?") : probeLabels(probe).value(best, QStringLiteral("?")));
+        const std::string label = valueAt(probe.predictionLabels, top - probe.prediction.begin(), std::string("?"));
+        written << QString::fromStdString(label);
     }
     return written;
 }
