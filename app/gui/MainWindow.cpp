@@ -1,5 +1,7 @@
 #include "MainWindow.h"
 
+#include "ActionCatalog.h"
+#include "HelpWindows.h"
 #include "AblationPage.h"
 #include "insights/AblationView.h"
 #include "ConfigAssessment.h"
@@ -61,6 +63,12 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_tabs = new QTabWidget(this);
     m_tabs->setDocumentMode(true);
     m_curves = new CurvesView(m_tabs);
+    const auto keyOf = [](const char* name) {
+        return actionSpec(QLatin1String(name)).key.toString(QKeySequence::NativeText);
+    };
+    m_curves->setEmptyHint(tr("No run yet: pick a preset in the Configuration panel, then press %1 to train it "
+                              "(or open a run, %2). Help > Keyboard Shortcuts (%3) lists the rest.")
+                               .arg(keyOf("start"), keyOf("openRun"), keyOf("shortcuts")));
     m_tabs->addTab(m_curves, tr("&Curves"));
     m_insights = new InsightsView(m_tabs);
     m_tabs->addTab(m_insights, tr("&Insights"));
@@ -94,6 +102,8 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(m_insights, &InsightsView::liveChanged, this,
             [this](bool live) { m_actions.value(QStringLiteral("live"))->setChecked(live); });
 
+    m_help = new HelpWindows(this);
+    connect(m_help, &HelpWindows::problem, this, &MainWindow::showProblem);
     buildActions();
     buildDocks();
     buildMenus();
@@ -225,16 +235,22 @@ void MainWindow::showAbout()
 
 void MainWindow::buildActions()
 {
-    auto add = [this](const QString& name, const QString& text, const QKeySequence& shortcut, auto slot) {
-        auto* action = new QAction(text, this);
+    // Text, key and tooltip from the one catalog (ActionCatalog), which the
+    // shortcut sheet and docs/desktop.md list.
+    auto add = [this](const QString& name, auto slot) {
+        const ActionSpec spec = actionSpec(name);
+        Q_ASSERT_X(!spec.name.isEmpty(), "MainWindow::buildActions", qPrintable(name + QStringLiteral(": not in the catalog")));
+        auto* action = new QAction(spec.text, this);
         action->setObjectName(name);
-        if (!shortcut.isEmpty())
-            action->setShortcut(shortcut);
+        if (!spec.key.isEmpty())
+            action->setShortcut(spec.key);
+        action->setToolTip(spec.description);
+        action->setStatusTip(spec.description);
         connect(action, &QAction::triggered, this, slot);
         m_actions.insert(name, action);
         return action;
     };
-    add(QStringLiteral("open"), tr("&Open Configuration..."), QKeySequence(tr("Ctrl+O")), [this] {
+    add(QStringLiteral("open"), [this] {
         m_document->afterUnsavedEdits([this] {
             const QString file = QFileDialog::getOpenFileName(this, tr("Open Configuration"),
                                                               QFileInfo(m_document->file()).path(),
@@ -243,37 +259,31 @@ void MainWindow::buildActions()
                 openConfiguration(file);
         });
     });
-    // Spelled out: QKeySequence::SaveAs has no key on some platforms.
-    add(QStringLiteral("save"), tr("&Save Configuration"), QKeySequence(tr("Ctrl+S")), [this] { m_document->save(); });
-    add(QStringLiteral("saveAs"), tr("Save Configuration &As..."), QKeySequence(tr("Ctrl+Shift+S")),
-        [this] { m_document->saveAs(); });
-    add(QStringLiteral("openRun"), tr("Open &Run..."), QKeySequence(tr("Ctrl+Shift+O")), [this] {
+    add(QStringLiteral("save"), [this] { m_document->save(); });
+    add(QStringLiteral("saveAs"), [this] { m_document->saveAs(); });
+    add(QStringLiteral("openRun"), [this] {
         m_document->afterUnsavedEdits([this] {
             const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_session->runsRoot());
             if (!dir.isEmpty())
                 openRun(dir);
         });
     });
-    add(QStringLiteral("compare"), tr("&Compare With Run..."), QKeySequence(tr("Ctrl+Shift+A")), [this] {
+    add(QStringLiteral("compare"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_session->runsRoot());
         if (!dir.isEmpty())
             m_runs->addToComparison(dir);
     });
-    add(QStringLiteral("runsFolder"), tr("Runs &Folder..."), QKeySequence(), [this] {
+    add(QStringLiteral("runsFolder"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_session->runsRoot());
         if (!dir.isEmpty()) {
             m_session->setRunsRoot(dir);
             QSettings().setValue(QStringLiteral("runsRoot"), dir);
         }
     });
-    add(QStringLiteral("exportChart"), tr("&Export Chart or View..."), QKeySequence(tr("Ctrl+E")),
-        [this] { exportView(false); });
-    add(QStringLiteral("exportData"), tr("Export View &Data (CSV)..."), QKeySequence(tr("Ctrl+Shift+E")),
-        [this] { exportView(true); });
-    const QStringList views{tr("&Curves"), tr("&Attention"), tr("E&xperts"), tr("&LayerNorm"), tr("Pa&ths"),
-                            tr("&Studies")};
-    for (int i = 0; i < views.size(); ++i)
-        add(QStringLiteral("view%1").arg(i), views[i], QKeySequence(tr("Alt+%1").arg(i + 1)), [this, i] {
+    add(QStringLiteral("exportChart"), [this] { exportView(false); });
+    add(QStringLiteral("exportData"), [this] { exportView(true); });
+    for (int i = 0; i < 6; ++i)
+        add(QStringLiteral("view%1").arg(i), [this, i] {
             if (i == 5) {
                 m_tabs->setCurrentWidget(m_studies);
                 return;
@@ -282,52 +292,50 @@ void MainWindow::buildActions()
             if (i > 0)
                 m_insights->setPage(InsightsView::Page(i - 1));
         });
-    add(QStringLiteral("studyNew"), tr("&New Study from Configuration..."), QKeySequence(tr("Ctrl+Shift+N")), [this] {
+    add(QStringLiteral("studyNew"), [this] {
         m_tabs->setCurrentWidget(m_studies);
         m_studiesPage->build(m_panel->document(), resolveDocument(m_panel->document()));
     });
-    add(QStringLiteral("studyOpen"), tr("&Open Study..."), QKeySequence(tr("Ctrl+Alt+O")), [this] {
+    add(QStringLiteral("studyOpen"), [this] {
         m_tabs->setCurrentWidget(m_studies);
         const QString directory =
             QFileDialog::getExistingDirectory(this, tr("Open Study"), m_studiesPage->studiesRoot());
         if (!directory.isEmpty())
             openStudy(directory);
     });
-    add(QStringLiteral("studyStart"), tr("&Start Study"), QKeySequence(tr("Ctrl+F5")), [this] {
+    add(QStringLiteral("studyStart"), [this] {
         m_tabs->setCurrentWidget(m_studies);
         m_studiesPage->startBuiltin(m_studies->startOptions());
     });
-    add(QStringLiteral("studyContinue"), tr("&Continue Study"), QKeySequence(tr("Ctrl+Shift+F5")), [this] {
+    add(QStringLiteral("studyContinue"), [this] {
         m_tabs->setCurrentWidget(m_studies);
         m_studiesPage->continueStudy(m_studies->startOptions().jobs);
     });
-    add(QStringLiteral("studyStop"), tr("S&top Study"), QKeySequence(tr("Ctrl+Alt+F5")), [this] { m_studiesPage->stop(); });
-    QAction* live = add(QStringLiteral("live"), tr("&Live"), QKeySequence(tr("Ctrl+L")),
-                        [this](bool on) { m_insights->setLive(on); });
+    add(QStringLiteral("studyStop"), [this] { m_studiesPage->stop(); });
+    QAction* live = add(QStringLiteral("live"), [this](bool on) { m_insights->setLive(on); });
     live->setCheckable(true);
     live->setChecked(true);
-    add(QStringLiteral("stepBack"), tr("Step &Back"), QKeySequence(tr("Alt+Left")), [this] { m_insights->stepBy(-1); });
-    add(QStringLiteral("stepForward"), tr("Step &Forward"), QKeySequence(tr("Alt+Right")),
-        [this] { m_insights->stepBy(1); });
-    add(QStringLiteral("addProbe"), tr("Add &Probe..."), QKeySequence(tr("Ctrl+Shift+P")), [this] {
+    add(QStringLiteral("stepBack"), [this] { m_insights->stepBy(-1); });
+    add(QStringLiteral("stepForward"), [this] { m_insights->stepBy(1); });
+    add(QStringLiteral("addProbe"), [this] {
         m_tabs->setCurrentWidget(m_insights);
         m_insights->askForProbe();
     });
-    add(QStringLiteral("quit"), tr("&Quit"), QKeySequence::Quit, [this] { close(); });
-    add(QStringLiteral("about"), tr("&About WideLab"), QKeySequence(), [this] { showAbout(); });
+    add(QStringLiteral("quit"), [this] { close(); });
+    add(QStringLiteral("documentation"), [this] { m_help->showDocumentation(); });
+    add(QStringLiteral("shortcuts"), [this] { m_help->showShortcuts(); });
+    add(QStringLiteral("about"), [this] { showAbout(); });
 
-    add(QStringLiteral("start"), tr("&Start"), QKeySequence(tr("F5")), [this] { m_session->start(); });
-    add(QStringLiteral("pause"), tr("&Pause"), QKeySequence(tr("F6")), [this] {
+    add(QStringLiteral("start"), [this] { m_session->start(); });
+    add(QStringLiteral("pause"), [this] {
         if (m_controller.state() == TrainingController::State::Paused)
             m_controller.resume();
         else
             m_controller.pause();
     });
-    add(QStringLiteral("stop"), tr("S&top"), QKeySequence(tr("Shift+F5")), [this] { m_controller.stop(); });
-    add(QStringLiteral("checkpoint"), tr("Save &Checkpoint Now"), QKeySequence(tr("F7")),
-        [this] { m_controller.saveCheckpoint(); });
-    add(QStringLiteral("resetView"), tr("&Reset Chart Views"), QKeySequence(tr("Ctrl+0")),
-        [this] { m_curves->resetViews(); });
+    add(QStringLiteral("stop"), [this] { m_controller.stop(); });
+    add(QStringLiteral("checkpoint"), [this] { m_controller.saveCheckpoint(); });
+    add(QStringLiteral("resetView"), [this] { m_curves->resetViews(); });
     m_actions.value(QStringLiteral("start"))->setIcon(toolIcon(ToolIcon::Play));
     m_actions.value(QStringLiteral("pause"))->setIcon(toolIcon(ToolIcon::Pause));
     m_actions.value(QStringLiteral("stop"))->setIcon(toolIcon(ToolIcon::Stop));
@@ -440,11 +448,12 @@ void MainWindow::buildMenus()
     view->addSeparator();
     view->addAction(m_actions.value(QStringLiteral("resetView")));
     view->addSeparator();
-    const QList<QPair<QDockWidget*, QString>> docks{
-        {m_configDock, tr("Ctrl+1")}, {m_logDock, tr("Ctrl+2")}, {m_runsDock, tr("Ctrl+3")}};
-    for (const auto& [dock, key] : docks) {
+    for (QDockWidget* dock : {m_configDock, m_logDock, m_runsDock}) {
         QAction* toggle = dock->toggleViewAction();
-        toggle->setShortcut(QKeySequence(key));
+        const ActionSpec spec = actionSpec(dock->objectName());
+        toggle->setObjectName(spec.name);
+        toggle->setShortcut(spec.key);
+        toggle->setToolTip(spec.description);
         view->addAction(toggle);
     }
     view->addSeparator();
@@ -467,7 +476,12 @@ void MainWindow::buildMenus()
     }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(m_actions.value(QStringLiteral("about")));
+    for (const char* name : {"documentation", "shortcuts", "", "about"}) {
+        if (*name != '\0')
+            help->addAction(m_actions.value(QLatin1String(name)));
+        else
+            help->addSeparator();
+    }
 }
 
 void MainWindow::restoreLayout()

@@ -86,6 +86,7 @@ public:
     QDockWidget* runsDock() const { return m_runsDock; }
     QDockWidget* logDock() const { return m_logDock; }
     QDockWidget* configDock() const { return m_configDock; }
+    class HelpWindows* help() const { return m_help; }
 
 protected:
     void closeEvent(QCloseEvent* event) override;
@@ -134,6 +135,7 @@ private:
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
     bool m_closeWhenIdle = false;
     FollowedRun* m_following = nullptr;    // a child of the window
+    class HelpWindows* m_help = nullptr;   // a child of the window: Help's documentation and shortcut sheet
 };
 
 }  // namespace widelab

@@ -2,6 +2,7 @@
 // configuration (and starts training it); `widelab RUN_DIR` reopens a run;
 // `widelab STUDY_DIR [--train]` shows a study (and continues it); `widelab
 // --study NAME [--train]` picks a built-in study (and starts it).
+#include "ActionCatalog.h"
 #include "MainWindow.h"
 #include "StudiesPage.h"
 #include "StudyData.h"
@@ -42,11 +43,18 @@ int main(int argc, char** argv)
     const QCommandLineOption study(QStringLiteral("study"),
                                    QStringLiteral("Show the Studies tab with this built-in study picked (with --train: start it)."),
                                    QStringLiteral("NAME"));
+    const QCommandLineOption shortcuts(QStringLiteral("shortcuts"),
+                                       QStringLiteral("Print the keyboard shortcuts as a Markdown table, and exit."));
     parser.addOption(train);
     parser.addOption(study);
+    parser.addOption(shortcuts);
     parser.addOption(runs);
     parser.addOption(theme);
     parser.process(app);
+    if (parser.isSet(shortcuts)) {
+        std::fputs(qPrintable(widelab::shortcutTableMarkdown()), stdout);
+        return 0;
+    }
 
     widelab::Theme look = widelab::savedTheme();
     if (parser.isSet(theme)) {

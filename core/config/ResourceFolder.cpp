@@ -46,4 +46,23 @@ std::vector<std::filesystem::path> shippedFolderCandidates(const std::string& na
     return folders;
 }
 
+std::filesystem::path documentationFolder(std::vector<std::filesystem::path>* lookedIn)
+{
+    std::vector<std::filesystem::path> folders;
+    if (const char* value = std::getenv("WIDELAB_DOCS"); value != nullptr && *value != '\0')
+        folders.emplace_back(value);
+    // WIDELAB_DOC_FROM_BIN: as WIDELAB_DATA_FROM_BIN, for the documentation folder.
+    if (const std::filesystem::path bin = programDirectory(); !bin.empty())
+        folders.push_back((bin / WIDELAB_DOC_FROM_BIN).lexically_normal());
+    folders.push_back(std::filesystem::path(WIDELAB_SOURCE_RESOURCES).parent_path());
+    if (lookedIn != nullptr)
+        *lookedIn = folders;
+    for (const auto& folder : folders) {
+        std::error_code error;
+        if (std::filesystem::is_regular_file(folder / "README.md", error))
+            return folder;
+    }
+    return {};
+}
+
 }  // namespace widelab

@@ -1,8 +1,9 @@
 // defines: jsonFileNames, firstFolderWithJson, programDirectory,
-// shippedFolderCandidates: the shipped folders of JSON documents (presets,
-// studies) read one way: a folder's documents by name, the first of several
-// candidate folders that holds any, and the one rule for where those candidates
-// are (installed beside the program, else the source tree)
+// shippedFolderCandidates, documentationFolder: the shipped folders of JSON
+// documents (presets, studies) read one way: a folder's documents by name, the
+// first of several candidate folders that holds any, and the one rule for where
+// those candidates are (installed beside the program, else the source tree); the
+// documentation found by the same rule
 #pragma once
 
 #include <filesystem>
@@ -29,5 +30,13 @@ std::filesystem::path programDirectory();
 // (resources/NAME), for programs run from the build tree. Callers use the first
 // that holds a document (firstFolderWithJson).
 std::vector<std::filesystem::path> shippedFolderCandidates(const std::string& name, const char* variable);
+
+// The folder holding README.md and docs/ (the user's guide, as the source tree
+// lays them out), by the same rule: $WIDELAB_DOCS; the installed documentation
+// folder seen from the program's own (BIN/../share/doc/widelab); the source tree.
+// The first that holds README.md; empty when none does (a system that drops
+// /usr/share/doc). `lookedIn`, when given, receives every candidate, for the
+// message that says where the documentation was looked for.
+std::filesystem::path documentationFolder(std::vector<std::filesystem::path>* lookedIn = nullptr);
 
 }  // namespace widelab

@@ -1,7 +1,14 @@
 // Tests of the desktop app's main window (app/gui) itself: what products run on, presets saved, picked
 // and kept in the user's folder, a 1280x720 screen, and the theme switched across every view.
 // Runs offscreen (QT_QPA_PLATFORM=offscreen); no torch header is included here.
+#include "ActionCatalog.h"
 #include "DesktopTestSupport.h"
+#include "HelpWindows.h"
+#include "common/DocumentationBrowser.h"
+#include "common/ShortcutSheet.h"
+#include "config/ResourceFolder.h"
+
+#include <QTextBrowser>
 
 using namespace widelab;
 using namespace widelab::desktoptest;
@@ -50,7 +57,158 @@ private Q_SLOTS:
     void theWindowFitsA1280x720Screen();
     void theUserPresetsFolderFollowsTheEnvironment();
     void theThemeSwitchesEveryViewAndIsKept();
+    // Help inside the app (issue 37).
+    void everyShortcutComesFromTheCatalogOnce();
+    void theShortcutTableInTheDocsIsTheCatalogs();
+    void theShortcutSheetListsAndFiltersEveryShortcut();
+    void theDocumentationOpensAtTheReadmeAndFollowsItsLinks();
+    void theEmptyChartsSayHowToStart();
 };
+
+void TestDesktopWindow::everyShortcutComesFromTheCatalogOnce()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-shortcuts")));
+    // Every action in the window that has a key is in the catalog under its
+    // name, with that key: the sheet cannot miss one or show a stale key.
+    int keyed = 0;
+    for (QAction* action : window.findChildren<QAction*>()) {
+        if (action->shortcut().isEmpty())
+            continue;
+        const ActionSpec spec = actionSpec(action->objectName());
+        QVERIFY2(!spec.name.isEmpty(), qPrintable(action->text() + QStringLiteral(" (") + action->objectName()
+                                                  + QStringLiteral(") has a key but no catalog entry")));
+        QCOMPARE(action->shortcut(), spec.key);
+        ++keyed;
+    }
+    // ...and every entry is an action of the window (the panels' toggles and the
+    // breakdown's Copy included).
+    QSet<QString> keys;
+    int entries = 0;
+    for (const ActionSpec& spec : actionCatalog()) {
+        QAction* action = window.findChild<QAction*>(spec.name);
+        QVERIFY2(action, qPrintable(spec.name + QStringLiteral(": in the catalog, not in the window")));
+        QVERIFY2(!spec.description.isEmpty(), qPrintable(spec.name));
+        if (spec.key.isEmpty())
+            continue;
+        ++entries;
+        const QString key = spec.key.toString(QKeySequence::PortableText);
+        QVERIFY2(!keys.contains(key), qPrintable(key + QStringLiteral(" is given to two actions")));
+        keys.insert(key);
+    }
+    QCOMPARE(keyed, entries);
+    QCOMPARE(window.action(QStringLiteral("start"))->shortcut(), QKeySequence(Qt::Key_F5));
+    QCOMPARE(window.configDock()->toggleViewAction()->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_1));
+    QCOMPARE(window.action(QStringLiteral("shortcuts"))->toolTip(), actionSpec(QStringLiteral("shortcuts")).description);
+}
+
+void TestDesktopWindow::theShortcutTableInTheDocsIsTheCatalogs()
+{
+    // docs/desktop.md holds `widelab --shortcuts`'s table, whole, between its markers.
+    const QString docs = QStringLiteral(QT_TESTCASE_SOURCEDIR "/../../docs/desktop.md");
+    const QString text = QString::fromUtf8(fileBytes(docs));
+    QVERIFY2(!text.isEmpty(), qPrintable(docs));
+    const QString begin = QStringLiteral("<!-- shortcuts: `widelab --shortcuts` writes this table -->\n");
+    const QString end = QStringLiteral("<!-- end of shortcuts -->");
+    const qsizetype from = text.indexOf(begin);
+    const qsizetype to = text.indexOf(end);
+    QVERIFY2(from >= 0 && to > from, "docs/desktop.md: the shortcut table's markers are missing");
+    const QString table = text.mid(from + begin.size(), to - from - begin.size());
+    QCOMPARE(table, shortcutTableMarkdown());
+    QVERIFY(table.contains(QStringLiteral("| Start | F5 | ")));
+    QVERIFY(table.contains(QStringLiteral("| Keyboard Shortcuts | Ctrl+/ | ")));
+}
+
+void TestDesktopWindow::theShortcutSheetListsAndFiltersEveryShortcut()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-sheet")));
+    QVERIFY(!window.help()->shortcuts());
+    window.action(QStringLiteral("shortcuts"))->trigger();
+    ShortcutSheet* sheet = window.help()->shortcuts();
+    QVERIFY(sheet);
+    QVERIFY(sheet->isVisible());
+    // 36 entries in the catalog; runsFolder and about have no key.
+    QCOMPARE(sheet->visibleRows(), 34);
+    // F5: Start, Stop (Shift+F5), and the three study actions (Ctrl+F5, Ctrl+Shift+F5, Ctrl+Alt+F5).
+    sheet->setFilter(QStringLiteral("F5"));
+    QCOMPARE(sheet->visibleRows(), 5);
+    sheet->setFilter(QStringLiteral("no such words"));
+    QCOMPARE(sheet->visibleRows(), 0);
+    sheet->setFilter(QString());
+    QCOMPARE(sheet->visibleRows(), 34);
+    // Asked again: the same window, raised.
+    window.action(QStringLiteral("shortcuts"))->trigger();
+    QCOMPARE(window.help()->shortcuts(), sheet);
+}
+
+void TestDesktopWindow::theDocumentationOpensAtTheReadmeAndFollowsItsLinks()
+{
+    // WIDELAB_DOCS comes first when it holds a README.md, as an installed copy would.
+    QTemporaryDir guide;
+    QVERIFY(guide.isValid());
+    QVERIFY(QDir(guide.path()).mkpath(QStringLiteral("docs/images")));
+    auto write = [&guide](const QString& name, const QByteArray& bytes) {
+        QFile out(guide.filePath(name));
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(bytes);
+    };
+    write(QStringLiteral("README.md"), "# WideLab\n\nSee [the app](docs/desktop.md) and [nothing](docs/gone.md).\n");
+    write(QStringLiteral("docs/desktop.md"), "# The desktop app\n\n![wide](images/wide.png)\n\nBack to [the start](../README.md).\n");
+    write(QStringLiteral("docs/attention.md"), "# Attention mechanisms\n\nTen of them.\n");
+    QImage wide(3000, 40, QImage::Format_RGB32);
+    wide.fill(Qt::red);
+    QVERIFY(wide.save(guide.filePath(QStringLiteral("docs/images/wide.png"))));
+    qputenv("WIDELAB_DOCS", guide.path().toLocal8Bit());
+    QCOMPARE(QString::fromStdString(documentationFolder().string()), guide.path());
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-docs")));
+    window.action(QStringLiteral("documentation"))->trigger();
+    qunsetenv("WIDELAB_DOCS");
+    DocumentationBrowser* docs = window.help()->documentation();
+    QVERIFY(docs);
+    QCOMPARE(docs->currentPage(), QStringLiteral("README.md"));
+    // README first, then docs/*.md by file name.
+    QCOMPARE(docs->pages(), QStringList({QStringLiteral("README.md"), QStringLiteral("docs/attention.md"),
+                                         QStringLiteral("docs/desktop.md")}));
+    auto* text = docs->findChild<QTextBrowser*>(QStringLiteral("documentationText"));
+    QVERIFY(text);
+    QVERIFY(text->toPlainText().contains(QStringLiteral("See the app")));
+    // A link to another page shows it (rendered from Markdown: no '#' left);
+    // the picture is drawn no wider than the page.
+    Q_EMIT text->anchorClicked(QUrl(QStringLiteral("docs/desktop.md")));
+    QCOMPARE(docs->currentPage(), QStringLiteral("docs/desktop.md"));
+    QVERIFY(text->toPlainText().startsWith(QStringLiteral("The desktop app")));
+    const QImage drawn = text->document()->resource(QTextDocument::ImageResource,
+                                                    QUrl::fromLocalFile(guide.filePath(QStringLiteral("docs/images/wide.png"))))
+                             .value<QImage>();
+    QVERIFY2(!drawn.isNull() && drawn.width() < 3000, qPrintable(QString::number(drawn.width())));
+    // Relative links resolve from the page shown.
+    Q_EMIT text->anchorClicked(QUrl(QStringLiteral("../README.md")));
+    QCOMPARE(docs->currentPage(), QStringLiteral("README.md"));
+    // A link to a file the guide lacks: said, the page kept.
+    Q_EMIT text->anchorClicked(QUrl(QStringLiteral("docs/gone.md")));
+    QCOMPARE(docs->currentPage(), QStringLiteral("README.md"));
+    auto* status = docs->findChild<QLabel*>(QStringLiteral("documentationStatus"));
+    QVERIFY(status && status->text().contains(QStringLiteral("docs/gone.md")));
+    // Find wraps around and says when a word is not on the page.
+    QVERIFY(docs->find(QStringLiteral("nothing")));
+    QVERIFY(!docs->find(QStringLiteral("zebra")));
+    QVERIFY(status->text().contains(QStringLiteral("zebra")));
+}
+
+void TestDesktopWindow::theEmptyChartsSayHowToStart()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-empty")));
+    CurvesView* curves = window.curves();
+    QVERIFY(curves->emptyHintShown());
+    auto* hint = curves->findChild<QLabel*>(QStringLiteral("curvesEmptyHint"));
+    QVERIFY(hint);
+    QVERIFY2(hint->text().contains(QStringLiteral("preset")) && hint->text().contains(QStringLiteral("F5")),
+             qPrintable(hint->text()));
+    curves->addRun(QStringLiteral("a"), QStringLiteral("a run"), 1000);
+    QVERIFY(!curves->emptyHintShown());
+    curves->removeRun(QStringLiteral("a"));
+    QVERIFY(curves->emptyHintShown());
+}
 
 void TestDesktopWindow::theWindowReportsWhatProductsRunOn()
 {

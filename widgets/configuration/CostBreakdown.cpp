@@ -67,6 +67,7 @@ CostBreakdown::CostBreakdown(QWidget* parent) : QWidget(parent)
     m_table->setAlternatingRowColors(true);
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
     auto* copyAction = new QAction(tr("&Copy Table"), m_table);
+    copyAction->setObjectName(QStringLiteral("copyBreakdown"));  // its key is listed in the app's shortcut sheet
     copyAction->setShortcut(QKeySequence::Copy);
     copyAction->setShortcutContext(Qt::WidgetShortcut);
     connect(copyAction, &QAction::triggered, this, &CostBreakdown::copy);

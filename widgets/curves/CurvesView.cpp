@@ -111,9 +111,17 @@ CurvesView::CurvesView(QWidget* parent)
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setWidget(m_chartArea);
 
+    m_emptyHint = new QLabel(this);
+    m_emptyHint->setObjectName(QStringLiteral("curvesEmptyHint"));
+    m_emptyHint->setAlignment(Qt::AlignCenter);
+    m_emptyHint->setWordWrap(true);
+    m_emptyHint->setStyleSheet(QStringLiteral("color: palette(link); padding: 6px;"));
+    m_emptyHint->hide();
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     layout->addLayout(controls);
+    layout->addWidget(m_emptyHint);
     layout->addWidget(scroll, 1);
 
     using Style = CurvePlot::SeriesStyle;
@@ -193,6 +201,7 @@ void CurvesView::addRun(const QString& runId, const QString& label, double param
         if (drawsRun(plot, *known))
             plot->addRun(runId, label, palette::seriesColor(known->colorIndex), parameterCount);
     updateBalanceNote();
+    updateEmptyHint();
 }
 
 void CurvesView::setRunTraits(const QString& runId, const RunTraits& traits)
@@ -243,8 +252,19 @@ void CurvesView::removeRun(const QString& runId)
     for (CurvePlot* plot : std::as_const(m_charts))
         plot->removeRun(runId);
     updateBalanceNote();
+    updateEmptyHint();
     relayout();
 }
+
+void CurvesView::setEmptyHint(const QString& text)
+{
+    m_emptyHint->setText(text);
+    updateEmptyHint();
+}
+
+bool CurvesView::emptyHintShown() const { return !m_emptyHint->isHidden(); }
+
+void CurvesView::updateEmptyHint() { m_emptyHint->setVisible(m_runs.isEmpty() && !m_emptyHint->text().isEmpty()); }
 
 void CurvesView::appendPoints(const QString& runId, const QString& metric, const QVector<CurvePoint>& points)
 {

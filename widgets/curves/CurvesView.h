@@ -80,6 +80,11 @@ public:
 
     qint64 cursorStep() const;  // -1: none
 
+    // One line above the charts while no run is shown (the app's first-start
+    // invitation: pick a preset, press F5); none when empty.
+    void setEmptyHint(const QString& text);
+    bool emptyHintShown() const;
+
 public Q_SLOTS:
     // One vertical line at `step` on every chart (the step the insight views
     // show); -1 removes it. Drawn in Step mode only (CurvePlot::setCursorStep).
@@ -114,6 +119,7 @@ private:
     void applySmoothingFromSlider(int value);
     bool drawsRun(const CurvePlot* chart, const RunEntry& run) const;
     void updateBalanceNote();
+    void updateEmptyHint();
 
     QVector<RunEntry> m_runs;
     QStringList m_chartKeys;
@@ -133,6 +139,7 @@ private:
     QPushButton* m_reset = nullptr;
     QToolButton* m_export = nullptr;
     QWidget* m_chartArea = nullptr;
+    QLabel* m_emptyHint = nullptr;
     QGridLayout* m_grid = nullptr;
 };
 
