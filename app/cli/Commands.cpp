@@ -5,6 +5,7 @@
 #include "AverageCommand.h"
 #include "BleuCommand.h"
 #include "CorpusCommand.h"
+#include "DiffCommand.h"
 #include "DistributedBench.h"
 #include "KeysCommand.h"
 #include "RunCommands.h"
@@ -48,6 +49,9 @@ usage:
                                         resolved: every key with the value train uses,
                                         defaults and derived defaults written out
                                         (warnings on stderr)
+  widelab-cli diff A B [--json]         the keys whose values differ between two runs (their
+                                        config.json), configuration files or presets, each
+                                        resolved as check prints it
   widelab-cli presets [--json]          the shipped presets, and the folder they are read from
   widelab-cli attention [--json]        the attention mechanisms, their keys and defaults
   widelab-cli keys [--json]             every key of a run document: type, default, accepted
@@ -731,6 +735,12 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
             return presets(Arguments(rest, {"--json"}, {}), out, err);
         if (command == "attention")
             return attentionCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
+        if (command == "diff") {
+            const Arguments diff(rest, {"--json"}, {});
+            if (diff.positional().size() != 2)
+                throw UsageError("diff takes two runs, configuration files or presets: widelab-cli diff A B");
+            return diffCommand(diff.positional()[0], diff.positional()[1], diff.has("--json"), out);
+        }
         if (command == "keys")
             return keysCommand(Arguments(rest, {"--json"}, {}).has("--json"), out);
         if (command == "forward")

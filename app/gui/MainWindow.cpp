@@ -32,7 +32,9 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFile>
 #include <QFileInfo>
+#include <QJsonDocument>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -222,6 +224,28 @@ void MainWindow::showRunLog(const QStringList& spdlogLines)
     m_log->appendSpdlogLines(spdlogLines);
 }
 
+ConfigDiffDialog* MainWindow::showConfigDiff(const QString& runDirectory, const QString& runLabel)
+{
+    const QString file = runFile(runDirectory, runlayout::kConfig);
+    QFile in(file);
+    QJsonParseError parse{};
+    const QJsonDocument config =
+        in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll(), &parse) : QJsonDocument();
+    if (!config.isObject()) {
+        showProblem(tr("Cannot compare configurations"),
+                    tr("%1: %2").arg(QDir::toNativeSeparators(file),
+                                     in.error() != QFileDevice::NoError ? in.errorString()
+                                     : parse.error != QJsonParseError::NoError ? parse.errorString()
+                                                                               : tr("not a JSON object")));
+        return nullptr;
+    }
+    auto* dialog = new ConfigDiffDialog(documentDifferences(m_panel->document(), config.object()),
+                                        tr("Configuration panel"), runLabel, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+    return dialog;
+}
+
 void MainWindow::showAbout()
 {
     QMessageBox::about(this, tr("About WideLab"),
@@ -381,8 +405,14 @@ void MainWindow::buildDocks()
     add->setAccessibleName(tr("Add a run to the comparison"));
     auto* remove = new QPushButton(tr("Remove"), runs);
     remove->setAccessibleName(tr("Remove the selected run from the window"));
+    auto* diff = new QPushButton(tr("Diff..."), runs);
+    diff->setObjectName(QStringLiteral("diffRunButton"));
+    diff->setAccessibleName(tr("Compare the selected run's configuration with the panel's"));
+    diff->setToolTip(tr("The keys whose values differ between the selected run's configuration and the one in the "
+                        "Configuration panel, defaults and derived keys included (widelab-cli diff)"));
     buttons->addWidget(add);
     buttons->addWidget(remove);
+    buttons->addWidget(diff);
     layout->addLayout(buttons);
     m_runs = new RunRegistry(m_curves, m_insights, m_runsList, this);
     connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
@@ -396,6 +426,13 @@ void MainWindow::buildDocks()
         if (const RunFollower* follower = m_following->follower(); follower && follower->directory() == id)
             m_following->stop();
         m_runs->remove(id);
+    });
+    connect(diff, &QPushButton::clicked, this, [this] {
+        const QListWidgetItem* item = m_runsList->currentItem();
+        if (const RunRecord* run = item ? m_runs->record(item->data(Qt::UserRole).toString()) : nullptr)
+            showConfigDiff(run->directory, run->label);  // the label without the panel's state mark
+        else
+            statusBar()->showMessage(tr("Select a run in the Runs panel to compare its configuration with the panel's"), 8000);
     });
     m_runsDock = new QDockWidget(tr("Runs"), this);
     m_runsDock->setObjectName(QStringLiteral("runsDock"));

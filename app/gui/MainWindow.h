@@ -87,6 +87,10 @@ public:
     QDockWidget* logDock() const { return m_logDock; }
     QDockWidget* configDock() const { return m_configDock; }
     class HelpWindows* help() const { return m_help; }
+    // Opens a window of the keys whose values differ between the run's
+    // config.json and the panel's document (null, after saying why, when the
+    // run's configuration cannot be read). The Runs panel's Diff button.
+    class ConfigDiffDialog* showConfigDiff(const QString& runDirectory, const QString& runLabel);
 
 protected:
     void closeEvent(QCloseEvent* event) override;

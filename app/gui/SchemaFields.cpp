@@ -54,10 +54,27 @@ QList<FieldSpec> schemaFields()
     return fields;
 }
 
+namespace {
+
+nlohmann::json toJson(const QJsonObject& document)
+{
+    return nlohmann::json::parse(QJsonDocument(document).toJson(QJsonDocument::Compact).toStdString());
+}
+
+}  // namespace
+
 QJsonObject resolveDocument(const QJsonObject& document)
 {
-    const auto json = nlohmann::json::parse(QJsonDocument(document).toJson(QJsonDocument::Compact).toStdString());
-    return QJsonDocument::fromJson(QByteArray::fromStdString(resolveRunDocument(json).dump())).object();
+    return QJsonDocument::fromJson(QByteArray::fromStdString(resolveRunDocument(toJson(document)).dump())).object();
+}
+
+QList<ConfigDiffDialog::Row> documentDifferences(const QJsonObject& a, const QJsonObject& b)
+{
+    QList<ConfigDiffDialog::Row> rows;
+    for (const ConfigDifference& difference : configurationDiff(toJson(a), toJson(b)))
+        rows.push_back({QString::fromStdString(difference.key), QString::fromStdString(difference.a),
+                        QString::fromStdString(difference.b)});
+    return rows;
 }
 
 }  // namespace widelab

@@ -1,7 +1,9 @@
-// defines: schemaFields, resolveDocument: the core's configuration schema as the
-// panel's plain field descriptions, and a document resolved by the core
+// defines: schemaFields, resolveDocument, documentDifferences: the core's
+// configuration schema as the panel's plain field descriptions, a document
+// resolved by the core, and two documents compared by it
 #pragma once
 
+#include "configuration/ConfigDiffDialog.h"
 #include "configuration/ConfigTypes.h"
 
 #include <QJsonObject>
@@ -16,5 +18,9 @@ QList<FieldSpec> schemaFields();
 // that read cleanly, defaults and derived defaults for the rest); never fails.
 // What the panel asks to show derived values.
 QJsonObject resolveDocument(const QJsonObject& document);
+
+// The keys whose values differ between two documents, each resolved first
+// (core's configurationDiff: what `widelab-cli diff` prints).
+QList<ConfigDiffDialog::Row> documentDifferences(const QJsonObject& a, const QJsonObject& b);
 
 }  // namespace widelab

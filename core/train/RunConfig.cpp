@@ -408,4 +408,32 @@ std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::
     return keys;
 }
 
+const nlohmann::json* valueAtKey(const nlohmann::json& object, const std::string& dottedKey)
+{
+    const nlohmann::json* at = &object;
+    std::size_t from = 0;
+    while (true) {
+        const std::size_t dot = dottedKey.find('.', from);
+        const std::string part = dottedKey.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+        if (!at->is_object() || !at->contains(part))
+            return nullptr;
+        at = &at->at(part);
+        if (dot == std::string::npos)
+            return at;
+        from = dot + 1;
+    }
+}
+
+std::vector<ConfigDifference> configurationDiff(const nlohmann::json& a, const nlohmann::json& b)
+{
+    const nlohmann::json resolvedA = resolveRunDocument(a), resolvedB = resolveRunDocument(b);
+    std::vector<ConfigDifference> differences;
+    for (const std::string& key : differingKeys(resolvedA, resolvedB)) {
+        const nlohmann::json* valueA = valueAtKey(resolvedA, key);
+        const nlohmann::json* valueB = valueAtKey(resolvedB, key);
+        differences.push_back({key, valueA ? valueA->dump() : std::string(), valueB ? valueB->dump() : std::string()});
+    }
+    return differences;
+}
+
 }  // namespace widelab

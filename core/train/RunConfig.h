@@ -124,6 +124,23 @@ nlohmann::json resolveRunDocument(const nlohmann::json& document);
 // descending into objects; a key present in only one of them differs.
 std::vector<std::string> differingKeys(const nlohmann::json& a, const nlohmann::json& b, const std::string& prefix = "");
 
+// The value at a dotted key ("model.heads") of a JSON object; null when a part
+// of the path is missing (or not an object).
+const nlohmann::json* valueAtKey(const nlohmann::json& object, const std::string& dottedKey);
+
+// One key whose value differs between two run documents: each side's value as
+// compact JSON text, empty when that side lacks the key.
+struct ConfigDifference {
+    std::string key;
+    std::string a;
+    std::string b;
+};
+// How two run documents differ once each is resolved (resolveRunDocument: the
+// defaults written out and the derived keys computed), so that a default on one
+// side and the same value written on the other do not differ, and a changed
+// width shows its derived head_dim too. Keys in dotted order, as differingKeys.
+std::vector<ConfigDifference> configurationDiff(const nlohmann::json& a, const nlohmann::json& b);
+
 // Whether `name` is a device a run may name: auto, cpu, cuda or cuda:N (N up to
 // three digits). Whether that device exists is the trainer's to find out.
 bool isDeviceName(const std::string& name);

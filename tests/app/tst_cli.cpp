@@ -115,6 +115,9 @@ private Q_SLOTS:
     void shippedFoldersInstalledFirstThenSourceTree();
     void attentionListsEveryMechanism();
     void keysListEveryKeyOfTheSchema();
+    void diffNamesEachKeyThatDiffersOnceResolved();
+    void diffFindsNothingBetweenADefaultAndItsValueWrittenOut();
+    void diffRefusesWhatIsNotADocument();
 };
 
 // ---------------------------------------------------------------- params
@@ -529,6 +532,72 @@ void TestCli::shippedFoldersInstalledFirstThenSourceTree()
     QCOMPARE(q(studies[studies.size() - 2].string()), q((installed / "studies").string()));
     QCOMPARE(q(studies.back().filename().string()), QStringLiteral("studies"));
     QCOMPARE(q(studies.back().parent_path().string()), q(std::filesystem::path(WIDELAB_PRESETS_DIR).parent_path().string()));
+}
+
+void TestCli::diffNamesEachKeyThatDiffersOnceResolved()
+{
+    QTemporaryDir dir;
+    const QString a = writeFile(dir, QStringLiteral("a.json"), R"({"name": "x", "model": {"d_model": 64, "heads": 4}})");
+    const QString b = writeFile(dir, QStringLiteral("b.json"), R"({"name": "x", "model": {"d_model": 64, "heads": 8}})");
+    const CliResult result = cli({"diff", a, b, "--json"});
+    QCOMPARE(result.code, 0);
+    const nlohmann::json json = nlohmann::json::parse(result.out.toStdString());
+    // heads as written; head_dim derived from it, d_model / heads: 64 / 4 and 64 / 8.
+    const nlohmann::json expected = nlohmann::json::parse(R"([
+        {"key": "model.head_dim", "a": 16, "b": 8},
+        {"key": "model.heads", "a": 4, "b": 8}])");
+    QCOMPARE(q(json.at("differences").dump()), q(expected.dump()));
+
+    // The table: a description left out is the empty one.
+    const QString c = writeFile(dir, QStringLiteral("c.json"),
+                                R"({"name": "x", "description": "mine", "model": {"d_model": 64, "heads": 4}})");
+    const CliResult table = cli({"diff", a, c});
+    QCOMPARE(table.code, 0);
+    QVERIFY2(table.out.startsWith(QStringLiteral("1 key differs between A = ")), qPrintable(table.out));
+    const QStringList row = lineStartingWith(table.out, QStringLiteral("description")).split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    QCOMPARE(row, QStringList({QStringLiteral("description"), QStringLiteral("\"\""), QStringLiteral("\"mine\"")}));
+
+    // Presets by name: the Wide Attention paper's deep and wide models differ in depth and heads.
+    const CliResult presets = cli({"diff", "transformer-6x8", "transformer-1x48", "--json"});
+    QCOMPARE(presets.code, 0);
+    QMap<QString, QString> byKey;
+    const nlohmann::json listed = nlohmann::json::parse(presets.out.toStdString());
+    for (const auto& difference : listed.at("differences"))
+        byKey.insert(q(difference.at("key").get<std::string>()),
+                     q(difference.at("a").dump()) + QStringLiteral(" -> ") + q(difference.at("b").dump()));
+    QCOMPARE(byKey.value(QStringLiteral("model.layers")), QStringLiteral("6 -> 1"));
+    QCOMPARE(byKey.value(QStringLiteral("model.heads")), QStringLiteral("8 -> 48"));
+    QVERIFY(!byKey.contains(QStringLiteral("model.d_model")));
+}
+
+void TestCli::diffFindsNothingBetweenADefaultAndItsValueWrittenOut()
+{
+    QTemporaryDir dir;
+    const QString a = writeFile(dir, QStringLiteral("a.json"), R"({"name": "x", "model": {"d_model": 64, "heads": 4}})");
+    // train.steps' default is 2,000 and head_dim's 64 / 4.
+    const QString b = writeFile(dir, QStringLiteral("b.json"),
+                                R"({"name": "x", "model": {"d_model": 64, "heads": 4, "head_dim": 16}, "train": {"steps": 2000}})");
+    const CliResult result = cli({"diff", a, b});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.out.startsWith(QStringLiteral("No key differs")), qPrintable(result.out));
+}
+
+void TestCli::diffRefusesWhatIsNotADocument()
+{
+    QTemporaryDir dir;
+    const QString a = writeFile(dir, QStringLiteral("a.json"), R"({"name": "x"})");
+    QVERIFY(QDir(dir.path()).mkdir(QStringLiteral("empty-run")));
+    const CliResult folder = cli({"diff", a, dir.filePath(QStringLiteral("empty-run"))});
+    QCOMPARE(folder.code, 1);
+    QVERIFY2(folder.err.contains(QStringLiteral("empty-run")) && folder.err.contains(QStringLiteral("config.json")),
+             qPrintable(folder.err));
+    const QString broken = writeFile(dir, QStringLiteral("broken.json"), "{\"name\": ");
+    const CliResult damaged = cli({"diff", a, broken});
+    QCOMPARE(damaged.code, 1);
+    QVERIFY2(damaged.err.contains(QStringLiteral("broken.json")), qPrintable(damaged.err));
+    const CliResult one = cli({"diff", a});
+    QCOMPARE(one.code, 2);
+    QVERIFY2(one.err.contains(QStringLiteral("two runs")), qPrintable(one.err));
 }
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -7,6 +7,7 @@
 #include "common/DocumentationBrowser.h"
 #include "common/ShortcutSheet.h"
 #include "config/ResourceFolder.h"
+#include "configuration/ConfigDiffDialog.h"
 
 #include <QTextBrowser>
 
@@ -63,6 +64,8 @@ private Q_SLOTS:
     void theShortcutSheetListsAndFiltersEveryShortcut();
     void theDocumentationOpensAtTheReadmeAndFollowsItsLinks();
     void theEmptyChartsSayHowToStart();
+    // Runs you can manage (issue 37).
+    void aRunsConfigurationIsComparedWithThePanels();
 };
 
 void TestDesktopWindow::everyShortcutComesFromTheCatalogOnce()
@@ -470,6 +473,45 @@ void TestDesktopWindow::theThemeSwitchesEveryViewAndIsKept()
     QCOMPARE(QApplication::palette().color(QPalette::Window), system.color(QPalette::Window));
     QCOMPARE(QApplication::palette().color(QPalette::Text), system.color(QPalette::Text));
     QCOMPARE(QSettings().value(QStringLiteral("appearance/theme")).toString(), QStringLiteral("system"));
+}
+
+void TestDesktopWindow::aRunsConfigurationIsComparedWithThePanels()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-diff")));
+    const QString panelFile = m_dir.filePath(QStringLiteral("diff-panel.json"));
+    QVERIFY(writeJson(panelFile, tinyDocument(20)));
+    QVERIFY(window.openConfiguration(panelFile));
+    // A run trained with 10 steps and 8 heads: its config.json, nothing else needed.
+    const QString run = m_dir.filePath(QStringLiteral("diff-run"));
+    QVERIFY(QDir().mkpath(run));
+    QJsonObject config = tinyDocument(10);
+    QJsonObject model = config.value(QStringLiteral("model")).toObject();
+    model.insert(QStringLiteral("heads"), 8);
+    config.insert(QStringLiteral("model"), model);
+    QVERIFY(writeJson(run + QStringLiteral("/config.json"), config));
+
+    ConfigDiffDialog* diff = window.showConfigDiff(run, QStringLiteral("diff-run"));
+    QVERIFY(diff);
+    QMap<QString, QString> rows;
+    for (int r = 0; r < diff->rowCount(); ++r)
+        rows.insert(diff->cell(r, 0), diff->cell(r, 1) + QStringLiteral(" | ") + diff->cell(r, 2));
+    // steps 20 against 10; heads 4 against 8, so head_dim (d_model 32 / heads) 8 against 4.
+    QCOMPARE(rows, (QMap<QString, QString>{{QStringLiteral("model.head_dim"), QStringLiteral("8 | 4")},
+                                            {QStringLiteral("model.heads"), QStringLiteral("4 | 8")},
+                                            {QStringLiteral("train.steps"), QStringLiteral("20 | 10")}}));
+    QVERIFY(diff->tableText().startsWith(QStringLiteral("Key\tConfiguration panel\tdiff-run\n")));
+    diff->close();
+
+    // A damaged config.json: said, naming the file; no window.
+    QVERIFY(writeJson(run + QStringLiteral("/config.json"), QJsonObject()));
+    QFile damage(run + QStringLiteral("/config.json"));
+    QVERIFY(damage.open(QIODevice::WriteOnly));
+    damage.write("{\"name\": ");
+    damage.close();
+    QVERIFY(!window.showConfigDiff(run, QStringLiteral("diff-run")));
+    auto* box = window.findChild<QMessageBox*>(QStringLiteral("problem"));
+    QVERIFY(box);
+    QVERIFY2(box->text().contains(QStringLiteral("config.json")), qPrintable(box->text()));
 }
 
 QTEST_MAIN(TestDesktopWindow)
