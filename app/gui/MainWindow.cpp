@@ -1,6 +1,7 @@
 #include "MainWindow.h"
 
 #include "ActionCatalog.h"
+#include "ComparedRuns.h"
 #include "HelpWindows.h"
 #include "AblationPage.h"
 #include "insights/AblationView.h"
@@ -295,7 +296,7 @@ void MainWindow::buildActions()
     add(QStringLiteral("compare"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_session->runsRoot());
         if (!dir.isEmpty())
-            m_runs->addToComparison(dir);
+            m_compared->add(dir);
     });
     add(QStringLiteral("runsFolder"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_session->runsRoot());
@@ -415,6 +416,7 @@ void MainWindow::buildDocks()
     buttons->addWidget(diff);
     layout->addLayout(buttons);
     m_runs = new RunRegistry(m_curves, m_insights, m_runsList, this);
+    m_compared = new ComparedRuns(*m_runs, this);
     connect(add, &QPushButton::clicked, m_actions.value(QStringLiteral("compare")), &QAction::trigger);
     connect(remove, &QPushButton::clicked, this, [this] {
         QListWidgetItem* item = m_runsList->currentItem();

@@ -28,6 +28,7 @@ class QThread;
 namespace widelab {
 
 class ConfigPanel;
+class ComparedRuns;
 class CurvesView;
 class InsightsView;
 class LogPanel;
@@ -79,6 +80,7 @@ public:
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
     // The runs the window knows, the current one among them.
     RunRegistry& runs() const { return *m_runs; }
+    ComparedRuns& compared() const { return *m_compared; }  // runs added to the comparison, followed while written
     // The following of the open run, written by another process or not.
     FollowedRun& following() const { return *m_following; }
     QLabel* stateLabel() const { return m_status->stateLabel(); }
@@ -136,6 +138,7 @@ private:
     ConfigDocument* m_document = nullptr;  // a child of the window
     TrainingSession* m_session = nullptr;  // a child of the window
     RunRegistry* m_runs = nullptr;  // a child of the window
+    ComparedRuns* m_compared = nullptr;  // a child of the window
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
     bool m_closeWhenIdle = false;
     FollowedRun* m_following = nullptr;    // a child of the window

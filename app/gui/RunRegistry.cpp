@@ -31,6 +31,7 @@ void RunRegistry::setCurrent(const QString& runId)
 {
     m_current = runId;
     m_insights->setCurrentRun(runId);
+    Q_EMIT currentChanged(runId);
 }
 
 RunRecord& RunRegistry::add(RunRecord record)
@@ -90,14 +91,24 @@ void RunRegistry::remove(const QString& runId)
             break;
         }
     }
+    Q_EMIT runRemoved(runId);
 }
 
-bool RunRegistry::addToComparison(const QString& directory)
+void RunRegistry::setRunMark(const QString& runId, const QString& mark, const QString& details)
 {
-    QStringList warnings;
-    const bool added = addSaved(directory, nullptr, &warnings);
-    reportSkippedLines(warnings);
-    return added;
+    const auto record = m_records.constFind(runId);
+    if (record == m_records.constEnd())
+        return;
+    for (int row = 0; row < m_list->count(); ++row) {
+        QListWidgetItem* item = m_list->item(row);
+        if (item->data(Qt::UserRole).toString() != runId)
+            continue;
+        const QSignalBlocker block(m_list);
+        item->setText(mark.isEmpty() ? record->label : tr("%1 · %2").arg(record->label, mark));
+        const QString where = QDir::toNativeSeparators(record->directory);
+        item->setToolTip(details.isEmpty() ? where : where + QLatin1Char('\n') + details);
+        return;
+    }
 }
 
 // One warning per skipped line in the log, where each names its file and line;

@@ -40,8 +40,6 @@ public:
     // added to `warnings`; a config.json that cannot be read is a warning in the
     // log. False, after saying why, when the directory is not a run.
     bool addSaved(const QString& directory, LineTail* metricsTail, QStringList* warnings);
-    // Adds a saved run beside the others, reporting the lines it skipped.
-    bool addToComparison(const QString& directory);
     // Adds one record to the run, and shows what it added; false when the
     // window has no such run (it was removed meanwhile).
     bool add(const QString& runId, const MetricsRecord& record);
@@ -55,6 +53,9 @@ public:
     void retraceAfter(const QString& runId, qint64 step);
     // Takes the run out of the window: list, curves, insights.
     void remove(const QString& runId);
+    // A word after the run's name in the Runs panel ("training", "stale",
+    // "finished"; none when empty) and, in its tooltip, the details.
+    void setRunMark(const QString& runId, const QString& mark, const QString& details);
     // Each skipped line in the log, where each names its file and line; the
     // status bar says how many.
     void reportSkippedLines(const QStringList& warnings);
@@ -63,6 +64,8 @@ Q_SIGNALS:
     void message(const QString& level, const QString& text);  // for the log
     void statusMessage(const QString& text, int milliseconds);
     void problem(const QString& title, const QString& text);
+    void runRemoved(const QString& runId);      // remove()
+    void currentChanged(const QString& runId);  // setCurrent()
 
 private:
     void show(const RunRecord& record);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "insights/AttentionView.h"
+#include "ComparedRuns.h"
 #include "ConfigAssessment.h"
 #include "insights/ExpertsView.h"
 #include "insights/InsightHistory.h"

@@ -392,7 +392,7 @@ void TestDesktopRunFiles::damagedRunFilesAreMessagesNamingTheFile()
     QVERIFY(problem != nullptr);
     QVERIFY2(problem->text().contains(QStringLiteral("config.json")), qPrintable(problem->text()));
     problem->close();
-    QVERIFY(window.runs().addToComparison(run));
+    QVERIFY(window.compared().add(run));
     const QString log = window.log()->visibleLines().join(QLatin1Char('\n'));
     QVERIFY2(log.contains(QStringLiteral("config.json")) && log.contains(QStringLiteral("size is unknown")), qPrintable(log));
     QCOMPARE(window.runsList()->count(), 1);

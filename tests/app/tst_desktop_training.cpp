@@ -405,7 +405,7 @@ void TestDesktopTraining::trainingThroughTheWindowDrawsCurvesAndReopens()
 
     // Overlaid with a second run: both in the charts, each its own colour.
     const QString other = m_dir.filePath(QStringLiteral("controller"));  // trained by the first test
-    QVERIFY(reopened.runs().addToComparison(other));
+    QVERIFY(reopened.compared().add(other));
     QCOMPARE(reopened.curves()->runs().size(), 2);
     QVERIFY(reopened.curves()->runColor(runDirectory) != reopened.curves()->runColor(QDir(other).absolutePath()));
     QVERIFY(!loss->points(QDir(other).absolutePath(), QStringLiteral("loss")).isEmpty());
@@ -415,7 +415,7 @@ void TestDesktopTraining::trainingThroughTheWindowDrawsCurvesAndReopens()
     QCOMPARE(reopened.curves()->runs().size(), 1);
 
     // Not a run: a clear message, nothing added.
-    QVERIFY(!reopened.runs().addToComparison(m_dir.filePath(QStringLiteral("nowhere"))));
+    QVERIFY(!reopened.compared().add(m_dir.filePath(QStringLiteral("nowhere"))));
     QCOMPARE(reopened.runsList()->count(), 2);
 }
 

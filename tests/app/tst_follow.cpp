@@ -7,6 +7,7 @@
 #include "curves/CurvePlot.h"
 #include "curves/CurvesView.h"
 #include "configuration/LogPanel.h"
+#include "ComparedRuns.h"
 #include "MainWindow.h"
 #include "RunFollower.h"
 #include "TrainingController.h"
@@ -21,6 +22,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QListWidget>
 #include <QProcess>
 #include <QSettings>
 #include <QSignalSpy>
@@ -145,6 +147,7 @@ private Q_SLOTS:
     void aLookStuckOnAHungMountHoldsNeitherTheWindowNorItsEnd();
     void theWindowFollowsALiveTrainerThroughAKillAndATrimmingResume();
     void theWindowSkipsDamagedLinesItFollowsWithOneWarningEach();
+    void aComparedRunStaysLiveAndSaysWhenItEnds();
     void theWindowShowsADistributedRunsProcesses();
     void severalProcessesTrainThroughTheController();
 
@@ -425,6 +428,63 @@ void TestFollow::theWindowSkipsDamagedLinesItFollowsWithOneWarningEach()
     QVERIFY(loss != nullptr);
     loss->refreshNow();
     QCOMPARE(loss->xAxis->range().upper, 6.0);
+}
+
+// A run added for comparison while another process writes it (issue 37): its
+// curves keep growing, the Runs panel says it trains, then that it finished;
+// opened as the window's run, the comparison lets go of it.
+void TestFollow::aComparedRunStaysLiveAndSaysWhenItEnds()
+{
+    const QString open = m_dir.filePath(QStringLiteral("compared-open"));
+    const QString other = m_dir.filePath(QStringLiteral("compared-live"));
+    for (const QString& run : {open, other}) {
+        QVERIFY(QDir().mkpath(run));
+        QVERIFY(writeBytes(run + QStringLiteral("/config.json"), QJsonDocument(tinyDocument(100)).toJson()));
+        QVERIFY(writeBytes(run + QStringLiteral("/metrics.jsonl"), trainLine(2) + '\n'));
+    }
+    const qint64 me = QCoreApplication::applicationPid();
+    writeStatus(other, RunState::Training, me, 2, QDateTime::currentSecsSinceEpoch());
+
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-compared")));
+    window.compared().setInterval(20);
+    window.show();
+    QVERIFY(window.openRun(open));
+    QVERIFY(window.compared().add(other));
+    const QString id = QDir(other).absolutePath();
+    QVERIFY(window.compared().follower(id));
+    const RunRecord* record = window.runs().record(id);
+    QVERIFY(record);
+    auto itemText = [&window, &id] {
+        for (int row = 0; row < window.runsList()->count(); ++row)
+            if (window.runsList()->item(row)->data(Qt::UserRole).toString() == id)
+                return window.runsList()->item(row)->text();
+        return QString();
+    };
+    QTRY_COMPARE(itemText(), QStringLiteral("compared-live · training"));
+
+    // Written on: read on, without re-adding it.
+    QVERIFY(appendBytes(other + QStringLiteral("/metrics.jsonl"), trainLine(4) + '\n' + trainLine(6) + '\n'));
+    QTRY_COMPARE(stepsOf(record->curves.value(QStringLiteral("loss"))), (QVector<qint64>{2, 4, 6}));
+    CurvePlot* loss = window.curves()->chart(window.curves()->chartKeyForMetric(QStringLiteral("loss")));
+    loss->refreshNow();
+    QCOMPARE(loss->xAxis->range().upper, 6.0);
+
+    // Its trainer ends: said in the Runs panel, the name kept.
+    writeStatus(other, RunState::Finished, me, 6, QDateTime::currentSecsSinceEpoch());
+    QTRY_COMPARE(itemText(), QStringLiteral("compared-live · finished"));
+    QVERIFY(window.runsList()->findItems(QStringLiteral("compared-live · finished"), Qt::MatchExactly).size() == 1);
+
+    // Opened as the window's run: its own follower takes over, the comparison's goes.
+    QVERIFY(window.openRun(other));
+    QVERIFY(!window.compared().follower(id));
+    QVERIFY(window.compared().add(other));  // the open run added again: still one follower, the window's
+    QVERIFY(!window.compared().follower(id));
+    // The first run, no longer the open one, compared; then removed: followed no more.
+    const QString openId = QDir(open).absolutePath();
+    QVERIFY(window.compared().add(open));
+    QVERIFY(window.compared().follower(openId));
+    window.runs().remove(openId);
+    QVERIFY(!window.compared().follower(openId));
 }
 
 // The status bar's label for a distributed run's processes.
