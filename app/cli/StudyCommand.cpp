@@ -82,8 +82,15 @@ public:
     {
         if (r.status == MemberStatus::Completed) {
             const auto wall = r.measures.find("wall_s");
-            line(r.name + " completed: best validation accuracy " + percent(r.measures, "best_val_accuracy")
-                 + ", test accuracy at best.pt " + percent(r.measures, "test_accuracy")
+            // A translation member is scored in BLEU, which its results table reports.
+            const auto bleu = r.measures.find("test_bleu");
+            std::ostringstream scored;
+            if (bleu != r.measures.end())
+                scored << std::fixed << std::setprecision(2) << "test BLEU at best.pt " << bleu->second;
+            else
+                scored << "best validation accuracy " << percent(r.measures, "best_val_accuracy")
+                       << ", test accuracy at best.pt " << percent(r.measures, "test_accuracy");
+            line(r.name + " completed: " + scored.str()
                  + (wall != r.measures.end() ? ", " + durationText(wall->second) : ""));
         } else {
             line(r.name + " failed: " + r.error);
