@@ -241,7 +241,7 @@ ConfigDiffDialog* MainWindow::showConfigDiff(const QString& runDirectory, const 
         return nullptr;
     }
     auto* dialog = new ConfigDiffDialog(documentDifferences(m_panel->document(), config.object()),
-                                        tr("Configuration panel"), runLabel, this);
+                                        tr("the Configuration panel"), runLabel, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->show();
     return dialog;

@@ -499,7 +499,7 @@ void TestDesktopWindow::aRunsConfigurationIsComparedWithThePanels()
     QCOMPARE(rows, (QMap<QString, QString>{{QStringLiteral("model.head_dim"), QStringLiteral("8 | 4")},
                                             {QStringLiteral("model.heads"), QStringLiteral("4 | 8")},
                                             {QStringLiteral("train.steps"), QStringLiteral("20 | 10")}}));
-    QVERIFY(diff->tableText().startsWith(QStringLiteral("Key\tConfiguration panel\tdiff-run\n")));
+    QVERIFY(diff->tableText().startsWith(QStringLiteral("Key\tthe Configuration panel\tdiff-run\n")));
     diff->close();
 
     // A damaged config.json: said, naming the file; no window.

@@ -20,11 +20,13 @@ ConfigDiffDialog::ConfigDiffDialog(const QList<Row>& rows, const QString& titleA
     auto* summary = new QLabel(this);
     summary->setObjectName(QStringLiteral("configDiffSummary"));
     summary->setWordWrap(true);
-    summary->setText(rows.isEmpty()
-                         ? tr("No key differs between %1 and %2, defaults and derived keys included.").arg(titleA, titleB)
-                         : tr("%n key(s) differ between %1 and %2, defaults and derived keys included:", nullptr,
-                              static_cast<int>(rows.size()))
-                               .arg(titleA, titleB));
+    summary->setText(rows.isEmpty()    ? tr("No key differs between %1 and %2, defaults and derived keys included.")
+                                                 .arg(titleA, titleB)
+                     : rows.size() == 1 ? tr("1 key differs between %1 and %2, defaults and derived keys included:")
+                                              .arg(titleA, titleB)
+                                        : tr("%1 keys differ between %2 and %3, defaults and derived keys included:")
+                                              .arg(rows.size())
+                                              .arg(titleA, titleB));
 
     m_table = new QTableWidget(static_cast<int>(rows.size()), 3, this);
     m_table->setObjectName(QStringLiteral("configDiffTable"));
