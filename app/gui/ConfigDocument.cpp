@@ -1,6 +1,7 @@
 #include "ConfigDocument.h"
 
 #include "ConfigAssessment.h"
+#include "SchemaFields.h"
 #include "configuration/ConfigPanel.h"
 #include "config/Presets.h"
 
@@ -9,11 +10,13 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QMessageBox>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QWidget>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace widelab {
@@ -165,22 +168,43 @@ void ConfigDocument::afterUnsavedEdits(const std::function<void()>& then)
     box->open();
 }
 
+// A preset's entry in the picker: its document's name and description, under
+// its family (or `group`); a file that cannot be read is listed by its name.
+static ConfigPanel::PresetChoice presetEntry(const QString& id, const QString& file, const QString& group)
+{
+    QFile in(file);
+    const QJsonObject document =
+        in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll()).object() : QJsonObject();
+    return {id, document.value(QStringLiteral("name")).toString(), document.value(QStringLiteral("description")).toString(),
+            group.isEmpty() ? modelFamily(document) : group};
+}
+
 void ConfigDocument::refreshPresets()
 {
     m_presetChoices.clear();
     m_presetFiles.clear();
+    QList<ConfigPanel::PresetChoice> entries;
     for (const std::string& name : listPresets()) {
         const QString choice = QString::fromStdString(name);
         m_presetChoices.append(choice);
         m_presetFiles.insert(choice, choice);  // resolved by name: the shipped one
+        entries.push_back(presetEntry(choice, QString::fromStdString(resolveConfigPath(name).string()), QString()));
     }
+    // Shipped presets by family, in the papers' order, then by name within each.
+    const QStringList families = modelFamilies();
+    std::stable_sort(entries.begin(), entries.end(), [&families](const auto& a, const auto& b) {
+        const qsizetype familyA = families.indexOf(a.group), familyB = families.indexOf(b.group);
+        return familyA != familyB ? familyA < familyB : a.title.localeAwareCompare(b.title) < 0;
+    });
     const std::filesystem::path mine = userPresetDirectory();
     for (const std::string& name : listUserPresets()) {
         const QString choice = tr("%1 (yours)").arg(QString::fromStdString(name));
+        const QString file = QString::fromStdString((mine / (name + ".json")).string());
         m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, QString::fromStdString((mine / (name + ".json")).string()));
+        m_presetFiles.insert(choice, file);
+        entries.push_back(presetEntry(choice, file, tr("Yours")));
     }
-    m_panel->setPresets(m_presetChoices);
+    m_panel->setPresetChoices(entries);
     m_panel->showPreset(presetChoice());
 }
 

@@ -5,6 +5,7 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QObject>
 
 namespace widelab {
 namespace {
@@ -75,6 +76,29 @@ QList<ConfigDiffDialog::Row> documentDifferences(const QJsonObject& a, const QJs
         rows.push_back({QString::fromStdString(difference.key), QString::fromStdString(difference.a),
                         QString::fromStdString(difference.b)});
     return rows;
+}
+
+QStringList modelFamilies()
+{
+    return {QObject::tr("Wide Attention"), QObject::tr("WideNet"), QObject::tr("Multi-Path"), QObject::tr("Translation"),
+            QObject::tr("Vision")};
+}
+
+QString modelFamily(const QJsonObject& document)
+{
+    const nlohmann::json resolved = resolveRunDocument(toJson(document));
+    const nlohmann::json& model = resolved.at("model");
+    const QStringList families = modelFamilies();
+    if (resolved.at("task").value("kind", std::string()) == "translation")
+        return families[3];
+    if (model.value("input", std::string()) == "image")
+        return families[4];
+    if (model.value("paths", 1) > 1 || model.value("decoder_paths", 1) > 1)
+        return families[2];
+    // WideNet's models and its baselines: experts, or weights shared across blocks (ALBERT).
+    if (model.value("experts", 1) > 1 || model.value("share_attention", false) || model.value("share_ffn", false))
+        return families[1];
+    return families[0];
 }
 
 }  // namespace widelab

@@ -9,6 +9,7 @@
 #include "config/ResourceFolder.h"
 #include "configuration/ConfigDiffDialog.h"
 
+#include <QStandardItemModel>
 #include <QTextBrowser>
 
 using namespace widelab;
@@ -66,6 +67,7 @@ private Q_SLOTS:
     void theEmptyChartsSayHowToStart();
     // Runs you can manage (issue 37).
     void aRunsConfigurationIsComparedWithThePanels();
+    void thePresetPickerGroupsTheShippedPresetsByFamily();
 };
 
 void TestDesktopWindow::everyShortcutComesFromTheCatalogOnce()
@@ -512,6 +514,45 @@ void TestDesktopWindow::aRunsConfigurationIsComparedWithThePanels()
     auto* box = window.findChild<QMessageBox*>(QStringLiteral("problem"));
     QVERIFY(box);
     QVERIFY2(box->text().contains(QStringLiteral("config.json")), qPrintable(box->text()));
+}
+
+void TestDesktopWindow::thePresetPickerGroupsTheShippedPresetsByFamily()
+{
+    MainWindow window(m_dir.filePath(QStringLiteral("runs-presets")));
+    auto* combo = window.configPanel()->findChild<QComboBox*>();  // the first: the preset picker
+    QVERIFY(combo);
+    // Each preset's heading: the last disabled item above it.
+    QMap<QString, QString> groupOf;
+    QStringList headings;
+    QString heading;
+    const auto* model = qobject_cast<const QStandardItemModel*>(combo->model());
+    QVERIFY(model);
+    for (int i = 1; i < combo->count(); ++i) {
+        if (!(model->item(i)->flags() & Qt::ItemIsEnabled)) {
+            heading = combo->itemText(i);
+            headings << heading;
+        } else {
+            groupOf.insert(combo->itemData(i).toString(), heading);
+        }
+    }
+    // The shipped families, then the user's own (an earlier test saved one there).
+    QStringList expected{QStringLiteral("Wide Attention"), QStringLiteral("WideNet"), QStringLiteral("Multi-Path"),
+                         QStringLiteral("Translation"), QStringLiteral("Vision")};
+    if (!listUserPresets().empty())
+        expected << QStringLiteral("Yours");
+    QCOMPARE(headings, expected);
+    // By what each model is: dense (deep or wide), experts or sharing, paths, a decoder's task, pictures.
+    QCOMPARE(groupOf.value(QStringLiteral("transformer-6x8")), QStringLiteral("Wide Attention"));
+    QCOMPARE(groupOf.value(QStringLiteral("attention-performer-1x48")), QStringLiteral("Wide Attention"));
+    QCOMPARE(groupOf.value(QStringLiteral("widenet")), QStringLiteral("WideNet"));
+    QCOMPARE(groupOf.value(QStringLiteral("albert")), QStringLiteral("WideNet"));
+    QCOMPARE(groupOf.value(QStringLiteral("multipath-6x2")), QStringLiteral("Multi-Path"));
+    QCOMPARE(groupOf.value(QStringLiteral("translation-bible")), QStringLiteral("Translation"));
+    QCOMPARE(groupOf.value(QStringLiteral("vit-widenet")), QStringLiteral("Vision"));
+    // Listed by the document's name, its description as the tooltip.
+    const int widenet = combo->findData(QStringLiteral("widenet"));
+    QCOMPARE(combo->itemText(widenet), QStringLiteral("WideNet (laptop scale)"));
+    QVERIFY(combo->itemData(widenet, Qt::ToolTipRole).toString().endsWith(QStringLiteral("(widenet)")));
 }
 
 QTEST_MAIN(TestDesktopWindow)

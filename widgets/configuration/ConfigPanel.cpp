@@ -26,6 +26,7 @@
 #include <QSplitter>
 #include <QScrollBar>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStyle>
 #include <QTabWidget>
 #include <QToolButton>
@@ -546,11 +547,42 @@ void ConfigPanel::updateModelCurrency()
 
 void ConfigPanel::setPresets(const QStringList& names)
 {
+    QList<PresetChoice> presets;
+    for (const QString& name : names)
+        presets.push_back({name, name, QString(), QString()});
+    setPresetChoices(presets);
+}
+
+void ConfigPanel::setPresetChoices(const QList<PresetChoice>& presets)
+{
     const QSignalBlocker blocker(m_presets);
     m_presets->clear();
-    m_presets->addItem(names.isEmpty() ? tr("(no presets)") : tr("Load a preset..."), QString());
-    for (const QString& name : names)
-        m_presets->addItem(name, name);
+    m_presets->addItem(presets.isEmpty() ? tr("(no presets)") : tr("Load a preset..."), QString());
+    // Groups in the order first met, each under a heading that cannot be picked.
+    QStringList groups;
+    for (const PresetChoice& preset : presets)
+        if (!groups.contains(preset.group))
+            groups.append(preset.group);
+    auto* model = qobject_cast<QStandardItemModel*>(m_presets->model());
+    for (const QString& group : groups) {
+        if (!group.isEmpty()) {
+            m_presets->addItem(group);
+            if (QStandardItem* heading = model ? model->item(m_presets->count() - 1) : nullptr) {
+                heading->setFlags(heading->flags() & ~(Qt::ItemIsEnabled | Qt::ItemIsSelectable));
+                QFont bold = heading->font();
+                bold.setBold(true);
+                heading->setFont(bold);
+            }
+        }
+        for (const PresetChoice& preset : presets) {
+            if (preset.group != group)
+                continue;
+            const QString title = preset.title.isEmpty() ? preset.id : preset.title;
+            m_presets->addItem(title, preset.id);  // under its bold heading
+            const QString tip = preset.description.isEmpty() ? preset.id : preset.description + QStringLiteral("\n(") + preset.id + QLatin1Char(')');
+            m_presets->setItemData(m_presets->count() - 1, tip, Qt::ToolTipRole);
+        }
+    }
     showPreset(m_shownPreset);
 }
 

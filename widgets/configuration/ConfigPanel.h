@@ -75,7 +75,17 @@ public:
     void setModelCurrent(bool current);
     bool isModelCurrent() const { return m_modelCurrent; }
     QString costText() const;
-    void setPresets(const QStringList& names);
+    // A preset as the picker lists it: under its group's heading, by its
+    // document's name, its description as the tooltip. `id` is what
+    // presetChosen and showPreset name it by.
+    struct PresetChoice {
+        QString id;           // "widenet", "mine (yours)"
+        QString title;        // the document's name: "WideNet (laptop scale)"; the id when empty
+        QString description;  // the document's description
+        QString group;        // "Wide Attention", "WideNet", ...: the headings, in the order first met
+    };
+    void setPresetChoices(const QList<PresetChoice>& presets);
+    void setPresets(const QStringList& names);  // ungrouped, each titled by its id
     // The preset the document came from, shown in the picker ("widenet"); empty
     // (a file, a run, a new document): the picker invites a pick. Emits nothing.
     void showPreset(const QString& name);

@@ -13,6 +13,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QStandardItemModel>
 #include <QFile>
 #include <QFrame>
 #include <QGroupBox>
@@ -835,6 +836,38 @@ private Q_SLOTS:
         panel.showPreset(QStringLiteral("no such preset"));
         QCOMPARE(combo->currentIndex(), 0);
         QCOMPARE(panel.shownPreset(), QString());
+    }
+
+    void presetsAreListedByNameUnderTheirGroup()
+    {
+        AppPanel panel;
+        panel.setPresetChoices({
+            {"transformer-6x8", "Transformer 6x8", "Six layers of eight heads.", "Wide Attention"},
+            {"transformer-1x48", "Transformer 1x48", "One layer of 48 heads.", "Wide Attention"},
+            {"widenet", "WideNet (laptop scale)", "Shared attention and MoE.", "WideNet"},
+            {"mine (yours)", "", "", "Yours"}});
+        auto* combo = panel.findChild<QComboBox*>();
+        QVERIFY(combo);
+        // The invitation, three headings, four presets.
+        QCOMPARE(combo->count(), 8);
+        QCOMPARE(combo->itemText(1), QStringLiteral("Wide Attention"));
+        QCOMPARE(combo->itemText(4), QStringLiteral("WideNet"));
+        QCOMPARE(combo->itemText(6), QStringLiteral("Yours"));
+        QCOMPARE(combo->itemText(7).trimmed(), QStringLiteral("mine (yours)"));  // no name: its id
+        const auto* model = qobject_cast<QStandardItemModel*>(combo->model());
+        QVERIFY(model);
+        QVERIFY(!(model->item(1)->flags() & Qt::ItemIsEnabled));  // a heading cannot be picked
+        QVERIFY(model->item(2)->flags() & Qt::ItemIsEnabled);
+        QCOMPARE(combo->itemData(5, Qt::ToolTipRole).toString(), QStringLiteral("Shared attention and MoE.\n(widenet)"));
+        // Down from the invitation skips the heading to the first preset.
+        QSignalSpy chosen(&panel, &ConfigPanel::presetChosen);
+        combo->setFocus();
+        QTest::keyClick(combo, Qt::Key_Down);
+        QCOMPARE(chosen.count(), 1);
+        QCOMPARE(chosen.at(0).at(0).toString(), QStringLiteral("transformer-6x8"));
+        // Shown by its document's name, not its file's.
+        panel.showPreset(QStringLiteral("widenet"));
+        QCOMPARE(combo->currentText().trimmed(), QStringLiteral("WideNet (laptop scale)"));
     }
 
     void devicesComeFromTheApp()
