@@ -98,6 +98,9 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_marker = new QCPItemStraightLine(this);
     m_marker->setLayer(m_hoverLayer);
     m_marker->setVisible(false);
+    m_crosshair = new QCPItemStraightLine(this);
+    m_crosshair->setLayer(m_hoverLayer);
+    m_crosshair->setVisible(false);
 
     m_refreshTimer.setSingleShot(true);
     m_refreshTimer.setInterval(kRefreshIntervalMs);
@@ -148,6 +151,7 @@ void CurvePlot::applyPalette()
     legend->setTextColor(m_colors.text);
     legend->setBrush(Qt::NoBrush);
     m_marker->setPen(QPen(pal.color(QPalette::Highlight), 1.5, Qt::DashLine));
+    m_crosshair->setPen(QPen(m_colors.axis, 1, Qt::DotLine));
     legend->setBorderPen(Qt::NoPen);
     m_noteCentre->setColor(m_colors.text);
     if (m_noteLine)
@@ -402,6 +406,7 @@ void CurvePlot::setXAxisMode(XAxisMode mode)
     m_autoFit = true;  // the old x range means nothing in the new units
     setHover(Readout());
     setStepMarker(m_markerStep);  // shown in Step mode only
+    setCrosshair(std::numeric_limits<double>::quiet_NaN());  // its x meant another axis
 }
 
 CurvePlot::XAxisMode CurvePlot::xAxisMode() const { return m_xMode; }
@@ -492,6 +497,9 @@ void CurvePlot::mouseMoveEvent(QMouseEvent* event)
     QCustomPlot::mouseMoveEvent(event);
     if (event->buttons() == Qt::NoButton)
         setHover(readoutAt(event->position()));
+    const bool inside = axisRect()->rect().contains(event->position().toPoint());
+    Q_EMIT pointerMoved(inside && m_xMode != XAxisMode::Parameters ? xAxis->pixelToCoord(event->position().x())
+                                                                    : std::numeric_limits<double>::quiet_NaN());
 }
 
 void CurvePlot::mouseReleaseEvent(QMouseEvent* event)
@@ -532,6 +540,7 @@ void CurvePlot::leaveEvent(QEvent* event)
 {
     QCustomPlot::leaveEvent(event);
     setHover(Readout());
+    Q_EMIT pointerMoved(std::numeric_limits<double>::quiet_NaN());
 }
 
 void CurvePlot::focusInEvent(QFocusEvent* event)
@@ -639,6 +648,45 @@ void CurvePlot::setStepMarker(double step)
         m_marker->point2->setCoords(step, 1);
     }
     scheduleRefresh();
+}
+
+void CurvePlot::setCrosshair(double x)
+{
+    m_crosshairX = x;
+    const bool shown = std::isfinite(x) && m_xMode != XAxisMode::Parameters;
+    if (shown == m_crosshair->visible() && (!shown || m_crosshair->point1->coords().x() == x))
+        return;
+    m_crosshair->setVisible(shown);
+    if (shown) {
+        m_crosshair->point1->setCoords(x, 0);
+        m_crosshair->point2->setCoords(x, 1);
+    }
+    m_hoverLayer->replot();  // the hover layer alone, as the hover read-out does
+}
+
+bool CurvePlot::crosshairShown() const { return m_crosshair->visible(); }
+
+QVector<CurvePlot::ValueAt> CurvePlot::valuesAt(double x) const
+{
+    QVector<ValueAt> values;
+    if (!std::isfinite(x) || m_xMode == XAxisMode::Parameters)
+        return values;
+    for (const auto& run : m_runs)
+        for (const QString& name : m_declaredSeries) {
+            Series* s = findSeries(run->id, name);
+            if (!s || !s->visible)
+                continue;
+            if (s->dirty)
+                rebuildDerived(*s);
+            const QVector<double>& keys = s->trace.keys;
+            const qsizetype at = std::upper_bound(keys.cbegin(), keys.cend(), x) - keys.cbegin() - 1;
+            if (at < 0)
+                continue;
+            const double value = isSmoothed(*s) ? s->trace.smooth[at] : s->trace.raw[at];
+            if (std::isfinite(value))
+                values.push_back({run->id, name, keys[at], value});
+        }
+    return values;
 }
 
 void CurvePlot::setCursorStep(qint64 step)

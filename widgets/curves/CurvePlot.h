@@ -162,6 +162,24 @@ public:
     qint64 cursorStep() const;   // -1: none
     bool cursorShown() const;    // drawn now (set, and in Step mode)
 
+    // The crosshair: a thin dotted line at `x` (in the current x mode) that the
+    // pointer over any chart of a CurvesView sets on all of them; NaN removes
+    // it. Not drawn in Parameters mode.
+    void setCrosshair(double x);
+    double crosshair() const { return m_crosshairX; }
+    bool crosshairShown() const;
+    // Each visible series' value at `x` as drawn (smoothed where the chart
+    // smooths): its last point at or before x; series with none there are left
+    // out. Runs in the order added, series in declaration order. Step and Time
+    // mode only (empty in Parameters mode).
+    struct ValueAt {
+        QString runId;
+        QString series;
+        double key = 0;    // where the value was logged, in the current x mode
+        double value = 0;
+    };
+    QVector<ValueAt> valuesAt(double x) const;
+
     // The read-out for a widget pixel (no state changes), and the one shown now.
     Readout readoutAt(const QPointF& pixel) const;
     Readout hoverReadout() const;
@@ -196,6 +214,9 @@ Q_SIGNALS:
     void stepClicked(qint64 step);
     void logScaleChanged(bool on);
     void rubberBandZoomChanged(bool on);
+    // The pointer moved over the axis rect: its x in the current x mode; NaN
+    // when it left the chart (or the mode is Parameters).
+    void pointerMoved(double x);
 
 protected:
     void mousePressEvent(QMouseEvent* event) override;
@@ -258,6 +279,8 @@ private:
     QCPItemTracer* m_tracer = nullptr;
     QCPItemText* m_hoverLabel = nullptr;
     QCPItemStraightLine* m_marker = nullptr;
+    QCPItemStraightLine* m_crosshair = nullptr;
+    double m_crosshairX = std::numeric_limits<double>::quiet_NaN();
     double m_markerStep = std::numeric_limits<double>::quiet_NaN();
     QCPLayer* m_faintLayer = nullptr;
     QCPLayer* m_hoverLayer = nullptr;

@@ -13,7 +13,10 @@
 #include <QPushButton>
 #include <QResizeEvent>
 #include <QScrollArea>
+#include <QHeaderView>
+#include <QLocale>
 #include <QSlider>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -96,6 +99,14 @@ CurvesView::CurvesView(QWidget* parent)
     controls->addWidget(xLabel);
     controls->addWidget(m_xAxis);
     controls->addStretch(1);
+    m_valuesButton = new QToolButton(this);
+    m_valuesButton->setObjectName(QStringLiteral("valuesButton"));
+    m_valuesButton->setText(tr("Values"));
+    m_valuesButton->setCheckable(true);
+    m_valuesButton->setAccessibleName(tr("Values at the pointer"));
+    m_valuesButton->setToolTip(tr("A table under the charts of every shown run's values at the step under the "
+                                  "pointer (a line marks it on every chart)"));
+    controls->addWidget(m_valuesButton);
     controls->addWidget(m_reset);
     controls->addWidget(m_export);
 
@@ -118,11 +129,31 @@ CurvesView::CurvesView(QWidget* parent)
     m_emptyHint->setStyleSheet(QStringLiteral("color: palette(link); padding: 6px;"));
     m_emptyHint->hide();
 
+    m_valuesPanel = new QWidget(this);
+    m_valuesPanel->setObjectName(QStringLiteral("valuesPanel"));
+    auto* valuesLayout = new QVBoxLayout(m_valuesPanel);
+    valuesLayout->setContentsMargins(0, 4, 0, 0);
+    valuesLayout->setSpacing(2);
+    m_valuesTitle = new QLabel(tr("Point at a chart"), m_valuesPanel);
+    m_valuesTitle->setObjectName(QStringLiteral("valuesTitle"));
+    m_values = new QTableWidget(m_valuesPanel);
+    m_values->setObjectName(QStringLiteral("valuesTable"));
+    m_values->setAccessibleName(tr("Values at the pointer's step"));
+    m_values->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_values->verticalHeader()->hide();
+    m_values->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_values->verticalHeader()->setDefaultSectionSize(m_values->fontMetrics().height() + 6);  // compact rows
+    m_values->setMaximumHeight(120);
+    valuesLayout->addWidget(m_valuesTitle);
+    valuesLayout->addWidget(m_values);
+    m_valuesPanel->hide();
+
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 6, 6, 6);
     layout->addLayout(controls);
     layout->addWidget(m_emptyHint);
     layout->addWidget(scroll, 1);
+    layout->addWidget(m_valuesPanel);
 
     using Style = CurvePlot::SeriesStyle;
     addChart(QLatin1String(curve::kLoss), tr("Loss"), {QLatin1String(curve::kLoss), QLatin1String(curve::kValidationLoss)},
@@ -151,6 +182,7 @@ CurvesView::CurvesView(QWidget* parent)
         setXAxisMode(static_cast<CurvePlot::XAxisMode>(m_xAxis->itemData(index).toInt()));
     });
     connect(m_reset, &QPushButton::clicked, this, &CurvesView::resetViews);
+    connect(m_valuesButton, &QToolButton::toggled, this, &CurvesView::setValuesShown);
     connect(m_export, &QToolButton::clicked, this, &CurvesView::exportCurrentChart);
 
     m_smoothingSlider->setValue(static_cast<int>(std::lround(kDefaultSmoothing * kSliderSteps)));
@@ -170,9 +202,11 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
     for (qsizetype i = 0; i < metrics.size(); ++i) {
         plot->declareSeries(metrics[i], displayNames.value(i), styles.value(i, CurvePlot::SeriesStyle::Smoothed));
         m_metrics.append(metrics[i]);
+        m_metricHeaders.append(displayNames.value(i).isEmpty() ? title : title + QStringLiteral(" · ") + displayNames[i]);
         m_metricCharts.append(static_cast<int>(m_charts.size()));
     }
     connect(plot, &CurvePlot::activated, this, [this, plot] { setCurrentChart(plot); });
+    connect(plot, &CurvePlot::pointerMoved, this, &CurvesView::showValuesAt);
     connect(plot, &CurvePlot::stepClicked, this, &CurvesView::stepClicked);
     m_chartKeys.append(key);
     m_charts.append(plot);
@@ -401,6 +435,7 @@ void CurvesView::setXAxisMode(CurvePlot::XAxisMode mode)
         m_xAxis->setCurrentIndex(index);  // comes back here through currentIndexChanged
     for (CurvePlot* plot : std::as_const(m_charts))
         plot->setXAxisMode(mode);
+    m_valuesX = std::numeric_limits<double>::quiet_NaN();  // a step is not a time
 }
 
 CurvePlot::XAxisMode CurvesView::xAxisMode() const
@@ -415,6 +450,83 @@ void CurvesView::setCursorStep(qint64 step)
 }
 
 qint64 CurvesView::cursorStep() const { return m_charts.front()->cursorStep(); }
+
+// ---- crosshair and values ------------------------------------------------------------------
+
+void CurvesView::showValuesAt(double x)
+{
+    if (std::isfinite(x) && xAxisMode() == CurvePlot::XAxisMode::Step)
+        x = std::round(x);  // steps are whole
+    for (CurvePlot* plot : std::as_const(m_charts))
+        plot->setCrosshair(x);
+    if (!std::isfinite(x) || !valuesShown())
+        return;  // the table keeps the last step pointed at, to be read
+    m_valuesX = x;
+    const bool time = xAxisMode() == CurvePlot::XAxisMode::Time;
+    m_valuesTitle->setText(time ? tr("At %1 since the start").arg(curvemath::formatDuration(x))
+                                : tr("At step %1").arg(QLocale().toString(static_cast<qint64>(std::floor(x)))));
+    // A column a metric that some run has a value for at x.
+    QVector<QVector<CurvePlot::ValueAt>> perChart;
+    for (CurvePlot* plot : std::as_const(m_charts))
+        perChart.append(plot->valuesAt(x));
+    QList<int> columns;  // indices into m_metrics
+    for (int m = 0; m < m_metrics.size(); ++m)
+        for (const CurvePlot::ValueAt& v : std::as_const(perChart[m_metricCharts[m]]))
+            if (v.series == m_metrics[m]) {
+                columns.append(m);
+                break;
+            }
+    m_values->clear();
+    m_values->setColumnCount(static_cast<int>(columns.size()) + 1);
+    m_values->setRowCount(static_cast<int>(m_runs.size()));
+    QStringList headers{tr("Run")};
+    for (int m : std::as_const(columns))
+        headers << m_metricHeaders[m];
+    m_values->setHorizontalHeaderLabels(headers);
+    for (int r = 0; r < m_runs.size(); ++r) {
+        const RunEntry& run = m_runs[r];
+        auto* name = new QTableWidgetItem(run.label);
+        name->setForeground(palette::seriesColor(run.colorIndex));
+        m_values->setItem(r, 0, name);
+        for (int c = 0; c < columns.size(); ++c) {
+            const int m = columns[c];
+            for (const CurvePlot::ValueAt& v : std::as_const(perChart[m_metricCharts[m]])) {
+                if (v.runId != run.id || v.series != m_metrics[m])
+                    continue;
+                auto* cell = new QTableWidgetItem(QString::number(v.value, 'g', 5));
+                cell->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+                cell->setToolTip(time ? tr("logged at %1").arg(curvemath::formatDuration(v.key))
+                                      : tr("logged at step %1").arg(QLocale().toString(static_cast<qint64>(v.key))));
+                m_values->setItem(r, c + 1, cell);
+            }
+        }
+    }
+}
+
+void CurvesView::setValuesShown(bool on)
+{
+    if (m_valuesButton->isChecked() != on)
+        m_valuesButton->setChecked(on);  // comes back here through toggled
+    m_valuesPanel->setVisible(on);
+    if (on && std::isfinite(m_valuesX))
+        showValuesAt(m_valuesX);
+}
+
+bool CurvesView::valuesShown() const { return m_valuesButton->isChecked(); }
+
+int CurvesView::valuesRowCount() const { return m_values->rowCount(); }
+
+QString CurvesView::valuesTitle() const { return m_valuesTitle->text(); }
+
+QString CurvesView::valuesCell(int row, const QString& columnHeader) const
+{
+    for (int c = 0; c < m_values->columnCount(); ++c)
+        if (m_values->horizontalHeaderItem(c) && m_values->horizontalHeaderItem(c)->text() == columnHeader) {
+            const QTableWidgetItem* item = m_values->item(row, c);
+            return item ? item->text() : QString();
+        }
+    return {};
+}
 
 void CurvesView::resetViews()
 {

@@ -11,6 +11,8 @@
 #include <QVector>
 #include <QWidget>
 
+#include <limits>
+
 class QAction;
 class QCheckBox;
 class QComboBox;
@@ -80,6 +82,19 @@ public:
 
     qint64 cursorStep() const;  // -1: none
 
+    // The crosshair: the pointer over any chart draws a line at its x on every
+    // chart (CurvePlot::setCrosshair) and, while the Values table is shown,
+    // fills it with every shown run's value of every metric there. NaN (the
+    // pointer left) hides the line and keeps the table, to be read.
+    void showValuesAt(double x);
+    void setValuesShown(bool on);  // the Values button
+    bool valuesShown() const;
+    // The table: a row a run (its label first), a column a metric that some run
+    // has a value for, headed "Loss · train"; a cell as the chart draws it.
+    QString valuesCell(int row, const QString& columnHeader) const;  // empty when none
+    int valuesRowCount() const;
+    QString valuesTitle() const;  // "At step 1,200" (Time mode: "At 0:20:00")
+
     // One line above the charts while no run is shown (the app's first-start
     // invitation: pick a preset, press F5); none when empty.
     void setEmptyHint(const QString& text);
@@ -125,6 +140,7 @@ private:
     QStringList m_chartKeys;
     QVector<CurvePlot*> m_charts;
     QStringList m_metrics;        // metric names, parallel to m_metricCharts
+    QStringList m_metricHeaders;  // "Loss · train": the Values table's headers, parallel to m_metrics
     QVector<int> m_metricCharts;  // index into m_charts
     CurvePlot* m_current = nullptr;
     int m_columns = 0;
@@ -140,6 +156,11 @@ private:
     QToolButton* m_export = nullptr;
     QWidget* m_chartArea = nullptr;
     QLabel* m_emptyHint = nullptr;
+    QToolButton* m_valuesButton = nullptr;
+    QWidget* m_valuesPanel = nullptr;
+    QLabel* m_valuesTitle = nullptr;
+    class QTableWidget* m_values = nullptr;
+    double m_valuesX = std::numeric_limits<double>::quiet_NaN();
     QGridLayout* m_grid = nullptr;
 };
 

@@ -12,10 +12,12 @@
 #include <QMenu>
 #include <QPushButton>
 #include <QSlider>
+#include <QTableWidget>
 #include <QToolButton>
 #include <QtTest>
 
 #include <algorithm>
+#include <limits>
 
 using widelab::CurvePlot;
 using widelab::CurvePoint;
@@ -67,6 +69,7 @@ private Q_SLOTS:
     void legendsOfFiveRunsStayOffTheData();
     void aClickedPointOfAnyChartNamesItsStep();
     void theCursorStepReachesEveryChart();
+    void thePointerDrawsACrosshairOnEveryChartAndTabulatesTheValuesThere();
 };
 
 void TestCurvesView::hasTheSevenCharts()
@@ -512,6 +515,58 @@ void TestCurvesView::theCursorStepReachesEveryChart()
     view.setCursorStep(-1);
     for (const QString& key : kChartKeys)
         QVERIFY(!view.chart(key)->cursorShown());
+}
+
+void TestCurvesView::thePointerDrawsACrosshairOnEveryChartAndTabulatesTheValuesThere()
+{
+    CurvesView view;
+    view.resize(1200, 800);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setSmoothing(0);  // the values as logged
+    view.addRun(QStringLiteral("a"), QStringLiteral("A"), 0);
+    view.addRun(QStringLiteral("b"), QStringLiteral("B"), 0);
+    const auto at = [](double step, double value) { return CurvePoint{step, step, value}; };
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), {at(0, 3), at(10, 2), at(20, 1)});
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("validation_loss"), {at(10, 2.5)});
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("learning_rate"), {at(0, 0.001), at(20, 0.002)});
+    view.appendPoints(QStringLiteral("b"), QStringLiteral("loss"), {at(0, 4), at(10, 3.5)});
+    QVERIFY(!view.valuesShown());
+    view.setValuesShown(true);
+    QVERIFY(view.findChild<QWidget*>(QStringLiteral("valuesPanel"))->isVisible());
+
+    // The pointer over the loss chart near step 15 (snapped to the step).
+    CurvePlot* loss = view.chart(QStringLiteral("loss"));
+    loss->refreshNow();
+    const QPoint pointer(int(std::lround(loss->xAxis->coordToPixel(15.2))), loss->axisRect()->center().y());
+    QTest::mouseMove(loss, pointer);
+    for (const QString& key : kChartKeys) {
+        QVERIFY2(view.chart(key)->crosshairShown() || !view.chart(key)->isVisible(), qPrintable(key));
+        QCOMPARE(view.chart(key)->crosshair(), 15.0);
+    }
+    QCOMPARE(view.valuesTitle(), QStringLiteral("At step 15"));
+    QCOMPARE(view.valuesRowCount(), 2);
+    // Each value the last one logged at or before step 15.
+    QCOMPARE(view.valuesCell(0, QStringLiteral("Run")), QStringLiteral("A"));
+    QCOMPARE(view.valuesCell(0, QStringLiteral("Loss · train")), QStringLiteral("2"));
+    QCOMPARE(view.valuesCell(0, QStringLiteral("Loss · validation")), QStringLiteral("2.5"));
+    QCOMPARE(view.valuesCell(0, QStringLiteral("Learning rate")), QStringLiteral("0.001"));
+    QCOMPARE(view.valuesCell(1, QStringLiteral("Loss · train")), QStringLiteral("3.5"));
+    QCOMPARE(view.valuesCell(1, QStringLiteral("Loss · validation")), QString());  // B logged none
+    // No column for what no run has there.
+    QCOMPARE(view.findChild<QTableWidget*>(QStringLiteral("valuesTable"))->columnCount(), 4);
+
+    // Before any point: no value, no column but the run's.
+    view.showValuesAt(-5);
+    QCOMPARE(view.valuesTitle(), QStringLiteral("At step -5"));
+    QCOMPARE(view.findChild<QTableWidget*>(QStringLiteral("valuesTable"))->columnCount(), 1);
+    // The pointer leaves: the lines go, the table stays to be read.
+    view.showValuesAt(20);
+    view.showValuesAt(std::numeric_limits<double>::quiet_NaN());
+    for (const QString& key : kChartKeys)
+        QVERIFY(!view.chart(key)->crosshairShown());
+    QCOMPARE(view.valuesTitle(), QStringLiteral("At step 20"));
+    QCOMPARE(view.valuesCell(0, QStringLiteral("Loss · train")), QStringLiteral("1"));
 }
 
 QTEST_MAIN(TestCurvesView)
