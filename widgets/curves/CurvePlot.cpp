@@ -27,7 +27,6 @@ using palette::blend;
 constexpr int kRefreshIntervalMs = 40;
 constexpr double kMarkerLineWidth = 1.0;  // the thin line joining a Markers series' markers
 constexpr int kFaintAlpha = 70;           // the raw line behind a smoothed one
-constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
 
 }  // namespace
 CurvePlot::CurvePlot(QWidget* parent)
@@ -109,6 +108,10 @@ CurvePlot::CurvePlot(QWidget* parent)
     connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
     connect(this, &QCustomPlot::legendClick, this,
             [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+                if (const auto* key = dynamic_cast<const curveplot::KeyLegendItem*>(item)) {
+                    toggleFromKey(key->kind() == curveplot::KeyLegendItem::Kind::Run, key->id());
+                    return;
+                }
                 auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
                 if (!entry)
                     return;
@@ -648,6 +651,21 @@ void CurvePlot::setStepMarker(double step)
         m_marker->point2->setCoords(step, 1);
     }
     scheduleRefresh();
+}
+
+// A collapsed legend's entry clicked: a run's series all, or one series of
+// every run; hidden when any was shown, else shown.
+void CurvePlot::toggleFromKey(bool run, const QString& id)
+{
+    QList<Series*> targets;
+    for (const auto& s : m_series)
+        if ((run ? s->run->id : s->name) == id && !s->points.isEmpty())
+            targets.append(s.get());
+    bool anyShown = false;
+    for (const Series* s : std::as_const(targets))
+        anyShown = anyShown || s->visible;
+    for (Series* s : std::as_const(targets))
+        setSeriesVisible(s->run->id, s->name, !anyShown);
 }
 
 void CurvePlot::setCrosshair(double x)

@@ -136,7 +136,12 @@ public:
     // flow into as many columns as the chart's width holds, then wrap.
     int legendColumns() const;
     // The legend's entries in order (its grid also holds empty cells once it wraps).
+    // With more than one run and more than one series holding points, the legend
+    // collapses: an entry a run (its colour; a click toggles all its series),
+    // then a style key a series (its line style; a click toggles it in every run),
+    // instead of runs x series entries that would take half the chart.
     QList<QCPAbstractLegendItem*> legendEntries() const;
+    QStringList legendTexts() const;  // each entry's text, in order: "A · train", or "A" and "train" collapsed
 
     // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
     // the pixels). false with *error set when the suffix is unknown or the file
@@ -263,6 +268,7 @@ private:
     void configureXAxis();
     void updateTimeTickerFormat();
     void setHover(const Readout& readout);
+    void toggleFromKey(bool run, const QString& id);
     QString readoutText(const Readout& r) const;
     bool writeSvg(const QString& path, int width, int height);
     void askAndExport(const QStringList& filters);

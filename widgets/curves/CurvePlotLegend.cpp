@@ -37,6 +37,42 @@ void placeBesideAxisRect(QCPLayoutGrid* layout, QCPAxisRect* rect, QCPLayoutElem
 
 }  // namespace
 
+namespace curveplot {
+
+KeyLegendItem::KeyLegendItem(QCPLegend* legend, Kind kind, const QString& id, const QString& text, const QPen& pen,
+                             bool marker)
+    : QCPAbstractLegendItem(legend), m_kind(kind), m_id(id), m_text(text), m_pen(pen), m_marker(marker)
+{
+}
+
+void KeyLegendItem::draw(QCPPainter* painter)
+{
+    const QSize icon = mParentLegend->iconSize();
+    painter->setFont(mFont);
+    const QRect textRect = painter->fontMetrics().boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+    const int height = std::max(textRect.height(), icon.height());
+    painter->setPen(QPen(mTextColor));
+    painter->drawText(mRect.x() + icon.width() + mParentLegend->iconTextPadding(), mRect.y(), textRect.width(), height,
+                      Qt::TextDontClip, m_text);
+    const int y = mRect.y() + height / 2;
+    painter->setPen(m_pen);
+    painter->drawLine(QPointF(mRect.x(), y), QPointF(mRect.x() + icon.width(), y));
+    if (m_marker) {
+        painter->setBrush(Qt::NoBrush);
+        painter->drawEllipse(QPointF(mRect.x() + icon.width() / 2.0, y), 3.0, 3.0);
+    }
+}
+
+QSize KeyLegendItem::minimumOuterSizeHint() const
+{
+    const QSize icon = mParentLegend->iconSize();
+    const QRect textRect = QFontMetrics(mFont).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+    return {icon.width() + mParentLegend->iconTextPadding() + textRect.width() + mMargins.left() + mMargins.right(),
+            std::max(textRect.height(), icon.height()) + mMargins.top() + mMargins.bottom()};
+}
+
+}  // namespace curveplot
+
 void CurvePlot::setNote(const QString& note)
 {
     m_note = note;
@@ -51,6 +87,49 @@ void CurvePlot::rebuildLegend()
 {
     m_legendDirty = false;
     legend->clearItems();
+    // Which runs and series have points: several of each collapse the legend
+    // to one entry a run plus one style key a series.
+    QList<const Run*> runs;
+    QStringList series;
+    for (const auto& run : m_runs)
+        for (const QString& name : std::as_const(m_declaredSeries))
+            if (const Series* s = findSeries(run->id, name); s && !s->points.isEmpty()) {
+                if (!runs.contains(run.get()))
+                    runs.append(run.get());
+                if (!series.contains(name))
+                    series.append(name);
+            }
+    if (runs.size() > 1 && series.size() > 1) {
+        const auto shown = [this](const QString& runId, const QString& name) {
+            const Series* s = findSeries(runId, name);
+            return s && !s->points.isEmpty() && s->visible;
+        };
+        for (const Run* run : std::as_const(runs)) {
+            bool any = false;
+            for (const QString& name : std::as_const(series))
+                any = any || shown(run->id, name);
+            auto* item = new KeyLegendItem(legend, KeyLegendItem::Kind::Run, run->id, run->label,
+                                           QPen(run->color, kLineWidth), false);
+            item->setTextColor(any ? m_colors.text : m_colors.hiddenText);
+            legend->addItem(item);
+        }
+        for (const QString& name : std::as_const(series)) {
+            bool any = false;
+            for (const Run* run : std::as_const(runs))
+                any = any || shown(run->id, name);
+            const int index = seriesIndex(name);
+            const bool markers = seriesStyle(name) == SeriesStyle::Markers;
+            const QString display = m_displayNames.value(index);
+            auto* item = new KeyLegendItem(legend, KeyLegendItem::Kind::Series, name, display.isEmpty() ? name : display,
+                                           QPen(m_colors.axis, kLineWidth,
+                                                kLineStyles[static_cast<std::size_t>(index) % kLineStyles.size()]),
+                                           markers);
+            item->setTextColor(any ? m_colors.text : m_colors.hiddenText);
+            legend->addItem(item);
+        }
+        legend->setVisible(true);
+        return;
+    }
     for (const auto& run : m_runs) {
         for (const QString& name : std::as_const(m_declaredSeries)) {
             const Series* s = findSeries(run->id, name);
@@ -91,6 +170,18 @@ QList<QCPAbstractLegendItem*> CurvePlot::legendEntries() const
         if (QCPAbstractLegendItem* item = legend->item(i))
             entries.append(item);
     return entries;
+}
+
+QStringList CurvePlot::legendTexts() const
+{
+    QStringList texts;
+    for (QCPAbstractLegendItem* item : legendEntries()) {
+        if (const auto* key = dynamic_cast<const KeyLegendItem*>(item))
+            texts << key->text();
+        else if (auto* entry = qobject_cast<QCPPlottableLegendItem*>(item))
+            texts << entry->plottable()->name();
+    }
+    return texts;
 }
 
 void CurvePlot::updateNote()

@@ -7,6 +7,8 @@
 
 #include <QFont>
 
+#include <array>
+
 namespace widelab {
 
 struct CurvePlot::Run {
@@ -33,7 +35,35 @@ struct CurvePlot::Series {
 
 namespace curveplot {
 
+// An entry of a collapsed legend (several runs and several series in one chart,
+// which would otherwise need runs x series entries): a run, drawn in its colour,
+// standing for all its series; or a series' style key (solid "train", dashed
+// "validation"), drawn in the text's colour, standing for that series of every
+// run. A click toggles what it stands for.
+class KeyLegendItem : public QCPAbstractLegendItem {
+public:
+    enum class Kind { Run, Series };
+    KeyLegendItem(QCPLegend* legend, Kind kind, const QString& id, const QString& text, const QPen& pen, bool marker);
+
+    Kind kind() const { return m_kind; }
+    QString id() const { return m_id; }   // the run's id, or the series' name
+    QString text() const { return m_text; }
+
+protected:
+    void draw(QCPPainter* painter) override;
+    QSize minimumOuterSizeHint() const override;
+
+private:
+    Kind m_kind;
+    QString m_id;
+    QString m_text;
+    QPen m_pen;
+    bool m_marker;
+};
+
 constexpr double kLineWidth = 1.6;  // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
+// A run's series in declaration order: solid, dashed, dotted, dash-dotted (the legend's style key too).
+constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};
 
 inline QColor withAlpha(QColor color, int alpha)
 {

@@ -217,11 +217,11 @@ void TestCurvePlotDrawing::legendStaysOutOfThePlotArea()
         plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
         plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
     }
-    // An odd count, so the wrapped grid has an empty cell.
+    // A third series, for one run only: five runs and three style keys.
     plot.appendPoints(QStringLiteral("0"), QStringLiteral("extra"), pointsOf({1, 2}));
     plot.refreshNow();
     plot.replot();
-    QCOMPARE(plot.legendEntries().size(), 11);
+    QCOMPARE(plot.legendEntries().size(), 8);
     QVERIFY(plot.legend->visible());
 
     // Neither the legend nor any of its entries overlaps the axis rect, where the data is drawn.
@@ -492,13 +492,16 @@ void TestCurvePlotDrawing::seriesDifferByLineStyleAndRunsByColour()
     QCOMPARE(plot.lineGraph(QStringLiteral("a"), QStringLiteral("validation_loss"))->scatterStyle().shape(),
              QCPScatterStyle::ssDisc);
 
-    // One legend entry per series with data, runs in order, series in declaration order.
-    QCOMPARE(plot.legendEntries().size(), 3);
-    QStringList names;
-    for (QCPAbstractLegendItem* item : plot.legendEntries())
-        names << qobject_cast<QCPPlottableLegendItem*>(item)->plottable()->name();
-    QCOMPARE(names, (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation"),
-                                 QStringLiteral("B · validation")}));
+    // Two runs and two series: an entry a run, in order, then a style key a
+    // series, in declaration order.
+    QCOMPARE(plot.legendTexts(), (QStringList{QStringLiteral("A"), QStringLiteral("B"), QStringLiteral("train"),
+                                              QStringLiteral("validation")}));
+    // One run: an entry a series with data, named run · series.
+    plot.removeRun(QStringLiteral("b"));
+    plot.refreshNow();
+    QCOMPARE(plot.legendTexts(), (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation")}));
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    plot.appendPoints(QStringLiteral("b"), QStringLiteral("validation_loss"), pointsOf({2.5, 2}));
 
     // Re-adding a run updates its label and colour in place.
     plot.addRun(QStringLiteral("b"), QStringLiteral("B2"), Qt::darkGreen);

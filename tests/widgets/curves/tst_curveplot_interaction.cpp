@@ -17,6 +17,7 @@ private Q_SLOTS:
     void hoverNamesTheNearestSeriesAndItsValues();
     void hiddenSeriesLeaveTheLegendGreyAndTheCsvOut();
     void clickingALegendEntryTogglesItsSeries();
+    void aCollapsedLegendTogglesARunOrOneSeriesOfEveryRun();
     void csvHoldsExactlyTheAppendedPoints();
     void csvReportsAnUnwritablePath();
     void imagesCarryTheRightMagic_data();
@@ -207,6 +208,47 @@ void TestCurvePlotInteraction::clickingALegendEntryTogglesItsSeries()
     plot.replot();
     QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legendEntries().at(1)->outerRect().center());
     QVERIFY(plot.isSeriesVisible(QStringLiteral("b"), QStringLiteral("loss")));
+}
+
+void TestCurvePlotInteraction::aCollapsedLegendTogglesARunOrOneSeriesOfEveryRun()
+{
+    CurvePlot plot;
+    showPlot(plot);
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"), CurvePlot::SeriesStyle::Markers);
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
+    plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
+    for (const QString& run : {QStringLiteral("a"), QStringLiteral("b")}) {
+        plot.appendPoints(run, QStringLiteral("loss"), pointsOf({3, 2, 1}));
+        plot.appendPoints(run, QStringLiteral("validation_loss"), pointsOf({3.5, 2.5}));
+    }
+    plot.refreshNow();
+    plot.replot();
+    QCOMPARE(plot.legendTexts(), (QStringList{QStringLiteral("A"), QStringLiteral("B"), QStringLiteral("train"),
+                                              QStringLiteral("validation")}));
+    auto click = [&plot](int entry) {
+        plot.replot();
+        QTest::mouseClick(&plot, Qt::LeftButton, Qt::NoModifier, plot.legendEntries().at(entry)->outerRect().center());
+        plot.refreshNow();
+    };
+    auto shown = [&plot](const char* run, const char* series) {
+        return plot.isSeriesVisible(QString::fromLatin1(run), QString::fromLatin1(series));
+    };
+    // Run B: both its series go, A's stay; again: back.
+    click(1);
+    QVERIFY(!shown("b", "loss") && !shown("b", "validation_loss"));
+    QVERIFY(shown("a", "loss") && shown("a", "validation_loss"));
+    click(1);
+    QVERIFY(shown("b", "loss") && shown("b", "validation_loss"));
+    // The validation key: that series of every run.
+    click(3);
+    QVERIFY(!shown("a", "validation_loss") && !shown("b", "validation_loss"));
+    QVERIFY(shown("a", "loss") && shown("b", "loss"));
+    // Run A with its validation hidden: some of it shown, so its entry hides it whole, then shows it whole.
+    click(0);
+    QVERIFY(!shown("a", "loss") && !shown("a", "validation_loss"));
+    click(0);
+    QVERIFY(shown("a", "loss") && shown("a", "validation_loss"));
 }
 
 void TestCurvePlotInteraction::csvHoldsExactlyTheAppendedPoints()
