@@ -256,6 +256,7 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("interval_sums", torch::tensor(state.intervalSums, torch::kFloat64));
     archive.write("interval_steps", torch::tensor(state.intervalSteps));
     archive.write("world_size", torch::tensor(state.worldSize));
+    archive.write("evaluation_pending", torch::tensor(static_cast<std::int64_t>(state.evaluationPending ? 1 : 0)));
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
     if (const auto device = modelDevice(model); device.is_cuda())  // dropout and router noise draw on the GPU
         archive.write("rng_cuda", cudaGenerator(device).get_state());
@@ -457,6 +458,9 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         torch::Tensor worldSize;  // written since distributed training
         if (archive.try_read("world_size", worldSize))
             state.worldSize = worldSize.item<std::int64_t>();
+        torch::Tensor pending;  // written since a stop during a validation is finished on resume
+        if (archive.try_read("evaluation_pending", pending))
+            state.evaluationPending = pending.item<std::int64_t>() != 0;
 
         auto check = [&](const std::string& name, const torch::Tensor& target, bool buffer) {
             torch::Tensor value;

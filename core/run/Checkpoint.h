@@ -46,6 +46,10 @@ struct CheckpointState {
     // The processes that trained it (distributed runs); a checkpoint from before
     // distributed training reads as 1.
     std::int64_t worldSize = 1;
+    // The validation of `step` was cut short by a stop (a checkpoint saved then):
+    // the resumed run measures it, and does what follows it, before the next
+    // step, as an uninterrupted run would. False in checkpoints before it existed.
+    bool evaluationPending = false;
     // Set by loadCheckpoint: false for a format-1 file, written before checkpoints
     // had a checksum, whose bytes could not be checked. Ignored by saveCheckpoint.
     bool verified = true;

@@ -95,10 +95,68 @@ TrainSummary Trainer::run(TrainingControl& control)
         }
         return std::nullopt;
     };
+    // What follows a step: the validation at its interval and at the last step
+    // (and a better one's checkpoint), the interval's checkpoint, the probes.
+    // Go on, stop (a stop during the validation: the checkpoint saved at the end
+    // says it is pending), or end the run with `ended`.
+    enum class After { Go, Stop };
+    std::optional<TrainSummary> ended;
+    auto afterStep = [&]() -> After {
+        const bool saving = m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps
+                            || m_state.step % t.checkpointEvery == 0;
+        if (saving) {
+            if (auto error = unsavedStepsNonFinite()) {
+                ended = stopped(*error);
+                return After::Stop;
+            }
+        }
+        const double pauseStart = steadySeconds();
+        if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
+            try {
+                const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
+                message("info", "validation at step " + std::to_string(result.step) + ": " + evaluationText(result));
+                measureInsights();
+                // Every rank decides alike (each saves its part): on rank 0's loss,
+                // which an expert-parallel rank may compute in other last bits.
+                const double loss = fromRankZero(result.loss, "the validation loss at step " + std::to_string(m_state.step));
+                if (loss < m_state.bestValidationLoss) {
+                    m_state.bestValidationLoss = loss;
+                    writeCheckpoint(runlayout::bestCheckpointFile(m_directory));
+                }
+            } catch (const Interrupted&) {
+                m_state.evaluationPending = true;
+                m_savedStep = -1;  // the checkpoint at the end records it, even at a step already saved
+                summary.outcome = TrainOutcome::Stopped;
+                return After::Stop;
+            } catch (const std::exception& error) {
+                if (!isOutOfMemory(error))
+                    throw;
+                ended = outOfMemory("the validation at step " + std::to_string(m_state.step));
+                return After::Stop;
+            }
+        }
+        if (m_state.step % t.checkpointEvery == 0)
+            saveCheckpoint();
+        const std::int64_t probeEvery = t.probeEvery > 0 ? t.probeEvery : t.evalEvery;
+        if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps)
+            probeAll();
+        interval.started += steadySeconds() - pauseStart;  // not training time
+        return After::Go;
+    };
+
     m_status->training(m_state.step);
     if (m_state.step == 0)  // the untrained model, where the views' replay starts
         probeAll();
-    while (m_state.step < m_totalSteps) {
+    bool stopping = false;
+    if (m_state.evaluationPending) {  // resumed after a stop during this step's validation
+        m_state.evaluationPending = false;
+        m_savedStep = -1;  // the checkpoint on disk still says pending: the end writes this step's again
+        message("info", "measuring the validation of step " + std::to_string(m_state.step) + ", which a stop cut short");
+        stopping = afterStep() == After::Stop;
+        if (ended)
+            return *ended;
+    }
+    while (!stopping && m_state.step < m_totalSteps) {
         if (control.hasRequests() || control.paused()) {
             if (auto error = unsavedStepsNonFinite())
                 return stopped(*error);
@@ -137,40 +195,11 @@ TrainSummary Trainer::run(TrainingControl& control)
         if (measure)
             publish(interval);
         m_status->progress(m_state.step);
-        const bool saving = m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps
-                            || m_state.step % t.checkpointEvery == 0;
-        if (saving) {
-            if (auto error = unsavedStepsNonFinite())
-                return stopped(*error);
+        if (afterStep() == After::Stop) {
+            if (ended)
+                return *ended;
+            break;
         }
-        const double pauseStart = steadySeconds();
-        if (m_state.step % t.evalEvery == 0 || m_state.step == m_totalSteps) {
-            try {
-                const EvaluationResult result = evaluate(Split::Validation, t.evalBatches);
-                message("info", "validation at step " + std::to_string(result.step) + ": " + evaluationText(result));
-                measureInsights();
-                // Every rank decides alike (each saves its part): on rank 0's loss,
-                // which an expert-parallel rank may compute in other last bits.
-                const double loss = fromRankZero(result.loss, "the validation loss at step " + std::to_string(m_state.step));
-                if (loss < m_state.bestValidationLoss) {
-                    m_state.bestValidationLoss = loss;
-                    writeCheckpoint(runlayout::bestCheckpointFile(m_directory));
-                }
-            } catch (const Interrupted&) {
-                summary.outcome = TrainOutcome::Stopped;
-                break;
-            } catch (const std::exception& error) {
-                if (!isOutOfMemory(error))
-                    throw;
-                return outOfMemory("the validation at step " + std::to_string(m_state.step));
-            }
-        }
-        if (m_state.step % t.checkpointEvery == 0)
-            saveCheckpoint();
-        const std::int64_t probeEvery = t.probeEvery > 0 ? t.probeEvery : t.evalEvery;
-        if (m_state.step % probeEvery == 0 || m_state.step == m_totalSteps)
-            probeAll();
-        interval.started += steadySeconds() - pauseStart;  // not training time
     }
     if (auto error = unsavedStepsNonFinite())
         return stopped(*error);

@@ -172,6 +172,7 @@ private Q_SLOTS:
     void imageRunResumesExactly();
     void imageProbesAndTheirErrors();
     void resumeContinuesExactly();
+    void aStopDuringTheLastValidationIsMeasuredOnResume();
     void killDuringSaveLeavesTheLastCheckpointLoadable();
     void brokenCheckpointsAreClearErrors();
     void existingRunIsNotOverwritten();
@@ -385,6 +386,53 @@ void TestTrainer::resumeContinuesExactly()
     QTemporaryDir dir;
     const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 20}})";
     resumedRunRetracesTheWholeRun([&] { return tinyRun(moe); }, dir, 10);
+}
+
+void TestTrainer::aStopDuringTheLastValidationIsMeasuredOnResume()
+{
+    // Ctrl-C after the last step, while its validation runs: the run stops with
+    // that step saved and no validation line; resumed, it measures the validation
+    // the uninterrupted run wrote, then ends, instead of ending at once without it.
+    QTemporaryDir dir;
+    const std::string json = R"({"train": {"steps": 12, "eval_every": 6, "log_every": 3}})";
+    std::atomic<bool> never{false};
+    Trainer(tinyRun(json), fresh(dir, "whole")).run(never);
+    struct StopAtTheEnd : TrainingObserver {
+        std::atomic<bool>* flag = nullptr;
+        void onSnapshot(const TrainingSnapshot& s) override { *flag = *flag || s.step == 12; }
+    };
+    std::atomic<bool> interrupt{false};
+    StopAtTheEnd observer;
+    observer.flag = &interrupt;
+    {
+        Trainer first(tinyRun(json), fresh(dir, "parts"));
+        first.addObserver(&observer);
+        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(first.step(), 12);
+    }
+    const auto validations = [&dir](const char* run) {
+        std::vector<int> steps;
+        for (const auto& line : metricLines(fresh(dir, run), "eval"))
+            steps.push_back(line["step"].get<int>());
+        return steps;
+    };
+    QCOMPARE(validations("parts"), std::vector<int>{6});  // step 12's was cut short
+    TrainerOptions resume;
+    resume.resume = true;
+    {
+        Trainer second(tinyRun(json), fresh(dir, "parts"), resume);
+        QCOMPARE(second.step(), 12);
+        QCOMPARE(static_cast<int>(second.run(never).outcome), static_cast<int>(TrainOutcome::Completed));
+    }
+    QCOMPARE(validations("parts"), (std::vector<int>{6, 12}));
+    QCOMPARE(validations("whole"), (std::vector<int>{6, 12}));
+    const auto whole = metricLines(fresh(dir, "whole"), "eval");
+    const auto parts = metricLines(fresh(dir, "parts"), "eval");
+    QCOMPARE(parts.back()["loss"].get<double>(), whole.back()["loss"].get<double>());
+    QCOMPARE(parts.back()["accuracy"].get<double>(), whole.back()["accuracy"].get<double>());
+    // Resumed once more, nothing is pending: it ends at once, with no second line.
+    Trainer(tinyRun(json), fresh(dir, "parts"), resume).run(never);
+    QCOMPARE(validations("parts"), (std::vector<int>{6, 12}));
 }
 
 void TestTrainer::killDuringSaveLeavesTheLastCheckpointLoadable()
