@@ -35,13 +35,18 @@ ComparedRuns::~ComparedRuns() = default;
 bool ComparedRuns::add(const QString& directory)
 {
     const QString id = QDir(directory).absolutePath();
+    QStringList warnings;
+    if (id == m_runs.current()) {  // the open run: as it is, its own follower or training goes on
+        const bool known = m_runs.addSaved(directory, nullptr, &warnings);
+        m_runs.reportSkippedLines(warnings);
+        return known;
+    }
     forget(id);  // added again: read afresh, followed from there
     LineTail metrics;
-    QStringList warnings;
     const bool added = m_runs.addSaved(directory, &metrics, &warnings);
     m_runs.reportSkippedLines(warnings);
-    if (!added || id == m_runs.current())
-        return added;
+    if (!added)
+        return false;
     auto follower = std::make_unique<RunFollower>(id, std::move(metrics), LineTail());
     follower->setInterval(m_interval);
     connect(follower.get(), &RunFollower::metricsLines, this,
