@@ -19,6 +19,11 @@ RunRegistry::RunRegistry(CurvesView* curves, InsightsView* insights, QListWidget
     : QObject(parent), m_curves(curves), m_insights(insights), m_list(list)
 {
     connect(m_list, &QListWidget::itemChanged, this, &RunRegistry::onItemChanged);
+    connect(m_curves, &CurvesView::runColorsChanged, this, [this] {  // the theme changed
+        const QSignalBlocker block(m_list);
+        for (int row = 0; row < m_list->count(); ++row)
+            m_list->item(row)->setForeground(m_curves->runColor(m_list->item(row)->data(Qt::UserRole).toString()));
+    });
 }
 
 const RunRecord* RunRegistry::record(const QString& runId) const

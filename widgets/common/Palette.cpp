@@ -4,7 +4,9 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace widelab::palette {
 namespace {
@@ -28,6 +30,27 @@ QColor seriesColor(int index)
 {
     const int n = seriesCount();
     return QColor::fromRgba(kSeries[static_cast<std::size_t>(((index % n) + n) % n)]);
+}
+
+double contrastRatio(const QColor& a, const QColor& b)
+{
+    auto luminance = [](const QColor& c) {
+        auto linear = [](double v) { return v <= 0.03928 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4); };
+        return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+    };
+    const double la = luminance(a), lb = luminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+QColor seriesColor(int index, const QPalette& on)
+{
+    QColor color = seriesColor(index);
+    const QColor base = on.color(QPalette::Base);
+    if (base.lightness() >= 128)
+        return color;
+    for (int i = 0; i < 12 && contrastRatio(color, base) < 3.0; ++i)
+        color = color.lighter(112);
+    return color;
 }
 
 QColor sharedColor() { return QColor::fromRgba(kSeries[1]); }

@@ -15,6 +15,12 @@ namespace widelab::palette {
 // differ in lightness as well as hue; index wraps around.
 int seriesCount();
 QColor seriesColor(int index);
+// The same colour as drawn on `on`'s base colour: on a dark base one too dark to
+// read (Okabe and Ito's blue) is lightened until it contrasts 3:1 with it
+// (WCAG's ratio for graphics); on a light base, unchanged.
+QColor seriesColor(int index, const QPalette& on);
+// WCAG 2 contrast ratio of two colours, 1 (none) to 21 (black on white).
+double contrastRatio(const QColor& a, const QColor& b);
 
 // The colour for "shared across blocks" and "individual per block" in diagrams.
 QColor sharedColor();

@@ -5,6 +5,7 @@
 #include "vocab/Curves.h"
 
 #include <QCheckBox>
+#include <QEvent>
 #include <QComboBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -233,7 +234,7 @@ void CurvesView::addRun(const QString& runId, const QString& label, double param
     known->parameters = parameterCount;
     for (CurvePlot* plot : std::as_const(m_charts))
         if (drawsRun(plot, *known))
-            plot->addRun(runId, label, palette::seriesColor(known->colorIndex), parameterCount);
+            plot->addRun(runId, label, palette::seriesColor(known->colorIndex, palette()), parameterCount);
     updateBalanceNote();
     updateEmptyHint();
 }
@@ -248,7 +249,7 @@ void CurvesView::setRunTraits(const QString& runId, const RunTraits& traits)
     if (!drawsRun(balance, *run))
         balance->removeRun(runId);
     else if (!balance->hasRun(runId))
-        balance->addRun(runId, run->label, palette::seriesColor(run->colorIndex), run->parameters);
+        balance->addRun(runId, run->label, palette::seriesColor(run->colorIndex, palette()), run->parameters);
     updateBalanceNote();
 }
 
@@ -288,6 +289,19 @@ void CurvesView::removeRun(const QString& runId)
     updateBalanceNote();
     updateEmptyHint();
     relayout();
+}
+
+void CurvesView::changeEvent(QEvent* event)
+{
+    QWidget::changeEvent(event);
+    if (event->type() != QEvent::PaletteChange)
+        return;
+    // Light to dark or back: each run's colour as readable on the new base.
+    for (const RunEntry& run : std::as_const(m_runs))
+        for (CurvePlot* plot : std::as_const(m_charts))
+            if (plot->hasRun(run.id))
+                plot->addRun(run.id, run.label, palette::seriesColor(run.colorIndex, palette()), run.parameters);
+    Q_EMIT runColorsChanged();
 }
 
 void CurvesView::setEmptyHint(const QString& text)
@@ -342,7 +356,7 @@ QColor CurvesView::runColor(const QString& runId) const
 {
     for (const RunEntry& r : m_runs)
         if (r.id == runId)
-            return palette::seriesColor(r.colorIndex);
+            return palette::seriesColor(r.colorIndex, palette());
     return QColor();
 }
 
@@ -486,7 +500,7 @@ void CurvesView::showValuesAt(double x)
     for (int r = 0; r < m_runs.size(); ++r) {
         const RunEntry& run = m_runs[r];
         auto* name = new QTableWidgetItem(run.label);
-        name->setForeground(palette::seriesColor(run.colorIndex));
+        name->setForeground(palette::seriesColor(run.colorIndex, palette()));
         m_values->setItem(r, 0, name);
         for (int c = 0; c < columns.size(); ++c) {
             const int m = columns[c];

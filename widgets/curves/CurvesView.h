@@ -112,9 +112,13 @@ public Q_SLOTS:
 Q_SIGNALS:
     // A point of a curve in any chart was clicked: its step (CurvePlot::stepClicked).
     void stepClicked(qint64 step);
+    // The theme changed and with it the runs' colours (runColor): lists that
+    // show them should read them again.
+    void runColorsChanged();
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
+    void changeEvent(QEvent* event) override;  // a new palette recolours the runs
 
 private:
     struct RunEntry {

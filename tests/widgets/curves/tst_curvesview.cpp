@@ -70,6 +70,7 @@ private Q_SLOTS:
     void aClickedPointOfAnyChartNamesItsStep();
     void theCursorStepReachesEveryChart();
     void thePointerDrawsACrosshairOnEveryChartAndTabulatesTheValuesThere();
+    void theFirstRunsBlueIsReadableOnADarkTheme();
 };
 
 void TestCurvesView::hasTheSevenCharts()
@@ -568,6 +569,32 @@ void TestCurvesView::thePointerDrawsACrosshairOnEveryChartAndTabulatesTheValuesT
         QVERIFY(!view.chart(key)->crosshairShown());
     QCOMPARE(view.valuesTitle(), QStringLiteral("At step 20"));
     QCOMPARE(view.valuesCell(0, QStringLiteral("Loss · train")), QStringLiteral("1"));
+}
+
+void TestCurvesView::theFirstRunsBlueIsReadableOnADarkTheme()
+{
+    CurvesView view;
+    QPalette light = view.palette();
+    light.setColor(QPalette::Base, Qt::white);
+    view.setPalette(light);
+    view.addRun(QStringLiteral("a"), QStringLiteral("A"), 0);
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), ramp(5));
+    // Light: Okabe and Ito's blue as it is (5.2:1 on white).
+    QCOMPARE(view.runColor(QStringLiteral("a")), QColor(0x00, 0x72, 0xb2));
+    QVERIFY(palette::contrastRatio(view.runColor(QStringLiteral("a")), Qt::white) > 4.5);
+    // A dark base (#2d2d2d): that blue contrasts 2.7:1, below WCAG's 3:1 for graphics.
+    const QColor darkBase(0x2d, 0x2d, 0x2d);
+    QVERIFY(palette::contrastRatio(QColor(0x00, 0x72, 0xb2), darkBase) < 3.0);
+    QPalette dark = view.palette();
+    dark.setColor(QPalette::Base, darkBase);
+    view.setPalette(dark);
+    const QColor onDark = view.runColor(QStringLiteral("a"));
+    QVERIFY2(palette::contrastRatio(onDark, darkBase) >= 3.0, qPrintable(onDark.name()));
+    QVERIFY(onDark.hueF() > 0.5 && onDark.hueF() < 0.65);  // still a blue
+    // The charts drew it again in the new colour.
+    QCOMPARE(view.chart(QStringLiteral("loss"))->seriesColor(QStringLiteral("a"), QStringLiteral("loss")), onDark);
+    // Colours that read well on the dark base stay as they are (orange, 6.1:1).
+    QCOMPARE(palette::seriesColor(1, dark), palette::seriesColor(1));
 }
 
 QTEST_MAIN(TestCurvesView)
