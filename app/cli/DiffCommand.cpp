@@ -2,6 +2,7 @@
 
 #include "TextTable.h"
 #include "config/Presets.h"
+#include "run/RunLayout.h"
 #include "train/RunConfig.h"
 #include "vocab/ConfigError.h"
 #include "vocab/JsonText.h"
@@ -12,7 +13,7 @@ std::filesystem::path diffSource(const std::string& runFileOrPreset)
 {
     std::error_code error;
     if (std::filesystem::is_directory(runFileOrPreset, error)) {
-        const std::filesystem::path config = std::filesystem::path(runFileOrPreset) / "config.json";
+        const std::filesystem::path config = runlayout::configFile(runFileOrPreset);
         if (!std::filesystem::is_regular_file(config, error))
             throw ConfigError({{"", runFileOrPreset + ": a folder without config.json, so not a run"}});
         return config;

@@ -10,7 +10,6 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QJsonDocument>
-#include <QJsonObject>
 #include <QMessageBox>
 #include <QRegularExpression>
 #include <QSaveFile>
@@ -172,9 +171,8 @@ void ConfigDocument::afterUnsavedEdits(const std::function<void()>& then)
 // its family (or `group`); a file that cannot be read is listed by its name.
 static ConfigPanel::PresetChoice presetEntry(const QString& id, const QString& file, const QString& group)
 {
-    QFile in(file);
-    const QJsonObject document =
-        in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll()).object() : QJsonObject();
+    QString unreadable;  // listed by its name all the same; opening it says why it cannot be
+    const QJsonObject document = readJsonObject(file, &unreadable);
     return {id, document.value(QStringLiteral("name")).toString(), document.value(QStringLiteral("description")).toString(),
             group.isEmpty() ? modelFamily(document) : group};
 }

@@ -33,9 +33,7 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
-#include <QFile>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
@@ -227,21 +225,14 @@ void MainWindow::showRunLog(const QStringList& spdlogLines)
 
 ConfigDiffDialog* MainWindow::showConfigDiff(const QString& runDirectory, const QString& runLabel)
 {
-    const QString file = runFile(runDirectory, runlayout::kConfig);
-    QFile in(file);
-    QJsonParseError parse{};
-    const QJsonDocument config =
-        in.open(QIODevice::ReadOnly) ? QJsonDocument::fromJson(in.readAll(), &parse) : QJsonDocument();
-    if (!config.isObject()) {
-        showProblem(tr("Cannot compare configurations"),
-                    tr("%1: %2").arg(QDir::toNativeSeparators(file),
-                                     in.error() != QFileDevice::NoError ? in.errorString()
-                                     : parse.error != QJsonParseError::NoError ? parse.errorString()
-                                                                               : tr("not a JSON object")));
+    QString error;
+    const QJsonObject config = readJsonObject(runFile(runDirectory, runlayout::kConfig), &error);
+    if (!error.isEmpty()) {
+        showProblem(tr("Cannot compare configurations"), error);
         return nullptr;
     }
-    auto* dialog = new ConfigDiffDialog(documentDifferences(m_panel->document(), config.object()),
-                                        tr("the Configuration panel"), runLabel, this);
+    auto* dialog = new ConfigDiffDialog(documentDifferences(m_panel->document(), config), tr("the Configuration panel"),
+                                        runLabel, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->show();
     return dialog;

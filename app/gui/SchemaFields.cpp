@@ -10,6 +10,11 @@
 namespace widelab {
 namespace {
 
+nlohmann::json toJson(const QJsonObject& document)
+{
+    return nlohmann::json::parse(QJsonDocument(document).toJson(QJsonDocument::Compact).toStdString());
+}
+
 FieldSpec::Type fieldType(KeyType type)
 {
     switch (type) {
@@ -54,15 +59,6 @@ QList<FieldSpec> schemaFields()
     }
     return fields;
 }
-
-namespace {
-
-nlohmann::json toJson(const QJsonObject& document)
-{
-    return nlohmann::json::parse(QJsonDocument(document).toJson(QJsonDocument::Compact).toStdString());
-}
-
-}  // namespace
 
 QJsonObject resolveDocument(const QJsonObject& document)
 {
