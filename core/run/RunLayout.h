@@ -1,5 +1,5 @@
 // defines: runlayout: the names of a run directory's files (config.json,
-// metrics.jsonl, log.txt, status.json, tokenizer.json, labels.json, image.json, lock, cache,
+// metrics.jsonl, log.txt, status.json, tokenizer.json, labels.json, image.json, notes.json, lock, cache,
 // checkpoints/step-NNNNNNNN.pt, checkpoints/best.pt, checkpoints/average-last-N.pt), the one place that spells them
 // (docs/run-directory.md describes what each holds). The app spells none itself: it
 // joins these names to its QString paths.
@@ -20,6 +20,7 @@ inline constexpr std::string_view kStatus = "status.json";        // who trains 
 inline constexpr std::string_view kTokenizer = "tokenizer.json";  // the vocabulary the run was started with
 inline constexpr std::string_view kLabels = "labels.json";        // class names, in class order
 inline constexpr std::string_view kImageStats = "image.json";     // image tasks: the per-channel normalisation
+inline constexpr std::string_view kNotes = "notes.json";          // the user's name, tags and note for the run (RunNotes.h)
 inline constexpr std::string_view kLock = "lock";                 // held by the process that writes the run
 inline constexpr std::string_view kCache = "cache";               // a language model's tokenised text
 inline constexpr std::string_view kCheckpoints = "checkpoints";
@@ -32,6 +33,7 @@ inline std::filesystem::path statusFile(const std::filesystem::path& run) { retu
 inline std::filesystem::path tokenizerFile(const std::filesystem::path& run) { return run / kTokenizer; }
 inline std::filesystem::path labelsFile(const std::filesystem::path& run) { return run / kLabels; }
 inline std::filesystem::path imageStatsFile(const std::filesystem::path& run) { return run / kImageStats; }
+inline std::filesystem::path notesFile(const std::filesystem::path& run) { return run / kNotes; }
 inline std::filesystem::path lockFile(const std::filesystem::path& run) { return run / kLock; }
 inline std::filesystem::path cacheDirectory(const std::filesystem::path& run) { return run / kCache; }
 // A distributed run's other ranks log here (rank 0 writes log.txt).
