@@ -140,16 +140,17 @@ void RunFollower::updateState()
 {
     State state = State::Unknown;
     if (m_status) {
-        const RunStatus& s = *m_status;
-        const bool here = QString::fromStdString(s.host) == QString::fromStdString(localHostName());
-        if (hasEnded(s.state))
-            state = State::Ended;
-        else if (here && !processExists(s.pid))
-            state = State::Gone;
-        else if (s.state == RunState::Training && secondsSinceUpdate() > m_staleAfter)
-            state = State::Stale;
-        else
-            state = s.state == RunState::Paused ? State::Paused : State::Training;
+        // The core's rule, as the Workspace tab applies it too.
+        switch (runActivity(*m_status, localHostName(), secondsSinceUpdate(), m_staleAfter)) {
+        case RunActivity::Unknown: break;
+        case RunActivity::Training: state = State::Training; break;
+        case RunActivity::Paused: state = State::Paused; break;
+        case RunActivity::Stale: state = State::Stale; break;
+        case RunActivity::Gone: state = State::Gone; break;
+        case RunActivity::Finished:
+        case RunActivity::Stopped:
+        case RunActivity::Failed: state = State::Ended; break;
+        }
     }
     const State before = m_state;
     m_state = state;

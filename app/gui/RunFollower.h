@@ -5,6 +5,7 @@
 #pragma once
 
 #include "FollowReader.h"
+#include "run/RunSummary.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -41,7 +42,7 @@ public:
 
     void setInterval(int milliseconds);  // between looks; default 1000
     int interval() const { return m_timer.interval(); }
-    void setStaleAfter(int seconds);     // default 120
+    void setStaleAfter(int seconds);     // default kStaleAfterSeconds
     void setEndGrace(int milliseconds);  // files still read after the end; default 15000
     QString directory() const { return m_directory; }
 
@@ -85,7 +86,7 @@ private:
     QString m_lastError;
     State m_state = State::Unknown;
     QString m_description;
-    int m_staleAfter = 120;
+    int m_staleAfter = static_cast<int>(kStaleAfterSeconds);
     int m_endGraceMs = 15000;  // on NFS a file's size can lag its neighbour's (attribute caching)
     QElapsedTimer m_sinceChange;   // since `updated` last changed while watched
     bool m_changeSeen = false;
