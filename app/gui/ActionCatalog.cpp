@@ -31,7 +31,8 @@ QList<ActionSpec> actionCatalog()
         {QStringLiteral("openRun"), tr("Open &Run..."), key("Ctrl+Shift+O"),
          tr("A run directory: configuration, curves and log")},
         {QStringLiteral("compare"), tr("&Compare With Run..."), key("Ctrl+Shift+A"), tr("Adds a run's curves to the charts")},
-        {QStringLiteral("runsFolder"), tr("Runs &Folder..."), {}, tr("The folder new runs are written to")},
+        {QStringLiteral("runsFolder"), tr("Runs &Folder..."), {},
+         tr("The folder new runs are written to, which the Workspace tab lists")},
         {QStringLiteral("exportChart"), tr("&Export Chart or View..."), key("Ctrl+E"),
          tr("The chart last clicked, as PNG, SVG, PDF or CSV; on the Insights tab, the view shown; on the Studies "
             "tab, its chart")},
@@ -43,6 +44,8 @@ QList<ActionSpec> actionCatalog()
         {QStringLiteral("view3"), tr("&LayerNorm"), key("Alt+4"), tr("Insights: LayerNorm gamma and beta across blocks")},
         {QStringLiteral("view4"), tr("Pa&ths"), key("Alt+5"), tr("Insights: path weights and diversity")},
         {QStringLiteral("view5"), tr("&Studies"), key("Alt+6"), tr("The Studies tab")},
+        {QStringLiteral("view6"), tr("&Workspace"), key("Alt+7"),
+         tr("Every run in the runs folder: sort, filter, show in the charts, rename, tag, note, delete")},
         {QStringLiteral("studyNew"), tr("&New Study from Configuration..."), key("Ctrl+Shift+N"),
          tr("A study of the configuration in the panel")},
         {QStringLiteral("studyOpen"), tr("&Open Study..."), key("Ctrl+Alt+O"), tr("A study folder")},

@@ -2,6 +2,7 @@
 
 #include "ActionCatalog.h"
 #include "ComparedRuns.h"
+#include "RunsWorkspace.h"
 #include "HelpWindows.h"
 #include "AblationPage.h"
 #include "insights/AblationView.h"
@@ -52,6 +53,13 @@
 #include <utility>
 
 namespace widelab {
+namespace {
+
+// The catalog's view0 .. view6: the Curves tab, four Insights pages, Studies, Workspace.
+constexpr int kViewActions = 7;
+
+}  // namespace
+
 MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(parent)
 {
     QSettings settings;
@@ -78,6 +86,10 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_tabs->addTab(m_studies, tr("&Studies"));
     m_tabs->setTabToolTip(2, tr("Compare configurations: depth against width, sharing, experts, paths; "
                                 "several seeds each, beside the papers' figures"));
+    m_runsTable = new RunsTable(m_tabs);
+    m_tabs->addTab(m_runsTable, tr("&Workspace"));
+    m_tabs->setTabToolTip(3, tr("Every run in the runs folder: sort, filter, show in the charts, rename, tag, note, "
+                                "delete"));
     setCentralWidget(m_tabs);
     // New studies go beside the runs folder (~/WideLab/studies by default).
     m_studiesPage = new StudiesPage(m_studies, QDir::cleanPath(QDir(root).absoluteFilePath(QStringLiteral("../studies"))), this);
@@ -138,6 +150,19 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     connect(&m_controller, &TrainingController::message, m_log, &LogPanel::appendLine);
     m_session = new TrainingSession(m_controller, *m_document, *m_runs, *m_following, *m_status, m_insights, this, root);
     connect(m_session, &TrainingSession::problem, this, &MainWindow::showProblem);
+    m_workspace = new RunsWorkspace(*m_runsTable, *m_runs, *m_compared, [this](const QString& runId) {
+        return runId == m_runs->current() && m_controller.busy();
+    }, this);
+    connect(m_workspace, &RunsWorkspace::openRequested, this, &MainWindow::openRunAsking);
+    connect(m_workspace, &RunsWorkspace::problem, this, &MainWindow::showProblem);
+    connect(m_workspace, &RunsWorkspace::message, m_log, &LogPanel::appendLine);
+    connect(m_workspace, &RunsWorkspace::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_tabs, &QTabWidget::currentChanged, this, [this] {
+        if (m_tabs->currentWidget() == m_runsTable)
+            m_workspace->refresh();
+    });
+    connect(m_status, &RunStatusBar::folderClicked, this, [this] { m_tabs->setCurrentWidget(m_runsTable); });
+    setRunsFolder(root);
     connect(m_session, &TrainingSession::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_session, &TrainingSession::runLog, this, &MainWindow::showRunLog);
     connect(m_session, &TrainingSession::finished, this, [this] {
@@ -278,11 +303,9 @@ void MainWindow::buildActions()
     add(QStringLiteral("save"), [this] { m_document->save(); });
     add(QStringLiteral("saveAs"), [this] { m_document->saveAs(); });
     add(QStringLiteral("openRun"), [this] {
-        m_document->afterUnsavedEdits([this] {
-            const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_session->runsRoot());
-            if (!dir.isEmpty())
-                openRun(dir);
-        });
+        const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Run"), m_session->runsRoot());
+        if (!dir.isEmpty())
+            openRunAsking(dir);
     });
     add(QStringLiteral("compare"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Add a Run to the Comparison"), m_session->runsRoot());
@@ -292,16 +315,16 @@ void MainWindow::buildActions()
     add(QStringLiteral("runsFolder"), [this] {
         const QString dir = QFileDialog::getExistingDirectory(this, tr("Folder for New Runs"), m_session->runsRoot());
         if (!dir.isEmpty()) {
-            m_session->setRunsRoot(dir);
+            setRunsFolder(dir);
             QSettings().setValue(QStringLiteral("runsRoot"), dir);
         }
     });
     add(QStringLiteral("exportChart"), [this] { exportView(false); });
     add(QStringLiteral("exportData"), [this] { exportView(true); });
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < kViewActions; ++i)
         add(QStringLiteral("view%1").arg(i), [this, i] {
-            if (i == 5) {
-                m_tabs->setCurrentWidget(m_studies);
+            if (i >= 5) {
+                m_tabs->setCurrentWidget(i == 5 ? static_cast<QWidget*>(m_studies) : m_runsTable);
                 return;
             }
             m_tabs->setCurrentIndex(i == 0 ? 0 : 1);
@@ -443,7 +466,10 @@ void MainWindow::buildMenus()
     file->addAction(m_actions.value(QStringLiteral("open")));
     m_recent = new RecentMenu(file->addMenu(tr("Open &Recent")), this);
     connect(m_recent, &RecentMenu::chosen, this, [this](const QString& path, bool run) {
-        m_document->afterUnsavedEdits([this, path, run] { run ? openRun(path) : openConfiguration(path); });
+        if (run)
+            openRunAsking(path);
+        else
+            m_document->afterUnsavedEdits([this, path] { openConfiguration(path); });
     });
     file->addAction(m_actions.value(QStringLiteral("save")));
     file->addAction(m_actions.value(QStringLiteral("saveAs")));
@@ -470,7 +496,7 @@ void MainWindow::buildMenus()
     }
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < kViewActions; ++i)
         view->addAction(m_actions.value(QStringLiteral("view%1").arg(i)));
     view->addSeparator();
     for (const char* name : {"live", "stepBack", "stepForward", "addProbe"})
@@ -574,6 +600,59 @@ bool MainWindow::showBuiltinStudy(const QString& name)
 StudyStartOptions MainWindow::studyStartOptions() const
 {
     return m_studies->startOptions();
+}
+
+void MainWindow::setRunsFolder(const QString& folder)
+{
+    m_session->setRunsRoot(folder);
+    m_workspace->setFolder(folder);
+    m_status->showRunsFolder(m_workspace->folder());
+}
+
+void MainWindow::openRunAsking(const QString& directory)
+{
+    if (m_controller.busy()) {  // as Open Run is disabled while training
+        statusBar()->showMessage(tr("A run is training: stop it before opening another, or show the other beside it "
+                                    "(Workspace tab, Shown)"),
+                                 8000);
+        return;
+    }
+    const QString absolute = QDir(directory).absolutePath();
+    QStringList others = m_runs->runIds();
+    others.removeAll(absolute);
+    const auto open = [this, absolute, others](bool alone) {
+        m_document->afterUnsavedEdits([this, absolute, alone, others] {
+            if (alone) {
+                for (const QString& id : others) {
+                    if (const RunFollower* follower = m_following->follower(); follower && follower->directory() == id)
+                        m_following->stop();
+                    m_runs->remove(id);
+                }
+            }
+            openRun(absolute);
+        });
+    };
+    if (others.isEmpty()) {
+        open(false);
+        return;
+    }
+    // Others in the charts: add this one to them, or show it alone. Window-modal
+    // and asynchronous, like the window's other questions.
+    auto* box = new QMessageBox(QMessageBox::Question, tr("Open Run"),
+                                tr("The charts show %1. Add %2 to them, or show it alone?")
+                                    .arg(others.size() == 1 ? tr("another run") : tr("%1 other runs").arg(others.size()),
+                                         QDir(absolute).dirName()),
+                                QMessageBox::Cancel, this);
+    box->setObjectName(QStringLiteral("openRunQuestion"));
+    QPushButton* add = box->addButton(tr("&Add to the Charts"), QMessageBox::AcceptRole);
+    QPushButton* alone = box->addButton(tr("Show &Alone"), QMessageBox::DestructiveRole);
+    box->setDefaultButton(add);
+    connect(box, &QMessageBox::finished, this, [box, add, alone, open] {
+        box->deleteLater();
+        if (box->clickedButton() == add || box->clickedButton() == alone)
+            open(box->clickedButton() == alone);
+    });
+    box->open();
 }
 
 bool MainWindow::openRun(const QString& directory)

@@ -33,6 +33,8 @@ class CurvesView;
 class InsightsView;
 class LogPanel;
 class RecentMenu;
+class RunsTable;
+class RunsWorkspace;
 class StudiesPage;
 class StudiesView;
 struct StudyStartOptions;
@@ -77,6 +79,13 @@ public:
     QTabWidget* centralTabs() const { return m_tabs; }
     LogPanel* log() const { return m_log; }
     QListWidget* runsList() const { return m_runsList; }
+    RunsTable* runsTable() const { return m_runsTable; }  // the Workspace tab
+    RunsWorkspace& workspace() const { return *m_workspace; }
+    // New runs go in `folder`, the folder the Workspace tab lists and the status bar names.
+    void setRunsFolder(const QString& folder);
+    // Opens the run after asking, when the charts show others, whether to add it to
+    // them or show it alone (Open Run, the Workspace tab's Open).
+    void openRunAsking(const QString& directory);
     QAction* action(const QString& name) const;   // "start", "pause", "stop", "checkpoint", ...
     // The runs the window knows, the current one among them.
     RunRegistry& runs() const { return *m_runs; }
@@ -142,6 +151,8 @@ private:
     class AblationPage* m_ablation = nullptr;  // the Ablation page's scans
     bool m_closeWhenIdle = false;
     FollowedRun* m_following = nullptr;    // a child of the window
+    RunsTable* m_runsTable = nullptr;      // the Workspace tab
+    RunsWorkspace* m_workspace = nullptr;  // a child of the window: the Workspace tab's runs
     class HelpWindows* m_help = nullptr;   // a child of the window: Help's documentation and shortcut sheet
 };
 

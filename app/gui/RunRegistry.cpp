@@ -6,6 +6,7 @@
 #include "InsightFacts.h"
 #include "insights/InsightsView.h"
 #include "RunFiles.h"
+#include "run/RunNotes.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -54,6 +55,7 @@ RunRecord& RunRegistry::add(RunRecord record)
     show(stored);
     item->setForeground(m_curves->runColor(id));
     m_insights->addRun(id, stored.label, stored.insights);
+    Q_EMIT runAdded(id);
     return stored;
 }
 
@@ -90,6 +92,7 @@ void RunRegistry::remove(const QString& runId)
     m_curves->removeRun(runId);
     m_insights->removeRun(runId);
     m_records.remove(runId);
+    m_marks.remove(runId);
     for (int row = 0; row < m_list->count(); ++row) {
         if (m_list->item(row)->data(Qt::UserRole).toString() == runId) {
             delete m_list->takeItem(row);
@@ -99,11 +102,45 @@ void RunRegistry::remove(const QString& runId)
     Q_EMIT runRemoved(runId);
 }
 
+QStringList RunRegistry::runIds() const
+{
+    QStringList ids;
+    for (int row = 0; row < m_list->count(); ++row)
+        ids << m_list->item(row)->data(Qt::UserRole).toString();
+    return ids;
+}
+
 void RunRegistry::setRunMark(const QString& runId, const QString& mark, const QString& details)
+{
+    if (!m_records.contains(runId))
+        return;
+    if (mark.isEmpty() && details.isEmpty())
+        m_marks.remove(runId);
+    else
+        m_marks.insert(runId, {mark, details});
+    updateItem(runId);
+}
+
+void RunRegistry::setRunLabel(const QString& runId, const QString& label)
+{
+    const auto record = m_records.find(runId);
+    if (record == m_records.end() || record->label == label)
+        return;
+    record->label = label;
+    if (m_curves->runs().contains(runId))
+        m_curves->addRun(runId, label, record->parameters);
+    m_insights->addRun(runId, label, record->insights);
+    updateItem(runId);
+}
+
+// The run's line in the Runs panel: its label, the mark after it, and where it
+// is with the mark's details in the tooltip.
+void RunRegistry::updateItem(const QString& runId)
 {
     const auto record = m_records.constFind(runId);
     if (record == m_records.constEnd())
         return;
+    const auto [mark, details] = m_marks.value(runId);
     for (int row = 0; row < m_list->count(); ++row) {
         QListWidgetItem* item = m_list->item(row);
         if (item->data(Qt::UserRole).toString() != runId)
@@ -160,7 +197,7 @@ bool RunRegistry::addSaved(const QString& directory, LineTail* metricsTail, QStr
     }
     const ConfigAssessment assessment = assessDocument(config);
     record.id = absolute;
-    record.label = QFileInfo(absolute).fileName();
+    record.label = QString::fromStdString(runName(readRunNotes(absolute.toStdString()), absolute.toStdString()));
     record.parameters = static_cast<double>(assessment.cost.stored);
     if (assessment.valid) {
         record.insights->setArchitecture(assessment.sketch);

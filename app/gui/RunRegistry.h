@@ -28,6 +28,7 @@ public:
     RunRegistry(CurvesView* curves, InsightsView* insights, QListWidget* list, QObject* parent = nullptr);
 
     const RunRecord* record(const QString& runId) const;  // null when the window has no such run
+    QStringList runIds() const;  // every run the window has, in the Runs panel's order
     // The run training now (or last), or opened: the insights' current run.
     QString current() const { return m_current; }
     void setCurrent(const QString& runId);
@@ -56,6 +57,9 @@ public:
     // A word after the run's name in the Runs panel ("training", "stale",
     // "finished"; none when empty) and, in its tooltip, the details.
     void setRunMark(const QString& runId, const QString& mark, const QString& details);
+    // What the run is called in the Runs panel, the charts' legends and the
+    // insights (its notes' name, once renamed).
+    void setRunLabel(const QString& runId, const QString& label);
     // Each skipped line in the log, where each names its file and line; the
     // status bar says how many.
     void reportSkippedLines(const QStringList& warnings);
@@ -64,6 +68,7 @@ Q_SIGNALS:
     void message(const QString& level, const QString& text);  // for the log
     void statusMessage(const QString& text, int milliseconds);
     void problem(const QString& title, const QString& text);
+    void runAdded(const QString& runId);        // add()
     void runRemoved(const QString& runId);      // remove()
     void currentChanged(const QString& runId);  // setCurrent()
 
@@ -71,11 +76,13 @@ private:
     void show(const RunRecord& record);
     void appendCurves(const QString& runId, const CurveBatch& batch);
     void onItemChanged(QListWidgetItem* item);
+    void updateItem(const QString& runId);
 
     CurvesView* m_curves;
     InsightsView* m_insights;
     QListWidget* m_list;
     QHash<QString, RunRecord> m_records;
+    QHash<QString, std::pair<QString, QString>> m_marks;  // setRunMark's word and details, by run
     QString m_current;
 };
 

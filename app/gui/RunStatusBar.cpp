@@ -4,6 +4,7 @@
 #include "Theme.h"
 #include "vocab/Format.h"
 
+#include <QDir>
 #include <QHash>
 #include <QLabel>
 #include <QMainWindow>
@@ -51,6 +52,24 @@ RunStatusBar::RunStatusBar(QMainWindow* window) : QObject(window), m_window(wind
     m_device->setAccessibleName(tr("Device"));
     m_memory->setAccessibleName(tr("Memory in use"));
     m_world->setAccessibleName(tr("Processes"));
+    // Left of the run's labels, the first to give way to them.
+    m_folder = new QLabel(window);
+    m_folder->setAccessibleName(tr("Runs folder"));
+    m_folder->setMinimumWidth(fewCharacters);
+    m_folder->setTextFormat(Qt::RichText);
+    connect(m_folder, &QLabel::linkActivated, this, &RunStatusBar::folderClicked);
+    window->statusBar()->insertPermanentWidget(0, m_folder, 0);
+}
+
+void RunStatusBar::showRunsFolder(const QString& folder)
+{
+    QString shown = QDir::toNativeSeparators(folder);
+    const QString home = QDir::toNativeSeparators(QDir::homePath());
+    if (shown.startsWith(home + QDir::separator()))
+        shown = QStringLiteral("~") + shown.mid(home.size());
+    m_folder->setText(QStringLiteral("<a href=\"workspace\">%1</a>").arg(tr("Runs: %1").arg(shown.toHtmlEscaped())));
+    m_folder->setToolTip(tr("New runs go in %1 (File > Runs Folder... changes it); click to list its runs")
+                             .arg(QDir::toNativeSeparators(folder)));
 }
 
 void RunStatusBar::clearRun()

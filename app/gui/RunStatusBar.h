@@ -40,6 +40,13 @@ public:
     void showTraining(const TrainingSnapshot& snapshot, qint64 totalSteps);
     void showDevice(const QString& device);
     void clearTimeLeft();
+    // Where new runs go, at the status bar's left end; a click on it asks for the
+    // Workspace tab (folderClicked).
+    void showRunsFolder(const QString& folder);
+    QLabel* folderLabel() const { return m_folder; }
+
+Q_SIGNALS:
+    void folderClicked();
 
 private:
     QMainWindow* m_window;
@@ -50,6 +57,7 @@ private:
     QLabel* m_device = nullptr;
     QLabel* m_memory = nullptr;
     QLabel* m_world = nullptr;  // a distributed run's processes (PaceText.h)
+    QLabel* m_folder = nullptr;  // the runs folder
 };
 
 }  // namespace widelab
