@@ -112,11 +112,9 @@ QColor headRoleColor(const QString& role, int index, const QColor& text)
     return colorscale::categorical(palette::seriesCount() + std::max(0, index));
 }
 
-QColor headRoleCellColor(const QColor& role, double score, const QColor& base)
+HeadRoleCell headRoleCell(const QColor& role, double score, const QColor& base)
 {
-    if (!std::isfinite(score))
-        score = 0;
-    return palette::blend(base, role, 0.12 + 0.88 * std::clamp(score, 0.0, 1.0));
+    return {palette::blend(base, role, 0.15), role, std::isfinite(score) ? std::clamp(score, 0.0, 1.0) : 0.0};
 }
 
 // --- HeadRoleGrid -------------------------------------------------------------
@@ -178,7 +176,13 @@ QColor HeadRoleGrid::cellColor(int layer, int head) const
     const int d = dominant(layer, head);
     if (d < 0)
         return palette::blend(base, text, 0.08);
-    return headRoleCellColor(headRoleColor(roleNames(m_state)[d], d, text), dominantScore(layer, head), base);
+    return headRoleColor(roleNames(m_state)[d], d, text);
+}
+
+double HeadRoleGrid::cellFill(int layer, int head) const
+{
+    const double score = dominantScore(layer, head);
+    return dominant(layer, head) < 0 || !std::isfinite(score) ? 0.0 : std::clamp(score, 0.0, 1.0);
 }
 
 HeadRoleGrid::Geometry HeadRoleGrid::layoutFor(int width, double height) const
@@ -343,12 +347,16 @@ void HeadRoleGrid::paintEvent(QPaintEvent*)
 
     for (int l = 0; l < layers; ++l)
         for (int h = 0; h < heads; ++h) {
-            const QRectF cell = cellRect(l, h);
-            const QColor fill = cellColor(l, h);
-            painter.fillRect(cell.adjusted(0.5, 0.5, -0.5, -0.5), fill);
+            const QRectF cell = cellRect(l, h).adjusted(0.5, 0.5, -0.5, -0.5);
+            const HeadRoleCell look = headRoleCell(cellColor(l, h), cellFill(l, h), base);
+            painter.fillRect(cell, dominant(l, h) < 0 ? cellColor(l, h) : look.tint);
+            const double bar = look.fill > 0 ? std::max(2.0, cell.height() * look.fill) : 0.0;
+            painter.fillRect(QRectF(cell.left(), cell.bottom() - bar, cell.width(), bar), look.bar);
             const QString label = cellText(l, h);
             if (!label.isEmpty()) {
-                painter.setPen(fill.lightnessF() > 0.55 ? Qt::black : Qt::white);
+                // The score sits mid-cell: on the bar from half up, else on the tint.
+                const QColor under = look.fill >= 0.5 ? look.bar : look.tint;
+                painter.setPen(under.lightnessF() > 0.55 ? Qt::black : Qt::white);
                 painter.drawText(cell, Qt::AlignCenter, label);
             }
         }

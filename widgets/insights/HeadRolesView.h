@@ -1,4 +1,4 @@
-// defines: widelab::headRoleColor, headRoleCellColor, HeadRoleGrid, HeadRolesView:
+// defines: widelab::headRoleColor, headRoleCell, HeadRoleGrid, HeadRolesView:
 // what each attention head does (previous token, induction, ...) as a layer x head
 // grid coloured by the dominant role, at the scrubbed validation and against a
 // comparison run, and one head's role scores over training
@@ -25,9 +25,17 @@ namespace widelab {
 // on a light theme, white on a dark one); another name `index` (its place in
 // its run's roles) a lighter or darker Okabe-Ito variant.
 QColor headRoleColor(const QString& role, int index, const QColor& text);
-// A cell of a role scored `score` (0..1, clamped): `base` (the background)
-// moved towards the role's colour, faint near 0, the full colour at 1.
-QColor headRoleCellColor(const QColor& role, double score, const QColor& base);
+// How a cell draws a role scored `score` (0..1, clamped): a faint tint of the
+// role's colour over the whole cell, and from its bottom a bar of the role's full
+// colour, `fill` of the cell's height. The hue is always the role's own, so a weak
+// head of one role never takes the pale colour of another ("broad" vermillion
+// washed out looked like "next token" orange); the strength is the bar's height.
+struct HeadRoleCell {
+    QColor tint;  // the background 15 % of the way to the role's colour
+    QColor bar;   // the role's colour
+    double fill = 0;
+};
+HeadRoleCell headRoleCell(const QColor& role, double score, const QColor& base);
 
 // Every head of every layer as one cell: rows are layers, columns heads (a
 // multi-path model's heads path-major, grouped under "path N" headers, as
@@ -58,7 +66,9 @@ public:
     // The dominant role of a head (-1 when the state names none) and its score.
     int dominant(int layer, int head) const;
     double dominantScore(int layer, int head) const;
-    QColor cellColor(int layer, int head) const;   // invalid outside the grid
+    // The dominant role's colour (a faint grey without one); invalid outside the grid.
+    QColor cellColor(int layer, int head) const;
+    double cellFill(int layer, int head) const;    // the bar's share of the cell: the dominant score
     QString cellText(int layer, int head) const;   // the score as printed in the cell (when it fits)
     QString readout(int layer, int head) const;    // the hover tool tip
     QRectF cellRect(int layer, int head) const;

@@ -134,15 +134,18 @@ void TestHeadRoles::roleColoursAreDistinctAndScoresSetTheStrength()
     // By name, not by place: "induction" listed first is still the text colour.
     QCOMPARE(headRoleColor(QStringLiteral("induction"), 0, ink), ink);
 
-    // Score 1: the role's colour; 0: 12 % of the way from the background; 0.5: 56 %.
+    // The bar is the role's colour at any score, its height the score (clamped);
+    // the tint 15 % of the way from the background.
     const QColor role(0, 114, 178), white(Qt::white);
-    QCOMPARE(headRoleCellColor(role, 1.0, white).rgb(), role.rgb());
-    QCOMPARE(headRoleCellColor(role, 2.0, white).rgb(), role.rgb());  // clamped
-    const QColor faint = headRoleCellColor(role, 0.0, white);
-    QVERIFY(std::abs(faint.red() - int(std::lround(255 - 0.12 * 255))) <= 1);
-    QVERIFY(std::abs(faint.blue() - int(std::lround(255 - 0.12 * (255 - 178)))) <= 1);
-    const QColor half = headRoleCellColor(role, 0.5, white);
-    QVERIFY(std::abs(half.green() - int(std::lround(255 - 0.56 * (255 - 114)))) <= 1);
+    const HeadRoleCell half = headRoleCell(role, 0.5, white);
+    QCOMPARE(half.bar.rgb(), role.rgb());
+    QCOMPARE(half.fill, 0.5);
+    QCOMPARE(headRoleCell(role, 0.01, white).bar.rgb(), role.rgb());
+    QCOMPARE(headRoleCell(role, 2.0, white).fill, 1.0);
+    QCOMPARE(headRoleCell(role, -1.0, white).fill, 0.0);
+    QCOMPARE(headRoleCell(role, std::nan(""), white).fill, 0.0);
+    QVERIFY(std::abs(half.tint.red() - int(std::lround(255 - 0.15 * 255))) <= 1);
+    QVERIFY(std::abs(half.tint.blue() - int(std::lround(255 - 0.15 * (255 - 178)))) <= 1);
 }
 
 void TestHeadRoles::aCellTakesItsDominantRolesColour()
@@ -154,17 +157,28 @@ void TestHeadRoles::aCellTakesItsDominantRolesColour()
     QCOMPARE(grid.dominantScore(0, 1), 0.9);
     QCOMPARE(grid.dominant(1, 0), 1);
     QCOMPARE(grid.dominant(0, 0), 5);
-    const QColor previous = headRoleCellColor(palette::seriesColor(0), 0.9, base(grid));
+    const QColor previous = palette::seriesColor(0);
     QCOMPARE(grid.cellColor(0, 1).rgb(), previous.rgb());
-    QCOMPARE(grid.cellColor(1, 0).rgb(), headRoleCellColor(palette::seriesColor(1), 0.25, base(grid)).rgb());
-    QCOMPARE(grid.cellColor(0, 0).rgb(), headRoleCellColor(palette::seriesColor(5), 0.125, base(grid)).rgb());
+    QCOMPARE(grid.cellFill(0, 1), 0.9);
+    QCOMPARE(grid.cellColor(1, 0).rgb(), palette::seriesColor(1).rgb());  // next token
+    QCOMPARE(grid.cellColor(0, 0).rgb(), palette::seriesColor(5).rgb());  // broad
     QVERIFY(!grid.cellColor(2, 0).isValid());
 
-    // On screen: a pixel inside the cell, away from its printed score.
+    // On screen: the bar in the role's colour up to 90 % of the cell, the tint above.
     const QImage image = grid.grab().toImage();
     const QRectF cell = grid.cellRect(0, 1);
     QVERIFY(cell.width() > 20);
-    QCOMPARE(QColor(image.pixel((cell.topLeft() + QPointF(3, 3)).toPoint())).rgb(), previous.rgb());
+    const auto pixel = [&](const QRectF& c, double fromBottom) {
+        return QColor(image.pixel(QPointF(c.left() + 3, c.bottom() - fromBottom * c.height()).toPoint())).rgb();
+    };
+    QCOMPARE(pixel(cell, 0.1), previous.rgb());
+    QCOMPARE(pixel(cell, 0.93), headRoleCell(previous, 0.9, base(grid)).tint.rgb());
+    // A weak "broad" head (0.125) keeps vermillion, a weak "next token" head (0.25)
+    // orange: at the foot of each cell, the two colours themselves, not two pale
+    // shades of one (what blending towards the background gave).
+    QCOMPARE(pixel(grid.cellRect(0, 0), 0.05), palette::seriesColor(5).rgb());
+    QCOMPARE(pixel(grid.cellRect(1, 0), 0.05), palette::seriesColor(1).rgb());
+    QCOMPARE(pixel(grid.cellRect(0, 0), 0.5), headRoleCell(palette::seriesColor(5), 0.125, base(grid)).tint.rgb());
     QCOMPARE(grid.cellText(0, 1), QStringLiteral("0.90"));
     QCOMPARE(grid.cellAt(cell.center()), QPoint(1, 0));
 
@@ -232,8 +246,8 @@ void TestHeadRoles::scrubbingShowsTheEarlierValidation()
     show(view, history, {}, 250);  // frozen between validations: the one at 200
     QCOMPARE(view.grid(0)->dominantScore(0, 1), 0.75);
     QVERIFY(view.grid(0)->title().contains(QStringLiteral("step 200")));
-    QCOMPARE(view.grid(0)->cellColor(0, 1).rgb(),
-             headRoleCellColor(palette::seriesColor(0), 0.75, base(view)).rgb());
+    QCOMPARE(view.grid(0)->cellColor(0, 1).rgb(), palette::seriesColor(0).rgb());
+    QCOMPARE(view.grid(0)->cellFill(0, 1), 0.75);
     show(view, history, {}, 100);
     QCOMPARE(view.grid(0)->dominantScore(0, 1), 0.5);
     QVERIFY(view.exportTitle().startsWith(QStringLiteral("head roles Run A step 100")));
@@ -278,7 +292,8 @@ void TestHeadRoles::theComparisonRunGetsItsOwnGrid()
     QVERIFY(view.grid(1)->isVisible());
     QVERIFY(view.grid(1)->title().startsWith(QStringLiteral("Run B · validation at step 150")));
     QVERIFY(view.grid(0)->title().startsWith(QStringLiteral("Run A · validation at step 200")));
-    QCOMPARE(view.grid(1)->cellColor(0, 1).rgb(), headRoleCellColor(text(view), 0.5, base(view)).rgb());
+    QCOMPARE(view.grid(1)->cellColor(0, 1).rgb(), text(view).rgb());  // induction
+    QCOMPARE(view.grid(1)->cellFill(0, 1), 0.5);
     // Small grids side by side; the legend names the comparison's extra roles.
     QVERIFY(view.gridsSideBySide());
     QVERIFY(view.grid(1)->geometry().left() > view.grid(0)->geometry().left());
