@@ -60,7 +60,11 @@ void drawTicks(QPainter& p, const QRectF& rect, int count, const QColor& colour)
 ArchitectureDiagram::ArchitectureDiagram(QWidget* parent) : QWidget(parent)
 {
     setAccessibleName(tr("Architecture diagram"));
-    setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    // Its height follows its width (the legend wraps), and a QScrollArea reads
+    // that from the policy, not from hasHeightForWidth().
+    QSizePolicy policy(QSizePolicy::Expanding, QSizePolicy::Preferred);
+    policy.setHeightForWidth(true);
+    setSizePolicy(policy);
     setMouseTracking(false);
     relayout();
 }
@@ -74,13 +78,18 @@ void ArchitectureDiagram::setSketch(const ArchitectureSketch& sketch)
     update();
 }
 
-QSize ArchitectureDiagram::sizeHint() const { return {420, heightForWidth(420)}; }
+QSize ArchitectureDiagram::sizeHint() const
+{
+    return {420, static_cast<int>(std::ceil(preferredDiagramHeight(m_sketch, 420)))};
+}
 
-QSize ArchitectureDiagram::minimumSizeHint() const { return {240, 160}; }
+// At the widest usual width: in a QScrollArea, a narrower one's taller legend
+// comes from heightForWidth.
+QSize ArchitectureDiagram::minimumSizeHint() const { return {240, heightForWidth(420)}; }
 
 int ArchitectureDiagram::heightForWidth(int width) const
 {
-    return static_cast<int>(std::ceil(preferredDiagramHeight(m_sketch, width)));
+    return static_cast<int>(std::ceil(minimumDiagramHeight(m_sketch, width)));
 }
 
 void ArchitectureDiagram::resizeEvent(QResizeEvent* event)
@@ -124,7 +133,10 @@ void ArchitectureDiagram::paintEvent(QPaintEvent*)
             p.setBrush(mix(text, background, 0.08));
             p.drawRoundedRect(r, 4, 4);
             p.setPen(text);
-            drawText(p, r, item.text, Qt::AlignCenter);
+            if (r.height() > 30)  // two lines: the layout found one too narrow
+                p.drawText(r.adjusted(4, 0, -4, 0), Qt::AlignCenter | Qt::TextWordWrap, item.text);
+            else
+                drawText(p, r, item.text, Qt::AlignCenter);
         } else if (item.role == "attention" || item.role == "ffn" || item.role == "layernorm") {
             p.setPen(QPen(colour, item.shared ? 2 : 1.2));
             p.setBrush(mix(colour, background, item.shared ? 0.22 : 0.16));
@@ -140,8 +152,10 @@ void ArchitectureDiagram::paintEvent(QPaintEvent*)
                 drawText(p, QRectF(r.left() + 4, r.top() + 1, r.width() - 8, band + 1), item.text,
                          Qt::AlignLeft | Qt::AlignVCenter);
             } else {
-                drawText(p, QRectF(r.left() + 4, r.top(), std::min(r.width() * 0.45, 70.0) - 4, r.height()), item.text,
-                         Qt::AlignLeft | Qt::AlignVCenter);
+                // Where the whole text would be cut, the name alone ("MoE"); the tooltip has the rest.
+                const QRectF side(r.left() + 4, r.top(), diagramSideTextWidth(r) - 4, r.height());
+                const bool fits = QFontMetricsF(p.font()).horizontalAdvance(item.text) <= side.width() - 4;
+                drawText(p, side, fits ? item.text : item.text.section(QStringLiteral(" · "), 0, 0), Qt::AlignLeft | Qt::AlignVCenter);
             }
         } else if (item.role == "heads") {
             drawTicks(p, r, item.count, mix(colour, background, 0.55));
@@ -177,8 +191,9 @@ void ArchitectureDiagram::paintEvent(QPaintEvent*)
             italic.setItalic(true);
             p.setFont(italic);
             const QFontMetricsF metrics(italic);
-            const QRectF pill(r.center().x() - metrics.horizontalAdvance(item.text) / 2 - 8, r.top() + 2,
-                              metrics.horizontalAdvance(item.text) + 16, r.height() - 4);
+            // The pill stays inside the fold's rect, which the shared modules leave free.
+            const double pillWidth = std::min(metrics.horizontalAdvance(item.text) + 16, r.width());
+            const QRectF pill(r.center().x() - pillWidth / 2, r.top() + 2, pillWidth, r.height() - 4);
             p.setPen(QPen(mix(text, background, 0.25), 1));
             p.setBrush(background);
             p.drawRoundedRect(pill, pill.height() / 2, pill.height() / 2);
@@ -233,7 +248,12 @@ QString ArchitectureDiagram::toolTipFor(const DiagramItem& item) const
     if (item.role == "combine")
         return m_sketch.learnablePathWeights ? tr("Weighted sum of the paths with learnable weights α, β")
                                              : tr("Weighted sum of the paths with fixed weights α, β");
-    if (item.role == "embedding" || item.role == "head" || item.role == "ellipsis")
+    if (item.role == "ellipsis")
+        return tr("Blocks %1 to %2 are folded: %3 blocks not drawn one by one")
+            .arg(item.block + 1)
+            .arg(item.block + item.count)
+            .arg(item.count);
+    if (item.role == "embedding" || item.role == "head")
         return item.text;
     if (item.role == "label")
         return describeArchitecture(m_sketch);

@@ -21,6 +21,8 @@ public:
     // The layout at the widget's current size (what paintEvent draws).
     QVector<DiagramItem> items() const { return m_items; }
 
+    // Its rows never shrink below a legible height: where it gets less than
+    // heightForWidth (the least height at that width), it belongs in a QScrollArea.
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
     bool hasHeightForWidth() const override { return true; }

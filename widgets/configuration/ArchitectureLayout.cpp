@@ -12,12 +12,13 @@ constexpr double kMargin = 6;
 constexpr double kGap = 6;          // between columns and between the stack's parts
 constexpr double kRowGap = 4;       // between block rows
 constexpr double kBoxHeight = 24;   // embedding and head
+constexpr double kTwoLineBoxHeight = 36;
 constexpr double kEllipsisHeight = 20;
 constexpr double kLayerNormWidth = 22;
 constexpr double kLegendLine = 18;
 constexpr double kCombineSize = 14;
 constexpr double kPathNormWidth = 7;
-constexpr double kCharWidth = 6.0;  // estimate for the legend's wrapping; painting elides
+constexpr double kCharWidth = 6.0;  // estimate for the legend's wrapping and the fold's wording; painting elides
 constexpr int kMaxLanes = 8;
 
 bool isMultiPath(const ArchitectureSketch& s) { return s.paths > 1 || s.pathNorm || s.learnablePathWeights; }
@@ -37,9 +38,13 @@ bool anyMoe(const ArchitectureSketch& s)
     return false;
 }
 
-// Preferred and smallest row heights: lanes and experts need room below the label.
+// Preferred and smallest row heights: lanes and experts need room beside the
+// label. The smallest keeps a line of text and a readable box in every sublayer.
 double preferredRow(const ArchitectureSketch& s) { return isMultiPath(s) ? 52 : (anyMoe(s) ? 44 : 36); }
-double smallestRow(const ArchitectureSketch& s) { return isMultiPath(s) ? 34 : (anyMoe(s) ? 28 : 24); }
+double smallestRow(const ArchitectureSketch& s)
+{
+    return isMultiPath(s) ? 34 : (anyMoe(s) ? 28 : kDiagramMinBlockHeight);
+}
 
 struct Legend {
     QVector<DiagramItem> items;
@@ -80,32 +85,70 @@ Legend layoutLegend(const ArchitectureSketch& s, double left, double width)
     return legend;
 }
 
-// Which rows the stack shows, bottom to top: block indices, -1 for the ellipsis.
-QVector<int> visibleRows(int layers, double available, double smallest)
+// Which rows the stack shows, bottom to top: block indices, -1 for the fold. The
+// fold depends on the depth alone, so that resizing the dock never changes what
+// the picture says; a short widget scrolls instead.
+QVector<int> visibleRows(int layers)
 {
     QVector<int> rows;
-    const int fit = static_cast<int>(std::floor((available + kRowGap) / (smallest + kRowGap)));
-    if (layers <= kDiagramMaxBlocks && layers <= fit) {
-        for (int block = 0; block < layers; ++block)
+    const bool fold = layers > kDiagramMaxBlocks;
+    for (int block = 0; block < layers; ++block) {
+        if (!fold || block < kDiagramKeptBlocks || block >= layers - kDiagramKeptBlocks)
             rows.append(block);
-        return rows;
+        else if (rows.last() >= 0)
+            rows.append(-1);
     }
-    const int roomForPairs = static_cast<int>(std::floor((available - kEllipsisHeight) / (smallest + kRowGap)));
-    const int keep = std::clamp(roomForPairs / 2, 1, 3);
-    if (layers <= 2 * keep + 1) {  // an ellipsis for one block would hide nothing worth hiding
-        for (int block = 0; block < layers; ++block)
-            rows.append(block);
-        return rows;
-    }
-    for (int block = 0; block < keep; ++block)
-        rows.append(block);
-    rows.append(-1);
-    for (int block = layers - keep; block < layers; ++block)
-        rows.append(block);
     return rows;
 }
 
+// The label column's width: "Block 12" where there is room, "12" where not.
+double labelWidthAt(double width) { return width >= 360 ? 60 : 26; }
+
+// A translation model's decoder is one box: its blocks read the encoder's output.
+QString headText(const ArchitectureSketch& s)
+{
+    if (s.headKind == "translation")
+        return QStringLiteral("Final LN → decoder of %1 blocks (self-, cross-attention, FFN) → tied output")
+            .arg(s.decoderLayers);
+    return s.headKind == "language_model" ? QStringLiteral("Final LN → language-model head (next-token logits)")
+                                          : QStringLiteral("Final LN → classification head");
+}
+
+// Two lines where one would be elided (the decoder's description in a narrow dock).
+double headHeight(const ArchitectureSketch& s, double width)
+{
+    const double boxWidth = width - 2 * kMargin - labelWidthAt(width);
+    return kCharWidth * headText(s).size() + 8 > boxWidth ? kTwoLineBoxHeight : kBoxHeight;
+}
+
+// Margins, head, embedding, legend and the gaps between them: all but the stack.
+double chromeHeight(const ArchitectureSketch& s, double width)
+{
+    return 2 * kMargin + headHeight(s, width) + kBoxHeight + 3 * kGap
+           + layoutLegend(s, kMargin, width - 2 * kMargin).height;
+}
+
+double stackHeight(const QVector<int>& rows, double rowHeight)
+{
+    double h = 0;
+    for (const int row : rows)
+        h += row >= 0 ? rowHeight : kEllipsisHeight;
+    return h + std::max(0, static_cast<int>(rows.size()) - 1) * kRowGap;
+}
+
 QString blockWord(int n) { return n == 1 ? QStringLiteral("block") : QStringLiteral("blocks"); }
+
+// The longest wording of the fold that fits `width` (the painter's pill adds 16).
+QString foldText(int hidden, double width)
+{
+    const QStringList texts = {QStringLiteral("… %1 more %2 …").arg(hidden).arg(blockWord(hidden)),
+                               QStringLiteral("%1 more %2").arg(hidden).arg(blockWord(hidden)),
+                               QStringLiteral("%1 more").arg(hidden), QStringLiteral("+%1").arg(hidden)};
+    for (const QString& text : texts)
+        if (kCharWidth * text.size() + 16 <= width)
+            return text;
+    return texts.last();
+}
 
 // The inner area of a sublayer box below (or beside) its text, where lanes and experts go.
 QRectF innerArea(const QRectF& box, double rightReserve)
@@ -113,7 +156,7 @@ QRectF innerArea(const QRectF& box, double rightReserve)
     if (const double band = diagramTextBand(box); band > 0)
         return box.adjusted(4, band + 2, -4 - rightReserve, -4);
     // A short box keeps its text on the left and its contents on the right.
-    const double textWidth = std::min(box.width() * 0.45, 70.0);
+    const double textWidth = diagramSideTextWidth(box);
     return QRectF(box.left() + textWidth, box.top() + 3, box.width() - textWidth - 4 - rightReserve, box.height() - 6);
 }
 
@@ -232,20 +275,19 @@ QVector<DiagramItem> Builder::run()
     const Legend legend = layoutLegend(s, left, right - left);
 
     const int layers = std::max(s.layers, 0);
-    const double stackTop = kMargin + kBoxHeight + kGap;
-    const double stackBottom = height - kMargin - legend.height - kGap - kBoxHeight - kGap;
-    const double available = std::max(0.0, stackBottom - stackTop);
-    const QVector<int> rows = visibleRows(layers, available, smallestRow(s));
+    const double stackTop = kMargin + headHeight(s, width) + kGap;
+    const QVector<int> rows = visibleRows(layers);
     const int blockRows = static_cast<int>(std::count_if(rows.begin(), rows.end(), [](int b) { return b >= 0; }));
-    const bool hasEllipsis = blockRows < rows.size();
+    // The rows share what the height leaves them, between their least and their
+    // comfortable height; short of the least, the diagram grows and scrolls.
     double rowHeight = preferredRow(s);
     if (blockRows > 0) {
-        const double room = available - (hasEllipsis ? kEllipsisHeight : 0) - (rows.size() - 1) * kRowGap;
-        rowHeight = std::max(8.0, std::min(rowHeight, room / blockRows));
+        const double room = height - chromeHeight(s, width) - stackHeight(rows, 0);
+        rowHeight = std::clamp(room / blockRows, smallestRow(s), preferredRow(s));
     }
 
     // Columns, left to right in each row: label, LN, attention, LN, FFN or MoE.
-    const double labelWidth = width >= 360 ? 60 : 26;
+    const double labelWidth = labelWidthAt(width);
     const double contentLeft = left + labelWidth;
     const double rest = std::max(40.0, right - contentLeft - 2 * kLayerNormWidth - 3 * kGap);
     const double attentionWidth = rest * 0.42;
@@ -256,13 +298,7 @@ QVector<DiagramItem> Builder::run()
     const double ffnWidth = std::max(10.0, right - ffnX);
 
     // Head on top, then the rows from the last block down to the first.
-    // A translation model's decoder is one box: its blocks read the encoder's output.
-    const QString head = s.headKind == "translation"
-                             ? QStringLiteral("Final LN → decoder of %1 blocks (self-, cross-attention, FFN) → tied output")
-                                   .arg(s.decoderLayers)
-                         : s.headKind == "language_model" ? QStringLiteral("Final LN → language-model head (next-token logits)")
-                                                          : QStringLiteral("Final LN → classification head");
-    add(make("head", -1, false, QRectF(contentLeft, kMargin, right - contentLeft, kBoxHeight), head));
+    add(make("head", -1, false, QRectF(contentLeft, kMargin, right - contentLeft, headHeight(s, width)), headText(s)));
     struct Row {
         int block;
         QRectF rect;
@@ -335,9 +371,18 @@ QVector<DiagramItem> Builder::run()
     if (s.shareFfn)
         addSublayer("ffn", -1, true, spanFfn, blockCentres);
     if (!ellipsisRow.isNull()) {
-        // Last, so that it is drawn over the shared modules spanning the stack.
+        // The fold takes only the part of its row left of the first shared module:
+        // those span the folded blocks too, and their experts and lanes stay in view.
+        double foldRight = ellipsisRow.right();
+        if (s.shareFfn)
+            foldRight = ffnX;
+        if (s.shareAttention)
+            foldRight = attX;
+        if (s.shareLayerNorm)
+            foldRight = ln1X;
+        const QRectF fold(ellipsisRow.left(), ellipsisRow.top(), foldRight - 2 - ellipsisRow.left(), ellipsisRow.height());
         const int hidden = layers - blockRows;
-        add(make("ellipsis", -1, false, ellipsisRow, QStringLiteral("… %1 more %2 …").arg(hidden).arg(blockWord(hidden))));
+        add(make("ellipsis", kDiagramKeptBlocks, false, fold, foldText(hidden, fold.width()), hidden));
     }
     return items;
 }
@@ -348,24 +393,28 @@ double diagramTextBand(const QRectF& box)
 {
     if (box.height() < 30)
         return 0;
-    return box.height() >= 90 ? 28 : 13;
+    if (box.height() < 90)
+        return 13;
+    // A tall shared module's text wraps: "Attention, shared by all 48 blocks · 8
+    // heads" takes three lines in a narrow dock's attention column.
+    return box.width() < 150 ? 41 : 28;
 }
+
+double diagramSideTextWidth(const QRectF& box) { return std::min(std::max(box.width() * 0.45, 58.0), 70.0); }
 
 QVector<DiagramItem> layoutArchitecture(const ArchitectureSketch& sketch, QSizeF size)
 {
     return Builder(sketch, size).run();
 }
 
+double minimumDiagramHeight(const ArchitectureSketch& sketch, double width)
+{
+    return chromeHeight(sketch, width) + stackHeight(visibleRows(std::max(sketch.layers, 0)), smallestRow(sketch));
+}
+
 double preferredDiagramHeight(const ArchitectureSketch& sketch, double width)
 {
-    const Legend legend = layoutLegend(sketch, kMargin, width - 2 * kMargin);
-    const int layers = std::max(sketch.layers, 0);
-    const bool compressed = layers > kDiagramMaxBlocks;
-    const int blockRows = compressed ? 6 : layers;
-    const int rows = blockRows + (compressed ? 1 : 0);
-    const double stack = blockRows * preferredRow(sketch) + (compressed ? kEllipsisHeight : 0)
-                         + std::max(0, rows - 1) * kRowGap;
-    return 2 * kMargin + 2 * kBoxHeight + 3 * kGap + stack + legend.height;
+    return chromeHeight(sketch, width) + stackHeight(visibleRows(std::max(sketch.layers, 0)), preferredRow(sketch));
 }
 
 QString describeArchitecture(const ArchitectureSketch& s)

@@ -165,12 +165,18 @@ ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWid
     fade->setOpacity(0.35);
     fade->setEnabled(false);
     m_diagram->setGraphicsEffect(fade);
-    m_diagram->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Ignored);
+    // A deep model's rows keep a legible height and scroll inside the diagram's
+    // share of the dock instead of taking the form's.
+    auto* diagramScroll = new QScrollArea(m_architecture);
+    diagramScroll->setWidgetResizable(true);
+    diagramScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    diagramScroll->setFrameShape(QFrame::NoFrame);
+    diagramScroll->setWidget(m_diagram);
     // Beside the diagram, on a tab of its own: what each part costs.
     m_breakdown = new CostBreakdown(m_architecture);
     m_architectureTabs = new QTabWidget(m_architecture);
     m_architectureTabs->setDocumentMode(true);
-    m_architectureTabs->addTab(m_diagram, tr("&Diagram"));
+    m_architectureTabs->addTab(diagramScroll, tr("&Diagram"));
     m_architectureTabs->addTab(m_breakdown, tr("Parameters and &FLOPs"));
     m_architectureTabs->setTabToolTip(1, tr("Parameters and forward FLOPs per token by part, as widelab-cli params "
                                             "prints them"));
@@ -180,6 +186,9 @@ ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWid
     split->setChildrenCollapsible(false);
     split->addWidget(m_architecture);
     split->addWidget(m_scroll);
+    // However far the diagram is enlarged, the form keeps a few fields in view:
+    // the diagram scrolls within what it has, the form is where the edits are.
+    m_scroll->setMinimumHeight(10 * fontMetrics().lineSpacing());
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     outer->addWidget(split, 1);

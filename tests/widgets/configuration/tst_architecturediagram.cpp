@@ -5,6 +5,8 @@
 #include "configuration/CostBreakdown.h"
 
 #include <QLabel>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QTableWidget>
 
 #include <QTest>
@@ -58,6 +60,54 @@ void verifyInside(const QVector<DiagramItem>& items, QSizeF size)
                      && r.bottom() <= bounds.bottom() + 0.01,
                  qPrintable(QStringLiteral("%1 of block %2 leaves the widget").arg(item.role).arg(item.block)));
     }
+}
+
+// The sketches a dock shows, by name: dense, experts shared or per block, paths,
+// everything shared, and a translation model with experts in every other block.
+QVector<QPair<QString, ArchitectureSketch>> kinds(int layers)
+{
+    QVector<QPair<QString, ArchitectureSketch>> out;
+    out.append({"dense", plain(layers, 8)});
+    ArchitectureSketch shared = wideNet();
+    shared.layers = layers;
+    out.append({"shared MoE", shared});
+    ArchitectureSketch experts = plain(layers, 8);
+    experts.experts = 8;
+    out.append({"MoE per block", experts});
+    ArchitectureSketch paths = plain(layers, 4);
+    paths.paths = 3;
+    paths.pathNorm = true;
+    paths.learnablePathWeights = true;
+    out.append({"paths", paths});
+    ArchitectureSketch all = shared;
+    all.shareLayerNorm = true;
+    all.experts = 8;
+    out.append({"all shared", all});
+    ArchitectureSketch translation = experts;
+    translation.headKind = "translation";
+    translation.decoderLayers = 6;
+    for (int block = 0; block < layers; ++block)
+        translation.moeAtBlock.append(block % 2 == 0);
+    out.append({"translation", translation});
+    return out;
+}
+
+// The sizes a dock gives the diagram: cramped (the 720-pixel window's default
+// split), roomier, and the size the tests above use.
+const QVector<QSizeF> kDockSizes = {QSizeF(360, 120), QSizeF(380, 300), kSize};
+
+// A block row's least height: a line of text in each sublayer, and room for
+// experts (28) or three lanes (34) beside it.
+double leastRow(const ArchitectureSketch& s)
+{
+    if (s.paths > 1)
+        return 34;
+    return s.experts > 1 ? 28 : 24;
+}
+
+QString where(const QString& kind, int layers, QSizeF size)
+{
+    return QStringLiteral("%1, %2 blocks, %3x%4").arg(kind).arg(layers).arg(size.width()).arg(size.height());
 }
 
 }  // namespace
@@ -153,7 +203,7 @@ private Q_SLOTS:
             const auto ellipsis = withRole(items, "ellipsis");
             QCOMPARE(ellipsis.size(), 1);
             const auto blocks = withRole(items, "block");
-            QVERIFY(blocks.size() >= 2 && blocks.size() <= kDiagramMaxBlocks);
+            QCOMPARE(blocks.size(), 2 * kDiagramKeptBlocks);
             QVERIFY(ellipsis.first().text.contains(QString::number(layers - blocks.size())));
             // The first and the last blocks stay.
             QVERIFY(std::any_of(blocks.begin(), blocks.end(), [](const DiagramItem& i) { return i.block == 0; }));
@@ -167,10 +217,131 @@ private Q_SLOTS:
         const QVector<DiagramItem> twelve = layoutArchitecture(plain(12, 8), QSizeF(420, 700));
         QCOMPARE(countRole(twelve, "block"), 12);
         QCOMPARE(countRole(twelve, "ellipsis"), 0);
-        // A small widget compresses even six blocks rather than overflow.
+        // A small widget keeps all six blocks, each at its least height, and grows
+        // past its height to be scrolled: 2x6 margins, head and embedding 2x24, 3x6
+        // gaps, the legend wrapped to two lines of 18, six rows of 24 and five gaps
+        // of 4 make 278.
+        QCOMPARE(minimumDiagramHeight(plain(6, 8), 300), 278.0);
         const QVector<DiagramItem> cramped = layoutArchitecture(plain(6, 8), QSizeF(300, 160));
-        QCOMPARE(countRole(cramped, "ellipsis"), 1);
-        verifyInside(cramped, QSizeF(300, 160));
+        QCOMPARE(countRole(cramped, "block"), 6);
+        QCOMPARE(countRole(cramped, "ellipsis"), 0);
+        verifyInside(cramped, QSizeF(300, 278));
+    }
+
+    // However little room the dock gives it, no block row is squeezed into a
+    // line: each keeps the height of a line of text and its experts or lanes.
+    void everyBlockKeepsALegibleHeight()
+    {
+        for (const int layers : {1, 2, 6, 12, 48}) {
+            for (const auto& [kind, sketch] : kinds(layers)) {
+                for (const QSizeF size : kDockSizes) {
+                    const QVector<DiagramItem> items = layoutArchitecture(sketch, size);
+                    const auto blocks = withRole(items, "block");
+                    QCOMPARE(blocks.size(), layers > 12 ? 6 : layers);
+                    for (const DiagramItem& block : blocks)
+                        QVERIFY2(block.rect.height() >= leastRow(sketch) && block.rect.height() >= kDiagramMinBlockHeight,
+                                 qPrintable(QStringLiteral("%1: block %2 is %3 px tall")
+                                                .arg(where(kind, layers, size))
+                                                .arg(block.block + 1)
+                                                .arg(block.rect.height())));
+                    // What does not fit is scrolled: the layout is as tall as it needs.
+                    const double least = minimumDiagramHeight(sketch, size.width());
+                    verifyInside(items, QSizeF(size.width(), std::max(size.height(), least)));
+                }
+            }
+        }
+        // Two dense blocks at 380 px: the margins, head, embedding, gaps and a
+        // legend line take 96, the rows 2x24 and a gap of 4, 148 in all.
+        QCOMPARE(minimumDiagramHeight(plain(2, 8), 380), 148.0);
+        const auto two = withRole(layoutArchitecture(plain(2, 8), QSizeF(380, 120)), "block");
+        QCOMPARE(two[0].rect.height(), 24.0);
+        // With room, rows grow to their comfortable 36 and no further.
+        const auto roomy = withRole(layoutArchitecture(plain(2, 8), QSizeF(380, 600)), "block");
+        QCOMPARE(roomy[0].rect.height(), 36.0);
+    }
+
+    // No box covers another: rows, the fold, the head, the embedding and the
+    // legend stack without overlapping; inside the stack the labels, LayerNorms,
+    // sublayers (one per block or shared) and the fold sit side by side; the
+    // experts of an MoE sit side by side inside it.
+    void boxesNeverOverlap()
+    {
+        const QStringList outer = {"block", "ellipsis", "head", "embedding", "legend"};
+        const QStringList modules = {"label", "layernorm", "attention", "ffn", "ellipsis"};
+        auto overlapping = [](const QVector<DiagramItem>& items, const QStringList& roles) {
+            QVector<DiagramItem> boxes;
+            std::copy_if(items.begin(), items.end(), std::back_inserter(boxes),
+                         [&](const DiagramItem& i) { return roles.contains(i.role); });
+            for (int a = 0; a < boxes.size(); ++a)
+                for (int b = a + 1; b < boxes.size(); ++b)
+                    if (boxes[a].rect.intersects(boxes[b].rect))
+                        return QStringLiteral("%1 of block %2 and %3 of block %4")
+                            .arg(boxes[a].role).arg(boxes[a].block).arg(boxes[b].role).arg(boxes[b].block);
+            return QString();
+        };
+        for (const int layers : {1, 2, 6, 12, 48}) {
+            for (const auto& [kind, sketch] : kinds(layers)) {
+                for (const QSizeF size : kDockSizes) {
+                    const QVector<DiagramItem> items = layoutArchitecture(sketch, size);
+                    const QString context = where(kind, layers, size);
+                    QString clash = overlapping(items, outer);
+                    QVERIFY2(clash.isEmpty(), qPrintable(context + ": " + clash));
+                    clash = overlapping(items, modules);
+                    QVERIFY2(clash.isEmpty(), qPrintable(context + ": " + clash));
+                    clash = overlapping(items, {"expert"});
+                    QVERIFY2(clash.isEmpty(), qPrintable(context + ": " + clash));
+                    const auto ffn = withRole(items, "ffn");
+                    for (const DiagramItem& expert : withRole(items, "expert"))
+                        QVERIFY2(std::any_of(ffn.begin(), ffn.end(), [&](const DiagramItem& f) {
+                                     return f.block == expert.block && f.rect.contains(expert.rect);
+                                 }),
+                                 qPrintable(context + ": an expert outside its MoE"));
+                }
+            }
+        }
+    }
+
+    // The fold of a deep model leaves out its middle blocks, never a box: shared
+    // modules span it, with their experts, and its words fit what is left of the
+    // row.
+    void foldCoversNoBox()
+    {
+        for (const auto& [kind, sketch] : kinds(48)) {
+            for (const QSizeF size : kDockSizes) {
+                const QVector<DiagramItem> items = layoutArchitecture(sketch, size);
+                const auto folds = withRole(items, "ellipsis");
+                QCOMPARE(folds.size(), 1);
+                const DiagramItem fold = folds.first();
+                QCOMPARE(fold.block, 3);   // blocks 4 ...
+                QCOMPARE(fold.count, 42);  // ... to 45 are left out
+                for (const DiagramItem& item : items)
+                    if (item.role != "ellipsis" && item.rect.height() > 0)
+                        QVERIFY2(!fold.rect.intersects(item.rect),
+                                 qPrintable(QStringLiteral("%1: the fold covers %2 of block %3")
+                                                .arg(where(kind, sketch.layers, size), item.role)
+                                                .arg(item.block)));
+            }
+        }
+        // Nothing shared: the whole row says it. Everything shared at 380 px: the
+        // label column is left, 60 - 2 wide, and "42 more" (7 x 6 + 16) fits it.
+        QCOMPARE(withRole(layoutArchitecture(plain(48, 8), QSizeF(380, 300)), "ellipsis").first().text,
+                 QStringLiteral("… 42 more blocks …"));
+        const DiagramItem narrow = withRole(layoutArchitecture(kinds(48)[4].second, QSizeF(380, 300)), "ellipsis").first();
+        QCOMPARE(narrow.rect.width(), 58.0);
+        QCOMPARE(narrow.text, QStringLiteral("42 more"));
+    }
+
+    // A translation model's decoder is described in two lines where one would be
+    // cut, and the blocks move down to make room.
+    void translationHeadWrapsInANarrowDock()
+    {
+        const ArchitectureSketch translation = kinds(6)[5].second;
+        const QVector<DiagramItem> items = layoutArchitecture(translation, QSizeF(380, 300));
+        const QRectF head = withRole(items, "head").first().rect;
+        QCOMPARE(head.height(), 36.0);
+        for (const DiagramItem& block : withRole(items, "block"))
+            QVERIFY(block.rect.top() >= head.bottom());
+        QCOMPARE(withRole(layoutArchitecture(plain(6, 8), QSizeF(380, 300)), "head").first().rect.height(), 24.0);
     }
 
     void wideAttentionShowsItsHeads()
@@ -267,6 +438,34 @@ private Q_SLOTS:
         const QRectF box = withRole(diagram.items(), "attention").first().rect;
         const QColor border = image.pixelColor(QPoint(int(box.left()) + 1, int(box.center().y())));
         QVERIFY2(border.red() > border.blue(), qPrintable(border.name()));  // orange, not blue
+    }
+
+    // In a scroll area (as the configuration panel holds it) a deep model's
+    // diagram grows past the viewport and scrolls; a shallow one fills it.
+    void diagramScrollsInsteadOfSqueezing()
+    {
+        QScrollArea area;
+        area.setWidgetResizable(true);
+        area.setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        area.setFrameShape(QFrame::NoFrame);
+        auto* diagram = new ArchitectureDiagram;
+        ArchitectureSketch twelve = wideNet();
+        twelve.layers = 12;
+        diagram->setSketch(twelve);
+        area.setWidget(diagram);
+        area.resize(380, 300);
+        area.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&area));
+        // 12 rows of 28 and 11 gaps of 4 above 96 of head, embedding and legend.
+        QCOMPARE(diagram->height(), 476);
+        QVERIFY(area.verticalScrollBar()->isVisible());
+        for (const DiagramItem& block : withRole(diagram->items(), "block"))
+            QCOMPARE(block.rect.height(), 28.0);
+        ArchitectureSketch one = wideNet();
+        one.layers = 1;
+        diagram->setSketch(one);
+        QTRY_VERIFY(!area.verticalScrollBar()->isVisible());
+        QCOMPARE(diagram->height(), 300);
     }
 
     // The breakdown beside the diagram: the parts with parameters, then the total,
