@@ -106,6 +106,7 @@ CurvePlot::CurvePlot(QWidget* parent)
     connect(&m_refreshTimer, &QTimer::timeout, this, &CurvePlot::onRefreshTimer);
     connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
     connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+    connect(this, &QCustomPlot::beforeReplot, this, &CurvePlot::onBeforeReplot);
     connect(this, &QCustomPlot::legendClick, this,
             [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
                 if (const auto* key = dynamic_cast<const curveplot::KeyLegendItem*>(item)) {

@@ -25,8 +25,9 @@ class ValueAxisTicker;
 // Every appended point is stored. The graphs are handed a min/max decimation of
 // the visible x range (at most 2 points per pixel column, see
 // curvemath::decimateMinMax), rebuilt on a 40 ms single-shot timer after
-// appends, range changes and resizes, so a 100k-point series stays fluid and a
-// burst of appends costs one replot.
+// appends and resizes, so a burst of appends costs one replot, and before the
+// replot of a pan or zoom that leaves what was decimated (three view widths),
+// so a 100k-point series stays fluid.
 //
 // Until the user pans or zooms, the view follows the data (fits all of it);
 // resetView() and a double-click return to that.
@@ -256,6 +257,7 @@ private:
     void scheduleRefresh();
     void onRefreshTimer();
     void onRangeChanged();
+    void onBeforeReplot();
     void rebuildDerived(Series& s) const;
     bool isShown(const Series& s) const;
     bool markerValue(const Series& s, double* value) const;
@@ -303,6 +305,11 @@ private:
     bool m_settingRange = false;  // true while this class moves the axes, so only the user's moves stop auto-fit
     bool m_refitY = false;        // fit y at the next refresh even when not following the data
     bool m_legendDirty = false;
+    // The x range the graphs were last handed a decimation of (three view
+    // widths), and the view's width then; a pan inside it needs no new one.
+    QCPRange m_decimated{0, 0};
+    double m_decimatedSpan = 0;
+    bool m_redecimate = false;  // the view left m_decimated or changed its width: decimate before the next replot
     XAxisMode m_xMode = XAxisMode::Step;
 };
 
