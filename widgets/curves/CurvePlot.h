@@ -5,6 +5,7 @@
 #pragma once
 
 #include "CurvePoint.h"
+#include "FigureLayout.h"
 
 #include <qcustomplot.h>
 
@@ -144,10 +145,17 @@ public:
     QList<QCPAbstractLegendItem*> legendEntries() const;
     QStringList legendTexts() const;  // each entry's text, in order: "A · train", or "A" and "train" collapsed
 
-    // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
-    // the pixels). false with *error set when the suffix is unknown or the file
-    // cannot be written.
-    bool exportImage(const QString& path, QString* error = nullptr);
+    // PNG, PDF or SVG by the file's suffix, laid out as a figure of its own
+    // (figure()): `layout`'s size and type, the legend under the plot with
+    // every entry, on white; a PNG has layout.pixels(). The chart on screen is
+    // left as it was. false with *error set when the suffix is unknown or the
+    // file cannot be written.
+    bool exportImage(const QString& path, const FigureLayout& layout, QString* error = nullptr);
+    bool exportImage(const QString& path, QString* error = nullptr);  // a paper column (FigureLayout's defaults)
+    // The offscreen chart an export draws: a copy of this one's runs, series,
+    // settings and view (the zoom, if any), laid out in `layout.points()` with
+    // fonts sized in points, decimated at the layout's dpi. Never shown.
+    std::unique_ptr<CurvePlot> figure(const FigureLayout& layout) const;
     // Every stored point of every visible series, one row each, as
     //   run_id,run,series,step,seconds,value
     // (run = the run's label; series = the metric name), runs in the order
@@ -208,7 +216,9 @@ public Q_SLOTS:
     void resetView();
     // Applies pending data and view changes and replots now, instead of on the timer.
     void refreshNow();
-    // Asks for a file name (PNG, PDF, SVG or CSV) and exports; reports failure in a message box.
+    // Asks for a file name (PNG, PDF, SVG or CSV), for an image then its size
+    // and resolution (askFigureLayout, remembered), and exports; reports
+    // failure in a message box.
     void exportWithDialog();
 
 Q_SIGNALS:
@@ -272,7 +282,11 @@ private:
     void setHover(const Readout& readout);
     void toggleFromKey(bool run, const QString& id);
     QString readoutText(const Readout& r) const;
-    bool writeSvg(const QString& path, int width, int height);
+    bool writeSvg(const QString& path, const QSize& points);
+    // The chart's fonts at `points` (the screen's sizes), or on a figure in
+    // whole pixels of its layout, scaled to the figure's type size.
+    QFont chartFont(double points, bool bold = false) const;
+    void applyFigureStyle();  // a figure's fonts and margins, in points
     void askAndExport(const QStringList& filters);
 
     std::vector<std::unique_ptr<Run>> m_runs;
@@ -311,6 +325,10 @@ private:
     double m_decimatedSpan = 0;
     bool m_redecimate = false;  // the view left m_decimated or changed its width: decimate before the next replot
     XAxisMode m_xMode = XAxisMode::Step;
+    // A figure (figure()): its type size in points (0 on screen) and its device
+    // pixels a layout unit, which the decimation resolves.
+    int m_figureFontPoints = 0;
+    double m_pixelsPerUnit = 1.0;
 };
 
 }  // namespace widelab

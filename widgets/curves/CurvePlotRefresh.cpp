@@ -195,7 +195,8 @@ void CurvePlot::updateDisplay()
     // Decimate one view width either side too, so a pan shows data at once,
     // at the same resolution: three widths, three times the columns.
     const double span = view.size();
-    const int columns = 3 * std::max(1, axisRect()->width());
+    // A column a device pixel: on a figure, its dpi's pixels, not its layout's points.
+    const int columns = 3 * std::max(1, static_cast<int>(std::lround(axisRect()->width() * m_pixelsPerUnit)));
     m_redecimate = false;
     m_decimated = QCPRange(view.lower - span, view.upper + span);
     m_decimatedSpan = span;
@@ -277,7 +278,7 @@ void CurvePlot::updateParameterLabels()
         }
         if (!run->markerLabel) {
             run->markerLabel = new QCPItemText(this);
-            run->markerLabel->setFont(smallFont(font(), 8, true));
+            run->markerLabel->setFont(chartFont(8, true));
             run->markerLabel->setClipToAxisRect(true);
         }
         QCPItemText* label = run->markerLabel;
