@@ -98,19 +98,43 @@ void decimateMinMax(const QVector<double>& keys, const QVector<double>& values, 
         const double b = std::floor((key - lower) / span * columns);
         return static_cast<int>(std::clamp(b, 0.0, static_cast<double>(columns - 1)));
     };
+    // The end of the bucket that starts at `from`: bucketOf never decreases
+    // with the key, so the end is found by galloping then bisecting, a few
+    // bucketOf calls a bucket instead of one a point (a zoomed-out 100k-point
+    // series has dozens of points a bucket, and this runs for every series on
+    // every pan and zoom).
+    auto bucketEnd = [&](qsizetype from, int bucket) {
+        qsizetype lo = from + 1, step = 1;
+        while (lo < last && bucketOf(keys[lo]) == bucket) {
+            from = lo;
+            lo = std::min(last, lo + step);
+            step *= 2;
+        }
+        // keys[from] is in the bucket, keys[lo] (or last) is past it.
+        return std::partition_point(keysBegin + from + 1, keysBegin + lo,
+                                    [&](double key) { return bucketOf(key) == bucket; })
+               - keysBegin;
+    };
     qsizetype i = first;
     while (i < last) {
         const int bucket = bucketOf(keys[i]);
         qsizetype minIndex = -1, maxIndex = -1;
         const qsizetype bucketStart = i;
-        for (; i < last && bucketOf(keys[i]) == bucket; ++i) {
-            const double v = shown(values[i]);
-            if (std::isnan(v))
+        const qsizetype end = bucketEnd(i, bucket);
+        double minValue = 0, maxValue = 0;
+        for (; i < end; ++i) {
+            const double v = values[i];
+            // shown(v) is NaN exactly for these.
+            if (!std::isfinite(v) || (dropNonPositive && v <= 0.0))
                 continue;
-            if (minIndex < 0 || v < values[minIndex])
+            if (minIndex < 0 || v < minValue) {
                 minIndex = i;
-            if (maxIndex < 0 || v > values[maxIndex])
+                minValue = v;
+            }
+            if (maxIndex < 0 || v > maxValue) {
                 maxIndex = i;
+                maxValue = v;
+            }
         }
         if (minIndex < 0) {  // only gaps in this bucket
             outKeys->push_back(keys[bucketStart]);

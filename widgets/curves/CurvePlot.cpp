@@ -47,13 +47,13 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_hoverLayer->setMode(QCPLayer::lmBuffered);  // hovering repaints this layer only
 
     plotLayout()->insertRow(0);
-    m_title = new QCPTextElement(this, QString(), smallFont(font(), 10, true));
+    m_title = new QCPTextElement(this, QString(), chartFont(10, true));
     m_title->setMargins(QMargins(0, 4, 0, 0));
     plotLayout()->addElement(0, 0, m_title);
 
     for (QCPAxis* axis : {xAxis, yAxis}) {
-        axis->setTickLabelFont(smallFont(font(), 8));
-        axis->setLabelFont(smallFont(font(), 8));
+        axis->setTickLabelFont(chartFont(8));
+        axis->setLabelFont(chartFont(8));
         axis->setTickLengthOut(0);
         axis->setSubTickLengthOut(0);
     }
@@ -63,7 +63,7 @@ CurvePlot::CurvePlot(QWidget* parent)
     yAxis->setNumberFormat(QStringLiteral("gbd"));  // "3e-4" tick labels are drawn as 3·10^-4
 
     legend->setVisible(false);
-    legend->setFont(smallFont(font(), 8));
+    legend->setFont(chartFont(8));
     legend->setIconSize(22, 11);
     legend->setRowSpacing(-2);
     legend->setColumnSpacing(10);
@@ -77,7 +77,7 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_noteCentre->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_noteCentre->position->setCoords(0.5, 0.5);
     m_noteCentre->setPositionAlignment(Qt::AlignCenter);
-    m_noteCentre->setFont(smallFont(font(), 9));
+    m_noteCentre->setFont(chartFont(9));
     m_noteCentre->setVisible(false);
 
     m_tracer = new QCPItemTracer(this);
@@ -90,7 +90,7 @@ CurvePlot::CurvePlot(QWidget* parent)
     m_hoverLabel->position->setType(QCPItemPosition::ptAbsolute);
     m_hoverLabel->setTextAlignment(Qt::AlignLeft);
     m_hoverLabel->setPadding(QMargins(6, 4, 6, 4));
-    m_hoverLabel->setFont(smallFont(font(), 8));
+    m_hoverLabel->setFont(chartFont(8));
     m_hoverLabel->setClipToAxisRect(false);
     m_hoverLabel->setVisible(false);
 
@@ -106,6 +106,7 @@ CurvePlot::CurvePlot(QWidget* parent)
     connect(&m_refreshTimer, &QTimer::timeout, this, &CurvePlot::onRefreshTimer);
     connect(xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
     connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &CurvePlot::onRangeChanged);
+    connect(this, &QCustomPlot::beforeReplot, this, &CurvePlot::onBeforeReplot);
     connect(this, &QCustomPlot::legendClick, this,
             [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
                 if (const auto* key = dynamic_cast<const curveplot::KeyLegendItem*>(item)) {
@@ -164,6 +165,37 @@ void CurvePlot::applyPalette()
     m_hoverLabel->setPen(QPen(m_colors.hiddenText));
     m_legendDirty = true;
     scheduleRefresh();
+}
+
+QFont CurvePlot::chartFont(double points, bool bold) const
+{
+    if (m_figureFontPoints <= 0)
+        return smallFont(font(), points, bold);
+    // A figure is laid out in points: a font in pixels of that layout is
+    // measured and drawn alike on any device (a point size would follow each
+    // device's dpi), and unhinted, so the text drawn scaled fits its measure.
+    QFont scaled = font();
+    scaled.setPixelSize(std::max(1, static_cast<int>(std::lround(points * m_figureFontPoints / 8.0))));
+    scaled.setBold(bold);
+    scaled.setHintingPreference(QFont::PreferNoHinting);
+    return scaled;
+}
+
+void CurvePlot::applyFigureStyle()
+{
+    m_title->setFont(chartFont(10, true));
+    for (QCPAxis* axis : {xAxis, yAxis}) {
+        axis->setTickLabelFont(chartFont(8));
+        axis->setLabelFont(chartFont(8));
+    }
+    legend->setFont(chartFont(8));
+    const int em = chartFont(8).pixelSize();
+    legend->setIconSize(em * 5 / 2, em * 5 / 4);
+    m_noteCentre->setFont(chartFont(9));
+    // QCustomPlot keeps 15 units round the axes, a fifth of an inch on paper:
+    // a figure keeps what its last tick labels need.
+    axisRect()->setMinimumMargins(QMargins(2, em / 2, em, 2));
+    m_legendDirty = true;  // entries take the legend's font when made
 }
 
 void CurvePlot::changeEvent(QEvent* event)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "CurvePoint.h"
+#include "FigureLayout.h"
 
 #include <qcustomplot.h>
 
@@ -25,8 +26,9 @@ class ValueAxisTicker;
 // Every appended point is stored. The graphs are handed a min/max decimation of
 // the visible x range (at most 2 points per pixel column, see
 // curvemath::decimateMinMax), rebuilt on a 40 ms single-shot timer after
-// appends, range changes and resizes, so a 100k-point series stays fluid and a
-// burst of appends costs one replot.
+// appends and resizes, so a burst of appends costs one replot, and before the
+// replot of a pan or zoom that leaves what was decimated (three view widths),
+// so a 100k-point series stays fluid.
 //
 // Until the user pans or zooms, the view follows the data (fits all of it);
 // resetView() and a double-click return to that.
@@ -143,10 +145,17 @@ public:
     QList<QCPAbstractLegendItem*> legendEntries() const;
     QStringList legendTexts() const;  // each entry's text, in order: "A · train", or "A" and "train" collapsed
 
-    // PNG, PDF or SVG by the file's suffix, at the widget's size (PNG at twice
-    // the pixels). false with *error set when the suffix is unknown or the file
-    // cannot be written.
-    bool exportImage(const QString& path, QString* error = nullptr);
+    // PNG, PDF or SVG by the file's suffix, laid out as a figure of its own
+    // (figure()): `layout`'s size and type, the legend under the plot with
+    // every entry, on white; a PNG has layout.pixels(). The chart on screen is
+    // left as it was. false with *error set when the suffix is unknown or the
+    // file cannot be written.
+    bool exportImage(const QString& path, const FigureLayout& layout, QString* error = nullptr);
+    bool exportImage(const QString& path, QString* error = nullptr);  // a paper column (FigureLayout's defaults)
+    // The offscreen chart an export draws: a copy of this one's runs, series,
+    // settings and view (the zoom, if any), laid out in `layout.points()` with
+    // fonts sized in points, decimated at the layout's dpi. Never shown.
+    std::unique_ptr<CurvePlot> figure(const FigureLayout& layout) const;
     // Every stored point of every visible series, one row each, as
     //   run_id,run,series,step,seconds,value
     // (run = the run's label; series = the metric name), runs in the order
@@ -207,7 +216,9 @@ public Q_SLOTS:
     void resetView();
     // Applies pending data and view changes and replots now, instead of on the timer.
     void refreshNow();
-    // Asks for a file name (PNG, PDF, SVG or CSV) and exports; reports failure in a message box.
+    // Asks for a file name (PNG, PDF, SVG or CSV), for an image then its size
+    // and resolution (askFigureLayout, remembered), and exports; reports
+    // failure in a message box.
     void exportWithDialog();
 
 Q_SIGNALS:
@@ -256,6 +267,7 @@ private:
     void scheduleRefresh();
     void onRefreshTimer();
     void onRangeChanged();
+    void onBeforeReplot();
     void rebuildDerived(Series& s) const;
     bool isShown(const Series& s) const;
     bool markerValue(const Series& s, double* value) const;
@@ -270,7 +282,11 @@ private:
     void setHover(const Readout& readout);
     void toggleFromKey(bool run, const QString& id);
     QString readoutText(const Readout& r) const;
-    bool writeSvg(const QString& path, int width, int height);
+    bool writeSvg(const QString& path, const QSize& points);
+    // The chart's fonts at `points` (the screen's sizes), or on a figure in
+    // whole pixels of its layout, scaled to the figure's type size.
+    QFont chartFont(double points, bool bold = false) const;
+    void applyFigureStyle();  // a figure's fonts and margins, in points
     void askAndExport(const QStringList& filters);
 
     std::vector<std::unique_ptr<Run>> m_runs;
@@ -303,7 +319,16 @@ private:
     bool m_settingRange = false;  // true while this class moves the axes, so only the user's moves stop auto-fit
     bool m_refitY = false;        // fit y at the next refresh even when not following the data
     bool m_legendDirty = false;
+    // The x range the graphs were last handed a decimation of (three view
+    // widths), and the view's width then; a pan inside it needs no new one.
+    QCPRange m_decimated{0, 0};
+    double m_decimatedSpan = 0;
+    bool m_redecimate = false;  // the view left m_decimated or changed its width: decimate before the next replot
     XAxisMode m_xMode = XAxisMode::Step;
+    // A figure (figure()): its type size in points (0 on screen) and its device
+    // pixels a layout unit, which the decimation resolves.
+    int m_figureFontPoints = 0;
+    double m_pixelsPerUnit = 1.0;
 };
 
 }  // namespace widelab

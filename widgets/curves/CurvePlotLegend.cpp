@@ -197,7 +197,7 @@ void CurvePlot::updateNote()
     yAxis->setVisible(!centred);
     m_noteCentre->setText(m_note);
     if (line && !m_noteLine) {
-        m_noteLine = new QCPTextElement(this, QString(), smallFont(font(), 8));
+        m_noteLine = new QCPTextElement(this, QString(), chartFont(8));
         m_noteLine->setMargins(QMargins(4, 0, 4, 2));
         m_noteLine->setTextColor(m_colors.hiddenText);
     }

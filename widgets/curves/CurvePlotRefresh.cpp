@@ -41,7 +41,29 @@ void CurvePlot::onRangeChanged()
     if (m_settingRange)
         return;  // this class fitted the view and decimates right after
     m_autoFit = false;  // the user panned or zoomed: stop following the data
-    scheduleRefresh();   // decimate for the new range
+    if (m_xMode == XAxisMode::Time)
+        updateTimeTickerFormat();
+    // The graphs hold a decimation of three view widths at the view's
+    // resolution: a pan that stays inside them (or a y move) draws them as
+    // they are, and a zoom or a pan past them decimates again just before the
+    // replot QCustomPlot queued for the move, so a frame draws once. (On the
+    // 40 ms timer, with 20 runs of 100k steps, a frame could hold a decimation
+    // and two replots: ~140 ms, bench/curves/pan_bench.cpp.)
+    const QCPRange view = xAxis->range();
+    const bool covered = m_xMode != XAxisMode::Parameters && view.lower >= m_decimated.lower
+                         && view.upper <= m_decimated.upper
+                         && std::abs(view.size() - m_decimatedSpan) <= 1e-9 * m_decimatedSpan;
+    if (!covered)
+        m_redecimate = true;
+    replot(rpQueuedReplot);  // one with QCustomPlot's own after a drag or a wheel turn; a range set in code draws too
+}
+
+void CurvePlot::onBeforeReplot()
+{
+    if (!m_redecimate)
+        return;
+    updateLayout();  // so the axis rect has the width this replot draws at
+    updateDisplay();
 }
 
 void CurvePlot::refreshNow()
@@ -173,7 +195,11 @@ void CurvePlot::updateDisplay()
     // Decimate one view width either side too, so a pan shows data at once,
     // at the same resolution: three widths, three times the columns.
     const double span = view.size();
-    const int columns = 3 * std::max(1, axisRect()->width());
+    // A column a device pixel: on a figure, its dpi's pixels, not its layout's points.
+    const int columns = 3 * std::max(1, static_cast<int>(std::lround(axisRect()->width() * m_pixelsPerUnit)));
+    m_redecimate = false;
+    m_decimated = QCPRange(view.lower - span, view.upper + span);
+    m_decimatedSpan = span;
     QVector<double> keys, values;
 
     for (const auto& s : m_series) {
@@ -252,7 +278,7 @@ void CurvePlot::updateParameterLabels()
         }
         if (!run->markerLabel) {
             run->markerLabel = new QCPItemText(this);
-            run->markerLabel->setFont(smallFont(font(), 8, true));
+            run->markerLabel->setFont(chartFont(8, true));
             run->markerLabel->setClipToAxisRect(true);
         }
         QCPItemText* label = run->markerLabel;
