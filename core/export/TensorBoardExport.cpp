@@ -2,6 +2,7 @@
 
 #include "run/RunLayout.h"
 #include "data/Tokenizer.h"  // DataError
+#include "vocab/MetricScalars.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,16 +13,6 @@
 
 namespace widelab {
 namespace {
-
-// A part of a tag: '/' separates TensorBoard's groups, so a name from the file
-// (a split, a memory kind) must not carry one; other unusual bytes go too.
-std::string tagPart(const std::string& text)
-{
-    std::string out;
-    for (const char c : text)
-        out += (c > ' ' && c < 0x7f && c != '/') ? c : '_';
-    return out.empty() ? "_" : out;
-}
 
 // A probe's name in its tags: its text when short and plain, else its first 40
 // characters made plain and a hash of the whole text (FNV-1a, 32 bits), so that
@@ -42,7 +33,6 @@ std::string probeName(const std::string& text)
     return plain + suffix;
 }
 
-std::string numbered(const char* what, std::int64_t zeroBased) { return what + std::to_string(zeroBased + 1); }
 
 double unixSeconds()
 {
@@ -174,7 +164,7 @@ void TensorBoardEvents::add(const MetricsRecord& record, double wallTime)
         addTraining(record, summary);
         break;
     case MetricsRecord::Type::Eval:
-        addEvaluation(record.eval, summary);
+        addEvaluation(record, summary);
         break;
     case MetricsRecord::Type::Probe:
         addProbe(record.probe, summary);
@@ -186,91 +176,35 @@ void TensorBoardEvents::add(const MetricsRecord& record, double wallTime)
     m_writer.write(wallTime, record.step, summary);
 }
 
+// Every scalar as metricScalars tags it (the app's chart chooser uses the same
+// tags), then what only TensorBoard draws: histograms of expert loads and of
+// LayerNorm rows.
 void TensorBoardEvents::addTraining(const MetricsRecord& record, tensorboard::Summary& summary)
 {
+    for (const MetricScalar& s : metricScalars(record))
+        scalar(summary, s.tag, s.value);
     const TrainingSnapshot& s = record.train;
-    // The curves as written: one left out of the line is no point (not a 0).
-    for (const auto& [name, value] : record.values)
-        scalar(summary, "train/" + name, value);
-    scalar(summary, "train/task_loss", s.taskLoss);
-    scalar(summary, "time/wall_seconds", s.wallSeconds);
-    scalar(summary, "time/step_seconds", s.stepSeconds);
-    scalar(summary, "time/measurement_seconds", s.measurementSeconds);
-    const std::string memory = "memory/" + tagPart(s.memoryKind) + "/";
-    scalar(summary, memory + "bytes", static_cast<double>(s.memoryBytes));
-    scalar(summary, memory + "reserved_bytes", static_cast<double>(s.memoryReservedBytes));
-    scalar(summary, memory + "peak_bytes", static_cast<double>(s.memoryPeakBytes));
-    scalar(summary, memory + "peak_reserved_bytes", static_cast<double>(s.memoryPeakReservedBytes));
-
     for (const RoutingStats& r : s.routing) {
-        const std::string block = numbered("block_", r.block);
-        const std::string routing = "routing/" + block + "/";
-        scalar(summary, routing + "router_entropy", r.routerEntropy);
-        scalar(summary, routing + "unused_experts", static_cast<double>(r.unusedExperts));
-        scalar(summary, routing + "max_violation", r.maxViolation);
-        scalar(summary, routing + "effective_experts", r.effectiveExperts);
-        scalar(summary, routing + "z_loss", r.zLoss);
-        scalar(summary, routing + "dead_fraction", r.deadFraction);
-        if (r.consistency >= 0.0)
-            scalar(summary, routing + "consistency", r.consistency);
-        for (std::size_t k = 0; k < r.droppedPercentPerChoice.size(); ++k)
-            scalar(summary, routing + numbered("dropped_percent/choice_", static_cast<std::int64_t>(k)),
-                   r.droppedPercentPerChoice[k]);
-        const std::string experts = "experts/" + block + "/";
-        for (std::size_t e = 0; e < r.loadVsFair.size(); ++e)
-            scalar(summary, experts + numbered("load_vs_fair/expert_", static_cast<std::int64_t>(e)), r.loadVsFair[e]);
-        if (!r.tokensPerExpert.empty()) {
-            summary.histogram(experts + "tokens_per_expert", expertHistogram(r.tokensPerExpert));
-            ++m_histograms;
-        }
+        if (r.tokensPerExpert.empty())
+            continue;
+        summary.histogram("experts/" + numberedTag("block_", r.block) + "/tokens_per_expert", expertHistogram(r.tokensPerExpert));
+        ++m_histograms;
     }
-
     const std::pair<const char*, const std::vector<std::vector<float>>*> norms[] = {
         {"attention_gamma", &s.attentionGamma}, {"attention_beta", &s.attentionBeta},
         {"ffn_gamma", &s.ffnGamma},             {"ffn_beta", &s.ffnBeta}};
     for (const auto& [name, rows] : norms)
         for (std::size_t b = 0; b < rows->size(); ++b) {
-            summary.histogram("layernorm/" + numbered("block_", static_cast<std::int64_t>(b)) + "/" + name,
+            summary.histogram("layernorm/" + numberedTag("block_", static_cast<std::int64_t>(b)) + "/" + name,
                               valuesHistogram((*rows)[b]));
             ++m_histograms;
         }
-    // Divergences are all 0 for a model without LayerNorm rows to compare.
-    if (!s.ffnGamma.empty()) {
-        const std::pair<const char*, const LayerNormDivergence*> divergences[] = {{"ffn", &s.divergence},
-                                                                                  {"attention", &s.attentionDivergence}};
-        for (const auto& [where, d] : divergences) {
-            const std::string prefix = std::string("divergence/") + where + "/";
-            scalar(summary, prefix + "gamma_all_pairs", d->gammaAllPairs);
-            scalar(summary, prefix + "beta_all_pairs", d->betaAllPairs);
-            scalar(summary, prefix + "gamma_elementwise", d->gammaElementwise);
-            scalar(summary, prefix + "beta_elementwise", d->betaElementwise);
-        }
-    }
-
-    for (const PathWeights& p : s.paths) {
-        const std::string prefix = "paths/" + numbered("block_", p.block) + "/" + tagPart(p.sublayer) + "/";
-        for (std::size_t i = 0; i < p.alpha.size(); ++i) {
-            const auto index = static_cast<std::int64_t>(i);
-            scalar(summary, prefix + (index < p.paths ? numbered("alpha/path_", index) : numbered("alpha/extra_", index - p.paths)),
-                   p.alpha[i]);
-        }
-        scalar(summary, prefix + "beta", p.beta);
-        scalar(summary, prefix + "diversity", p.diversity);
-    }
 }
 
-void TensorBoardEvents::addEvaluation(const EvaluationResult& r, tensorboard::Summary& summary)
+void TensorBoardEvents::addEvaluation(const MetricsRecord& record, tensorboard::Summary& summary)
 {
-    const std::string split = tagPart(r.split) + "/";
-    scalar(summary, split + "loss", r.loss);
-    scalar(summary, split + "accuracy", r.accuracy);
-    if (r.perplexity > 0.0)  // language and translation models
-        scalar(summary, split + "perplexity", r.perplexity);
-    if (r.translated > 0) {  // translation models
-        scalar(summary, split + "bleu", r.bleu);
-        scalar(summary, split + "chrf", r.chrf);
-    }
-    scalar(summary, split + "examples", static_cast<double>(r.examples));
+    for (const MetricScalar& s : metricScalars(record))
+        scalar(summary, s.tag, s.value);
 }
 
 void TensorBoardEvents::addProbe(const ProbeResult& probe, tensorboard::Summary& summary)
@@ -287,7 +221,7 @@ void TensorBoardEvents::addProbe(const ProbeResult& probe, tensorboard::Summary&
     for (std::size_t layer = 0; layer < probe.attention.size(); ++layer) {
         const Image picture = attentionImage(probe.attention[layer]);
         if (picture.width > 0)
-            image(summary, prefix + numbered("attention/layer_", static_cast<std::int64_t>(layer)), picture);
+            image(summary, prefix + numberedTag("attention/layer_", static_cast<std::int64_t>(layer)), picture);
     }
 }
 

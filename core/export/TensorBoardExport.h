@@ -47,7 +47,7 @@ public:
 
 private:
     void addTraining(const MetricsRecord& record, tensorboard::Summary& summary);
-    void addEvaluation(const EvaluationResult& result, tensorboard::Summary& summary);
+    void addEvaluation(const MetricsRecord& record, tensorboard::Summary& summary);
     void addProbe(const ProbeResult& probe, tensorboard::Summary& summary);
     void scalar(tensorboard::Summary& summary, const std::string& tag, double value);
     void image(tensorboard::Summary& summary, const std::string& tag, const Image& image);
