@@ -162,6 +162,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
             m_workspace->refresh();
     });
     connect(m_status, &RunStatusBar::folderClicked, this, [this] { m_tabs->setCurrentWidget(m_runsTable); });
+    connect(m_curves, &CurvesView::metricChartsChanged, m_workspace, &RunsWorkspace::saveCharts);
     setRunsFolder(root);
     connect(m_session, &TrainingSession::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_session, &TrainingSession::runLog, this, &MainWindow::showRunLog);
@@ -607,6 +608,7 @@ void MainWindow::setRunsFolder(const QString& folder)
     m_session->setRunsRoot(folder);
     m_workspace->setFolder(folder);
     m_status->showRunsFolder(m_workspace->folder());
+    m_curves->setMetricCharts(m_workspace->savedCharts());  // the charts chosen for this folder
 }
 
 void MainWindow::openRunAsking(const QString& directory)

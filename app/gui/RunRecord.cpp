@@ -3,6 +3,7 @@
 #include "RunFiles.h"
 
 #include "vocab/Curves.h"
+#include "vocab/MetricScalars.h"
 
 #include <QDir>
 #include <QFileInfo>
@@ -11,6 +12,20 @@
 #include <algorithm>
 
 namespace widelab {
+namespace {
+
+// The scalars the fixed charts draw under their curve names already.
+bool drawnAsCurve(const std::string& tag)
+{
+    for (const TrainingCurve& c : kTrainingCurves)
+        if (tag == std::string("train/") + c.name)
+            return true;
+    return tag == "validation/loss" || tag == "validation/accuracy" || tag == "validation/bleu"
+           || tag == "validation/chrf";
+}
+
+}  // namespace
+
 
 CurveBatch RunRecord::addTrainingValues(double step, double seconds, const std::map<std::string, double>& values)
 {
@@ -61,6 +76,23 @@ void RunRecord::restart()
 }
 
 CurveBatch RunRecord::add(const MetricsRecord& record)
+{
+    CurveBatch added = addFixed(record);
+    // Every other number of the line, by its tag, for the charts a user adds.
+    if (record.type == MetricsRecord::Type::Train || record.type == MetricsRecord::Type::Eval) {
+        for (const MetricScalar& scalar : metricScalars(record)) {
+            if (drawnAsCurve(scalar.tag))
+                continue;
+            const CurvePoint point{static_cast<double>(record.step), m_lastSeconds, scalar.value};
+            const QString tag = QString::fromStdString(scalar.tag);
+            curves[tag].append(point);
+            added[tag].append(point);
+        }
+    }
+    return added;
+}
+
+CurveBatch RunRecord::addFixed(const MetricsRecord& record)
 {
     switch (record.type) {
     case MetricsRecord::Type::Train:

@@ -19,7 +19,8 @@
 
 namespace widelab {
 
-// Curves by their names in metrics.jsonl (vocab/Curves.h).
+// Curves by their names in metrics.jsonl (vocab/Curves.h), and every other
+// number a line holds by its tag (vocab/MetricScalars.h: the tags hold a '/').
 using CurveBatch = QHash<QString, QVector<CurvePoint>>;
 
 class RunRecord {
@@ -55,6 +56,7 @@ public:
     double lastSeconds() const { return m_lastSeconds; }
 
 private:
+    CurveBatch addFixed(const MetricsRecord& record);  // the fixed charts' curves, insights
     CurveBatch addTrainingValues(double step, double seconds, const std::map<std::string, double>& values);
     CurveBatch addEvaluationValues(const EvaluationResult& result);
 

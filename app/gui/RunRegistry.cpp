@@ -11,6 +11,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QListWidget>
+#include <QSet>
 
 #include <utility>
 
@@ -20,6 +21,8 @@ RunRegistry::RunRegistry(CurvesView* curves, InsightsView* insights, QListWidget
     : QObject(parent), m_curves(curves), m_insights(insights), m_list(list)
 {
     connect(m_list, &QListWidget::itemChanged, this, &RunRegistry::onItemChanged);
+    m_curves->setMetricTags([this] { return metricTags(); });
+    connect(m_curves, &CurvesView::metricChartAdded, this, &RunRegistry::feedMetric);
     connect(m_curves, &CurvesView::runColorsChanged, this, [this] {  // the theme changed
         const QSignalBlocker block(m_list);
         for (int row = 0; row < m_list->count(); ++row)
@@ -100,6 +103,26 @@ void RunRegistry::remove(const QString& runId)
         }
     }
     Q_EMIT runRemoved(runId);
+}
+
+QStringList RunRegistry::metricTags() const
+{
+    QSet<QString> tags;
+    for (const RunRecord& record : m_records)
+        for (auto it = record.curves.keyBegin(); it != record.curves.keyEnd(); ++it)
+            if (it->contains(QLatin1Char('/')))
+                tags.insert(*it);
+    QStringList sorted(tags.begin(), tags.end());
+    sorted.sort();
+    return sorted;
+}
+
+void RunRegistry::feedMetric(const QString& tag)
+{
+    const QStringList shown = m_curves->runs();
+    for (const RunRecord& record : std::as_const(m_records))
+        if (shown.contains(record.id))
+            m_curves->appendPoints(record.id, tag, record.curves.value(tag));
 }
 
 QStringList RunRegistry::runIds() const

@@ -52,6 +52,11 @@ public:
     // A resumed run retraces the steps after its checkpoint: its insights after
     // `step` go.
     void retraceAfter(const QString& runId, qint64 step);
+    // The tags of every metric some run has beyond the fixed charts' (the chart
+    // chooser's list), sorted.
+    QStringList metricTags() const;
+    // A metric chart was added: every run's points of it go to the charts.
+    void feedMetric(const QString& tag);
     // Takes the run out of the window: list, curves, insights.
     void remove(const QString& runId);
     // A word after the run's name in the Runs panel ("training", "stale",

@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QMessageBox>
+#include <QSettings>
 #include <QThread>
 #include <QTimer>
 
@@ -151,6 +152,26 @@ void RunsWorkspace::setFolder(const QString& folder)
 }
 
 void RunsWorkspace::refresh() { startReading(); }
+
+namespace {
+const QString kChartLayouts = QStringLiteral("chartLayouts");  // folder -> the tags of its added charts
+}
+
+QStringList RunsWorkspace::savedCharts() const
+{
+    return QSettings().value(kChartLayouts).toMap().value(m_folder).toStringList();
+}
+
+void RunsWorkspace::saveCharts(const QStringList& tags)
+{
+    QSettings settings;
+    QVariantMap layouts = settings.value(kChartLayouts).toMap();
+    if (tags.isEmpty())
+        layouts.remove(m_folder);
+    else
+        layouts.insert(m_folder, tags);
+    settings.setValue(kChartLayouts, layouts);
+}
 
 void RunsWorkspace::setInterval(int milliseconds) { m_timer->setInterval(milliseconds); }
 

@@ -43,6 +43,10 @@ public:
     void refresh();
     // Seconds between readings while the table is seen.
     void setInterval(int milliseconds);
+    // The metric charts the user added while this folder was the workspace
+    // (CurvesView::metricCharts), kept in the settings by folder.
+    QStringList savedCharts() const;
+    void saveCharts(const QStringList& tags);
     // For tests: waits for a reading in progress (and one asked for meanwhile).
     bool waitForReading(int milliseconds);
 

@@ -99,6 +99,7 @@ private Q_SLOTS:
     void deletingAsksAndKeepsATrainingRun();
     void openingARunAsksToAddItOrShowItAlone();
     void theStatusBarNamesTheRunsFolder();
+    void chartsChosenForAFolderComeBackWithIt();
 };
 
 void TestDesktopWorkspace::everyRunOfTheFolderIsListed()
@@ -286,6 +287,33 @@ void TestDesktopWorkspace::theStatusBarNamesTheRunsFolder()
     window.setRunsFolder(other);
     QVERIFY(label->text().contains(QDir::toNativeSeparators(other).toHtmlEscaped()));
     QVERIFY(window.runsTable()->summaryText().contains(QDir::toNativeSeparators(other)));
+}
+
+void TestDesktopWorkspace::chartsChosenForAFolderComeBackWithIt()
+{
+    const QString root = m_dir.filePath(QStringLiteral("charts"));
+    const QString run = makeRun(root, QStringLiteral("a-run"), QStringLiteral("finished"));
+    const QString stepTime = QStringLiteral("time/step_seconds");
+    {
+        MainWindow window(root);
+        QVERIFY(window.compared().add(run));
+        // Every number of the run's lines is offered, the fixed charts' curves aside.
+        const QStringList tags = window.runs().metricTags();
+        QVERIFY2(tags.contains(stepTime) && tags.contains(QStringLiteral("validation/examples")), qPrintable(tags.join(',')));
+        QVERIFY(!tags.contains(QStringLiteral("train/loss")));
+        QVERIFY(window.curves()->addMetricChart(stepTime));
+        // The shown run's points, handed to the new chart: its two train lines.
+        QCOMPARE(window.curves()->chart(stepTime)->points(run, stepTime).size(), 2);
+    }
+    MainWindow again(root);
+    QCOMPARE(again.curves()->metricCharts(), QStringList{stepTime});
+    QVERIFY(again.compared().add(run));
+    QCOMPARE(again.curves()->chart(stepTime)->points(run, stepTime).size(), 2);
+    // Another folder, another layout.
+    again.setRunsFolder(m_dir.filePath(QStringLiteral("charts-elsewhere")));
+    QCOMPARE(again.curves()->metricCharts(), QStringList());
+    again.setRunsFolder(root);
+    QCOMPARE(again.curves()->metricCharts(), QStringList{stepTime});
 }
 
 QTEST_MAIN(TestDesktopWorkspace)

@@ -1,5 +1,7 @@
 #include "CurvesView.h"
 
+#include "MetricChooser.h"
+
 #include "CurveMath.h"
 #include "common/Palette.h"
 #include "vocab/Curves.h"
@@ -51,7 +53,7 @@ CurvesView::CurvesView(QWidget* parent)
                                      "points are always drawn as logged."));
     m_smoothingSlider->setRange(0, static_cast<int>(std::lround(curvemath::kMaxSmoothing * kSliderSteps)));
     m_smoothingSlider->setPageStep(50);
-    m_smoothingSlider->setMinimumWidth(120);
+    m_smoothingSlider->setMinimumWidth(80);
     m_smoothingSlider->setMaximumWidth(220);
     smoothingLabel->setBuddy(m_smoothingSlider);
     m_smoothingValue = new QLabel(this);
@@ -94,9 +96,9 @@ CurvesView::CurvesView(QWidget* parent)
     controls->addWidget(smoothingLabel);
     controls->addWidget(m_smoothingSlider);
     controls->addWidget(m_smoothingValue);
-    controls->addSpacing(12);
+    controls->addSpacing(6);
     controls->addWidget(m_logScale);
-    controls->addSpacing(12);
+    controls->addSpacing(6);
     controls->addWidget(xLabel);
     controls->addWidget(m_xAxis);
     controls->addStretch(1);
@@ -108,6 +110,13 @@ CurvesView::CurvesView(QWidget* parent)
     m_valuesButton->setToolTip(tr("A table under the charts of every shown run's values at the step under the "
                                   "pointer (a line marks it on every chart)"));
     controls->addWidget(m_valuesButton);
+    m_chooseCharts = new QToolButton(this);
+    m_chooseCharts->setText(tr("Charts…"));
+    m_chooseCharts->setObjectName(QStringLiteral("chooseChartsButton"));
+    m_chooseCharts->setAccessibleName(tr("Choose charts"));
+    m_chooseCharts->setToolTip(tr("Chart any other metric the runs write: routing and expert load per block, "
+                                  "LayerNorm divergence, path weights, memory, step time, perplexity, ..."));
+    controls->addWidget(m_chooseCharts);
     controls->addWidget(m_reset);
     controls->addWidget(m_export);
 
@@ -174,6 +183,7 @@ CurvesView::CurvesView(QWidget* parent)
     addChart(QStringLiteral("bleu"), tr("BLEU and chrF"),
              {QLatin1String(curve::kValidationBleu), QLatin1String(curve::kValidationChrf)},
              {tr("validation BLEU"), tr("validation chrF")}, {Style::Markers, Style::Markers}, /*optional=*/true);
+    m_fixedCharts = static_cast<int>(m_charts.size());
     setCurrentChart(m_charts.front());
     relayout();
 
@@ -185,6 +195,7 @@ CurvesView::CurvesView(QWidget* parent)
     connect(m_reset, &QPushButton::clicked, this, &CurvesView::resetViews);
     connect(m_valuesButton, &QToolButton::toggled, this, &CurvesView::setValuesShown);
     connect(m_export, &QToolButton::clicked, this, &CurvesView::exportCurrentChart);
+    connect(m_chooseCharts, &QToolButton::clicked, this, &CurvesView::chooseCharts);
 
     m_smoothingSlider->setValue(static_cast<int>(std::lround(kDefaultSmoothing * kSliderSteps)));
     applySmoothingFromSlider(m_smoothingSlider->value());
@@ -197,6 +208,7 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
 {
     m_optional.append(optional);
     auto* plot = new CurvePlot(m_chartArea);
+    plot->setKeepsPlotHeight(true);  // the chart area scrolls
     plot->setObjectName(key + QStringLiteral("Chart"));
     plot->setAccessibleName(tr("%1 chart").arg(title));
     plot->setTitle(title);
@@ -212,6 +224,80 @@ void CurvesView::addChart(const QString& key, const QString& title, const QStrin
     m_chartKeys.append(key);
     m_charts.append(plot);
     m_exportActions.append(m_export->menu()->addAction(tr("Export %1…").arg(title), this, [this, key] { exportChart(key); }));
+}
+
+// ---- metric charts -----------------------------------------------------------------------------
+
+void CurvesView::setMetricTags(std::function<QStringList()> tags) { m_metricTags = std::move(tags); }
+
+bool CurvesView::addMetricChart(const QString& tag)
+{
+    if (tag.isEmpty() || m_chartKeys.contains(tag) || m_metrics.contains(tag))
+        return false;
+    // A split's measurements are points now and then; the rest are logged as training goes.
+    const bool measured = tag.startsWith(QLatin1String("validation/")) || tag.startsWith(QLatin1String("test/"));
+    addChart(tag, tag, {tag}, {QString()},
+             {measured ? CurvePlot::SeriesStyle::Markers : CurvePlot::SeriesStyle::Smoothed});
+    CurvePlot* plot = m_charts.back();
+    // As the other charts are: their runs, colours and settings.
+    for (const RunEntry& run : std::as_const(m_runs))
+        plot->addRun(run.id, run.label, palette::seriesColor(run.colorIndex, palette()), run.parameters);
+    plot->setSmoothing(smoothing());
+    plot->setLogScale(logScale());
+    plot->setXAxisMode(xAxisMode());
+    plot->setCursorStep(cursorStep());
+    relayout();
+    Q_EMIT metricChartAdded(tag);
+    Q_EMIT metricChartsChanged(metricCharts());
+    return true;
+}
+
+void CurvesView::removeMetricChart(const QString& tag)
+{
+    const int index = static_cast<int>(m_chartKeys.indexOf(tag));
+    if (index < m_fixedCharts)
+        return;  // not an added chart (or none)
+    CurvePlot* plot = m_charts[index];
+    for (qsizetype m = m_metrics.size() - 1; m >= 0; --m) {
+        if (m_metricCharts[m] == index) {
+            m_metrics.removeAt(m);
+            m_metricHeaders.removeAt(m);
+            m_metricCharts.removeAt(m);
+        } else if (m_metricCharts[m] > index) {
+            --m_metricCharts[m];
+        }
+    }
+    m_chartKeys.removeAt(index);
+    m_charts.removeAt(index);
+    m_optional.removeAt(index);
+    delete m_exportActions.takeAt(index);
+    m_laidOut.removeAll(plot);
+    m_grid->removeWidget(plot);
+    if (m_current == plot)
+        setCurrentChart(m_charts.front());
+    delete plot;
+    m_columns = 0;  // lay out again
+    relayout();
+    Q_EMIT metricChartsChanged(metricCharts());
+}
+
+QStringList CurvesView::metricCharts() const { return m_chartKeys.mid(m_fixedCharts); }
+
+void CurvesView::setMetricCharts(const QStringList& tags)
+{
+    for (const QString& tag : metricCharts())
+        if (!tags.contains(tag))
+            removeMetricChart(tag);
+    for (const QString& tag : tags)
+        addMetricChart(tag);
+}
+
+void CurvesView::chooseCharts()
+{
+    MetricChooser chooser(m_metricTags ? m_metricTags() : QStringList(), metricCharts(), this);
+    if (chooser.exec() != QDialog::Accepted)
+        return;
+    setMetricCharts(chooser.chosen());
 }
 
 // ---- runs and points -----------------------------------------------------------------------

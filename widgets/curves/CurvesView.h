@@ -11,6 +11,7 @@
 #include <QVector>
 #include <QWidget>
 
+#include <functional>
 #include <limits>
 
 class QAction;
@@ -95,6 +96,19 @@ public:
     int valuesRowCount() const;
     QString valuesTitle() const;  // "At step 1,200" (Time mode: "At 0:20:00")
 
+    // Charts of any other metric the runs write, one a metric, by its tag
+    // (vocab/MetricScalars.h: "routing/block_2/router_entropy", "memory/cpu/bytes",
+    // "paths/block_1/ffn/alpha/path_1", "validation/perplexity", ...), after the
+    // fixed ones. The Charts... button offers `tags()`'s tags in a MetricChooser.
+    void setMetricTags(std::function<QStringList()> tags);
+    // False when it is charted already. A new chart starts empty: the app hands it
+    // the runs' points (metricChartAdded).
+    bool addMetricChart(const QString& tag);
+    void removeMetricChart(const QString& tag);
+    QStringList metricCharts() const;              // the added charts' tags, in order
+    void setMetricCharts(const QStringList& tags);  // replaces them (a workspace's saved layout)
+    void chooseCharts();                            // the Charts... button
+
     // One line above the charts while no run is shown (the app's first-start
     // invitation: pick a preset, press F5); none when empty.
     void setEmptyHint(const QString& text);
@@ -115,6 +129,10 @@ Q_SIGNALS:
     // The theme changed and with it the runs' colours (runColor): lists that
     // show them should read them again.
     void runColorsChanged();
+    // A metric chart was added: it draws the points appended from now on.
+    void metricChartAdded(const QString& tag);
+    // The added charts changed (added, removed, replaced): for the app to keep.
+    void metricChartsChanged(const QStringList& tags);
 
 protected:
     void resizeEvent(QResizeEvent* event) override;
@@ -151,6 +169,9 @@ private:
     QVector<bool> m_optional;        // parallel to m_charts
     QVector<CurvePlot*> m_laidOut;   // the charts in the grid, in order
     QVector<QAction*> m_exportActions;  // parallel to m_charts
+    int m_fixedCharts = 0;              // the first charts, always there; the rest are metric charts
+    std::function<QStringList()> m_metricTags;
+    QToolButton* m_chooseCharts = nullptr;
 
     QSlider* m_smoothingSlider = nullptr;
     QLabel* m_smoothingValue = nullptr;

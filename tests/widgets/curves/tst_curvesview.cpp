@@ -3,6 +3,7 @@
 // balance-loss chart of models without experts, legends beside the data, and
 // the link to the insight views (a clicked step, the step cursor).
 #include "curves/CurvesView.h"
+#include "curves/MetricChooser.h"
 #include "common/Palette.h"
 
 #include <QAction>
@@ -11,6 +12,7 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSlider>
 #include <QTableWidget>
 #include <QToolButton>
@@ -22,6 +24,7 @@
 using widelab::CurvePlot;
 using widelab::CurvePoint;
 using widelab::CurvesView;
+using widelab::MetricChooser;
 namespace palette = widelab::palette;
 
 namespace {
@@ -71,6 +74,10 @@ private Q_SLOTS:
     void theCursorStepReachesEveryChart();
     void thePointerDrawsACrosshairOnEveryChartAndTabulatesTheValuesThere();
     void theFirstRunsBlueIsReadableOnADarkTheme();
+    // Charts you choose (issue 37).
+    void anyMetricGetsAChartOfItsOwnWithTheRunsAndSettings();
+    void aMetricChartIsRemovedAndTheOthersKeepTheirPoints();
+    void theChooserKeepsTheChartedOrderAndFilters();
 };
 
 void TestCurvesView::hasTheSevenCharts()
@@ -595,6 +602,88 @@ void TestCurvesView::theFirstRunsBlueIsReadableOnADarkTheme()
     QCOMPARE(view.chart(QStringLiteral("loss"))->seriesColor(QStringLiteral("a"), QStringLiteral("loss")), onDark);
     // Colours that read well on the dark base stay as they are (orange, 6.1:1).
     QCOMPARE(palette::seriesColor(1, dark), palette::seriesColor(1));
+}
+
+void TestCurvesView::anyMetricGetsAChartOfItsOwnWithTheRunsAndSettings()
+{
+    CurvesView view;
+    view.resize(1200, 800);
+    view.addRun(QStringLiteral("a"), QStringLiteral("run a"), 1e6);
+    view.addRun(QStringLiteral("b"), QStringLiteral("run b"), 2e6);
+    view.setLogScale(true);
+    view.setSmoothing(0.25);
+    const QString entropy = QStringLiteral("routing/block_2/router_entropy");
+    view.appendPoints(QStringLiteral("a"), entropy, ramp(3));  // no chart yet: dropped
+    QVERIFY(view.chartKeyForMetric(entropy).isEmpty());
+    QSignalSpy added(&view, &CurvesView::metricChartAdded);
+    QSignalSpy changed(&view, &CurvesView::metricChartsChanged);
+    QVERIFY(view.addMetricChart(entropy));
+    QVERIFY(!view.addMetricChart(entropy));  // once
+    QVERIFY(!view.addMetricChart(QStringLiteral("loss")));  // a fixed chart's
+    QCOMPARE(added.size(), 1);
+    QCOMPARE(changed.size(), 1);
+    QCOMPARE(changed.front().front().toStringList(), QStringList{entropy});
+    CurvePlot* chart = view.chart(entropy);
+    QVERIFY(chart);
+    QCOMPARE(chart->title(), entropy);
+    // It draws every run in its colour, with the view's settings, and takes their points from now on.
+    QCOMPARE(chart->runs(), (QStringList{QStringLiteral("a"), QStringLiteral("b")}));
+    QCOMPARE(chart->smoothing(), 0.25);
+    QVERIFY(chart->logScale());
+    view.appendPoints(QStringLiteral("b"), entropy, ramp(4));
+    QCOMPARE(view.chartKeyForMetric(entropy), entropy);
+    QCOMPARE(chart->points(QStringLiteral("b"), entropy).size(), 4);
+    QCOMPARE(view.metricCharts(), QStringList{entropy});
+    view.addRun(QStringLiteral("c"), QStringLiteral("run c"), 1e6);  // a run added later joins it
+    QVERIFY(chart->runs().contains(QStringLiteral("c")));
+    // A measured split's metric is drawn as markers at its values.
+    const QString perplexity = QStringLiteral("validation/perplexity");
+    QVERIFY(view.addMetricChart(perplexity));
+    QVERIFY(view.chart(perplexity)->seriesStyle(perplexity) == CurvePlot::SeriesStyle::Markers);
+    QVERIFY(chart->seriesStyle(entropy) == CurvePlot::SeriesStyle::Smoothed);
+    QCOMPARE(visibleActions(view), 6 + 2);  // offered for export too
+}
+
+void TestCurvesView::aMetricChartIsRemovedAndTheOthersKeepTheirPoints()
+{
+    CurvesView view;
+    view.addRun(QStringLiteral("a"), QStringLiteral("run a"), 1e6);
+    const QString first = QStringLiteral("memory/cpu/bytes"), second = QStringLiteral("time/step_seconds");
+    view.setMetricCharts({first, second});
+    QCOMPARE(view.metricCharts(), (QStringList{first, second}));
+    view.appendPoints(QStringLiteral("a"), first, ramp(2));
+    view.appendPoints(QStringLiteral("a"), second, ramp(5));
+    view.appendPoints(QStringLiteral("a"), QStringLiteral("loss"), ramp(3));
+    QSignalSpy changed(&view, &CurvesView::metricChartsChanged);
+    view.removeMetricChart(first);
+    QCOMPARE(changed.size(), 1);
+    QVERIFY(!view.chart(first));
+    QCOMPARE(view.metricCharts(), QStringList{second});
+    // The metric after it still lands in its own chart, the fixed ones in theirs.
+    view.appendPoints(QStringLiteral("a"), second, ramp(1));
+    QCOMPARE(view.chart(second)->points(QStringLiteral("a"), second).size(), 6);
+    QCOMPARE(view.chart(QStringLiteral("loss"))->points(QStringLiteral("a"), QStringLiteral("loss")).size(), 3);
+    view.removeMetricChart(QStringLiteral("loss"));  // the fixed charts stay
+    QVERIFY(view.chart(QStringLiteral("loss")));
+    view.setMetricCharts({});
+    QCOMPARE(view.metricCharts(), QStringList());
+    QCOMPARE(view.chartKeys(), kChartKeys);
+}
+
+void TestCurvesView::theChooserKeepsTheChartedOrderAndFilters()
+{
+    const QStringList available{QStringLiteral("routing/block_1/z_loss"), QStringLiteral("memory/cpu/bytes"),
+                                QStringLiteral("routing/block_2/z_loss")};
+    MetricChooser chooser(available, {QStringLiteral("routing/block_2/z_loss"), QStringLiteral("gone/metric")});
+    chooser.setFilter(QStringLiteral("ROUTING z"));
+    QCOMPARE(chooser.visibleCount(), 2);
+    chooser.setTicked(QStringLiteral("memory/cpu/bytes"), true);
+    chooser.setTicked(QStringLiteral("routing/block_1/z_loss"), true);
+    // Those charted first, in their order (one no run writes now is kept), then the new in the list's order.
+    QCOMPARE(chooser.chosen(), (QStringList{QStringLiteral("routing/block_2/z_loss"), QStringLiteral("gone/metric"),
+                                            QStringLiteral("memory/cpu/bytes"), QStringLiteral("routing/block_1/z_loss")}));
+    chooser.setTicked(QStringLiteral("routing/block_2/z_loss"), false);
+    QCOMPARE(chooser.chosen().first(), QStringLiteral("gone/metric"));
 }
 
 QTEST_MAIN(TestCurvesView)
