@@ -375,6 +375,8 @@ void TestDesktopWindow::theWindowFitsA1280x720Screen()
         for (QToolBar* bar : window.findChildren<QToolBar*>())
             parts << QStringLiteral("%1 %2x%3").arg(bar->objectName()).arg(bar->minimumSizeHint().width()).arg(bar->minimumSizeHint().height());
         parts << QStringLiteral("central %1x%2").arg(window.centralWidget()->minimumSizeHint().width()).arg(window.centralWidget()->minimumSizeHint().height());
+        for (int i = 0; i < window.centralTabs()->count(); ++i)
+            parts << QStringLiteral("tab %1 %2x%3").arg(i).arg(window.centralTabs()->widget(i)->minimumSizeHint().width()).arg(window.centralTabs()->widget(i)->minimumSizeHint().height());
         parts << QStringLiteral("status bar %1x%2").arg(window.statusBar()->minimumSizeHint().width()).arg(window.statusBar()->minimumSizeHint().height());
         return parts.join(QStringLiteral("; "));
     };

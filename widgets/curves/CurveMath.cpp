@@ -250,4 +250,13 @@ int legendColumns(const QVector<int>& widths, int available, int spacing)
     return 1;
 }
 
+QString elideMiddle(const QString& text, int maxChars)
+{
+    if (text.size() <= maxChars || maxChars < 3)
+        return text;
+    const qsizetype tail = (maxChars - 1) / 2;     // the end tells runs of one study apart: it keeps the more
+    const qsizetype head = maxChars - 1 - tail;
+    return text.left(head) + QChar(0x2026) + text.right(tail);
+}
+
 }  // namespace widelab::curvemath

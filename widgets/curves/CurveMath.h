@@ -57,4 +57,10 @@ QString formatDuration(double seconds);
 // columns, fit. At least 1 (a too narrow chart gets one column, clipped).
 int legendColumns(const QVector<int>& widths, int available, int spacing);
 
+// A run's name as a legend shows it: at most `maxChars` characters, a long one
+// cut in the middle ("multipath-tr…-member-2"), where runs of one study differ
+// at the end and one of a day at the start. Hover and the Values table name it whole.
+inline constexpr int kLegendNameChars = 28;
+QString elideMiddle(const QString& text, int maxChars = kLegendNameChars);
+
 }  // namespace widelab::curvemath

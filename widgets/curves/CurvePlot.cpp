@@ -35,6 +35,16 @@ CurvePlot::CurvePlot(QWidget* parent)
     setMouseTracking(true);  // hover read-out without a pressed button
     setFocusPolicy(Qt::ClickFocus);
     setMinimumSize(240, 170);
+    // setKeepsPlotHeight: the chart asks for its title, legend and axes above
+    // kMinPlotHeight of data, however many runs the legend lists.
+    connect(this, &QCustomPlot::afterLayout, this, [this] {
+        const int plotHeight = axisRect()->rect().height();
+        if (!m_keepsPlotHeight || !isVisible() || plotHeight <= 0)
+            return;
+        const int wanted = std::max(170, height() - plotHeight + kMinPlotHeight);
+        if (minimumHeight() != wanted)
+            setMinimumHeight(wanted);
+    });
     setAutoAddPlottableToLegend(false);
     setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     setNoAntialiasingOnDrag(true);
@@ -380,7 +390,8 @@ QString CurvePlot::legendName(const Series& s) const
 {
     const qsizetype index = m_declaredSeries.indexOf(s.name);
     const QString display = index >= 0 ? m_displayNames[index] : s.name;
-    return display.isEmpty() ? s.run->label : s.run->label + QStringLiteral(" · ") + display;
+    const QString label = curvemath::elideMiddle(s.run->label);
+    return display.isEmpty() ? label : label + QStringLiteral(" · ") + display;
 }
 
 void CurvePlot::styleSeries(Series& s)

@@ -145,6 +145,11 @@ public:
     QList<QCPAbstractLegendItem*> legendEntries() const;
     QStringList legendTexts() const;  // each entry's text, in order: "A · train", or "A" and "train" collapsed
 
+    // On: the chart's minimum height follows its legend, so that the data keeps
+    // its own band (kMinPlotHeight) however many runs are listed; for charts in
+    // a scroll area (CurvesView's), which then scrolls rather than squeezes them.
+    void setKeepsPlotHeight(bool on) { m_keepsPlotHeight = on; }
+
     // PNG, PDF or SVG by the file's suffix, laid out as a figure of its own
     // (figure()): `layout`'s size and type, the legend under the plot with
     // every entry, on white; a PNG has layout.pixels(). The chart on screen is
@@ -328,6 +333,7 @@ private:
     // A figure (figure()): its type size in points (0 on screen) and its device
     // pixels a layout unit, which the decimation resolves.
     int m_figureFontPoints = 0;
+    bool m_keepsPlotHeight = false;
     double m_pixelsPerUnit = 1.0;
 };
 

@@ -108,7 +108,7 @@ void CurvePlot::rebuildLegend()
             bool any = false;
             for (const QString& name : std::as_const(series))
                 any = any || shown(run->id, name);
-            auto* item = new KeyLegendItem(legend, KeyLegendItem::Kind::Run, run->id, run->label,
+            auto* item = new KeyLegendItem(legend, KeyLegendItem::Kind::Run, run->id, curvemath::elideMiddle(run->label),
                                            QPen(run->color, kLineWidth), false);
             item->setTextColor(any ? m_colors.text : m_colors.hiddenText);
             legend->addItem(item);

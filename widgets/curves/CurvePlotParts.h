@@ -61,6 +61,7 @@ private:
     bool m_marker;
 };
 
+constexpr int kMinPlotHeight = 80;  // the data's own band in a chart on screen, whatever the legend holds
 constexpr double kLineWidth = 1.6;  // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
 // A run's series in declaration order: solid, dashed, dotted, dash-dotted (the legend's style key too).
 constexpr std::array<Qt::PenStyle, 4> kLineStyles = {Qt::SolidLine, Qt::DashLine, Qt::DotLine, Qt::DashDotLine};

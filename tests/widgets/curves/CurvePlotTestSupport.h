@@ -38,4 +38,24 @@ inline void showPlot(CurvePlot& plot)
 
 inline bool near(double a, double b, double tolerance = 1e-9) { return std::abs(a - b) <= tolerance; }
 
+// Five runs of a comparison with long names, train (50 falling points) and
+// validation (3 markers) each: ten legend entries, or a collapsed legend of
+// five runs and two style keys.
+inline void fillComparison(CurvePlot& plot)
+{
+    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
+    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"),
+                       CurvePlot::SeriesStyle::Markers);
+    const QList<QColor> colors{kBlue, kOrange, Qt::darkGreen, Qt::magenta, Qt::darkCyan};
+    for (int r = 0; r < 5; ++r) {
+        const QString id = QString::number(r);
+        plot.addRun(id, QStringLiteral("widenet-run-%1-20261124").arg(r), colors[r]);
+        QVector<double> values;
+        for (int i = 0; i < 50; ++i)
+            values.append(5.0 / (1 + 0.1 * i) + 0.2 * r);
+        plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
+        plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
+    }
+}
+
 }  // namespace widelab::curveplottest

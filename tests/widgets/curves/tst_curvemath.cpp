@@ -24,6 +24,7 @@ private Q_SLOTS:
     void axisValuesPickTheirNotationByMagnitude();
     void durationsAreFormattedAsClockTimes();
     void legendColumnsFitTheWidestEntryOfEachColumn();
+    void longRunNamesAreCutInTheMiddle();
 };
 
 void TestCurveMath::emaMatchesHandComputedValues()
@@ -204,6 +205,19 @@ void TestCurveMath::legendColumnsFitTheWidestEntryOfEachColumn()
     // A wide entry in the second column counts where it lands: (10, 200), (10, 10) -> 10+200+5 = 215.
     QCOMPARE(legendColumns({10, 200, 10, 10}, 214, 5), 1);
     QCOMPARE(legendColumns({10, 200, 10, 10}, 215, 5), 2);
+}
+
+void TestCurveMath::longRunNamesAreCutInTheMiddle()
+{
+    using widelab::curvemath::elideMiddle;
+    QCOMPARE(elideMiddle(QStringLiteral("abcdefghij"), 5), QStringLiteral("ab\u2026ij"));
+    QCOMPARE(elideMiddle(QStringLiteral("abcdefghij"), 6), QStringLiteral("abc\u2026ij"));  // the start takes the odd one
+    QCOMPARE(elideMiddle(QStringLiteral("abcde"), 5), QStringLiteral("abcde"));
+    // Two members of one study stay apart in 28 characters.
+    const QString a = elideMiddle(QStringLiteral("multipath-translation-deep-vs-paths-member-2"));
+    QCOMPARE(a, QStringLiteral("multipath-tran\u2026aths-member-2"));
+    QCOMPARE(a.size(), 28);
+    QVERIFY(a != elideMiddle(QStringLiteral("multipath-translation-deep-vs-paths-member-3")));
 }
 
 QTEST_MAIN(TestCurveMath)

@@ -203,20 +203,7 @@ void TestCurvePlotDrawing::legendStaysOutOfThePlotArea()
 {
     CurvePlot plot;
     showPlot(plot);
-    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
-    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"),
-                       CurvePlot::SeriesStyle::Markers);
-    // Five runs of a comparison, train and validation each: ten entries with long names.
-    const QList<QColor> colors{kBlue, kOrange, Qt::darkGreen, Qt::magenta, Qt::darkCyan};
-    for (int r = 0; r < 5; ++r) {
-        const QString id = QString::number(r);
-        plot.addRun(id, QStringLiteral("widenet-run-%1-20261124").arg(r), colors[r]);
-        QVector<double> values;
-        for (int i = 0; i < 50; ++i)
-            values.append(5.0 / (1 + 0.1 * i) + 0.2 * r);
-        plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
-        plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
-    }
+    fillComparison(plot);  // five runs, train and validation each: ten entries with long names
     // A third series, for one run only: five runs and three style keys.
     plot.appendPoints(QStringLiteral("0"), QStringLiteral("extra"), pointsOf({1, 2}));
     plot.refreshNow();
@@ -500,6 +487,11 @@ void TestCurvePlotDrawing::seriesDifferByLineStyleAndRunsByColour()
     plot.removeRun(QStringLiteral("b"));
     plot.refreshNow();
     QCOMPARE(plot.legendTexts(), (QStringList{QStringLiteral("A · train"), QStringLiteral("A · validation")}));
+    // A long name is cut in the middle, so the legend stays a line or two.
+    plot.addRun(QStringLiteral("a"), QStringLiteral("widenet-paper-recipe-fashion-mnist-seed-1"), kBlue);
+    plot.refreshNow();
+    QCOMPARE(plot.legendTexts().first(), QStringLiteral("widenet-paper-\u2026-mnist-seed-1 · train"));
+    plot.addRun(QStringLiteral("a"), QStringLiteral("A"), kBlue);
     plot.addRun(QStringLiteral("b"), QStringLiteral("B"), kOrange);
     plot.appendPoints(QStringLiteral("b"), QStringLiteral("validation_loss"), pointsOf({2.5, 2}));
 

@@ -24,24 +24,11 @@ private Q_SLOTS:
 
 namespace {
 
-// Five runs of a comparison, train and validation each, as in the drawing tests:
-// a collapsed legend of five runs and two style keys.
-void fillComparison(CurvePlot& plot)
+// The drawing tests' comparison, titled.
+void fillTitledComparison(CurvePlot& plot)
 {
     plot.setTitle(QStringLiteral("Loss"));
-    plot.declareSeries(QStringLiteral("loss"), QStringLiteral("train"));
-    plot.declareSeries(QStringLiteral("validation_loss"), QStringLiteral("validation"),
-                       CurvePlot::SeriesStyle::Markers);
-    const QList<QColor> colors{kBlue, kOrange, Qt::darkGreen, Qt::magenta, Qt::darkCyan};
-    for (int r = 0; r < 5; ++r) {
-        const QString id = QString::number(r);
-        plot.addRun(id, QStringLiteral("widenet-run-%1-20261124").arg(r), colors[r]);
-        QVector<double> values;
-        for (int i = 0; i < 50; ++i)
-            values.append(5.0 / (1 + 0.1 * i) + 0.2 * r);
-        plot.appendPoints(id, QStringLiteral("loss"), pointsOf(values));
-        plot.appendPoints(id, QStringLiteral("validation_loss"), pointsOf({5.1 + r, 3.0 + r, 2.0 + r}));
-    }
+    fillComparison(plot);
 }
 
 }  // namespace
@@ -57,7 +44,7 @@ void TestCurvePlotExport::aPngHasTheFiguresInchesTimesItsDpi()
 {
     CurvePlot plot;
     showPlot(plot);  // 600 x 400 on screen: the figure's size does not follow it
-    fillComparison(plot);
+    fillTitledComparison(plot);
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("loss.png"));
     QString error;
@@ -79,7 +66,7 @@ void TestCurvePlotExport::aPngHasTheFiguresInchesTimesItsDpi()
 void TestCurvePlotExport::pdfAndSvgHaveTheFiguresPhysicalSize()
 {
     CurvePlot plot;
-    fillComparison(plot);
+    fillTitledComparison(plot);
     QTemporaryDir dir;
     QString error;
     // 3.5 in = 252 pt = 88.9 mm; 2.5 in = 180 pt = 63.5 mm.
@@ -104,7 +91,7 @@ void TestCurvePlotExport::theFiguresLegendLiesUnderThePlotWithEveryEntry()
 {
     CurvePlot plot;
     showPlot(plot);
-    fillComparison(plot);
+    fillTitledComparison(plot);
     plot.refreshNow();
     const FigureLayout layout{3.5, 2.6, 300, 8};
     const std::unique_ptr<CurvePlot> figure = plot.figure(layout);
@@ -134,7 +121,7 @@ void TestCurvePlotExport::theFigureKeepsTheUsersZoom()
 {
     CurvePlot plot;
     showPlot(plot);
-    fillComparison(plot);
+    fillTitledComparison(plot);
     plot.refreshNow();
     plot.xAxis->setRange(10, 20);
     plot.yAxis->setRange(1, 3);
@@ -153,7 +140,7 @@ void TestCurvePlotExport::exportingLeavesTheScreenChartAsItWas()
 {
     CurvePlot plot;
     showPlot(plot);
-    fillComparison(plot);
+    fillTitledComparison(plot);
     plot.refreshNow();
     plot.replot();
     const QSize size = plot.size();
