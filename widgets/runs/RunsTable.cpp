@@ -39,8 +39,8 @@ QString columnTitle(int column)
     case RunsTable::Model: return QObject::tr("Model");
     case RunsTable::State: return QObject::tr("State");
     case RunsTable::Steps: return QObject::tr("Steps");
-    case RunsTable::BestLoss: return QObject::tr("Best val. loss");
-    case RunsTable::BestScore: return QObject::tr("Best val. score");
+    case RunsTable::BestLoss: return QObject::tr("Val. loss");
+    case RunsTable::BestScore: return QObject::tr("Val. score");
     case RunsTable::Speed: return QObject::tr("Tokens/s");
     case RunsTable::Updated: return QObject::tr("Updated");
     case RunsTable::Tags: return QObject::tr("Tags");
@@ -54,6 +54,7 @@ QString columnTip(int column)
     case RunsTable::Shown: return QObject::tr("Ticked: the run is in the Runs panel and drawn in the charts, followed live");
     case RunsTable::Name: return QObject::tr("Your name for the run (F2 renames it), else its folder's; stored in the run's notes.json");
     case RunsTable::Model: return QObject::tr("Blocks x heads, experts, paths, attention");
+    case RunsTable::BestLoss: return QObject::tr("The lowest validation loss");
     case RunsTable::BestScore: return QObject::tr("The highest validation accuracy, or BLEU for translation");
     case RunsTable::Updated: return QObject::tr("When the run last wrote its metrics or status");
     case RunsTable::Tags: return QObject::tr("Comma-separated (F2 on the column edits them); stored in the run's notes.json");
@@ -306,15 +307,10 @@ RunsTable::RunsTable(QWidget* parent) : QWidget(parent)
     m_view->setTextElideMode(Qt::ElideRight);
     m_view->verticalHeader()->hide();
     m_view->verticalHeader()->setDefaultSectionSize(m_view->fontMetrics().height() + 8);
-    m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->setAccessibleName(tr("Runs in the workspace folder"));
     layout->addWidget(m_view, 1);
-    // Widths for what the columns hold, the name and model widest.
-    const int em = fontMetrics().horizontalAdvance(QLatin1Char('M'));
-    for (const auto& [column, width] : {std::pair{Shown, 5}, {Name, 14}, {Family, 9}, {Model, 14}, {State, 7},
-                                        {Steps, 8}, {BestLoss, 7}, {BestScore, 7}, {Speed, 6}, {Updated, 9}})
-        m_view->setColumnWidth(column, width * em);
 
     connect(m_filter, &QLineEdit::textChanged, this, [this, proxy](const QString& text) {
         proxy->setWords(text);
@@ -356,7 +352,12 @@ RunsTable::RunsTable(QWidget* parent) : QWidget(parent)
 void RunsTable::setRows(const QList<RunRow>& rows)
 {
     const QStringList selected = selectedRunIds();
+    const bool newRuns = rows.size() != m_model->rows().size()
+                         || !std::equal(rows.begin(), rows.end(), m_model->rows().begin(),
+                                        [](const RunRow& a, const RunRow& b) { return a.id == b.id; });
     m_model->setRows(rows);
+    if (newRuns)
+        fitColumns();
     if (selectedRunIds() != selected) {  // a reset dropped it
         for (const QString& id : selected)
             selectRun(id);
@@ -366,6 +367,17 @@ void RunsTable::setRows(const QList<RunRow>& rows)
 }
 
 const QList<RunRow>& RunsTable::rows() const { return m_model->rows(); }
+
+// Each column as wide as its heading and cells, a long name or model cut at a
+// width that leaves the rest in view (the tooltip and the filter have it whole).
+// Only when runs come or go, so that a column the user widened stays so.
+void RunsTable::fitColumns()
+{
+    m_view->resizeColumnsToContents();
+    const int em = fontMetrics().horizontalAdvance(QLatin1Char('M'));
+    for (const auto& [column, widest] : {std::pair{Name, 18}, {Model, 20}, {Family, 10}})
+        m_view->setColumnWidth(column, std::min(m_view->columnWidth(column), widest * em));
+}
 
 void RunsTable::setFolder(const QString& folder)
 {

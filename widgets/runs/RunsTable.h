@@ -84,6 +84,7 @@ private:
     void editNote(const QString& runId);
     void editCell(const QString& runId, Column column);
     void updateSummary();
+    void fitColumns();
     void updateButtons();
 
     RunsTableModel* m_model = nullptr;
