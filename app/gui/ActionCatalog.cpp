@@ -69,6 +69,10 @@ QList<ActionSpec> actionCatalog()
         {QStringLiteral("quit"), tr("&Quit"), key("Ctrl+Q"), tr("Asks first when a run or a study is training")},
         {QStringLiteral("copyBreakdown"), tr("&Copy Table"), key("Ctrl+C"),
          tr("In the configuration's cost breakdown: the table as tab-separated text")},
+        {QStringLiteral("workspaceOpen"), tr("&Open Run"), key("Return"),
+         tr("In the Workspace tab: opens the selected run (asking to add it or show it alone)")},
+        {QStringLiteral("workspaceDelete"), tr("&Delete Runs..."), key("Del"),
+         tr("In the Workspace tab: moves the selected runs to the trash, after asking")},
     };
     return catalog;
 }

@@ -336,11 +336,14 @@ RunsTable::RunsTable(QWidget* parent) : QWidget(parent)
     });
     connect(refresh, &QPushButton::clicked, this, &RunsTable::refreshRequested);
     // Return opens, Delete deletes (after the app asks), on the table.
-    auto* openKey = new QAction(this);
+    // Named as the app's shortcut sheet lists them.
+    auto* openKey = new QAction(tr("Open Run"), this);
+    openKey->setObjectName(QStringLiteral("workspaceOpen"));
     openKey->setShortcuts({QKeySequence(Qt::Key_Return), QKeySequence(Qt::Key_Enter)});
     openKey->setShortcutContext(Qt::WidgetShortcut);
     connect(openKey, &QAction::triggered, m_open, &QPushButton::click);
-    auto* deleteKey = new QAction(this);
+    auto* deleteKey = new QAction(tr("Delete Runs"), this);
+    deleteKey->setObjectName(QStringLiteral("workspaceDelete"));
     deleteKey->setShortcut(QKeySequence::Delete);
     deleteKey->setShortcutContext(Qt::WidgetShortcut);
     connect(deleteKey, &QAction::triggered, m_delete, &QPushButton::click);
