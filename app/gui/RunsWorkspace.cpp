@@ -203,6 +203,7 @@ void RunsWorkspace::startReading()
             (*result)[run.string()] = summariseRun(run, known == previous.end() ? nullptr : &known->second);
         }
     });
+    m_reader->setParent(this);  // waited for and deleted with the workspace, if it goes first
     connect(m_reader, &QThread::finished, this, [this, result] {
         m_reader->deleteLater();
         m_reader = nullptr;
