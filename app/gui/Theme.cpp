@@ -1,9 +1,11 @@
 #include "Theme.h"
 
 #include <QApplication>
+#include <QProxyStyle>
 #include <QSettings>
 #include <QStyle>
 #include <QStyleFactory>
+#include <QStyleOption>
 
 #include <optional>
 
@@ -26,6 +28,32 @@ Theme& current()
     static Theme theme = Theme::System;
     return theme;
 }
+
+// Fusion, but for an unticked box's frame on a dark palette: Fusion draws it in
+// the window colour darkened, which on a dark base all but vanishes (the
+// Workspace's Shown column, the Runs panel's ticks). There the frame takes the
+// dimmed text's grey instead.
+class ThemeStyle : public QProxyStyle {
+public:
+    ThemeStyle() : QProxyStyle(QStyleFactory::create(QStringLiteral("fusion"))) {}
+
+    void drawPrimitive(PrimitiveElement element, const QStyleOption* option, QPainter* painter,
+                       const QWidget* widget) const override
+    {
+        if (element != PE_IndicatorCheckBox || !option || !themeIsDark(option->palette)) {
+            QProxyStyle::drawPrimitive(element, option, painter, widget);
+            return;
+        }
+        QStyleOptionButton box;
+        if (const auto* button = qstyleoption_cast<const QStyleOptionButton*>(option))
+            box = *button;
+        else
+            box.QStyleOption::operator=(*option);
+        // Fusion's frame is the window colour darkened by 140 %: this one comes out as the dimmed text.
+        box.palette.setColor(QPalette::Window, box.palette.color(QPalette::Disabled, QPalette::Text).lighter(140));
+        QProxyStyle::drawPrimitive(element, &box, painter, widget);
+    }
+};
 
 // Qt's Fusion palette darkened: windows and bases near black, text near white,
 // the highlight a blue that keeps white text readable; disabled text dimmed.
@@ -68,9 +96,12 @@ void applyTheme(Theme theme)
         systemLook() = SystemLook{QApplication::palette(), QApplication::style()->name()};
     current() = theme;
     // The style first (a new style resets the palette), only when it changes.
-    const QString style = theme == Theme::System ? systemLook()->styleName : QStringLiteral("fusion");
-    if (QApplication::style()->name().compare(style, Qt::CaseInsensitive) != 0)
-        QApplication::setStyle(QStyleFactory::create(style));
+    const bool ours = dynamic_cast<const ThemeStyle*>(QApplication::style()) != nullptr;
+    if (theme != Theme::System && !ours)
+        QApplication::setStyle(new ThemeStyle);
+    else if (theme == Theme::System
+             && (ours || QApplication::style()->name().compare(systemLook()->styleName, Qt::CaseInsensitive) != 0))
+        QApplication::setStyle(QStyleFactory::create(systemLook()->styleName));
     if (theme == Theme::System)
         QApplication::setPalette(systemLook()->palette);
     else

@@ -4,12 +4,15 @@
 #include "ActionCatalog.h"
 #include "DesktopTestSupport.h"
 #include "HelpWindows.h"
+#include "Theme.h"
 #include "common/DocumentationBrowser.h"
 #include "common/ShortcutSheet.h"
 #include "config/ResourceFolder.h"
 #include "configuration/ConfigDiffDialog.h"
 
+#include <QCheckBox>
 #include <QStandardItemModel>
+#include <QStyleOptionButton>
 #include <QTextBrowser>
 
 using namespace widelab;
@@ -59,6 +62,7 @@ private Q_SLOTS:
     void theWindowFitsA1280x720Screen();
     void theUserPresetsFolderFollowsTheEnvironment();
     void theThemeSwitchesEveryViewAndIsKept();
+    void anUntickedBoxShowsOnTheDarkTheme();
     // Help inside the app (issue 37).
     void everyShortcutComesFromTheCatalogOnce();
     void theShortcutTableInTheDocsIsTheCatalogs();
@@ -436,6 +440,30 @@ void TestDesktopWindow::theUserPresetsFolderFollowsTheEnvironment()
 // View > Theme: dark and light whatever the desktop says, and back to the
 // system's look; the charts follow (light text on a dark plot and the reverse),
 // and the choice is kept for the next session.
+// Fusion frames a check box in the window colour darkened, invisible on the dark
+// theme's base: the frame must stand out from the box's inside by a clear step
+// of lightness (Fusion's own differs by about 5 of 255).
+void TestDesktopWindow::anUntickedBoxShowsOnTheDarkTheme()
+{
+    const Theme before = currentTheme();
+    for (const Theme theme : {Theme::Dark, Theme::Light}) {
+        applyTheme(theme);
+        QCheckBox box(QStringLiteral("Shown"));
+        box.resize(box.sizeHint());
+        const QImage image = box.grab().toImage();
+        QStyleOptionButton option;
+        option.initFrom(&box);
+        const QRect indicator = box.style()->subElementRect(QStyle::SE_CheckBoxIndicator, &option, &box);
+        const int inside = box.palette().color(QPalette::Base).lightness();
+        int frame = 0;
+        for (int y = indicator.top(); y <= indicator.bottom(); ++y)
+            for (int x = indicator.left(); x <= indicator.right(); ++x)
+                frame = std::max(frame, std::abs(QColor(image.pixel(x, y)).lightness() - inside));
+        QVERIFY2(frame >= 60, qPrintable(QStringLiteral("%1: the frame differs by %2").arg(themeName(theme)).arg(frame)));
+    }
+    applyTheme(before);
+}
+
 void TestDesktopWindow::theThemeSwitchesEveryViewAndIsKept()
 {
     const QPalette system = QApplication::palette();
