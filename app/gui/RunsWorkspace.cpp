@@ -20,6 +20,8 @@
 namespace widelab {
 namespace {
 
+const QString kChartLayouts = QStringLiteral("chartLayouts");  // settings: folder -> the tags of its added charts
+
 QString fromUtf8(const std::string& text) { return QString::fromUtf8(text.data(), static_cast<qsizetype>(text.size())); }
 
 // "6 x 8 · 4 experts, top-2 · shared · 2 paths · linear": the settings that tell
@@ -47,7 +49,26 @@ QString modelText(const QJsonObject& resolved)
     return parts.join(QStringLiteral(" \u00b7 "));
 }
 
+// A trainer writes it now: deleting it would leave the trainer writing into the trash.
+bool beingWritten(const RunSummary& summary)
+{
+    if (!summary.status)
+        return false;
+    const RunStatus& s = *summary.status;
+    const RunActivity activity =
+        runActivity(s, localHostName(), QDateTime::currentSecsSinceEpoch() - s.updated, kStaleAfterSeconds);
+    return activity == RunActivity::Training || activity == RunActivity::Paused;
+}
+
 }  // namespace
+
+RunsWorkspace::ReadRun RunsWorkspace::readRun(const std::filesystem::path& directory, const ReadRun* previous)
+{
+    ReadRun run;
+    run.summary = summariseRun(directory, previous ? &previous->summary : nullptr);
+    run.row = runRowOf(run.summary, QDateTime::currentSecsSinceEpoch());
+    return run;
+}
 
 RunRow runRowOf(const RunSummary& summary, std::int64_t now)
 {
@@ -153,10 +174,6 @@ void RunsWorkspace::setFolder(const QString& folder)
 
 void RunsWorkspace::refresh() { startReading(); }
 
-namespace {
-const QString kChartLayouts = QStringLiteral("chartLayouts");  // folder -> the tags of its added charts
-}
-
 QStringList RunsWorkspace::savedCharts() const
 {
     return QSettings().value(kChartLayouts).toMap().value(m_folder).toStringList();
@@ -172,8 +189,6 @@ void RunsWorkspace::saveCharts(const QStringList& tags)
         layouts.insert(m_folder, tags);
     settings.setValue(kChartLayouts, layouts);
 }
-
-void RunsWorkspace::setInterval(int milliseconds) { m_timer->setInterval(milliseconds); }
 
 bool RunsWorkspace::waitForReading(int milliseconds)
 {
@@ -192,15 +207,15 @@ void RunsWorkspace::startReading()
     std::vector<std::filesystem::path> shown;
     for (const QString& id : m_runs.runIds())
         shown.emplace_back(id.toStdString());
-    auto result = std::make_shared<std::map<std::string, RunSummary>>();
-    m_reader = QThread::create([folder = m_folder.toStdString(), shown = std::move(shown), previous = m_summaries,
-                                result] {
+    auto result = std::make_shared<std::map<std::string, ReadRun>>();
+    // The rows too, off the window's thread: each resolves its run's configuration.
+    m_reader = QThread::create([folder = m_folder.toStdString(), shown = std::move(shown), previous = m_read, result] {
         std::set<std::filesystem::path> directories(shown.begin(), shown.end());
         for (const std::filesystem::path& run : runDirectories(folder))
             directories.insert(run);
         for (const std::filesystem::path& run : directories) {
             const auto known = previous.find(run.string());
-            (*result)[run.string()] = summariseRun(run, known == previous.end() ? nullptr : &known->second);
+            (*result)[run.string()] = readRun(run, known == previous.end() ? nullptr : &known->second);
         }
     });
     m_reader->setParent(this);  // waited for and deleted with the workspace, if it goes first
@@ -216,18 +231,17 @@ void RunsWorkspace::startReading()
     m_reader->start(QThread::LowPriority);
 }
 
-void RunsWorkspace::finishReading(std::map<std::string, RunSummary> summaries)
+void RunsWorkspace::finishReading(std::map<std::string, ReadRun> read)
 {
-    m_summaries = std::move(summaries);
+    m_read = std::move(read);
     publishRows();
 }
 
 void RunsWorkspace::publishRows()
 {
-    const std::int64_t now = QDateTime::currentSecsSinceEpoch();
     QList<RunRow> rows;
-    for (const auto& [directory, summary] : m_summaries) {
-        RunRow row = runRowOf(summary, now);
+    for (const auto& [directory, run] : m_read) {
+        RunRow row = run.row;
         row.shown = m_runs.record(row.id) != nullptr;
         // Taken out of the folder and the window meanwhile: gone from the table too.
         if (!row.shown && !QDir(row.id).exists())
@@ -268,9 +282,9 @@ void RunsWorkspace::editNotes(const QString& runId, const std::function<void(Run
     }
     m_runs.setRunLabel(runId, fromUtf8(runName(readRunNotes(directory), directory)));
     // This run now, the others as they were; the next reading reads it from disk.
-    auto known = m_summaries.find(directory.string());
-    if (known != m_summaries.end())
-        known->second = summariseRun(directory, &known->second);
+    auto known = m_read.find(directory.string());
+    if (known != m_read.end())
+        known->second = readRun(directory, &known->second);
     publishRows();
 }
 
@@ -279,11 +293,10 @@ void RunsWorkspace::deleteRuns(const QStringList& runIds)
     QStringList names;
     for (const QString& id : runIds) {
         // Read afresh: a trainer may have started since the last reading.
-        const auto known = m_summaries.find(id.toStdString());
-        const RunRow row = runRowOf(summariseRun(id.toStdString(), known != m_summaries.end() ? &known->second : nullptr),
-                                    QDateTime::currentSecsSinceEpoch());
-        // A run being written is kept: its trainer would go on writing into the trash.
-        if (m_writing(id) || row.state == QLatin1String("training") || row.state == QLatin1String("paused")) {
+        const auto known = m_read.find(id.toStdString());
+        const ReadRun fresh = readRun(id.toStdString(), known != m_read.end() ? &known->second : nullptr);
+        const RunRow& row = fresh.row;
+        if (m_writing(id) || beingWritten(fresh.summary)) {
             Q_EMIT problem(tr("Cannot Delete a Training Run"),
                            tr("%1 is %2 (%3). Stop its training first.")
                                .arg(row.name, m_writing(id) ? tr("training in this window") : row.state, row.details));
@@ -348,7 +361,7 @@ void RunsWorkspace::ask(const QString& name, const QString& question, const std:
 void RunsWorkspace::forget(const QStringList& runIds)
 {
     for (const QString& id : runIds)
-        m_summaries.erase(id.toStdString());
+        m_read.erase(id.toStdString());
     publishRows();
 }
 

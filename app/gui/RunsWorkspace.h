@@ -41,8 +41,6 @@ public:
     void setFolder(const QString& folder);
     // Reads the runs again now (on a worker thread); the rows change when it is done.
     void refresh();
-    // Seconds between readings while the table is seen.
-    void setInterval(int milliseconds);
     // The metric charts the user added while this folder was the workspace
     // (CurvesView::metricCharts), kept in the settings by folder.
     QStringList savedCharts() const;
@@ -64,7 +62,13 @@ private:
     void ask(const QString& name, const QString& question, const std::function<void()>& then);
     void forget(const QStringList& runIds);  // gone from the folder: out of the table
     void startReading();
-    void finishReading(std::map<std::string, RunSummary> summaries);
+    // A run as last read: its summary, and its row (`shown` aside).
+    struct ReadRun {
+        RunSummary summary;
+        RunRow row;
+    };
+    static ReadRun readRun(const std::filesystem::path& directory, const ReadRun* previous);
+    void finishReading(std::map<std::string, ReadRun> read);
     void publishRows();
 
     RunsTable& m_table;
@@ -75,7 +79,7 @@ private:
     QTimer* m_timer = nullptr;
     QThread* m_reader = nullptr;  // the reading in progress; null when none
     bool m_again = false;         // a reading was asked for during one
-    std::map<std::string, RunSummary> m_summaries;  // by directory
+    std::map<std::string, ReadRun> m_read;  // by directory
 };
 
 }  // namespace widelab
