@@ -34,14 +34,14 @@ CurvePlot::CurvePlot(QWidget* parent)
 {
     setMouseTracking(true);  // hover read-out without a pressed button
     setFocusPolicy(Qt::ClickFocus);
-    setMinimumSize(240, 170);
+    setMinimumSize(240, kMinChartHeight);
     // setKeepsPlotHeight: the chart asks for its title, legend and axes above
     // kMinPlotHeight of data, however many runs the legend lists.
     connect(this, &QCustomPlot::afterLayout, this, [this] {
         const int plotHeight = axisRect()->rect().height();
         if (!m_keepsPlotHeight || !isVisible() || plotHeight <= 0)
             return;
-        const int wanted = std::max(170, height() - plotHeight + kMinPlotHeight);
+        const int wanted = std::max(kMinChartHeight, height() - plotHeight + kMinPlotHeight);
         if (minimumHeight() != wanted)
             setMinimumHeight(wanted);
     });

@@ -61,6 +61,7 @@ private:
     bool m_marker;
 };
 
+constexpr int kMinChartHeight = 170;  // a chart on screen, title, axes and legend included
 constexpr int kMinPlotHeight = 80;  // the data's own band in a chart on screen, whatever the legend holds
 constexpr double kLineWidth = 1.6;  // sparse lines; dense ones are drawn 1 px wide (updateDisplay)
 // A run's series in declaration order: solid, dashed, dotted, dash-dotted (the legend's style key too).
