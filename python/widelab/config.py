@@ -48,7 +48,7 @@ _MECHANISM_KEYS = {
     "longformer_window": (_INTEGER, 512), "longformer_global_tokens": (_INTEGER, 0),
     "bigbird_block_size": (_INTEGER, 64), "bigbird_random_blocks": (_INTEGER, 3),
     "sparse_pattern": (_TEXT, "fixed"), "sparse_block_size": (_INTEGER, 128),
-    "sparse_summary": (_INTEGER, 32), "sinkhorn_block_size": (_INTEGER, 20),
+    "sparse_summary": (_INTEGER, 32), "sinkhorn_block_size": (_INTEGER, 50),
     "sinkhorn_iterations": (_INTEGER, 0), "sinkhorn_temperature": (_NUMBER, 1.0),
     "synthesizer_variant": (_TEXT, "factorized_random"), "synthesizer_rank": (_INTEGER, 32),
 }
