@@ -225,6 +225,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     c.routingGroups = c.layers;
     s.read(spec("routing_groups"), c.routingGroups);
     s.readChoice(spec("routing_priority"), c.routingPriority);
+    s.readChoice(spec("balance_count"), c.balanceCount);
     s.read(spec("renormalize_gates"), c.renormalizeGates);
     s.read(spec("share_router"), c.shareRouter);
 
@@ -404,6 +405,7 @@ nlohmann::json ModelConfig::toJson() const
         {"router_z_loss_weight", routerZLossWeight},
         {"routing_groups", routingGroups},
         {"routing_priority", nameOf("routing_priority", routingPriority)},
+        {"balance_count", nameOf("balance_count", balanceCount)},
         {"renormalize_gates", renormalizeGates},
         {"share_router", shareRouter},
         {"share_attention", shareAttention},

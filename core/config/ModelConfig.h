@@ -19,6 +19,9 @@ enum class HeadKind { Classification, LanguageModel, Translation };
 enum class Pooling { Cls, Mean };
 enum class Activation { Gelu, Relu, Silu };
 enum class RoutingPriority { Position, Batch };
+// Which choices the balance loss counts as a token sent to an expert (its m_e): the
+// top-1 only, or every one of the top_k (WideNet Eq. 4's K-hot h).
+enum class BalanceCount { Top1, TopK };
 enum class InputKind { Tokens, Image };
 // The weight alpha of each of n paths' features (Multi-Path Transformer): 1/sqrt(2n)
 // (section 3.3, the learnable weights' start), 1/n and 1/sqrt(n) (Table 4's fixed weights).
@@ -67,6 +70,7 @@ struct ModelConfig {
     double routerZLossWeight = 0.0;      // the router z-loss in the training loss (ST-MoE); 0: off
     std::int64_t routingGroups = 6;        // default layers
     RoutingPriority routingPriority = RoutingPriority::Position;
+    BalanceCount balanceCount = BalanceCount::Top1;
     bool renormalizeGates = false;
     bool shareRouter = true;
 

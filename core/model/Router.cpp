@@ -24,6 +24,7 @@ RoutingOptions RoutingOptions::fromConfig(const ModelConfig& config, bool traini
     options.capacityFactor = training ? config.capacityFactor : config.evalCapacityFactor;
     options.noiseStd = config.routerNoiseStd;
     options.priority = config.routingPriority;
+    options.balanceEveryChoice = config.balanceCount == BalanceCount::TopK;
     options.renormalize = config.renormalizeGates;
     options.training = training;
     options.causal = config.head == HeadKind::LanguageModel;
@@ -84,19 +85,21 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     r.expert = expert;
 
     // Balance loss E * sum_e m_e * P_e: m_e, the share of top-1 choices (no
-    // gradient), and P_e, the mean probability (differentiable), both over S
-    // tokens: E / S^2 * sum_e count_e * sum_s p_se, in four operators (each a
-    // kernel launch on a GPU). With no token to route it is zero, still
-    // attached to the graph.
+    // gradient; of all K choices with balanceEveryChoice, so that m sums to K),
+    // and P_e, the mean probability (differentiable), both over S tokens:
+    // E / S^2 * sum_e count_e * sum_s p_se, in four operators (each a kernel
+    // launch on a GPU). With no token to route it is zero, still attached to
+    // the graph.
+    const torch::Tensor counted = options.balanceEveryChoice ? expert.reshape({-1}) : expert.select(1, 0);
     // Distributed, the counts and S are the global batch's (RoutingOptions::sumOverRanks).
     if (options.sumOverRanks) {
-        torch::Tensor counts = torch::cat({countPerBin(expert.select(1, 0), E).to(torch::kFloat64),
+        torch::Tensor counts = torch::cat({countPerBin(counted, E).to(torch::kFloat64),
                                            torch::full({1}, static_cast<double>(S), x.options().dtype(torch::kFloat64))});
         options.sumOverRanks(counts);  // every rank takes part, one with no token too
         const double tokens = counts[E].item<double>();
-        const torch::Tensor top1Count = counts.narrow(0, 0, E).to(torch::kFloat32);
+        const torch::Tensor chosen = counts.narrow(0, 0, E).to(torch::kFloat32);
         r.balanceLoss = tokens == 0.0 ? r.probs.sum() * 0.0
-                                      : torch::dot(top1Count, r.probs.sum(0)) * (static_cast<double>(E) / (tokens * tokens));
+                                      : torch::dot(chosen, r.probs.sum(0)) * (static_cast<double>(E) / (tokens * tokens));
         if (options.zLoss)
             r.zLoss = tokens == 0.0 ? r.logits.sum() * 0.0 : torch::logsumexp(r.logits, -1).square().sum() / tokens;
     } else if (S == 0) {
@@ -104,8 +107,8 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         if (options.zLoss)
             r.zLoss = r.logits.sum() * 0.0;
     } else {
-        const torch::Tensor top1Count = countPerBin(expert.select(1, 0), E).to(torch::kFloat32);
-        r.balanceLoss = torch::dot(top1Count, r.probs.sum(0)) * (static_cast<double>(E) / (static_cast<double>(S) * S));
+        const torch::Tensor chosen = countPerBin(counted, E).to(torch::kFloat32);
+        r.balanceLoss = torch::dot(chosen, r.probs.sum(0)) * (static_cast<double>(E) / (static_cast<double>(S) * S));
         if (options.zLoss)
             r.zLoss = torch::logsumexp(r.logits, -1).square().mean();
     }

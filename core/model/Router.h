@@ -23,6 +23,7 @@ struct RoutingOptions {
     double capacityFactor = 1.2;  // <= 0: no token is dropped
     double noiseStd = 0.0;        // applied only when `training`
     RoutingPriority priority = RoutingPriority::Position;
+    bool balanceEveryChoice = false;  // the balance loss's m counts all top_k choices, not the top-1 only
     bool renormalize = false;
     bool training = false;
     bool causal = false;          // serve slots token by token (language models)

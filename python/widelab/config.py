@@ -37,7 +37,7 @@ _KEYS = {
 # Keys added after the first exports, with the value their absence means (None:
 # decoder_layers, which then equals layers).
 _LATER_KEYS = {
-    "decoder_layers": (_INTEGER, None), "decoder_paths": (_INTEGER, None),
+    "decoder_layers": (_INTEGER, None), "decoder_paths": (_INTEGER, None), "balance_count": (_TEXT, "top1"),
     "path_weight": (_TEXT, "inverse_sqrt_2n"),
 }
 
@@ -75,6 +75,7 @@ _CHOICES = {
     "head": ("classification", "language_model", "translation"),
     "pooling": ("cls", "mean"),
     "routing_priority": ("position", "batch"),
+    "balance_count": ("top1", "topk"),
     "path_weight": ("inverse_sqrt_2n", "inverse_n", "inverse_sqrt_n"),
     "sparse_pattern": ("fixed", "strided"),
     "synthesizer_variant": ("dense", "random", "factorized_random"),

@@ -284,7 +284,7 @@ void TestModelConfigJson::toJsonRoundTrip_data()
         "pooling": "mean", "pooler": true, "num_classes": 7, "experts": 8, "top_k": 3,
         "capacity_factor": 0.5, "eval_capacity_factor": 1.5, "router_noise_std": 0.3,
         "balance_loss_weight": 0.02, "router_z_loss_weight": 0.001, "routing_groups": 2, "routing_priority": "batch",
-        "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
+        "balance_count": "topk", "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
         "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
         "path_extra_features": false, "input": "tokens", "image_size": 64, "patch_size": 8, "channels": 1,
         "decoder_layers": 3, "decoder_paths": 1, "path_weight": "inverse_n"})";
@@ -299,7 +299,7 @@ void TestModelConfigJson::toJsonRoundTrip_data()
         "pooling": "cls", "pooler": false, "num_classes": 3, "experts": 1, "top_k": 1,
         "capacity_factor": -1.0, "eval_capacity_factor": 0.0, "router_noise_std": 0.0,
         "balance_loss_weight": 0.0, "router_z_loss_weight": 0.0, "routing_groups": 5, "routing_priority": "position",
-        "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
+        "balance_count": "top1", "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
         "share_layernorm": false, "paths": 3, "path_norm": true, "learnable_path_weights": true,
         "path_extra_features": true, "input": "tokens", "image_size": 30, "patch_size": 3, "channels": 3,
         "decoder_layers": 2, "decoder_paths": 4, "path_weight": "inverse_sqrt_n"})";
@@ -368,12 +368,12 @@ void TestModelConfigJson::toJsonOfDefaultsIsComplete()
     // mechanisms' (docs/attention.md); toJson writes them all, and fromJson reads
     // every one of them back without an unknown key.
     const nlohmann::json written = ModelConfig{}.toJson();
-    QCOMPARE(int(written.size()), 39 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
+    QCOMPARE(int(written.size()), 40 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
     for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
                             "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
                             "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",
-                            "balance_loss_weight", "router_z_loss_weight", "routing_groups", "routing_priority", "renormalize_gates",
-                            "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",
+                            "balance_loss_weight", "router_z_loss_weight", "routing_groups", "routing_priority", "balance_count",
+                            "renormalize_gates", "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",
                             "path_norm", "learnable_path_weights", "path_extra_features", "input", "image_size",
                             "patch_size", "channels", "decoder_layers", "decoder_paths", "path_weight"})
         QVERIFY2(written.contains(key), key);
@@ -381,6 +381,7 @@ void TestModelConfigJson::toJsonOfDefaultsIsComplete()
     QCOMPARE(q(written.at("head").get<std::string>()), QStringLiteral("classification"));
     QCOMPARE(q(written.at("pooling").get<std::string>()), QStringLiteral("cls"));
     QCOMPARE(q(written.at("routing_priority").get<std::string>()), QStringLiteral("position"));
+    QCOMPARE(q(written.at("balance_count").get<std::string>()), QStringLiteral("top1"));
 
     std::vector<ConfigIssue> issues;
     ModelConfig::fromJson(written, issues);

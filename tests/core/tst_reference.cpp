@@ -53,6 +53,10 @@ void TestReference::matchesReference_data()
         << R"({"layers": 4, "experts": 4, "top_k": 2, "capacity_factor": 0.8, "pooling": "mean",
               "share_attention": true, "share_ffn": true, "share_router": true})"
         << "train" << true;
+    QTest::newRow("WideNet, the balance loss counting both choices (Eq. 4's 2-hot h)")
+        << R"({"layers": 3, "experts": 4, "top_k": 2, "capacity_factor": 1.0, "balance_count": "topk",
+              "balance_loss_weight": 0.5, "pooling": "mean", "share_attention": true, "share_ffn": true})"
+        << "train" << true;
     QTest::newRow("WideNet with 2 routing groups, eval capacity")
         << R"({"layers": 4, "experts": 4, "top_k": 2, "eval_capacity_factor": 0.9, "routing_groups": 2,
               "pooling": "mean", "share_attention": true, "share_ffn": true})"

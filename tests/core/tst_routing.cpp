@@ -15,7 +15,7 @@ namespace {
 
 // With an identity router weight the logits are the token vectors themselves.
 Routing routeLogits(const std::vector<std::vector<float>>& logits, std::int64_t topK, double capacityFactor,
-                    RoutingPriority priority = RoutingPriority::Position)
+                    RoutingPriority priority = RoutingPriority::Position, bool balanceEveryChoice = false)
 {
     const auto S = static_cast<std::int64_t>(logits.size());
     const auto E = static_cast<std::int64_t>(logits.front().size());
@@ -27,6 +27,7 @@ Routing routeLogits(const std::vector<std::vector<float>>& logits, std::int64_t 
     options.topK = topK;
     options.capacityFactor = capacityFactor;
     options.priority = priority;
+    options.balanceEveryChoice = balanceEveryChoice;
     return route(x, torch::eye(E), options);
 }
 
@@ -52,6 +53,7 @@ private Q_SLOTS:
     void balanceLoss_data();
     void balanceLoss();
     void balanceLossGradientReachesTheRouter();
+    void balanceLossCanCountEveryChoice();
     void noiseOnlyWhileTraining();
     void routingGroupsReuseTheFirstBlocksRouting();
     void languageModelsAreCausalSafeInEvaluation();
@@ -240,6 +242,36 @@ void TestRouting::balanceLoss()
     const Routing r = routeLogits(rows, 1, 0.0);
     QVERIFY2(std::abs(r.balanceLoss.item<double>() - expected) < 1e-6,
              qPrintable(QString("got %1, expected %2").arg(r.balanceLoss.item<double>()).arg(expected)));
+}
+
+void TestRouting::balanceLossCanCountEveryChoice()
+{
+    // WideNet Eq. 4 as printed: h is the K-hot choice vector, so m counts every choice and sums to K.
+    // E = 3, K = 2: token 0 has probabilities (4, 2, 1) / 7 and chooses experts 0, 1; token 1 has
+    // (1, 2, 4) / 7 and chooses 2, 1. P = (5, 4, 5) / 14.
+    const float ln2 = std::log(2.0f), ln4 = std::log(4.0f), ln3 = std::log(3.0f);
+    const std::vector<std::vector<float>> two = {{ln4, ln2, 0}, {0, ln2, ln4}};
+    // Every choice: m = (1/2, 1, 1/2), balance = 3 * (5/28 + 4/14 + 5/28) = 27/14.
+    const Routing every = routeLogits(two, 2, 0.0, RoutingPriority::Position, true);
+    QVERIFY2(std::abs(every.balanceLoss.item<double>() - 27.0 / 14.0) < 1e-6,
+             qPrintable(QString::number(every.balanceLoss.item<double>())));
+    // Top-1 only: m = (1/2, 0, 1/2), balance = 3 * (5/28 + 5/28) = 15/14.
+    const Routing top1 = routeLogits(two, 2, 0.0);
+    QVERIFY2(std::abs(top1.balanceLoss.item<double>() - 15.0 / 14.0) < 1e-6,
+             qPrintable(QString::number(top1.balanceLoss.item<double>())));
+    // With K = E every token reaches every expert: m = (1, 1) and the loss is E * sum P = 2 whatever the
+    // probabilities (top-1 counting gives 2 * 3/4 = 1.5 for these).
+    const std::vector<std::vector<float>> skewed = {{ln3, 0}, {ln3, 0}, {ln3, 0}};
+    QVERIFY(std::abs(routeLogits(skewed, 2, 0.0, RoutingPriority::Position, true).balanceLoss.item<double>() - 2.0)
+            < 1e-6);
+    QVERIFY(std::abs(routeLogits(skewed, 2, 0.0).balanceLoss.item<double>() - 1.5) < 1e-6);
+    // The configuration key reaches the routing options.
+    ModelConfig config;
+    config.experts = 3;
+    config.balanceCount = BalanceCount::TopK;
+    QVERIFY(RoutingOptions::fromConfig(config, true).balanceEveryChoice);
+    config.balanceCount = BalanceCount::Top1;
+    QVERIFY(!RoutingOptions::fromConfig(config, true).balanceEveryChoice);
 }
 
 void TestRouting::balanceLossGradientReachesTheRouter()

@@ -121,6 +121,8 @@ def validate_config(cfg):
         raise ValueError(f"unknown activation {cfg['activation']!r}")
     if cfg["routing_priority"] not in ("position", "batch"):
         raise ValueError(f"unknown routing_priority {cfg['routing_priority']!r}")
+    if cfg.get("balance_count", "top1") not in ("top1", "topk"):
+        raise ValueError(f"unknown balance_count {cfg['balance_count']!r}")
     if cfg["paths"] > 1 and cfg["experts"] > 1:
         raise ValueError("paths > 1 together with experts > 1 is not defined")
     if cfg["path_extra_features"] and cfg["paths"] < 3:
@@ -355,7 +357,7 @@ def assign_slots(expert, order, num_experts, capacity, token_major=False):
 
 
 def route_tokens(tokens, router_weight, top_k, capacity_factor,
-                 routing_priority, renormalize_gates, token_major=False):
+                 routing_priority, renormalize_gates, token_major=False, balance_count="top1"):
     """One routing call on the S real tokens [S, D].
 
     Returns (Routing, balance loss of this call). The caller must have ruled out
@@ -374,8 +376,10 @@ def route_tokens(tokens, router_weight, top_k, capacity_factor,
     order = priority_order(top_probs[:, 0].detach(), routing_priority)
     kept = assign_slots(expert, order, E, cap, token_major)
 
-    # WideNet Eq. 3-5: m_e from choice 0 (no gradient), P_e mean probability (gradient).
-    m = torch.bincount(expert[:, 0], minlength=E).to(probs.dtype) / S
+    # WideNet Eq. 3-5: m_e from choice 0, or from every choice (h K-hot) with
+    # balance_count "topk" (no gradient); P_e mean probability (gradient).
+    counted = expert.reshape(-1) if balance_count == "topk" else expert[:, 0]
+    m = torch.bincount(counted, minlength=E).to(probs.dtype) / S
     P = probs.mean(dim=0)
     balance = E * (m.detach() * P).sum()
     return Routing(expert=expert, kept=kept, gates=gates), balance
@@ -477,7 +481,7 @@ class WideLabReference:
                 routing, balance = route_tokens(
                     tokens, router, cfg["top_k"], self.capacity_factor,
                     cfg["routing_priority"], cfg["renormalize_gates"],
-                    token_major=side["token_major"])
+                    token_major=side["token_major"], balance_count=cfg.get("balance_count", "top1"))
                 self.balance_loss = self.balance_loss + balance
                 self.router_z_loss = self.router_z_loss + router_z_loss(tokens, router)
                 self.routes.append(routing)

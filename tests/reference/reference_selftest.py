@@ -214,6 +214,18 @@ def _test_balance_hand_value():
     assert abs(router.grad[1, 0].item() + g0) < 1e-12, router.grad
 
 
+def _test_balance_counting_every_choice_hand_value():
+    # WideNet Eq. 4 with a K-hot h: E = 3, K = 2; probabilities (4, 2, 1)/7 choose 0, 1 and
+    # (1, 2, 4)/7 choose 2, 1: m = (1/2, 1, 1/2), P = (5, 4, 5)/14, balance = 3 * 9/14.
+    tokens = torch.tensor([[1.0], [-1.0]], dtype=torch.float64)
+    router = torch.tensor([[math.log(2)], [0.0], [-math.log(2)]], dtype=torch.float64)
+    routing, every = route_tokens(tokens, router, 2, 0.0, "position", False, balance_count="topk")
+    assert sorted(routing.expert[0].tolist()) == [0, 1] and sorted(routing.expert[1].tolist()) == [1, 2]
+    assert abs(every.item() - 27 / 14) < 1e-12, every.item()
+    _, top1 = route_tokens(tokens, router, 2, 0.0, "position", False)
+    assert abs(top1.item() - 15 / 14) < 1e-12, top1.item()
+
+
 def _test_moe_no_drop_full_topk_is_dense_mixture():
     torch.manual_seed(5)
     S, D, M, E = 6, 4, 5, 3
