@@ -252,6 +252,7 @@ void saveCheckpoint(const std::filesystem::path& file, WideTransformerImpl& mode
     archive.write("step", torch::tensor(state.step));
     archive.write("sampler_position", torch::tensor(state.samplerPosition));
     archive.write("best_validation_loss", torch::tensor(state.bestValidationLoss, torch::kFloat64));
+    archive.write("best_validation_accuracy", torch::tensor(state.bestValidationAccuracy, torch::kFloat64));
     archive.write("schedule_steps", torch::tensor(state.scheduleSteps));
     archive.write("interval_sums", torch::tensor(state.intervalSums, torch::kFloat64));
     archive.write("interval_steps", torch::tensor(state.intervalSteps));
@@ -446,6 +447,9 @@ CheckpointState loadCheckpoint(const std::filesystem::path& file, WideTransforme
         state.step = step.item<std::int64_t>();
         state.samplerPosition = position.item<std::int64_t>();
         state.bestValidationLoss = best.item<double>();
+        torch::Tensor bestAccuracy;  // checkpoints written before train.select_best lack it
+        if (archive.try_read("best_validation_accuracy", bestAccuracy))
+            state.bestValidationAccuracy = bestAccuracy.item<double>();
         torch::Tensor scheduleSteps;
         if (archive.try_read("schedule_steps", scheduleSteps))  // checkpoints written before it was recorded lack it
             state.scheduleSteps = scheduleSteps.item<std::int64_t>();

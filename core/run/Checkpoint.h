@@ -36,6 +36,7 @@ struct CheckpointState {
     std::int64_t step = 0;                 // optimiser updates done
     std::int64_t samplerPosition = 0;      // training examples handed out so far
     double bestValidationLoss = std::numeric_limits<double>::infinity();
+    double bestValidationAccuracy = -std::numeric_limits<double>::infinity();  // train.select_best accuracy
     std::int64_t scheduleSteps = 0;        // the steps the learning-rate schedule spans (0: not recorded)
     // What the trainer has measured since its last metrics line (sums of loss,
     // task loss, balance loss, hits, counted, gradient norm over intervalSteps

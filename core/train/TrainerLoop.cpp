@@ -119,10 +119,14 @@ TrainSummary Trainer::run(TrainingControl& control)
                 // Every rank decides alike (each saves its part): on rank 0's loss,
                 // which an expert-parallel rank may compute in other last bits.
                 const double loss = fromRankZero(result.loss, "the validation loss at step " + std::to_string(m_state.step));
-                if (loss < m_state.bestValidationLoss) {
-                    m_state.bestValidationLoss = loss;
+                const double accuracy =
+                    fromRankZero(result.accuracy, "the validation accuracy at step " + std::to_string(m_state.step));
+                const bool best = t.selectBest == SelectBest::Accuracy ? accuracy > m_state.bestValidationAccuracy
+                                                                       : loss < m_state.bestValidationLoss;
+                m_state.bestValidationLoss = std::min(m_state.bestValidationLoss, loss);
+                m_state.bestValidationAccuracy = std::max(m_state.bestValidationAccuracy, accuracy);
+                if (best)
                     writeCheckpoint(runlayout::bestCheckpointFile(m_directory));
-                }
             } catch (const Interrupted&) {
                 m_state.evaluationPending = true;
                 m_savedStep = -1;  // the checkpoint at the end records it, even at a step already saved
