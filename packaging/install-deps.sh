@@ -15,6 +15,9 @@ run_packages=(
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)
+  zlib1g-dev              # Fashion-MNIST's gzip-compressed IDX files
+  dataset-fashion-mnist   # task.kind fashion_mnist: 70,000 labelled 28x28 pictures (30 MB)
+  fortunes fortunes-min   # widelab-cli corpus fortunes: short texts in about forty categories
   # the translation corpus (widelab-cli corpus bible) and its tests: the World English Bible,
   # Reina-Valera 1909 and King James SWORD modules, and mod2imp, which reads them
   sword-text-web sword-text-sparv sword-text-kjv libsword-utils

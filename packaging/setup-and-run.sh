@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The first command of the README: install what is missing, build, and train a
-# preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv).
+# preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv, and
+# fortunes-classifier its texts, fortunes.tsv).
 #
 # With a display, the desktop app opens and starts training the preset at once
 # (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
@@ -25,6 +26,10 @@ WIDELAB_TARGETS="widelab-cli${desktop:+ widelab}" packaging/build.sh
 # The translation preset reads the Bible's English-Spanish pairs from ./web-sparv.tsv: written once, offline.
 if [[ "$preset" == translation-bible && ! -f web-sparv.tsv ]]; then
   "$build"/app/cli/widelab-cli corpus bible --from web --to sparv --out web-sparv.tsv
+fi
+# The fortunes classifier reads ./fortunes.tsv, written from Debian's fortunes the same way.
+if [[ "$preset" == fortunes-classifier && ! -f fortunes.tsv ]]; then
+  "$build"/app/cli/widelab-cli corpus fortunes --out fortunes.tsv
 fi
 if [[ -n "$desktop" ]]; then
   exec "$build"/app/gui/widelab "$preset" --train --runs runs

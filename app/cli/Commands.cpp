@@ -133,6 +133,11 @@ usage:
                                         (web, sparv, kjv): one "source TAB target" line a verse in
                                         both, markup stripped; --keys: the verse as a third column
   widelab-cli corpus bible --list       the Bibles, their SWORD modules and Debian packages
+  widelab-cli corpus fortunes --out TEXTS.tsv [--categories A,B,...]
+                                        a classification file from Debian's fortunes: one
+                                        "category TAB text" line a fortune (default: computers,
+                                        definitions, politics, science, songs-poems, work)
+  widelab-cli corpus fortunes --list    the fortune categories and their sizes
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).
@@ -692,6 +697,7 @@ int corpus(const Arguments& a, std::ostream& out, std::ostream& err)
     c.out = a.text("--out");
     c.keys = a.has("--keys");
     c.list = a.has("--list");
+    c.categories = a.text("--categories");
     return corpusCommand(c, out, err);
 }
 
@@ -770,7 +776,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
                                        {"--text", "--file", "--checkpoint", "--batch", "--beam", "--length-penalty"}),
                              out, err);
         if (command == "corpus")
-            return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out"}), out, err);
+            return corpus(Arguments(rest, {"--keys", "--list"}, {"--from", "--to", "--out", "--categories"}), out, err);
         throw UsageError("unknown command \"" + command + "\"");
     } catch (const UsageError& error) {
         err << "widelab-cli " << command << ": " << error.what() << "\n\n" << kUsage;

@@ -2,6 +2,7 @@
 
 #include "RunCommands.h"
 #include "data/BibleCorpus.h"
+#include "data/FortunesCorpus.h"
 #include "run/Checkpoint.h"
 #include "runtime/SystemError.h"
 #include "vocab/Format.h"
@@ -37,6 +38,87 @@ std::string oneField(std::string text)
     return text;
 }
 
+// --out: a file in a folder that exists and may be written, checked before anything is read.
+std::filesystem::path outFile(const std::string& out)
+{
+    if (out.empty())
+        throw RunUsageError("--out is missing: the TSV file to write");
+    const std::filesystem::path file(out);
+    const std::filesystem::path folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec))
+        throw RunUsageError("--out: " + out + ": the folder " + folder.string() + " does not exist");
+    if (std::filesystem::is_directory(file, ec))
+        throw RunUsageError("--out: " + out + " is a folder, not a file");
+    if (access(folder.c_str(), W_OK) != 0)
+        throw RunUsageError("--out: " + out + ": cannot write in " + folder.string() + ": " + systemReason(errno));
+    return file;
+}
+
+void writeOut(const std::filesystem::path& file, const std::string& text)
+{
+    try {
+        writeFileAtomically(file, text);
+    } catch (const CheckpointError& error) {
+        throw std::runtime_error(std::string("--out: ") + error.what());
+    }
+}
+
+std::string secondsSince(std::chrono::steady_clock::time_point start)
+{
+    char took[32];
+    std::snprintf(took, sizeof took, "%.1f s", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return took;
+}
+
+// "a,b,c" -> {"a", "b", "c"}; empty: the default categories.
+std::vector<std::string> categoryList(const std::string& text)
+{
+    if (text.empty())
+        return defaultFortuneCategories();
+    std::vector<std::string> names;
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        const std::size_t end = std::min(text.find(',', begin), text.size());
+        const std::string name = text.substr(begin, end - begin);
+        if (name.empty())
+            throw RunUsageError("--categories: an empty name in \"" + text + "\" (names separated by commas)");
+        names.push_back(name);
+        begin = end + 1;
+    }
+    if (names.size() < 2)
+        throw RunUsageError("--categories: " + text + " is one category; a classifier needs two or more");
+    return names;
+}
+
+int fortunesCorpus(const CorpusArguments& a, std::ostream& out)
+{
+    if (!a.from.empty() || !a.to.empty() || a.keys)
+        throw RunUsageError("corpus fortunes takes --out, --categories or --list (--from, --to and --keys are bible's)");
+    if (a.list) {
+        if (!a.out.empty() || !a.categories.empty())
+            throw RunUsageError("--list takes no other option");
+        for (const FortuneCategory& category : fortuneCategories())
+            out << category.name << "\t" << groupDigits(static_cast<std::int64_t>(readFortunes(category.file).size()))
+                << "\n";
+        return 0;
+    }
+    const std::vector<std::string> categories = categoryList(a.categories);
+    const std::filesystem::path file = outFile(a.out);
+    const auto start = std::chrono::steady_clock::now();
+    const FortunesTable table = fortunesTable(categories);  // DataError: the package missing, an unknown category
+    writeOut(file, table.text);
+    std::int64_t total = 0;
+    std::string counts;
+    for (std::size_t i = 0; i < categories.size(); ++i) {
+        total += table.perCategory[i];
+        counts += (i ? ", " : "") + categories[i] + " " + groupDigits(table.perCategory[i]);
+    }
+    out << "wrote " << a.out << ": " << groupDigits(total) << " fortunes (category, text) in "
+        << categories.size() << " categories: " << counts << "; " << secondsSince(start) << "\n";
+    return 0;
+}
+
 int listBibles(std::ostream& out)
 {
     for (const BibleModule& module : bibleModules())
@@ -52,11 +134,16 @@ int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err
 {
     (void)err;
     if (a.positional.empty())
-        throw RunUsageError("which corpus? The one corpus is bible");
-    if (a.positional.front() != "bible")
-        throw RunUsageError("unknown corpus \"" + a.positional.front() + "\": the one corpus is bible");
+        throw RunUsageError("which corpus? bible (translation pairs) or fortunes (texts in categories)");
+    const std::string& corpus = a.positional.front();
+    if (corpus != "bible" && corpus != "fortunes")
+        throw RunUsageError("unknown corpus \"" + corpus + "\": bible (translation pairs) or fortunes (texts in categories)");
     if (a.positional.size() > 1)
-        throw RunUsageError("corpus bible takes options only, not \"" + a.positional[1] + "\"");
+        throw RunUsageError("corpus " + corpus + " takes options only, not \"" + a.positional[1] + "\"");
+    if (corpus == "fortunes")
+        return fortunesCorpus(a, out);
+    if (!a.categories.empty())
+        throw RunUsageError("--categories is fortunes' option, not bible's");
     if (a.list) {
         if (!a.from.empty() || !a.to.empty() || !a.out.empty() || a.keys)
             throw RunUsageError("--list takes no other option");
@@ -66,18 +153,8 @@ int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err
     const BibleModule& target = bibleOption("--to", a.to);
     if (source.name == target.name)
         throw RunUsageError("--from and --to are both " + source.name + ": a parallel corpus needs two Bibles");
-    if (a.out.empty())
-        throw RunUsageError("--out is missing: the TSV file to write");
     // Refused before the modules are read: a folder that is not there or not writable.
-    const std::filesystem::path file(a.out);
-    const std::filesystem::path folder = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
-    std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec))
-        throw RunUsageError("--out: " + a.out + ": the folder " + folder.string() + " does not exist");
-    if (std::filesystem::is_directory(file, ec))
-        throw RunUsageError("--out: " + a.out + " is a folder, not a file");
-    if (access(folder.c_str(), W_OK) != 0)
-        throw RunUsageError("--out: " + a.out + ": cannot write in " + folder.string() + ": " + systemReason(errno));
+    const std::filesystem::path file = outFile(a.out);
 
     const auto start = std::chrono::steady_clock::now();
     const std::vector<Verse> sourceVerses = readBibleModule(source);
@@ -94,14 +171,8 @@ int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err
         }
         text += '\n';
     }
-    try {
-        writeFileAtomically(file, text);
-    } catch (const CheckpointError& error) {
-        throw std::runtime_error(std::string("--out: ") + error.what());
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char took[32];
-    std::snprintf(took, sizeof took, "%.1f s", seconds);
+    writeOut(file, text);
+    const std::string took = secondsSince(start);
     out << "read " << source.name << " (" << source.module << "): " << groupDigits(static_cast<std::int64_t>(sourceVerses.size()))
         << " verses; " << target.name << " (" << target.module
         << "): " << groupDigits(static_cast<std::int64_t>(targetVerses.size())) << " verses\n"

@@ -121,6 +121,9 @@ std::vector<KeySpec> makeSchema()
         derived(number("model.router_noise_std", 0.0, 1.0e3, 0.0, "Gaussian noise on router logits while training (0 with one expert)"),
                 "1 / experts", {"model.experts"}),
         number("model.balance_loss_weight", 0.0, 1.0e3, 0.01, "weight of the load-balancing loss"),
+        choice("model.balance_count", {"top1", "topk"},
+               "the load-balancing loss counts a token at its top-1 expert (Switch, V-MoE) or at each of its top_k "
+               "(WideNet Eq. 4 as printed: a K-hot h, so a balanced router scores K rather than 1)"),
         number("model.router_z_loss_weight", 0.0, 1.0e3, 0.0,
                "weight of the router z-loss (mean squared log-sum-exp of the router logits); 0: off"),
         derived(integer("model.routing_groups", 1, kMaxLayers, 6, "groups of consecutive blocks that share one routing"),
@@ -142,12 +145,13 @@ std::vector<KeySpec> makeSchema()
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
         choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes",
-                             "translation"},
-               "generated ListOps, a data file, a folder of images, CIFAR-10, generated shapes, or pairs of "
-               "texts to translate"),
+                             "translation", "fashion_mnist"},
+               "generated ListOps, a data file, a folder of images, CIFAR-10, generated shapes, pairs of "
+               "texts to translate, or Fashion-MNIST (Debian's dataset-fashion-mnist)"),
         text("task.path", KeyType::FilePath, "",
              "the data file, image folder or CIFAR-10 folder of the task; translation: source TAB target lines, "
-             "or the source lines when task.target_path is given"),
+             "or the source lines when task.target_path is given; fashion_mnist: the folder of its IDX files, "
+             "empty for Debian's (/usr/share/datasets/fashion-mnist)"),
         text("task.target_path", KeyType::FilePath, "",
              "translation: the target lines, line by line with task.path's sources; empty: task.path is a TSV"),
         choice("task.tokenizer", {"byte", "character", "word", "bpe"}, "how file texts become tokens"),
@@ -200,6 +204,9 @@ std::vector<KeySpec> makeSchema()
         integer("train.log_every", 1, kBig, 10, "steps between snapshots and metrics lines"),
         integer("train.eval_every", 1, kBig, 200, "steps between validation passes"),
         integer("train.eval_batches", 0, kBig, 20, "validation batches per evaluation; 0: the whole split"),
+        choice("train.select_best", {"loss", "accuracy"},
+               "the validation that makes checkpoints/best.pt, the model studies test: the lowest loss, or the "
+               "highest accuracy (the Wide Attention paper's rule)"),
         integer("train.bleu_sentences", 0, kBig, 200,
                 "translation: validation sentences translated (greedily) for BLEU and chrF at each evaluation; 0: none"),
         integer("train.checkpoint_every", 1, kBig, 200, "steps between checkpoints"),

@@ -1,6 +1,7 @@
 #include "ImageTask.h"
 #include "TaskKinds.h"
 
+#include "data/FashionMnist.h"
 #include "run/RunLayout.h"
 #include "vocab/JsonText.h"
 #include "data/Tokenizer.h"
@@ -33,6 +34,14 @@ ImageTask prepareImageTask(const RunDocument& run, const std::vector<std::string
         data.train = cifar.dataset(Split::Train);
         data.validation = cifar.dataset(Split::Validation);
         data.test = cifar.dataset(Split::Test);
+        break;
+    }
+    case TaskKind::FashionMnist: {
+        const FashionMnist fashion(FashionMnist::folderOf(task.path), task.validationFraction, seed, data.format);
+        data.labels = FashionMnist::classNames();
+        data.train = fashion.dataset(Split::Train);
+        data.validation = fashion.dataset(Split::Validation);
+        data.test = fashion.dataset(Split::Test);
         break;
     }
     case TaskKind::ImageFolder: {
@@ -131,6 +140,12 @@ const TaskSpec& cifar10Task()
 const TaskSpec& shapesTask()
 {
     static const TaskSpec spec{TaskKind::Shapes, prepareImages};
+    return spec;
+}
+
+const TaskSpec& fashionMnistTask()
+{
+    static const TaskSpec spec{TaskKind::FashionMnist, prepareImages};
     return spec;
 }
 

@@ -33,7 +33,7 @@ struct ImageChecks {
 
 ImageFormat imageFormat(const ModelConfig& model);
 
-// The datasets of task.kind image_folder, cifar10 or shapes at the model's image size and channels. `classes`
+// The datasets of task.kind image_folder, cifar10, shapes or fashion_mnist at the model's image size and channels. `classes`
 // (a run's labels.json, when resuming) must match an image folder's. The normalisation is `savedStats` when
 // given (a run's image.json), else computed from the training split (imageStats). Throws DataError naming the
 // folder or file, ConfigError for model.num_classes fewer than the folder's classes and, when `probes` is given

@@ -20,6 +20,7 @@ const std::vector<const TaskSpec*>& taskKinds()
         &cifar10Task(),
         &shapesTask(),
         &translationTask(),
+        &fashionMnistTask(),
     };
     return all;
 }

@@ -12,6 +12,7 @@ const TaskSpec& languageModelTask();   // LanguageModel.cpp: next tokens of any 
 const TaskSpec& imageFolderTask();     // ImageTask.cpp: a folder per class
 const TaskSpec& cifar10Task();         // ImageTask.cpp: CIFAR-10's binary batches
 const TaskSpec& shapesTask();          // ImageTask.cpp: generated shapes
+const TaskSpec& fashionMnistTask();    // ImageTask.cpp: Fashion-MNIST, Debian's dataset-fashion-mnist
 const TaskSpec& translationTask();     // Translation.cpp: pairs of texts, a TSV or two aligned files
 
 }  // namespace widelab

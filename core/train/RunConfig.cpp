@@ -3,6 +3,7 @@
 #include "config/JsonSection.h"
 #include "vocab/ByteText.h"
 #include "vocab/KeyRules.h"
+#include "data/FashionMnist.h"
 #include "data/ListOps.h"
 #include "data/Tokenizer.h"
 #include "runtime/SystemError.h"
@@ -67,6 +68,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("epsilon"), t.epsilon);
     s.read(spec("momentum"), t.momentum);
     s.readChoice(spec("schedule"), t.schedule);
+    s.readChoice(spec("select_best"), t.selectBest);
     s.read(spec("warmup_steps"), t.warmupSteps);
     s.read(spec("min_learning_rate_ratio"), t.minLearningRateRatio);
     s.read(spec("steps"), t.steps);
@@ -137,17 +139,25 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
                                           + " tokens exceed the 2^32 tokens WideLab generates; lower the sizes or "
                                             "task.max_length");
     } else if (task.isImageTask()) {
-        if ((task.kind == TaskKind::Shapes || task.kind == TaskKind::Cifar10) && model.numClasses != 10)
+        if (task.kind != TaskKind::ImageFolder && model.numClasses != 10)
             report("model.num_classes", kind + " has 10 classes, got " + std::to_string(model.numClasses));
-        if (task.kind != TaskKind::Shapes) {
+        if (task.kind == TaskKind::FashionMnist) {
+            const std::filesystem::path folder = FashionMnist::folderOf(task.path);
+            std::error_code error;
+            if (requireDataFiles && !std::filesystem::is_directory(folder, error))
+                report("task.path", task.path.empty() ? std::string("Fashion-MNIST is not installed (no ")
+                                                            + FashionMnist::kDebianFolder + "): sudo apt install "
+                                                            + FashionMnist::kDebianPackage
+                                                      : "no such folder: " + task.path);
+        } else if (task.kind != TaskKind::Shapes) {
             std::error_code error;
             if (task.path.empty())
                 report("task.path", "missing: " + kind + " reads its images from a folder");
             else if (requireDataFiles && !std::filesystem::is_directory(task.path, error))
                 report("task.path", "no such folder: " + task.path);
-            if (task.validationFraction <= 0.0)
-                report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
         }
+        if (task.kind != TaskKind::Shapes && task.validationFraction <= 0.0)
+            report("task.validation_fraction", "0 leaves the validation split empty, and training validates on it");
         if (task.cropPadding >= model.imageSize)
             report("task.crop_padding", std::to_string(task.cropPadding) + " is not below model.image_size ("
                                             + std::to_string(model.imageSize) + "): a crop could hold no pixel of the image");
@@ -294,6 +304,7 @@ nlohmann::json RunDocument::toJson() const
         {"epsilon", train.epsilon},
         {"momentum", train.momentum},
         {"schedule", nameOf(choicesOf("train.schedule"), train.schedule)},
+        {"select_best", nameOf(choicesOf("train.select_best"), train.selectBest)},
         {"warmup_steps", train.warmupSteps},
         {"min_learning_rate_ratio", train.minLearningRateRatio},
         {"steps", train.steps},

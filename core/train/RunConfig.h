@@ -14,10 +14,12 @@
 
 namespace widelab {
 
-enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation };
+enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation, FashionMnist };
 enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
+// Which validation makes checkpoints/best.pt: the lowest loss, or the highest accuracy.
+enum class SelectBest { Loss, Accuracy };
 
 struct TaskConfig {
     TaskKind kind = TaskKind::ListOps;
@@ -36,7 +38,7 @@ struct TaskConfig {
     std::int64_t validationSize = 1000;
     std::int64_t testSize = 1000;
     std::int64_t seed = 0;
-    // Images (image_folder, cifar10, shapes): augmentation while training.
+    // Images (image_folder, cifar10, shapes, fashion_mnist): augmentation while training.
     std::int64_t cropPadding = 4;             // 0: no random crop
     bool flip = true;
     // Translation: pairs with a side longer than this many subword units are left out (the Multi-Path paper's 250).
@@ -45,7 +47,11 @@ struct TaskConfig {
     // without a tab or with an empty side) are left out, counted, rather than refused.
     bool skipBadInputs = false;
 
-    bool isImageTask() const { return kind == TaskKind::ImageFolder || kind == TaskKind::Cifar10 || kind == TaskKind::Shapes; }
+    bool isImageTask() const
+    {
+        return kind == TaskKind::ImageFolder || kind == TaskKind::Cifar10 || kind == TaskKind::Shapes
+               || kind == TaskKind::FashionMnist;
+    }
 };
 
 struct TrainConfig {
@@ -73,6 +79,7 @@ struct TrainConfig {
     std::int64_t logEvery = 10;               // snapshots and metrics.jsonl lines
     std::int64_t evalEvery = 200;
     std::int64_t evalBatches = 20;            // 0: the whole validation split
+    SelectBest selectBest = SelectBest::Loss;
     std::int64_t bleuSentences = 200;         // translation: validation sentences decoded for BLEU; 0: none
     std::int64_t checkpointEvery = 200;
     std::int64_t keepLast = 3;

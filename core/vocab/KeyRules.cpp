@@ -31,7 +31,8 @@ bool mixtureOfExperts(const KeyLookup& v) { return number(v, "model.experts") > 
 bool imageInput(const KeyLookup& v) { return is(v, "model.input", "image"); }
 bool imageTask(const KeyLookup& v)
 {
-    return is(v, "task.kind", "image_folder") || is(v, "task.kind", "cifar10") || is(v, "task.kind", "shapes");
+    return is(v, "task.kind", "image_folder") || is(v, "task.kind", "cifar10") || is(v, "task.kind", "shapes")
+           || is(v, "task.kind", "fashion_mnist");
 }
 bool listOps(const KeyLookup& v) { return is(v, "task.kind", "listops"); }
 bool translation(const KeyLookup& v) { return is(v, "task.kind", "translation"); }
@@ -54,8 +55,8 @@ std::vector<KeyRule> makeRules()
     return {
         // ---- model
         {{"model.top_k", "model.capacity_factor", "model.eval_capacity_factor", "model.router_noise_std",
-          "model.balance_loss_weight", "model.router_z_loss_weight", "model.routing_groups", "model.routing_priority",
-          "model.renormalize_gates", "model.share_router"},
+          "model.balance_loss_weight", "model.balance_count", "model.router_z_loss_weight", "model.routing_groups",
+          "model.routing_priority", "model.renormalize_gates", "model.share_router"},
          [](V v) { return mixtureOfExperts(v); },
          "without a mixture of experts (model.experts is 1)"},
         {{"model.routing_priority"},
@@ -108,8 +109,8 @@ std::vector<KeyRule> makeRules()
          [](V v) { return !(imageTask(v) && !is(v, "task.kind", "shapes")); },
          "for images read from a folder (they size generated tasks)", WhenUnused::Hidden},
         {{"task.test_fraction"},
-         [](V v) { return !is(v, "task.kind", "cifar10"); },
-         "for CIFAR-10, whose test split is test_batch.bin"},
+         [](V v) { return !is(v, "task.kind", "cifar10") && !is(v, "task.kind", "fashion_mnist"); },
+         "for CIFAR-10 and Fashion-MNIST, whose test split is a file of its own"},
         {{"task.crop_padding", "task.flip"},
          [](V v) { return imageTask(v); },
          "for a text task (they augment images)", WhenUnused::Hidden},

@@ -2,6 +2,8 @@
 // SWORD modules (packaging/install-deps.sh installs them), its counts, --keys and --list, and
 // its errors: an unknown Bible, a missing option, an --out that cannot be written, and mod2imp
 // missing (the real widelab-cli run with a PATH without it), each a message, never a crash.
+// And `widelab-cli corpus fortunes` on Debian's fortunes: the classification file and its counts
+// (those of Python's re.split over the same files), --list, and its errors.
 #include "CliTestSupport.h"
 
 #include <QProcess>
@@ -40,6 +42,9 @@ private Q_SLOTS:
     void unwritableOut();
     void mod2impMissing();
     void moduleMissing();
+    void writesFortunes();
+    void fortunesErrors_data();
+    void fortunesErrors();
 };
 
 void TestCliCorpus::writesPairs()
@@ -84,6 +89,69 @@ void TestCliCorpus::listsBibles()
     QCOMPARE(result.code, 0);
     for (const char* text : {"web\tengWEB2015eb", "sparv\tspaRV1909eb", "kjv\tengKJV2006eb", "libsword-utils"})
         QVERIFY2(result.out.contains(QLatin1String(text)), qPrintable(result.out));
+}
+
+void TestCliCorpus::writesFortunes()
+{
+    if (!QFile::exists(QStringLiteral("/usr/share/games/fortunes/science.dat")))
+        QSKIP("Debian's fortunes is not installed (packaging/install-deps.sh installs it)");
+    QTemporaryDir dir;
+    const QString tsv = dir.filePath("texts.tsv");
+    const CliResult result = cli({"corpus", "fortunes", "--categories", "science,work", "--out", tsv});
+    QCOMPARE(result.code, 0);
+    QVERIFY2(result.out.contains("1,255 fortunes (category, text) in 2 categories: science 625, work 630"),
+             qPrintable(result.out));
+    const QStringList lines = fileLines(tsv);
+    QCOMPARE(lines.size(), 1255);
+    QCOMPARE(lines.first(), QStringLiteral("science\t1 + 1 = 3, for large values of 1."));
+    QVERIFY(lines.last().startsWith(QStringLiteral("work\t")));
+    for (const QString& line : lines)
+        QVERIFY2(line.count(QLatin1Char('\t')) == 1, qPrintable(line));
+    // The default categories, and the list.
+    QCOMPARE(cli({"corpus", "fortunes", "--out", tsv}).code, 0);
+    QCOMPARE(fileLines(tsv).size(), 625 + 630 + 1051 + 1203 + 703 + 720);
+    const CliResult list = cli({"corpus", "fortunes", "--list"});
+    QCOMPARE(list.code, 0);
+    QVERIFY2(list.out.contains("science\t625\n") && list.out.contains("definitions\t1,203\n"), qPrintable(list.out));
+}
+
+void TestCliCorpus::fortunesErrors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<int>("code");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("one category") << QStringList{"corpus", "fortunes", "--categories", "science", "--out", "x.tsv"} << 2
+                                  << "--categories: science is one category; a classifier needs two or more";
+    QTest::newRow("an empty name") << QStringList{"corpus", "fortunes", "--categories", "science,,work", "--out", "x.tsv"}
+                                   << 2 << "--categories: an empty name";
+    QTest::newRow("bible's option") << QStringList{"corpus", "fortunes", "--keys", "--out", "x.tsv"} << 2
+                                    << "--from, --to and --keys are bible's";
+    QTest::newRow("fortunes' option to bible")
+        << QStringList{"corpus", "bible", "--categories", "a,b", "--from", "web", "--to", "kjv", "--out", "x.tsv"} << 2
+        << "--categories is fortunes' option";
+    QTest::newRow("no --out") << QStringList{"corpus", "fortunes"} << 2 << "--out is missing";
+    if (QFile::exists(QStringLiteral("/usr/share/games/fortunes/science.dat"))) {
+        QTest::newRow("unknown category")
+            << QStringList{"corpus", "fortunes", "--categories", "science,astrology", "--out", "x.tsv"} << 1
+            << "no fortune category \"astrology\" in /usr/share/games/fortunes (it has: art, ";
+        QTest::newRow("twice") << QStringList{"corpus", "fortunes", "--categories", "work,science,work", "--out", "x.tsv"}
+                               << 1 << "the fortune category \"work\" is given twice";
+    }
+}
+
+void TestCliCorpus::fortunesErrors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(int, code);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    for (QString& arg : args)
+        if (arg == QLatin1String("x.tsv"))
+            arg = dir.filePath("x.tsv");
+    const CliResult result = cli(args);
+    QCOMPARE(result.code, code);
+    QVERIFY2(result.err.contains(message), qPrintable(result.err));
+    QVERIFY(!QFile::exists(dir.filePath("x.tsv")));
 }
 
 void TestCliCorpus::usageErrors_data()

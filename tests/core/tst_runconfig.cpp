@@ -312,6 +312,12 @@ void TestRunConfig::documentOnlyChecks_data()
     QTest::newRow("CIFAR-10 folder missing")
         << R"({"model": {"input": "image"}, "task": {"kind": "cifar10", "path": "/nonexistent/cifar"}})"
         << "task.path: no such folder: /nonexistent/cifar";
+    QTest::newRow("Fashion-MNIST folder missing")
+        << R"({"model": {"input": "image"}, "task": {"kind": "fashion_mnist", "path": "/nonexistent/fm"}})"
+        << "task.path: no such folder: /nonexistent/fm";
+    QTest::newRow("Fashion-MNIST with 5 classes")
+        << R"({"model": {"input": "image", "num_classes": 5}, "task": {"kind": "fashion_mnist"}})"
+        << "model.num_classes: \"fashion_mnist\" has 10 classes, got 5";
     QTest::newRow("shapes with 5 classes") << R"({"model": {"input": "image", "num_classes": 5}, "task": {"kind": "shapes"}})"
                                            << "model.num_classes: \"shapes\" has 10 classes, got 5";
     QTest::newRow("crop padding as large as the image")
@@ -583,8 +589,8 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    // model: 39, model.attention and attention_mix, and the mechanisms' own keys; task 19, train 31.
-    QCOMPARE(configSchema().size(), std::size_t{2 + 39 + 2 + ModelConfig::defaultAttentionOptions().size() + 19 + 31});
+    // model: 40, model.attention and attention_mix, and the mechanisms' own keys; task 19, train 32.
+    QCOMPARE(configSchema().size(), std::size_t{2 + 40 + 2 + ModelConfig::defaultAttentionOptions().size() + 19 + 32});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 
@@ -661,7 +667,7 @@ void TestRunConfig::applicabilityRulesNameSchemaKeys()
     const std::vector<std::pair<const char*, const char*>> compared = {
         {"model.input", "image"},        {"model.head", "language_model"}, {"model.attention", "mixed"},
         {"task.kind", "listops"},        {"task.kind", "image_folder"},    {"task.kind", "cifar10"},
-        {"task.kind", "shapes"},         {"task.tokenizer", "byte"},       {"train.optimizer", "sgd"},
+        {"task.kind", "shapes"},         {"task.kind", "fashion_mnist"},   {"task.tokenizer", "byte"},       {"train.optimizer", "sgd"},
         {"train.schedule", "constant"},  {"train.schedule", "warmup_cosine"}};
     for (const auto& [key, choice] : compared) {
         const std::vector<std::string>& choices = keySpec(key).choices;

@@ -164,7 +164,12 @@ void TestKeyRules::taskKindHidesOtherTasksKeys()
     const KeyState testFraction = stateIn("task.test_fraction", cifar);
     QVERIFY(!testFraction.applicable);
     QVERIFY(testFraction.visible);
-    QCOMPARE(q(testFraction.reason), QStringLiteral("for CIFAR-10, whose test split is test_batch.bin"));
+    QCOMPARE(q(testFraction.reason), QStringLiteral("for CIFAR-10 and Fashion-MNIST, whose test split is a file of its own"));
+    // Fashion-MNIST is an image task read from a folder (Debian's when empty), its test split a file too.
+    const nlohmann::json fashion = {{"task", {{"kind", "fashion_mnist"}}}};
+    QVERIFY(stateIn("task.path", fashion).applicable && stateIn("task.crop_padding", fashion).visible);
+    QVERIFY(!stateIn("task.tokenizer", fashion).visible && !stateIn("task.train_size", fashion).visible);
+    QVERIFY(!stateIn("task.test_fraction", fashion).applicable);
     QVERIFY(stateIn("task.skip_bad_inputs", {{"task", {{"kind", "image_folder"}}}}).visible);
     QVERIFY(!stateIn("task.skip_bad_inputs", cifar).visible);
 }
@@ -263,8 +268,8 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
                                              {"head", "classification"}}}};
     QCOMPARE(unusedIn("model", model),
              (QStringList{"model.top_k", "model.capacity_factor", "model.eval_capacity_factor", "model.router_noise_std",
-                          "model.balance_loss_weight", "model.router_z_loss_weight", "model.routing_groups",
-                          "model.routing_priority", "model.renormalize_gates", "model.share_router",
+                          "model.balance_loss_weight", "model.balance_count", "model.router_z_loss_weight",
+                          "model.routing_groups", "model.routing_priority", "model.renormalize_gates", "model.share_router",
                           "model.decoder_layers", "model.decoder_paths", "model.path_weight", "model.image_size",
                           "model.patch_size",
                           "model.channels"}));

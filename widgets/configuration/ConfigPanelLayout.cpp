@@ -148,6 +148,10 @@ QList<FieldGroup> makeLayout()
              {"model.eval_capacity_factor", t("Evaluation capacity"), t("Capacity factor C in evaluation. <= 0: never drop.")},
              {"model.balance_loss_weight", t("Balance loss weight"),
               t("Weight lambda of the load-balancing loss (WideNet Eq. 8) added to the task loss."), {}, 0.01, true},
+             {"model.balance_count", t("Balance counts"),
+              t("What the load-balancing loss counts as a token sent to an expert: its top-1 choice (Switch, V-MoE; "
+                "balanced scores 1) or each of its top_k choices (WideNet Eq. 4 as printed; balanced scores top_k)."),
+              {}, 0.1, false, {{"top1", t("Top-1 choice")}, {"topk", t("Every top-k choice")}}},
              {"model.router_z_loss_weight", t("Router z-loss weight"),
               t("Weight of the router z-loss (ST-MoE): the mean squared log-sum-exp of the router logits, added to the "
                 "task loss to keep the logits small. 0: off; 0.001 is usual."), {}, 0.001, true},
@@ -195,8 +199,9 @@ QList<FieldGroup> makeLayout()
                 "TSV/CSV file of label, text. Language model: any text file. Image folder: a folder with one "
                 "sub-folder of PNG/JPEG images per class. CIFAR-10: a folder with your copy of CIFAR-10's binary "
                 "batches. Shapes: small pictures of shapes generated in-process (no download). Translation: pairs "
-                "of texts, source TAB target (widelab-cli corpus bible writes the Bible's). The image tasks need "
-                "image input; translation needs the translation head."),
+                "of texts, source TAB target (widelab-cli corpus bible writes the Bible's). Fashion-MNIST: 70,000 "
+                "pictures of clothing, from Debian's dataset-fashion-mnist. The image tasks need image input; "
+                "translation needs the translation head."),
               {}, 0.1, false,
               {{"listops", t("ListOps (generated)")},
                {"classification", t("Classification file")},
@@ -204,11 +209,13 @@ QList<FieldGroup> makeLayout()
                {"image_folder", t("Image folder")},
                {"cifar10", t("CIFAR-10 (binary)")},
                {"shapes", t("Shapes (generated images)")},
-               {"translation", t("Translation pairs")}}},
+               {"translation", t("Translation pairs")},
+               {"fashion_mnist", t("Fashion-MNIST (Debian)")}}},
              {"task.path", t("Data file or folder"),
               t("The TSV/CSV (classification) or text (language model) file; the source TAB target lines, or the "
                 "sources (translation); the folder of class sub-folders (image folder); the folder holding "
-                "CIFAR-10's data_batch_*.bin and test_batch.bin.")},
+                "CIFAR-10's data_batch_*.bin and test_batch.bin; the folder of Fashion-MNIST's IDX files (empty: "
+                "Debian's).")},
              {"task.target_path", t("Target file"),
               t("Translation: the target lines, line by line with the data file's sources. Empty: the data file "
                 "holds source TAB target.")},
@@ -307,6 +314,10 @@ QList<FieldGroup> makeLayout()
              {"train.eval_every", t("Evaluate every"), t("Steps between validation passes.")},
              {"train.eval_batches", t("Evaluation batches"),
               t("Validation batches per evaluation; 0: the whole validation split."), t("whole split")},
+             {"train.select_best", t("Best checkpoint by"),
+              t("Which validation makes checkpoints/best.pt, the model studies test: the lowest loss, or the highest "
+                "accuracy (the Wide Attention paper's rule)."),
+              {}, 0.1, false, {{"loss", t("Lowest loss")}, {"accuracy", t("Highest accuracy")}}},
              {"train.bleu_sentences", t("BLEU sentences"),
               t("Translation: validation sentences translated (greedily) for BLEU and chrF at each evaluation."),
               t("no BLEU")},
@@ -395,6 +406,9 @@ PathChoice pathChoice(const QString& key, const std::function<QJsonValue(const Q
     } else if (kind == QLatin1String("cifar10")) {
         choice.folder = true;
         choice.title = t("Choose the folder holding CIFAR-10's binary batches");
+    } else if (kind == QLatin1String("fashion_mnist")) {
+        choice.folder = true;
+        choice.title = t("Choose the folder holding Fashion-MNIST's IDX files");
     }
     return choice;
 }

@@ -215,12 +215,12 @@ private Q_SLOTS:
         QVERIFY(panel.field("name"));
         QVERIFY(panel.field("description"));
         QCOMPARE(panel.field("model.not_a_key"), nullptr);
-        // model: 32, the 4 image keys (input, image_size, patch_size, channels),
+        // model: 33, the 4 image keys (input, image_size, patch_size, channels),
         // the 2 attention keys, the 16 keys of the ten mechanisms and the 3 of
         // translation and path weights; task: 13, bpe_merges, the 2 augmentation
-        // keys, skip_bad_inputs and the 2 of translation; train: 29 and batch_tokens
+        // keys, skip_bad_inputs and the 2 of translation; train: 30 and batch_tokens
         // and bleu_sentences.
-        QCOMPARE(panel.keys().size(), 32 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 2 + 29 + 2 + 2);
+        QCOMPARE(panel.keys().size(), 33 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 2 + 30 + 2 + 2);
     }
 
     void completeDocumentRoundTrips()
@@ -709,7 +709,7 @@ private Q_SLOTS:
         QVERIFY(!visible("task.path") && !visible("task.tokenizer") && !visible("task.min_length"));
         QVERIFY(!pathChoice("task.path", value).folder);
 
-        for (const char* kind : {"image_folder", "cifar10"}) {
+        for (const char* kind : {"image_folder", "cifar10", "fashion_mnist"}) {
             document["task.kind"] = kind;
             QVERIFY2(visible("task.path") && visible("task.crop_padding") && visible("task.validation_fraction"), kind);
             QVERIFY2(!visible("task.tokenizer") && !visible("task.vocab_limit") && !visible("task.train_size"), kind);
@@ -730,7 +730,7 @@ private Q_SLOTS:
         QStringList named;
         for (const auto& choice : kind->choiceTexts)
             named << choice.first;
-        for (const char* k : {"image_folder", "cifar10", "shapes"})
+        for (const char* k : {"image_folder", "cifar10", "shapes", "fashion_mnist"})
             QVERIFY2(named.contains(QLatin1String(k)), k);
     }
 
