@@ -3,7 +3,7 @@
 // (where Debian's dataset-fashion-mnist is installed) the package's files as counted and read by an independent
 // Python reader (labels, a picture's sum and one pixel).
 #include "data/FashionMnist.h"
-#include "data/Tokenizer.h"  // DataError
+#include "TestSupport.h"
 
 #include <QtTest>
 
@@ -12,6 +12,7 @@
 #include <numeric>
 
 using namespace widelab;
+using widelab::test::thrownMessage;
 
 namespace {
 
@@ -67,17 +68,6 @@ std::filesystem::path makeFolder(const QTemporaryDir& dir, std::uint32_t train =
 bool gzip(const std::filesystem::path& file)
 {
     return QProcess::execute("gzip", {"-f", QString::fromStdString(file.string())}) == 0;
-}
-
-template <typename Call>
-QString dataError(Call call)
-{
-    try {
-        call();
-    } catch (const DataError& error) {
-        return QString::fromStdString(error.what());
-    }
-    return {};
 }
 
 }  // namespace
@@ -190,7 +180,7 @@ void TestFashionMnist::damagedFilesAreErrorsNamingTheFile()
     QTemporaryDir dir;
     const std::filesystem::path root = makeFolder(dir);
     write(root / file.toStdString(), bytes.toStdString());
-    const QString error = dataError([&] { FashionMnist(root, 0.1, 0, ImageFormat{28, 1}); });
+    const QString error = thrownMessage([&] { FashionMnist(root, 0.1, 0, ImageFormat{28, 1}); });
     QVERIFY2(error.contains(QString::fromStdString((root / file.toStdString()).string())) && error.contains(reason),
              qPrintable(error));
 }
@@ -200,7 +190,7 @@ void TestFashionMnist::aMissingFileSaysWhatTheFolderShouldHold()
     QTemporaryDir dir;
     const std::filesystem::path root = makeFolder(dir);
     std::filesystem::remove(root / "t10k-labels-idx1-ubyte");
-    const QString error = dataError([&] { FashionMnist(root, 0.1, 0, ImageFormat{28, 1}); });
+    const QString error = thrownMessage([&] { FashionMnist(root, 0.1, 0, ImageFormat{28, 1}); });
     QVERIFY2(error.contains("t10k-labels-idx1-ubyte.gz: missing") && error.contains("with or without .gz"),
              qPrintable(error));
     // Only Debian's folder names the package (another folder is the user's own copy).

@@ -2,7 +2,7 @@
 // beside them, entries split at "%" lines, overstrikes and white space as a classifier should see them, the table's
 // order and counts, and the errors naming the category, the folder or the packages.
 #include "data/FortunesCorpus.h"
-#include "data/Tokenizer.h"  // DataError
+#include "TestSupport.h"
 
 #include <QtTest>
 
@@ -10,6 +10,7 @@
 #include <fstream>
 
 using namespace widelab;
+using widelab::test::thrownMessage;
 
 namespace {
 
@@ -27,17 +28,6 @@ std::filesystem::path makeFolder(const QTemporaryDir& dir)
     write("work.dat", "index");
     write("notes", "a file without an index is not a category\n%\n");
     return root;
-}
-
-template <typename Call>
-QString dataError(Call call)
-{
-    try {
-        call();
-    } catch (const DataError& error) {
-        return QString::fromStdString(error.what());
-    }
-    return {};
 }
 
 }  // namespace
@@ -89,20 +79,20 @@ void TestFortunes::errorsNameTheCategoryOrTheFolder()
 {
     QTemporaryDir dir;
     const std::filesystem::path root = makeFolder(dir);
-    const QString unknown = dataError([&] { fortunesTable({"science", "notes"}, root); });
+    const QString unknown = thrownMessage([&] { fortunesTable({"science", "notes"}, root); });
     QVERIFY2(unknown.contains("no fortune category \"notes\"") && unknown.contains("(it has: science, work)"),
              qPrintable(unknown));
-    const QString twice = dataError([&] { fortunesTable({"science", "work", "science"}, root); });
+    const QString twice = thrownMessage([&] { fortunesTable({"science", "work", "science"}, root); });
     QVERIFY2(twice.contains("\"science\" is given twice"), qPrintable(twice));
-    const QString missing = dataError([&] { fortuneCategories(root / "nowhere"); });
+    const QString missing = thrownMessage([&] { fortuneCategories(root / "nowhere"); });
     QVERIFY2(missing.endsWith("nowhere: no such folder"), qPrintable(missing));  // not Debian's: no package named
     std::filesystem::remove(root / "science.dat");
     std::filesystem::remove(root / "work.dat");
-    const QString none = dataError([&] { fortuneCategories(root); });
+    const QString none = thrownMessage([&] { fortuneCategories(root); });
     QVERIFY2(none.contains("holds no fortune files"), qPrintable(none));
     // Debian's folder, when the packages are missing, names them.
     if (!std::filesystem::exists(kFortunesFolder)) {
-        const QString debian = dataError([&] { fortuneCategories(); });
+        const QString debian = thrownMessage([&] { fortuneCategories(); });
         QVERIFY2(debian.contains("sudo apt install fortunes fortunes-min"), qPrintable(debian));
     }
 }
