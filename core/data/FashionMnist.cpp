@@ -83,8 +83,7 @@ std::filesystem::path idxFile(const std::filesystem::path& folder, const std::st
                       "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
                       "t10k-labels-idx1-ubyte, each with or without .gz)";
     if (folder == std::filesystem::path(FashionMnist::kDebianFolder))
-        why += "; install Debian's package: sudo apt install " + std::string(FashionMnist::kDebianPackage)
-               + " (packaging/install-deps.sh does), or set task.path to a folder holding the files";
+        why += "; " + FashionMnist::installHint() + ", or set task.path to a folder holding the files";
     throw DataError(why);
 }
 
@@ -149,6 +148,12 @@ const std::vector<std::string>& FashionMnist::classNames()
 std::filesystem::path FashionMnist::folderOf(const std::string& taskPath)
 {
     return taskPath.empty() ? std::filesystem::path(kDebianFolder) : std::filesystem::path(taskPath);
+}
+
+std::string FashionMnist::installHint()
+{
+    return "install Debian's package: sudo apt install " + std::string(kDebianPackage)
+           + " (packaging/install-deps.sh does)";
 }
 
 FashionMnist::FashionMnist(std::filesystem::path folder, double validationFraction, std::uint64_t seed,

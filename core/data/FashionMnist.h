@@ -43,6 +43,9 @@ public:
     static const std::vector<std::string>& classNames();  // T-shirt/top, Trouser, ..., Ankle boot
     // The folder a task.path names: itself, or Debian's package's folder for an empty one.
     static std::filesystem::path folderOf(const std::string& taskPath);
+    // "install Debian's package: sudo apt install dataset-fashion-mnist (...)": what every error about the
+    // missing package ends with.
+    static std::string installHint();
     std::int64_t records(Split split) const;
     std::unique_ptr<Dataset> dataset(Split split) const;
 

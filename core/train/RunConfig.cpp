@@ -146,8 +146,7 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
             std::error_code error;
             if (requireDataFiles && !std::filesystem::is_directory(folder, error))
                 report("task.path", task.path.empty() ? std::string("Fashion-MNIST is not installed (no ")
-                                                            + FashionMnist::kDebianFolder + "): sudo apt install "
-                                                            + FashionMnist::kDebianPackage
+                                                            + FashionMnist::kDebianFolder + "): " + FashionMnist::installHint()
                                                       : "no such folder: " + task.path);
         } else if (task.kind != TaskKind::Shapes) {
             std::error_code error;
