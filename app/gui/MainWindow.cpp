@@ -75,8 +75,9 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     const auto keyOf = [](const char* name) {
         return actionSpec(QLatin1String(name)).key.toString(QKeySequence::NativeText);
     };
-    m_curves->setEmptyHint(tr("No run yet: pick a preset in the Configuration panel, then press %1 to train it "
-                              "(or open a run, %2). Help > Keyboard Shortcuts (%3) lists the rest.")
+    // A configuration is always open (the window starts on one), so the hint says to train it.
+    m_curves->setEmptyHint(tr("No run yet: press %1 to train the configuration in the Configuration panel, pick "
+                              "another preset there, or open a run (%2). Help > Keyboard Shortcuts (%3) lists the rest.")
                                .arg(keyOf("start"), keyOf("openRun"), keyOf("shortcuts")));
     m_tabs->addTab(m_curves, tr("&Curves"));
     m_insights = new InsightsView(m_tabs);
