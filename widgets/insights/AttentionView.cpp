@@ -431,6 +431,13 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     m_scale->setToolTip(tr("One range: heads compare by strength. Each head its own: every head's pattern shows, "
                            "however weak its weights."));
     m_legend = new QLabel(this);
+    // The row fits a laptop's Insights page (about 740 pixels at 1366x768 with the default docks):
+    // the two boxes give up width before the row would push the page past its view, and their
+    // lists still show every choice in full.
+    for (QComboBox* box : {m_mode, m_scale}) {
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(10);
+    }
     m_kinds = new QLabel(this);
     m_kinds->setWordWrap(true);
     m_kinds->setAccessibleName(tr("What the maps are"));
@@ -559,8 +566,10 @@ void AttentionView::refresh()
             heads = probeHeads(*capture);
             paths = pane->paths();
             const float top = pane->showsPatches() ? pane->patches()->maxWeight() : pane->grid()->maxWeight();
-            m_legend->setText(perHead ? tr("0 … each head's largest weight")
+            m_legend->setText(perHead ? tr("0 … each head's max")
                                       : tr("0 … %1").arg(QString::number(top, 'f', 2)));
+            m_legend->setToolTip(perHead ? tr("Each head's colours run from 0 to its own largest weight")
+                                         : tr("Every head's colours run from 0 to the layer's largest weight"));
             const QString kinds = mapKindLegend(pane->captions());
             m_kinds->setText(kinds);
             m_kinds->setVisible(!kinds.isEmpty());

@@ -15,6 +15,7 @@ private Q_SLOTS:
     void attentionWithoutAProbeShowsBothRunsOnTheSameText();
     void attentionWithoutTokensOrWithMismatchedMapsShowsWhy();
     void attentionWithNaNWeightsKeepsAFiniteScale();
+    void attentionControlsFitALaptopsInsightsPage();
 };
 
 void TestAttentionView::attentionOneHeadAndMeanShowTheConstructedMaps()
@@ -308,6 +309,30 @@ void TestAttentionView::attentionWithNaNWeightsKeepsAFiniteScale()
     const auto bars = view.primaryPane()->prediction()->shown();
     QCOMPARE(bars.size(), 2);
     QCOMPARE(bars[0].second, 0.75f);
+}
+
+// At 1366x768 with the default docks the Insights page is about 740 pixels wide (measured on a
+// screenshot): the controls' row must not make the page wider, in either colour range, or the page
+// scrolls sideways and cuts the prediction column off.
+void TestAttentionView::attentionControlsFitALaptopsInsightsPage()
+{
+    auto history = std::make_shared<InsightHistory>();
+    history->addCapture(attentionProbe(10));
+    AttentionView view;
+    view.resize(740, 500);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+    view.setProbe(QStringLiteral("probe"));
+    for (const bool perHead : {false, true}) {
+        view.setScalePerHead(perHead);
+        view.refresh();
+        QVERIFY(view.primaryPane()->capture() != nullptr);
+        QVERIFY2(view.minimumSizeHint().width() <= 740,
+                 qPrintable(QStringLiteral("per head %1: at least %2 pixels")
+                                .arg(perHead)
+                                .arg(view.minimumSizeHint().width())));
+    }
 }
 
 int main(int argc, char** argv)
