@@ -134,6 +134,13 @@ void TestDesktopLayout::everyInsightsPageFits()
     for (int page = 0; page <= static_cast<int>(InsightsView::Page::Ablation); ++page) {
         w->insights()->setPage(InsightsView::Page(page));
         found << problems(*w, QStringLiteral("Insights page %1").arg(page));
+        // A page wider than its view scrolls sideways, and what is on its right is cut off.
+        const QWidget* shown = w->insights()->currentPage();
+        if (shown->width() > shown->parentWidget()->width())
+            found << QStringLiteral("Insights page %1: %2 pixels wide in a view of %3")
+                         .arg(page)
+                         .arg(shown->width())
+                         .arg(shown->parentWidget()->width());
     }
     QVERIFY2(found.isEmpty(), qPrintable(found.join(QLatin1Char('\n'))));
 }

@@ -43,8 +43,10 @@ const LayerNormDivergence& divergence(const TrainingSnapshot& s, LayerNormView::
 LayerNormView::LayerNormView(QWidget* parent) : InsightPage(parent)
 {
     m_position = new QComboBox(this);
-    m_position->addItem(tr("LayerNorm before the FFN/MoE (WideNet Eq. 9)"), int(Position::Ffn));
-    m_position->addItem(tr("LayerNorm before attention"), int(Position::Attention));
+    m_position->addItem(tr("Before the FFN/MoE (WideNet Eq. 9)"), int(Position::Ffn));
+    m_position->addItem(tr("Before attention"), int(Position::Attention));
+    m_position->setToolTip(tr("Which of each block's two LayerNorms: the one before the FFN or MoE, which "
+                              "WideNet's Eq. 9 compares, or the one before attention"));
     m_position->setAccessibleName(tr("LayerNorm position"));
     m_reading = new QComboBox(this);
     m_reading->addItem(tr("as printed: each channel against every channel of other blocks"), int(Reading::AllPairs));
@@ -52,6 +54,11 @@ LayerNormView::LayerNormView(QWidget* parent) : InsightPage(parent)
     m_reading->setAccessibleName(tr("Reading of Eq. 9"));
     m_reading->setToolTip(tr("WideNet's Eq. 9 compares element i of block j with element m of block n; read literally "
                              "it averages over every pair of channels, read as intended, over matching channels."));
+    // Long choices: the boxes give up width before they widen the page past a laptop's view.
+    for (QComboBox* box : {m_position, m_reading}) {
+        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+        box->setMinimumContentsLength(20);
+    }
 
     m_divergence = new CurvePlot;
     m_divergence->setTitle(tr("Divergence of the blocks' LayerNorms (Eq. 9)"));
@@ -78,11 +85,11 @@ LayerNormView::LayerNormView(QWidget* parent) : InsightPage(parent)
     auto* positionLabel = new QLabel(tr("&Position"), this);
     positionLabel->setBuddy(m_position);
     controls->addWidget(positionLabel);
-    controls->addWidget(m_position);
+    controls->addWidget(m_position, 2);  // the room the two texts need, about 2:3
     auto* readingLabel = new QLabel(tr("&Reading"), this);
     readingLabel->setBuddy(m_reading);
     controls->addWidget(readingLabel);
-    controls->addWidget(m_reading, 1);
+    controls->addWidget(m_reading, 3);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(m_body, 1);
