@@ -10,14 +10,16 @@
 #include <QObject>
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 namespace widelab {
 namespace {
 
-// The scalars the fixed charts draw under their curve names already (a train
-// line's curves, a validation's loss, accuracy, BLEU and chrF). Asked of every
-// tag of every line read: no allocation.
+// The scalars the fixed charts draw under their curve names already: a train
+// line's curves ("train/<curve>" for curve::kLoss ...) and a validation's
+// ("validation/<x>" for curve::kValidationLoss, "validation_<x>", ...). Asked of
+// every tag of every line read: no allocation.
 bool drawnAsCurve(std::string_view tag)
 {
     constexpr std::string_view train = "train/";
@@ -26,8 +28,16 @@ bool drawnAsCurve(std::string_view tag)
         return std::any_of(kTrainingCurves.begin(), kTrainingCurves.end(),
                            [&](const TrainingCurve& c) { return tag == c.name; });
     }
-    return tag == "validation/loss" || tag == "validation/accuracy" || tag == "validation/bleu"
-           || tag == "validation/chrf";
+    constexpr std::string_view validationTag = "validation/";
+    constexpr std::string_view validationCurve = "validation_";
+    if (!tag.starts_with(validationTag))
+        return false;
+    tag.remove_prefix(validationTag.size());
+    constexpr std::array<std::string_view, 4> validationCurves{curve::kValidationLoss, curve::kValidationAccuracy,
+                                                               curve::kValidationBleu, curve::kValidationChrf};
+    return std::any_of(validationCurves.begin(), validationCurves.end(), [&](std::string_view c) {
+        return c.starts_with(validationCurve) && c.substr(validationCurve.size()) == tag;
+    });
 }
 
 }  // namespace

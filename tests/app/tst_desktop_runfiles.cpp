@@ -311,6 +311,10 @@ void TestDesktopRunFiles::aDamagedMetricsFileIsReadWithOneWarningPerBadLine()
         steps.append(point.step);
     QCOMPARE(steps, (QVector<double>{2, 4, 6}));
     QCOMPARE(record->curves.value(QStringLiteral("validation_loss")).size(), qsizetype{1});
+    // The fixed charts' numbers are not charted twice under their tags; the line's others are.
+    for (const char* fixed : {"train/loss", "validation/loss", "validation/accuracy"})
+        QVERIFY2(!record->curves.contains(QLatin1String(fixed)), fixed);
+    QCOMPARE(record->curves.value(QStringLiteral("validation/examples")).size(), qsizetype{1});
     QCOMPARE(record->lastStep(), 6.0);
     QCOMPARE(record->insights->states().size(), qsizetype{3});
     QCOMPARE(record->insights->probeTexts(), QStringList{QStringLiteral("a b")});  // not the one without tokens
