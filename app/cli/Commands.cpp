@@ -138,6 +138,11 @@ usage:
                                         "category TAB text" line a fortune (default: computers,
                                         definitions, politics, science, songs-poems, work)
   widelab-cli corpus fortunes --list    the fortune categories and their sizes
+  widelab-cli corpus bible-sections --from NAME --out TEXTS.tsv
+                                        a long-document classification file from one Bible: one
+                                        "section TAB text" line a chapter (1,189 of them), the
+                                        section its book's part: law, history, poetry, prophets,
+                                        gospels, letters
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).

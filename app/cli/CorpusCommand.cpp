@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include <unistd.h>
@@ -119,6 +120,32 @@ int fortunesCorpus(const CorpusArguments& a, std::ostream& out)
     return 0;
 }
 
+// One Bible's chapters, each labelled by the part of the Bible its book belongs to.
+int bibleSectionsCorpus(const CorpusArguments& a, std::ostream& out)
+{
+    if (a.list || a.keys || !a.to.empty() || !a.categories.empty())
+        throw RunUsageError("corpus bible-sections takes --from and --out only (widelab-cli corpus bible --list "
+                            "lists the Bibles)");
+    const BibleModule& bible = bibleOption("--from", a.from);
+    const std::filesystem::path file = outFile(a.out);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<BibleChapter> chapters = bibleChapters(readBibleModule(bible));
+    std::string text;
+    std::map<std::string, std::int64_t> perSection;
+    for (const BibleChapter& chapter : chapters) {
+        text += chapter.section + '\t' + oneField(chapter.text) + '\n';
+        ++perSection[chapter.section];
+    }
+    writeOut(file, text);
+    std::string counts;
+    for (const std::string& section : bibleSections())
+        counts += (counts.empty() ? "" : ", ") + section + " " + groupDigits(perSection[section]);
+    out << "wrote " << a.out << ": " << groupDigits(static_cast<std::int64_t>(chapters.size())) << " chapters of "
+        << bible.name << " (" << bible.module << ") as (section, text): " << counts << "; " << secondsSince(start)
+        << "\n";
+    return 0;
+}
+
 int listBibles(std::ostream& out)
 {
     for (const BibleModule& module : bibleModules())
@@ -133,15 +160,19 @@ int listBibles(std::ostream& out)
 int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err)
 {
     (void)err;
+    const std::string corpora = "bible (translation pairs), bible-sections (a Bible's chapters by section) or "
+                                "fortunes (texts in categories)";
     if (a.positional.empty())
-        throw RunUsageError("which corpus? bible (translation pairs) or fortunes (texts in categories)");
+        throw RunUsageError("which corpus? " + corpora);
     const std::string& corpus = a.positional.front();
-    if (corpus != "bible" && corpus != "fortunes")
-        throw RunUsageError("unknown corpus \"" + corpus + "\": bible (translation pairs) or fortunes (texts in categories)");
+    if (corpus != "bible" && corpus != "bible-sections" && corpus != "fortunes")
+        throw RunUsageError("unknown corpus \"" + corpus + "\": " + corpora);
     if (a.positional.size() > 1)
         throw RunUsageError("corpus " + corpus + " takes options only, not \"" + a.positional[1] + "\"");
     if (corpus == "fortunes")
         return fortunesCorpus(a, out);
+    if (corpus == "bible-sections")
+        return bibleSectionsCorpus(a, out);
     if (!a.categories.empty())
         throw RunUsageError("--categories is fortunes' option, not bible's");
     if (a.list) {

@@ -511,4 +511,68 @@ AlignedVerses alignVerses(const std::vector<Verse>& source, const std::vector<Ve
     return aligned;
 }
 
+namespace {
+
+struct BookSection {
+    std::string_view book;
+    std::string_view section;
+};
+
+// The 66 books as Debian's modules name them (mod2imp's keys), each with its part.
+constexpr BookSection kBookSections[] = {
+    {"Genesis", "law"}, {"Exodus", "law"}, {"Leviticus", "law"}, {"Numbers", "law"}, {"Deuteronomy", "law"},
+    {"Joshua", "history"}, {"Judges", "history"}, {"Ruth", "history"}, {"I Samuel", "history"},
+    {"II Samuel", "history"}, {"I Kings", "history"}, {"II Kings", "history"}, {"I Chronicles", "history"},
+    {"II Chronicles", "history"}, {"Ezra", "history"}, {"Nehemiah", "history"}, {"Esther", "history"},
+    {"Job", "poetry"}, {"Psalms", "poetry"}, {"Proverbs", "poetry"}, {"Ecclesiastes", "poetry"},
+    {"Song of Solomon", "poetry"},
+    {"Isaiah", "prophets"}, {"Jeremiah", "prophets"}, {"Lamentations", "prophets"}, {"Ezekiel", "prophets"},
+    {"Daniel", "prophets"}, {"Hosea", "prophets"}, {"Joel", "prophets"}, {"Amos", "prophets"},
+    {"Obadiah", "prophets"}, {"Jonah", "prophets"}, {"Micah", "prophets"}, {"Nahum", "prophets"},
+    {"Habakkuk", "prophets"}, {"Zephaniah", "prophets"}, {"Haggai", "prophets"}, {"Zechariah", "prophets"},
+    {"Malachi", "prophets"},
+    {"Matthew", "gospels"}, {"Mark", "gospels"}, {"Luke", "gospels"}, {"John", "gospels"},
+    {"Acts", "history"},
+    {"Romans", "letters"}, {"I Corinthians", "letters"}, {"II Corinthians", "letters"}, {"Galatians", "letters"},
+    {"Ephesians", "letters"}, {"Philippians", "letters"}, {"Colossians", "letters"},
+    {"I Thessalonians", "letters"}, {"II Thessalonians", "letters"}, {"I Timothy", "letters"},
+    {"II Timothy", "letters"}, {"Titus", "letters"}, {"Philemon", "letters"}, {"Hebrews", "letters"},
+    {"James", "letters"}, {"I Peter", "letters"}, {"II Peter", "letters"}, {"I John", "letters"},
+    {"II John", "letters"}, {"III John", "letters"}, {"Jude", "letters"},
+    {"Revelation of John", "prophets"},
+};
+
+}  // namespace
+
+std::string_view bibleSection(std::string_view book)
+{
+    for (const BookSection& entry : kBookSections)
+        if (entry.book == book)
+            return entry.section;
+    return {};
+}
+
+const std::vector<std::string>& bibleSections()
+{
+    static const std::vector<std::string> sections{"law", "history", "poetry", "prophets", "gospels", "letters"};
+    return sections;
+}
+
+std::vector<BibleChapter> bibleChapters(const std::vector<Verse>& verses)
+{
+    std::vector<BibleChapter> chapters;
+    for (const Verse& verse : verses) {
+        const std::string_view section = bibleSection(verse.book);
+        if (section.empty() || verse.text.empty())
+            continue;
+        if (chapters.empty() || chapters.back().book != verse.book || chapters.back().chapter != verse.chapter)
+            chapters.push_back({verse.book, verse.chapter, std::string(section), std::string()});
+        std::string& text = chapters.back().text;
+        if (!text.empty())
+            text += ' ';
+        text += verse.text;
+    }
+    return chapters;
+}
+
 }  // namespace widelab

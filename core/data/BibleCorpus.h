@@ -1,7 +1,8 @@
 // defines: BibleModule (the SWORD Bibles `widelab-cli corpus bible` knows: web, sparv, kjv),
 // osisToPlainText (a verse's OSIS markup as plain text), parseImpVerses (mod2imp's output as
 // verses), readBibleModule (a module's verses, through Debian's mod2imp), alignVerses (two
-// modules' verses paired by book, chapter and verse), BibleCorpusError. Neither torch nor Qt.
+// modules' verses paired by book, chapter and verse), bibleSection and bibleChapters (a module's
+// chapters labelled by the part of the Bible they belong to), BibleCorpusError. Neither torch nor Qt.
 #pragma once
 
 #include <cstddef>
@@ -97,5 +98,25 @@ struct AlignedVerses {
 
 // Verses paired by (book, chapter, verse): a key in both, with text on both sides, is a pair.
 AlignedVerses alignVerses(const std::vector<Verse>& source, const std::vector<Verse>& target);
+
+// The part of the Bible a book (as SWORD names it) belongs to, in the 66 books' usual division:
+// "law" (Genesis-Deuteronomy), "history" (Joshua-Esther, and Acts), "poetry" (Job-Song of
+// Solomon), "prophets" (Isaiah-Malachi, and Revelation), "gospels" (Matthew-John), "letters"
+// (Romans-Jude). Empty for any other book (the deuterocanonical books some modules carry).
+std::string_view bibleSection(std::string_view book);
+// The six, in that order.
+const std::vector<std::string>& bibleSections();
+
+// One chapter of a book that has a section: its verses' texts joined by spaces.
+struct BibleChapter {
+    std::string book;
+    int chapter = 0;
+    std::string section;
+    std::string text;
+};
+
+// The chapters of `verses` (a module's, in its order) whose book has a section, in order; a
+// verse with an empty text adds nothing, and a chapter with no text is left out.
+std::vector<BibleChapter> bibleChapters(const std::vector<Verse>& verses);
 
 }  // namespace widelab

@@ -2,7 +2,8 @@
 // SWORD modules (packaging/install-deps.sh installs them), its counts, --keys and --list, and
 // its errors: an unknown Bible, a missing option, an --out that cannot be written, and mod2imp
 // missing (the real widelab-cli run with a PATH without it), each a message, never a crash.
-// And `widelab-cli corpus fortunes` on Debian's fortunes: the classification file and its counts
+// And `widelab-cli corpus bible-sections` (a Bible's chapters by section, counted by hand), and
+// `widelab-cli corpus fortunes` on Debian's fortunes: the classification file and its counts
 // (those of Python's re.split over the same files), --list, and its errors.
 #include "CliTestSupport.h"
 
@@ -43,6 +44,7 @@ private Q_SLOTS:
     void mod2impMissing();
     void moduleMissing();
     void writesFortunes();
+    void writesBibleSections();
     void fortunesErrors_data();
     void fortunesErrors();
 };
@@ -113,6 +115,34 @@ void TestCliCorpus::writesFortunes()
     const CliResult list = cli({"corpus", "fortunes", "--list"});
     QCOMPARE(list.code, 0);
     QVERIFY2(list.out.contains("science\t625\n") && list.out.contains("definitions\t1,203\n"), qPrintable(list.out));
+}
+
+// The chapters of the 66 books: 929 in the Old Testament, 260 in the New, counted by hand by
+// section from the books' chapter counts (law: Genesis 50 + Exodus 40 + Leviticus 27 + Numbers
+// 36 + Deuteronomy 34; gospels: 28 + 16 + 24 + 21; and so on).
+void TestCliCorpus::writesBibleSections()
+{
+    QTemporaryDir dir;
+    const QString tsv = dir.filePath("sections.tsv");
+    const CliResult result = cli({"corpus", "bible-sections", "--from", "web", "--out", tsv});
+    QVERIFY2(result.code == 0, qPrintable(result.err));
+    QVERIFY2(result.out.contains("1,189 chapters of web (engWEB2015eb) as (section, text): law 187, history 277, "
+                                 "poetry 243, prophets 272, gospels 89, letters 121"),
+             qPrintable(result.out));
+    const QStringList lines = fileLines(tsv);
+    QCOMPARE(lines.size(), 1189);
+    QVERIFY2(lines.first().startsWith(QStringLiteral("law\tIn the beginning, God created the heavens and the earth. ")),
+             qPrintable(lines.first().left(80)));
+    QVERIFY2(lines.last().startsWith(QStringLiteral("prophets\t")), qPrintable(lines.last().left(80)));  // Revelation 22
+    for (const QString& line : lines)
+        QVERIFY2(line.count(QLatin1Char('\t')) == 1, qPrintable(line.left(80)));
+    // Its errors: another corpus's options, and --from's.
+    const CliResult twoBibles = cli({"corpus", "bible-sections", "--from", "web", "--to", "kjv", "--out", tsv});
+    QCOMPARE(twoBibles.code, 2);
+    QVERIFY2(twoBibles.err.contains("takes --from and --out only"), qPrintable(twoBibles.err));
+    const CliResult unknown = cli({"corpus", "bible-sections", "--from", "nasb", "--out", tsv});
+    QCOMPARE(unknown.code, 2);
+    QVERIFY2(unknown.err.contains("--from") && unknown.err.contains("nasb"), qPrintable(unknown.err));
 }
 
 void TestCliCorpus::fortunesErrors_data()

@@ -44,6 +44,8 @@ private Q_SLOTS:
     void plainText();
     void impVerses();
     void alignment();
+    void sectionsOfBooks();
+    void chaptersBySection();
     void unknownName();
     void realModulesGenesis();
     void realModulesKjv();
@@ -153,6 +155,46 @@ void TestBibleCorpus::alignment()
     QCOMPARE(aligned.onlySource, std::size_t{1});   // Tobit
     QCOMPARE(aligned.onlyTarget, std::size_t{1});   // Jonah
     QCOMPARE(aligned.emptySkipped, std::size_t{1});  // Genesis 1:3
+}
+
+void TestBibleCorpus::sectionsOfBooks()
+{
+    QCOMPARE(bibleSection("Genesis"), std::string_view("law"));
+    QCOMPARE(bibleSection("Deuteronomy"), std::string_view("law"));
+    QCOMPARE(bibleSection("Esther"), std::string_view("history"));
+    QCOMPARE(bibleSection("Acts"), std::string_view("history"));
+    QCOMPARE(bibleSection("Song of Solomon"), std::string_view("poetry"));
+    QCOMPARE(bibleSection("Lamentations"), std::string_view("prophets"));
+    QCOMPARE(bibleSection("Revelation of John"), std::string_view("prophets"));
+    QCOMPARE(bibleSection("John"), std::string_view("gospels"));
+    QCOMPARE(bibleSection("III John"), std::string_view("letters"));
+    QCOMPARE(bibleSection("Hebrews"), std::string_view("letters"));
+    // Outside the 66: the deuterocanonical books, and names SWORD does not write.
+    QVERIFY(bibleSection("Tobit").empty());
+    QVERIFY(bibleSection("Esther (Greek)").empty());
+    QVERIFY(bibleSection("genesis").empty());
+    QCOMPARE(bibleSections().size(), std::size_t{6});
+}
+
+void TestBibleCorpus::chaptersBySection()
+{
+    const std::vector<Verse> verses = {{"Genesis", 1, 1, "In the beginning"},
+                                       {"Genesis", 1, 2, ""},
+                                       {"Genesis", 1, 3, "God said"},
+                                       {"Genesis", 2, 1, "Finished."},
+                                       {"Tobit", 1, 1, "The book"},
+                                       {"Psalms", 117, 1, ""},
+                                       {"John", 11, 35, "Jesus wept."}};
+    const std::vector<BibleChapter> chapters = bibleChapters(verses);
+    QCOMPARE(chapters.size(), std::size_t{3});  // Tobit has no section, Psalm 117 here no text
+    QCOMPARE(q(chapters[0].book), QStringLiteral("Genesis"));
+    QCOMPARE(chapters[0].chapter, 1);
+    QCOMPARE(q(chapters[0].section), QStringLiteral("law"));
+    QCOMPARE(q(chapters[0].text), QStringLiteral("In the beginning God said"));
+    QCOMPARE(chapters[1].chapter, 2);
+    QCOMPARE(q(chapters[1].text), QStringLiteral("Finished."));
+    QCOMPARE(q(chapters[2].section), QStringLiteral("gospels"));
+    QCOMPARE(q(chapters[2].text), QStringLiteral("Jesus wept."));
 }
 
 void TestBibleCorpus::unknownName()
