@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The first command of the README: install what is missing, build, and train a
 # preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv, and
-# fortunes-classifier its texts, fortunes.tsv).
+# fortunes-classifier its texts, fortunes.tsv, and bible-sections-bytes its chapters,
+# bible-sections.tsv).
 #
 # With a display, the desktop app opens and starts training the preset at once
 # (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
@@ -30,6 +31,10 @@ fi
 # The fortunes classifier reads ./fortunes.tsv, written from Debian's fortunes the same way.
 if [[ "$preset" == fortunes-classifier && ! -f fortunes.tsv ]]; then
   "$build"/app/cli/widelab-cli corpus fortunes --out fortunes.tsv
+fi
+# The long-document classifier reads ./bible-sections.tsv: the World English Bible's chapters.
+if [[ "$preset" == bible-sections-bytes && ! -f bible-sections.tsv ]]; then
+  "$build"/app/cli/widelab-cli corpus bible-sections --from web --out bible-sections.tsv
 fi
 if [[ -n "$desktop" ]]; then
   exec "$build"/app/gui/widelab "$preset" --train --runs runs
