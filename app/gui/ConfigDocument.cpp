@@ -185,8 +185,11 @@ void ConfigDocument::refreshPresets()
     for (const std::string& name : listPresets()) {
         const QString choice = QString::fromStdString(name);
         m_presetChoices.append(choice);
-        m_presetFiles.insert(choice, choice);  // resolved by name: the shipped one
-        entries.push_back(presetEntry(choice, QString::fromStdString(resolveConfigPath(name).string()), QString()));
+        // The shipped file itself, never the name: a file or a run folder of that name in the
+        // working folder would be opened instead (resolve() takes a file first, as the CLI does).
+        const QString file = QString::fromStdString(resolveConfigPath(name).string());
+        m_presetFiles.insert(choice, file);
+        entries.push_back(presetEntry(choice, file, QString()));
     }
     // Shipped presets by family, in the papers' order, then by name within each.
     const QStringList families = modelFamilies();
@@ -279,14 +282,9 @@ QString ConfigDocument::presetChoice() const
     if (m_file.isEmpty())
         return QString();
     const QFileInfo opened(m_file);
-    for (auto it = m_presetFiles.constBegin(); it != m_presetFiles.constEnd(); ++it) {
-        // A user's preset by its file; a shipped one by name (its entry resolves by name).
-        const bool mine = it.value() != it.key() && QFileInfo(it.value()) == opened;
-        const bool shipped = it.value() == it.key() && isShippedPreset(m_file.toStdString())
-                             && opened.completeBaseName() == it.key();
-        if (mine || shipped)
+    for (auto it = m_presetFiles.constBegin(); it != m_presetFiles.constEnd(); ++it)
+        if (QFileInfo(it.value()) == opened)
             return it.key();
-    }
     return QString();
 }
 

@@ -192,7 +192,7 @@ MainWindow::MainWindow(const QString& runsRoot, QWidget* parent) : QMainWindow(p
     m_panel->setDevices(deviceChoices());
 
     restoreLayout();
-    openConfiguration(QStringLiteral("widenet"));
+    openConfiguration(m_document->presetFile(QStringLiteral("widenet")));  // the preset, whatever the folder holds
     m_document->setModified(false);
 }
 

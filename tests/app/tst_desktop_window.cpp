@@ -59,6 +59,7 @@ private Q_SLOTS:
     // Defects of a first hour (issue 16).
     void savingAShippedPresetAsksWhereAndLeavesItAsShipped();
     void pickingAPresetAsksBeforeDiscardingEdits();
+    void aPresetOpensWhateverTheWorkingFolderHolds();
     void theWindowFitsA1280x720Screen();
     void theUserPresetsFolderFollowsTheEnvironment();
     void theThemeSwitchesEveryViewAndIsKept();
@@ -361,6 +362,27 @@ void TestDesktopWindow::pickingAPresetAsksBeforeDiscardingEdits()
     Q_EMIT window.configPanel()->presetChosen(QStringLiteral("widenet"));
     QVERIFY(window.findChild<QMessageBox*>(QStringLiteral("unsavedQuestion")) == nullptr);
     QCOMPARE(window.configPanel()->document().value(QStringLiteral("model")).toObject().value(QStringLiteral("experts")).toInt(), 4);
+}
+
+// `widelab-cli train widenet --out widenet` leaves a run folder named as the preset; a window
+// started there, or a pick of the preset, opens the preset, not that folder (which opening a
+// path would: a file or folder named on the command line comes first).
+void TestDesktopWindow::aPresetOpensWhateverTheWorkingFolderHolds()
+{
+    const QString working = m_dir.filePath(QStringLiteral("working"));
+    QVERIFY(QDir().mkpath(working + QStringLiteral("/widenet")));
+    QVERIFY(QDir().mkpath(working + QStringLiteral("/transformer-6x8")));
+    const QString before = QDir::currentPath();
+    QVERIFY(QDir::setCurrent(working));
+    {
+        MainWindow window(m_dir.filePath(QStringLiteral("runs-working")));
+        QCOMPARE(window.configPanel()->shownPreset(), QStringLiteral("widenet"));
+        QCOMPARE(window.configPanel()->document().value(QStringLiteral("model")).toObject().value(QStringLiteral("experts")).toInt(), 4);
+        Q_EMIT window.configPanel()->presetChosen(QStringLiteral("transformer-6x8"));
+        QCOMPARE(window.configPanel()->shownPreset(), QStringLiteral("transformer-6x8"));
+        QVERIFY(window.findChildren<QMessageBox*>().isEmpty());
+    }
+    QVERIFY(QDir::setCurrent(before));
 }
 
 void TestDesktopWindow::theWindowFitsA1280x720Screen()
