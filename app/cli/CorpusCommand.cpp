@@ -7,10 +7,12 @@
 #include "runtime/SystemError.h"
 #include "vocab/Format.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 
@@ -155,24 +157,9 @@ int listBibles(std::ostream& out)
     return 0;
 }
 
-}  // namespace
-
-int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err)
+// Two Bibles' verses paired: a parallel corpus for translation.
+int bibleCorpus(const CorpusArguments& a, std::ostream& out)
 {
-    (void)err;
-    const std::string corpora = "bible (translation pairs), bible-sections (a Bible's chapters by section) or "
-                                "fortunes (texts in categories)";
-    if (a.positional.empty())
-        throw RunUsageError("which corpus? " + corpora);
-    const std::string& corpus = a.positional.front();
-    if (corpus != "bible" && corpus != "bible-sections" && corpus != "fortunes")
-        throw RunUsageError("unknown corpus \"" + corpus + "\": " + corpora);
-    if (a.positional.size() > 1)
-        throw RunUsageError("corpus " + corpus + " takes options only, not \"" + a.positional[1] + "\"");
-    if (corpus == "fortunes")
-        return fortunesCorpus(a, out);
-    if (corpus == "bible-sections")
-        return bibleSectionsCorpus(a, out);
     if (!a.categories.empty())
         throw RunUsageError("--categories is fortunes' option, not bible's");
     if (a.list) {
@@ -214,6 +201,41 @@ int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err
         << groupDigits(static_cast<std::int64_t>(aligned.emptySkipped)) << " skipped as empty on a side; " << took
         << "\n";
     return 0;
+}
+
+
+// The corpora, each its name, what it writes (for the messages) and its command.
+struct Corpus {
+    const char* name;
+    const char* what;
+    int (*write)(const CorpusArguments&, std::ostream&);
+};
+
+constexpr Corpus kCorpora[] = {
+    {"bible", "translation pairs", bibleCorpus},
+    {"bible-sections", "a Bible's chapters by section", bibleSectionsCorpus},
+    {"fortunes", "texts in categories", fortunesCorpus},
+};
+
+}  // namespace
+
+int corpusCommand(const CorpusArguments& a, std::ostream& out, std::ostream& err)
+{
+    (void)err;
+    std::string corpora;  // "bible (translation pairs), ... or fortunes (texts in categories)"
+    for (std::size_t i = 0; i < std::size(kCorpora); ++i)
+        corpora += std::string(i == 0 ? "" : i + 1 == std::size(kCorpora) ? " or " : ", ") + kCorpora[i].name + " ("
+                   + kCorpora[i].what + ")";
+    if (a.positional.empty())
+        throw RunUsageError("which corpus? " + corpora);
+    const std::string& name = a.positional.front();
+    const auto corpus = std::find_if(std::begin(kCorpora), std::end(kCorpora),
+                                     [&](const Corpus& c) { return name == c.name; });
+    if (corpus == std::end(kCorpora))
+        throw RunUsageError("unknown corpus \"" + name + "\": " + corpora);
+    if (a.positional.size() > 1)
+        throw RunUsageError("corpus " + name + " takes options only, not \"" + a.positional[1] + "\"");
+    return corpus->write(a, out);
 }
 
 }  // namespace widelab

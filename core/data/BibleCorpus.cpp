@@ -554,7 +554,14 @@ std::string_view bibleSection(std::string_view book)
 
 const std::vector<std::string>& bibleSections()
 {
-    static const std::vector<std::string> sections{"law", "history", "poetry", "prophets", "gospels", "letters"};
+    // The table's sections in the order they first appear.
+    static const std::vector<std::string> sections = [] {
+        std::vector<std::string> found;
+        for (const BookSection& entry : kBookSections)
+            if (std::find(found.begin(), found.end(), entry.section) == found.end())
+                found.emplace_back(entry.section);
+        return found;
+    }();
     return sections;
 }
 
