@@ -3,6 +3,7 @@
 
 #include "ConfigAssessment.h"
 
+#include "config/ConfigSchema.h"
 #include "vocab/ConfigError.h"
 #include "model/ParameterCount.h"
 #include "runtime/Runtime.h"
@@ -29,9 +30,7 @@ ArchitectureSketch sketchOf(const ModelConfig& m)
     sketch.pathNorm = m.pathNorm;
     sketch.learnablePathWeights = m.learnablePathWeights;
     sketch.heads = static_cast<int>(m.heads);
-    sketch.headKind = m.isTranslation()                  ? QStringLiteral("translation")
-                      : m.head == HeadKind::LanguageModel ? QStringLiteral("language_model")
-                                                          : QStringLiteral("classification");
+    sketch.headKind = QString::fromStdString(keySpec("model.head").choices.at(static_cast<std::size_t>(m.head)));
     sketch.decoderLayers = m.isTranslation() ? static_cast<int>(m.decoderLayers) : 0;
     sketch.decoderPaths = m.isTranslation() ? static_cast<int>(m.decoderSide().paths) : 1;
     sketch.imageInput = m.imageInput();

@@ -26,6 +26,7 @@ FieldSpec::Type fieldType(KeyType type)
     case KeyType::FilePath: return FieldSpec::Type::FilePath;
     case KeyType::TextList: return FieldSpec::Type::TextList;
     case KeyType::Device: return FieldSpec::Type::Device;
+    case KeyType::RunFolder: return FieldSpec::Type::RunFolder;
     }
     return FieldSpec::Type::Text;
 }

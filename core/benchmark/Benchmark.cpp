@@ -156,7 +156,9 @@ RunDocument benchmarkRunDocument(const ModelConfig& config, const BenchmarkOptio
     RunDocument run;
     run.model = benchmarkConfig(config, options.sequence);
     // Not ListOps, whose examples the estimate caps at task.max_length: random tokens fill every position.
-    run.task.kind = config.head == HeadKind::LanguageModel ? TaskKind::LanguageModel : TaskKind::Classification;
+    run.task.kind = config.head == HeadKind::LanguageModel         ? TaskKind::LanguageModel
+                    : config.head == HeadKind::MaskedLanguageModel ? TaskKind::MaskedLm
+                                                                   : TaskKind::Classification;
     run.task.sequenceLength = options.sequence;
     run.train.batchSize = options.batch;
     run.train.bf16 = options.bf16;

@@ -97,8 +97,9 @@ std::vector<KeySpec> makeSchema()
         choice("model.activation", {"gelu", "relu", "silu"}, "nonlinearity of the FFN and the experts"),
         number("model.dropout", 0.0, 0.99, 0.1, "dropout on embeddings, attention probabilities and sublayer outputs"),
 
-        choice("model.head", {"classification", "language_model", "translation"},
-               "one label per sequence, next-token logits, or an encoder-decoder's target tokens"),
+        choice("model.head", {"classification", "language_model", "translation", "masked_lm"},
+               "one label per sequence, next-token logits, an encoder-decoder's target tokens, or every "
+               "position's token seen from both sides (masked-LM pretraining)"),
         derived(integer("model.decoder_layers", 1, kMaxLayers, 6,
                         "translation: blocks of the decoder (layers sets the encoder's)"),
                 "layers", {"model.layers"}),
@@ -145,9 +146,10 @@ std::vector<KeySpec> makeSchema()
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
         choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes",
-                             "translation", "fashion_mnist"},
+                             "translation", "fashion_mnist", "masked_lm"},
                "generated ListOps, a data file, a folder of images, CIFAR-10, generated shapes, pairs of "
-               "texts to translate, or Fashion-MNIST (Debian's dataset-fashion-mnist)"),
+               "texts to translate, Fashion-MNIST (Debian's dataset-fashion-mnist), or the hidden tokens of a "
+               "text file (masked-LM pretraining)"),
         text("task.path", KeyType::FilePath, "",
              "the data file, image folder or CIFAR-10 folder of the task; translation: source TAB target lines, "
              "or the source lines when task.target_path is given; fashion_mnist: the folder of its IDX files, "
@@ -216,6 +218,9 @@ std::vector<KeySpec> makeSchema()
                "warn when one expert takes more than this share of a block's tokens (collapse)"),
         integer("train.collective_timeout_s", 1, 86400, 60,
                 "distributed runs: seconds a rank waits for the others before it stops with an error"),
+        text("train.init_from", KeyType::RunFolder, "",
+             "start from another run's weights: RUN_DIR (its latest checkpoint) or RUN_DIR:STEP, :best, :latest; "
+             "the body must match, a head for another task starts anew"),
         text("train.probes", KeyType::TextList, json::array(),
              "texts inspected during training; images: validation:N or an image file"),
     };
@@ -261,7 +266,7 @@ const KeySpec& keySpec(const std::string& key)
 
 std::string toString(KeyType type)
 {
-    static const char* const names[] = {"integer", "number", "boolean", "choice", "text", "file path", "list of texts", "device"};
+    static const char* const names[] = {"integer", "number", "boolean", "choice", "text", "file path", "list of texts", "device", "run folder"};
     return names[static_cast<int>(type)];
 }
 

@@ -11,7 +11,8 @@
 
 namespace widelab {
 
-enum class KeyType { Integer, Number, Boolean, Choice, Text, FilePath, TextList, Device };
+// RunFolder: a run directory, optionally followed by :STEP, :best or :latest.
+enum class KeyType { Integer, Number, Boolean, Choice, Text, FilePath, TextList, Device, RunFolder };
 
 struct KeySpec {
     std::string key;                      // dotted: "model.head_dim"; top-level keys have no dot

@@ -135,7 +135,7 @@ void validateAttention(const ModelConfig& c, const std::function<void(const std:
         const MechanismSpec* mechanism = findMechanism(name);
         if (!mechanism)
             continue;
-        if (c.head == HeadKind::LanguageModel && !mechanism->causal)
+        if (c.causal() && !mechanism->causal)
             report(mixed ? "attention_mix" : "attention",
                    "\"" + name + "\" cannot hide future tokens, which a language model needs; use a classification head");
         if (mechanism->validate)
@@ -311,7 +311,7 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
                                 "(a plain decoder) or at least 3");
     if (readable({"decoder_paths", "experts", "head"}) && isTranslation() && decoderPaths > 1 && experts > 1)
         report("decoder_paths", "multi-path sublayers with a mixture of experts are not supported; use 1");
-    if (readable({"head", "routing_priority"}) && head != HeadKind::Classification
+    if (readable({"head", "routing_priority"}) && (causal() || isTranslation())
         && routingPriority == RoutingPriority::Batch)
         report("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a "
                                    + std::string(isTranslation() ? "decoder" : "language model")
@@ -329,9 +329,9 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
                                  + number(patchSize) + "): the patches must tile the image");
     if (readable({"input", "channels"}) && imageInput() && channels == 2)
         report("channels", "2 is neither grey (1) nor RGB (3)");
-    if (readable({"input", "head"}) && imageInput() && head == HeadKind::LanguageModel)
-        report("head", "\"language_model\" predicts next tokens, which images do not have; use \"classification\" "
-                       "with " + key("input") + " \"image\"");
+    if (readable({"input", "head"}) && imageInput() && (head == HeadKind::LanguageModel || head == HeadKind::MaskedLanguageModel))
+        report("head", "\"" + nameOf("head", head) + "\" predicts tokens, which images do not have; use "
+                       "\"classification\" with " + key("input") + " \"image\"");
     if (readable({"input", "embedding_dim"}) && imageInput() && embeddingDim > 0)
         report("embedding_dim", "a factorised embedding is for tokens; image input embeds patches straight into d_model");
     if (readable({"head", "pooler"}) && head != HeadKind::Classification && pooler)

@@ -15,7 +15,9 @@
 
 namespace widelab {
 
-enum class HeadKind { Classification, LanguageModel, Translation };
+// LanguageModel: the next token at every position, causal; MaskedLanguageModel:
+// the token at every position from both sides (BERT's masked-LM pretraining).
+enum class HeadKind { Classification, LanguageModel, Translation, MaskedLanguageModel };
 enum class Pooling { Cls, Mean };
 enum class Activation { Gelu, Relu, Silu };
 enum class RoutingPriority { Position, Batch };
@@ -104,6 +106,10 @@ struct ModelConfig {
     bool isMultiPath() const { return paths > 1 || pathNorm || learnablePathWeights || pathExtraFeatures; }
     std::int64_t pathFeatures() const { return pathExtraFeatures ? 2 * paths : paths; }
     bool isTranslation() const { return head == HeadKind::Translation; }
+    // A query sees only earlier keys (a language model's encoder; a translation model's decoder side).
+    bool causal() const { return head == HeadKind::LanguageModel; }
+    // Logits over the vocabulary at every position rather than classes per example.
+    bool predictsTokens() const { return head != HeadKind::Classification; }
     // What an encoder-decoder's decoder blocks are built from: `layers` its depth,
     // `paths` its paths (one: plain sublayers, no path combiner), full causal
     // self-attention (the mechanism keys are the encoder's), at most one routing

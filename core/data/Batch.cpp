@@ -1,8 +1,11 @@
 #include "Batch.h"
 
+#include "ListOps.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -46,6 +49,62 @@ Batch makeBatch(const std::vector<Example>& examples, bool languageModel)
         else
             targets[b] = example.label;
         batch.tokens += length;
+    }
+    return batch;
+}
+
+std::int64_t maskTokenId(const Tokenizer& tokenizer) { return tokenizer.vocabSize(); }
+
+Batch makeMaskedBatch(const std::vector<Example>& examples, const TokenMasking& masking)
+{
+    if (examples.empty())
+        throw std::invalid_argument("makeMaskedBatch: no examples");
+    std::int64_t longest = 0;
+    for (std::size_t b = 0; b < examples.size(); ++b) {
+        if (examples[b].ids.empty())
+            throw std::invalid_argument("makeMaskedBatch: example " + std::to_string(b) + " has no token");
+        longest = std::max(longest, static_cast<std::int64_t>(examples[b].ids.size()));
+    }
+    const auto B = static_cast<std::int64_t>(examples.size());
+    const std::int64_t T = longest;
+    Batch batch;
+    batch.ids = torch::full({B, T}, Tokenizer::kPad, torch::kInt64);
+    batch.mask = torch::zeros({B, T}, torch::kBool);
+    batch.targets = torch::zeros({B, T}, torch::kInt64);
+    batch.targetMask = torch::zeros({B, T}, torch::kBool);
+    auto* ids = batch.ids.data_ptr<std::int64_t>();
+    auto* mask = batch.mask.data_ptr<bool>();
+    auto* targets = batch.targets.data_ptr<std::int64_t>();
+    auto* chosen = batch.targetMask.data_ptr<bool>();
+    const auto randomTokens = static_cast<std::uint64_t>(std::max<std::int64_t>(1, masking.randomEnd - masking.randomFirst));
+    std::vector<std::int64_t> order;
+    for (std::int64_t b = 0; b < B; ++b) {
+        const std::vector<std::int64_t>& tokens = examples[static_cast<std::size_t>(b)].ids;
+        const auto length = static_cast<std::int64_t>(tokens.size());
+        std::int64_t* row = ids + b * T;
+        std::copy(tokens.begin(), tokens.end(), row);
+        std::copy(tokens.begin(), tokens.end(), targets + b * T);
+        std::fill(mask + b * T, mask + b * T + length, true);
+        batch.tokens += length;
+
+        DataRandom random(mixSeed(masking.seed, static_cast<std::uint64_t>(masking.first + b)));
+        const auto picks = std::clamp<std::int64_t>(std::llround(masking.rate * static_cast<double>(length)), 1, length);
+        order.resize(static_cast<std::size_t>(length));
+        std::iota(order.begin(), order.end(), std::int64_t{0});
+        for (std::int64_t i = 0; i < picks; ++i) {  // the first `picks` of a random permutation
+            const auto j = i + static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(length - i)));
+            std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+        }
+        // Then what becomes of each: the positions are the same whatever the shares.
+        for (std::int64_t i = 0; i < picks; ++i) {
+            const std::int64_t t = order[static_cast<std::size_t>(i)];
+            chosen[b * T + t] = true;
+            const double u = random.uniform();
+            if (u < masking.maskShare)
+                row[t] = masking.maskId;
+            else if (u < masking.maskShare + masking.randomShare)
+                row[t] = masking.randomFirst + static_cast<std::int64_t>(random.below(randomTokens));
+        }
     }
     return batch;
 }

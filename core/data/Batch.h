@@ -24,6 +24,8 @@ struct Batch {
     // Translation: the decoder's input, <s> and the target's tokens ([B, U] int64, padded
     // with Tokenizer::kPad), and which of its positions are real ([B, U] bool); it
     // also marks the `targets` that count. Undefined for other tasks.
+    // Masked language model: `targetMask` alone, the positions chosen for prediction
+    // ([B, T] bool), whose `targets` are the original tokens.
     torch::Tensor targetIds;
     torch::Tensor targetMask;
     std::int64_t targetTokens = 0;  // of `tokens`, the targets' (with </s>)
@@ -38,6 +40,31 @@ Batch makeBatch(const std::vector<Example>& examples, bool languageModel);
 // and then the end token; the decoder's input is `startId` and the target's tokens.
 // Throws std::invalid_argument on an empty list, an example with no source token or no target.
 Batch makeTranslationBatch(const std::vector<Example>& examples, std::int64_t startId);
+
+// BERT's masking of a masked language model's batch: of each example's tokens,
+// round(rate x length) (at least one) are chosen at random for prediction; a
+// chosen token becomes the mask id with probability maskShare, a random token
+// (uniform over [randomFirst, randomEnd)) with probability randomShare, and is
+// otherwise kept. Example b draws from a generator seeded by mixSeed(seed, first + b).
+struct TokenMasking {
+    double rate = 0.15;
+    double maskShare = 0.8, randomShare = 0.1;
+    std::int64_t maskId = 0;
+    std::int64_t randomFirst = 0, randomEnd = 0;
+    std::uint64_t seed = 0;
+    std::int64_t first = 0;  // the first example's place (in the global batch, or the split when evaluating)
+};
+
+// The mask token of a masked language model reading text with `tokenizer`: the
+// id after the tokenizer's last (model.vocab_size leaves room for it), shown as
+// kMaskTokenText.
+std::int64_t maskTokenId(const Tokenizer& tokenizer);
+inline constexpr const char* kMaskTokenText = "<mask>";
+
+// A masked language model's batch: `ids` the masked tokens, `targets` the original
+// ones ([B, T]), `targetMask` the chosen positions. Throws std::invalid_argument
+// on an empty list or an example with no token, as makeBatch.
+Batch makeMaskedBatch(const std::vector<Example>& examples, const TokenMasking& masking);
 
 // The mask a model is given for the batch: none when every token is real (a full
 // batch, or images), so that it routes without gathering tokens and a language

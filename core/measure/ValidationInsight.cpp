@@ -54,7 +54,8 @@ ValidationInsights measureValidationInsights(WideTransformerImpl& model, const I
                                              std::int64_t step, std::uint64_t seed)
 {
     const ModelConfig& c = model.config();
-    const bool languageModel = c.head == HeadKind::LanguageModel;
+    const bool languageModel = c.causal();        // head roles by earlier tokens, induction on repeats
+    const bool perExample = !c.predictsTokens();  // a class per example, whose experts are counted
     torch::NoGradGuard noGrad;
     const bool training = model.is_training();
     model.eval();
@@ -95,7 +96,7 @@ ValidationInsights measureValidationInsights(WideTransformerImpl& model, const I
                 continue;
             ExpertCounts& counts = experts[static_cast<std::int64_t>(l)];
             counts.tokens.resize(static_cast<std::size_t>(c.experts));
-            if (!languageModel)
+            if (perExample)
                 counts.classes.resize(static_cast<std::size_t>(c.experts),
                                       std::vector<std::int64_t>(inputs.classNames.size(), 0));
             const torch::Tensor expertTensor = block.expert.to(torch::kCPU).contiguous();
@@ -111,7 +112,7 @@ ValidationInsights measureValidationInsights(WideTransformerImpl& model, const I
                         continue;
                     const auto e = static_cast<std::size_t>(expert[s][k]);
                     ++counts.tokens[e][name];
-                    if (!languageModel) {
+                    if (perExample) {
                         const std::int64_t label = labels[b];
                         if (label >= 0 && label < static_cast<std::int64_t>(inputs.classNames.size()))
                             ++counts.classes[e][static_cast<std::size_t>(label)];

@@ -35,7 +35,7 @@ const torch::Tensor& onDevice(torch::Tensor& index, const torch::Device& device)
 }  // namespace
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options_, const ModelConfig& config)
-    : options(options_), causal(config.head == HeadKind::LanguageModel)
+    : options(options_), causal(config.causal())
 {
     const std::int64_t n = options.paths;
     const std::int64_t width = options.heads * options.headDim;

@@ -115,7 +115,7 @@ ModelCost modelCost(const ModelConfig& c)
     attention.flopsPerToken = static_cast<double>(L) * attentionFlops;
     ffn.flopsPerToken = static_cast<double>(L * ffnUnits) * unitFlops;
     router.flopsPerToken = static_cast<double>(c.routingCalls()) * routerFlops;
-    head.flopsPerToken = c.head == HeadKind::LanguageModel
+    head.flopsPerToken = c.predictsTokens()
                              ? 2.0 * D * c.vocabSize
                              : (2.0 * D * c.numClasses + (c.pooler ? 2.0 * D * D : 0.0)) / static_cast<double>(T);
 

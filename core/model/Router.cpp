@@ -27,7 +27,7 @@ RoutingOptions RoutingOptions::fromConfig(const ModelConfig& config, bool traini
     options.balanceEveryChoice = config.balanceCount == BalanceCount::TopK;
     options.renormalize = config.renormalizeGates;
     options.training = training;
-    options.causal = config.head == HeadKind::LanguageModel;
+    options.causal = config.causal();
     // Only the training loss uses it (the health views compute their own from the logits).
     options.zLoss = training && config.routerZLossWeight > 0.0;
     return options;

@@ -18,7 +18,21 @@ namespace {
 // the mask is fp32 and Attention narrows it safely to the scores' dtype.
 constexpr double kMasked = -1.0e9;
 
+// The modules of the task's head, by the names they are registered under.
+constexpr const char* kHeadModules[] = {"pooler", "classifier", "lm_head"};
+constexpr const char* kPooler = kHeadModules[0];
+constexpr const char* kClassifier = kHeadModules[1];
+constexpr const char* kLanguageModelHead = kHeadModules[2];
+
 }  // namespace
+
+bool WideTransformerImpl::isTaskHead(const std::string& parameterName)
+{
+    for (const char* module : kHeadModules)
+        if (parameterName.rfind(std::string(module) + ".", 0) == 0)
+            return true;
+    return false;
+}
 
 WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(config)
 {
@@ -34,8 +48,8 @@ WideTransformerImpl::WideTransformerImpl(const ModelConfig& config) : m_config(c
         return;
     }
     if (c.head == HeadKind::Classification && c.pooler)
-        m_pooler = register_module("pooler", torch::nn::Linear(c.dModel, c.dModel));
-    m_output = register_module(c.head == HeadKind::Classification ? "classifier" : "lm_head",
+        m_pooler = register_module(kPooler, torch::nn::Linear(c.dModel, c.dModel));
+    m_output = register_module(c.head == HeadKind::Classification ? kClassifier : kLanguageModelHead,
                                torch::nn::Linear(c.dModel, c.outputSize()));
 
     torch::NoGradGuard noGrad;
@@ -193,7 +207,7 @@ torch::Tensor WideTransformerImpl::encode(const torch::Tensor& input, const torc
         if (c.usesClsToken())
             pass.valid = torch::cat({torch::ones({B, 1}, pass.valid.options()), pass.valid}, 1);
     }
-    pass.bias = attentionBias(pass.valid, B, T, c.head == HeadKind::LanguageModel, h.options());
+    pass.bias = attentionBias(pass.valid, B, T, c.causal(), h.options());
     pass.tokenIndex = routedTokens(c, pass.valid);
     if (trace) {
         trace->tokenIndex = pass.tokenIndex.defined()
@@ -289,7 +303,7 @@ torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Ten
     const ModelConfig& c = m_config;
     if (c.isTranslation())
         return torch::matmul(h, m_embed->token->weight.t());  // tied to the token embedding
-    if (c.head == HeadKind::LanguageModel)
+    if (c.predictsTokens())
         return m_output(h);
 
     torch::Tensor pooled;

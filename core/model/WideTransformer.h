@@ -13,6 +13,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <memory>
+#include <string>
 
 namespace widelab {
 
@@ -64,6 +65,10 @@ public:
     std::vector<torch::Tensor> expertParameters() const;
 
     const ModelConfig& config() const { return m_config; }
+    // Whether a parameter (by its name in named_parameters) belongs to the task's
+    // head: a classifier and its pooler, or a language model's output. Another
+    // task replaces it when a run starts from this one's weights (train.init_from).
+    static bool isTaskHead(const std::string& parameterName);
     // The encoder's blocks (a translation model's decoder: decoder()).
     std::vector<BlockNorms> blockNorms() const { return m_encoder->blockNorms(); }
     // Path weights (alpha, then beta as the last element) of the encoder's block i's sublayers.

@@ -11,12 +11,10 @@
 namespace widelab {
 namespace {
 
-// The document as compared: resolved, its data file absolute, the ignored keys gone.
-nlohmann::json comparable(RunDocument document)
+// The document as compared: resolved, its paths absolute, the ignored keys gone.
+nlohmann::json comparable(const RunDocument& document)
 {
-    if (!document.task.path.empty())
-        document.task.path = std::filesystem::absolute(document.task.path).lexically_normal().string();
-    nlohmann::json json = document.toJson();
+    nlohmann::json json = document.withAbsolutePaths().toJson();
     for (const std::string& key : resumeIgnoredKeys()) {
         const std::size_t dot = key.find('.');
         if (dot == std::string::npos)

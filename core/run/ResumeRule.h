@@ -40,7 +40,7 @@ struct ResumeDecision {
 const std::vector<std::string>& resumeIgnoredKeys();
 
 // Whether training `given` into `directory` continues the run there. Both documents
-// are compared resolved, with task.path made absolute (relative to the working
+// are compared resolved, with their paths made absolute (RunDocument::withAbsolutePaths) (relative to the working
 // directory). Throws DataError or ConfigError naming config.json when the directory
 // has checkpoints but its config.json cannot be read.
 ResumeDecision decideResume(const std::filesystem::path& directory, const RunDocument& given);

@@ -203,7 +203,9 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
             result.experts.push_back(std::move(tokens));
         }
     }
-    const bool languageModel = c.head != HeadKind::Classification;  // or translation: the next token
+    // A token model's prediction is at its last position: the next token (language
+    // and translation models) or the hidden one (a masked language model).
+    const bool languageModel = c.predictsTokens();
     const torch::Tensor scores = languageModel ? output.logits[0][-1] : output.logits[0];
     result.prediction = toFloats(torch::softmax(scores.to(torch::kFloat32), -1));
 
@@ -266,8 +268,13 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
         throw DataError("the model reads images: probe it with validation:N or an image file");
     std::int64_t cut = 0;
     const std::vector<std::int64_t> ids = probeTokenIds(tokenizer, text, maxLength, &cut);
+    // A masked language model is asked for the last token, hidden as in its
+    // pretraining: the prediction is what it puts there.
+    std::vector<std::int64_t> given = ids;
+    if (c.head == HeadKind::MaskedLanguageModel)
+        given.back() = maskTokenId(tokenizer);
 
-    const torch::Tensor input = torch::tensor(ids, torch::kLong).unsqueeze(0);
+    const torch::Tensor input = torch::tensor(given, torch::kLong).unsqueeze(0);
     ProbeResult result;
     if (c.isTranslation()) {
         if (!tokenizer.startId() || !tokenizer.endId())
@@ -292,8 +299,8 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     result.cutTokens = cut;
     if (c.usesClsToken())
         result.tokens.push_back("<cls>");
-    for (const std::int64_t id : ids)
-        result.tokens.push_back(tokenizer.tokenText(id));
+    for (const std::int64_t id : given)
+        result.tokens.push_back(id == maskTokenId(tokenizer) ? kMaskTokenText : tokenizer.tokenText(id));
     return result;
 }
 

@@ -3,6 +3,7 @@
 #include "TaskData.h"
 #include "TaskKinds.h"
 
+#include "config/ConfigSchema.h"
 #include "run/RunDirectory.h"
 #include "run/RunLayout.h"
 
@@ -21,6 +22,7 @@ const std::vector<const TaskSpec*>& taskKinds()
         &shapesTask(),
         &translationTask(),
         &fashionMnistTask(),
+        &maskedLanguageModelTask(),
     };
     return all;
 }
@@ -57,6 +59,16 @@ Tokenizer textTokenizer(const TaskSetup& setup, const std::function<void(Vocabul
     const TaskConfig& task = setup.run.task;
     if (setup.resume && std::filesystem::exists(runlayout::tokenizerFile(setup.directory)))
         return readRunTokenizer(setup.directory);
+    if (!setup.tokenizerFrom.empty()) {
+        Tokenizer pretrained = readRunTokenizer(setup.tokenizerFrom);
+        const std::string& wanted = keySpec("task.tokenizer").choices.at(static_cast<std::size_t>(task.tokenizer));
+        if (toString(pretrained.kind()) != wanted)
+            throw ConfigError({{"task.tokenizer", "\"" + wanted + "\", but train.init_from's run "
+                                                      + setup.tokenizerFrom.string() + " read its text with a \""
+                                                      + toString(pretrained.kind())
+                                                      + "\" tokenizer, which a model started from it keeps"}});
+        return pretrained;
+    }
     if (task.tokenizer == TokenizerChoice::Byte)
         return Tokenizer::bytes();
     if (task.tokenizer == TokenizerChoice::Bpe) {

@@ -8,6 +8,7 @@
 // (and its name among task.kind's choices in the schema).
 #pragma once
 
+#include "data/Batch.h"
 #include "data/Datasets.h"
 #include "data/Images.h"
 #include "data/Tokenizer.h"
@@ -36,6 +37,10 @@ struct TaskSetup {
     // resuming, and its token cache.
     std::filesystem::path directory;
     bool resume = false;
+    // A new run that starts from another run's weights (train.init_from): that
+    // run's folder, whose tokenizer a text task takes instead of building one, so
+    // that every token id means what it meant in pretraining. Empty: none.
+    std::filesystem::path tokenizerFrom;
     // The run's probes, checked where the run trains (an image task refuses an
     // entry it cannot read, naming it); null when not checked.
     const std::vector<std::string>* probes = nullptr;
@@ -52,6 +57,9 @@ struct TaskData {
     std::vector<std::string> labels;          // class names, in class order (empty for a language model)
     std::unique_ptr<Dataset> train, validation, test;
     std::optional<ImageStats> imageStats;     // image tasks: the normalisation every image goes through
+    // Masked language models: how batches hide tokens (its seed and first
+    // example are the trainer's to set, batch by batch).
+    std::optional<TokenMasking> masking;
 };
 
 struct TaskSpec {
@@ -70,7 +78,8 @@ const TaskSpec& findTask(TaskKind kind);  // std::invalid_argument for a kind wi
 TaskData prepareTaskData(const TaskSetup& setup);
 
 // The tokenizer of a task read from text files: the run's own when resuming,
-// else task.tokenizer's, a character or word vocabulary built from the texts
+// TaskSetup::tokenizerFrom's when starting from another run (ConfigError on
+// task.tokenizer when that run's is of another kind), else task.tokenizer's, a character or word vocabulary built from the texts
 // that `streamTexts` gives the builder (capped at task.vocab_limit).
 Tokenizer textTokenizer(const TaskSetup& setup, const std::function<void(VocabularyBuilder&)>& streamTexts);
 

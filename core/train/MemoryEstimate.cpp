@@ -152,7 +152,7 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
     // fp32, and, at the start of the backward pass, the loss's gradient and the
     // log-softmax's (label smoothing adds one more); a classifier's, per sequence.
     const double gradients = t.labelSmoothing > 0.0 ? 3.0 : 2.0;
-    const double logits = m.head == HeadKind::LanguageModel ? tokens * static_cast<double>(m.vocabSize)
+    const double logits = m.predictsTokens() && !m.isTranslation() ? tokens * static_cast<double>(m.vocabSize)
                                                             : B * static_cast<double>(m.numClasses);
 
     // Weights, gradients, and two moments (AdamW, LAMB) or one momentum (SGD),

@@ -8,6 +8,7 @@
 #include "data/Tokenizer.h"
 #include "runtime/SystemError.h"
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -91,6 +92,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("collective_timeout_s"), t.collectiveTimeoutSeconds);
     s.read(spec("processes"), t.processes);
     s.read(spec("expert_parallel"), t.expertParallel);
+    s.read(spec("init_from"), t.initFrom);
     s.readByteStrings("probes", t.probes);
     s.rejectUnknownKeys();
     return t;
@@ -112,7 +114,9 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
         report("model.head", "\"translation\" trains on pairs of texts: it needs task.kind \"translation\"");
     else if (task.kind == TaskKind::LanguageModel && model.head != HeadKind::LanguageModel)
         report("task.kind", kind + " needs model.head \"language_model\"");
-    else if (task.kind != TaskKind::LanguageModel && task.kind != TaskKind::Translation
+    else if (task.kind == TaskKind::MaskedLm && model.head != HeadKind::MaskedLanguageModel)
+        report("task.kind", kind + " needs model.head \"masked_lm\"");
+    else if (task.kind != TaskKind::LanguageModel && task.kind != TaskKind::MaskedLm && task.kind != TaskKind::Translation
              && model.head != HeadKind::Classification)
         report("task.kind", kind + " needs model.head \"classification\"");
     if (task.kind == TaskKind::ListOps) {
@@ -208,6 +212,12 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
 
     if (!isDeviceName(run.train.device))
         report("train.device", "\"" + run.train.device + "\" is not auto, cpu, cuda or cuda:N");
+    if (!run.train.initFrom.empty() && requireDataFiles) {
+        const InitFromSpec from = parseInitFrom(run.train.initFrom);
+        std::error_code error;
+        if (!std::filesystem::is_regular_file(from.directory / "config.json", error))
+            report("train.init_from", from.directory.string() + " is not a run folder: it has no config.json");
+    }
 }
 
 // Keys given without effect (vocab/KeyRules), and settings that make a run other
@@ -326,9 +336,48 @@ nlohmann::json RunDocument::toJson() const
         {"collective_timeout_s", train.collectiveTimeoutSeconds},
         {"processes", train.processes},
         {"expert_parallel", train.expertParallel},
+        {"init_from", train.initFrom},
         {"probes", probesJson},
     };
     return json;
+}
+
+RunDocument RunDocument::withAbsolutePaths() const
+{
+    RunDocument out = *this;
+    auto absolute = [](const std::string& path) {
+        return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+    };
+    out.task.path = absolute(task.path);
+    out.task.targetPath = absolute(task.targetPath);
+    if (!train.initFrom.empty()) {
+        InitFromSpec from = parseInitFrom(train.initFrom);
+        from.directory = absolute(from.directory.string());
+        out.train.initFrom = from.text();
+    }
+    return out;
+}
+
+InitFromSpec parseInitFrom(const std::string& text)
+{
+    InitFromSpec spec;
+    spec.directory = text;
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        return spec;
+    const std::string which = text.substr(colon + 1);
+    const bool number = !which.empty() && which.size() <= 12
+                        && std::all_of(which.begin(), which.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (number || which == "best" || which == "latest") {
+        spec.directory = text.substr(0, colon);
+        spec.checkpoint = number ? std::to_string(std::stoll(which)) : which;
+    }
+    return spec;
+}
+
+std::string InitFromSpec::text() const
+{
+    return checkpoint == "latest" ? directory.string() : directory.string() + ":" + checkpoint;
 }
 
 RunDocument parseRunDocument(const std::string& text, const std::string& origin, bool requireDataFiles)

@@ -14,7 +14,8 @@
 
 namespace widelab {
 
-enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation, FashionMnist };
+enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation, FashionMnist,
+                      MaskedLm };
 enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
@@ -88,6 +89,9 @@ struct TrainConfig {
     std::int64_t processes = 1;               // widelab-cli train starts this many (--nproc overrides)
     bool expertParallel = false;              // distributed runs: the experts split over the processes
     double alarmExpertShare = 0.6;            // a block's expert above this share of its tokens: collapse
+    // Another run's weights to start from (fine-tuning): "RUN_DIR" or "RUN_DIR:STEP"
+    // (train/InitFrom.h); empty: the seed's initialisation.
+    std::string initFrom;
     std::vector<std::string> probes;          // texts inspected during training (empty: a validation example);
                                               // image tasks: "validation:N" or the path of an image file
 };
@@ -105,6 +109,9 @@ struct RunDocument {
     std::vector<ConfigIssue> warnings;
 
     nlohmann::json toJson() const;
+    // The document with its data files and train.init_from's run made absolute
+    // (relative to the working directory), as a run records and compares them.
+    RunDocument withAbsolutePaths() const;
     // Tokens per example without a CLS token; image models: their patches.
     std::int64_t sequenceLength() const
     {
@@ -154,5 +161,15 @@ bool isDeviceName(const std::string& name);
 
 std::string toString(TaskKind kind);
 std::string toString(OptimizerKind kind);
+
+// train.init_from read apart: the run folder and which of its checkpoints,
+// "latest", "best" or a step's number. "RUN:STEP" is split at its last colon
+// when what follows is a number, best or latest; any other text is the folder.
+struct InitFromSpec {
+    std::filesystem::path directory;
+    std::string checkpoint = "latest";
+    std::string text() const;  // back to "RUN" or "RUN:WHICH"
+};
+InitFromSpec parseInitFrom(const std::string& text);
 
 }  // namespace widelab

@@ -4,6 +4,7 @@
 #include "run/ExpertShards.h"
 #include "GradientHealth.h"
 #include "measure/HealthAlarms.h"
+#include "InitFrom.h"
 #include "Lamb.h"
 #include "MemoryEstimate.h"
 #include "run/MetricsWriter.h"
@@ -79,8 +80,7 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (m_options.threads)
         train.threads = *m_options.threads;
     m_totalSteps = train.steps;
-    if (!m_run.task.path.empty())
-        m_run.task.path = std::filesystem::absolute(m_run.task.path).lexically_normal().string();
+    m_run = m_run.withAbsolutePaths();
     if (m_world) {
         checkSameRunOnEveryRank();
         if (train.batchSize < m_world->size())
@@ -139,6 +139,9 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     m_data = prepareTaskData({.run = m_run,
                               .directory = m_directory,
                               .resume = m_options.resume,
+                              .tokenizerFrom = m_options.resume || train.initFrom.empty()
+                                                   ? std::filesystem::path()
+                                                   : parseInitFrom(train.initFrom).directory,
                               .probes = m_options.readOnly ? nullptr : &m_run.train.probes,
                               .progress = [this](const std::string& text) { message("info", text); },
                               .warn = [this](const std::string& text) { message("warning", text); },
@@ -146,6 +149,12 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
 
     torch::manual_seed(static_cast<std::uint64_t>(train.seed));
     m_model = WideTransformer(m_run.model);
+    if (!m_options.resume && !train.initFrom.empty()) {  // a resumed run's checkpoint holds the weights
+        const InitFromReport loaded = initialiseFrom(m_run, m_data.labels, *m_model);
+        for (const std::string& warning : loaded.warnings)
+            message("warning", "train.init_from: " + warning);
+        message("info", loaded.text());
+    }
     // Every rank builds every expert from the seed, as one process does, and keeps its own.
     if (m_world && train.expertParallel)
         m_experts = ExpertParallel::split(*m_world, *m_model);
@@ -377,6 +386,18 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         batch = makeImageBatch(examples, imageFormat(m_run.model), *m_data.imageStats, training ? &augment : nullptr);
         batch.tokens *= m_run.model.positions();
         batch.pixels = upload(batch.pixels, m_device);
+    } else if (m_data.masking) {
+        // Training hides tokens drawn from (train.seed, step), so that a resumed run
+        // hides the same ones; evaluation hides each example's own, the same tokens
+        // at every evaluation (`first` is then the batch's place in its split).
+        TokenMasking masking = *m_data.masking;
+        const std::uint64_t stream = mixSeed(static_cast<std::uint64_t>(m_run.train.seed), training ? 0x3a5c : 0x3a5d);
+        masking.seed = training ? mixSeed(stream, static_cast<std::uint64_t>(m_state.step)) : stream;
+        masking.first = first;
+        batch = makeMaskedBatch(examples, masking);
+        batch.ids = upload(batch.ids, m_device);
+        batch.mask = upload(batch.mask, m_device);
+        batch.targetMask = upload(batch.targetMask, m_device);
     } else if (m_run.model.isTranslation()) {
         batch = makeTranslationBatch(examples, *m_data.tokenizer.startId());
         batch.ids = upload(batch.ids, m_device);

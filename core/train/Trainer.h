@@ -134,7 +134,8 @@ private:
     void loadLatestCheckpoint();
     void serveRequests(TrainingControl& control, Interval& interval);
     // The examples as a batch on the device; training batches of images are augmented.
-    // `first`: the first example's place in the global batch (a distributed rank's share).
+    // `first`: the first example's place in the global batch (a distributed rank's share), or in its
+    // split when evaluating (a masked language model hides tokens by it).
     Batch makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first = 0) const;
     // The training order: batch_size examples a batch, or train.batch_tokens' worth.
     std::unique_ptr<class BatchSampler> makeSampler();

@@ -53,7 +53,7 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
                                   bool reportProgress)
 {
     Dataset& data = split == Split::Test ? *m_data.test : *m_data.validation;
-    const bool perToken = m_run.model.head != HeadKind::Classification;  // a target at every position
+    const bool perToken = m_run.model.predictsTokens();  // a target at every position
     const std::int64_t batchSize = m_run.train.batchSize;
     torch::NoGradGuard noGrad;
     m_model->eval();
@@ -72,7 +72,7 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
         std::vector<Example> examples;
         for (std::int64_t i = start; i < std::min(data.size(), start + batchSize); ++i)
             examples.push_back(data.get(i));
-        const Batch batch = makeDeviceBatch(examples, /*training=*/false);  // never augmented
+        const Batch batch = makeDeviceBatch(examples, /*training=*/false, start);  // never augmented
         const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
         const TargetInput target{batch.targetIds, modelTargetMask(batch)};  // translation: the decoder's input
         ModelOutput output;
@@ -159,15 +159,20 @@ void Trainer::measureInsights()
     InsightInputs inputs;
     const std::int64_t chunk = insightChunkSize(m_run.model, m_run.model.positions());
     std::vector<Example> examples;
+    auto addSample = [&] {
+        Batch batch = makeDeviceBatch(examples, /*training=*/false);
+        if (m_data.masking)  // a masked language model is inspected on the text itself, nothing hidden
+            batch.ids = batch.targets;
+        inputs.sample.push_back(std::move(batch));
+        examples.clear();
+    };
     for (std::int64_t i = 0; i < std::min(kSample, m_data.validation->size()); ++i) {
         examples.push_back(m_data.validation->get(i));
-        if (static_cast<std::int64_t>(examples.size()) == chunk) {
-            inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
-            examples.clear();
-        }
+        if (static_cast<std::int64_t>(examples.size()) == chunk)
+            addSample();
     }
     if (!examples.empty())
-        inputs.sample.push_back(makeDeviceBatch(examples, /*training=*/false));
+        addSample();
     for (const std::string& text : m_run.train.probes) {
         try {
             if (m_data.imageStats) {

@@ -228,7 +228,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     const double stepStart = steadySeconds();
     const double waitedBefore = m_world ? m_world->waitedSeconds() : 0.0;
     const TrainConfig& t = m_run.train;
-    const bool perToken = m_run.model.head != HeadKind::Classification;  // a target at every position
+    const bool perToken = m_run.model.predictsTokens();  // a target at every position
     const double lr = learningRate(scheduleOptions(t, m_totalSteps), m_state.step);
     applyLearningRate(*m_optimizer, lr);
 

@@ -110,6 +110,8 @@ QString headText(const ArchitectureSketch& s)
     if (s.headKind == "translation")
         return QStringLiteral("Final LN → decoder of %1 blocks (self-, cross-attention, FFN) → tied output")
             .arg(s.decoderLayers);
+    if (s.headKind == "masked_lm")
+        return QStringLiteral("Final LN → masked-LM head (the hidden tokens' logits)");
     return s.headKind == "language_model" ? QStringLiteral("Final LN → language-model head (next-token logits)")
                                           : QStringLiteral("Final LN → classification head");
 }
@@ -446,6 +448,7 @@ QString describeArchitecture(const ArchitectureSketch& s)
         parts << QStringLiteral("%1 %2").arg(s.heads).arg(s.heads == 1 ? "head" : "heads");
     parts << (s.headKind == "translation"      ? QStringLiteral("a decoder of %1 blocks (translation)").arg(s.decoderLayers)
               : s.headKind == "language_model" ? QStringLiteral("language-model head")
+              : s.headKind == "masked_lm"      ? QStringLiteral("masked-LM head")
                                                : QStringLiteral("classification head"));
     return parts.join(QStringLiteral(", "));
 }

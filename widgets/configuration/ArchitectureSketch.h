@@ -19,7 +19,7 @@ struct ArchitectureSketch {
     bool pathNorm = false;
     bool learnablePathWeights = false;
     int heads = 0;
-    QString headKind;            // "classification", "language_model" or "translation"
+    QString headKind;            // model.head's name: "classification", "language_model", "translation", "masked_lm"
     int decoderLayers = 0;       // translation: the decoder's blocks (drawn as one box above the encoder)
     int decoderPaths = 1;        // translation: the paths of the decoder's sublayers
     bool imageInput = false;     // patches of an image, not tokens, enter the embedding

@@ -365,6 +365,14 @@ void ConfigPanel::browseForFile(Field& f)
 {
     auto* edit = static_cast<QLineEdit*>(f.editor);
     const QString current = edit->text();
+    if (f.spec.type == FieldSpec::Type::RunFolder) {
+        const QString chosen = QFileDialog::getExistingDirectory(
+            this, tr("Choose the run whose weights this run starts from"),
+            current.isEmpty() ? QString() : QFileInfo(current).absolutePath());
+        if (!chosen.isEmpty())
+            edit->setText(chosen);  // textChanged -> edited
+        return;
+    }
     const PathChoice choice = pathChoice(f.key(), [this](const QString& key) {
         const Field* other = fieldFor(key);
         return other ? valueOf(*other) : QJsonValue();

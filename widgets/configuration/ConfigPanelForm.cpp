@@ -191,11 +191,14 @@ QWidget* ConfigPanel::makeEditor(Field& f)
         break;
     }
     case Type::Text:
-    case Type::FilePath: {
+    case Type::FilePath:
+    case Type::RunFolder: {
         auto* edit = new QLineEdit;
         edit->setClearButtonEnabled(f.spec.type == Type::Text);
         if (f.spec.type == Type::FilePath)
             edit->setPlaceholderText(tr("path to a text file"));
+        else if (f.spec.type == Type::RunFolder)
+            edit->setPlaceholderText(tr("none, or a run folder (RUN or RUN:STEP)"));
         connect(edit, &QLineEdit::textChanged, this, [this, &f] { edited(f); });
         editor = edit;
         break;
@@ -226,10 +229,11 @@ QWidget* ConfigPanel::makeEditor(Field& f)
     row->setContentsMargins(0, 0, 0, 0);
     row->addWidget(editor, 1);
     column->addLayout(row);
-    if (f.spec.type == Type::FilePath) {
+    if (f.spec.type == Type::FilePath || f.spec.type == Type::RunFolder) {
         f.browse = new QPushButton(tr("Browse..."), f.frame);
         f.browse->setAccessibleName(tr("Browse for %1").arg(f.label));
-        f.browse->setToolTip(tr("Choose the data file"));
+        f.browse->setToolTip(f.spec.type == Type::RunFolder ? tr("Choose the run to start from")
+                                                            : tr("Choose the data file"));
         row->addWidget(f.browse);
         connect(f.browse, &QPushButton::clicked, this, [this, &f] { browseForFile(f); });
     } else if (f.key() == QLatin1String("train.probes")) {
@@ -304,6 +308,7 @@ QJsonValue ConfigPanel::valueOf(const Field& f) const
         return QJsonValue(static_cast<QComboBox*>(f.editor)->currentData().toString());
     case Type::Text:
     case Type::FilePath:
+    case Type::RunFolder:
         return QJsonValue(static_cast<QLineEdit*>(f.editor)->text());
     case Type::TextList: {
         QJsonArray lines;
@@ -366,6 +371,7 @@ void ConfigPanel::load(Field& f, const QJsonValue& given)
     }
     case Type::Text:
     case Type::FilePath:
+    case Type::RunFolder:
         if (value.isString()) {
             static_cast<QLineEdit*>(f.editor)->setText(value.toString());
             static_cast<QLineEdit*>(f.editor)->setCursorPosition(0);  // show the start of a long text

@@ -118,11 +118,13 @@ QList<FieldGroup> makeLayout()
              {"model.head", t("Head"),
               t("Classification: one label per sequence. Language model: next-token logits at every position, "
                 "with causal attention. Translation: an encoder-decoder; the blocks above are the encoder's, a "
-                "decoder writes the target reading the encoder's output."),
+                "decoder writes the target reading the encoder's output. Masked LM: the hidden tokens' logits, "
+                "attention to both sides (BERT's and ALBERT's pretraining)."),
               {}, 0.1, false,
               {{"classification", t("Classification")},
                {"language_model", t("Language model")},
-               {"translation", t("Translation (encoder-decoder)")}}},
+               {"translation", t("Translation (encoder-decoder)")},
+               {"masked_lm", t("Masked language model")}}},
              {"model.decoder_layers", t("Decoder blocks"),
               t("Translation only: blocks of the decoder (causal self-attention, cross-attention to the source, "
                 "FFN or experts).")},
@@ -200,7 +202,8 @@ QList<FieldGroup> makeLayout()
                 "sub-folder of PNG/JPEG images per class. CIFAR-10: a folder with your copy of CIFAR-10's binary "
                 "batches. Shapes: small pictures of shapes generated in-process (no download). Translation: pairs "
                 "of texts, source TAB target (widelab-cli corpus bible writes the Bible's). Fashion-MNIST: 70,000 "
-                "pictures of clothing, from Debian's dataset-fashion-mnist. The image tasks need image input; "
+                "pictures of clothing, from Debian's dataset-fashion-mnist. Masked LM file: any text file, 15% of its "
+                "tokens hidden for the model to restore (pretraining). The image tasks need image input; "
                 "translation needs the translation head."),
               {}, 0.1, false,
               {{"listops", t("ListOps (generated)")},
@@ -210,7 +213,8 @@ QList<FieldGroup> makeLayout()
                {"cifar10", t("CIFAR-10 (binary)")},
                {"shapes", t("Shapes (generated images)")},
                {"translation", t("Translation pairs")},
-               {"fashion_mnist", t("Fashion-MNIST (Debian)")}}},
+               {"fashion_mnist", t("Fashion-MNIST (Debian)")},
+               {"masked_lm", t("Masked LM file (pretraining)")}}},
              {"task.path", t("Data file or folder"),
               t("The TSV/CSV (classification) or text (language model) file; the source TAB target lines, or the "
                 "sources (translation); the folder of class sub-folders (image folder); the folder holding "
@@ -307,6 +311,10 @@ QList<FieldGroup> makeLayout()
                 "travel to their expert and back, instead of every process holding them all. The number of "
                 "processes must divide the experts.")},
              {"train.seed", t("Seed"), t("Seed of the initialisation, dropout, router noise and batch order.")},
+             {"train.init_from", t("Start from run"),
+              t("Fine-tuning: start from another run's weights instead of the seed's. A run folder (its latest "
+                "checkpoint), or RUN:STEP, RUN:best. Its body must match this model; a head for another task starts "
+                "anew, and text is read with that run's tokenizer. The log says what was loaded.")},
          }},
         {t("Logging, evaluation and checkpoints"),
          {

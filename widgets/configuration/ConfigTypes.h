@@ -14,7 +14,7 @@ namespace widelab {
 // One key of the document as the core's schema describes it (core/config/ConfigSchema;
 // app/gui/SchemaFields converts): the panel makes an editor of each.
 struct FieldSpec {
-    enum class Type { Integer, Number, Boolean, Choice, Text, FilePath, TextList, Device };
+    enum class Type { Integer, Number, Boolean, Choice, Text, FilePath, TextList, Device, RunFolder };
     QString key;                 // dotted: "model.head_dim"; top-level keys have no dot
     Type type = Type::Integer;
     double min = 0;              // Integer and Number: the range the core accepts

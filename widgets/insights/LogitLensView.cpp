@@ -233,13 +233,13 @@ void LogitLensView::showPane(int run, const Shown* shown, const QString& why)
     pane.area->show();
     pane.top->show();
     const InsightSource& source = run == 0 ? m_primary : m_comparison;
-    const bool tokens = source.history->architecture()
-                        && source.history->architecture()->headKind == QLatin1String("language_model");
+    const QString head = source.history->architecture() ? source.history->architecture()->headKind : QString();
+    const bool tokens = head == QLatin1String("language_model") || head == QLatin1String("masked_lm");
     MatrixView::Matrix m;
     m.rows = static_cast<int>(shown->stages.size());
     m.cols = static_cast<int>(shown->columns.size());
     m.rowTitle = tr("stage");
-    m.columnTitle = tokens ? tr("next token") : tr("class");
+    m.columnTitle = head == QLatin1String("masked_lm") ? tr("hidden token") : tokens ? tr("next token") : tr("class");
     m.rowLabels = shown->stages;
     for (int c = 0; c < m.cols; ++c)
         m.columnLabels << (c == shown->trueColumn ? QStringLiteral("✓") : QString()) + visibleToken(shown->columns[c]);

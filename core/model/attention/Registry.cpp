@@ -74,7 +74,7 @@ std::vector<MechanismUse> mechanismUses(const ModelConfig& config)
         use.shape.heads = static_cast<std::int64_t>(use.heads.size());
         use.shape.headDim = config.headDim;
         use.shape.positions = config.positions();
-        use.shape.causal = config.head == HeadKind::LanguageModel;
+        use.shape.causal = config.causal();
         uses.push_back(std::move(use));
     }
     return uses;
