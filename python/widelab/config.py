@@ -72,7 +72,7 @@ _RANGES = {
 _CHOICES = {
     "input": ("tokens", "image"),
     "activation": ("gelu", "relu", "silu"),
-    "head": ("classification", "language_model", "translation"),
+    "head": ("classification", "language_model", "translation", "masked_lm"),
     "pooling": ("cls", "mean"),
     "routing_priority": ("position", "batch"),
     "balance_count": ("top1", "topk"),
@@ -181,7 +181,7 @@ class ModelConfig:
                 fail("image_size", "%d is not a multiple of model.patch_size (%d)" % (self.image_size, self.patch_size))
             if self.channels not in (1, 3):
                 fail("channels", "must be 1 or 3, got %d" % self.channels)
-            if self.head == "language_model":
+            if self.head in ("language_model", "masked_lm"):
                 fail("head", "a language model cannot read images")
         if self.head == "language_model":
             for name in self.head_mechanisms():
@@ -189,7 +189,7 @@ class ModelConfig:
                     fail("attention", "%s attention does not work with a language-model head" % name)
         if self.paths > 1 and self.is_moe:
             fail("paths", "multi-path mixtures of experts are not defined")
-        if self.head != "classification" and self.routing_priority == "batch":
+        if (self.causal or self.translation) and self.routing_priority == "batch":
             fail("routing_priority", "\"batch\" lets later tokens take earlier tokens' expert slots, which a %s "
                  "must not see; use \"position\"" % ("decoder" if self.translation else "language model"))
         if self.translation:

@@ -630,7 +630,7 @@ class WideLabModel(nn.Module):
         c = self.config
         if c.translation:
             return self._tied(h)
-        if c.head == "language_model":
+        if c.head in ("language_model", "masked_lm"):  # a logit row per position
             return self.lm_head(h)
         if c.pooling == "cls":
             pooled = h[:, 0]

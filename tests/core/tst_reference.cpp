@@ -86,6 +86,10 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "language_model", "experts": 3, "top_k": 2, "capacity_factor": 0.55,
               "share_ffn": true})"
         << "train" << true;
+    QTest::newRow("masked language model (both sides), MoE top-2, batch priority")
+        << R"({"layers": 2, "head": "masked_lm", "experts": 4, "top_k": 2, "capacity_factor": 0.8,
+              "routing_priority": "batch"})"
+        << "train" << true;
     QTest::newRow("language model, 2 paths, shared LayerNorms")
         << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
               "share_layernorm": true})"

@@ -110,7 +110,7 @@ def path_weight_value(cfg):
 
 
 def validate_config(cfg):
-    if cfg["head"] not in ("classification", "language_model", "translation"):
+    if cfg["head"] not in ("classification", "language_model", "translation", "masked_lm"):
         raise ValueError(f"unknown head {cfg['head']!r}")
     path_weight_value(cfg)
     if is_translation(cfg):
@@ -165,7 +165,7 @@ def expected_parameter_shapes(cfg):
             shapes["pooler.bias"] = [D]
         shapes["classifier.weight"] = [cfg["num_classes"], D]
         shapes["classifier.bias"] = [cfg["num_classes"]]
-    elif cfg["head"] == "language_model":
+    elif cfg["head"] in ("language_model", "masked_lm"):  # a vocabulary row per position
         shapes["lm_head.weight"] = [V, D]
         shapes["lm_head.bias"] = [V]
     else:  # translation: the decoder; its output is tied to embed.token.weight
@@ -546,7 +546,7 @@ class WideLabReference:
             if cfg["pooler"]:
                 pooled = torch.tanh(pooled @ p["pooler.weight"].T + p["pooler.bias"])
             logits = pooled @ p["classifier.weight"].T + p["classifier.bias"]
-        elif cfg["head"] == "language_model":
+        elif cfg["head"] in ("language_model", "masked_lm"):  # masked_lm: both sides seen, not causal
             logits = h @ p["lm_head.weight"].T + p["lm_head.bias"]
         else:
             if target is None:
