@@ -123,11 +123,13 @@ int fortunesCorpus(const CorpusArguments& a, std::ostream& out)
 }
 
 // One Bible's chapters, each labelled by the part of the Bible its book belongs to.
-int bibleSectionsCorpus(const CorpusArguments& a, std::ostream& out)
+// A Bible's chapters, one a line: labelled by the section of its book (a
+// classification file), or the text alone (for a language model's pretraining).
+int bibleChaptersCorpus(const CorpusArguments& a, std::ostream& out, const char* corpus, bool labelled)
 {
     if (a.list || a.keys || !a.to.empty() || !a.categories.empty())
-        throw RunUsageError("corpus bible-sections takes --from and --out only (widelab-cli corpus bible --list "
-                            "lists the Bibles)");
+        throw RunUsageError(std::string("corpus ") + corpus + " takes --from and --out only (widelab-cli corpus bible "
+                                                              "--list lists the Bibles)");
     const BibleModule& bible = bibleOption("--from", a.from);
     const std::filesystem::path file = outFile(a.out);
     const auto start = std::chrono::steady_clock::now();
@@ -135,18 +137,30 @@ int bibleSectionsCorpus(const CorpusArguments& a, std::ostream& out)
     std::string text;
     std::map<std::string, std::int64_t> perSection;
     for (const BibleChapter& chapter : chapters) {
-        text += chapter.section + '\t' + oneField(chapter.text) + '\n';
+        text += (labelled ? chapter.section + '\t' : std::string()) + oneField(chapter.text) + '\n';
         ++perSection[chapter.section];
     }
     writeOut(file, text);
-    std::string counts;
-    for (const std::string& section : bibleSections())
-        counts += (counts.empty() ? "" : ", ") + section + " " + groupDigits(perSection[section]);
     out << "wrote " << a.out << ": " << groupDigits(static_cast<std::int64_t>(chapters.size())) << " chapters of "
-        << bible.name << " (" << bible.module << ") as (section, text): " << counts << "; " << secondsSince(start)
-        << "\n";
+        << bible.name << " (" << bible.module << ")";
+    if (labelled) {
+        std::string counts;
+        for (const std::string& section : bibleSections())
+            counts += (counts.empty() ? "" : ", ") + section + " " + groupDigits(perSection[section]);
+        out << " as (section, text): " << counts;
+    } else {
+        out << ", one a line, " << formatBytes(static_cast<double>(text.size()));
+    }
+    out << "; " << secondsSince(start) << "\n";
     return 0;
 }
+
+int bibleSectionsCorpus(const CorpusArguments& a, std::ostream& out)
+{
+    return bibleChaptersCorpus(a, out, "bible-sections", true);
+}
+
+int bibleTextCorpus(const CorpusArguments& a, std::ostream& out) { return bibleChaptersCorpus(a, out, "bible-text", false); }
 
 int listBibles(std::ostream& out)
 {
@@ -214,6 +228,7 @@ struct Corpus {
 constexpr Corpus kCorpora[] = {
     {"bible", "translation pairs", bibleCorpus},
     {"bible-sections", "a Bible's chapters by section", bibleSectionsCorpus},
+    {"bible-text", "a Bible's chapters as plain text", bibleTextCorpus},
     {"fortunes", "texts in categories", fortunesCorpus},
 };
 

@@ -2,7 +2,8 @@
 // SWORD modules (packaging/install-deps.sh installs them), its counts, --keys and --list, and
 // its errors: an unknown Bible, a missing option, an --out that cannot be written, and mod2imp
 // missing (the real widelab-cli run with a PATH without it), each a message, never a crash.
-// And `widelab-cli corpus bible-sections` (a Bible's chapters by section, counted by hand), and
+// And `widelab-cli corpus bible-sections` (a Bible's chapters by section, counted by hand) and
+// `bible-text` (the same chapters as plain text), and
 // `widelab-cli corpus fortunes` on Debian's fortunes: the classification file and its counts
 // (those of Python's re.split over the same files), --list, and its errors.
 #include "CliTestSupport.h"
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void moduleMissing();
     void writesFortunes();
     void writesBibleSections();
+    void writesBibleText();
     void fortunesErrors_data();
     void fortunesErrors();
 };
@@ -143,6 +145,26 @@ void TestCliCorpus::writesBibleSections()
     const CliResult unknown = cli({"corpus", "bible-sections", "--from", "nasb", "--out", tsv});
     QCOMPARE(unknown.code, 2);
     QVERIFY2(unknown.err.contains("--from") && unknown.err.contains("nasb"), qPrintable(unknown.err));
+}
+
+// The same chapters without their sections: plain text for a language model, a chapter a line.
+void TestCliCorpus::writesBibleText()
+{
+    QTemporaryDir dir;
+    const QString sectionsFile = dir.filePath("sections.tsv"), textFile = dir.filePath("bible.txt");
+    QCOMPARE(cli({"corpus", "bible-sections", "--from", "kjv", "--out", sectionsFile}).code, 0);
+    const CliResult result = cli({"corpus", "bible-text", "--from", "kjv", "--out", textFile});
+    QVERIFY2(result.code == 0, qPrintable(result.err));
+    QVERIFY2(result.out.contains("1,189 chapters of kjv (engKJV2006eb), one a line"), qPrintable(result.out));
+    const QStringList sections = fileLines(sectionsFile), lines = fileLines(textFile);
+    QCOMPARE(lines.size(), 1189);
+    for (int i = 0; i < lines.size(); ++i) {
+        QVERIFY2(!lines[i].contains(QLatin1Char('\t')), qPrintable(lines[i].left(80)));
+        QCOMPARE(lines[i], sections[i].section(QLatin1Char('\t'), 1));
+    }
+    const CliResult twoBibles = cli({"corpus", "bible-text", "--from", "web", "--to", "kjv", "--out", textFile});
+    QCOMPARE(twoBibles.code, 2);
+    QVERIFY2(twoBibles.err.contains("corpus bible-text takes --from and --out only"), qPrintable(twoBibles.err));
 }
 
 void TestCliCorpus::fortunesErrors_data()
