@@ -53,12 +53,22 @@ std::string InitFromReport::text() const
     return text;
 }
 
+// Checked when a run starts, not with the document: a fine-tuned run resumes from
+// its own checkpoints even when the run it started from is gone.
+void checkInitFromFolder(const InitFromSpec& from)
+{
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(runlayout::configFile(from.directory), error))
+        throw ConfigError({{"train.init_from", from.directory.string() + " is not a run folder: it has no config.json"}});
+}
+
 InitFromReport initialiseFrom(const RunDocument& run, const std::vector<std::string>& labels, WideTransformerImpl& model)
 {
     const InitFromSpec from = parseInitFrom(run.train.initFrom);
     const std::string which = from.checkpoint == "latest" || from.checkpoint == "best"
                                   ? from.checkpoint
                                   : runlayout::checkpointFileName(std::stoll(from.checkpoint));
+    checkInitFromFolder(from);
     const OpenedRun source = openRun(from.directory, which);
 
     InitFromReport report;

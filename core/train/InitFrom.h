@@ -25,6 +25,10 @@ struct InitFromReport {
     std::string text() const;              // what was loaded, started anew and left out, for the log
 };
 
+// ConfigError on train.init_from when `from` names no run folder (no config.json):
+// said when a run starts, before its data is read with that run's tokenizer.
+void checkInitFromFolder(const InitFromSpec& from);
+
 // Copies into `model` (this run's, just built from run.model) every parameter and
 // buffer of the checkpoint that run.train.init_from names, matched by name and
 // shape. The task's head (WideTransformerImpl::isTaskHead) is taken only when the

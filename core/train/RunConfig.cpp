@@ -212,12 +212,6 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
 
     if (!isDeviceName(run.train.device))
         report("train.device", "\"" + run.train.device + "\" is not auto, cpu, cuda or cuda:N");
-    if (!run.train.initFrom.empty() && requireDataFiles) {
-        const InitFromSpec from = parseInitFrom(run.train.initFrom);
-        std::error_code error;
-        if (!std::filesystem::is_regular_file(from.directory / "config.json", error))
-            report("train.init_from", from.directory.string() + " is not a run folder: it has no config.json");
-    }
 }
 
 // Keys given without effect (vocab/KeyRules), and settings that make a run other

@@ -136,6 +136,8 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     if (m_options.resume && m_writes)
         checkResumedDocument();
 
+    if (!m_options.resume && !train.initFrom.empty())
+        checkInitFromFolder(parseInitFrom(train.initFrom));
     m_data = prepareTaskData({.run = m_run,
                               .directory = m_directory,
                               .resume = m_options.resume,

@@ -187,7 +187,7 @@ private Q_SLOTS:
 
     void aFolderThatHoldsNoRunIsAConfigError()
     {
-        const QString message = test::thrownMessage([&] { classifier(path("nowhere").string()); });
+        const QString message = test::thrownMessage([&] { Trainer refused(classifier(path("nowhere").string()), path("nowhere-run")); });
         QVERIFY2(message.contains(QLatin1String("train.init_from")) && message.contains(QLatin1String("not a run folder")),
                  qPrintable(message));
         const QString missingStep = test::thrownMessage([&] {
@@ -211,6 +211,7 @@ private Q_SLOTS:
 
     // init_from shapes the weights: resuming with another is another run; with
     // the same one the run continues from its own checkpoint, loading nothing.
+    // (Last: it moves the source away and back.)
     void resumingKeepsInitFromAsPartOfTheRun()
     {
         {
@@ -223,6 +224,10 @@ private Q_SLOTS:
         QCOMPARE(refused.differences.size(), std::size_t{1});
         QCOMPARE(refused.differences.front().key, std::string("train.init_from"));
 
+        // It needs its own checkpoints only: the run it started from may be gone.
+        const std::filesystem::path moved = path("pretrained-moved");
+        std::filesystem::rename(m_source, moved);
+        const auto back = qScopeGuard([&] { std::filesystem::rename(moved, m_source); });
         TrainerOptions resume;
         resume.resume = true;
         resume.steps = 4;

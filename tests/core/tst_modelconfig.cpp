@@ -217,7 +217,9 @@ void TestModelConfig::singleProblem_data()
     QTest::newRow("patch larger than the image") << R"({"input": "image", "image_size": 8, "patch_size": 16})"
                                                  << "model.image_size" << "not a multiple of model.patch_size";
     QTest::newRow("language model on images") << R"({"input": "image", "head": "language_model"})" << "model.head"
-                                              << "\"language_model\" predicts next tokens";
+                                              << "\"language_model\" predicts tokens, which images do not have";
+    QTest::newRow("masked language model on images") << R"({"input": "image", "head": "masked_lm"})" << "model.head"
+                                                     << "\"masked_lm\" predicts tokens, which images do not have";
     QTest::newRow("two channels") << R"({"input": "image", "channels": 2})" << "model.channels"
                                   << "neither grey (1) nor RGB (3)";
     QTest::newRow("factorised embedding on images") << R"({"input": "image", "embedding_dim": 16})"
@@ -375,7 +377,7 @@ void TestModelConfig::badEnumSuggestion_data()
     QTest::newRow("pooling token") << "pooling" << "token" << "cls, mean" << "";
     QTest::newRow("activation Gelu") << "activation" << "Gelu" << "gelu, relu, silu" << "gelu";
     QTest::newRow("activation tanh") << "activation" << "tanh" << "gelu, relu, silu" << "";
-    QTest::newRow("head language-model") << "head" << "language-model" << "classification, language_model, translation"
+    QTest::newRow("head language-model") << "head" << "language-model" << "classification, language_model, translation, masked_lm"
                                          << "language_model";
     QTest::newRow("routing_priority batches") << "routing_priority" << "batches" << "position, batch" << "batch";
 }
