@@ -276,8 +276,8 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
         for (const std::string& key : keys) {
             std::string cell;
             for (const auto& setting : group.front()->settings)
-                if (setting.first == key)
-                    cell = jsonCell(setting.second);
+                if (setting.first == key)  // an empty text (train.init_from's none) shown as ""
+                    cell = setting.second == "" ? std::string("\"\"") : jsonCell(setting.second);
             md += " " + cell + " |";
         }
         std::size_t done = 0, bad = 0;

@@ -90,6 +90,7 @@ private Q_SLOTS:
     void whenMustMatchToo();
     void latencyRatioDeepAgainstWide();
     void reportShowsRatiosAndPapers();
+    void anEmptyTextSettingIsShownQuoted();
     void shippedFiguresAreThePapers();
     void shippedWideAttentionTablesCellByCell();
 };
@@ -217,6 +218,16 @@ void TestStudyCompare::reportShowsRatiosAndPapers()
     QVERIFY2(report.find("| attention=full,layers=6,heads=8 | Transformer, 6-8 | 35.7 ± 1.2 | 31.5 ± 0.7 |")
                  != std::string::npos,
              report.c_str());
+}
+
+// train.init_from's none ("") beside a run folder: the table shows "", not an empty cell.
+void TestStudyCompare::anEmptyTextSettingIsShownQuoted()
+{
+    const std::vector<MemberResult> members = {member("init_from=", 1, {{"train.init_from", ""}}, 1.0),
+                                               member("init_from=runs/a", 1, {{"train.init_from", "runs/a"}}, 1.0)};
+    const std::string report = resultsMarkdown("", "accuracy", members);
+    QVERIFY2(report.find("| \"\" | 1/1 |") != std::string::npos, report.c_str());
+    QVERIFY2(report.find("| runs/a | 1/1 |") != std::string::npos, report.c_str());
 }
 
 void TestStudyCompare::shippedFiguresAreThePapers()
