@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The first command of the README: install what is missing, build, and train a
 # preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv, and
-# fortunes-classifier its texts, fortunes.tsv, and bible-sections-bytes its chapters,
-# bible-sections.tsv).
+# fortunes-classifier its texts, fortunes.tsv, bible-sections-bytes its chapters,
+# bible-sections.tsv, and bible-mlm-bytes the Bible's text, bible.txt).
 #
 # With a display, the desktop app opens and starts training the preset at once
 # (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
@@ -35,6 +35,20 @@ fi
 # The long-document classifier reads ./bible-sections.tsv: the World English Bible's chapters.
 if [[ "$preset" == bible-sections-bytes && ! -f bible-sections.tsv ]]; then
   "$build"/app/cli/widelab-cli corpus bible-sections --from web --out bible-sections.tsv
+fi
+# Pretraining reads ./bible.txt, the same Bible's chapters as plain text; fine-tuning
+# starts from that run, and its classifier reads ./fortunes.tsv.
+if [[ "$preset" == bible-mlm-bytes && ! -f bible.txt ]]; then
+  "$build"/app/cli/widelab-cli corpus bible-text --from web --out bible.txt
+fi
+if [[ "$preset" == fortunes-finetune-bytes ]]; then
+  if ! compgen -G "runs/bible-mlm-bytes/checkpoints/step-*.pt" >/dev/null; then
+    echo "fortunes-finetune-bytes starts from the pretrained runs/bible-mlm-bytes: run packaging/setup-and-run.sh bible-mlm-bytes first" >&2
+    exit 1
+  fi
+  if [[ ! -f fortunes.tsv ]]; then
+    "$build"/app/cli/widelab-cli corpus fortunes --out fortunes.tsv
+  fi
 fi
 if [[ -n "$desktop" ]]; then
   exec "$build"/app/gui/widelab "$preset" --train --runs runs

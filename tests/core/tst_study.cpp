@@ -476,7 +476,10 @@ void TestStudy::builtinStudiesValidate()
     // The translation studies read ./web-sparv.tsv, as their base preset does: a
     // folder that has one (its pairs are not read here, only found).
     QTemporaryDir corpus;
-    std::ofstream(std::filesystem::path(corpus.path().toStdString()) / "web-sparv.tsv") << "In the beginning.\tEn el principio.\n";
+    const std::filesystem::path folder = corpus.path().toStdString();
+    std::ofstream(folder / "web-sparv.tsv") << "In the beginning.\tEn el principio.\n";
+    // The fine-tuning study reads ./fortunes.tsv (the run it starts from is read when a member starts).
+    std::ofstream(folder / "fortunes.tsv") << "work\tA day's work.\n";
     const std::filesystem::path before = std::filesystem::current_path();
     std::filesystem::current_path(corpus.path().toStdString());
     const auto back = qScopeGuard([&] { std::filesystem::current_path(before); });
