@@ -335,8 +335,9 @@ void AttentionPane::show(const ProbeResult* capture, const QString& runLabel, in
     // A translation model's probe: its greedy translation, and the token it would write next.
     const QString title = !capture->translation.empty()
                               ? tr("Translation: %1 · next token").arg(QString::fromStdString(capture->translation))
-                          : classes ? tr("Prediction")
-                                    : tr("Next token");
+                          : classes           ? tr("Prediction")
+                          : m_hidesLastToken ? tr("Hidden last token")
+                                             : tr("Next token");
     m_prediction->setPrediction(QVector<float>(capture->prediction.begin(), capture->prediction.end()),
                                 probeLabels(*capture), title, static_cast<int>(capture->label));
     arrange();
@@ -548,6 +549,8 @@ void AttentionView::refresh()
         pane->setFitting(m_fitting);
         pane->setPaths(source.valid() ? runPaths(*source.history, m_step) : 1);
         pane->setCaptions(source.valid() ? source.history->headCaptions() : QVector<HeadMapCaption>());
+        pane->setHidesLastToken(source.valid() && source.history->architecture()
+                                && source.history->architecture()->headKind == QLatin1String("masked_lm"));
         if (!source.valid()) {
             if (i == 0)
                 pane->show(nullptr, QString(), 0, mode(), 0, m_zoom->value(), false, tr("No run to show."));

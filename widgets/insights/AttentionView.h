@@ -47,6 +47,9 @@ public:
     // What each head's map is (InsightHistory::headCaptions); set before show().
     void setCaptions(const QVector<HeadMapCaption>& captions) { m_captions = captions; }
     const QVector<HeadMapCaption>& captions() const { return m_captions; }
+    // A masked language model's probe hides its last token: the prediction is of
+    // that token, not of a next one. Set before show().
+    void setHidesLastToken(bool hides) { m_hidesLastToken = hides; }
 
     // Shows `capture` (nullptr: `why` instead) at `layer` (clamped to the model's layers).
     // perHead: each map in the grid spans its own range (HeadGrid::setScalePerHead).
@@ -100,6 +103,7 @@ private:
     int m_layer = 0;
     int m_paths = 1;
     QVector<HeadMapCaption> m_captions;
+    bool m_hidesLastToken = false;
     bool m_fitting = false;
     bool m_inFit = false;
 };

@@ -26,6 +26,7 @@ public:
     QVector<QPair<QString, float>> shown() const { return m_bars; }
     // The bar of the true class, -1 when it is unknown.
     int trueBar() const { return m_trueBar; }
+    const QString& title() const { return m_title; }
 
     QSize sizeHint() const override { return {220, 260}; }
     QSize minimumSizeHint() const override { return {160, 120}; }

@@ -16,6 +16,7 @@ private Q_SLOTS:
     void attentionWithoutTokensOrWithMismatchedMapsShowsWhy();
     void attentionWithNaNWeightsKeepsAFiniteScale();
     void attentionControlsFitALaptopsInsightsPage();
+    void aMaskedLanguageModelPredictsItsHiddenLastToken();
 };
 
 void TestAttentionView::attentionOneHeadAndMeanShowTheConstructedMaps()
@@ -332,6 +333,28 @@ void TestAttentionView::attentionControlsFitALaptopsInsightsPage()
                  qPrintable(QStringLiteral("per head %1: at least %2 pixels")
                                 .arg(perHead)
                                 .arg(view.minimumSizeHint().width())));
+    }
+}
+
+// A probe of a token model (a prediction over 30 tokens): "Next token", or for a
+// masked language model, whose probe hides its last token, "Hidden last token".
+void TestAttentionView::aMaskedLanguageModelPredictsItsHiddenLastToken()
+{
+    for (const auto& [head, title] : {std::pair{"language_model", "Next token"}, std::pair{"masked_lm", "Hidden last token"}}) {
+        ProbeResult capture = attentionProbe(10);
+        capture.prediction.assign(30, 1.0f / 30.0f);
+        capture.predictionLabels.assign(30, "x");
+        auto history = std::make_shared<InsightHistory>();
+        ArchitectureSketch sketch = sketchWith(1, 1);
+        sketch.headKind = QString::fromLatin1(head);
+        history->setArchitecture(sketch);
+        history->addCapture(capture);
+        AttentionView view;
+        view.setSources({QStringLiteral("a"), QStringLiteral("Run A"), history}, {});
+        view.setStep(10);
+        view.setProbe(QStringLiteral("probe"));
+        view.refresh();
+        QCOMPARE(view.primaryPane()->prediction()->title(), QString::fromLatin1(title));
     }
 }
 
