@@ -4,7 +4,6 @@
 #include "TaskKinds.h"
 
 #include "data/Bpe.h"
-#include "run/RunLayout.h"
 
 namespace widelab {
 
@@ -12,10 +11,8 @@ namespace {
 
 TaskData prepareMaskedLanguageModel(const TaskSetup& setup)
 {
-    const TaskConfig& task = setup.run.task;
-    const TextFile file(task.path, runlayout::cacheDirectory(setup.directory), setup.progress);
-    TaskData data;
-    data.tokenizer = textTokenizer(setup, [&](VocabularyBuilder& builder) { file.addTexts(builder); });
+    // A language model's sequences of the text (their next-token targets go unused).
+    TaskData data = languageModelTask().prepare(setup);
     // A random replacement is any of the tokenizer's tokens but padding, unknown, <s> and </s>.
     const std::int64_t vocabulary = data.tokenizer.vocabSize();
     if (setup.run.model.vocabSize <= maskTokenId(data.tokenizer))
@@ -29,12 +26,6 @@ TaskData prepareMaskedLanguageModel(const TaskSetup& setup)
     masking.randomFirst = data.tokenizer.startId() ? bpe::kFirstByte : Tokenizer::kFirstToken;
     masking.randomEnd = vocabulary;
     data.masking = masking;
-
-    const std::int64_t length = setup.run.sequenceLength();
-    const SplitFractions fractions{task.validationFraction, task.testFraction};
-    data.train = file.dataset(Split::Train, data.tokenizer, length, fractions);
-    data.validation = file.dataset(Split::Validation, data.tokenizer, length, fractions);
-    data.test = file.dataset(Split::Test, data.tokenizer, length, fractions);
     return data;
 }
 
