@@ -72,8 +72,9 @@ ResumeDecision decideResume(const std::filesystem::path& directory, const RunDoc
 
 std::optional<ScheduleChange> scheduleChange(const TrainConfig& train, std::int64_t step, std::int64_t savedSteps)
 {
-    // Only the cosine decays over the run's length; the other kinds do not see it.
-    if (train.schedule != ScheduleChoice::WarmupCosine || savedSteps <= 0 || savedSteps == train.steps || step < 0)
+    // Only the cosine and the linear decay over the run's length; the other kinds do not see it.
+    const bool spansTheRun = train.schedule == ScheduleChoice::WarmupCosine || train.schedule == ScheduleChoice::WarmupLinear;
+    if (!spansTheRun || savedSteps <= 0 || savedSteps == train.steps || step < 0)
         return std::nullopt;
     ScheduleChange change;
     change.step = step;
@@ -102,6 +103,7 @@ ScheduleOptions scheduleOptions(const TrainConfig& train, std::int64_t span)
     case ScheduleChoice::Constant: kind = ScheduleKind::Constant; break;
     case ScheduleChoice::InverseSqrt: kind = ScheduleKind::InverseSqrt; break;
     case ScheduleChoice::WarmupRsqrt: kind = ScheduleKind::WarmupRsqrt; break;
+    case ScheduleChoice::WarmupLinear: kind = ScheduleKind::WarmupLinear; break;
     case ScheduleChoice::WarmupCosine: break;
     }
     return ScheduleOptions{kind, train.learningRate, train.warmupSteps, span, train.minLearningRateRatio};

@@ -29,7 +29,7 @@ struct ResumeDecision {
 
 // The keys a run may change and stay the same run (dotted, as differingKeys names them):
 //   name, description        words about the run, not the run;
-//   train.steps              its length (a cosine schedule then spans the new length: scheduleChange);
+//   train.steps              its length (a cosine or linear schedule then spans the new length: scheduleChange);
 //   train.device, .threads   where and how fast it runs, not what it computes;
 //   train.collective_timeout_s, .processes, .expert_parallel  how many processes share a batch and how long
 //                            they wait for each other, not what they compute (docs/distributed.md);
@@ -46,7 +46,7 @@ const std::vector<std::string>& resumeIgnoredKeys();
 ResumeDecision decideResume(const std::filesystem::path& directory, const RunDocument& given);
 
 // How continuing a run at `step` moves its learning rate when its length changes from
-// `savedSteps` to given.train.steps: only a cosine schedule depends on the length.
+// `savedSteps` to given.train.steps: only a cosine or linear schedule depends on the length.
 struct ScheduleChange {
     std::int64_t step = 0;
     std::int64_t savedSteps = 0, steps = 0;

@@ -18,7 +18,7 @@ enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar
                       MaskedLm };
 enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
-enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
+enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt, WarmupLinear };
 // Which validation makes checkpoints/best.pt: the lowest loss, or the highest accuracy.
 enum class SelectBest { Loss, Accuracy };
 

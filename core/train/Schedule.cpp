@@ -57,12 +57,14 @@ double learningRate(const ScheduleOptions& options, std::int64_t step)
     if (step < warmup)
         return peak * static_cast<double>(step + 1) / static_cast<double>(warmup);
 
+    // Cosine and linear: how far through the decay, from 0 at the end of warmup to 1 at the last step.
+    const auto span = static_cast<double>(std::max<std::int64_t>(1, options.totalSteps - warmup));
+    const double p = std::clamp(static_cast<double>(step - warmup) / span, 0.0, 1.0);
     switch (options.kind) {
-    case ScheduleKind::WarmupCosine: {
-        const auto span = static_cast<double>(std::max<std::int64_t>(1, options.totalSteps - warmup));
-        const double p = std::clamp(static_cast<double>(step - warmup) / span, 0.0, 1.0);
+    case ScheduleKind::WarmupCosine:
         return peak * (options.minRatio + (1.0 - options.minRatio) * 0.5 * (1.0 + std::cos(std::numbers::pi * p)));
-    }
+    case ScheduleKind::WarmupLinear:
+        return peak * (options.minRatio + (1.0 - options.minRatio) * (1.0 - p));
     case ScheduleKind::InverseSqrt:
         if (warmup == 0)
             return peak / std::sqrt(static_cast<double>(step + 1));

@@ -19,6 +19,8 @@ namespace widelab {
 //   WarmupCosine  lr = peak * (minRatio + (1 - minRatio) * 0.5 * (1 + cos(pi * p))),
 //                 p = (step - w) / max(1, T - w) clamped to [0, 1]: peak at step w, minRatio * peak from
 //                 step T on.
+//   WarmupLinear  BERT's and ALBERT's linear decay: lr = peak * (minRatio + (1 - minRatio) * (1 - p)), p as
+//                 for the cosine: peak at step w, minRatio * peak from step T on.
 //   InverseSqrt   the inverse square root of the Transformer (Vaswani et al. 2017) and the Multi-Path
 //                 Transformer: lr = peak * sqrt(w / (step + 1)), continuous with warmup (at step + 1 = w
 //                 both give peak). w = 0: lr = peak / sqrt(step + 1), which is the same as w = 1.
@@ -29,14 +31,14 @@ namespace widelab {
 //                 above); for s >= w it is peak * sqrt(w) / sqrt(s) = peak * sqrt(w / (step + 1)). So it
 //                 equals InverseSqrt at every step (w = 0 is taken as w = 1 here too); it is computed from
 //                 LRA's formula and kept as its own kind for naming fidelity.
-enum class ScheduleKind { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt };
+enum class ScheduleKind { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt, WarmupLinear };
 
 struct ScheduleOptions {
     ScheduleKind kind = ScheduleKind::WarmupCosine;
     double peak = 1e-3;                // learning rate at the end of warmup
     std::int64_t warmupSteps = 100;    // 0: no warmup
-    std::int64_t totalSteps = 1000;    // cosine decays to minRatio * peak at totalSteps and stays there
-    double minRatio = 0.0;             // cosine only
+    std::int64_t totalSteps = 1000;    // cosine and linear decay to minRatio * peak at totalSteps and stay there
+    double minRatio = 0.0;             // cosine and linear only
 };
 
 // Throws std::invalid_argument for a negative step or warmupSteps.

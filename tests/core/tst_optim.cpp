@@ -555,6 +555,18 @@ void TestOptim::schedule_data()
     QTest::newRow("cosine w0 s1") << K::WarmupCosine << 1.0 << 0LL << 4LL << 0.0 << 1LL << 0.5 + std::sqrt(2.0) / 4.0;
     QTest::newRow("cosine w0 s2") << K::WarmupCosine << 1.0 << 0LL << 4LL << 0.0 << 2LL << 0.5;
 
+    // Linear (BERT, ALBERT), peak 2, w = 4, T = 12: the same warmup, then 2 * (1 - p), p = (s - 4) / 8.
+    QTest::newRow("linear warmup s1: 2*2/4") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 1LL << 1.0;
+    QTest::newRow("linear s4: p 0") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 4LL << 2.0;
+    QTest::newRow("linear s6: p 1/4 -> 1.5") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 6LL << 1.5;
+    QTest::newRow("linear s10: p 3/4 -> 0.5") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 10LL << 0.5;
+    QTest::newRow("linear s12: p 1 -> 0") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 12LL << 0.0;
+    QTest::newRow("linear s20: clamped -> 0") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.0 << 20LL << 0.0;
+    // minRatio 0.1: s8: 2 * (0.1 + 0.9 * 0.5) = 1.1 (as the cosine at its midpoint); from T on 0.2.
+    QTest::newRow("linear min 0.1, s8") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.1 << 8LL << 1.1;
+    QTest::newRow("linear min 0.1, s10") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.1 << 10LL << 0.65;
+    QTest::newRow("linear min 0.1, s50") << K::WarmupLinear << 2.0 << 4LL << 12LL << 0.1 << 50LL << 0.2;
+
     // Inverse square root, peak 1, w = 4: warmup (s + 1) / 4, then sqrt(4 / (s + 1)).
     for (const auto& [name, kind] : {std::pair{"inverse sqrt", K::InverseSqrt}, std::pair{"rsqrt", K::WarmupRsqrt}}) {
         const auto row = [name = QByteArray(name)](const char* what) -> QTestData& {
@@ -608,6 +620,7 @@ void TestOptim::warmupReachesPeakContinuously_data()
 {
     QTest::addColumn<ScheduleKind>("kind");
     QTest::newRow("cosine") << ScheduleKind::WarmupCosine;
+    QTest::newRow("linear") << ScheduleKind::WarmupLinear;
     QTest::newRow("inverse sqrt") << ScheduleKind::InverseSqrt;
     QTest::newRow("rsqrt") << ScheduleKind::WarmupRsqrt;
 }

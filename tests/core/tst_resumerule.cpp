@@ -53,7 +53,7 @@ private Q_SLOTS:
     void otherKeysRefuseNamingBothValues_data();
     void otherKeysRefuseNamingBothValues();
     void aBrokenConfigIsAnErrorNamingTheFile();
-    void aLongerRunMovesOnlyACosineSchedule();
+    void aLongerRunMovesOnlyACosineOrLinearSchedule();
 };
 
 void TestResumeRule::checkpointNamesAndTheirSteps()
@@ -148,7 +148,7 @@ void TestResumeRule::aBrokenConfigIsAnErrorNamingTheFile()
     }
 }
 
-void TestResumeRule::aLongerRunMovesOnlyACosineSchedule()
+void TestResumeRule::aLongerRunMovesOnlyACosineOrLinearSchedule()
 {
     // warmup 5, peak 0.003, no floor: over 20 steps the cosine has reached 0 at step 20;
     // over 24 it is at 0.5 * (1 + cos(pi * 15/19)) of the peak there.
@@ -162,6 +162,12 @@ void TestResumeRule::aLongerRunMovesOnlyACosineSchedule()
     QVERIFY2(std::abs(change->rate - expected) < 1e-12, std::to_string(change->rate).c_str());
     QVERIFY2(change->text().find("spans 24 steps instead of 20") != std::string::npos, change->text().c_str());
     QVERIFY(!scheduleChange(longer.train, 20, 24));  // the same length
+    // The linear decay spans the run too: over 24 steps it is at 1 - 15/19 of the peak at step 20.
+    const RunDocument linear = tinyRun(R"({"train": {"steps": 24, "schedule": "warmup_linear"}})");
+    const auto linearChange = scheduleChange(linear.train, 20, 20);
+    QVERIFY(linearChange);
+    QVERIFY(std::abs(linearChange->savedRate) < 1e-12);
+    QVERIFY2(std::abs(linearChange->rate - 0.003 * (1.0 - 15.0 / 19.0)) < 1e-12, std::to_string(linearChange->rate).c_str());
     for (const char* kind : {"constant", "inverse_sqrt", "warmup_rsqrt"}) {
         const RunDocument other = tinyRun(std::string(R"({"train": {"steps": 24, "schedule": ")") + kind + "\"}}");
         QVERIFY2(!scheduleChange(other.train, 20, 20), kind);

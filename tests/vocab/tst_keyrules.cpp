@@ -322,7 +322,7 @@ void TestKeyRules::warnedKeysInTableOrder()
     QVERIFY(!stateIn("task.sequence_length", {{"task", {{"kind", "translation"}}}}).visible);
     QVERIFY(stateIn("task.skip_bad_inputs", {{"task", {{"kind", "translation"}}}}).applicable);
     QCOMPARE(reasonOf("train", "train.min_learning_rate_ratio", train),
-             QStringLiteral("except with the warmup_cosine schedule"));
+             QStringLiteral("except with the warmup_cosine and warmup_linear schedules"));
     // A section asks for its own keys only.
     QVERIFY(unusedIn("model", train).contains("model.top_k"));
     QVERIFY(!unusedIn("model", train).contains("train.beta1"));
