@@ -171,6 +171,9 @@ std::vector<KeySpec> makeSchema()
         integer("task.seed", 0, kBig, 0, "seed of the ListOps and shapes generators and of the file and folder splits"),
         integer("task.crop_padding", 0, 1024, 4, "images: random crop after padding by this many pixels while training; 0: off"),
         boolean("task.flip", true, "images: random horizontal flip while training"),
+        number("task.mixup", 0.0, 1.0, 0.0,
+               "images: Mixup while training, each picture mixed with another by a weight from Beta(alpha, alpha) "
+               "with this alpha, labels alike (WideNet's 0.5); 0: off"),
         integer("task.max_subwords", 1, 1 << 20, 250,
                 "translation: pairs with a side longer than this many subword units are left out"),
         boolean("task.skip_bad_inputs", false,

@@ -236,7 +236,27 @@ Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, c
         targets[b] = example.label;
     }
     batch.tokens = B;
+    if (augment && augment->mixup > 0.0 && B >= 2) {
+        DataRandom random(mixSeed(augment->seed, 0x6d69787570));  // the batch's one draw
+        const double lambda = symmetricBeta(augment->mixup, random);
+        batch.mixWeight = std::max(lambda, 1.0 - lambda);
+        batch.mixTargets = torch::roll(batch.targets, 1, 0);
+        batch.pixels = batch.pixels * batch.mixWeight + torch::roll(batch.pixels, 1, 0) * (1.0 - batch.mixWeight);
+    }
     return batch;
+}
+
+double symmetricBeta(double alpha, DataRandom& random)
+{
+    if (!(alpha > 0.0 && alpha <= 1.0))
+        throw std::invalid_argument("symmetricBeta: alpha " + std::to_string(alpha) + " is not in (0, 1]");
+    // Johnk: x = u^(1/a), y = v^(1/a); given x + y <= 1, x / (x + y) ~ Beta(a, a).
+    // Accepted with probability above 0.5 for a <= 1.
+    while (true) {
+        const double x = std::pow(random.uniform(), 1.0 / alpha), y = std::pow(random.uniform(), 1.0 / alpha);
+        if (x + y <= 1.0 && x + y > 0.0)
+            return x / (x + y);
+    }
 }
 
 torch::Tensor imageTensor(const Image& image, const ImageStats& stats)

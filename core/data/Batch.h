@@ -30,6 +30,11 @@ struct Batch {
     torch::Tensor targetMask;
     std::int64_t targetTokens = 0;  // of `tokens`, the targets' (with </s>)
     torch::Tensor pixels;     // images: [B, C, H, W] float32, (pixel / 255 - mean) / std per channel
+    // Mixup (images, training): each picture is mixWeight of its own and 1 - mixWeight
+    // of its partner's, whose labels are mixTargets ([B] int64; undefined: no mixing).
+    // mixWeight >= 0.5, so that `targets` hold each picture's larger share.
+    torch::Tensor mixTargets;
+    double mixWeight = 1.0;
 };
 
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification
@@ -93,7 +98,16 @@ struct ImageAugmentation {
     // example here is that batch's `first` (a distributed rank's share starts
     // later), so that W ranks crop and flip as one process does.
     std::int64_t first = 0;
+    // task.mixup: Mixup's concentration alpha (0: off). The batch draws one weight
+    // lambda from Beta(alpha, alpha) (from `seed`, taken as max(lambda, 1 - lambda)) and
+    // mixes each picture with the one before it (the first with the last), labels alike:
+    // a distributed rank mixes within its share.
+    double mixup = 0.0;
 };
+
+// A draw from Beta(alpha, alpha), 0 < alpha <= 1 (Johnk's method, from uniforms alone, so that it is the
+// same on every machine); std::invalid_argument for another alpha.
+double symmetricBeta(double alpha, class DataRandom& random);
 
 // Images to a batch: `pixels` normalised with `stats`, `targets` the labels; ids and mask stay undefined.
 // `augment` (training only; null in evaluation) changes the pixels before normalisation. Throws

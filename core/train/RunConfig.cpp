@@ -51,6 +51,7 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("seed"), t.seed);
     s.read(spec("crop_padding"), t.cropPadding);
     s.read(spec("flip"), t.flip);
+    s.read(spec("mixup"), t.mixup);
     s.read(spec("max_subwords"), t.maxSubwords);
     s.read(spec("skip_bad_inputs"), t.skipBadInputs);
     s.rejectUnknownKeys();
@@ -292,6 +293,7 @@ nlohmann::json RunDocument::toJson() const
         {"seed", task.seed},
         {"crop_padding", task.cropPadding},
         {"flip", task.flip},
+        {"mixup", task.mixup},
         {"max_subwords", task.maxSubwords},
         {"skip_bad_inputs", task.skipBadInputs},
     };

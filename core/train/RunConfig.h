@@ -42,6 +42,7 @@ struct TaskConfig {
     // Images (image_folder, cifar10, shapes, fashion_mnist): augmentation while training.
     std::int64_t cropPadding = 4;             // 0: no random crop
     bool flip = true;
+    double mixup = 0.0;                       // Mixup's alpha; 0: off (data/Batch.h: ImageAugmentation)
     // Translation: pairs with a side longer than this many subword units are left out (the Multi-Path paper's 250).
     std::int64_t maxSubwords = 250;
     // Image folders and translation pairs: inputs that cannot be read (an image that does not decode, a pair

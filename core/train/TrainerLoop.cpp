@@ -283,8 +283,11 @@ void Trainer::trainStep(Interval& interval, bool measure)
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
         output = measure ? m_model->inspect(input, mask, trace, target) : m_model->forward(input, mask, target);
     }
-    const torch::Tensor task =
-        taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch), t.labelSmoothing) * share;
+    torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch), t.labelSmoothing);
+    if (batch.mixTargets.defined())  // Mixup: the partners' labels at their share
+        task = task * batch.mixWeight
+               + taskLoss(m_run.model, output.logits, batch.mixTargets, {}, t.labelSmoothing) * (1.0 - batch.mixWeight);
+    task = task * share;
     const torch::Tensor loss = trainingLoss(m_run.model, task, output);
     // Counted now, so that a language model's [tokens, vocabulary] logits are
     // not held through the backward pass, whose peak they would raise.

@@ -84,6 +84,8 @@ private Q_SLOTS:
     void flipReversesColumns();
     void cropWithPaddingKeepsTheSizeAndShiftsTheImage();
     void augmentationFollowsItsSeed();
+    void mixupMixesEachPictureWithTheOneBefore();
+    void mixupWeightsAreBetaDistributed();
     void evaluationBatchesAreNormalisedAndNeverAugmented();
     void statsOfKnownImages();
     void shapesAreDeterministicAndBalanced();
@@ -248,6 +250,63 @@ void TestImages::augmentationFollowsItsSeed()
     QVERIFY(!torch::equal(first.pixels, plain.pixels));
     QCOMPARE(first.pixels.sizes(), (std::vector<std::int64_t>{16, 3, 8, 8}));
     QVERIFY(!first.ids.defined() && !first.mask.defined());
+}
+
+// Three grey 2x2 pictures of 0, 100 and 200, mean 0 and std 1: picture b becomes
+// w x its own + (1 - w) x the one before it (the first: the last), w >= 1/2 the batch's
+// one weight; the partners' labels are 2, 0, 1. Evaluation and alpha 0 mix nothing.
+void TestImages::mixupMixesEachPictureWithTheOneBefore()
+{
+    std::vector<Example> examples;
+    for (int i = 0; i < 3; ++i) {
+        Example example;
+        example.label = i;
+        example.pixels.assign(4, static_cast<std::uint8_t>(100 * i));
+        examples.push_back(example);
+    }
+    const ImageFormat format{2, 1};
+    const ImageStats stats{{0.0}, {1.0}, 1};
+    ImageAugmentation mix{0, false, 7, 0, 0.5};
+    const Batch batch = makeImageBatch(examples, format, stats, &mix);
+    const double w = batch.mixWeight;
+    QVERIFY2(w >= 0.5 && w < 1.0, qPrintable(QString::number(w)));
+    QVERIFY(torch::equal(batch.targets, torch::tensor({0, 1, 2}, torch::kInt64)));
+    QVERIFY(torch::equal(batch.mixTargets, torch::tensor({2, 0, 1}, torch::kInt64)));
+    const double v[3] = {0.0, 100.0 / 255.0, 200.0 / 255.0};
+    for (int b = 0; b < 3; ++b) {
+        const double expected = w * v[b] + (1.0 - w) * v[(b + 2) % 3];
+        QVERIFY2((batch.pixels[b] - expected).abs().max().item<double>() < 1e-6, qPrintable(QString::number(b)));
+    }
+    // Another batch seed, another weight; the same seed, the same.
+    QCOMPARE(makeImageBatch(examples, format, stats, &mix).mixWeight, w);
+    mix.seed = 8;
+    QVERIFY(makeImageBatch(examples, format, stats, &mix).mixWeight != w);
+    mix.mixup = 0.0;
+    QVERIFY(!makeImageBatch(examples, format, stats, &mix).mixTargets.defined());
+    QVERIFY(!makeImageBatch(examples, format, stats).mixTargets.defined());
+}
+
+// Beta(a, a) has mean 1/2 and variance 1 / (4 (2a + 1)): 1/8 for a = 1/2, 1/12 for a = 1
+// (the uniform); over 20,000 draws within 0.01 and 0.005.
+void TestImages::mixupWeightsAreBetaDistributed()
+{
+    for (const double alpha : {0.5, 1.0}) {
+        DataRandom random(42);
+        double sum = 0.0, squares = 0.0;
+        const int n = 20000;
+        for (int i = 0; i < n; ++i) {
+            const double x = symmetricBeta(alpha, random);
+            QVERIFY(x >= 0.0 && x <= 1.0);
+            sum += x;
+            squares += x * x;
+        }
+        const double mean = sum / n, variance = squares / n - mean * mean;
+        QVERIFY2(std::abs(mean - 0.5) < 0.01, qPrintable(QString::number(mean)));
+        QVERIFY2(std::abs(variance - 1.0 / (4.0 * (2.0 * alpha + 1.0))) < 0.005, qPrintable(QString::number(variance)));
+    }
+    DataRandom random(1);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, symmetricBeta(0.0, random));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, symmetricBeta(1.5, random));
 }
 
 void TestImages::evaluationBatchesAreNormalisedAndNeverAugmented()

@@ -371,11 +371,11 @@ void TestTrainer::shapesLossFalls()
 
 void TestTrainer::imageRunResumesExactly()
 {
-    // Random crops and flips from the batch's seed, MoE: a resumed image run
+    // Random crops, flips and Mixup from the batch's seed, MoE: a resumed image run
     // retraces the uninterrupted run's losses exactly.
     QTemporaryDir dir;
-    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "train": {"steps": 12,
-                                "checkpoint_every": 6, "eval_every": 6}})";
+    const std::string moe = R"({"model": {"experts": 4, "top_k": 2, "pooling": "mean"}, "task": {"mixup": 0.5},
+                                "train": {"steps": 12, "checkpoint_every": 6, "eval_every": 6}})";
     resumedRunRetracesTheWholeRun([&] { return tinyImageRun(moe); }, dir, 6);
     QCOMPARE(readText(fresh(dir, "parts") / "image.json"), readText(fresh(dir, "whole") / "image.json"));
 }

@@ -253,6 +253,11 @@ QList<FieldGroup> makeLayout()
                 "cropping."),
               t("no cropping")},
              {"task.flip", t("Random horizontal flip"), t("Images: while training, mirror half of the images.")},
+             {"task.mixup", t("Mixup alpha"),
+              t("Images: while training, mix each picture with another (and their labels) by a weight drawn from "
+                "Beta(alpha, alpha); the larger share keeps its label for the accuracy. WideNet trains with 0.5. "
+                "0: off."),
+              t("off"), 0.1},
              {"task.skip_bad_inputs", t("Skip unreadable inputs"),
               t("Image folders: leave out, counted in the log, the images that cannot be decoded, rather than stop. "
                 "Translation: likewise the lines without a tab or with an empty side.")},
