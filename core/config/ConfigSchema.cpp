@@ -171,6 +171,9 @@ std::vector<KeySpec> makeSchema()
         integer("task.seed", 0, kBig, 0, "seed of the ListOps and shapes generators and of the file and folder splits"),
         integer("task.crop_padding", 0, 1024, 4, "images: random crop after padding by this many pixels while training; 0: off"),
         boolean("task.flip", true, "images: random horizontal flip while training"),
+        number("task.crop_scale", 0.0, 1.0, 0.0,
+               "images: Inception-style crop while training, a random region of at least this share of the area "
+               "(aspect 3/4 to 4/3) resized to the image (the Inception recipe's 0.08); 0: off"),
         number("task.mixup", 0.0, 1.0, 0.0,
                "images: Mixup while training, each picture mixed with another by a weight from Beta(alpha, alpha) "
                "with this alpha, labels alike (WideNet's 0.5); 0: off"),

@@ -230,6 +230,8 @@ Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, c
         Image image = exampleImage(example, format);
         if (augment) {
             DataRandom random(mixSeed(augment->seed, static_cast<std::uint64_t>(augment->first + b)));
+            if (augment->cropScale > 0.0)
+                image = inceptionCrop(image, augment->cropScale, random);
             image = augmentImage(image, augment->padding, augment->flip, random);
         }
         normalise(image, stats, pixels + b * C * S * S);

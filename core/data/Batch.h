@@ -103,6 +103,9 @@ struct ImageAugmentation {
     // mixes each picture with the one before it (the first with the last), labels alike:
     // a distributed rank mixes within its share.
     double mixup = 0.0;
+    // task.crop_scale: an Inception-style crop of at least this share of the area
+    // (inceptionCrop), before the padded crop and the flip; 0: none.
+    double cropScale = 0.0;
 };
 
 // A draw from Beta(alpha, alpha), 0 < alpha <= 1 (Johnk's method, from uniforms alone, so that it is the

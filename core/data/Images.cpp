@@ -477,6 +477,53 @@ Image augmentImage(const Image& image, std::int64_t padding, bool flip, DataRand
     return out;
 }
 
+Image inceptionCrop(const Image& image, double minArea, DataRandom& random)
+{
+    if (!(minArea > 0.0 && minArea <= 1.0))
+        throw std::invalid_argument("inceptionCrop: minArea " + std::to_string(minArea) + " is not in (0, 1]");
+    const std::int64_t W = image.width, H = image.height, C = image.channels;
+    std::int64_t x0 = 0, y0 = 0, w = W, h = H;  // the region; the whole image when no draw fits
+    for (int attempt = 0; attempt < 10; ++attempt) {
+        const double area = static_cast<double>(W * H) * (minArea + (1.0 - minArea) * random.uniform());
+        const double ratio = std::exp(std::log(3.0 / 4.0) + (std::log(4.0 / 3.0) - std::log(3.0 / 4.0)) * random.uniform());
+        const auto cw = static_cast<std::int64_t>(std::llround(std::sqrt(area * ratio)));
+        const auto ch = static_cast<std::int64_t>(std::llround(std::sqrt(area / ratio)));
+        if (cw < 1 || ch < 1 || cw > W || ch > H)
+            continue;
+        w = cw;
+        h = ch;
+        x0 = static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(W - w + 1)));
+        y0 = static_cast<std::int64_t>(random.below(static_cast<std::uint64_t>(H - h + 1)));
+        break;
+    }
+    // Bilinear, pixel centres aligned: output (x + 0.5) maps to x0 + (x + 0.5) * w / W in the source.
+    Image out = image;
+    auto source = [&](std::int64_t x, std::int64_t y, std::int64_t c) {
+        return static_cast<double>(image.pixels[static_cast<std::size_t>((y * W + x) * C + c)]);
+    };
+    for (std::int64_t y = 0; y < H; ++y) {
+        const double sy = std::clamp(static_cast<double>(y0) + (static_cast<double>(y) + 0.5) * static_cast<double>(h) / static_cast<double>(H) - 0.5,
+                                     static_cast<double>(y0), static_cast<double>(y0 + h - 1));
+        const auto ya = static_cast<std::int64_t>(std::floor(sy));
+        const std::int64_t yb = std::min(ya + 1, y0 + h - 1);
+        const double fy = sy - static_cast<double>(ya);
+        for (std::int64_t x = 0; x < W; ++x) {
+            const double sx = std::clamp(static_cast<double>(x0) + (static_cast<double>(x) + 0.5) * static_cast<double>(w) / static_cast<double>(W) - 0.5,
+                                         static_cast<double>(x0), static_cast<double>(x0 + w - 1));
+            const auto xa = static_cast<std::int64_t>(std::floor(sx));
+            const std::int64_t xb = std::min(xa + 1, x0 + w - 1);
+            const double fx = sx - static_cast<double>(xa);
+            for (std::int64_t c = 0; c < C; ++c) {
+                const double top = source(xa, ya, c) * (1.0 - fx) + source(xb, ya, c) * fx;
+                const double bottom = source(xa, yb, c) * (1.0 - fx) + source(xb, yb, c) * fx;
+                out.pixels[static_cast<std::size_t>((y * W + x) * C + c)] =
+                    static_cast<std::uint8_t>(std::lround(std::clamp(top * (1.0 - fy) + bottom * fy, 0.0, 255.0)));
+            }
+        }
+    }
+    return out;
+}
+
 Image exampleImage(const Example& example, ImageFormat format)
 {
     Image image;

@@ -119,6 +119,12 @@ ImageStats imageStats(const Dataset& train, std::int64_t channels, std::int64_t 
 Image augmentImage(const Image& image, std::int64_t padding, bool flip, class DataRandom& random);
 // Reverses the columns of an image.
 Image flipImage(const Image& image);
+// Inception-style crop (Szegedy et al. 2015, as torchvision's RandomResizedCrop):
+// a region of a random share of the area in [minArea, 1] and a random aspect
+// ratio in [3/4, 4/3] (uniform in its logarithm), at a random place, resized
+// bilinearly back to the image's size; after 10 draws that do not fit, the
+// whole image. minArea in (0, 1]; std::invalid_argument otherwise.
+Image inceptionCrop(const Image& image, double minArea, class DataRandom& random);
 
 // An example's pixels as an Image of the format.
 Image exampleImage(const Example& example, ImageFormat format);

@@ -52,6 +52,7 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("crop_padding"), t.cropPadding);
     s.read(spec("flip"), t.flip);
     s.read(spec("mixup"), t.mixup);
+    s.read(spec("crop_scale"), t.cropScale);
     s.read(spec("max_subwords"), t.maxSubwords);
     s.read(spec("skip_bad_inputs"), t.skipBadInputs);
     s.rejectUnknownKeys();
@@ -294,6 +295,7 @@ nlohmann::json RunDocument::toJson() const
         {"crop_padding", task.cropPadding},
         {"flip", task.flip},
         {"mixup", task.mixup},
+        {"crop_scale", task.cropScale},
         {"max_subwords", task.maxSubwords},
         {"skip_bad_inputs", task.skipBadInputs},
     };

@@ -43,6 +43,7 @@ struct TaskConfig {
     std::int64_t cropPadding = 4;             // 0: no random crop
     bool flip = true;
     double mixup = 0.0;                       // Mixup's alpha; 0: off (data/Batch.h: ImageAugmentation)
+    double cropScale = 0.0;                   // Inception-style crop's least share of the area; 0: off
     // Translation: pairs with a side longer than this many subword units are left out (the Multi-Path paper's 250).
     std::int64_t maxSubwords = 250;
     // Image folders and translation pairs: inputs that cannot be read (an image that does not decode, a pair

@@ -111,7 +111,7 @@ std::vector<KeyRule> makeRules()
         {{"task.test_fraction"},
          [](V v) { return !is(v, "task.kind", "cifar10") && !is(v, "task.kind", "fashion_mnist"); },
          "for CIFAR-10 and Fashion-MNIST, whose test split is a file of its own"},
-        {{"task.crop_padding", "task.flip", "task.mixup"},
+        {{"task.crop_padding", "task.flip", "task.crop_scale", "task.mixup"},
          [](V v) { return imageTask(v); },
          "for a text task (they augment images)", WhenUnused::Hidden},
         {{"task.skip_bad_inputs"},

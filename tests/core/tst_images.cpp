@@ -85,6 +85,7 @@ private Q_SLOTS:
     void cropWithPaddingKeepsTheSizeAndShiftsTheImage();
     void augmentationFollowsItsSeed();
     void mixupMixesEachPictureWithTheOneBefore();
+    void inceptionCropsResizeARegionOfThePicture();
     void mixupWeightsAreBetaDistributed();
     void evaluationBatchesAreNormalisedAndNeverAugmented();
     void statsOfKnownImages();
@@ -284,6 +285,46 @@ void TestImages::mixupMixesEachPictureWithTheOneBefore()
     mix.mixup = 0.0;
     QVERIFY(!makeImageBatch(examples, format, stats, &mix).mixTargets.defined());
     QVERIFY(!makeImageBatch(examples, format, stats).mixTargets.defined());
+}
+
+// Known pixels: at least the whole area, the crop is the picture itself; a flat
+// picture stays flat; a horizontal ramp (value 16 x column) stays a ramp within its
+// range: each row the same, never decreasing along a row, and a small region
+// stretched over the picture spans less of the range than the whole.
+void TestImages::inceptionCropsResizeARegionOfThePicture()
+{
+    Image ramp;
+    ramp.width = ramp.height = 16;
+    ramp.channels = 1;
+    for (int y = 0; y < 16; ++y)
+        for (int x = 0; x < 16; ++x)
+            ramp.pixels.push_back(static_cast<std::uint8_t>(16 * x));
+    DataRandom random(3);
+    QVERIFY(inceptionCrop(ramp, 1.0, random).pixels == ramp.pixels);
+    Image flat = ramp;
+    std::fill(flat.pixels.begin(), flat.pixels.end(), std::uint8_t{77});
+    QVERIFY(inceptionCrop(flat, 0.08, random).pixels == flat.pixels);
+    int narrower = 0;
+    for (int draw = 0; draw < 20; ++draw) {
+        const Image out = inceptionCrop(ramp, 0.08, random);
+        for (int y = 1; y < 16; ++y)
+            QVERIFY(std::equal(out.pixels.begin(), out.pixels.begin() + 16, out.pixels.begin() + 16 * y));
+        for (int x = 1; x < 16; ++x)
+            QVERIFY(out.pixels[static_cast<std::size_t>(x)] >= out.pixels[static_cast<std::size_t>(x - 1)]);
+        narrower += out.pixels[15] - out.pixels[0] < 240 ? 1 : 0;
+    }
+    QVERIFY2(narrower >= 12, qPrintable(QString::number(narrower)));  // area 0.08-1: mostly a part of the width
+    // The same seed, the same crop; in a batch, as an augmentation of its own.
+    DataRandom a(9), b(9);
+    QVERIFY(inceptionCrop(ramp, 0.3, a).pixels == inceptionCrop(ramp, 0.3, b).pixels);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, inceptionCrop(ramp, 0.0, a));
+    Example example;
+    example.label = 1;
+    example.pixels = ramp.pixels;
+    const ImageStats stats{{0.0}, {1.0}, 1};
+    ImageAugmentation crop{0, false, 5, 0, 0.0, 0.2};
+    const Batch cropped = makeImageBatch({example}, ImageFormat{16, 1}, stats, &crop);
+    QVERIFY(!torch::equal(cropped.pixels, makeImageBatch({example}, ImageFormat{16, 1}, stats).pixels));
 }
 
 // Beta(a, a) has mean 1/2 and variance 1 / (4 (2a + 1)): 1/8 for a = 1/2, 1/12 for a = 1

@@ -288,7 +288,7 @@ void TestKeyRules::warnedKeysInTableOrder()
     // keys, then the file keys.
     const nlohmann::json listops = {{"task", {{"kind", "listops"}, {"tokenizer", "byte"}}}};
     QCOMPARE(unusedIn("task", listops),
-             (QStringList{"task.crop_padding", "task.flip", "task.mixup", "task.skip_bad_inputs", "task.target_path",
+             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.mixup", "task.skip_bad_inputs", "task.target_path",
                           "task.max_subwords", "task.path", "task.tokenizer", "task.vocab_limit", "task.bpe_merges",
                           "task.validation_fraction", "task.test_fraction"}));
     QCOMPARE(reasonOf("task", "task.flip", listops), QStringLiteral("for a text task (they augment images)"));
@@ -305,7 +305,7 @@ void TestKeyRules::warnedKeysInTableOrder()
     // A language model on words: only the ListOps sizes, augmentation and the merges of bpe.
     const nlohmann::json words = {{"task", {{"kind", "language_model"}, {"tokenizer", "word"}}}};
     QCOMPARE(unusedIn("task", words),
-             (QStringList{"task.crop_padding", "task.flip", "task.mixup", "task.skip_bad_inputs", "task.target_path",
+             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.mixup", "task.skip_bad_inputs", "task.target_path",
                           "task.max_subwords", "task.min_length", "task.max_length", "task.train_size",
                           "task.validation_size", "task.test_size", "task.bpe_merges"}));
     QCOMPARE(reasonOf("task", "task.min_length", words),

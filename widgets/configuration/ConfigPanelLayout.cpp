@@ -253,6 +253,11 @@ QList<FieldGroup> makeLayout()
                 "cropping."),
               t("no cropping")},
              {"task.flip", t("Random horizontal flip"), t("Images: while training, mirror half of the images.")},
+             {"task.crop_scale", t("Inception crop, least area"),
+              t("Images: while training, cut a random region of at least this share of the picture (aspect 3/4 to "
+                "4/3) and resize it to the picture's size, before the padded crop and the flip. The Inception "
+                "recipe, which WideNet follows, uses 0.08. 0: off."),
+              t("off"), 0.05},
              {"task.mixup", t("Mixup alpha"),
               t("Images: while training, mix each picture with another (and their labels) by a weight drawn from "
                 "Beta(alpha, alpha); the larger share keeps its label for the accuracy. WideNet trains with 0.5. "
