@@ -40,8 +40,8 @@ struct ResumeDecision {
 const std::vector<std::string>& resumeIgnoredKeys();
 
 // Whether training `given` into `directory` continues the run there. Both documents
-// are compared resolved, with their paths made absolute (RunDocument::withAbsolutePaths) (relative to the working
-// directory). Throws DataError or ConfigError naming config.json when the directory
+// are compared resolved, with their paths made absolute against the working directory
+// (RunDocument::withAbsolutePaths). Throws DataError or ConfigError naming config.json when the directory
 // has checkpoints but its config.json cannot be read.
 ResumeDecision decideResume(const std::filesystem::path& directory, const RunDocument& given);
 

@@ -10,14 +10,6 @@ namespace widelab {
 
 namespace {
 
-std::string shapeText(const torch::Tensor& tensor)
-{
-    std::string text = "[";
-    for (std::int64_t d = 0; d < tensor.dim(); ++d)
-        text += (d > 0 ? ", " : "") + std::to_string(tensor.size(d));
-    return text + "]";
-}
-
 // Every parameter and buffer of a model by name, parameters first.
 std::vector<std::pair<std::string, torch::Tensor>> namedTensors(const torch::nn::Module& model)
 {
@@ -110,8 +102,8 @@ InitFromReport initialiseFrom(const RunDocument& run, const std::vector<std::str
         if (found == given.end())
             throw mismatch(file + " has no tensor " + name + ", which this run's model has");
         if (!found->second.sizes().equals(tensor.sizes()))
-            throw mismatch(name + " is " + shapeText(found->second) + " in " + file + " but "
-                           + shapeText(tensor) + " in this run's model");
+            throw mismatch(name + " is " + c10::str(found->second.sizes()) + " in " + file + " but "
+                           + c10::str(tensor.sizes()) + " in this run's model");
         tensor.copy_(found->second);
         report.loaded.push_back(name);
         report.loadedValues += tensor.numel();
