@@ -174,6 +174,12 @@ std::vector<KeySpec> makeSchema()
         number("task.crop_scale", 0.0, 1.0, 0.0,
                "images: Inception-style crop while training, a random region of at least this share of the area "
                "(aspect 3/4 to 4/3) resized to the image (the Inception recipe's 0.08); 0: off"),
+        integer("task.randaugment", 0, 10, 0,
+                "images: RandAugment while training, this many operations per picture drawn from 14 (shears, "
+                "translations, rotation, brightness, colour, contrast, sharpness, posterize, solarize, "
+                "autocontrast, equalize, identity); 0: off"),
+        integer("task.randaugment_magnitude", 0, 30, 9,
+                "images: RandAugment's magnitude on its 0-30 scale (the paper's ImageNet ResNet-50: 9)"),
         number("task.mixup", 0.0, 1.0, 0.0,
                "images: Mixup while training, each picture mixed with another by a weight from Beta(alpha, alpha) "
                "with this alpha, labels alike (WideNet's 0.5); 0: off"),

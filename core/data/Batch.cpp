@@ -1,6 +1,7 @@
 #include "Batch.h"
 
 #include "ListOps.h"
+#include "RandAugment.h"
 
 #include <torch/torch.h>
 
@@ -233,6 +234,7 @@ Batch makeImageBatch(const std::vector<Example>& examples, ImageFormat format, c
             if (augment->cropScale > 0.0)
                 image = inceptionCrop(image, augment->cropScale, random);
             image = augmentImage(image, augment->padding, augment->flip, random);
+            image = randAugment(image, augment->randAugment, augment->randAugmentMagnitude, random);
         }
         normalise(image, stats, pixels + b * C * S * S);
         targets[b] = example.label;

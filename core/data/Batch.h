@@ -106,6 +106,10 @@ struct ImageAugmentation {
     // task.crop_scale: an Inception-style crop of at least this share of the area
     // (inceptionCrop), before the padded crop and the flip; 0: none.
     double cropScale = 0.0;
+    // task.randaugment and task.randaugment_magnitude: RandAugment's operations
+    // (randAugment) after the flip; 0: none.
+    int randAugment = 0;
+    int randAugmentMagnitude = 9;
 };
 
 // A draw from Beta(alpha, alpha), 0 < alpha <= 1 (Johnk's method, from uniforms alone, so that it is the

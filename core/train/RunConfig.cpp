@@ -53,6 +53,8 @@ TaskConfig readTask(JsonSection& s)
     s.read(spec("flip"), t.flip);
     s.read(spec("mixup"), t.mixup);
     s.read(spec("crop_scale"), t.cropScale);
+    s.read(spec("randaugment"), t.randAugment);
+    s.read(spec("randaugment_magnitude"), t.randAugmentMagnitude);
     s.read(spec("max_subwords"), t.maxSubwords);
     s.read(spec("skip_bad_inputs"), t.skipBadInputs);
     s.rejectUnknownKeys();
@@ -296,6 +298,8 @@ nlohmann::json RunDocument::toJson() const
         {"flip", task.flip},
         {"mixup", task.mixup},
         {"crop_scale", task.cropScale},
+        {"randaugment", task.randAugment},
+        {"randaugment_magnitude", task.randAugmentMagnitude},
         {"max_subwords", task.maxSubwords},
         {"skip_bad_inputs", task.skipBadInputs},
     };

@@ -44,6 +44,8 @@ struct TaskConfig {
     bool flip = true;
     double mixup = 0.0;                       // Mixup's alpha; 0: off (data/Batch.h: ImageAugmentation)
     double cropScale = 0.0;                   // Inception-style crop's least share of the area; 0: off
+    std::int64_t randAugment = 0;             // RandAugment's operations per picture; 0: off
+    std::int64_t randAugmentMagnitude = 9;    // their magnitude, 0..30 (data/RandAugment.h)
     // Translation: pairs with a side longer than this many subword units are left out (the Multi-Path paper's 250).
     std::int64_t maxSubwords = 250;
     // Image folders and translation pairs: inputs that cannot be read (an image that does not decode, a pair

@@ -384,7 +384,9 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         const ImageAugmentation augment{m_run.task.cropPadding, m_run.task.flip,
                                         mixSeed(mixSeed(static_cast<std::uint64_t>(m_run.train.seed), 0x1a6e),
                                                 static_cast<std::uint64_t>(m_state.step)),
-                                        first, m_run.task.mixup, m_run.task.cropScale};
+                                        first, m_run.task.mixup, m_run.task.cropScale,
+                                        static_cast<int>(m_run.task.randAugment),
+                                        static_cast<int>(m_run.task.randAugmentMagnitude)};
         batch = makeImageBatch(examples, imageFormat(m_run.model), *m_data.imageStats, training ? &augment : nullptr);
         batch.tokens *= m_run.model.positions();
         batch.pixels = upload(batch.pixels, m_device);

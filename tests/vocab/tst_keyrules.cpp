@@ -288,24 +288,32 @@ void TestKeyRules::warnedKeysInTableOrder()
     // keys, then the file keys.
     const nlohmann::json listops = {{"task", {{"kind", "listops"}, {"tokenizer", "byte"}}}};
     QCOMPARE(unusedIn("task", listops),
-             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.mixup", "task.skip_bad_inputs", "task.target_path",
+             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.randaugment",
+                          "task.randaugment_magnitude", "task.mixup", "task.skip_bad_inputs", "task.target_path",
                           "task.max_subwords", "task.path", "task.tokenizer", "task.vocab_limit", "task.bpe_merges",
                           "task.validation_fraction", "task.test_fraction"}));
     QCOMPARE(reasonOf("task", "task.flip", listops), QStringLiteral("for a text task (they augment images)"));
 
-    // CIFAR-10: the token keys, the generated sizes, its fixed test split, skip_bad_inputs; each key once.
+    // CIFAR-10: the token keys, the generated sizes, its fixed test split, RandAugment's magnitude without
+    // RandAugment, skip_bad_inputs; each key once.
     const nlohmann::json cifar = {{"task", {{"kind", "cifar10"}}}};
     QCOMPARE(unusedIn("task", cifar),
              (QStringList{"task.tokenizer", "task.vocab_limit", "task.bpe_merges", "task.sequence_length",
                           "task.min_length", "task.max_length", "task.train_size", "task.validation_size", "task.test_size",
-                          "task.test_fraction", "task.skip_bad_inputs", "task.target_path", "task.max_subwords"}));
+                          "task.test_fraction", "task.randaugment_magnitude", "task.skip_bad_inputs",
+                          "task.target_path", "task.max_subwords"}));
+    QCOMPARE(reasonOf("task", "task.randaugment_magnitude", cifar),
+             QStringLiteral("without RandAugment (task.randaugment is 0)"));
+    const nlohmann::json randAugmented = {{"task", {{"kind", "cifar10"}, {"randaugment", 2}}}};
+    QVERIFY(!unusedIn("task", randAugmented).contains(QStringLiteral("task.randaugment_magnitude")));
     QCOMPARE(reasonOf("task", "task.train_size", cifar),
              QStringLiteral("for images read from a folder (they size generated tasks)"));
 
     // A language model on words: only the ListOps sizes, augmentation and the merges of bpe.
     const nlohmann::json words = {{"task", {{"kind", "language_model"}, {"tokenizer", "word"}}}};
     QCOMPARE(unusedIn("task", words),
-             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.mixup", "task.skip_bad_inputs", "task.target_path",
+             (QStringList{"task.crop_padding", "task.flip", "task.crop_scale", "task.randaugment",
+                          "task.randaugment_magnitude", "task.mixup", "task.skip_bad_inputs", "task.target_path",
                           "task.max_subwords", "task.min_length", "task.max_length", "task.train_size",
                           "task.validation_size", "task.test_size", "task.bpe_merges"}));
     QCOMPARE(reasonOf("task", "task.min_length", words),

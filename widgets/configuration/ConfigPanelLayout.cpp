@@ -258,6 +258,14 @@ QList<FieldGroup> makeLayout()
                 "4/3) and resize it to the picture's size, before the padded crop and the flip. The Inception "
                 "recipe, which WideNet follows, uses 0.08. 0: off."),
               t("off"), 0.05},
+             {"task.randaugment", t("RandAugment operations"),
+              t("Images: while training, this many operations per picture, each drawn from 14 (shears, "
+                "translations, rotation, brightness, colour, contrast, sharpness, posterize, solarize, "
+                "autocontrast, equalize, identity), after the crops and the flip. 0: off."),
+              t("off")},
+             {"task.randaugment_magnitude", t("RandAugment magnitude"),
+              t("Images: how strong RandAugment's operations are, from 0 to 30 (30: shear 0.3, rotation 30 "
+                "degrees, translation 45% of the side, brightness and the like by a factor 0.1 to 1.9).")},
              {"task.mixup", t("Mixup alpha"),
               t("Images: while training, mix each picture with another (and their labels) by a weight drawn from "
                 "Beta(alpha, alpha); the larger share keeps its label for the accuracy. WideNet trains with 0.5. "
