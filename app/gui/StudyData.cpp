@@ -26,22 +26,6 @@ QString valueText(const nlohmann::json& value)
     return value.is_string() ? text(value.get<std::string>()) : text(value.dump());
 }
 
-// Which of `axis`'s values the member has (its settings hold every key of the axis).
-int axisValueIndex(const StudyAxis& axis, const MemberResult& member)
-{
-    for (std::size_t v = 0; v < axis.values.size(); ++v) {
-        bool all = true;
-        for (std::size_t k = 0; k < axis.keys.size() && all; ++k) {
-            const auto setting = std::find_if(member.settings.begin(), member.settings.end(),
-                                              [&](const auto& s) { return s.first == axis.keys[k]; });
-            all = setting != member.settings.end() && setting->second == axis.values[v][k];
-        }
-        if (all)
-            return static_cast<int>(v);
-    }
-    return -1;
-}
-
 }  // namespace
 
 QString studyProblemText(const std::exception& error)
@@ -94,7 +78,7 @@ bool loadStudyData(const QString& directory, StudyData& data, QString* error)
             for (const auto& [key, value] : member.settings)
                 row.settings.push_back({text(key), valueText(value)});
             for (const StudyAxis& axis : axes)
-                row.axisValues.push_back(axisValueIndex(axis, member));
+                row.axisValues.push_back(axisValueIndex(axis, member.settings));
             for (const auto& [column, value] : member.measures)
                 row.measures.insert(text(column), value);
             row.directory = text(studylayout::runDirectory(dir, member.name).string());

@@ -181,7 +181,19 @@ std::vector<LatencyRatio> latencyRatios(const StudyRecord& record, const std::ve
 
 std::string studyReport(const StudyRecord& record, const std::vector<MemberResult>& members)
 {
-    std::string md = resultsMarkdown(record.title(), record.metric(), members);
+    // The axes, for the names of their values; a document that no longer reads (a preset it named is gone)
+    // keeps the settings' own text.
+    std::vector<StudyAxis> axes;
+    try {
+        axes = parseStudyDocument(record.document.dump()).axes;
+    } catch (const std::exception&) {
+    }
+    const auto labelOf = [&](const std::string& point) {
+        const MemberResult* member = firstMemberOf(members, point);
+        const std::string label = member ? pointLabel(axes, member->settings) : std::string();
+        return label.empty() ? point : label;
+    };
+    std::string md = resultsMarkdown(record.title(), record.metric(), members, axes);
     std::vector<PaperComparison> papers;
     std::string paperProblem;
     try {
@@ -199,7 +211,8 @@ std::string studyReport(const StudyRecord& record, const std::vector<MemberResul
               "| setting | deep | wide | deep ms | wide ms | deep / wide | the paper's deep / wide |\n"
               "|---|---|---|---|---|---|---|\n";
         for (const LatencyRatio& ratio : ratios)
-            md += "| " + (ratio.group.empty() ? std::string("–") : ratio.group) + " | " + ratio.deep + " | " + ratio.wide
+            md += "| " + (ratio.group.empty() ? std::string("–") : ratio.group) + " | " + labelOf(ratio.deep) + " | "
+                  + labelOf(ratio.wide)
                   + " | " + fixed(ratio.deepMs, 2) + " | " + fixed(ratio.wideMs, 2) + " | " + fixed(ratio.ratio(), 2)
                   + "x | "
                   + (std::isfinite(ratio.paperRatio) ? fixed(ratio.paperRatio, 2) + "x (" + ratio.paperSource + ")"
@@ -222,7 +235,7 @@ std::string studyReport(const StudyRecord& record, const std::vector<MemberResul
         md += "| point | the paper's cell | the paper's " + measure->title + " | this study's |\n|---|---|---|---|\n";
         for (const PaperPoint& point : paper.points) {
             const auto [mean, spread] = pointMeasure(members, point.point, paper.measure);
-            md += "| " + point.point + " | " + point.label + " | " + measureText(*measure, point.value, point.spread)
+            md += "| " + labelOf(point.point) + " | " + point.label + " | " + measureText(*measure, point.value, point.spread)
                   + " | " + measureText(*measure, mean, spread) + " |\n";
         }
     }

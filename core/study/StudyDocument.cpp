@@ -233,6 +233,42 @@ std::string settingText(const std::string& key, const nlohmann::json& value)
     return shortName(key) + "=" + valueText(value);
 }
 
+int axisValueIndex(const StudyAxis& axis, const StudySettings& settings)
+{
+    for (std::size_t v = 0; v < axis.values.size(); ++v) {
+        bool all = true;
+        for (std::size_t k = 0; k < axis.keys.size() && all; ++k) {
+            const auto setting = std::find_if(settings.begin(), settings.end(),
+                                              [&](const auto& s) { return s.first == axis.keys[k]; });
+            all = setting != settings.end() && setting->second == axis.values[v][k];
+        }
+        if (all)
+            return static_cast<int>(v);
+    }
+    return -1;
+}
+
+std::string pointLabel(const std::vector<StudyAxis>& axes, const StudySettings& settings)
+{
+    if (std::none_of(axes.begin(), axes.end(), [](const StudyAxis& axis) { return !axis.names.empty(); }))
+        return {};
+    std::string label;
+    const auto add = [&](const std::string& part) { label += (label.empty() ? "" : ", ") + part; };
+    for (const StudyAxis& axis : axes) {
+        if (axis.names.empty()) {
+            for (const auto& [key, value] : settings)
+                if (std::find(axis.keys.begin(), axis.keys.end(), key) != axis.keys.end())
+                    add(settingText(key, value));
+            continue;
+        }
+        const int index = axisValueIndex(axis, settings);
+        if (index < 0)
+            return {};
+        add(axis.names[static_cast<std::size_t>(index)]);
+    }
+    return label;
+}
+
 nlohmann::json StudyDocument::toJson() const
 {
     nlohmann::json json = source;

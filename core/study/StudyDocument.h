@@ -92,4 +92,16 @@ void setDottedKey(nlohmann::json& document, const std::string& key, const nlohma
 // "heads=8", "attention=linear": a setting as a member's name writes it.
 std::string settingText(const std::string& key, const nlohmann::json& value);
 
+// A member's settings (each axis key with its value, as StudyMember holds them).
+using StudySettings = std::vector<std::pair<std::string, nlohmann::json>>;
+
+// The index of the value of `axis` that `settings` hold; -1 when they hold none.
+int axisValueIndex(const StudyAxis& axis, const StudySettings& settings);
+
+// What a point is called where its axes have names: each named axis's name for
+// the point's value, each other axis's settings as a member's name writes them,
+// joined by ", " ("WideNet, heads=8"). Empty when no axis has names (the point's
+// own text says it then) or when a named axis's value is not among its values.
+std::string pointLabel(const std::vector<StudyAxis>& axes, const StudySettings& settings);
+
 }  // namespace widelab

@@ -229,7 +229,8 @@ std::pair<double, double> meanAndSpread(const std::vector<double>& values)
     return {mean, std::sqrt(squares / static_cast<double>(values.size() - 1))};
 }
 
-std::string resultsMarkdown(const std::string& title, const std::string& metric, const std::vector<MemberResult>& members)
+std::string resultsMarkdown(const std::string& title, const std::string& metric, const std::vector<MemberResult>& members,
+                            const std::vector<StudyAxis>& axes)
 {
     std::size_t completed = 0, failed = 0;
     for (const MemberResult& member : members) {
@@ -257,14 +258,36 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
         if (m.column.find(metric) == std::string::npos && m.column != "steps" && measured(m))
             measures.push_back(m);
 
+    // A column per key, or one per named axis at its first key.
+    struct Column {
+        std::string title;
+        std::string key;                  // a key's own column
+        const StudyAxis* axis = nullptr;  // a named axis's column
+    };
+    std::vector<Column> columns;
+    for (const std::string& key : keys) {
+        const auto named = std::find_if(axes.begin(), axes.end(), [&](const StudyAxis& axis) {
+            return !axis.names.empty() && std::find(axis.keys.begin(), axis.keys.end(), key) != axis.keys.end();
+        });
+        if (named == axes.end()) {
+            columns.push_back({key, key});
+        } else if (std::none_of(columns.begin(), columns.end(), [&](const Column& c) { return c.axis == &*named; })) {
+            std::string title = named->label;
+            for (const std::string& axisKey : named->keys)
+                if (named->label.empty())
+                    title += (title.empty() ? "" : ", ") + axisKey;
+            columns.push_back({title, "", &*named});
+        }
+    }
+
     md += "|";
-    for (const std::string& key : keys)
-        md += " " + key + " |";
+    for (const Column& column : columns)
+        md += " " + column.title + " |";
     md += " seeds |";
     for (const MeasureSpec& m : measures)
         md += " " + m.title + " |";
     md += "\n|";
-    for (std::size_t i = 0; i < keys.size() + 1 + measures.size(); ++i)
+    for (std::size_t i = 0; i < columns.size() + 1 + measures.size(); ++i)
         md += "---|";
     md += "\n";
     for (const std::string& point : points) {
@@ -273,10 +296,14 @@ std::string resultsMarkdown(const std::string& title, const std::string& metric,
             if (member.point == point)
                 group.push_back(&member);
         md += "|";
-        for (const std::string& key : keys) {
+        for (const Column& column : columns) {
             std::string cell;
+            if (column.axis) {
+                const int index = axisValueIndex(*column.axis, group.front()->settings);
+                cell = index >= 0 ? column.axis->names[static_cast<std::size_t>(index)] : "–";
+            }
             for (const auto& setting : group.front()->settings)
-                if (setting.first == key)  // an empty text (train.init_from's none) shown as ""
+                if (!column.axis && setting.first == column.key)  // an empty text (train.init_from's none) shown as ""
                     cell = setting.second == "" ? std::string("\"\"") : jsonCell(setting.second);
             md += " " + cell + " |";
         }

@@ -5,6 +5,8 @@
 // over seeds per axis point)
 #pragma once
 
+#include "StudyDocument.h"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -42,7 +44,7 @@ struct MemberResult {
     std::string name;   // the member's directory under runs/
     std::string point;  // the axis point (the name without the seed)
     std::int64_t seed = 0;
-    std::vector<std::pair<std::string, nlohmann::json>> settings;  // axis (and solved) keys with their values
+    StudySettings settings;  // axis (and solved) keys with their values
     MemberStatus status = MemberStatus::Pending;
     std::string error;  // failed: why
     std::map<std::string, double> measures;  // by MeasureSpec::column; absent: not measured
@@ -75,8 +77,11 @@ std::string resultsCsv(const std::vector<MemberResult>& members);
 
 // A Markdown table: a row per axis point, its settings, how many seeds finished,
 // then each measure as mean ± sample standard deviation over the finished seeds.
-// Opens with the title and how many members are done.
-std::string resultsMarkdown(const std::string& title, const std::string& metric, const std::vector<MemberResult>& members);
+// Opens with the title and how many members are done. An axis of `axes` with
+// names has one column, titled with its label (else its keys), holding the
+// point's name, in place of a column per key.
+std::string resultsMarkdown(const std::string& title, const std::string& metric, const std::vector<MemberResult>& members,
+                            const std::vector<StudyAxis>& axes = {});
 
 // Sample mean and standard deviation (n - 1); the deviation is NaN for fewer than two values.
 std::pair<double, double> meanAndSpread(const std::vector<double>& values);

@@ -91,6 +91,7 @@ private Q_SLOTS:
     void latencyRatioDeepAgainstWide();
     void reportShowsRatiosAndPapers();
     void anEmptyTextSettingIsShownQuoted();
+    void namedAxesAreShownByTheirNames();
     void shippedFiguresAreThePapers();
     void shippedWideAttentionTablesCellByCell();
 };
@@ -228,6 +229,32 @@ void TestStudyCompare::anEmptyTextSettingIsShownQuoted()
     const std::string report = resultsMarkdown("", "accuracy", members);
     QVERIFY2(report.find("| \"\" | 1/1 |") != std::string::npos, report.c_str());
     QVERIFY2(report.find("| runs/a | 1/1 |") != std::string::npos, report.c_str());
+}
+
+// An axis with names is one column, titled by its label, holding the names; an axis without keeps a
+// column per key. The report's paper and latency tables call points by the names too.
+void TestStudyCompare::namedAxesAreShownByTheirNames()
+{
+    StudyRecord record = shapeStudy();
+    record.document["axes"][1]["label"] = "shape";
+    record.document["axes"][1]["names"] = {"deep", "middle", "wide"};
+    const std::vector<StudyAxis> axes = parseStudyDocument(record.document.dump()).axes;
+    QCOMPARE(pointLabel(axes, record.members[0].settings), std::string("attention=full, deep"));
+    QCOMPARE(pointLabel(axes, record.members[5].settings), std::string("attention=local, wide"));
+    QCOMPARE(pointLabel(axes, {{"model.attention", "full"}, {"model.layers", 3}, {"model.heads", 16}}), std::string());
+    QCOMPARE(pointLabel(parseStudyDocument(shapeStudy().document.dump()).axes, record.members[0].settings),
+             std::string());  // no names: the point's own text
+
+    const std::string table = resultsMarkdown("", "accuracy", record.members, axes);
+    QVERIFY2(table.find("| model.attention | shape | seeds |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("| full | deep | 2/2 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("| local | middle | 2/2 |") != std::string::npos, table.c_str());
+    QVERIFY2(table.find("model.heads") == std::string::npos, table.c_str());
+
+    const std::string report = studyReport(record, record.members);
+    QVERIFY2(report.find("| attention=full | attention=full, deep | attention=full, wide | 12.50 |") != std::string::npos,
+             report.c_str());
+    QVERIFY2(report.find("| attention=full, deep | Transformer, 6-8 | 35.7 ± 1.2 |") != std::string::npos, report.c_str());
 }
 
 void TestStudyCompare::shippedFiguresAreThePapers()
