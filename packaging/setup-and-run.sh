@@ -2,7 +2,8 @@
 # The first command of the README: install what is missing, build, and train a
 # preset (default: widenet; translation-bible first writes its corpus, web-sparv.tsv, and
 # fortunes-classifier its texts, fortunes.tsv, bible-sections-bytes its chapters,
-# bible-sections.tsv, and bible-mlm-bytes the Bible's text, bible.txt).
+# bible-sections.tsv, bible-mlm-bytes the Bible's text, bible.txt, and bible-pairs-bytes
+# its pairs of verses, bible-pairs.tsv).
 #
 # With a display, the desktop app opens and starts training the preset at once
 # (new runs go under runs/); without one, or with WIDELAB_CLI=1, the
@@ -35,6 +36,10 @@ fi
 # The long-document classifier reads ./bible-sections.tsv: the World English Bible's chapters.
 if [[ "$preset" == bible-sections-bytes && ! -f bible-sections.tsv ]]; then
   "$build"/app/cli/widelab-cli corpus bible-sections --from web --out bible-sections.tsv
+fi
+# The pair classifier reads ./bible-pairs.tsv: verses of two Bibles, the same or not.
+if [[ "$preset" == bible-pairs-bytes && ! -f bible-pairs.tsv ]]; then
+  "$build"/app/cli/widelab-cli corpus bible-pairs --from web --to kjv --out bible-pairs.tsv
 fi
 # Pretraining reads ./bible.txt, the same Bible's chapters as plain text; fine-tuning
 # starts from that run, and its classifier reads ./fortunes.tsv.

@@ -143,6 +143,15 @@ usage:
                                         "section TAB text" line a chapter (1,189 of them), the
                                         section its book's part: law, history, poetry, prophets,
                                         gospels, letters
+  widelab-cli corpus bible-text --from NAME --out TEXT.txt
+                                        one Bible's chapters as plain text, one a line (for a
+                                        masked language model's pretraining)
+  widelab-cli corpus bible-pairs --from NAME [--to NAME] --out PAIRS.tsv
+                                        a pair-classification file: one "same|other TAB verse TAB
+                                        verse" line a verse, its partner from the same book half of
+                                        the time; with --to, the same verse in the other Bible half
+                                        of the time, else another verse of it (seeded: the same file
+                                        every time)
   widelab-cli --help | --version
 
 CONFIG is a JSON file or the name of a preset (see `widelab-cli presets`).

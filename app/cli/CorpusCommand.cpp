@@ -162,6 +162,37 @@ int bibleSectionsCorpus(const CorpusArguments& a, std::ostream& out)
 
 int bibleTextCorpus(const CorpusArguments& a, std::ostream& out) { return bibleChaptersCorpus(a, out, "bible-text", false); }
 
+// Each verse of a Bible beside another, of its book or not; with --to, beside a verse of
+// another Bible, the same verse or not: a pair task.
+int biblePairsCorpus(const CorpusArguments& a, std::ostream& out)
+{
+    if (a.list || a.keys || !a.categories.empty())
+        throw RunUsageError("corpus bible-pairs takes --from, --to and --out only (widelab-cli corpus bible --list "
+                            "lists the Bibles)");
+    const BibleModule& bible = bibleOption("--from", a.from);
+    const BibleModule* other = a.to.empty() ? nullptr : &bibleOption("--to", a.to);
+    if (other && other->name == bible.name)
+        throw RunUsageError("--from and --to are both " + bible.name + ": the same verse in two Bibles needs two");
+    const std::filesystem::path file = outFile(a.out);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<VerseCouple> couples =
+        other ? translationCouples(alignVerses(readBibleModule(bible), readBibleModule(*other)).pairs, 0)
+              : sameBookCouples(readBibleModule(bible), 0);
+    std::string text;
+    std::int64_t same = 0;
+    for (const VerseCouple& couple : couples) {
+        text += (couple.same ? "same\t" : "other\t") + oneField(couple.first) + '\t' + oneField(couple.second) + '\n';
+        same += couple.same ? 1 : 0;
+    }
+    writeOut(file, text);
+    out << "wrote " << a.out << ": " << groupDigits(static_cast<std::int64_t>(couples.size())) << " pairs of verses of "
+        << bible.name << " (" << bible.module << ")"
+        << (other ? " and " + other->name + " (" + other->module + ")" : std::string()) << " as (same|other, verse, verse): "
+        << (other ? "the same verse " : "the same book ") << groupDigits(same) << ", other "
+        << groupDigits(static_cast<std::int64_t>(couples.size()) - same) << "; " << secondsSince(start) << "\n";
+    return 0;
+}
+
 int listBibles(std::ostream& out)
 {
     for (const BibleModule& module : bibleModules())
@@ -229,6 +260,7 @@ constexpr Corpus kCorpora[] = {
     {"bible", "translation pairs", bibleCorpus},
     {"bible-sections", "a Bible's chapters by section", bibleSectionsCorpus},
     {"bible-text", "a Bible's chapters as plain text", bibleTextCorpus},
+    {"bible-pairs", "pairs of verses, of one book or two", biblePairsCorpus},
     {"fortunes", "texts in categories", fortunesCorpus},
 };
 

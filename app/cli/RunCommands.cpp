@@ -277,7 +277,7 @@ int inspectCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
                             opened.imageStats));
         } else {
             const std::vector<std::int64_t> ids =
-                probeTokenIds(opened.tokenizer, a.text, opened.document.sequenceLength());
+                probeTokenIds(opened.tokenizer, opened.document.model, a.text, opened.document.sequenceLength());
             inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
         }
         roles = measureValidationInsights(*opened.model, inputs, r.step, static_cast<std::uint64_t>(opened.document.train.seed)).heads;

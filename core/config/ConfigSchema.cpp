@@ -110,6 +110,9 @@ std::vector<KeySpec> makeSchema()
         choice("model.pooling", {"cls", "mean"}, "classification: read a CLS token or average the tokens"),
         boolean("model.pooler", false, "classification: a tanh dense layer on the pooled vector"),
         integer("model.num_classes", 2, kMaxVocab, 10, "classification: number of labels"),
+        integer("model.segments", 0, 8, 0,
+                "text pairs: segment embeddings (2: the first text and the second, each token's read from the "
+                "separators before it); 0: none"),
 
         integer("model.experts", 1, kMaxExperts, 1, "1: a dense FFN; more: a mixture of experts"),
         derived(integer("model.top_k", 1, kMaxExperts, 1, "experts each token is routed to"), "min(2, experts)",
@@ -146,10 +149,11 @@ std::vector<KeySpec> makeSchema()
         boolean("model.path_extra_features", false, "extra features, each the mean of n-1 paths"),
 
         choice("task.kind", {"listops", "classification", "language_model", "image_folder", "cifar10", "shapes",
-                             "translation", "fashion_mnist", "masked_lm"},
+                             "translation", "fashion_mnist", "masked_lm", "pair_classification"},
                "generated ListOps, a data file, a folder of images, CIFAR-10, generated shapes, pairs of "
-               "texts to translate, Fashion-MNIST (Debian's dataset-fashion-mnist), or the hidden tokens of a "
-               "text file (masked-LM pretraining)"),
+               "texts to translate, Fashion-MNIST (Debian's dataset-fashion-mnist), the hidden tokens of a "
+               "text file (masked-LM pretraining), or a file of labelled text pairs (label TAB first TAB "
+               "second, as MNLI)"),
         text("task.path", KeyType::FilePath, "",
              "the data file, image folder or CIFAR-10 folder of the task; translation: source TAB target lines, "
              "or the source lines when task.target_path is given; fashion_mnist: the folder of its IDX files, "

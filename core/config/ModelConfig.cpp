@@ -208,6 +208,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& model, std::vector<Confi
     s.readChoice(spec("pooling"), c.pooling);
     s.read(spec("pooler"), c.pooler);
     s.read(spec("num_classes"), c.numClasses);
+    s.read(spec("segments"), c.segments);
 
     s.read(spec("experts"), c.experts);
     c.topK = std::min<std::int64_t>(2, c.experts);
@@ -336,6 +337,11 @@ void ModelConfig::validate(std::vector<ConfigIssue>& issues, const std::string& 
         report("embedding_dim", "a factorised embedding is for tokens; image input embeds patches straight into d_model");
     if (readable({"head", "pooler"}) && head != HeadKind::Classification && pooler)
         report("pooler", "only applies to a classification head");
+    if (readable({"input", "head", "segments"}) && segments > 0 && (imageInput() || head != HeadKind::Classification))
+        report("segments", "segment embeddings are for a classifier of text pairs (" + key("head")
+                               + " \"classification\", " + key("input") + " \"tokens\")");
+    if (readable({"segments"}) && segments == 1)
+        report("segments", "1 segment adds the same vector to every token; 2 for text pairs, 0 for none");
     validateAttention(*this, report, readable);
     const auto maxWidth = static_cast<std::int64_t>(spec("d_model").max);
     if (readable({"heads", "head_dim", "paths", "d_model"})
@@ -396,6 +402,7 @@ nlohmann::json ModelConfig::toJson() const
         {"pooling", nameOf("pooling", pooling)},
         {"pooler", pooler},
         {"num_classes", numClasses},
+        {"segments", segments},
         {"experts", experts},
         {"top_k", topK},
         {"capacity_factor", capacityFactor},

@@ -61,6 +61,9 @@ struct ModelConfig {
     Pooling pooling = Pooling::Cls;
     bool pooler = false;
     std::int64_t numClasses = 10;
+    // Text pairs (task.kind "pair_classification"): a learned vector per segment added to
+    // each token, its segment read from the separators before it (data/PairInput.h); 0: none.
+    std::int64_t segments = 0;
 
     // Mixture of experts (experts == 1: dense FFN).
     std::int64_t experts = 1;

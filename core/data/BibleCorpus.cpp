@@ -1,5 +1,6 @@
 #include "data/BibleCorpus.h"
 
+#include "data/ListOps.h"  // DataRandom, mixSeed
 #include "runtime/SystemError.h"
 
 #include <algorithm>
@@ -563,6 +564,60 @@ const std::vector<std::string>& bibleSections()
         return found;
     }();
     return sections;
+}
+
+std::vector<VerseCouple> sameBookCouples(const std::vector<Verse>& verses, std::uint64_t seed)
+{
+    std::vector<const Verse*> texts;
+    for (const Verse& verse : verses)
+        if (!verse.text.empty())
+            texts.push_back(&verse);
+    // Each book's verses as a range of `texts`: [first, end).
+    std::map<std::string, std::pair<std::size_t, std::size_t>> books;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        auto [where, added] = books.try_emplace(texts[i]->book, i, i + 1);
+        if (!added)
+            where->second.second = i + 1;  // a module holds a book's verses together
+    }
+    std::vector<VerseCouple> couples;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        DataRandom random(mixSeed(seed, i));
+        const auto [first, end] = books.at(texts[i]->book);
+        const std::size_t inBook = end - first - 1, outside = texts.size() - (end - first);
+        bool same = random.below(2) == 0;
+        if (inBook == 0 || outside == 0)
+            same = inBook > 0;
+        if (inBook == 0 && outside == 0)
+            continue;  // a single verse: nothing to pair it with
+        std::size_t partner = 0;
+        if (same) {
+            partner = first + random.below(inBook);
+            partner += partner >= i ? 1 : 0;  // skip the verse itself
+        } else {
+            partner = random.below(outside);
+            partner += partner >= first ? end - first : 0;  // skip the book
+        }
+        couples.push_back({same, texts[i]->text, texts[partner]->text});
+    }
+    return couples;
+}
+
+std::vector<VerseCouple> translationCouples(const std::vector<VersePair>& pairs, std::uint64_t seed)
+{
+    std::vector<VerseCouple> couples;
+    if (pairs.size() < 2)
+        return couples;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        DataRandom random(mixSeed(seed, i));
+        const bool same = random.below(2) == 0;
+        std::size_t partner = i;
+        if (!same) {
+            partner = random.below(pairs.size() - 1);
+            partner += partner >= i ? 1 : 0;
+        }
+        couples.push_back({same, pairs[i].source, pairs[partner].target});
+    }
+    return couples;
 }
 
 std::vector<BibleChapter> bibleChapters(const std::vector<Verse>& verses)

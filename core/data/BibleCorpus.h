@@ -119,4 +119,21 @@ struct BibleChapter {
 // verse with an empty text adds nothing, and a chapter with no text is left out.
 std::vector<BibleChapter> bibleChapters(const std::vector<Verse>& verses);
 
+// A pair of verses for a pair task: are they from the same book?
+struct VerseCouple {
+    bool same = false;  // of the same book (sameBookCouples), the same verse (translationCouples)
+    std::string first, second;  // the verses' texts
+};
+
+// One couple per verse with a text, in order: that verse first, then another verse with a text drawn from
+// (seed, its index), of the same book with probability 1/2 (a book of one such verse: of another), else of
+// another book (a Bible of one book: of the same), each candidate equally likely.
+std::vector<VerseCouple> sameBookCouples(const std::vector<Verse>& verses, std::uint64_t seed);
+
+// One couple per aligned pair, in order: its source verse first, then, with probability 1/2 drawn from (seed,
+// its index), its own target (the same verse in the other Bible: `same` true, read "the same verse"), else
+// the target of another pair, each equally likely (MRPC's paraphrase question on two translations). Fewer than
+// two pairs: none.
+std::vector<VerseCouple> translationCouples(const std::vector<VersePair>& pairs, std::uint64_t seed);
+
 }  // namespace widelab

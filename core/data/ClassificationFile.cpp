@@ -2,6 +2,7 @@
 
 #include "DatasetChecks.h"
 #include "MappedFile.h"
+#include "PairInput.h"
 
 #include <algorithm>
 #include <array>
@@ -164,8 +165,8 @@ Field readCsvField(std::string_view data, std::size_t& p, std::int64_t& line, ch
 // Collects the rows of a classification file as it is scanned, checking each.
 class RowCollector {
 public:
-    RowCollector(ClassificationFile::State& state, const SplitFractions& fractions, std::uint64_t seed)
-        : m_state(state), m_fractions(fractions), m_seed(seed)
+    RowCollector(ClassificationFile::State& state, const SplitFractions& fractions, std::uint64_t seed, bool pairs)
+        : m_state(state), m_fractions(fractions), m_seed(seed), m_pairs(pairs)
     {
     }
 
@@ -186,6 +187,15 @@ public:
         checkUtf8(rawText, text);
         if (isBlank(rawText))
             throw DataError(where(m_state.path, text.line) + "empty text");
+        if (m_pairs) {
+            const std::size_t tab = rawText.find('\t');
+            if (tab == std::string_view::npos)
+                throw DataError(where(m_state.path, text.line)
+                                + "one text where a pair task needs two, separated by a tab (label TAB first TAB second)");
+            if (isBlank(rawText.substr(0, tab)) || isBlank(rawText.substr(tab + 1)))
+                throw DataError(where(m_state.path, text.line) + "the pair's " + (isBlank(rawText.substr(0, tab)) ? "first" : "second")
+                                + " text is empty");
+        }
 
         auto found = m_labelIndex.find(labelText);
         if (found == m_labelIndex.end()) {
@@ -285,6 +295,7 @@ private:
     }
 
     ClassificationFile::State& m_state;
+    bool m_pairs = false;
     SplitFractions m_fractions;
     std::uint64_t m_seed;
     bool m_sawRow = false;
@@ -339,8 +350,9 @@ void scanCsv(std::string_view data, std::size_t start, const std::filesystem::pa
 class ClassificationDataset : public Dataset {
 public:
     ClassificationDataset(std::shared_ptr<const ClassificationFile::State> state, Split split, Tokenizer tokenizer,
-                          std::int64_t sequenceLength)
-        : m_state(std::move(state)), m_tokenizer(std::move(tokenizer)), m_sequenceLength(sequenceLength)
+                          std::int64_t sequenceLength, std::optional<std::int64_t> separator)
+        : m_state(std::move(state)), m_tokenizer(std::move(tokenizer)), m_sequenceLength(sequenceLength),
+          m_separator(separator)
     {
         for (std::size_t i = 0; i < m_state->rows.size(); ++i)
             if (m_state->rows[i].split == split)
@@ -355,7 +367,13 @@ public:
         const Row& row = m_state->rows[m_rows[static_cast<std::size_t>(index)]];
         std::string buffer;
         Example example;
-        example.ids = m_tokenizer.encode(m_state->text(row, buffer), m_sequenceLength);
+        const std::string_view text = m_state->text(row, buffer);
+        if (m_separator) {
+            const std::size_t tab = text.find('\t');  // the scan made sure there is one
+            example.ids = encodePair(m_tokenizer, text.substr(0, tab), text.substr(tab + 1), m_sequenceLength, *m_separator);
+        } else {
+            example.ids = m_tokenizer.encode(text, m_sequenceLength);
+        }
         example.label = row.label;
         return example;
     }
@@ -364,13 +382,14 @@ private:
     std::shared_ptr<const ClassificationFile::State> m_state;
     Tokenizer m_tokenizer;
     std::int64_t m_sequenceLength;
+    std::optional<std::int64_t> m_separator;
     std::vector<std::size_t> m_rows;
 };
 
 }  // namespace
 
 ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed,
-                                       const std::vector<std::string>& classes)
+                                       const std::vector<std::string>& classes, bool pairs)
 {
     checkFractions(fractions);
     auto state = std::make_shared<State>(path);
@@ -378,7 +397,7 @@ ClassificationFile::ClassificationFile(std::filesystem::path path, SplitFraction
     if (data.empty())
         throw DataError(path.string() + ": file is empty");
     state->mapped.adviseSequential();
-    RowCollector rows(*state, fractions, seed);
+    RowCollector rows(*state, fractions, seed, pairs);
     // A UTF-8 byte order mark (spreadsheets write one) is not part of the first label.
     const std::size_t start = data.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
     if (lowerCase(path.extension().string()) == ".csv")
@@ -414,10 +433,11 @@ void ClassificationFile::addTrainingTexts(VocabularyBuilder& builder) const
 }
 
 std::unique_ptr<Dataset> ClassificationFile::dataset(Split split, const Tokenizer& tokenizer,
-                                                     std::int64_t sequenceLength) const
+                                                     std::int64_t sequenceLength,
+                                                     std::optional<std::int64_t> separator) const
 {
     checkSequenceLength(sequenceLength);
-    return std::make_unique<ClassificationDataset>(m_state, split, tokenizer, sequenceLength);
+    return std::make_unique<ClassificationDataset>(m_state, split, tokenizer, sequenceLength, separator);
 }
 
 }  // namespace widelab

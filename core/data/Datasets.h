@@ -70,8 +70,10 @@ std::int64_t listOpsMemoryBytes(const ListOpsOptions& options, std::int64_t coun
 // The file is memory-mapped and scanned once; what stays in memory is the row index (24 bytes a row).
 class ClassificationFile {
 public:
+    // `pairs`: each text is two, separated by a tab ("label<TAB>first<TAB>second"): a row without the tab, or
+    // with either side blank, is an error naming its line.
     ClassificationFile(std::filesystem::path path, SplitFractions fractions, std::uint64_t seed,
-                       const std::vector<std::string>& classes = {});
+                       const std::vector<std::string>& classes = {}, bool pairs = false);
 
     const std::vector<std::string>& labels() const;
     std::int64_t rows() const;             // data rows, all splits
@@ -81,7 +83,9 @@ public:
     // Streams the training split's texts into a VocabularyBuilder (for Character/Word tokenizers).
     void addTrainingTexts(VocabularyBuilder& builder) const;
     // Examples with `ids` (at most sequenceLength >= 1 tokens) and `label`. The dataset shares the mapped file.
-    std::unique_ptr<Dataset> dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength) const;
+    // With a `separator` (a file read with `pairs`), ids are the pair's (encodePair, data/PairInput.h).
+    std::unique_ptr<Dataset> dataset(Split split, const Tokenizer& tokenizer, std::int64_t sequenceLength,
+                                     std::optional<std::int64_t> separator = {}) const;
 
     struct State;  // the mapped file and the row index, shared with the datasets
 

@@ -2,6 +2,8 @@
 
 #include "Init.h"
 
+#include "data/PairInput.h"
+
 namespace widelab {
 
 EmbeddingImpl::EmbeddingImpl(const ModelConfig& config)
@@ -19,11 +21,17 @@ EmbeddingImpl::EmbeddingImpl(const ModelConfig& config)
     position = register_module("position", torch::nn::Embedding(config.positions(), config.dModel));
     if (config.usesClsToken())
         cls = register_parameter("cls", torch::zeros({config.dModel}));  // zero-initialised, as in the papers
+    if (config.segments > 0) {
+        segment = register_module("segment", torch::nn::Embedding(config.segments, config.dModel));
+        separator = separatorId(config.vocabSize);
+    }
 
     torch::NoGradGuard noGrad;
     if (token)
         token->weight.normal_(0.0, 0.02);
     position->weight.normal_(0.0, 0.02);
+    if (segment)
+        segment->weight.normal_(0.0, 0.02);  // as BERT's token types
     if (project) {
         xavierUniformStacked(project->weight);
         project->bias.zero_();
@@ -45,6 +53,10 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& input, std::int64_t fi
         h = token(input);  // [B, T, E or D]
         if (project)
             h = project(h);
+        if (segment) {
+            const torch::Tensor separators = input.eq(separator).to(torch::kLong);
+            h = h + segment((separators.cumsum(1) - separators).clamp_max(segment->weight.size(0) - 1));
+        }
     }
     if (cls.defined())
         h = torch::cat({cls.to(h.dtype()).expand({h.size(0), 1, h.size(2)}), h}, 1);

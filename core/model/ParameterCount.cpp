@@ -80,7 +80,7 @@ ModelCost modelCost(const ModelConfig& c)
     const std::int64_t input = c.imageInput() ? c.patchInputs() * D + D
                                               : c.vocabSize * c.tokenEmbeddingDim()
                                                     + (c.factorisedEmbedding() ? c.embeddingDim * D + D : 0);
-    embeddings.stored = input + c.positions() * D + (c.usesClsToken() ? D : 0);
+    embeddings.stored = input + c.positions() * D + (c.usesClsToken() ? D : 0) + c.segments * D;
     embeddings.active = embeddings.applied = embeddings.stored;
 
     CostRow attention{"attention", c.attentionModules() * s.attention, c.attentionModules() * s.attention,

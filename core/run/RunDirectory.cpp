@@ -2,6 +2,7 @@
 
 #include "task/ImageTask.h"
 #include "data/Batch.h"
+#include "data/PairInput.h"
 
 #include "CheckpointDirectory.h"
 #include "measure/Measurements.h"
@@ -247,9 +248,20 @@ ProbeResult inspectOne(WideTransformerImpl& model, const torch::Tensor& input, c
 
 }  // namespace
 
-std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const std::string& text, std::int64_t maxLength,
-                                        std::int64_t* cut)
+std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const ModelConfig& model, const std::string& text,
+                                        std::int64_t maxLength, std::int64_t* cut)
 {
+    if (model.segments > 0) {
+        const auto [first, second] = splitProbePair(text);
+        if (maxLength < kShortestPair)
+            throw DataError("a pair needs at least " + std::to_string(kShortestPair) + " tokens, the model reads "
+                            + std::to_string(maxLength));
+        const std::int64_t whole = static_cast<std::int64_t>(tokenizer.encode(first).size() + tokenizer.encode(second).size()) + 2;
+        std::vector<std::int64_t> ids = encodePair(tokenizer, first, second, maxLength, separatorId(model.vocabSize));
+        if (cut != nullptr)
+            *cut = whole - static_cast<std::int64_t>(ids.size());
+        return ids;
+    }
     std::vector<std::int64_t> ids = tokenizer.encode(text);
     if (ids.empty())
         throw DataError("the text \"" + legibleBytes(text) + "\" has no token");
@@ -260,6 +272,15 @@ std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const std::s
     return ids;
 }
 
+std::string inputTokenText(const Tokenizer& tokenizer, const ModelConfig& model, std::int64_t id)
+{
+    if (model.head == HeadKind::MaskedLanguageModel && id == maskTokenId(tokenizer))
+        return kMaskTokenText;
+    if (model.segments > 0 && id == separatorId(model.vocabSize))
+        return kSeparatorText;
+    return id < tokenizer.vocabSize() ? tokenizer.tokenText(id) : "<" + std::to_string(id) + ">";
+}
+
 ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, const std::vector<std::string>& labels,
                        const std::string& text, std::int64_t maxLength, const std::vector<Ablation>& ablations)
 {
@@ -267,7 +288,7 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     if (c.imageInput())
         throw DataError("the model reads images: probe it with validation:N or an image file");
     std::int64_t cut = 0;
-    const std::vector<std::int64_t> ids = probeTokenIds(tokenizer, text, maxLength, &cut);
+    const std::vector<std::int64_t> ids = probeTokenIds(tokenizer, c, text, maxLength, &cut);
     // A masked language model is asked for the last token, hidden as in its
     // pretraining: the prediction is what it puts there.
     std::vector<std::int64_t> given = ids;
@@ -300,7 +321,7 @@ ProbeResult probeModel(WideTransformerImpl& model, const Tokenizer& tokenizer, c
     if (c.usesClsToken())
         result.tokens.push_back("<cls>");
     for (const std::int64_t id : given)
-        result.tokens.push_back(id == maskTokenId(tokenizer) ? kMaskTokenText : tokenizer.tokenText(id));
+        result.tokens.push_back(inputTokenText(tokenizer, c, id));
     return result;
 }
 

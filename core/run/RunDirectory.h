@@ -62,11 +62,18 @@ std::vector<std::string> addProbeTexts(const std::filesystem::path& directory, c
 // holds the run (that trainer keeps the probes it is asked for itself).
 bool keepProbe(const std::filesystem::path& directory, const ProbeResult& result);
 
-// The ids of `text` as a probe gives them to the model: the first `maxLength`
-// tokens; `cut` (optional) receives how many more the text had. DataError for a
-// text without a token.
-std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const std::string& text, std::int64_t maxLength,
-                                        std::int64_t* cut = nullptr);
+// The ids of `text` as a probe gives them to `model`: the first `maxLength`
+// tokens, or for a model of text pairs (model.segments > 0) the two texts
+// splitProbePair finds, read as a pair is (data/PairInput.h); `cut` (optional)
+// receives how many more tokens the text had. DataError for a text without a
+// token, or a pair whose length is too short for one.
+std::vector<std::int64_t> probeTokenIds(const Tokenizer& tokenizer, const ModelConfig& model, const std::string& text,
+                                        std::int64_t maxLength, std::int64_t* cut = nullptr);
+
+// What an id the model reads is shown as: the tokenizer's text, "<mask>" for a
+// masked LM's mask token and "<sep>" for a pair's separator (ids past the
+// tokenizer's).
+std::string inputTokenText(const Tokenizer& tokenizer, const ModelConfig& model, std::int64_t id);
 
 // Runs `text` through the model (evaluation mode, no gradient) and records
 // attention maps, expert choices, the logit lens and the prediction, with

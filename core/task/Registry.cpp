@@ -23,6 +23,7 @@ const std::vector<const TaskSpec*>& taskKinds()
         &translationTask(),
         &fashionMnistTask(),
         &maskedLanguageModelTask(),
+        &pairClassificationTask(),
     };
     return all;
 }

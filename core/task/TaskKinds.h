@@ -8,6 +8,7 @@ namespace widelab {
 
 const TaskSpec& listOpsTask();         // ListOps.cpp: generated, Long Range Arena rules
 const TaskSpec& classificationTask();  // Classification.cpp: a TSV or text file of labelled texts
+const TaskSpec& pairClassificationTask();  // Classification.cpp: a TSV of labelled pairs of texts
 const TaskSpec& languageModelTask();   // LanguageModel.cpp: next tokens of any text file
 const TaskSpec& maskedLanguageModelTask();  // MaskedLm.cpp: hidden tokens of any text file (BERT's pretraining)
 const TaskSpec& imageFolderTask();     // ImageTask.cpp: a folder per class

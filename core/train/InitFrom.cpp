@@ -39,7 +39,7 @@ std::string InitFromReport::text() const
     if (headKept)
         text += ", the task's head included (the same task and classes)";
     if (!initialised.empty())
-        text += "; newly initialised, this task's head: " + joined(initialised);
+        text += "; newly initialised: " + joined(initialised);
     if (!leftOut.empty())
         text += "; left out, the source's head: " + joined(leftOut);
     return text;
@@ -96,6 +96,11 @@ InitFromReport initialiseFrom(const RunDocument& run, const std::vector<std::str
         const bool head = WideTransformerImpl::isTaskHead(name);
         const auto found = given.find(name);
         if (head && !report.headKept) {
+            report.initialised.push_back(name);
+            continue;
+        }
+        // A pair task's segment embeddings are new to a model of single texts (a masked LM): they start anew.
+        if (found == given.end() && name.rfind("embed.segment.", 0) == 0) {
             report.initialised.push_back(name);
             continue;
         }

@@ -5,6 +5,7 @@
 #include "vocab/KeyRules.h"
 #include "data/FashionMnist.h"
 #include "data/ListOps.h"
+#include "data/PairInput.h"
 #include "data/Tokenizer.h"
 #include "runtime/SystemError.h"
 
@@ -123,6 +124,16 @@ void crossCheck(const RunDocument& run, std::vector<ConfigIssue>& issues, bool r
     else if (task.kind != TaskKind::LanguageModel && task.kind != TaskKind::MaskedLm && task.kind != TaskKind::Translation
              && model.head != HeadKind::Classification)
         report("task.kind", kind + " needs model.head \"classification\"");
+    if (task.kind == TaskKind::PairClassification && model.segments == 0 && model.head == HeadKind::Classification)
+        report("model.segments", "0, but " + kind + " reads two texts: 2 gives each its segment embedding");
+    else if (task.kind != TaskKind::PairClassification && model.segments > 0 && !model.imageInput()
+             && model.head == HeadKind::Classification)
+        report("model.segments", std::to_string(model.segments) + ", but " + kind
+                                     + " reads one text: segments are for task.kind \"pair_classification\"");
+    if (task.kind == TaskKind::PairClassification && run.sequenceLength() < kShortestPair)
+        report("task.sequence_length", "a pair needs at least " + std::to_string(kShortestPair)
+                                           + " tokens (a token of each text and two separators), got "
+                                           + std::to_string(run.sequenceLength()));
     if (task.kind == TaskKind::ListOps) {
         if (model.numClasses != 10)
             report("model.num_classes", "ListOps has 10 classes (the values 0-9), got " + std::to_string(model.numClasses));

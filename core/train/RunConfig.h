@@ -15,7 +15,7 @@
 namespace widelab {
 
 enum class TaskKind { ListOps, Classification, LanguageModel, ImageFolder, Cifar10, Shapes, Translation, FashionMnist,
-                      MaskedLm };
+                      MaskedLm, PairClassification };
 enum class TokenizerChoice { Byte, Character, Word, Bpe };
 enum class OptimizerKind { AdamW, Lamb, Sgd };
 enum class ScheduleChoice { Constant, WarmupCosine, InverseSqrt, WarmupRsqrt, WarmupLinear };

@@ -5,6 +5,7 @@
 #include "model/BatchDecoding.h"
 #include "vocab/Utf8.h"
 #include "run/RunDirectory.h"
+#include "data/PairInput.h"
 #include "task/ImageTask.h"
 
 #include <algorithm>
@@ -23,12 +24,16 @@ constexpr std::int64_t kEvaluationProgressFrom = 1000;
 // The class of the validation example whose whole text `text` is, among the
 // first few that the default probe is chosen from; -1 when it is none of them
 // (a typed text, a cut example, a language model's text).
-std::int64_t knownLabel(const Dataset& validation, const Tokenizer& tokenizer, const std::string& text)
+// A text pair's example is read back as "first || second" (separator: its model's, else -1).
+std::int64_t knownLabel(const Dataset& validation, const Tokenizer& tokenizer, const std::string& text,
+                        std::int64_t separator)
 {
     constexpr std::int64_t kCandidates = 64;  // as defaultProbeText
     for (std::int64_t i = 0; i < std::min(kCandidates, validation.size()); ++i) {
         const Example example = validation.get(i);
-        if (example.label >= 0 && tokenizer.decode(example.ids) == text)
+        const std::string exampleText =
+            separator >= 0 ? pairText(tokenizer, example.ids, separator) : tokenizer.decode(example.ids);
+        if (example.label >= 0 && exampleText == text)
             return example.label;
     }
     return -1;
@@ -180,18 +185,15 @@ void Trainer::measureInsights()
                 inputs.probes.push_back(imageTensor(probeImage(text, m_data.validation.get(), imageFormat(m_run.model), label),
                                                     *m_data.imageStats));
             } else {
-                std::vector<std::int64_t> ids = m_data.tokenizer.encode(text);
-                if (static_cast<std::int64_t>(ids.size()) > m_run.sequenceLength())
-                    ids.resize(static_cast<std::size_t>(m_run.sequenceLength()));
-                if (!ids.empty())
-                    inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
+                const std::vector<std::int64_t> ids = probeTokenIds(m_data.tokenizer, m_run.model, text, m_run.sequenceLength());
+                inputs.probes.push_back(torch::tensor(ids, torch::kLong).unsqueeze(0));
             }
         } catch (const std::exception&) {
             // probeAll says why a probe cannot be read
         }
     }
     if (!m_data.imageStats)
-        inputs.tokenText = [this](std::int64_t id) { return m_data.tokenizer.tokenText(id); };
+        inputs.tokenText = [this](std::int64_t id) { return inputTokenText(m_data.tokenizer, m_run.model, id); };
     if (m_run.model.head == HeadKind::Classification)
         inputs.classNames = m_data.labels;
     const ValidationInsights insights = measureValidationInsights(
@@ -227,6 +229,8 @@ std::string Trainer::defaultProbeText() const
         if (i == 0 || ids.size() < best.size())
             best = std::move(ids);
     }
+    if (m_run.model.segments > 0)  // a pair whole: a window of it could lose a text
+        return pairText(m_data.tokenizer, best, separatorId(m_run.model.vocabSize));
     // Byte tokens: a window of UTF-8 text may start inside a character, and the
     // cut must not end inside one (at most three continuation bytes follow a lead).
     const bool bytes = m_data.tokenizer.kind() == TokenizerKind::Byte;
@@ -295,7 +299,8 @@ ProbeResult Trainer::probe(const std::string& text)
     }
     result.step = m_state.step;
     if (!result.prediction.empty() && !m_data.imageStats) {
-        const std::int64_t label = knownLabel(*m_data.validation, m_data.tokenizer, text);
+        const std::int64_t label = knownLabel(*m_data.validation, m_data.tokenizer, text,
+                                              m_run.model.segments > 0 ? separatorId(m_run.model.vocabSize) : -1);
         if (label >= 0 && label < static_cast<std::int64_t>(result.prediction.size()))
             result.label = label;
     }

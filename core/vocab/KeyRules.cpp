@@ -68,6 +68,11 @@ std::vector<KeyRule> makeRules()
         {{"model.share_router"},
          [](V v) { return !(mixtureOfExperts(v) && number(v, "model.routing_groups") == 1.0); },
          "with one routing group: only the first block routes"},
+        // Not warned: the model section is read without the task's, and a document whose
+        // segments and task disagree is an error (RunConfig's crossCheck).
+        {{"model.segments"},
+         [](V v) { return is(v, "task.kind", "pair_classification"); },
+         "except for text pairs (task.kind \"pair_classification\")", WhenUnused::Hidden, false},
         {{"model.pooling", "model.pooler", "model.num_classes"},
          [](V v) { return is(v, "model.head", "classification"); },
          "without a classification head"},

@@ -38,7 +38,7 @@ _KEYS = {
 # decoder_layers, which then equals layers).
 _LATER_KEYS = {
     "decoder_layers": (_INTEGER, None), "decoder_paths": (_INTEGER, None), "balance_count": (_TEXT, "top1"),
-    "path_weight": (_TEXT, "inverse_sqrt_2n"),
+    "path_weight": (_TEXT, "inverse_sqrt_2n"), "segments": (_INTEGER, 0),
 }
 
 # The attention mechanisms' own keys and their defaults (docs/attention/*.md).
@@ -67,6 +67,7 @@ _RANGES = {
     "experts": (1, 4096), "top_k": (1, 4096), "capacity_factor": (-1e9, 1e9), "eval_capacity_factor": (-1e9, 1e9),
     "router_noise_std": (0.0, 1000.0), "balance_loss_weight": (0.0, 1000.0), "router_z_loss_weight": (0.0, 1000.0),
     "routing_groups": (1, 1024), "paths": (1, 64), "decoder_layers": (1, 1024), "decoder_paths": (1, 64),
+    "segments": (0, 8),
 }
 
 _CHOICES = {
@@ -115,6 +116,7 @@ class ModelConfig:
         for key, (_, default) in _MECHANISM_KEYS.items():
             values.setdefault(key, default)
         values.setdefault("path_weight", _LATER_KEYS["path_weight"][1])
+        values.setdefault("segments", _LATER_KEYS["segments"][1])
         values.setdefault("decoder_layers", values["layers"])
         values.setdefault("decoder_paths", values["paths"])
         for key, value in values.items():

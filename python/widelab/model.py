@@ -87,6 +87,9 @@ class Embedding(nn.Module):
         self.position = nn.Embedding(c.positions, c.d_model)
         if c.uses_cls_token:
             self.cls = nn.Parameter(torch.zeros(c.d_model))
+        if c.segments > 0:  # text pairs: the separator is the last id, and ends its segment
+            self.segment = nn.Embedding(c.segments, c.d_model)
+            self.separator = c.vocab_size - 1
 
     def forward(self, x, start=0):
         """x: ids [B, T] or pixels; start: the position of the first token (a decoding step's)."""
@@ -96,6 +99,9 @@ class Embedding(nn.Module):
             h = self.token(x)
             if hasattr(self, "project"):
                 h = self.project(h)
+            if hasattr(self, "segment"):
+                ends = (x == self.separator).long()
+                h = h + self.segment((ends.cumsum(1) - ends).clamp(max=self.segment.num_embeddings - 1))
         if hasattr(self, "cls"):
             h = torch.cat([self.cls.expand(h.shape[0], 1, h.shape[2]), h], 1)
         return h + self.position.weight[start: start + h.shape[1]].unsqueeze(0)

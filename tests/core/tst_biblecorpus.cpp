@@ -46,6 +46,7 @@ private Q_SLOTS:
     void alignment();
     void sectionsOfBooks();
     void chaptersBySection();
+    void couplesOfOneBookOrTwo();
     void unknownName();
     void realModulesGenesis();
     void realModulesKjv();
@@ -195,6 +196,62 @@ void TestBibleCorpus::chaptersBySection()
     QCOMPARE(q(chapters[1].text), QStringLiteral("Finished."));
     QCOMPARE(q(chapters[2].section), QStringLiteral("gospels"));
     QCOMPARE(q(chapters[2].text), QStringLiteral("Jesus wept."));
+}
+
+// Every verse with a text first once, its partner never itself; "same" exactly when
+// the partner is of its book; a lone verse's partner of another book and a
+// one-book Bible's of its own; about half "same" over many; the same couples for
+// the same seed.
+void TestBibleCorpus::couplesOfOneBookOrTwo()
+{
+    std::vector<Verse> verses;
+    const char* books[] = {"Ruth", "Jonah", "Obadiah"};
+    const int counts[] = {40, 30, 1};
+    std::map<std::string, std::string> bookOf;
+    for (int k = 0; k < 3; ++k)
+        for (int v = 1; v <= counts[k]; ++v) {
+            const std::string text = std::string(books[k]) + " " + std::to_string(v);
+            verses.push_back({books[k], 1, v, text});
+            bookOf[text] = books[k];
+        }
+    verses.push_back({"Jonah", 1, 31, ""});  // no text: neither first nor partner
+    const std::vector<VerseCouple> couples = sameBookCouples(verses, 7);
+    QCOMPARE(couples.size(), std::size_t{71});
+    int same = 0;
+    for (std::size_t i = 0; i < couples.size(); ++i) {
+        QCOMPARE(q(couples[i].first), q(verses[i].text));
+        QVERIFY(couples[i].second != couples[i].first);
+        QVERIFY(bookOf.count(couples[i].second) == 1);
+        QCOMPARE(couples[i].same, bookOf[couples[i].second] == bookOf[couples[i].first]);
+        same += couples[i].same;
+    }
+    QVERIFY(!couples[70].same);  // Obadiah's one verse
+    QVERIFY2(same > 22 && same < 48, qPrintable(QString::number(same)));  // 35 expected, sd 4.2
+    const std::vector<VerseCouple> again = sameBookCouples(verses, 7);
+    for (std::size_t i = 0; i < couples.size(); ++i)
+        QCOMPARE(q(again[i].second), q(couples[i].second));
+
+    const std::vector<VerseCouple> oneBook = sameBookCouples({{"Ruth", 1, 1, "a"}, {"Ruth", 1, 2, "b"}}, 1);
+    QCOMPARE(oneBook.size(), std::size_t{2});
+    QVERIFY(oneBook[0].same && oneBook[1].same);
+    QCOMPARE(q(oneBook[0].second), QStringLiteral("b"));
+    QVERIFY(sameBookCouples({{"Ruth", 1, 1, "a"}}, 1).empty());
+
+    // Across two Bibles: the source first, its own target ("same") or another pair's.
+    std::vector<VersePair> aligned;
+    for (int i = 0; i < 60; ++i)
+        aligned.push_back({"Ruth 1:" + std::to_string(i + 1), "s" + std::to_string(i), "t" + std::to_string(i)});
+    const std::vector<VerseCouple> translated = translationCouples(aligned, 3);
+    QCOMPARE(translated.size(), std::size_t{60});
+    int sameVerse = 0;
+    for (std::size_t i = 0; i < translated.size(); ++i) {
+        QCOMPARE(q(translated[i].first), q(aligned[i].source));
+        QVERIFY(translated[i].second[0] == 't');
+        QCOMPARE(translated[i].same, translated[i].second == aligned[i].target);
+        sameVerse += translated[i].same;
+    }
+    QVERIFY2(sameVerse > 18 && sameVerse < 42, qPrintable(QString::number(sameVerse)));  // 30 expected, sd 3.9
+    QVERIFY(translationCouples({aligned[0]}, 3).empty());
 }
 
 void TestBibleCorpus::unknownName()

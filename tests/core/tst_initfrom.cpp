@@ -113,11 +113,32 @@ private Q_SLOTS:
         for (const std::string& part :
              {"train.init_from: " + std::to_string(body) + " tensors", "loaded from "
                   + (m_source / "checkpoints" / "step-00000004.pt").string() + ", step 4",
-              std::string("newly initialised, this task's head: classifier.weight, classifier.bias"),
+              std::string("newly initialised: classifier.weight, classifier.bias"),
               std::string("left out, the source's head: lm_head.bias, lm_head.weight")})
             QVERIFY2(log.find(part) != std::string::npos, (part + " in\n" + log).c_str());
         // The texts are read with the pretrained run's characters, not a vocabulary of their own.
         QCOMPARE(readText(runlayout::tokenizerFile(path("finetuned"))), readText(runlayout::tokenizerFile(m_source)));
+    }
+
+    // A pair task's segment embeddings are new to a language model: they start
+    // anew, as the head does, and the rest is loaded.
+    void aPairClassifierStartsItsSegmentsAnew()
+    {
+        const std::filesystem::path pairs = path("pairs.tsv");
+        std::ofstream out(pairs);
+        for (int i = 0; i < 40; ++i)
+            out << (i % 2 ? "same" : "other") << "\tnumber " << i << "\tnumber " << (i % 2 ? i : i + 1) << "\n";
+        out.close();
+        Trainer trainer(classifier(m_source.string(), {{"model", {{"segments", 2}}},
+                                                       {"task", {{"kind", "pair_classification"},
+                                                                 {"path", pairs.string()}}}}),
+                        path("pairs"));
+        const OpenedRun source = openRun(m_source);
+        QVERIFY(torch::equal(trainer.model()->named_parameters()["embed.token.weight"],
+                             source.model->named_parameters()["embed.token.weight"]));
+        const std::string log = readText(runlayout::logFile(path("pairs")));
+        const std::string anew = "newly initialised: embed.segment.weight, classifier.weight, classifier.bias";
+        QVERIFY2(log.find(anew) != std::string::npos, log.c_str());
     }
 
     void aStepAfterTheColonPicksThatCheckpoint()

@@ -287,7 +287,7 @@ void TestModelConfigJson::toJsonRoundTrip_data()
         "balance_count": "topk", "renormalize_gates": true, "share_router": false, "share_attention": true, "share_ffn": true,
         "share_layernorm": true, "paths": 1, "path_norm": false, "learnable_path_weights": false,
         "path_extra_features": false, "input": "tokens", "image_size": 64, "patch_size": 8, "channels": 1,
-        "decoder_layers": 3, "decoder_paths": 1, "path_weight": "inverse_n"})";
+        "decoder_layers": 3, "decoder_paths": 1, "segments": 0, "path_weight": "inverse_n"})";
     QTest::newRow("mixture of experts, everything shared") << moe;
     // The same model reading grey 48 x 48 pictures in 8 x 8 patches (36 positions).
     nlohmann::json image = nlohmann::json::parse(moe);
@@ -302,7 +302,7 @@ void TestModelConfigJson::toJsonRoundTrip_data()
         "balance_count": "top1", "renormalize_gates": false, "share_router": true, "share_attention": false, "share_ffn": true,
         "share_layernorm": false, "paths": 3, "path_norm": true, "learnable_path_weights": true,
         "path_extra_features": true, "input": "tokens", "image_size": 30, "patch_size": 3, "channels": 3,
-        "decoder_layers": 2, "decoder_paths": 4, "path_weight": "inverse_sqrt_n"})";
+        "decoder_layers": 2, "decoder_paths": 4, "segments": 0, "path_weight": "inverse_sqrt_n"})";
 }
 
 void TestModelConfigJson::toJsonRoundTrip()
@@ -364,13 +364,13 @@ void TestModelConfigJson::toJsonRoundTrip()
 
 void TestModelConfigJson::toJsonOfDefaultsIsComplete()
 {
-    // The configuration table of docs/model.md has 39 keys besides the attention
+    // The configuration table of docs/model.md has 41 keys besides the attention
     // mechanisms' (docs/attention.md); toJson writes them all, and fromJson reads
     // every one of them back without an unknown key.
     const nlohmann::json written = ModelConfig{}.toJson();
-    QCOMPARE(int(written.size()), 40 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
+    QCOMPARE(int(written.size()), 41 + 2 + int(ModelConfig::defaultAttentionOptions().size()));
     for (const char* key : {"vocab_size", "max_len", "d_model", "embedding_dim", "layers", "heads", "head_dim",
-                            "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes",
+                            "ffn_dim", "activation", "dropout", "head", "pooling", "pooler", "num_classes", "segments",
                             "experts", "top_k", "capacity_factor", "eval_capacity_factor", "router_noise_std",
                             "balance_loss_weight", "router_z_loss_weight", "routing_groups", "routing_priority", "balance_count",
                             "renormalize_gates", "share_router", "share_attention", "share_ffn", "share_layernorm", "paths",

@@ -90,6 +90,11 @@ void TestReference::matchesReference_data()
         << R"({"layers": 2, "head": "masked_lm", "experts": 4, "top_k": 2, "capacity_factor": 0.8,
               "routing_priority": "batch"})"
         << "train" << true;
+    QTest::newRow("text pairs: segments, CLS, MoE top-2")
+        << R"({"layers": 2, "segments": 2, "experts": 4, "top_k": 2, "capacity_factor": 0.9})" << "train" << true;
+    QTest::newRow("text pairs: segments, mean pooling, shared blocks")
+        << R"({"layers": 2, "segments": 2, "pooling": "mean", "share_attention": true, "share_ffn": true})"
+        << "eval" << false;
     QTest::newRow("language model, 2 paths, shared LayerNorms")
         << R"({"layers": 2, "head": "language_model", "paths": 2, "learnable_path_weights": true,
               "share_layernorm": true})"
@@ -258,8 +263,16 @@ void TestReference::matchesReference()
     // images: 3 images of random (normalised) pixels, no mask.
     const std::int64_t B = 3, T = 10;
     const bool image = c.imageInput();
-    const torch::Tensor ids = image ? torch::randn({B, c.channels, c.imageSize, c.imageSize})
-                                    : torch::randint(c.vocabSize, {B, T}, torch::kLong);
+    torch::Tensor ids = image ? torch::randn({B, c.channels, c.imageSize, c.imageSize})
+                              : torch::randint(c.vocabSize, {B, T}, torch::kLong);
+    if (c.segments > 0) {
+        // Text pairs: the separator (the last id) where each real sequence's first text ends, the rest of the
+        // ids kept off it but for chance's other separators, which the random ids may hold too.
+        ids.index_put_({0, 2}, c.vocabSize - 1);
+        ids.index_put_({1, 3}, c.vocabSize - 1);
+        ids.index_put_({1, 5}, c.vocabSize - 1);
+        ids.index_put_({2, 1}, c.vocabSize - 1);
+    }
     const torch::Tensor lengths = torch::tensor({10, 7, 4}, torch::kLong);
     const torch::Tensor mask = image ? torch::Tensor() : torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);
     // Translation: the decoder reads T' = 8 target tokens, right-padded to lengths

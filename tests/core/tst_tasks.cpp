@@ -64,7 +64,7 @@ private Q_SLOTS:
 void TestTasks::everyKindOfTheSchemaIsRegistered()
 {
     const std::vector<std::string>& choices = keySpec("task.kind").choices;
-    QCOMPARE(choices.size(), std::size_t(9));
+    QCOMPARE(choices.size(), std::size_t(10));
     QCOMPARE(taskKinds().size(), choices.size());
     for (std::size_t i = 0; i < choices.size(); ++i) {
         const auto kind = static_cast<TaskKind>(i);

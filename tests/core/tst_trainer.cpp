@@ -277,6 +277,14 @@ void TestTrainer::everyPresetTrainsAStep()
             out << (i % 2 ? "science" : "work") << "\tfortune number " << i << "\n";
         json["task"].merge_patch({{"path", texts.string()}, {"validation_fraction", 0.2}, {"test_fraction", 0.2}});
     }
+    // A pair classifier reads labelled pairs of texts (widelab-cli corpus bible-pairs writes verses').
+    if (json["task"].value("kind", "") == "pair_classification") {
+        const std::filesystem::path pairs = std::filesystem::path(dir.path().toStdString()) / "pairs.tsv";
+        std::ofstream out(pairs);
+        for (int i = 0; i < 40; ++i)
+            out << (i % 2 ? "same" : "other") << "\tverse " << i << "\tverse " << (i % 2 ? i : i + 1) << "\n";
+        json["task"].merge_patch({{"path", pairs.string()}, {"validation_fraction", 0.2}, {"test_fraction", 0.2}});
+    }
     // A pretraining preset reads any text (widelab-cli corpus bible-text writes the Bible's): the licence here.
     if (json["task"].value("kind", "") == "masked_lm") {
         if (!std::filesystem::exists("/usr/share/common-licenses/GPL-3"))

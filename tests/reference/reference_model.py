@@ -155,6 +155,8 @@ def expected_parameter_shapes(cfg):
     shapes["embed.position.weight"] = [n_positions + (1 if cls else 0), D]
     if cls:
         shapes["embed.cls"] = [D]
+    if cfg.get("segments", 0) > 0:
+        shapes["embed.segment.weight"] = [cfg["segments"], D]
     shapes.update(block_parameter_shapes(cfg))
 
     shapes["final_ln.weight"] = [D]
@@ -512,6 +514,18 @@ class WideLabReference:
             h = F.embedding(ids, p["embed.token.weight"])   # [B, T, edim or D]
             if cfg["embedding_dim"] > 0:
                 h = h @ p["embed.project.weight"].T + p["embed.project.bias"]
+            if cfg.get("segments", 0) > 0:
+                # A text pair: the second segment starts after the first separator,
+                # the vocabulary's last id; the separator closes its own segment.
+                separator = cfg["vocab_size"] - 1
+                segment = torch.zeros_like(ids)
+                for b in range(B):
+                    seen = 0
+                    for t in range(T):
+                        segment[b, t] = min(seen, cfg["segments"] - 1)
+                        if ids[b, t].item() == separator:
+                            seen += 1
+                h = h + p["embed.segment.weight"][segment]
         if has_cls_token(cfg):
             cls = p["embed.cls"].view(1, 1, -1).expand(B, 1, -1)
             h = torch.cat([cls, h], dim=1)               # [B, T+1, D]

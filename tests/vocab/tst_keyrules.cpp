@@ -260,6 +260,10 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
     QVERIFY(stateIn("model.path_extra_features", {{"model", {{"paths", 2}, {"path_extra_features", true}}}}).applicable);
     QVERIFY(stateIn("model.path_extra_features", {{"model", {{"paths", 3}, {"path_extra_features", false}}}}).applicable);
 
+    // Segments show only for a pair task, and are not warned (a disagreement is the run's error).
+    QVERIFY(!stateIn("model.segments", {{"task", {{"kind", "classification"}}}}).visible);
+    QVERIFY(stateIn("model.segments", {{"task", {{"kind", "pair_classification"}}}}).visible);
+
     // The mixed list shows only with "mixed" attention.
     QVERIFY(!stateIn("model.attention_mix", {{"model", {{"attention", "linear"}}}}).visible);
     QVERIFY(stateIn("model.attention_mix", {{"model", {{"attention", "mixed"}}}}).visible);
@@ -270,9 +274,8 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
              (QStringList{"model.top_k", "model.capacity_factor", "model.eval_capacity_factor", "model.router_noise_std",
                           "model.balance_loss_weight", "model.balance_count", "model.router_z_loss_weight",
                           "model.routing_groups", "model.routing_priority", "model.renormalize_gates", "model.share_router",
-                          "model.decoder_layers", "model.decoder_paths", "model.path_weight", "model.image_size",
-                          "model.patch_size",
-                          "model.channels"}));
+                          "model.decoder_layers", "model.decoder_paths", "model.path_weight",
+                          "model.image_size", "model.patch_size", "model.channels"}));
 
     // The decoder's depth shows only for an encoder-decoder; the paths' weight with more than a plain path.
     QVERIFY(!stateIn("model.decoder_layers", {{"model", {{"head", "language_model"}}}}).visible);

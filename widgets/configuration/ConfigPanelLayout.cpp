@@ -137,6 +137,10 @@ QList<FieldGroup> makeLayout()
              {"model.pooler", t("Pooler"),
               t("Classification only: a tanh dense layer d_model -> d_model on the pooled vector (BERT, ALBERT).")},
              {"model.num_classes", t("Classes"), t("Classification only: number of labels (ListOps: 10).")},
+             {"model.segments", t("Segments"),
+              t("Text pairs: a learned vector for the first text and one for the second, added to their tokens "
+                "(BERT's segment embeddings). 2 for a pair task."),
+              t("none")},
          }},
         {t("Experts"),
          {
