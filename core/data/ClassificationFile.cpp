@@ -192,8 +192,9 @@ public:
             if (tab == std::string_view::npos)
                 throw DataError(where(m_state.path, text.line)
                                 + "one text where a pair task needs two, separated by a tab (label TAB first TAB second)");
-            if (isBlank(rawText.substr(0, tab)) || isBlank(rawText.substr(tab + 1)))
-                throw DataError(where(m_state.path, text.line) + "the pair's " + (isBlank(rawText.substr(0, tab)) ? "first" : "second")
+            const bool firstBlank = isBlank(rawText.substr(0, tab));
+            if (firstBlank || isBlank(rawText.substr(tab + 1)))
+                throw DataError(where(m_state.path, text.line) + "the pair's " + (firstBlank ? "first" : "second")
                                 + " text is empty");
         }
 
@@ -295,9 +296,9 @@ private:
     }
 
     ClassificationFile::State& m_state;
-    bool m_pairs = false;
     SplitFractions m_fractions;
     std::uint64_t m_seed;
+    bool m_pairs = false;  // each text two, split at a tab
     bool m_sawRow = false;
     detail::StringMap<std::int32_t> m_labelIndex;
     std::vector<std::string> m_names;  // in order of first appearance
@@ -369,8 +370,8 @@ public:
         Example example;
         const std::string_view text = m_state->text(row, buffer);
         if (m_separator) {
-            const std::size_t tab = text.find('\t');  // the scan made sure there is one
-            example.ids = encodePair(m_tokenizer, text.substr(0, tab), text.substr(tab + 1), m_sequenceLength, *m_separator);
+            const auto [first, second] = splitProbePair(text);  // at the tab the scan made sure of
+            example.ids = encodePair(m_tokenizer, first, second, m_sequenceLength, *m_separator);
         } else {
             example.ids = m_tokenizer.encode(text, m_sequenceLength);
         }

@@ -76,7 +76,7 @@ private:
 std::filesystem::path idxFile(const std::filesystem::path& folder, const std::string& name)
 {
     std::error_code error;
-    for (const std::filesystem::path candidate : {folder / (name + ".gz"), folder / name})
+    for (const std::filesystem::path& candidate : {folder / (name + ".gz"), folder / name})
         if (std::filesystem::is_regular_file(candidate, error))
             return candidate;
     std::string why = (folder / (name + ".gz")).string() + ": missing (Fashion-MNIST is four IDX files: "

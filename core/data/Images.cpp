@@ -501,18 +501,24 @@ Image inceptionCrop(const Image& image, double minArea, DataRandom& random)
     auto source = [&](std::int64_t x, std::int64_t y, std::int64_t c) {
         return static_cast<double>(image.pixels[static_cast<std::size_t>((y * W + x) * C + c)]);
     };
+    // Along one axis: output index i of `size` from a region [origin, origin + length): the two source
+    // indices either side and the weight of the second.
+    struct Taps {
+        std::int64_t a, b;
+        double weight;
+    };
+    auto taps = [](std::int64_t i, std::int64_t size, std::int64_t origin, std::int64_t length) {
+        const auto last = static_cast<double>(origin + length - 1);
+        const double s = std::clamp(static_cast<double>(origin) + (static_cast<double>(i) + 0.5) * static_cast<double>(length)
+                                        / static_cast<double>(size) - 0.5,
+                                    static_cast<double>(origin), last);
+        const auto a = static_cast<std::int64_t>(std::floor(s));
+        return Taps{a, std::min(a + 1, origin + length - 1), s - static_cast<double>(a)};
+    };
     for (std::int64_t y = 0; y < H; ++y) {
-        const double sy = std::clamp(static_cast<double>(y0) + (static_cast<double>(y) + 0.5) * static_cast<double>(h) / static_cast<double>(H) - 0.5,
-                                     static_cast<double>(y0), static_cast<double>(y0 + h - 1));
-        const auto ya = static_cast<std::int64_t>(std::floor(sy));
-        const std::int64_t yb = std::min(ya + 1, y0 + h - 1);
-        const double fy = sy - static_cast<double>(ya);
+        const auto [ya, yb, fy] = taps(y, H, y0, h);
         for (std::int64_t x = 0; x < W; ++x) {
-            const double sx = std::clamp(static_cast<double>(x0) + (static_cast<double>(x) + 0.5) * static_cast<double>(w) / static_cast<double>(W) - 0.5,
-                                         static_cast<double>(x0), static_cast<double>(x0 + w - 1));
-            const auto xa = static_cast<std::int64_t>(std::floor(sx));
-            const std::int64_t xb = std::min(xa + 1, x0 + w - 1);
-            const double fx = sx - static_cast<double>(xa);
+            const auto [xa, xb, fx] = taps(x, W, x0, w);
             for (std::int64_t c = 0; c < C; ++c) {
                 const double top = source(xa, ya, c) * (1.0 - fx) + source(xb, ya, c) * fx;
                 const double bottom = source(xa, yb, c) * (1.0 - fx) + source(xb, yb, c) * fx;
