@@ -460,6 +460,10 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
     std::vector<std::filesystem::path> sidecars = {std::filesystem::path(weights).replace_extension(".json")};
     for (const std::filesystem::path& source : sources)
         sidecars.push_back(weights.parent_path() / (stem + "." + source.filename().string()));
+    // From the first look at the folder to the last rename: another export of
+    // this name, renaming its set in, is never seen half done.
+    const std::filesystem::path folder = weights.parent_path().empty() ? "." : weights.parent_path();
+    const ExportTurn turn(folder, weights);
     checkExportTargets(weights, sidecars, a.force);
     const OpenedRun opened = openRun(run, a.checkpoint);
     printWarnings(opened, err);
@@ -497,7 +501,6 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         files.push_back({copy, std::move(content)});
     }
     // And whatever else an earlier export of this name recorded (its weights in the other format).
-    const std::filesystem::path folder = weights.parent_path().empty() ? "." : weights.parent_path();
     const std::string configName = std::filesystem::path(weights).replace_extension(".json").filename().string();
     for (const std::string& name : exportRecordedFiles(folder / configName))
         if (std::none_of(files.begin(), files.end(), [&](const ExportFile& file) { return file.name == name; }))
@@ -506,7 +509,7 @@ int exportCommand(const RunArguments& a, std::ostream& out, std::ostream& err)
         std::error_code error;
         return !std::filesystem::is_regular_file(std::filesystem::symlink_status(folder / name, error));
     });
-    writeExportSet(folder, files, opened.document.toJson(), configName, stale);
+    writeExportSet(turn, files, opened.document.toJson(), configName, stale);
     std::vector<std::string> written;
     for (const ExportFile& file : files)
         written.push_back((weights.parent_path() / file.name).string());

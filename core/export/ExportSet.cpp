@@ -16,33 +16,6 @@
 namespace widelab {
 namespace {
 
-// Holds an exclusive flock on a folder while it lives.
-class FolderTurn {
-public:
-    // `target`: the file the export is for, named in messages.
-    FolderTurn(const std::filesystem::path& folder, const std::filesystem::path& target)
-        : m_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))
-    {
-        if (m_fd < 0)
-            throw CheckpointError(target.string() + ": cannot open its folder " + folder.string() + ": "
-                                  + systemReason(errno));
-        while (::flock(m_fd, LOCK_EX) != 0) {
-            if (errno == EINTR)
-                continue;
-            const int error = errno;
-            ::close(m_fd);
-            throw CheckpointError(target.string() + ": cannot lock its folder " + folder.string() + ": "
-                                  + systemReason(error));
-        }
-    }
-    ~FolderTurn() { ::close(m_fd); }
-    FolderTurn(const FolderTurn&) = delete;
-    FolderTurn& operator=(const FolderTurn&) = delete;
-
-private:
-    int m_fd;
-};
-
 // Staged files not yet renamed are removed when an export fails midway.
 struct Staged {
     std::vector<std::pair<std::filesystem::path, std::filesystem::path>> files;  // temporary, final
@@ -84,16 +57,36 @@ void removeInterruptedExport(const std::filesystem::path& folder, const std::vec
 
 }  // namespace
 
-void writeExportSet(const std::filesystem::path& folder, const std::vector<ExportFile>& files,
-                    nlohmann::json document, const std::string& documentName,
-                    const std::vector<std::string>& stale)
+ExportTurn::ExportTurn(const std::filesystem::path& folder, const std::filesystem::path& target)
+    : m_folder(folder), m_fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))
 {
+    if (m_fd < 0)
+        throw CheckpointError(target.string() + ": cannot open its folder " + folder.string() + ": "
+                              + systemReason(errno));
+    while (::flock(m_fd, LOCK_EX) != 0) {
+        if (errno == EINTR)
+            continue;
+        const int error = errno;
+        ::close(m_fd);
+        throw CheckpointError(target.string() + ": cannot lock its folder " + folder.string() + ": "
+                              + systemReason(error));
+    }
+}
+
+ExportTurn::~ExportTurn()
+{
+    ::close(m_fd);
+}
+
+void writeExportSet(const ExportTurn& turn, const std::vector<ExportFile>& files, nlohmann::json document,
+                    const std::string& documentName, const std::vector<std::string>& stale)
+{
+    const std::filesystem::path& folder = turn.folder();
     nlohmann::json record = nlohmann::json::object();
     for (const ExportFile& file : files)
         record[file.name] = sha256Hex(file.bytes);
     document[kRecord] = {{"files", record}};
     const std::filesystem::path documentFile = folder / documentName;
-    FolderTurn turn(folder, files.empty() ? documentFile : folder / files.front().name);
     removeInterruptedExport(folder, files, documentName);
     Staged staged;
     for (const ExportFile& file : files)

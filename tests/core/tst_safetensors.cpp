@@ -192,7 +192,8 @@ void exportOf(const std::filesystem::path& folder, const std::string& weights, c
     std::vector<ExportFile> files = {{"m.safetensors", weights}};
     if (!labels.empty())
         files.push_back({"m.labels.json", labels});
-    writeExportSet(folder, files, {{"model", {{"layers", 2}}}}, "m.json", labels.empty() ? std::vector<std::string>{"m.labels.json"} : std::vector<std::string>{});
+    const ExportTurn turn(folder, folder / "m.safetensors");
+    writeExportSet(turn, files, {{"model", {{"layers", 2}}}}, "m.json", labels.empty() ? std::vector<std::string>{"m.labels.json"} : std::vector<std::string>{});
 }
 
 }  // namespace
