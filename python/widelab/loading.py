@@ -352,6 +352,9 @@ def make_tokenizer(document, config, export, run_dir=None):
     if tokenizer.vocab_size > config.vocab_size:
         raise WideLabError("%s: the tokenizer has %d ids, more than model.vocab_size (%d)"
                            % (saved[0] if saved else export.path, tokenizer.vocab_size, config.vocab_size))
+    if config.segments > 0:  # a pair model: its last id separates the texts (core/data/PairInput.h)
+        tokenizer.set_separator(config.vocab_size - 1, "%s: model.vocab_size leaves no id for the pair separator"
+                                % (saved[0] if saved else export.path))
     return tokenizer
 
 

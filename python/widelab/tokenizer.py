@@ -19,6 +19,11 @@ UNKNOWN = 1
 FIRST_TOKEN = 2
 _KINDS = ("byte", "character", "word", "fixed", "bpe")
 
+# A text pair's separator as inspect shows it, and the shortest length a pair fits in
+# (a token of each text and two separators): core/data/PairInput.h.
+SEPARATOR_TEXT = "<sep>"
+SHORTEST_PAIR = 4
+
 # bpe's ids (core/data/Bpe.h).
 BPE_START = 2
 BPE_END = 3
@@ -168,9 +173,12 @@ class Tokenizer:
 
     max_length: the run's sequence length; encode cuts longer texts there, as
     `widelab-cli inspect` and training do (None: no limit).
+
+    separator: a pair model's separator id (model.vocab_size - 1 of a model with
+    model.segments > 0; widelab.load sets it), for encode_pair; None otherwise.
     """
 
-    def __init__(self, kind, tokens=(), max_length=None, origin="tokenizer", merges=()):
+    def __init__(self, kind, tokens=(), max_length=None, origin="tokenizer", merges=(), separator=None):
         if kind not in _KINDS:
             raise WideLabError("%s: unknown kind \"%s\" (expected byte, character, word, fixed or bpe)"
                                % (origin, kind))
@@ -203,6 +211,9 @@ class Tokenizer:
         self.vocabulary = tokens
         self.merges = [(int(left), int(right)) for left, right in merges]
         self.max_length = max_length
+        self.separator = None
+        if separator is not None:
+            self.set_separator(separator, origin)
         self._ids = {token: FIRST_TOKEN + i for i, token in enumerate(tokens)}
         if kind == "bpe":
             self._ranks = {pair: rank for rank, pair in enumerate(self.merges)}
@@ -325,12 +336,40 @@ class Tokenizer:
             raise WideLabError("the text %r has no token" % (text,))
         return torch.tensor(ids, dtype=torch.long)
 
+    def set_separator(self, separator, origin="tokenizer"):
+        """Makes `separator` (an id past the tokenizer's own) the pair separator."""
+        if isinstance(separator, bool) or not isinstance(separator, int) or separator < self.vocab_size:
+            raise WideLabError("%s: the separator id %s is not past the tokenizer's %d ids"
+                               % (origin, describe(separator), self.vocab_size))
+        self.separator = separator
+
+    def encode_pair(self, first, second):
+        """The ids of a text pair as a pair model reads them: first <sep> second <sep>, an
+        int64 tensor [T] (docs/training.md, "Text pairs"). Past the run's sequence length
+        (max_length), the longer text loses its last token (the second on a tie) until the
+        pair fits, so that each keeps at least one, as training and `widelab-cli inspect`
+        cut it (no warning: a pair is cut as a matter of course)."""
+        if self.separator is None:
+            raise WideLabError("encode_pair is for a pair model (model.segments > 0): this tokenizer has no separator")
+        a = self.encode_list(first, truncate=False)
+        b = self.encode_list(second, truncate=False)
+        if self.max_length is not None:
+            if self.max_length < SHORTEST_PAIR:
+                raise WideLabError("a pair needs a sequence length of at least %d, the run's is %d"
+                                   % (SHORTEST_PAIR, self.max_length))
+            a, b = a[: self.max_length - 3], b[: self.max_length - 3]
+            while len(a) + len(b) + 2 > self.max_length:
+                (a if len(a) > len(b) else b).pop()
+        return torch.tensor(a + [self.separator] + b + [self.separator], dtype=torch.long)
+
     def token_text(self, token_id):
         """How `widelab-cli inspect` shows an id: <pad>, <unk>, a printable ASCII byte as
         itself and any other byte \\xNN, a vocabulary token with control characters \\xNN;
         bpe: <s>, </s>, and a token's bytes with each valid UTF-8 character as itself
         (control characters \\xNN) and every other byte \\xNN."""
         token_id = int(token_id)
+        if token_id == self.separator:
+            return SEPARATOR_TEXT
         if not 0 <= token_id < self.vocab_size:
             raise WideLabError("token id %d is outside the vocabulary 0..%d" % (token_id, self.vocab_size - 1))
         if token_id == PAD:

@@ -90,14 +90,17 @@ def shrink(preset, keep_depth=False, **model):
     return doc
 
 
-def text_document(head, tokenizer, **model):
+def text_document(head, tokenizer, task_kind=None, **model):
     """A tiny model on one of the file tasks (written by the test)."""
     m = {"d_model": 16, "ffn_dim": 32, "heads": 2, "head_dim": 4, "layers": 2, "max_len": 32,
          "head": head, "vocab_size": 300 if tokenizer in ("byte", "bpe") else 120}
     if head == "classification":
         m["num_classes"] = 3
     m.update(model)
-    task = {"kind": "language_model" if head == "language_model" else "classification",
+    kind = task_kind or ("language_model" if head == "language_model" else "classification")
+    if kind == "pair_classification":
+        m["segments"] = 2
+    task = {"kind": kind,
             "tokenizer": tokenizer, "validation_fraction": 0.2, "test_fraction": 0.1}
     if tokenizer in ("character", "word"):
         task["vocab_limit"] = 100
@@ -165,6 +168,12 @@ def cases():
     c.append(("classification, character, mean pooling, pooler",
               text_document("classification", "character", pooling="mean", pooler=True),
               "Shared attention? Ünknown ✓"))
+    # Text pairs: the second text is cut first on a tie, the longer first otherwise (28 + 11 bytes
+    # and 2 separators are more than the 32 ids of the sequence, less the CLS).
+    c.append(("pairs, byte, segments", text_document("classification", "byte", task_kind="pair_classification"),
+              "A wide model reads at once. || Deep: turns!"))
+    c.append(("pairs, word, mean pooling", text_document("classification", "word", task_kind="pair_classification",
+                                                         pooling="mean"), "Paths run side by side || ünknown wide"))
     c.append(("classification, word, factorised embedding",
               text_document("classification", "word", embedding_dim=8), "A wide model reads, unseenword!"))
     return c
@@ -182,7 +191,12 @@ def write_corpus(folder):
     with open(tsv_path, "w", encoding="utf-8") as f:
         for i, line in enumerate(lines):
             f.write("%s\t%s\n" % (["wide", "deep", "both"][i % 3], line))
-    return text_path, tsv_path
+    pairs_path = os.path.join(folder, "pairs.tsv")
+    with open(pairs_path, "w", encoding="utf-8") as f:
+        for i, line in enumerate(lines):
+            other = lines[(i + 1 + i % 2) % len(lines)]
+            f.write("%s\t%s\t%s\n" % (["wide", "deep", "both"][i % 3], line, other))
+    return text_path, tsv_path, pairs_path
 
 
 def write_png(path, width, height, channels):
@@ -219,11 +233,11 @@ def max_difference(a, b):
 
 
 def check_case(cli, folder, name, document, probe, files):
-    text_path, tsv_path, png_rgb, png_grey = files
-    if document["task"].get("kind") == "language_model":
-        document["task"]["path"] = text_path
-    elif document["task"].get("kind") == "classification":
-        document["task"]["path"] = tsv_path
+    text_path, tsv_path, pairs_path, png_rgb, png_grey = files
+    kind = document["task"].get("kind")
+    if kind in ("language_model", "classification", "pair_classification"):
+        document["task"]["path"] = {"language_model": text_path, "classification": tsv_path,
+                                    "pair_classification": pairs_path}[kind]
     config = os.path.join(folder, "config.json")
     with open(config, "w") as f:
         json.dump(document, f)
@@ -292,7 +306,10 @@ def compare_with_cli(model, tokenizer, shown, probe, image, entry):
     else:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the long text's warning; check_facts checks it
-            ids = tokenizer.encode(probe)
+            if model.config.segments > 0:
+                ids = tokenizer.encode_pair(*probe.split(" || "))
+            else:
+                ids = tokenizer.encode(probe)
         tokens = (["<cls>"] if model.config.uses_cls_token else []) + tokenizer.tokens(ids)
         assert tokens == shown["tokens"], "tokens: package %s, CLI %s" % (tokens, shown["tokens"])
         if probe == LISTOPS_LONG:
@@ -353,6 +370,21 @@ def check_facts():
         warnings.simplefilter("always")
         assert listops.encode("[MAX 2 9 ] 7").tolist() == [3, 9, 16]  # [MAX is id 3, digit d is id 7 + d
     assert len(caught) == 1 and "cut to the run's sequence length 3" in str(caught[0].message)
+    # Pairs: the longer text loses tokens first, the second on a tie; byte b is id 2 + b.
+    pairs = widelab.Tokenizer("byte", max_length=8, separator=300)
+    a, x = 2 + ord("a"), 2 + ord("x")
+    assert pairs.encode_pair("abcdef", "xy").tolist() == [a, a + 1, a + 2, a + 3, 300, x, x + 1, 300]
+    pairs.max_length = 7
+    assert pairs.encode_pair("abc", "xyz").tolist() == [a, a + 1, a + 2, 300, x, x + 1, 300]
+    assert pairs.encode_pair("", "xy").tolist() == [300, x, x + 1, 300]
+    assert pairs.tokens([a, 300]) == ["a", "<sep>"]
+    for bad in (lambda: widelab.Tokenizer("byte").encode_pair("a", "b"),
+                lambda: widelab.Tokenizer("byte", separator=257)):
+        try:
+            bad()
+            raise AssertionError("no error")
+        except widelab.WideLabError as error:
+            assert "separator" in str(error), str(error)
 
 
 def check_batch_with_padding(cli_cases_folder):
@@ -388,11 +420,11 @@ def main():
 
     base = args.keep or tempfile.mkdtemp(prefix="widelab-python-")
     os.makedirs(base, exist_ok=True)
-    text_path, tsv_path = write_corpus(base)
+    text_path, tsv_path, pairs_path = write_corpus(base)
     png_rgb, png_grey = os.path.join(base, "picture.png"), os.path.join(base, "grey.png")
     write_png(png_rgb, 45, 38, 3)   # wider than tall and larger than 16: cropped, then shrunk
     write_png(png_grey, 11, 13, 1)  # smaller than 16: cropped, then enlarged
-    files = (text_path, tsv_path, png_rgb, png_grey)
+    files = (text_path, tsv_path, pairs_path, png_rgb, png_grey)
     selected = [(i, c) for i, c in enumerate(cases()) if args.only in c[0]]
 
     def one(item):
