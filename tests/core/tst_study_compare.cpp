@@ -255,6 +255,13 @@ void TestStudyCompare::namedAxesAreShownByTheirNames()
     QVERIFY2(report.find("| attention=full | attention=full, deep | attention=full, wide | 12.50 |") != std::string::npos,
              report.c_str());
     QVERIFY2(report.find("| attention=full, deep | Transformer, 6-8 | 35.7 ± 1.2 |") != std::string::npos, report.c_str());
+
+    // With both axes named, the latency table's groups take the other axis's name too.
+    record.document["axes"][0]["names"] = {"Full", "Local windows"};
+    const std::string named = studyReport(record, record.members);
+    QVERIFY2(named.find("| Local windows | Local windows, deep | Local windows, wide |") != std::string::npos,
+             named.c_str());
+    QVERIFY2(named.find("attention=local") == std::string::npos, named.c_str());
 }
 
 void TestStudyCompare::shippedFiguresAreThePapers()
@@ -337,6 +344,22 @@ void TestStudyCompare::shippedFiguresAreThePapers()
     QCOMPARE(depth[0].points[1].value, 29.33);
     QCOMPARE(depth[0].points[2].value, 29.04);
     QVERIFY(comparisonsOf("multipath-paths-vs-depth").empty());
+
+    // The mixed-attention study: Table 6's Mixed row (37.1 deepest, 38.0 widest)
+    // beside its mixed models, Table 4's cells beside the eight single mechanisms.
+    const auto mixed = comparisonsOf("wide-attention-mixed");
+    const PaperComparison* table6 = nullptr;
+    const PaperComparison* listops = nullptr;
+    for (const PaperComparison& c : mixed) {
+        table6 = c.source.find("Table 6") != std::string::npos ? &c : table6;
+        listops = c.source.find("Table 4") != std::string::npos ? &c : listops;
+    }
+    QVERIFY(table6 != nullptr && listops != nullptr);
+    QCOMPARE(table6->points.size(), std::size_t{2});
+    QVERIFY(std::abs(table6->points[0].value - 0.371) < 1e-12);
+    QVERIFY(std::abs(table6->points[1].value - 0.380) < 1e-12);
+    QVERIFY2(table6->points[0].point.find("mixed") != std::string::npos, table6->points[0].point.c_str());
+    QCOMPARE(listops->points.size(), std::size_t{16});
 }
 
 void TestStudyCompare::shippedWideAttentionTablesCellByCell()
