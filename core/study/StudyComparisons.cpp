@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -210,8 +211,18 @@ std::string studyReport(const StudyRecord& record, const std::vector<MemberResul
               "Batch 1 at the task's length, on each member's device (the latency column above).\n\n"
               "| setting | deep | wide | deep ms | wide ms | deep / wide | the paper's deep / wide |\n"
               "|---|---|---|---|---|---|---|\n";
+        // A group is called by its names on the axes other than depth's.
+        std::vector<StudyAxis> otherAxes;
+        std::copy_if(axes.begin(), axes.end(), std::back_inserter(otherAxes), [](const StudyAxis& axis) {
+            return std::find(axis.keys.begin(), axis.keys.end(), "model.layers") == axis.keys.end();
+        });
+        const auto groupLabel = [&](const LatencyRatio& ratio) {
+            const MemberResult* member = firstMemberOf(members, ratio.deep);
+            const std::string label = member ? pointLabel(otherAxes, member->settings) : std::string();
+            return !label.empty() ? label : ratio.group.empty() ? std::string("–") : ratio.group;
+        };
         for (const LatencyRatio& ratio : ratios)
-            md += "| " + (ratio.group.empty() ? std::string("–") : ratio.group) + " | " + labelOf(ratio.deep) + " | "
+            md += "| " + groupLabel(ratio) + " | " + labelOf(ratio.deep) + " | "
                   + labelOf(ratio.wide)
                   + " | " + fixed(ratio.deepMs, 2) + " | " + fixed(ratio.wideMs, 2) + " | " + fixed(ratio.ratio(), 2)
                   + "x | "
