@@ -6,7 +6,10 @@ first snapshot, after 10 % of the steps and at the end, its peak, and its growth
 from 10 % on (flat means the allocator has settled); the time spent on
 measurements (everything a snapshot holds: routing, LayerNorm divergence, path
 weights, memory) against the training time of the same steps, and all the
-time outside the steps (snapshots, validation, probes, checkpoints); tokens/s.
+time outside the steps (snapshots, validation, probes, checkpoints); the time
+spent reading batches within the steps (what the data source costs: a run on
+generated data of the same shape would train this much faster at most);
+tokens/s.
 
 Usage: /usr/bin/python3 bench/run_report.py RUN_DIR [--json]
 """
@@ -31,6 +34,7 @@ def report(run):
     steps = [b["step"] - a["step"] for a, b in zip(train, train[1:])]
     training = sum(r["step_seconds"] * n for r, n in zip(train[1:], steps))
     measuring = sum(r["measurement_seconds"] for r in train[1:])
+    reading = sum(r.get("data_seconds", 0.0) * n for r, n in zip(train[1:], steps))  # absent before 2026-12
     wall = train[-1]["wall_seconds"] - train[0]["wall_seconds"]
     return {
         "run": run,
@@ -44,6 +48,8 @@ def report(run):
         "training_seconds": training,
         "measurement_seconds": measuring,
         "measurement_share": measuring / training if training > 0 else 0.0,
+        "data_seconds": reading,
+        "data_share": reading / training if training > 0 else 0.0,
         "wall_seconds": wall,
         "outside_steps_share": (wall - training) / training if training > 0 else 0.0,
         "tokens_per_second_median": sorted(r["tokens_per_second"] for r in train)[len(train) // 2],
@@ -65,6 +71,8 @@ def main(argv):
           f"peak {result['memory_peak_gib']:.3f}; {100 * result['growth_after_10_percent']:+.1f} % after 10 %")
     print(f"measurement: {result['measurement_seconds']:.2f} s of {result['training_seconds']:.1f} s training "
           f"({100 * result['measurement_share']:.2f} %)")
+    print(f"reading batches: {result['data_seconds']:.2f} s of {result['training_seconds']:.1f} s training "
+          f"({100 * result['data_share']:.2f} %)")
     print(f"outside the steps (snapshots, validation, probes, checkpoints): "
           f"{result['wall_seconds'] - result['training_seconds']:.1f} s of {result['wall_seconds']:.1f} s wall "
           f"({100 * result['outside_steps_share']:.2f} % of the training time)")

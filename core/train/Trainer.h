@@ -127,6 +127,7 @@ private:
         // Distributed runs: this rank's time in its steps but for waiting on the
         // others, and the part of that wait after backward (the gradients).
         double computeSeconds = 0.0, allReduceWaitSeconds = 0.0;
+        double dataSeconds = 0.0;  // reading the training batches
     };
     struct Interrupted {};  // a stop requested during an evaluation
 

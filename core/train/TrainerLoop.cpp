@@ -242,6 +242,7 @@ void Trainer::trainStep(Interval& interval, bool measure)
     for (const std::int64_t index : indices)
         examples.push_back(m_data.train->get(index));
     const Batch batch = makeDeviceBatch(examples, /*training=*/true, first);
+    interval.dataSeconds += steadySeconds() - stepStart;
     const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
     // A distributed step's loss is this rank's part of the global batch's mean:
     // its mean weighted by its share of what the loss averages over (examples,
@@ -349,6 +350,7 @@ void Trainer::publish(Interval& interval, bool recorded)
     s.gradientNorm = sums[5] / steps;
     s.learningRate = learningRate(scheduleOptions(m_run.train, m_totalSteps), m_state.step - 1);
     s.stepSeconds = elapsed / timedSteps;
+    s.dataSeconds = interval.dataSeconds / timedSteps;
     s.tokensPerSecond = elapsed > 0.0 ? static_cast<double>(interval.tokens) / elapsed : 0.0;
     const DeviceMemory memory = deviceMemory(m_device);
     s.memoryKind = memory.cuda ? "cuda" : "rss";

@@ -12,6 +12,7 @@ void addTraining(const MetricsRecord& record, std::vector<MetricScalar>& out)
     add("train/task_loss", s.taskLoss);
     add("time/wall_seconds", s.wallSeconds);
     add("time/step_seconds", s.stepSeconds);
+    add("time/data_seconds", s.dataSeconds);
     add("time/measurement_seconds", s.measurementSeconds);
     const std::string memory = "memory/" + metricTagPart(s.memoryKind) + "/";
     add(memory + "bytes", static_cast<double>(s.memoryBytes));

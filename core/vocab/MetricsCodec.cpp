@@ -51,6 +51,7 @@ nlohmann::json toJson(const TrainingSnapshot& s)
         {"wall_seconds", s.wallSeconds},
         {"task_loss", s.taskLoss},
         {"step_seconds", s.stepSeconds},
+        {"data_seconds", s.dataSeconds},
         {"memory_kind", s.memoryKind},
         {"memory_bytes", s.memoryBytes},
         {"memory_reserved_bytes", s.memoryReservedBytes},

@@ -322,6 +322,7 @@ void decodeTrain(const Json& json, MetricsRecord& record)
     };
     s.taskLoss = value("task_loss");
     s.stepSeconds = value("step_seconds");
+    s.dataSeconds = value("data_seconds");
     s.measurementSeconds = value("measurement_seconds");
     // Memory as deviceMemory() measured it: passed over (left 0) rather than refused
     // when it is not a count of bytes (a non-negative number a double holds exactly,

@@ -102,6 +102,7 @@ struct TrainingSnapshot {
     double gradientNorm = 0.0;          // before clipping
     double tokensPerSecond = 0.0;
     double stepSeconds = 0.0;
+    double dataSeconds = 0.0;           // of stepSeconds, reading the batch (examples, augmentation, to the device)
     // The run's memory (DeviceMemory.h): on a GPU the CUDA allocator's bytes in
     // tensors and held from the driver, with their peaks since the run started;
     // on the CPU the process's resident set (both) and its high-water mark.

@@ -81,7 +81,7 @@ def expected_scalars(lines):
             for name in ("loss", "accuracy", "balance_loss", "learning_rate", "gradient_norm", "tokens_per_second",
                          "task_loss"):
                 put("train/" + name, step, line[name])
-            for name in ("wall_seconds", "step_seconds", "measurement_seconds"):
+            for name in ("wall_seconds", "step_seconds", "data_seconds", "measurement_seconds"):
                 put("time/" + name, step, line[name])
             for name in ("bytes", "reserved_bytes", "peak_bytes", "peak_reserved_bytes"):
                 put(f"memory/{line['memory_kind']}/{name}", step, line["memory_" + name])

@@ -334,6 +334,10 @@ void TestTrainer::listOpsLossFalls()
             QVERIFY(norm.is_number() && norm.get<double>() > 0.0);
     }
     QVERIFY(train.back()["measurement_seconds"].get<double>() >= 0.0);
+    // Reading a batch is part of a step, and takes some time.
+    for (const nlohmann::json& line : train)
+        QVERIFY(line["data_seconds"].get<double>() > 0.0
+                && line["data_seconds"].get<double>() < line["step_seconds"].get<double>());
 }
 
 namespace {

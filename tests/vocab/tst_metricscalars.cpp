@@ -49,7 +49,8 @@ void TestMetricScalars::aTrainLineNamesEveryNumberByBlockExpertAndPath()
     record.values = {{"loss", 2.0}};  // the one curve the line holds
     const std::vector<MetricScalar> scalars = metricScalars(record);
     const QStringList expected{
-        "train/loss", "train/task_loss", "time/wall_seconds", "time/step_seconds", "time/measurement_seconds",
+        "train/loss", "train/task_loss", "time/wall_seconds", "time/step_seconds", "time/data_seconds",
+        "time/measurement_seconds",
         "memory/cpu/bytes", "memory/cpu/reserved_bytes", "memory/cpu/peak_bytes", "memory/cpu/peak_reserved_bytes",
         // The routing block is block 1 counted from 0: block_2. No consistency: it is the first routing block (-1).
         "routing/block_2/router_entropy", "routing/block_2/unused_experts", "routing/block_2/max_violation",

@@ -28,6 +28,7 @@ TrainingSnapshot sampleSnapshot()
     s.gradientNorm = 1.5;
     s.tokensPerSecond = 4096;
     s.stepSeconds = 0.125;
+    s.dataSeconds = 0.03125;
     s.measurementSeconds = 0.0625;
     s.memoryKind = "cuda";
     s.memoryBytes = 1 << 20;
@@ -101,6 +102,7 @@ void TestMetricsCodec::aTrainLineComesBackWhole()
     QCOMPARE(t.gradientNorm, 1.5);
     QCOMPARE(t.tokensPerSecond, 4096.0);
     QCOMPARE(t.stepSeconds, 0.125);
+    QCOMPARE(t.dataSeconds, 0.03125);
     QCOMPARE(t.measurementSeconds, 0.0625);  // export-tb's time/measurement_seconds
     QCOMPARE(t.memoryKind, std::string("cuda"));
     QCOMPARE(t.memoryBytes, std::int64_t{1} << 20);
