@@ -3,6 +3,7 @@
 #include "StudyComparisons.h"
 #include "StudyLayout.h"
 #include "vocab/ConfigError.h"
+#include "vocab/Format.h"
 #include "vocab/JsonText.h"
 #include "run/Checkpoint.h"
 #include "run/RunLayout.h"
@@ -33,15 +34,6 @@ std::string csvField(const std::string& text)
 std::string jsonCell(const nlohmann::json& value)
 {
     return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-std::string number(double value, int decimals)
-{
-    std::ostringstream text;
-    text.setf(std::ios::fixed);
-    text.precision(decimals);
-    text << value;
-    return text.str();
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> readSettings(const nlohmann::json& list)
@@ -397,9 +389,9 @@ std::string measureText(const MeasureSpec& measure, double mean, double spread)
 {
     if (!std::isfinite(mean))
         return "–";
-    std::string text = number(mean * measure.scale, measure.decimals);
+    std::string text = tableNumber(mean * measure.scale, measure.decimals);
     if (std::isfinite(spread))
-        text += " ± " + number(spread * measure.scale, measure.decimals);
+        text += " ± " + tableNumber(spread * measure.scale, measure.decimals);
     return text;
 }
 

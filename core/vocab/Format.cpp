@@ -1,7 +1,9 @@
 #include "Format.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 namespace widelab {
 
@@ -33,6 +35,17 @@ std::string formatBytes(double bytes)
     char text[48];
     std::snprintf(text, sizeof text, index == 0 ? "%.0f %s" : "%.1f %s", bytes, units[index]);
     return text;
+}
+
+std::string tableNumber(double value, int decimals)
+{
+    if (decimals <= 0 && std::isfinite(value) && std::abs(value) < 9e15)
+        return groupDigits(std::llround(value));
+    std::ostringstream text;
+    text.setf(std::ios::fixed);
+    text.precision(std::max(decimals, 0));
+    text << value;
+    return text.str();
 }
 
 std::string groupDigits(std::int64_t value)

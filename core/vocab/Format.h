@@ -1,4 +1,4 @@
-// defines: shortCount, formatBytes, groupDigits: the one way WideLab writes a
+// defines: shortCount, formatBytes, groupDigits, tableNumber: the one way WideLab writes a
 // count or a size for a reader, in the terminal, the log and the app alike
 #pragma once
 
@@ -17,5 +17,9 @@ std::string formatBytes(double bytes);
 
 // 12345678 -> "12,345,678".
 std::string groupDigits(std::int64_t value);
+
+// A number in a table column of `decimals` places: whole numbers with their
+// digits grouped (2512345 -> "2,512,345"), others fixed (36.125, 1 -> "36.1").
+std::string tableNumber(double value, int decimals);
 
 }  // namespace widelab

@@ -4,6 +4,7 @@
 
 #include <QTest>
 
+#include <cmath>
 #include <limits>
 
 class TestFormat : public QObject {
@@ -16,6 +17,8 @@ private slots:
     void formatBytesWritesOneDecimalInBinaryUnits();
     void groupDigitsPutsACommaEveryThreeDigits_data();
     void groupDigitsPutsACommaEveryThreeDigits();
+    void tableNumbersGroupWholeNumbersOnly_data();
+    void tableNumbersGroupWholeNumbersOnly();
 };
 
 void TestFormat::shortCountKeepsThreeSignificantDigits_data()
@@ -100,6 +103,28 @@ void TestFormat::groupDigitsPutsACommaEveryThreeDigits()
     QFETCH(qint64, value);
     QFETCH(QString, expected);
     QCOMPARE(QString::fromStdString(widelab::groupDigits(value)), expected);
+}
+
+void TestFormat::tableNumbersGroupWholeNumbersOnly_data()
+{
+    QTest::addColumn<double>("value");
+    QTest::addColumn<int>("decimals");
+    QTest::addColumn<QString>("expected");
+
+    QTest::newRow("parameters") << 1261066.0 << 0 << "1,261,066";
+    QTest::newRow("rounded") << 2048.6 << 0 << "2,049";
+    QTest::newRow("small") << 812.0 << 0 << "812";
+    QTest::newRow("accuracy") << 36.25 << 1 << "36.2";
+    QTest::newRow("loss, not grouped") << 12345.125 << 2 << "12345.12";
+    QTest::newRow("NaN") << std::nan("") << 0 << "nan";
+}
+
+void TestFormat::tableNumbersGroupWholeNumbersOnly()
+{
+    QFETCH(double, value);
+    QFETCH(int, decimals);
+    QFETCH(QString, expected);
+    QCOMPARE(QString::fromStdString(widelab::tableNumber(value, decimals)), expected);
 }
 
 QTEST_APPLESS_MAIN(TestFormat)

@@ -34,10 +34,7 @@ constexpr int kPlainRole = Qt::UserRole + 1;
 
 QString measureText(double value, const StudyMeasureInfo& measure)
 {
-    const double scaled = value * measure.scale;
-    if (measure.decimals == 0 && std::abs(scaled) < 9e15)
-        return QString::fromStdString(groupDigits(std::llround(scaled)));
-    return QString::number(scaled, 'f', measure.decimals);
+    return QString::fromStdString(tableNumber(value * measure.scale, measure.decimals));
 }
 
 struct CurveChoice {
