@@ -8,6 +8,8 @@
 #include "MainWindow.h"
 #include "StudiesPage.h"
 #include "studies/StudiesView.h"
+
+#include <QLabel>
 #include "studies/StudyBuilderDialog.h"
 #include "studies/StudyChart.h"
 #include "StudyData.h"
@@ -314,9 +316,13 @@ void TestStudies::aStudyRunsFromTheTab()
     StudiesPage page(&view, dir.filePath(QStringLiteral("studies")), &view);
     view.selectBuiltin(QStringLiteral("tiny"));
     QCOMPARE(view.selectedBuiltin(), QStringLiteral("tiny"));
+    // No study open: what the page is for, not empty charts.
+    const auto* hint = view.findChild<QLabel*>(QStringLiteral("studyEmptyHint"));
+    QVERIFY(hint != nullptr && hint->isVisibleTo(&view) && !view.table()->isVisibleTo(&view));
     QSignalSpy finished(&page.controller(), &StudyController::finished);
     QVERIFY(page.startBuiltin(view.startOptions()));
     QVERIFY(view.running());
+    QVERIFY(!hint->isVisibleTo(&view) && view.table()->isVisibleTo(&view) && view.chart()->isVisibleTo(&view));
     QVERIFY(finished.wait(120000));
     QCOMPARE(finished.first().at(0).toString(), QStringLiteral("completed"));
     QCoreApplication::processEvents();

@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QStackedWidget>
 #include <QTableWidget>
 #include <QThread>
 #include <QVBoxLayout>
@@ -234,11 +235,28 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     split->setChildrenCollapsible(false);
     m_table->setMinimumHeight(80);
 
+    // Until a study is open, what the page is for instead of empty charts.
+    auto* hint = new QLabel(
+        tr("<p><b>A study trains a grid of runs and sets their results beside the papers' tables.</b></p>"
+           "<p>Pick a built-in study above (its tooltip says what it mirrors and how long it takes) and press "
+           "<b>Start</b>, make your own with <b>New...</b>, or open a study folder with "
+           "<b>Open...</b>.</p>"
+           "<p>Here you will see every member's curves as it trains, a chart of any measure against an axis, "
+           "and the results table with the paper's figures beside them; each exports as a figure or a CSV.</p>"),
+        this);
+    hint->setObjectName(QStringLiteral("studyEmptyHint"));
+    hint->setWordWrap(true);
+    hint->setAlignment(Qt::AlignCenter);
+    hint->setStyleSheet(QStringLiteral("color: palette(link); padding: 24px;"));
+    m_body = new QStackedWidget(this);
+    m_body->addWidget(hint);
+    m_body->addWidget(split);
+
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(bar);
     layout->addLayout(quick);
     layout->addWidget(m_title);
-    layout->addWidget(split, 1);
+    layout->addWidget(m_body, 1);
 
     connect(m_start, &QPushButton::clicked, this, [this] { Q_EMIT startRequested(startOptions()); });
     connect(m_continue, &QPushButton::clicked, this, &StudiesView::continueRequested);
@@ -307,6 +325,7 @@ void StudiesView::setStudy(const StudyData& study)
     m_study = study;
     if (another)
         clearCurves();
+    m_body->setCurrentIndex(study.isEmpty() ? 0 : 1);
     const int done = study.count(QStringLiteral("completed")) + study.count(QStringLiteral("failed"));
     m_title->setText(study.isEmpty() ? tr("No study open.")
                                      : QStringLiteral("<b>%1</b> &nbsp; %2")

@@ -17,6 +17,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QStackedWidget;
 class QTableWidget;
 class QToolButton;
 
@@ -114,6 +115,7 @@ private:
     QPushButton* m_open = nullptr;
     bool m_stopping = false;
     QLabel* m_title = nullptr;
+    QStackedWidget* m_body = nullptr;  // a hint until a study is open, then its charts and table
     QProgressBar* m_progress = nullptr;
     QLabel* m_status = nullptr;
     QComboBox* m_curveMetric = nullptr;
