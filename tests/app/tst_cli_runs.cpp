@@ -56,9 +56,9 @@ void TestCliRuns::exportTbReportsBadInput()
     const CliResult exported = cli({"export-tb", run, "--out", logdir});
     QCOMPARE(exported.code, 0);
     QVERIFY2(exported.err.contains("warning: " + run + "/metrics.jsonl, line 2: skipped, not JSON"), qPrintable(exported.err));
-    // train/loss, train/task_loss, 3 time/ and 4 memory/rss/ scalars; validation/loss,
-    // accuracy and examples (no perplexity for a classifier's 0).
-    QVERIFY2(exported.out.contains("3 lines of metrics.jsonl (1 skipped) as 12 scalars, 0 histograms and 0 images"),
+    // train/loss, train/task_loss, 4 time/ (wall, step, data, measurement) and 4 memory/rss/
+    // scalars; validation/loss, accuracy and examples (no perplexity for a classifier's 0).
+    QVERIFY2(exported.out.contains("3 lines of metrics.jsonl (1 skipped) as 13 scalars, 0 histograms and 0 images"),
              qPrintable(exported.out));
     const QStringList files = QDir(logdir + "/hand").entryList(QDir::Files);
     QCOMPARE(files.size(), 1);
