@@ -8,6 +8,7 @@
 #include "PatchAttentionGrid.h"
 #include "PredictionBars.h"
 #include "TokenFlowView.h"
+#include "common/ComboWidth.h"
 #include "common/ViewExport.h"
 
 #include <QComboBox>
@@ -435,10 +436,7 @@ AttentionView::AttentionView(QWidget* parent) : InsightPage(parent)
     // The row fits a laptop's Insights page (about 740 pixels at 1366x768 with the default docks):
     // the two boxes give up width before the row would push the page past its view, and their
     // lists still show every choice in full.
-    for (QComboBox* box : {m_mode, m_scale}) {
-        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-        box->setMinimumContentsLength(10);
-    }
+    letShrink({m_mode, m_scale}, 10);
     m_kinds = new QLabel(this);
     m_kinds->setWordWrap(true);
     m_kinds->setAccessibleName(tr("What the maps are"));

@@ -10,6 +10,7 @@
 #include "PathsView.h"
 #include "ResidualView.h"
 #include "TranslationView.h"
+#include "common/ComboWidth.h"
 #include "common/ViewExport.h"
 
 #include <QCheckBox>
@@ -34,16 +35,13 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     // are long): the bar must fit beside the docks on a 1280-pixel screen.
     m_run = new QComboBox(this);
     m_run->setAccessibleName(tr("Run to inspect"));
-    m_run->setMinimumContentsLength(10);
-    m_run->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    letShrink({m_run}, 10);
     m_compare = new QComboBox(this);
     m_compare->setAccessibleName(tr("Run to compare with"));
-    m_compare->setMinimumContentsLength(10);
-    m_compare->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    letShrink({m_compare}, 10);
     m_probe = new QComboBox(this);
     m_probe->setAccessibleName(tr("Probe text"));
-    m_probe->setMinimumContentsLength(12);
-    m_probe->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    letShrink({m_probe}, 12);
     m_addProbe = new QToolButton(this);
     m_addProbe->setText(tr("Add probe…"));
     m_addProbe->setToolTip(tr("Type a text to inspect: its attention, routing and prediction, now and as training goes on"));

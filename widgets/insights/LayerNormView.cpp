@@ -2,6 +2,7 @@
 
 #include "curves/CurvePlot.h"
 #include "MatrixView.h"
+#include "common/ComboWidth.h"
 #include "common/Palette.h"
 #include "common/ViewExport.h"
 
@@ -55,10 +56,7 @@ LayerNormView::LayerNormView(QWidget* parent) : InsightPage(parent)
     m_reading->setToolTip(tr("WideNet's Eq. 9 compares element i of block j with element m of block n; read literally "
                              "it averages over every pair of channels, read as intended, over matching channels."));
     // Long choices: the boxes give up width before they widen the page past a laptop's view.
-    for (QComboBox* box : {m_position, m_reading}) {
-        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-        box->setMinimumContentsLength(20);
-    }
+    letShrink({m_position, m_reading}, 20);
 
     m_divergence = new CurvePlot;
     m_divergence->setTitle(tr("Divergence of the blocks' LayerNorms (Eq. 9)"));

@@ -1,6 +1,7 @@
 #include "StudiesView.h"
 
 #include "curves/CurvePlot.h"
+#include "common/ComboWidth.h"
 #include "common/Palette.h"
 #include "common/ViewExport.h"
 #include "vocab/Curves.h"
@@ -82,8 +83,7 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
 
     m_builtins = new QComboBox(this);
     m_builtins->setObjectName(QStringLiteral("studyPicker"));
-    m_builtins->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    m_builtins->setMinimumContentsLength(18);
+    letShrink({m_builtins}, 18);
     m_builtins->setToolTip(tr("The built-in studies: each mirrors a comparison of one of the papers"));
     m_steps = new QSpinBox(this);
     m_steps->setObjectName(QStringLiteral("studySteps"));
@@ -177,10 +177,7 @@ StudiesView::StudiesView(QWidget* parent) : QWidget(parent)
     m_chartMeasure->setObjectName(QStringLiteral("studyChartMeasure"));
     m_chartAxis = new QComboBox(this);
     m_chartAxis->setObjectName(QStringLiteral("studyChartAxis"));
-    for (QComboBox* box : {m_chartKind, m_chartMeasure, m_chartAxis}) {
-        box->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-        box->setMinimumContentsLength(8);
-    }
+    letShrink({m_chartKind, m_chartMeasure, m_chartAxis}, 8);
     m_chartMeasure->setToolTip(tr("The measure drawn (mean over the completed seeds, bars: their standard deviation)"));
     m_chartAxis->setToolTip(tr("The axis along x; the other axes' values make the lines"));
     auto* exportChart = new QPushButton(tr("Export..."), this);
