@@ -1,7 +1,7 @@
 #include "Format.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 

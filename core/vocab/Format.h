@@ -1,5 +1,5 @@
-// defines: shortCount, formatBytes, groupDigits, tableNumber: the one way WideLab writes a
-// count or a size for a reader, in the terminal, the log and the app alike
+// defines: shortCount, formatBytes, groupDigits, tableNumber: the one way WideLab
+// writes a count or a size for a reader, in the terminal, the log and the app alike
 #pragma once
 
 #include <cstdint>
