@@ -12,6 +12,7 @@
 
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace widelab;
@@ -53,6 +54,15 @@ MemberResult member(const std::string& point, std::int64_t seed,
 
 // A study of attention (full, local) x shape (6x8, 2x24, 1x48) on a base that
 // leaves model.attention and task.kind at their defaults (full, listops).
+// The comparison with the paper's table whose source names `table` ("Table 4"), or null.
+const PaperComparison* fromTable(const std::vector<PaperComparison>& comparisons, const std::string& table)
+{
+    const auto found = std::find_if(comparisons.begin(), comparisons.end(), [&](const PaperComparison& c) {
+        return c.source.find(table) != std::string::npos;
+    });
+    return found == comparisons.end() ? nullptr : &*found;
+}
+
 StudyRecord shapeStudy()
 {
     StudyRecord record;
@@ -348,12 +358,8 @@ void TestStudyCompare::shippedFiguresAreThePapers()
     // The mixed-attention study: Table 6's Mixed row (37.1 deepest, 38.0 widest)
     // beside its mixed models, Table 4's cells beside the eight single mechanisms.
     const auto mixed = comparisonsOf("wide-attention-mixed");
-    const PaperComparison* table6 = nullptr;
-    const PaperComparison* listops = nullptr;
-    for (const PaperComparison& c : mixed) {
-        table6 = c.source.find("Table 6") != std::string::npos ? &c : table6;
-        listops = c.source.find("Table 4") != std::string::npos ? &c : listops;
-    }
+    const PaperComparison* table6 = fromTable(mixed, "Table 6");
+    const PaperComparison* listops = fromTable(mixed, "Table 4");
     QVERIFY(table6 != nullptr && listops != nullptr);
     QCOMPARE(table6->points.size(), std::size_t{2});
     QVERIFY(std::abs(table6->points[0].value - 0.371) < 1e-12);
@@ -395,12 +401,8 @@ void TestStudyCompare::shippedWideAttentionTablesCellByCell()
                                                        {"model.heads", shape[1]}}, 1.0));
         }
     const auto comparisons = paperComparisons(record, loadPaperFigures());
-    const PaperComparison* accuracy = nullptr;
-    const PaperComparison* latency = nullptr;
-    for (const PaperComparison& c : comparisons) {
-        accuracy = c.source.find("Table 4") != std::string::npos ? &c : accuracy;
-        latency = c.source.find("Table 9") != std::string::npos ? &c : latency;
-    }
+    const PaperComparison* accuracy = fromTable(comparisons, "Table 4");
+    const PaperComparison* latency = fromTable(comparisons, "Table 9");
     QVERIFY(accuracy != nullptr && latency != nullptr);
     QCOMPARE(accuracy->points.size(), std::size_t{40});
     QCOMPARE(latency->points.size(), std::size_t{20});
