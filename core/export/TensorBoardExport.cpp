@@ -71,6 +71,27 @@ tensorboard::Histogram valuesHistogram(const std::vector<float>& values)
     return tensorboard::histogramOf(std::vector<double>(values.begin(), values.end()));
 }
 
+// A parameter group's buckets as they are (their sum and sum of squares taken
+// at the buckets' middles); equal values are one bucket.
+tensorboard::Histogram groupHistogram(const ValueHistogram& values)
+{
+    tensorboard::Histogram h;
+    h.min = values.low;
+    h.max = values.high;
+    const std::size_t n = values.high > values.low ? values.counts.size() : 1;
+    const double width = (values.high - values.low) / static_cast<double>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const double count = n == 1 ? static_cast<double>(values.total()) : static_cast<double>(values.counts[i]);
+        const double middle = values.low + width * (static_cast<double>(i) + 0.5);
+        h.bucketLimits.push_back(i + 1 == n ? values.high : values.low + width * static_cast<double>(i + 1));
+        h.bucketCounts.push_back(count);
+        h.num += count;
+        h.sum += middle * count;
+        h.sumSquares += middle * middle * count;
+    }
+    return h;
+}
+
 }  // namespace
 
 std::filesystem::path tensorBoardFolder(const std::filesystem::path& logdir, const std::filesystem::path& runDirectory)
@@ -177,8 +198,8 @@ void TensorBoardEvents::add(const MetricsRecord& record, double wallTime)
 }
 
 // Every scalar as metricScalars tags it (the app's chart chooser uses the same
-// tags), then what only TensorBoard draws: histograms of expert loads and of
-// LayerNorm rows.
+// tags), then what only TensorBoard draws: histograms of expert loads, of
+// LayerNorm rows, and of each parameter group's weights and gradients.
 void TensorBoardEvents::addTraining(const MetricsRecord& record, tensorboard::Summary& summary)
 {
     for (const MetricScalar& s : metricScalars(record))
@@ -197,6 +218,13 @@ void TensorBoardEvents::addTraining(const MetricsRecord& record, tensorboard::Su
         for (std::size_t b = 0; b < rows->size(); ++b) {
             summary.histogram("layernorm/" + numberedTag("block_", static_cast<std::int64_t>(b)) + "/" + name,
                               valuesHistogram((*rows)[b]));
+            ++m_histograms;
+        }
+    const std::pair<const char*, const std::vector<ValueHistogram>*> parameters[] = {
+        {"weights/", &s.weightHistograms}, {"gradients/", &s.gradientHistograms}};
+    for (const auto& [kind, groups] : parameters)
+        for (const ValueHistogram& group : *groups) {
+            summary.histogram(std::string(kind) + metricTagPart(group.group), groupHistogram(group));
             ++m_histograms;
         }
 }

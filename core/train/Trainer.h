@@ -4,6 +4,7 @@
 
 #include "run/Checkpoint.h"
 #include "measure/Measurements.h"
+#include "measure/ParameterHistograms.h"
 #include "RunConfig.h"
 #include "vocab/Snapshot.h"
 #include "TrainingControl.h"
@@ -128,6 +129,7 @@ private:
         // others, and the part of that wait after backward (the gradients).
         double computeSeconds = 0.0, allReduceWaitSeconds = 0.0;
         double dataSeconds = 0.0;  // reading the training batches
+        HistogramsOnDevice gradientHistograms;  // of the last step, when the line holds histograms
     };
     struct Interrupted {};  // a stop requested during an evaluation
 

@@ -5,6 +5,7 @@
 #include "GradientHealth.h"
 #include "measure/HealthAlarms.h"
 #include "measure/Measurements.h"
+#include "measure/ParameterHistograms.h"
 #include "OutOfMemory.h"
 #include "run/RunLayout.h"
 #include "RunSchedule.h"
@@ -297,6 +298,8 @@ void Trainer::trainStep(Interval& interval, bool measure)
     loss.backward();
     if (m_gradients)
         m_gradients->finish();
+    if (measure && histogramsDue(m_state.step + 1 - interval.steps, m_state.step + 1, t.evalEvery, m_totalSteps))
+        interval.gradientHistograms = histogramsOnDevice(parameterGroups(*m_model), HistogramOf::Gradients);  // before clipping
     const ShardedNorms sharded = m_experts ? shardedNorms() : ShardedNorms{};
     const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip, m_experts ? &sharded : nullptr);
     m_nonFinite->observe(m_state.step + 1, loss, norms);
@@ -395,6 +398,10 @@ void Trainer::publish(Interval& interval, bool recorded)
     if (!residual.empty()) {  // one copy to the host for every block, not one wait each
         const std::vector<float> norms = toFloats(torch::stack(residual));
         s.residualNorms.assign(norms.begin(), norms.end());
+    }
+    if (!interval.gradientHistograms.empty()) {
+        s.gradientHistograms = readHistograms(interval.gradientHistograms);
+        s.weightHistograms = readHistograms(histogramsOnDevice(parameterGroups(*m_model), HistogramOf::Weights));
     }
     if (recorded) {
         s.alarms = m_alarms->update(s.routing, m_run.model.learnablePathWeights ? s.paths : std::vector<PathWeights>{},

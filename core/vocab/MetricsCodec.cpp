@@ -69,6 +69,16 @@ nlohmann::json toJson(const TrainingSnapshot& s)
     };
     for (const TrainingCurve& curve : kTrainingCurves)
         line[curve.name] = s.*curve.value;
+    auto histograms = [](const std::vector<ValueHistogram>& groups) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const ValueHistogram& h : groups)
+            out.push_back({{"group", h.group}, {"low", h.low}, {"high", h.high}, {"counts", h.counts}});
+        return out;
+    };
+    if (!s.weightHistograms.empty())  // only on the lines that hold them (ParameterHistograms.h)
+        line["weights"] = histograms(s.weightHistograms);
+    if (!s.gradientHistograms.empty())
+        line["gradients"] = histograms(s.gradientHistograms);
     if (s.world.size > 1) {  // a distributed run's: a run of one process writes the lines it always wrote
         line["world_size"] = s.world.size;
         line["rank_compute_seconds"] = s.world.computeSeconds;

@@ -304,6 +304,39 @@ PathWeights decodePath(const Json& value, const std::string& where)
     return path;
 }
 
+// "weights" or "gradients": per parameter group, the smallest and largest value
+// and the counts of equal buckets between them.
+std::vector<ValueHistogram> decodeHistograms(const Json& json, const char* key)
+{
+    constexpr std::int64_t kMaxBuckets = 1024;
+    const Json& groups = optionalArray(json, key, key);
+    if (static_cast<std::int64_t>(groups.size()) > 4 * kMaxBlocks)
+        refuse(quoted(key) + " has " + std::to_string(groups.size()) + " groups, more than "
+               + std::to_string(4 * kMaxBlocks));
+    std::vector<ValueHistogram> out;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const std::string where = at(key, i);
+        const Json& g = object(&groups[i], where);
+        ValueHistogram h;
+        h.group = string(member(g, "group"), field(where, "group"));
+        h.low = number(member(g, "low"), field(where, "low"), false);
+        h.high = number(member(g, "high"), field(where, "high"), false);
+        if (h.high < h.low)
+            refuse(quoted(field(where, "high")) + " is " + shown(member(g, "high")) + ", below its \"low\" ("
+                   + shown(member(g, "low")) + ")");
+        const std::string counts = field(where, "counts");
+        const Json& written = array(member(g, "counts"), counts);
+        if (written.empty() || static_cast<std::int64_t>(written.size()) > kMaxBuckets)
+            refuse(quoted(counts) + " has " + std::to_string(written.size()) + " buckets, not from 1 to "
+                   + std::to_string(kMaxBuckets));
+        h.counts = listOf<std::int64_t>(written, counts, [](const Json* v, const std::string& w) {
+            return integer(v, w, 0, kMaxMetricsStep, "from 0 to 2^53");
+        });
+        out.push_back(std::move(h));
+    }
+    return out;
+}
+
 void decodeTrain(const Json& json, MetricsRecord& record)
 {
     TrainingSnapshot& s = record.train;
@@ -364,6 +397,9 @@ void decodeTrain(const Json& json, MetricsRecord& record)
             refuse("\"residual_norm\" has " + std::to_string(s.residualNorms.size()) + " blocks, more than "
                    + std::to_string(kMaxBlocks));
     }
+
+    s.weightHistograms = decodeHistograms(json, "weights");
+    s.gradientHistograms = decodeHistograms(json, "gradients");
 
     if (const Json* world = member(json, "world_size")) {
         constexpr std::int64_t kMaxRanksRead = 1 << 20;

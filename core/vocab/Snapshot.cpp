@@ -1,5 +1,7 @@
 #include "Snapshot.h"
 
+#include <algorithm>
+
 namespace widelab {
 
 std::int64_t RoutingStats::totalTokens() const
@@ -26,6 +28,33 @@ std::vector<double> RoutingStats::shares() const
         for (std::size_t e = 0; e < out.size(); ++e)
             out[e] = static_cast<double>(tokensPerExpert[e]) / total;
     return out;
+}
+
+std::int64_t ValueHistogram::total() const
+{
+    std::int64_t total = 0;
+    for (const std::int64_t count : counts)
+        total += count;
+    return total;
+}
+
+double ValueHistogram::quantile(double fraction) const
+{
+    const std::int64_t all = total();
+    if (all <= 0)
+        return 0.0;
+    if (!(high > low))
+        return low;
+    const double target = std::clamp(fraction, 0.0, 1.0) * static_cast<double>(all);
+    const double width = (high - low) / static_cast<double>(counts.size());
+    double below = 0.0;  // values in the buckets before
+    for (std::size_t b = 0; b < counts.size(); ++b) {
+        const auto count = static_cast<double>(counts[b]);
+        if (count > 0 && below + count >= target)
+            return low + (static_cast<double>(b) + (target - below) / count) * width;
+        below += count;
+    }
+    return high;
 }
 
 std::string PathWeights::featureName(std::int64_t index) const

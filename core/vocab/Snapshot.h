@@ -1,5 +1,5 @@
 // defines: RoutingStats, HealthEvent, PathWeights, LayerNormDivergence,
-// TrainingSnapshot, EvaluationResult, HeadRoleScores, ExpertIntake,
+// ValueHistogram, TrainingSnapshot, EvaluationResult, HeadRoleScores, ExpertIntake,
 // ValidationInsights, ProbeResult and TrainingObserver: what training reports,
 // as plain C++ data (no tensors), for observers and metrics.jsonl
 #pragma once
@@ -69,6 +69,21 @@ struct LayerNormDivergence {
     double gammaElementwise = 0.0, betaElementwise = 0.0;
 };
 
+// The values of one group of parameters, or of their gradients, at a step
+// (measure/ParameterHistograms.h names the groups): counts in equal buckets from
+// the smallest value to the largest; every value in the first bucket when the
+// two are equal.
+struct ValueHistogram {
+    std::string group;  // "embed", "attention.0", "ffn.2", "classifier", ...
+    double low = 0.0, high = 0.0;
+    std::vector<std::int64_t> counts;
+
+    std::int64_t total() const;
+    // The value below which `fraction` (0..1) of the values lie, the values of a
+    // bucket taken as spread evenly across it: low for 0, high for 1; 0 when empty.
+    double quantile(double fraction) const;
+};
+
 // A distributed run's processes over a snapshot's interval (docs/distributed.md):
 // each one's mean time per step computing (not waiting for the others: the
 // slowest one's is the run's pace) and its peak memory, in rank order; and the
@@ -121,6 +136,10 @@ struct TrainingSnapshot {
     // Per block: the residual stream after it, as the mean over the batch's real
     // tokens of each token's L2 norm over the width (a training batch's forward).
     std::vector<double> residualNorms;
+    // Each parameter group's weights after the step, and its gradients of the
+    // step before clipping; on the first train line, each one that reaches a
+    // validation step (a multiple of train.eval_every), and the run's last.
+    std::vector<ValueHistogram> weightHistograms, gradientHistograms;
     std::vector<HealthEvent> alarms;          // raised or cleared at this snapshot
     // The steps of a stopped run since the last recorded snapshot: shown, but
     // kept for its checkpoint rather than written to metrics.jsonl, so that the

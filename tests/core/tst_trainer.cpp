@@ -313,18 +313,42 @@ void TestTrainer::everyPresetTrainsAStep()
 void TestTrainer::listOpsLossFalls()
 {
     QTemporaryDir dir;
-    Trainer trainer(tinyRun(R"({"train": {"steps": 60, "eval_every": 60}})"), fresh(dir, "run"));
+    const RunDocument run = tinyRun(R"({"train": {"steps": 60, "eval_every": 25}})");
+    Trainer trainer(run, fresh(dir, "run"));
     std::atomic<bool> stop{false};
     QCOMPARE(static_cast<int>(trainer.run(stop).outcome), static_cast<int>(TrainOutcome::Completed));
     const auto train = metricLines(fresh(dir, "run"), "train");
     QCOMPARE(train.size(), std::size_t{60});
+    // Weight and gradient histograms on the first line, at each validation (25,
+    // 50) and on the last (60), counting every parameter of the model once.
+    std::int64_t parameters = 0;
+    for (const torch::Tensor& p : WideTransformer(run.model)->parameters())
+        parameters += p.numel();
+    std::vector<std::int64_t> histogramSteps;
+    for (const nlohmann::json& line : train) {
+        if (!line.contains("weights"))
+            continue;
+        histogramSteps.push_back(line["step"].get<std::int64_t>());
+        for (const char* kind : {"weights", "gradients"}) {
+            std::int64_t counted = 0;
+            for (const nlohmann::json& group : line[kind]) {
+                QCOMPARE(group["counts"].size(), std::size_t{30});
+                QVERIFY(group["low"].get<double>() <= group["high"].get<double>());
+                for (const nlohmann::json& count : group["counts"])
+                    counted += count.get<std::int64_t>();
+            }
+            QCOMPARE(counted, parameters);
+        }
+        QCOMPARE(line["weights"][0]["group"].get<std::string>(), std::string("embed"));
+    }
+    QCOMPARE(histogramSteps, (std::vector<std::int64_t>{1, 25, 50, 60}));
     double first = 0, last = 0;
     for (int i = 0; i < 10; ++i) {
         first += train[static_cast<std::size_t>(i)]["task_loss"].get<double>() / 10;
         last += train[train.size() - 1 - static_cast<std::size_t>(i)]["task_loss"].get<double>() / 10;
     }
     QVERIFY2(last < first - 0.2, qPrintable(QString("loss %1 -> %2").arg(first).arg(last)));
-    QCOMPARE(metricLines(fresh(dir, "run"), "eval").size(), std::size_t{1});
+    QCOMPARE(metricLines(fresh(dir, "run"), "eval").size(), std::size_t{3});
     // Every snapshot carries the LayerNorms of both blocks, the residual stream
     // after each (a dense model too) and the cost of measuring.
     QCOMPARE(train.back()["layernorm"]["ffn_gamma"].size(), std::size_t{2});

@@ -33,6 +33,8 @@ TrainingSnapshot sampleSnapshot()
     s.memoryKind = "cuda";
     s.memoryBytes = 1 << 20;
     s.residualNorms = {1.5, 3.25};
+    s.weightHistograms = {{"attention.0", -0.5, 0.25, {3, 0, 1}}, {"cls", 0.0, 0.0, {8, 0, 0}}};
+    s.gradientHistograms = {{"attention.0", -0.125, 0.125, {1, 2, 1}}};
     return s;
 }
 
@@ -130,6 +132,22 @@ void TestMetricsCodec::aTrainLineComesBackWhole()
     QCOMPARE(t.paths[0].beta, 0.75f);
     QCOMPARE(t.paths[0].diversity, 0.375);
     QCOMPARE(t.residualNorms, (std::vector<double>{1.5, 3.25}));
+    QCOMPARE(t.weightHistograms.size(), std::size_t{2});
+    QCOMPARE(t.weightHistograms[0].group, std::string("attention.0"));
+    QCOMPARE(t.weightHistograms[0].low, -0.5);
+    QCOMPARE(t.weightHistograms[0].high, 0.25);
+    QCOMPARE(t.weightHistograms[0].counts, (std::vector<std::int64_t>{3, 0, 1}));
+    QCOMPARE(t.weightHistograms[1].group, std::string("cls"));
+    QCOMPARE(t.weightHistograms[1].counts, (std::vector<std::int64_t>{8, 0, 0}));
+    QCOMPARE(t.gradientHistograms.size(), std::size_t{1});
+    QCOMPARE(t.gradientHistograms[0].counts, (std::vector<std::int64_t>{1, 2, 1}));
+    // A line without them (most lines, and runs from before) has none.
+    TrainingSnapshot plain = sampleSnapshot();
+    plain.weightHistograms.clear();
+    plain.gradientHistograms.clear();
+    const std::string plainLine = encodeMetricsLine(plain);
+    QVERIFY(plainLine.find("\"weights\"") == std::string::npos);
+    QVERIFY(decodeMetricsLine(plainLine, &reason)->train.gradientHistograms.empty());
 
     // A diverged step: NaN and infinities are written null and read as NaN, a gap.
     TrainingSnapshot diverged = sampleSnapshot();
@@ -343,6 +361,16 @@ void TestMetricsCodec::badLinesAreRefusedNamingWhatAndWhere()
         {R"({"type":"train","step":1,"wall_seconds":null})", "\"wall_seconds\" is null, not a number"},
         {R"({"type":"train","step":1,"residual_norm":[1.5,"x"]})", "\"residual_norm[1]\" is \"x\", not a number"},
         {R"({"type":"train","step":1,"residual_norm":2})", "\"residual_norm\" is 2, not an array"},
+        {R"({"type":"train","step":1,"weights":[{"group":"ffn.0","low":1,"high":0.5,"counts":[1]}]})",
+         "\"weights[0].high\" is 0.5, below its \"low\" (1)"},
+        {R"({"type":"train","step":1,"gradients":[{"group":"ffn.0","low":0,"high":1,"counts":[2,-1]}]})",
+         "\"gradients[0].counts[1]\" is -1, not a whole number from 0 to 2^53"},
+        {R"({"type":"train","step":1,"gradients":[{"group":"ffn.0","low":0,"high":1,"counts":[]}]})",
+         "\"gradients[0].counts\" has 0 buckets, not from 1 to 1024"},
+        {R"({"type":"train","step":1,"weights":[{"group":3,"low":0,"high":1,"counts":[1]}]})",
+         "\"weights[0].group\" is 3, not a text"},
+        {R"({"type":"train","step":1,"weights":[{"group":"embed","low":null,"high":1,"counts":[1]}]})",
+         "\"weights[0].low\" is null, not a number"},
         {R"({"type":"train","step":1,"loss":1,"loss":2})", "repeated key"},
         {std::string(100, '[') + std::string(100, ']'), "not JSON"},
         {replaced(kGoodTrain, "\"load_vs_fair\":[1.25,0,1.75]", "\"load_vs_fair\":[1.25]"),
