@@ -5,7 +5,7 @@ Trains two tiny runs with the real widelab-cli (a mixture of experts, and
 multi-path with learnable weights), the first with --tensorboard, exports both
 with export-tb, and reads the events back with the `tensorboard` package from
 PyPI: every scalar at the step and with the value that metrics.jsonl holds (read
-here with json), the LayerNorm and expert-load histograms, and the probes'
+here with json), the LayerNorm, expert-load, weight and gradient histograms, and the probes'
 attention maps decoded as PNG to the size docs/tensorboard.md gives.
 
 usage: tensorboard_roundtrip.py WIDELAB_CLI
@@ -166,7 +166,21 @@ def check_histograms(acc, lines, where):
                 check(list(h.bucket) == [float(t) for t in tokens], f"{where}: {tag}: buckets {h.bucket}, {tokens}")
                 check(list(h.bucket_limit) == [e + 1.5 for e in range(len(tokens))], f"{where}: {tag}: limits")
                 check(h.num == sum(tokens), f"{where}: {tag}: num {h.num}, {sum(tokens)} tokens")
+        for kind in ("weights", "gradients"):
+            for g in line.get(kind, []):
+                tag = f"{kind}/{g['group']}"
+                wanted.add(tag)
+                events = [e for e in acc.Histograms(tag) if e.step == step] if tag in tags else []
+                check(len(events) == 1, f"{where}: {tag}: {len(events)} histograms at step {step}")
+                for e in events:
+                    h = e.histogram_value
+                    # The run's own buckets; equal values (low == high) are one bucket.
+                    counts = [float(c) for c in g["counts"]] if g["high"] > g["low"] else [float(sum(g["counts"]))]
+                    check(list(h.bucket) == counts and h.num == sum(counts), f"{where}: {tag}: buckets {h.bucket}")
+                    check(h.min == g["low"] and h.max == g["high"] and h.bucket_limit[-1] == g["high"],
+                          f"{where}: {tag}: from {h.min} to {h.max}, the line says {g['low']} to {g['high']}")
     check(tags == wanted, f"{where}: histogram tags {sorted(tags)}, expected {sorted(wanted)}")
+    check(any(t.startswith("gradients/") for t in wanted), f"{where}: no gradient histograms")
     return wanted
 
 
