@@ -9,6 +9,8 @@
 #include "Theme.h"
 #include "insights/InsightPage.h"
 
+#include <QTabWidget>
+
 using namespace widelab;
 using namespace widelab::desktoptest;
 
@@ -131,14 +133,18 @@ void TestDesktopLayout::everyInsightsPageFits()
     w->centralTabs()->setCurrentWidget(w->insights());
     w->insights()->setComparisonRun(m_runs[1]);
     QStringList found;
-    for (int page = 0; page <= static_cast<int>(InsightsView::Page::Ablation); ++page) {
-        w->insights()->setPage(InsightsView::Page(page));
-        found << problems(*w, QStringLiteral("Insights page %1").arg(page));
+    // Every tab, the ones after Ablation (residual stream, weights, translation) too.
+    auto* tabs = w->insights()->findChild<QTabWidget*>(QString(), Qt::FindDirectChildrenOnly);
+    QVERIFY(tabs != nullptr && tabs->count() > static_cast<int>(InsightsView::Page::Ablation) + 1);
+    for (int page = 0; page < tabs->count(); ++page) {
+        tabs->setCurrentIndex(page);
+        const QString name = QStringLiteral("Insights page %1").arg(tabs->tabText(page));
+        found << problems(*w, name);
         // A page wider than its view scrolls sideways, and what is on its right is cut off.
         const QWidget* shown = w->insights()->currentPage();
         if (shown->width() > shown->parentWidget()->width())
-            found << QStringLiteral("Insights page %1: %2 pixels wide in a view of %3")
-                         .arg(page)
+            found << QStringLiteral("%1: %2 pixels wide in a view of %3")
+                         .arg(name)
                          .arg(shown->width())
                          .arg(shown->parentWidget()->width());
     }

@@ -9,6 +9,7 @@
 #include "LogitLensView.h"
 #include "PathsView.h"
 #include "ResidualView.h"
+#include "WeightsView.h"
 #include "TranslationView.h"
 #include "common/ComboWidth.h"
 #include "common/ViewExport.h"
@@ -111,6 +112,9 @@ InsightsView::InsightsView(QWidget* parent) : QWidget(parent)
     m_tabs->setTabToolTip(int(Page::Ablation), tr("Switch each head, expert, path or sublayer off in turn and see "
                                                   "what it does to validation loss and the probe's prediction"));
     m_tabs->addTab(scrolled(new ResidualView), tr("Residual stream"));
+    m_tabs->addTab(scrolled(new WeightsView), tr("Weights"));
+    m_tabs->setTabToolTip(m_tabs->count() - 1, tr("Each part of the model's weights and gradients: how they spread "
+                                                  "over training, and their histogram at the shown step"));
     m_tabs->addTab(scrolled(new TranslationView), tr("Translation"));
     m_tabs->setTabToolTip(m_tabs->count() - 1, tr("A translation model's probe: its translation as training goes on, "
                                                   "and the decoder's cross-attention over the source"));
