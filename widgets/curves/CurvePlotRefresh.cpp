@@ -200,7 +200,8 @@ void CurvePlot::updateDisplay()
     m_redecimate = false;
     m_decimated = QCPRange(view.lower - span, view.upper + span);
     m_decimatedSpan = span;
-    QVector<double> keys, values;
+    QVector<Series*> shown;
+    QVector<curvemath::Decimation> jobs;
 
     for (const auto& s : m_series) {
         const int index = seriesIndex(s->name);
@@ -235,21 +236,28 @@ void CurvePlot::updateDisplay()
             s->faint->setVisible(false);
             continue;
         }
-        curvemath::decimateMinMax(s->trace.keys, isSmoothed(*s) ? s->trace.smooth : s->trace.raw, view.lower - span,
-                                  view.upper + span, columns, m_logScale, &keys, &values);
-        s->line->setData(keys, values, true);
+        // The line, and under a smoothed one its raw values faintly.
+        shown.push_back(s.get());
+        jobs.push_back({&s->trace.keys, isSmoothed(*s) ? &s->trace.smooth : &s->trace.raw, {}, {}});
+        if (isSmoothed(*s))
+            jobs.push_back({&s->trace.keys, &s->trace.raw, {}, {}});
+    }
+    curvemath::decimateEach(jobs, view.lower - span, view.upper + span, columns, m_logScale);
+    qsizetype job = 0;
+    for (Series* s : shown) {
+        curvemath::Decimation& line = jobs[job++];
+        s->line->setData(line.outKeys, line.outValues, true);
         // Qt strokes lines wider than one pixel through a slow path: a dense
         // line (min/max zigzags) costs tens of milliseconds per replot at 1.6 px
         // and two at 1 px. Sparse lines (about 3 px or more per segment) get the width.
         QPen pen = s->line->pen();
-        pen.setWidthF(keys.size() <= axisRect()->width() && s->style != SeriesStyle::Markers ? kLineWidth : 1.0);
+        pen.setWidthF(line.outKeys.size() <= axisRect()->width() && s->style != SeriesStyle::Markers ? kLineWidth : 1.0);
         s->line->setPen(pen);
         const bool faint = isSmoothed(*s);
         s->faint->setVisible(faint);
         if (faint) {
-            curvemath::decimateMinMax(s->trace.keys, s->trace.raw, view.lower - span, view.upper + span, columns, m_logScale,
-                                      &keys, &values);
-            s->faint->setData(keys, values, true);
+            curvemath::Decimation& raw = jobs[job++];
+            s->faint->setData(raw.outKeys, raw.outValues, true);
         } else {
             s->faint->data()->clear();
         }

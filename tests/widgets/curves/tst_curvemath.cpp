@@ -20,6 +20,7 @@ private Q_SLOTS:
     void decimationKeepsASpikeAndStaysBounded();
     void decimationKeepsTheNeighboursOutsideTheRange();
     void decimationTurnsGapsAndNonPositiveValuesIntoNaN();
+    void manySeriesAreDecimatedAsOneByOne();
     void countsAreFormattedWithSuffixes();
     void axisValuesPickTheirNotationByMagnitude();
     void durationsAreFormattedAsClockTimes();
@@ -140,6 +141,35 @@ void TestCurveMath::decimationTurnsGapsAndNonPositiveValuesIntoNaN()
     QCOMPARE(outKeys, (QVector<double>{0, 5}));
     QVERIFY(std::isnan(outValues[0]));
     QCOMPARE(outValues[1], 1.0);
+}
+
+void TestCurveMath::manySeriesAreDecimatedAsOneByOne()
+{
+    // Series i runs i*100 + (step mod 10) over steps 0..149,999; three of them
+    // (450,000 points) are shared with a second thread, one is not. In 10 columns
+    // of 15,000 steps each bucket starts at a multiple of 10: its min (i*100)
+    // comes first, then its max (i*100 + 9).
+    for (const int count : {1, 3}) {
+        QVector<double> keys;
+        QVector<QVector<double>> values(count);
+        for (int step = 0; step < 150'000; ++step) {
+            keys.push_back(step);
+            for (int i = 0; i < count; ++i)
+                values[i].push_back(i * 100 + step % 10);
+        }
+        QVector<Decimation> series;
+        for (int i = 0; i < count; ++i)
+            series.push_back({&keys, &values[i], {}, {}});
+        decimateEach(series, 0, 149'999, 10, false);
+        for (int i = 0; i < count; ++i) {
+            QVector<double> expected;
+            for (int bucket = 0; bucket < 10; ++bucket)
+                expected << i * 100 << i * 100 + 9;
+            QCOMPARE(series[i].outValues, expected);
+            QCOMPARE(series[i].outKeys.size(), 20);
+            QCOMPARE(series[i].outKeys[2], 15'000.0);  // the second bucket's first step
+        }
+    }
 }
 
 void TestCurveMath::countsAreFormattedWithSuffixes()
