@@ -539,9 +539,17 @@ int bench(const Arguments& a, std::ostream& out)
     if (r.memoryEstimateBytes > 0)
         summary.addRow({"configuration panel's estimate", formatBytes(r.memoryEstimateBytes)});
     const bool counted = r.operators.operators > 0;
-    if (counted)
+    if (counted) {
         summary.addRow({"ATen operators per step", groupDigits(r.operators.operators) + " ("
                                                        + groupDigits(r.operators.innermost()) + " innermost)"});
+        std::string waits;
+        std::int64_t waiting = 0;
+        for (const auto& [name, count] : r.operators.synchronisingInStep()) {
+            waits += (waits.empty() ? " (" : ", ") + name + " " + std::to_string(count);
+            waiting += count;
+        }
+        summary.addRow({"operators that wait for the device", std::to_string(waiting) + (waits.empty() ? "" : waits + ")")});
+    }
     out << summary.render() << "\n";
 
     double total = 0.0;

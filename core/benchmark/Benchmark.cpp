@@ -305,6 +305,9 @@ nlohmann::json BenchmarkResult::toJson() const
         return list;
     };
     nlohmann::json operatorsByPhase = nlohmann::json::object(), frequentByPhase = nlohmann::json::object();
+    std::int64_t synchronising = 0;
+    for (const auto& entry : operators.synchronisingInStep())
+        synchronising += entry.second;
     for (std::size_t p = 0; p < phases.size() && p < operators.innermostByPhase.size(); ++p) {
         operatorsByPhase[phases[p].first] = operators.innermost(static_cast<Phase>(p));
         frequentByPhase[phases[p].first] = frequent(operators.mostFrequent(30, static_cast<Phase>(p)));
@@ -347,7 +350,10 @@ nlohmann::json BenchmarkResult::toJson() const
               {"innermost", operators.innermost()},
               {"innermost_by_phase", operatorsByPhase},
               {"most_frequent", frequent(operators.mostFrequent(20))},
-              {"most_frequent_by_phase", frequentByPhase}}},
+              {"most_frequent_by_phase", frequentByPhase},
+              // Operators that make the host wait for the device (OperatorCount.h), but the loss read back.
+              {"synchronising", synchronising},
+              {"synchronising_by_name", operators.synchronisingInStep()}}},
             {"loss", loss},
             {"warning", warning}};
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 
@@ -20,31 +22,43 @@ namespace {
 // The one counter counting, set and cleared by its thread, read by autograd's.
 std::atomic<OperatorCounter::State*> g_active{nullptr};
 
-// Per thread: one entry per operator running, true once it has called another.
-thread_local std::vector<bool> t_calledAnother;
+// Per thread: one entry per operator running: whether it has called another,
+// and whether it is counted as synchronising (the outermost such).
+struct Running {
+    bool calledAnother = false;
+    bool synchronising = false;
+};
+thread_local std::vector<Running> t_running;
+thread_local int t_synchronisingOpen = 0;
 
-std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction&)
+std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn)
 {
-    if (!t_calledAnother.empty())
-        t_calledAnother.back() = true;
-    t_calledAnother.push_back(false);
+    if (!t_running.empty())
+        t_running.back().calledAnother = true;
+    const bool synchronising = t_synchronisingOpen == 0 && synchronisesWithTheDevice(fn.name());
+    t_synchronisingOpen += synchronising ? 1 : 0;
+    t_running.push_back({false, synchronising});
     return nullptr;
 }
 
 void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
 {
-    if (t_calledAnother.empty())  // began before the counter did
+    if (t_running.empty())  // began before the counter did
         return;
-    const bool innermost = !t_calledAnother.back();
-    t_calledAnother.pop_back();
+    const Running ended = t_running.back();
+    t_running.pop_back();
+    t_synchronisingOpen -= ended.synchronising ? 1 : 0;
     OperatorCounter::State* state = g_active.load(std::memory_order_acquire);
     if (state == nullptr)
         return;
     const std::lock_guard lock(state->mutex);
     OperatorTally& tally = state->tally;
     ++tally.operators;
-    if (innermost)
-        ++tally.innermostByPhase[static_cast<std::size_t>(PhaseTimer::current())][fn.name()];
+    const auto phase = static_cast<std::size_t>(PhaseTimer::current());
+    if (!ended.calledAnother)
+        ++tally.innermostByPhase[phase][fn.name()];
+    if (ended.synchronising)
+        ++tally.synchronisingByPhase[phase][fn.name()];
 }
 
 std::int64_t total(const std::map<std::string, std::int64_t>& counts)
@@ -98,11 +112,33 @@ std::vector<std::pair<std::string, std::int64_t>> OperatorTally::mostFrequent(st
     return ranked(innermostByPhase.at(static_cast<std::size_t>(phase)), count);
 }
 
+std::map<std::string, std::int64_t> OperatorTally::synchronisingInStep() const
+{
+    std::map<std::string, std::int64_t> merged;
+    for (std::size_t p = 0; p < synchronisingByPhase.size(); ++p)
+        if (p != static_cast<std::size_t>(Phase::Measurement))
+            for (const auto& [name, count] : synchronisingByPhase[p])
+                merged[name] += count;
+    return merged;
+}
+
+bool synchronisesWithTheDevice(const char* name)
+{
+    static const char* const kNames[] = {
+        "aten::item",          "aten::_local_scalar_dense", "aten::is_nonzero",     "aten::equal",
+        "aten::allclose",      "aten::nonzero",             "aten::argwhere",       "aten::masked_select",
+        "aten::unique",        "aten::_unique",             "aten::_unique2",       "aten::unique_dim",
+        "aten::unique_consecutive", "aten::unique_dim_consecutive", "aten::bincount",
+    };
+    return std::any_of(std::begin(kNames), std::end(kNames), [name](const char* n) { return std::strcmp(n, name) == 0; });
+}
+
 OperatorCounter::OperatorCounter() : m_state(std::make_unique<State>())
 {
     if (g_active.load(std::memory_order_acquire) != nullptr)
         throw std::logic_error("OperatorCounter: another counter is counting");
-    t_calledAnother.clear();
+    t_running.clear();
+    t_synchronisingOpen = 0;
     m_state->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&onStart, &onEnd).scopes({at::RecordScope::FUNCTION}));
     g_active.store(m_state.get(), std::memory_order_release);  // last: nothing to undo if registering threw

@@ -1,6 +1,7 @@
-// defines: OperatorTally, OperatorCounter: how many ATen operators some work
-// dispatches, in all and innermost (those that call no other operator), by
-// phase of the step and by name, for `widelab-cli bench`
+// defines: OperatorTally, OperatorCounter, synchronisesWithTheDevice: how many
+// ATen operators some work dispatches, in all and innermost (those that call no
+// other operator), by phase of the step and by name, and which of them make the
+// host wait for the device, for `widelab-cli bench`
 #pragma once
 
 #include "PhaseTimer.h"
@@ -26,6 +27,10 @@ struct OperatorTally {
     // indexed by Phase, the last entry those outside every scope. Backward's
     // operators count under Phase::Backward.
     std::array<std::map<std::string, std::int64_t>, static_cast<std::size_t>(Phase::Count) + 1> innermostByPhase;
+    // The operators that make the host wait for the device
+    // (synchronisesWithTheDevice), whether innermost or not, by phase as above;
+    // one called inside another such (item's _local_scalar_dense) is not counted again.
+    std::array<std::map<std::string, std::int64_t>, static_cast<std::size_t>(Phase::Count) + 1> synchronisingByPhase;
 
     std::int64_t innermost() const;
     std::int64_t innermost(Phase phase) const;  // Phase::Count: outside every scope
@@ -34,7 +39,17 @@ struct OperatorTally {
     // by name): of the whole step, or of one phase.
     std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count) const;
     std::vector<std::pair<std::string, std::int64_t>> mostFrequent(std::size_t count, Phase phase) const;
+    // The synchronising operators of a training step by name: every phase's but
+    // Phase::Measurement's, where the host reads what it measures by design.
+    std::map<std::string, std::int64_t> synchronisingInStep() const;
 };
+
+// Whether an operator (by its RecordFunction name, "aten::nonzero") makes the
+// host wait for the device: it reads a value back (item, is_nonzero, equal), or
+// its result's size depends on the data (nonzero, which boolean-mask indexing
+// calls, masked_select, unique, bincount). A copy to the host is not among them:
+// its name does not say where the copy goes.
+bool synchronisesWithTheDevice(const char* name);
 
 // Counts the operators dispatched from its construction to its destruction, on
 // this thread and on the threads that run this thread's backward passes (they

@@ -46,6 +46,7 @@ private Q_SLOTS:
     void countsTheBackwardPass();
     void countsOnlyWhileAlive();
     void mostFrequentRanksByCount();
+    void countsWhatMakesTheHostWait();
 };
 
 void TestOperatorCount::countsEachOperatorOnce()
@@ -168,6 +169,35 @@ void TestOperatorCount::mostFrequentRanksByCount()
     QCOMPARE(ranked[1].first, std::string("aten::add"));  // ties keep the names' order
     QCOMPARE(ranked[2].first, std::string("aten::cat"));
     QCOMPARE(tally.mostFrequent(10).size(), std::size_t{4});
+}
+
+void TestOperatorCount::countsWhatMakesTheHostWait()
+{
+    const torch::Tensor x = torch::tensor({0.0, 2.0, 0.0, 3.0});
+    const PhasesOn phases;
+    OperatorTally tally;
+    {
+        const OperatorCounter counter;
+        const double sum = x.sum().item<double>();  // item, whose _local_scalar_dense is not counted again
+        const torch::Tensor where = x.nonzero();    // its size depends on the data
+        const torch::Tensor big = x.index({x > 1});  // a boolean mask: index calls nonzero
+        const torch::Tensor twice = x * 2;          // waits for nothing
+        {
+            const PhaseScope measured(Phase::Measurement);  // a read by design, not the step's
+            QCOMPARE(x.max().item<double>(), 3.0);
+        }
+        tally = counter.tally();
+        QCOMPARE(sum, 5.0);
+        QCOMPARE(where.size(0), std::int64_t{2});
+        QCOMPARE(big.size(0), std::int64_t{2});
+        QCOMPARE(twice[3].item<double>(), 6.0);
+    }
+    const std::map<std::string, std::int64_t> expected{{"aten::item", 1}, {"aten::nonzero", 2}};
+    QCOMPARE(tally.synchronisingInStep(), expected);
+    QCOMPARE(tally.synchronisingByPhase[static_cast<std::size_t>(Phase::Measurement)].at("aten::item"), std::int64_t{1});
+    QVERIFY(synchronisesWithTheDevice("aten::masked_select"));
+    QVERIFY(!synchronisesWithTheDevice("aten::index"));
+    QVERIFY(!synchronisesWithTheDevice("aten::add"));
 }
 
 QTEST_GUILESS_MAIN(TestOperatorCount)
