@@ -1,5 +1,6 @@
 #include "Dropout.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <torch/autograd.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <mutex>
 #include <type_traits>
 
 namespace widelab {
@@ -69,8 +72,15 @@ MaskSpec maskSpec(double p)
     MaskSpec spec;
     spec.threshold = static_cast<std::uint32_t>(std::lround(p * 65536.0));
     spec.scale = spec.threshold >= 65536u ? 0.0 : 65536.0 / (65536.0 - spec.threshold);
-    // One draw from the default CPU generator, under its lock, via a kernel that takes it.
-    spec.seed = static_cast<std::uint64_t>(torch::empty({1}, torch::kInt64).random_().item<std::int64_t>());
+    // One draw from the default CPU generator, under its lock: the value that
+    // torch::empty({1}, kInt64).random_() draws (random64 modulo 2^63), read
+    // without a tensor, so that no operator reads a value back in the step.
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    {
+        const std::lock_guard<std::mutex> lock(generator.mutex());
+        spec.seed = at::check_generator<at::CPUGeneratorImpl>(generator)->random64()
+                    % (static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + 1);
+    }
     return spec;
 }
 

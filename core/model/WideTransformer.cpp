@@ -118,11 +118,12 @@ void checkTokens(const ModelConfig& c, const torch::Tensor& ids, const torch::Te
     if (ids.is_cpu()) {
         // Cheap on the CPU; on a GPU the check would stall the step, and an id out
         // of range there is a device assert, so data must be checked before upload.
-        const auto [low, high] = torch::aminmax(ids);
-        if (low.item<std::int64_t>() < 0 || high.item<std::int64_t>() >= c.vocabSize)
-            throw std::invalid_argument(what + ": token id "
-                                        + std::to_string(low.item<std::int64_t>() < 0 ? low.item<std::int64_t>()
-                                                                                       : high.item<std::int64_t>())
+        // The two values are read in place, not through item(): on the CPU nothing
+        // waits, and a step's operators read nothing back (tst_nosync).
+        const auto [low, high] = torch::aminmax(ids.to(torch::kLong));
+        const std::int64_t lowest = *low.data_ptr<std::int64_t>(), highest = *high.data_ptr<std::int64_t>();
+        if (lowest < 0 || highest >= c.vocabSize)
+            throw std::invalid_argument(what + ": token id " + std::to_string(lowest < 0 ? lowest : highest)
                                         + " is outside the vocabulary 0.." + std::to_string(c.vocabSize - 1)
                                         + " (model.vocab_size)");
     }

@@ -3,6 +3,7 @@
 #include "Mechanisms.h"
 #include "SparseMix.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace widelab {
@@ -41,9 +42,18 @@ public:
             // The query's own block, [1, nb, l]
             const torch::Tensor index = torch::arange(Tp, longs).view({1, nb, l});
             segments.push_back(blockSegment(qs, k, v, index, torch::ones({1, nb, l, l}, bools)));
-            // The summary positions j mod l >= l - c of the other blocks, [S]
-            const torch::Tensor all = torch::arange(T, longs);
-            const torch::Tensor summary = all.masked_select(all.remainder(l) >= l - summary_);
+            // The summary positions j mod l >= l - c of the other blocks, [S]: the
+            // last c of each block, ascending, those before T; counted here, so
+            // that no operator's size depends on data (masked_select would wait
+            // for the device).
+            const std::int64_t c = std::min(summary_, l);
+            std::int64_t S = 0;
+            for (std::int64_t n = 0; n < nb; ++n)
+                S += std::clamp<std::int64_t>(T - (n * l + l - c), 0, c);
+            const torch::Tensor summary = (torch::arange(nb, longs).view({nb, 1}) * l
+                                           + torch::arange(l - c, l, longs).view({1, c}))
+                                              .reshape({-1})
+                                              .narrow(0, 0, S);
             const torch::Tensor other = summary.div(l, "floor").view({1, 1, -1}) != queryBlock.view({1, Tp, 1});
             if (summary.size(0) > 0)
                 segments.push_back(sharedSegment(qs, k, v, summary, other));
