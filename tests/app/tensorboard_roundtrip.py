@@ -136,6 +136,13 @@ def check_scalars(acc, lines, where):
     return want
 
 
+def histograms_at(acc, tags, tag, step, where):
+    """The histogram events of `tag` at `step`, checked to be one."""
+    events = [e for e in acc.Histograms(tag) if e.step == step] if tag in tags else []
+    check(len(events) == 1, f"{where}: {tag}: {len(events)} histograms at step {step}")
+    return events
+
+
 def check_histograms(acc, lines, where):
     tags = set(acc.Tags()["histograms"])
     wanted = set()
@@ -146,9 +153,7 @@ def check_histograms(acc, lines, where):
                 tag = f"layernorm/block_{b + 1}/{name}"
                 wanted.add(tag)
                 values = [f32(v) for v in row]
-                events = [e for e in acc.Histograms(tag) if e.step == step] if tag in tags else []
-                check(len(events) == 1, f"{where}: {tag}: {len(events)} histograms at step {step}")
-                for e in events:
+                for e in histograms_at(acc, tags, tag, step, where):
                     h = e.histogram_value
                     check(h.num == len(values) and h.min == min(values) and h.max == max(values)
                           and math.isclose(h.sum, sum(values), rel_tol=1e-12, abs_tol=1e-12)
@@ -157,9 +162,7 @@ def check_histograms(acc, lines, where):
         for r in line["routing"]:
             tag = f"experts/block_{r['block'] + 1}/tokens_per_expert"
             wanted.add(tag)
-            events = [e for e in acc.Histograms(tag) if e.step == step] if tag in tags else []
-            check(len(events) == 1, f"{where}: {tag}: {len(events)} histograms at step {step}")
-            for e in events:
+            for e in histograms_at(acc, tags, tag, step, where):
                 h = e.histogram_value
                 tokens = r["tokens_per_expert"]
                 # One bucket per expert: expert e's tokens between e - 0.5 and e + 0.5.
@@ -170,9 +173,7 @@ def check_histograms(acc, lines, where):
             for g in line.get(kind, []):
                 tag = f"{kind}/{g['group']}"
                 wanted.add(tag)
-                events = [e for e in acc.Histograms(tag) if e.step == step] if tag in tags else []
-                check(len(events) == 1, f"{where}: {tag}: {len(events)} histograms at step {step}")
-                for e in events:
+                for e in histograms_at(acc, tags, tag, step, where):
                     h = e.histogram_value
                     # The run's own buckets; equal values (low == high) are one bucket.
                     counts = [float(c) for c in g["counts"]] if g["high"] > g["low"] else [float(sum(g["counts"]))]

@@ -260,23 +260,13 @@ const TrainingSnapshot* InsightHistory::stateAt(qint64 step) const
 
 namespace {
 
-// The newest state at or before `step` (any, when step < 0) for which `has` holds.
-template <typename Has>
-const TrainingSnapshot* lastWith(const QVector<TrainingSnapshot>& states, qint64 step, Has has)
-{
-    for (auto it = states.rbegin(); it != states.rend(); ++it)
-        if ((step < 0 || it->step <= step) && has(*it))
-            return &*it;
-    return nullptr;
-}
-
 bool routed(const TrainingSnapshot& s) { return !s.routing.empty(); }
 bool weighted(const TrainingSnapshot& s) { return !s.paths.empty(); }
 
 }  // namespace
 
-const TrainingSnapshot* InsightHistory::routedStateAt(qint64 step) const { return lastWith(m_states, step, routed); }
-const TrainingSnapshot* InsightHistory::pathStateAt(qint64 step) const { return lastWith(m_states, step, weighted); }
+const TrainingSnapshot* InsightHistory::routedStateAt(qint64 step) const { return lastStateWith(step, routed); }
+const TrainingSnapshot* InsightHistory::pathStateAt(qint64 step) const { return lastStateWith(step, weighted); }
 
 void InsightHistory::setArchitecture(const ArchitectureSketch& sketch)
 {

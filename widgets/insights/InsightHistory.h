@@ -100,6 +100,16 @@ public:
     // may have none.
     const TrainingSnapshot* routedStateAt(qint64 step) const;
     const TrainingSnapshot* pathStateAt(qint64 step) const;
+    // The newest state at or before `step` (step < 0: any) for which `has`
+    // holds: one that measured what a view draws. nullptr when none.
+    template <typename Has>
+    const TrainingSnapshot* lastStateWith(qint64 step, Has has) const
+    {
+        for (auto it = m_states.crbegin(); it != m_states.crend(); ++it)
+            if ((step < 0 || it->step <= step) && has(*it))
+                return &*it;
+        return nullptr;
+    }
     const ProbeResult* captureAt(const QString& text, qint64 step) const;
     const QVector<ValidationInsights>& validationInsights() const { return m_validation; }
     // The newest validation insight at or before `step` (step < 0: the newest); nullptr when none.

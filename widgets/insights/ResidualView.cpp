@@ -38,11 +38,7 @@ ResidualView::ResidualView(QWidget* parent) : InsightPage(parent)
 
 const TrainingSnapshot* ResidualView::measuredAt(const InsightHistory& history, qint64 step)
 {
-    const QVector<TrainingSnapshot>& states = history.states();
-    for (auto it = states.crbegin(); it != states.crend(); ++it)
-        if (!it->residualNorms.empty() && (step < 0 || it->step <= step))
-            return &*it;
-    return nullptr;
+    return history.lastStateWith(step, [](const TrainingSnapshot& state) { return !state.residualNorms.empty(); });
 }
 
 void ResidualView::refresh()

@@ -130,11 +130,9 @@ bool WeightsView::showsGradients() const { return m_kind->currentIndex() == 1; }
 
 const TrainingSnapshot* WeightsView::measuredAt(const InsightHistory& history, qint64 step)
 {
-    const QVector<TrainingSnapshot>& states = history.states();
-    for (auto it = states.crbegin(); it != states.crend(); ++it)
-        if ((!it->weightHistograms.empty() || !it->gradientHistograms.empty()) && (step < 0 || it->step <= step))
-            return &*it;
-    return nullptr;
+    return history.lastStateWith(step, [](const TrainingSnapshot& state) {
+        return !state.weightHistograms.empty() || !state.gradientHistograms.empty();
+    });
 }
 
 void WeightsView::refresh()

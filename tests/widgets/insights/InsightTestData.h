@@ -133,6 +133,16 @@ inline bool sameValues(const QVector<float>& actual, const QVector<float>& expec
 
 using Curve = QVector<QPair<double, double>>;  // (step or key, value)
 
+// (key, value) of a QCustomPlot graph's or bars' points, in order.
+template <typename Plottable>
+Curve pointsOf(const Plottable* plottable)
+{
+    Curve out;
+    for (auto it = plottable->data()->constBegin(); it != plottable->data()->constEnd(); ++it)
+        out.push_back({it->key, it->value});
+    return out;
+}
+
 inline bool sameCurve(const Curve& actual, const Curve& expected, double tolerance = 1e-9)
 {
     if (actual.size() != expected.size()) {

@@ -23,15 +23,6 @@ TrainingSnapshot measured(qint64 step, std::vector<double> norms)
     return state;
 }
 
-// (block, norm) of a graph, in order.
-Curve pointsOf(const QCPGraph* graph)
-{
-    Curve out;
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-        out.push_back({it->key, it->value});
-    return out;
-}
-
 }  // namespace
 
 class TestResidualView : public QObject {

@@ -26,22 +26,6 @@ TrainingSnapshot measured(qint64 step, std::vector<ValueHistogram> weights, std:
     return state;
 }
 
-Curve pointsOf(const QCPGraph* graph)
-{
-    Curve out;
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-        out.push_back({it->key, it->value});
-    return out;
-}
-
-Curve barsOf(const QCPBars* bars)
-{
-    Curve out;
-    for (auto it = bars->data()->constBegin(); it != bars->data()->constEnd(); ++it)
-        out.push_back({it->key, it->value});
-    return out;
-}
-
 QCPBars* barsAt(QCustomPlot* plot, int index) { return qobject_cast<QCPBars*>(plot->plottable(index)); }
 
 // Two runs: A measured at 10 and 30 (20 is a line without histograms), B at 30.
@@ -119,21 +103,21 @@ void TestWeightsView::theHistogramAtTheShownStepBesideTheComparedRun()
     // from 0 to 2 in buckets 1 wide: 2 at 0.5, 6 at 1.5.
     QCustomPlot* histogram = view.histogramPlot();
     QCOMPARE(histogram->plottableCount(), 2);
-    QVERIFY(sameCurve(barsOf(barsAt(histogram, 0)), Curve{{0.5, 8}}));
-    QVERIFY(sameCurve(barsOf(barsAt(histogram, 1)), Curve{{0.5, 2}, {1.5, 6}}));
+    QVERIFY(sameCurve(pointsOf(barsAt(histogram, 0)), Curve{{0.5, 8}}));
+    QVERIFY(sameCurve(pointsOf(barsAt(histogram, 1)), Curve{{0.5, 2}, {1.5, 6}}));
     QCOMPARE(barsAt(histogram, 1)->name(), QStringLiteral("Run B · step 30"));
     QCOMPARE(barsAt(histogram, 1)->brush().style(), Qt::NoBrush);  // an outline over A's bars
     QCOMPARE(histogram->xAxis->label(), QStringLiteral("weight at step 30"));
     // Gradients at 30: from -1 to 1 in buckets 0.5 wide, centres -0.75 ... 0.75.
     view.kinds()->setCurrentIndex(1);
-    QVERIFY(sameCurve(barsOf(barsAt(histogram, 0)), Curve{{-0.75, 0}, {-0.25, 4}, {0.25, 4}, {0.75, 0}}));
+    QVERIFY(sameCurve(pointsOf(barsAt(histogram, 0)), Curve{{-0.75, 0}, {-0.25, 4}, {0.25, 4}, {0.75, 0}}));
     view.kinds()->setCurrentIndex(0);
 
     // Frozen on step 25: step 10 is shown; B measured nothing by then.
     view.setStep(25);
     view.refresh();
     QCOMPARE(histogram->plottableCount(), 1);
-    QVERIFY(sameCurve(barsOf(barsAt(histogram, 0)), Curve{{0.5, 4}, {1.5, 0}, {2.5, 0}, {3.5, 4}}));
+    QVERIFY(sameCurve(pointsOf(barsAt(histogram, 0)), Curve{{0.5, 4}, {1.5, 0}, {2.5, 0}, {3.5, 4}}));
     QCOMPARE(histogram->xAxis->label(), QStringLiteral("weight at step 10"));
     // The spread still covers the run, with a line at the shown step.
     QCOMPARE(view.spreadLine(4)->dataCount(), 2);
