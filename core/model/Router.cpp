@@ -96,12 +96,16 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         torch::Tensor counts = torch::cat({countPerBin(counted, E).to(torch::kFloat64),
                                            torch::full({1}, static_cast<double>(S), x.options().dtype(torch::kFloat64))});
         options.sumOverRanks(counts);  // every rank takes part, one with no token too
-        const double tokens = counts[E].item<double>();
+        // The global count stays on the device, not read back to branch on: with
+        // no token anywhere it counts as 1, the sums over no token being 0 (and
+        // still attached to the graph). Factors in double, then float, as a
+        // scalar would be.
+        const torch::Tensor tokens = counts.narrow(0, E, 1).clamp_min(1.0);
         const torch::Tensor chosen = counts.narrow(0, 0, E).to(torch::kFloat32);
-        r.balanceLoss = tokens == 0.0 ? r.probs.sum() * 0.0
-                                      : torch::dot(chosen, r.probs.sum(0)) * (static_cast<double>(E) / (tokens * tokens));
+        r.balanceLoss = torch::dot(chosen, r.probs.sum(0))
+                        * (static_cast<double>(E) / tokens.square()).to(torch::kFloat32).squeeze(0);
         if (options.zLoss)
-            r.zLoss = tokens == 0.0 ? r.logits.sum() * 0.0 : torch::logsumexp(r.logits, -1).square().sum() / tokens;
+            r.zLoss = torch::logsumexp(r.logits, -1).square().sum() / tokens.to(torch::kFloat32).squeeze(0);
     } else if (S == 0) {
         r.balanceLoss = r.probs.sum() * 0.0;
         if (options.zLoss)

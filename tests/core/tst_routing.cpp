@@ -4,10 +4,14 @@
 #include "model/FeedForward.h"
 #include "model/Router.h"
 #include "model/WideTransformer.h"
+#include "runtime/OperatorCount.h"
 
 #include <QtTest>
 
 #include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
 
 using namespace widelab;
 
@@ -441,7 +445,16 @@ void TestRouting::ranksLossesAddUpToTheWholeBatch()
         options.zLoss = true;
         options.sumOverRanks = [others](torch::Tensor& counts) { counts += others; };
         weight = torch::eye(2).requires_grad_(true);
-        const Routing r = route(logits, weight, options);
+        std::map<std::string, std::int64_t> waits;
+        Routing r;
+        {
+            // The global count divides on the device: nothing is read back to branch on.
+            const OperatorCounter counter;
+            r = route(logits, weight, options);
+            waits = counter.tally().synchronisingInStep();
+        }
+        if (!waits.empty())
+            throw std::logic_error("routing read a value back: " + waits.begin()->first);
         (r.balanceLoss + r.zLoss).backward();
         return std::pair{r.balanceLoss.item<double>(), r.zLoss.item<double>()};
     };
@@ -466,6 +479,12 @@ void TestRouting::ranksLossesAddUpToTheWholeBatch()
     QVERIFY(std::abs(r.balanceLoss.item<double>() - balance) < 1e-6);
     (r.balanceLoss + r.zLoss).backward();
     QVERIFY(torch::allclose(weightA.grad() + weightB.grad(), weight.grad(), 1e-5, 1e-6));
+    // No token on any rank: both losses are 0, and backward still runs through them.
+    torch::Tensor weightNone;
+    const auto [balanceNone, zNone] = part(torch::zeros({0, 2}), torch::zeros({3}, torch::kFloat64), weightNone);
+    QCOMPARE(balanceNone, 0.0);
+    QCOMPARE(zNone, 0.0);
+    QVERIFY(weightNone.grad().defined() && weightNone.grad().abs().sum().item<double>() == 0.0);
 }
 
 QTEST_GUILESS_MAIN(TestRouting)
