@@ -35,6 +35,10 @@ struct Batch {
     // mixWeight >= 0.5, so that `targets` hold each picture's larger share.
     torch::Tensor mixTargets;
     double mixWeight = 1.0;
+    // A padded batch for a model with experts: the positions it routes
+    // (WideTransformer::routedPositions), found on the host before the upload,
+    // so that the device does not find them and read their count back.
+    torch::Tensor routed;
 };
 
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification

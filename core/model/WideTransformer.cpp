@@ -82,16 +82,16 @@ std::vector<torch::Tensor> WideTransformerImpl::expertParameters() const
 }
 
 ModelOutput WideTransformerImpl::forward(const torch::Tensor& input, const torch::Tensor& mask,
-                                         const TargetInput& target)
+                                         const TargetInput& target, const torch::Tensor& routed)
 {
-    return run(input, mask, target, nullptr);
+    return run(input, mask, target, routed, nullptr);
 }
 
 ModelOutput WideTransformerImpl::inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace,
-                                         const TargetInput& target)
+                                         const TargetInput& target, const torch::Tensor& routed)
 {
     trace.blocks.clear();
-    return run(input, mask, target, &trace);
+    return run(input, mask, target, routed, &trace);
 }
 
 namespace {
@@ -168,6 +168,15 @@ torch::Tensor attentionBias(const torch::Tensor& valid, std::int64_t B, std::int
     return bias;
 }
 
+// A mask as the blocks see it: bool, with a CLS token's place (real) first.
+torch::Tensor validTokens(const ModelConfig& c, const torch::Tensor& mask)
+{
+    const torch::Tensor valid = mask.to(torch::kBool);
+    if (!c.usesClsToken())
+        return valid;
+    return torch::cat({torch::ones({valid.size(0), 1}, valid.options()), valid}, 1);
+}
+
 // Only real tokens are routed to experts: their flat positions, or undefined for all.
 torch::Tensor routedTokens(const ModelConfig& c, const torch::Tensor& valid)
 {
@@ -179,7 +188,7 @@ torch::Tensor routedTokens(const ModelConfig& c, const torch::Tensor& valid)
 }  // namespace
 
 ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Tensor& mask, const TargetInput& target,
-                                     ForwardTrace* trace)
+                                     const torch::Tensor& routed, ForwardTrace* trace)
 {
     const ModelConfig& c = m_config;
     if (c.imageInput())
@@ -190,6 +199,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
         throw std::invalid_argument(c.isTranslation() ? "translation model input: the decoder's target ids are missing"
                                                       : "model input: only a translation model takes target ids");
     StackPass pass;
+    pass.tokenIndex = routed;
     const torch::Tensor h = encode(input, mask, pass, trace);
     if (c.isTranslation())
         return {decode(h, pass.valid, target, pass), pass.balanceLoss, pass.zLoss};
@@ -203,13 +213,12 @@ torch::Tensor WideTransformerImpl::encode(const torch::Tensor& input, const torc
     // B = batch, T = sequence (with CLS)
     torch::Tensor h = m_embed(input.is_floating_point() ? input.to(m_embed->position->weight.dtype()) : input);
     const std::int64_t B = h.size(0), T = h.size(1);
-    if (mask.defined()) {
-        pass.valid = mask.to(torch::kBool);
-        if (c.usesClsToken())
-            pass.valid = torch::cat({torch::ones({B, 1}, pass.valid.options()), pass.valid}, 1);
-    }
+    if (mask.defined())
+        pass.valid = validTokens(c, mask);
     pass.bias = attentionBias(pass.valid, B, T, c.causal(), h.options());
-    pass.tokenIndex = routedTokens(c, pass.valid);
+    // Given by the caller (routedPositions on the host), or found here.
+    pass.tokenIndex = pass.tokenIndex.defined() && c.isMoe() && pass.valid.defined() ? pass.tokenIndex.to(h.device())
+                                                                                     : routedTokens(c, pass.valid);
     if (trace) {
         trace->tokenIndex = pass.tokenIndex.defined()
                                 ? pass.tokenIndex
@@ -326,6 +335,11 @@ void WideTransformerImpl::beginStep(std::int64_t step)
     m_encoder->beginStep(step);
     if (m_decoder)
         m_decoder->beginStep(step);
+}
+
+torch::Tensor WideTransformerImpl::routedPositions(const torch::Tensor& mask) const
+{
+    return mask.defined() ? routedTokens(m_config, validTokens(m_config, mask)) : torch::Tensor();
 }
 
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,

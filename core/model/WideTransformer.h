@@ -47,10 +47,20 @@ public:
     // Throws std::invalid_argument naming what was expected on a wrong shape or
     // dtype, an empty batch, a target given to (or missing from) a model, or (for
     // CPU tensors) a token id outside the vocabulary.
-    ModelOutput forward(const torch::Tensor& input, const torch::Tensor& mask = {}, const TargetInput& target = {});
+    // `routed`: a model with experts routes only the mask's real tokens; given
+    // routedPositions(mask) of the mask on the host, before its upload, it does
+    // not find them on the device, where their count would be read back.
+    ModelOutput forward(const torch::Tensor& input, const torch::Tensor& mask = {}, const TargetInput& target = {},
+                        const torch::Tensor& routed = {});
     // The same pass, also recording what `trace` asks for.
     ModelOutput inspect(const torch::Tensor& input, const torch::Tensor& mask, ForwardTrace& trace,
-                        const TargetInput& target = {});
+                        const TargetInput& target = {}, const torch::Tensor& routed = {});
+
+    // What a model with experts routes of a [B, T] mask (true: a real token): the
+    // flat positions of its real tokens, a CLS token's first, [S] int64 on the
+    // mask's device; undefined for a dense model or no mask. Its size is the
+    // data's: on a GPU it waits for the device, on the host it does not.
+    torch::Tensor routedPositions(const torch::Tensor& mask) const;
 
     // Before every training step (0-based): the attention mechanisms' schedules
     // (the Performer redraws its random features).
@@ -94,7 +104,7 @@ public:
 
 private:
     ModelOutput run(const torch::Tensor& input, const torch::Tensor& mask, const TargetInput& target,
-                    ForwardTrace* trace);
+                    const torch::Tensor& routed, ForwardTrace* trace);
     // The encoder's output (after final_ln) for checked input, `pass` filled with
     // its masks, routed tokens and losses.
     torch::Tensor encode(const torch::Tensor& input, const torch::Tensor& mask, StackPass& pass, ForwardTrace* trace);

@@ -43,7 +43,7 @@ namespace {
 // copy does not wait for the steps still queued there.
 torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
 {
-    if (!device.is_cuda())
+    if (!device.is_cuda() || !tensor.defined())
         return tensor;
     return tensor.pin_memory().to(device, /*non_blocking=*/true);
 }
@@ -399,17 +399,20 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         masking.seed = training ? mixSeed(stream, static_cast<std::uint64_t>(m_state.step)) : stream;
         masking.first = first;
         batch = makeMaskedBatch(examples, masking);
+        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
         batch.targetMask = upload(batch.targetMask, m_device);
     } else if (m_run.model.isTranslation()) {
         batch = makeTranslationBatch(examples, *m_data.tokenizer.startId());
+        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
         batch.targetIds = upload(batch.targetIds, m_device);
         batch.targetMask = upload(batch.targetMask, m_device);
     } else {
         batch = makeBatch(examples, languageModel);
+        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
     }

@@ -82,12 +82,12 @@ EvaluationResult Trainer::measure(Split split, std::int64_t maxBatches, const st
         const TargetInput target{batch.targetIds, modelTargetMask(batch)};  // translation: the decoder's input
         ModelOutput output;
         if (ablations.empty()) {
-            output = m_model->forward(input, modelMask(batch), target);
+            output = m_model->forward(input, modelMask(batch), target, batch.routed);
         } else {
             ForwardTrace trace;
             trace.captureAttention = trace.captureRouting = false;
             trace.ablations = ablations;
-            output = m_model->inspect(input, modelMask(batch), trace, target);
+            output = m_model->inspect(input, modelMask(batch), trace, target, batch.routed);
         }
         const torch::Tensor counts = correctCounts(output.logits, batch, perToken).to(torch::kCPU);
         const double h = counts[0].item<double>(), c = counts[1].item<double>();

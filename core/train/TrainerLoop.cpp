@@ -283,7 +283,8 @@ void Trainer::trainStep(Interval& interval, bool measure)
                                                          static_cast<std::uint64_t>(m_state.step)),
                                                  static_cast<std::uint64_t>(m_world->rank())));
         const AutocastScope bf16(m_device.type(), torch::kBFloat16, m_device.is_cuda() && t.bf16);
-        output = measure ? m_model->inspect(input, mask, trace, target) : m_model->forward(input, mask, target);
+        output = measure ? m_model->inspect(input, mask, trace, target, batch.routed)
+                         : m_model->forward(input, mask, target, batch.routed);
     }
     torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch), t.labelSmoothing);
     if (batch.mixTargets.defined())  // Mixup: the partners' labels at their share
