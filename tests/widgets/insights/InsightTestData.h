@@ -28,6 +28,7 @@
 #include <QRegularExpression>
 #include <QScrollArea>
 #include <QSlider>
+#include <QTabWidget>
 #include <QTableWidget>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -132,6 +133,21 @@ inline bool sameValues(const QVector<float>& actual, const QVector<float>& expec
 }
 
 using Curve = QVector<QPair<double, double>>;  // (step or key, value)
+
+// Shows the Insights tab titled `title` and redraws it: its page, as type Page;
+// nullptr when no tab has that title or its page is of another type.
+template <typename Page>
+Page* showInsightsTab(InsightsView& insights, const QString& title)
+{
+    auto* tabs = insights.findChild<QTabWidget*>(QString(), Qt::FindDirectChildrenOnly);
+    for (int i = 0; tabs != nullptr && i < tabs->count(); ++i)
+        if (tabs->tabText(i) == title) {
+            tabs->setCurrentIndex(i);
+            insights.refreshNow();
+            return dynamic_cast<Page*>(insights.currentPage());
+        }
+    return nullptr;
+}
 
 // (key, value) of a QCustomPlot graph's or bars' points, in order.
 template <typename Plottable>

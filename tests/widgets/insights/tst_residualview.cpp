@@ -95,16 +95,7 @@ void TestResidualView::theInsightsBarShowsItLive()
     InsightsView insights;
     insights.addRun(QStringLiteral("a"), QStringLiteral("Run A"), history);
     insights.show();  // a hidden view draws nothing
-    auto* tabs = insights.findChild<QTabWidget*>();
-    QVERIFY(tabs != nullptr);
-    int tab = -1;
-    for (int i = 0; i < tabs->count(); ++i)
-        if (tabs->tabText(i) == QStringLiteral("Residual stream"))
-            tab = i;
-    QVERIFY(tab >= 0);
-    tabs->setCurrentIndex(tab);
-    insights.refreshNow();
-    auto* page = dynamic_cast<ResidualView*>(insights.currentPage());
+    auto* page = showInsightsTab<ResidualView>(insights, QStringLiteral("Residual stream"));
     QVERIFY(page != nullptr);
     QCOMPARE(page->plot()->graphCount(), 1);
     // A new step reaches the page when the app says the history changed.

@@ -212,15 +212,7 @@ void TestTranslationView::theInsightsBarHasATranslationTab()
     InsightsView insights;
     insights.addRun(QStringLiteral("a"), QStringLiteral("Run A"), history);
     insights.show();
-    auto* tabs = insights.findChild<QTabWidget*>();
-    int tab = -1;
-    for (int i = 0; i < tabs->count(); ++i)
-        if (tabs->tabText(i) == QStringLiteral("Translation"))
-            tab = i;
-    QVERIFY(tab >= 0);
-    tabs->setCurrentIndex(tab);
-    insights.refreshNow();
-    auto* page = dynamic_cast<TranslationView*>(insights.currentPage());
+    auto* page = showInsightsTab<TranslationView>(insights, QStringLiteral("Translation"));
     QVERIFY(page != nullptr);
     QCOMPARE(page->translation()->text(), QStringLiteral("el"));
     // The next probe reaches the page live.

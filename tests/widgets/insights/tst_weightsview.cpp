@@ -174,16 +174,7 @@ void TestWeightsView::theInsightsBarHasTheWeightsPage()
     InsightsView insights;
     insights.addRun(QStringLiteral("a"), QStringLiteral("Run A"), runs.a);
     insights.show();
-    auto* tabs = insights.findChild<QTabWidget*>();
-    QVERIFY(tabs != nullptr);
-    int tab = -1;
-    for (int i = 0; i < tabs->count(); ++i)
-        if (tabs->tabText(i) == QStringLiteral("Weights"))
-            tab = i;
-    QVERIFY(tab >= 0);
-    tabs->setCurrentIndex(tab);
-    insights.refreshNow();
-    auto* page = dynamic_cast<WeightsView*>(insights.currentPage());
+    auto* page = showInsightsTab<WeightsView>(insights, QStringLiteral("Weights"));
     QVERIFY(page != nullptr);
     QCOMPARE(page->histogramPlot()->plottableCount(), 1);
 }
