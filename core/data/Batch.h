@@ -39,6 +39,9 @@ struct Batch {
     // (WideTransformer::routedPositions), found on the host before the upload,
     // so that the device does not find them and read their count back.
     torch::Tensor routed;
+    // The positions targetPositions marks (a language, masked or translation
+    // model's counted targets), counted on the host before the upload; -1: not counted.
+    std::int64_t countedTargets = -1;
 };
 
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification

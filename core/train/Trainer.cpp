@@ -48,6 +48,14 @@ torch::Tensor upload(const torch::Tensor& tensor, const torch::Device& device)
     return tensor.pin_memory().to(device, /*non_blocking=*/true);
 }
 
+// A host batch's counted target positions (targetPositions), read before its
+// upload: a distributed step weighs its loss by them without a read from the device.
+std::int64_t countTargets(const Batch& batch)
+{
+    const torch::Tensor& counted = targetPositions(batch);
+    return counted.defined() ? counted.sum().item<std::int64_t>() : -1;
+}
+
 }  // namespace
 
 torch::Device trainingDevice(const std::string& name)
@@ -378,6 +386,12 @@ std::unique_ptr<BatchSampler> Trainer::makeSampler()
 Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool training, std::int64_t first) const
 {
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
+    // What the step would otherwise read back from the device, taken from a
+    // text batch while it is still on the host.
+    const auto countOnHost = [this](Batch& host) {
+        host.routed = upload(m_model->routedPositions(modelMask(host)), m_device);
+        host.countedTargets = countTargets(host);
+    };
     Batch batch;
     if (m_data.imageStats) {
         // Augmentation from (train.seed, step): a resumed run draws the same crops and flips.
@@ -399,20 +413,20 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
         masking.seed = training ? mixSeed(stream, static_cast<std::uint64_t>(m_state.step)) : stream;
         masking.first = first;
         batch = makeMaskedBatch(examples, masking);
-        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
+        countOnHost(batch);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
         batch.targetMask = upload(batch.targetMask, m_device);
     } else if (m_run.model.isTranslation()) {
         batch = makeTranslationBatch(examples, *m_data.tokenizer.startId());
-        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
+        countOnHost(batch);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
         batch.targetIds = upload(batch.targetIds, m_device);
         batch.targetMask = upload(batch.targetMask, m_device);
     } else {
         batch = makeBatch(examples, languageModel);
-        batch.routed = upload(m_model->routedPositions(modelMask(batch)), m_device);
+        countOnHost(batch);
         batch.ids = upload(batch.ids, m_device);
         batch.mask = upload(batch.mask, m_device);
     }

@@ -252,10 +252,10 @@ void Trainer::trainStep(Interval& interval, bool measure)
     double share = 1.0;
     std::int64_t tokens = batch.tokens;
     if (m_world) {
-        const torch::Tensor& counted = targetPositions(batch);
-        const double terms = perToken && counted.defined() ? counted.sum().item<double>()
-                             : perToken                    ? static_cast<double>(batch.targets.numel())
-                                                           : static_cast<double>(examples.size());
+        // Counted on the host as the batch was made (Batch::countedTargets), not read back.
+        const double terms = perToken && batch.countedTargets >= 0 ? static_cast<double>(batch.countedTargets)
+                             : perToken                           ? static_cast<double>(batch.targets.numel())
+                                                                  : static_cast<double>(examples.size());
         torch::Tensor counts = torch::tensor({terms, static_cast<double>(batch.tokens)}, torch::kFloat64);
         m_world->sum(counts, "counting the batch of step " + std::to_string(m_state.step + 1));
         share = counts[0].item<double>() > 0.0 ? terms / counts[0].item<double>() : 0.0;
