@@ -27,17 +27,22 @@ std::atomic<OperatorCounter::State*> g_active{nullptr};
 struct Running {
     bool calledAnother = false;
     bool synchronising = false;
+    bool cpuReader = false;  // readsOnTheHostOnlyOnTheCpu
 };
 thread_local std::vector<Running> t_running;
-thread_local int t_synchronisingOpen = 0;
+thread_local int t_synchronisingOpen = 0;  // counted synchronising operators running (0 or 1)
+thread_local int t_cpuReadersOpen = 0;
 
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction& fn)
 {
     if (!t_running.empty())
         t_running.back().calledAnother = true;
-    const bool synchronising = t_synchronisingOpen == 0 && synchronisesWithTheDevice(fn.name());
+    const char* name = fn.name();
+    const bool synchronising = t_synchronisingOpen == 0 && t_cpuReadersOpen == 0 && synchronisesWithTheDevice(name);
+    const bool cpuReader = readsOnTheHostOnlyOnTheCpu(name);
     t_synchronisingOpen += synchronising ? 1 : 0;
-    t_running.push_back({false, synchronising});
+    t_cpuReadersOpen += cpuReader ? 1 : 0;
+    t_running.push_back({false, synchronising, cpuReader});
     return nullptr;
 }
 
@@ -48,6 +53,7 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
     const Running ended = t_running.back();
     t_running.pop_back();
     t_synchronisingOpen -= ended.synchronising ? 1 : 0;
+    t_cpuReadersOpen -= ended.cpuReader ? 1 : 0;
     OperatorCounter::State* state = g_active.load(std::memory_order_acquire);
     if (state == nullptr)
         return;
@@ -133,12 +139,18 @@ bool synchronisesWithTheDevice(const char* name)
     return std::any_of(std::begin(kNames), std::end(kNames), [name](const char* n) { return std::strcmp(n, name) == 0; });
 }
 
+bool readsOnTheHostOnlyOnTheCpu(const char* name)
+{
+    return std::strcmp(name, "aten::_fused_adamw_") == 0 || std::strcmp(name, "aten::_fused_adam_") == 0;
+}
+
 OperatorCounter::OperatorCounter() : m_state(std::make_unique<State>())
 {
     if (g_active.load(std::memory_order_acquire) != nullptr)
         throw std::logic_error("OperatorCounter: another counter is counting");
     t_running.clear();
     t_synchronisingOpen = 0;
+    t_cpuReadersOpen = 0;
     m_state->handle = at::addThreadLocalCallback(
         at::RecordFunctionCallback(&onStart, &onEnd).scopes({at::RecordScope::FUNCTION}));
     g_active.store(m_state.get(), std::memory_order_release);  // last: nothing to undo if registering threw

@@ -1,4 +1,5 @@
-// defines: OperatorTally, OperatorCounter, synchronisesWithTheDevice: how many
+// defines: OperatorTally, OperatorCounter, synchronisesWithTheDevice,
+// readsOnTheHostOnlyOnTheCpu: how many
 // ATen operators some work dispatches, in all and innermost (those that call no
 // other operator), by phase of the step and by name, and which of them make the
 // host wait for the device, for `widelab-cli bench`
@@ -50,6 +51,11 @@ struct OperatorTally {
 // calls, masked_select, unique, bincount). A copy to the host is not among them:
 // its name does not say where the copy goes.
 bool synchronisesWithTheDevice(const char* name);
+// Whether an operator's CPU kernel reads values of the CPU tensors it is given
+// where its CUDA kernel reads them on the device: LibTorch 2.x's fused Adam and
+// AdamW read each step count with item on the CPU only. What such an operator
+// calls is not counted as synchronising.
+bool readsOnTheHostOnlyOnTheCpu(const char* name);
 
 // Counts the operators dispatched from its construction to its destruction, on
 // this thread and on the threads that run this thread's backward passes (they

@@ -4,6 +4,8 @@
 #include "TestSupport.h"
 #include "runtime/OperatorCount.h"
 
+#include <ATen/record_function.h>
+
 #include <QtTest>
 
 #include <stdexcept>
@@ -198,6 +200,21 @@ void TestOperatorCount::countsWhatMakesTheHostWait()
     QVERIFY(synchronisesWithTheDevice("aten::masked_select"));
     QVERIFY(!synchronisesWithTheDevice("aten::index"));
     QVERIFY(!synchronisesWithTheDevice("aten::add"));
+    // LibTorch 2.x's fused AdamW reads its step counts with item on the CPU
+    // alone: a read inside it is its CPU kernel's, not counted; one after it is.
+    QVERIFY(readsOnTheHostOnlyOnTheCpu("aten::_fused_adamw_"));
+    QVERIFY(!readsOnTheHostOnlyOnTheCpu("aten::index"));
+    OperatorTally fused;
+    {
+        const OperatorCounter counter;
+        {
+            RECORD_FUNCTION("aten::_fused_adamw_", std::vector<c10::IValue>());
+            QCOMPARE(x.sum().item<double>(), 5.0);
+        }
+        QCOMPARE(x.sum().item<double>(), 5.0);
+        fused = counter.tally();
+    }
+    QCOMPARE(fused.synchronisingInStep(), (std::map<std::string, std::int64_t>{{"aten::item", 1}}));
 }
 
 QTEST_GUILESS_MAIN(TestOperatorCount)
