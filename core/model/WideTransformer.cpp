@@ -339,7 +339,8 @@ void WideTransformerImpl::beginStep(std::int64_t step)
 
 torch::Tensor WideTransformerImpl::routedPositions(const torch::Tensor& mask) const
 {
-    return mask.defined() ? routedTokens(m_config, validTokens(m_config, mask)) : torch::Tensor();
+    // A dense model routes nothing: no copy of the mask either.
+    return mask.defined() && m_config.isMoe() ? routedTokens(m_config, validTokens(m_config, mask)) : torch::Tensor();
 }
 
 torch::Tensor taskLoss(const ModelConfig& config, const torch::Tensor& logits, const torch::Tensor& targets,

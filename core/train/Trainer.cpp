@@ -390,7 +390,8 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
     // text batch while it is still on the host.
     const auto countOnHost = [this](Batch& host) {
         host.routed = upload(m_model->routedPositions(modelMask(host)), m_device);
-        host.countedTargets = countTargets(host);
+        if (m_world)  // only a distributed step weighs its loss by them
+            host.countedTargets = countTargets(host);
     };
     Batch batch;
     if (m_data.imageStats) {
