@@ -1,12 +1,22 @@
 #!/usr/bin/python3
-"""The WideLab model families in plain eager PyTorch, for throughput comparisons.
+"""The WideLab model families in PyTorch, for throughput comparisons.
 
-This is the model a researcher would write with torch.nn from docs/model.md:
-modules per path and per expert, loops over paths and experts, masks built
-each call. It has the same architecture and parameter count as WideLab's C++
-model (checked with --params against `widelab-cli params`), but it is not a
-correctness reference (tests/reference/ is): initialisation differs, and
-padding masks are not supported (the benchmark feeds full sequences).
+The model a PyTorch user would write from docs/model.md in 2026, the way
+nanoGPT and torchtitan write theirs: attention through
+F.scaled_dot_product_attention (torch 2.x), the experts' weights stacked
+[E, D, M] and multiplied in one call each (torch._grouped_mm over the
+(token, choice) pairs sorted by expert where the torch and the GPU have it,
+else torch.bmm over an [E, C, D] capacity buffer), AdamW fused on CUDA, and
+nothing that makes the host wait for the device inside a step. It has the
+same architecture and parameter count as WideLab's C++ model (checked with
+--params against `widelab-cli params`), but it is not a correctness reference
+(tests/reference/ is): initialisation differs, and padding masks are not
+supported (the benchmark feeds full sequences). tests/python/
+test_bench_baseline.py checks that it computes what the hand-written side does.
+
+--hand-written is the earlier baseline, kept so that figures before
+2026-12-03 stay comparable: the scores written out and soft-maxed by hand, one
+module per expert run in a loop over the tokens a mask picks, AdamW unfused.
 
 A translation model (model.head "translation") is the dense one-path
 encoder-decoder only (TranslationTorch; other settings are refused, saying
@@ -14,20 +24,23 @@ which): trained and run as `widelab-cli bench` does, the target being the
 source itself, and with --mode decode decoded greedily as `widelab-cli bench
 --mode decode` does (run_decode: 50 and 200 target tokens, per-layer key/value
 caches concatenated each step against recomputing the prefix, best of --steps).
-Its attention is F.scaled_dot_product_attention when torch has it (2.x), the
-hand-written softmax otherwise; the output says which.
 
 Usage:
     python3 bench/widelab_torch.py CONFIG [--mode train|infer] [--batch B] [--seq T]
                                    [--steps N] [--warmup W] [--threads N]
-                                   [--device cpu|cuda|cuda:N] [--bf16] [--compile] [--json]
+                                   [--device cpu|cuda|cuda:N] [--bf16]
+                                   [--compile [default|max-autotune-no-cudagraphs|reduce-overhead]]
+                                   [--hand-written | --experts grouped|batched] [--json]
     python3 bench/widelab_torch.py CONFIG --mode decode [--batch B] [--seq S] [--steps N]
-                                   [--threads N] [--device D] [--json]
+                                   [--threads N] [--device D] [--hand-written] [--json]
     python3 bench/widelab_torch.py CONFIG --params [--seq T]
 
 --bf16 runs forward and loss under torch.autocast to bfloat16, the router in
-fp32 as WideLab does; --compile runs the model through torch.compile (PyTorch 2),
-compiling during the warm-up steps, which the timed steps exclude. On CUDA every
+fp32 as WideLab does; --compile runs the model through torch.compile (PyTorch 2)
+in the mode given (reduce-overhead replays CUDA graphs; on the CPU it is the
+default mode), compiling during the warm-up steps, which the timed steps
+exclude. The output names the side (eager, or compile's mode), the attention,
+the experts' products and the optimizer. On CUDA every
 timed step lies between two torch.cuda.synchronize() calls, and peak memory is
 the caching allocator's (max_memory_allocated/reserved); on the CPU both are the
 process's peak resident set, as `widelab-cli bench` reports it.
@@ -41,6 +54,7 @@ E experts, K top_k, n paths, L layers, V vocab_size, S = B*T tokens.
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -103,26 +117,45 @@ def translation_stand_in(name_or_path, cli, error):
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU}
 
 
+HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
+SDPA = "F.scaled_dot_product_attention"
+HAND_WRITTEN = "hand-written softmax"
+
+
+def attend(q, k, v, causal, dropout, sdpa=HAS_SDPA):
+    """Softmax attention of q [B, H, T, A] over k, v [B, H, S, A]: one fused
+    call where torch has it (2.x), as a PyTorch user writes it today, or the
+    scores written out by hand (the baseline of figures before 2026-12-03).
+    Causal only when T == S (the full-sequence pass; a cached step needs none)."""
+    if sdpa:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S]
+    if causal:
+        T = q.shape[-2]
+        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    if dropout > 0:
+        weights = F.dropout(weights, dropout)
+    return weights @ v
+
+
 class SelfAttention(nn.Module):
     """Multi-head self-attention with head_dim independent of d_model."""
 
-    def __init__(self, d_model, heads, head_dim, dropout, causal):
+    def __init__(self, d_model, heads, head_dim, dropout, causal, sdpa):
         super().__init__()
-        self.heads, self.head_dim, self.causal = heads, head_dim, causal
+        self.heads, self.head_dim, self.causal, self.sdpa = heads, head_dim, causal, sdpa
         self.qkv = nn.Linear(d_model, 3 * heads * head_dim)
         self.out = nn.Linear(heads * head_dim, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout
 
     def forward(self, x):
         B, T, _ = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, T, T]
-        if self.causal:
-            future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
-        weights = self.dropout(scores.softmax(dim=-1))
-        context = (weights @ v).transpose(1, 2).reshape(B, T, self.heads * self.head_dim)
-        return self.out(context)
+        dropout = self.dropout if self.training else 0.0
+        context = attend(q, k, v, self.causal, dropout, self.sdpa)  # [B, H, T, A]
+        return self.out(context.transpose(1, 2).reshape(B, T, self.heads * self.head_dim))
 
 
 class FeedForward(nn.Sequential):
@@ -131,14 +164,21 @@ class FeedForward(nn.Sequential):
 
 
 class Routing:
-    """One routing call's decisions, reused by the other blocks of a group."""
+    """One routing call's decisions, reused by the other blocks of a group:
+    per (token, choice) [S, K] the expert, its gate, the slot in that expert's
+    buffer and whether the slot is within the capacity."""
 
-    def __init__(self, expert, gates, kept, balance_loss):
-        self.expert, self.gates, self.kept, self.balance_loss = expert, gates, kept, balance_loss
+    def __init__(self, expert, gates, slot, kept, capacity, balance_loss):
+        self.expert, self.gates, self.slot, self.kept = expert, gates, slot, kept
+        self.capacity, self.balance_loss = capacity, balance_loss
 
 
-class MixtureOfExperts(nn.Module):
-    """Top-k experts with capacity (GShard / V-MoE style), experts in a loop."""
+class LoopedExperts(nn.Module):
+    """Top-k experts with capacity (GShard / V-MoE style), experts in a loop,
+    each given its tokens by a boolean mask: the baseline of figures before
+    2026-12-03 (its nonzero makes the host wait for the device each expert)."""
+
+    name = "per-expert loop"
 
     def __init__(self, cfg):
         super().__init__()
@@ -155,6 +195,59 @@ class MixtureOfExperts(nn.Module):
             gate = routing.gates[token, choice].unsqueeze(1)
             out.index_add_(0, token, gate * expert(x[token]))
         return out
+
+
+class StackedExperts(nn.Module):
+    """The experts' weights stacked, [E, D, M] and [E, M, D], as MoE layers are
+    written today (torchtitan, MegaBlocks): no per-expert modules, no shape
+    that depends on the routing, so nothing waits for the device and
+    torch.compile sees one graph.
+
+    grouped: the (token, choice) pairs sorted by expert and multiplied by
+    torch._grouped_mm, one call per matrix for every expert (the dropped pairs
+    sorted after the last expert, outside every group);
+    batched: each pair copied to its slot of an [E, C, D] buffer (C the
+    capacity; dropped pairs to a spare row) and multiplied by torch.bmm."""
+
+    def __init__(self, cfg, grouped):
+        super().__init__()
+        E, D, M = cfg["experts"], cfg["d_model"], cfg["ffn_dim"]
+        self.grouped = grouped
+        self.name = GROUPED if grouped else BATCHED
+        self.activation = ACTIVATIONS[cfg["activation"]]()
+        # nn.Linear's initialisation, per expert: uniform within 1/sqrt(fan_in).
+        self.w1 = nn.Parameter(torch.empty(E, D, M).uniform_(-D ** -0.5, D ** -0.5))
+        self.b1 = nn.Parameter(torch.empty(E, 1, M).uniform_(-D ** -0.5, D ** -0.5))
+        self.w2 = nn.Parameter(torch.empty(E, M, D).uniform_(-M ** -0.5, M ** -0.5))
+        self.b2 = nn.Parameter(torch.empty(E, 1, D).uniform_(-M ** -0.5, M ** -0.5))
+
+    def forward(self, x, routing):
+        S, D = x.shape
+        E, K = self.w1.shape[0], routing.expert.shape[1]
+        token = torch.arange(S, device=x.device).repeat_interleave(K)  # [S*K], token-major as expert.view(-1)
+        expert, kept = routing.expert.reshape(-1), routing.kept.reshape(-1)
+        gates = routing.gates.reshape(-1, 1).to(x.dtype)
+        if self.grouped:
+            key = torch.where(kept, expert, E)  # dropped pairs: after the last group
+            order = key.argsort(stable=True)
+            counts = torch.zeros(E + 1, dtype=torch.int32, device=x.device).scatter_add_(
+                0, key, torch.ones_like(key, dtype=torch.int32))
+            offsets = counts[:E].cumsum(0, dtype=torch.int32)
+            dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled() else x.dtype
+            rows = x[token[order]].to(dtype)
+            hidden = torch._grouped_mm(rows, self.w1.to(dtype), offs=offsets)
+            hidden = self.activation(hidden + self.b1.to(dtype).squeeze(1)[expert[order]])
+            y = torch._grouped_mm(hidden, self.w2.to(dtype), offs=offsets)
+            y = y + self.b2.to(dtype).squeeze(1)[expert[order]]
+            y = torch.where(kept[order].unsqueeze(1), y * gates[order].to(y.dtype), 0)
+            return torch.zeros_like(x).index_add_(0, token[order], y.to(x.dtype))
+        C = routing.capacity
+        position = torch.where(kept, expert * C + routing.slot.reshape(-1), E * C)  # E * C: the spare row
+        buffer = x.new_zeros(E * C + 1, D).index_copy(0, position, x[token])
+        inputs = buffer[:E * C].view(E, C, D)
+        y = torch.baddbmm(self.b2, self.activation(torch.baddbmm(self.b1, inputs, self.w1)), self.w2)
+        y = torch.cat([y.reshape(E * C, D), y.new_zeros(1, D)])[position]  # each pair's output, 0 if dropped
+        return torch.zeros_like(x).index_add_(0, token, y * gates)
 
 
 class Router(nn.Module):
@@ -195,7 +288,7 @@ class Router(nn.Module):
 
         top1_share = F.one_hot(expert[:, 0], E).float().mean(dim=0)
         balance_loss = E * (top1_share * probs.mean(dim=0)).sum()
-        return Routing(expert, gates, kept, balance_loss)
+        return Routing(expert, gates, slot, kept, capacity, balance_loss)
 
 
 class PathCombiner(nn.Module):
@@ -224,7 +317,7 @@ class PathCombiner(nn.Module):
 
 
 class WideLabTorch(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, baseline):
         super().__init__()
         self.cfg = cfg
         D, L, n = cfg["d_model"], cfg["layers"], cfg["paths"]
@@ -241,12 +334,12 @@ class WideLabTorch(nn.Module):
         self.dropout = nn.Dropout(cfg["dropout"])
 
         def attention():
-            return nn.ModuleList(SelfAttention(D, cfg["heads"], cfg["head_dim"], cfg["dropout"], causal)
+            return nn.ModuleList(SelfAttention(D, cfg["heads"], cfg["head_dim"], cfg["dropout"], causal, baseline.sdpa)
                                  for _ in range(n))
 
         def ffn():
             if self.moe:
-                return MixtureOfExperts(cfg)
+                return baseline.experts_module(cfg)
             return nn.ModuleList(FeedForward(D, cfg["ffn_dim"], cfg["activation"]) for _ in range(n))
 
         # A shared module is one object used by every block.
@@ -321,28 +414,8 @@ class WideLabTorch(nn.Module):
 # self-attention, cross-attention to the memory, the decoder's final_ln, and
 # logits tied to the token embedding (h @ embed.token.weight^T, no bias).
 # Learned positions are shared by source and target; no embedding scale.
-# Attention is F.scaled_dot_product_attention where torch has it (2.x),
-# otherwise the hand-written softmax; ATTENTION says which.
-
-HAS_SDPA = hasattr(F, "scaled_dot_product_attention")
-ATTENTION = "F.scaled_dot_product_attention" if HAS_SDPA else "hand-written softmax (no F.scaled_dot_product_attention in this torch)"
-
-
-def attend(q, k, v, causal, dropout):
-    """Softmax attention of q [B, H, T, A] over k, v [B, H, S, A]; causal
-    only when T == S (the full-sequence pass), as the cached step needs none."""
-    if HAS_SDPA:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, S]
-    if causal:
-        T = q.shape[-2]
-        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-        scores = scores.masked_fill(future, float("-inf"))
-    weights = scores.softmax(dim=-1)
-    if dropout > 0:
-        weights = F.dropout(weights, dropout)
-    return weights @ v
-
+# Attention as the baseline says (F.scaled_dot_product_attention where torch
+# has it).
 
 def split_heads(x, heads):
     B, T, _ = x.shape
@@ -358,9 +431,9 @@ class CachedSelfAttention(nn.Module):
     """Multi-head self-attention whose keys and values can be carried between
     calls: `past` (k, v) [B, H, t, A] is concatenated with this call's."""
 
-    def __init__(self, d_model, heads, head_dim, dropout):
+    def __init__(self, d_model, heads, head_dim, dropout, sdpa):
         super().__init__()
-        self.heads, self.dropout = heads, dropout
+        self.heads, self.dropout, self.sdpa = heads, dropout, sdpa
         self.qkv = nn.Linear(d_model, 3 * heads * head_dim)
         self.out = nn.Linear(heads * head_dim, d_model)
 
@@ -369,7 +442,7 @@ class CachedSelfAttention(nn.Module):
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
         dropout = self.dropout if self.training else 0.0
-        context = attend(q, k, v, causal and past is None, dropout)
+        context = attend(q, k, v, causal and past is None, dropout, self.sdpa)
         return self.out(merge_heads(context)), (k, v)
 
 
@@ -377,9 +450,9 @@ class CrossAttention(nn.Module):
     """Queries from the decoder, keys and values from the encoder's memory;
     `memory_kv` (computed once per source by `keys_values`) skips that part."""
 
-    def __init__(self, d_model, heads, head_dim, dropout):
+    def __init__(self, d_model, heads, head_dim, dropout, sdpa):
         super().__init__()
-        self.heads, self.dropout = heads, dropout
+        self.heads, self.dropout, self.sdpa = heads, dropout, sdpa
         self.q = nn.Linear(d_model, heads * head_dim)
         self.kv = nn.Linear(d_model, 2 * heads * head_dim)
         self.out = nn.Linear(heads * head_dim, d_model)
@@ -390,16 +463,16 @@ class CrossAttention(nn.Module):
     def forward(self, x, memory=None, memory_kv=None):
         k, v = memory_kv if memory_kv is not None else self.keys_values(memory)
         dropout = self.dropout if self.training else 0.0
-        context = attend(split_heads(self.q(x), self.heads), k, v, False, dropout)
+        context = attend(split_heads(self.q(x), self.heads), k, v, False, dropout, self.sdpa)
         return self.out(merge_heads(context))
 
 
 class EncoderBlock(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, sdpa):
         super().__init__()
         D, p = cfg["d_model"], cfg["dropout"]
         self.ln_att, self.ln_ffn = nn.LayerNorm(D), nn.LayerNorm(D)
-        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p)
+        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p, sdpa)
         self.ffn = FeedForward(D, cfg["ffn_dim"], cfg["activation"])
         self.dropout = nn.Dropout(p)
 
@@ -409,12 +482,12 @@ class EncoderBlock(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, sdpa):
         super().__init__()
         D, p = cfg["d_model"], cfg["dropout"]
         self.ln_att, self.ln_cross, self.ln_ffn = nn.LayerNorm(D), nn.LayerNorm(D), nn.LayerNorm(D)
-        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p)
-        self.cross = CrossAttention(D, cfg["heads"], cfg["head_dim"], p)
+        self.attention = CachedSelfAttention(D, cfg["heads"], cfg["head_dim"], p, sdpa)
+        self.cross = CrossAttention(D, cfg["heads"], cfg["head_dim"], p, sdpa)
         self.ffn = FeedForward(D, cfg["ffn_dim"], cfg["activation"])
         self.dropout = nn.Dropout(p)
 
@@ -452,7 +525,7 @@ def translation_baseline_refusal(cfg):
 class TranslationTorch(nn.Module):
     """The encoder-decoder; forward(source, target) -> (logits [B, T', V], 0)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, baseline):
         super().__init__()
         refusal = translation_baseline_refusal(cfg)
         if refusal:
@@ -462,9 +535,9 @@ class TranslationTorch(nn.Module):
         self.token = nn.Embedding(cfg["vocab_size"], D)
         self.position = nn.Embedding(cfg["max_len"], D)
         self.dropout = nn.Dropout(cfg["dropout"])
-        self.encoder = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg["layers"]))
+        self.encoder = nn.ModuleList(EncoderBlock(cfg, baseline.sdpa) for _ in range(cfg["layers"]))
         self.final_ln = nn.LayerNorm(D)
-        self.decoder = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.get("decoder_layers", cfg["layers"])))
+        self.decoder = nn.ModuleList(DecoderBlock(cfg, baseline.sdpa) for _ in range(cfg.get("decoder_layers", cfg["layers"])))
         self.decoder_final_ln = nn.LayerNorm(D)
 
     def embed(self, ids, start=0):
@@ -527,8 +600,78 @@ class TranslationTorch(nn.Module):
         return prefix[:, 1:]
 
 
-def build_model(cfg):
-    return TranslationTorch(cfg) if cfg["head"] == "translation" else WideLabTorch(cfg)
+GROUPED = "torch._grouped_mm over the pairs sorted by expert"
+BATCHED = "torch.bmm over an [E, C, D] buffer"
+COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
+
+
+def grouped_mm_refusal(device, dtype):
+    """Why torch._grouped_mm cannot multiply the experts here, or None: it is
+    tried once on a small case with groups of odd sizes and compared with the
+    per-group products. On the CPU it is not used unless asked for: torch's
+    CPU version is a fallback, slower than bmm (2.11)."""
+    if not hasattr(torch, "_grouped_mm"):
+        return f"torch {torch.__version__} has no torch._grouped_mm"
+    try:
+        generator = torch.Generator().manual_seed(0)
+        a = torch.randn(24, 32, generator=generator).to(device, dtype)
+        b = torch.randn(3, 32, 16, generator=generator).to(device, dtype)
+        offsets = torch.tensor([5, 5, 24], dtype=torch.int32, device=device)
+        got = torch._grouped_mm(a, b, offs=offsets).float()
+        want = torch.cat([a[:5] @ b[0], a[5:] @ b[2]]).float()
+    except RuntimeError as error:
+        return f"torch._grouped_mm fails on {device} in {dtype}: {str(error).splitlines()[0]}"
+    if not torch.allclose(got, want, rtol=2e-2, atol=2e-1):
+        return f"torch._grouped_mm gives wrong products on {device} in {dtype}"
+    return None
+
+
+class Baseline:
+    """How this side is written. By default, as a PyTorch user writes a model
+    in 2026 (nanoGPT, torchtitan): F.scaled_dot_product_attention where torch
+    has it, experts stacked and multiplied in one call (grouped where torch
+    and the GPU have torch._grouped_mm, else batched), AdamW fused on CUDA.
+    hand_written: the earlier baseline, attention written out, experts in a
+    loop, AdamW's default implementation; figures before 2026-12-03 were
+    measured against it."""
+
+    def __init__(self, hand_written, device, dtype, experts=None):
+        self.hand_written = hand_written
+        self.sdpa = HAS_SDPA and not hand_written
+        if hand_written:
+            self.experts = "loop"
+        elif experts == "grouped":
+            refusal = grouped_mm_refusal(device, dtype)
+            if refusal:
+                raise ValueError(f"--experts grouped: {refusal}")
+            self.experts = "grouped"
+        elif experts is None and device.type == "cuda" and grouped_mm_refusal(device, dtype) is None:
+            self.experts = "grouped"
+        else:
+            self.experts = "batched"
+        self.fused_adamw = (not hand_written and device.type == "cuda"
+                            and "fused" in inspect.signature(torch.optim.AdamW).parameters)
+
+    def experts_module(self, cfg):
+        if self.experts == "loop":
+            return LoopedExperts(cfg)
+        return StackedExperts(cfg, grouped=self.experts == "grouped")
+
+    def optimizer(self, parameters, lr):
+        if self.fused_adamw:
+            return torch.optim.AdamW(parameters, lr=lr, fused=True)
+        return torch.optim.AdamW(parameters, lr=lr)
+
+    def describe(self, cfg):
+        """What this side runs, for the output."""
+        experts = {"loop": LoopedExperts.name, "grouped": GROUPED, "batched": BATCHED}[self.experts]
+        return {"hand_written": self.hand_written, "attention": SDPA if self.sdpa else HAND_WRITTEN,
+                "experts": experts if cfg.get("experts", 1) > 1 else None,
+                "optimizer": "AdamW, fused" if self.fused_adamw else "AdamW"}
+
+
+def build_model(cfg, baseline):
+    return (TranslationTorch if cfg["head"] == "translation" else WideLabTorch)(cfg, baseline)
 
 
 def benchmark_config(cfg, seq):
@@ -554,22 +697,23 @@ def peak_memory(device):
     return rss, rss
 
 
-def run(cfg, mode, batch, seq, steps, warmup, device, bf16=False, compiled=False):
+def run(cfg, mode, batch, seq, steps, warmup, device, baseline, bf16=False, compile_mode=None):
+    """compile_mode: None (eager) or one of COMPILE_MODES."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
-    model = build_model(cfg).to(device)
+    model = build_model(cfg, baseline).to(device)
     train = mode == "train"
     model.train(train)
     parameters = trainable_parameters(model)
-    forward = torch.compile(model) if compiled else model
+    forward = torch.compile(model, mode=compile_mode) if compile_mode else model
     # Drawn on the CPU, so that every device sees the same tokens.
     ids = torch.randint(cfg["vocab_size"], (batch, seq)).to(device)
     # A translation model predicts a [B, T] target too (its decoder reads the source: bench's protocol).
     lm = cfg["head"] in ("language_model", "translation")
     targets = torch.randint(cfg["vocab_size"], (batch, seq)) if lm else torch.randint(cfg["num_classes"], (batch,))
     targets = targets.to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer = baseline.optimizer(model.parameters(), lr=1e-4)
 
     def autocast():
         return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=bf16)
@@ -603,23 +747,26 @@ def run(cfg, mode, batch, seq, steps, warmup, device, bf16=False, compiled=False
         times.append(seconds)
     median = statistics.median(times)
     allocated, reserved = peak_memory(device)
-    return {"mode": mode, "device": str(device), "dtype": "bf16" if bf16 else "fp32", "compile": compiled,
-            "torch": torch.__version__, "attention": attention_used(cfg), "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
+    return {"mode": mode, "device": str(device), "dtype": "bf16" if bf16 else "fp32",
+            "compile": compile_mode is not None, "compile_mode": compile_mode, "side": side_name(baseline, compile_mode),
+            "torch": torch.__version__, **baseline.describe(cfg),
+            "batch": batch, "sequence": seq, "steps": steps, "warmup": warmup,
             "threads": torch.get_num_threads(), "parameters": parameters,
             "warmup_seconds": warmup_seconds, "step_seconds": times, "step_seconds_median": median,
             "tokens_per_second": batch * seq / median,
             "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "loss": loss}
 
 
-def attention_used(cfg):
-    """Which attention computation this side runs, for the output."""
-    return ATTENTION if cfg["head"] == "translation" else "hand-written softmax"
+def side_name(baseline, compile_mode):
+    """The side's label in tables: eager, hand-written eager, or compile's mode."""
+    name = f"torch.compile ({compile_mode})" if compile_mode else "eager"
+    return "hand-written " + name if baseline.hand_written else name
 
 
 DECODE_TARGET_TOKENS = (50, 200)  # as runDecodeBenchmark is called by `widelab-cli bench --mode decode`
 
 
-def run_decode(cfg, batch, source_tokens, repeats, device, target_tokens=DECODE_TARGET_TOKENS):
+def run_decode(cfg, batch, source_tokens, repeats, device, baseline, target_tokens=DECODE_TARGET_TOKENS):
     """Greedy decoding tokens/s with the key/value cache against recomputing the
     prefix, in core/benchmark/DecodeBenchmark.cpp's protocol: max_len raised to
     the longest length, the model seeded with 0 and in eval mode, `batch` random
@@ -631,7 +778,7 @@ def run_decode(cfg, batch, source_tokens, repeats, device, target_tokens=DECODE_
     tokens/s = batch x target tokens / seconds."""
     cfg = dict(cfg, max_len=max([cfg["max_len"], source_tokens, *target_tokens]))
     torch.manual_seed(0)
-    model = TranslationTorch(cfg).to(device)
+    model = TranslationTorch(cfg, baseline).to(device)
     model.eval()
     source = torch.randint(cfg["vocab_size"], (batch, source_tokens)).to(device)
     rows = []
@@ -651,15 +798,15 @@ def run_decode(cfg, batch, source_tokens, repeats, device, target_tokens=DECODE_
                      "recomputed_tokens_per_second": batch * length / best[False],
                      "speedup": best[False] / best[True],
                      "cached_seconds": best[True], "recomputed_seconds": best[False]})
-    return {"mode": "decode", "device": str(device), "torch": torch.__version__, "attention": ATTENTION,
+    return {"mode": "decode", "device": str(device), "torch": torch.__version__, **baseline.describe(cfg),
             "batch": batch, "source_tokens": source_tokens, "repeats": repeats, "threads": torch.get_num_threads(),
             "parameters": trainable_parameters(model), "rows": rows}
 
 
 def main_decode(parser, args, cfg, name):
     """--mode decode: takes what `widelab-cli bench --mode decode` takes, with its defaults."""
-    if args.warmup is not None or args.bf16 or args.compile:
-        parser.error("--mode decode takes --batch, --seq, --steps, --threads, --device and --json "
+    if args.warmup is not None or args.bf16 or args.compile or args.experts:
+        parser.error("--mode decode takes --batch, --seq, --steps, --threads, --device, --hand-written and --json "
                      "(as widelab-cli bench --mode decode: best of --steps, the first one warming up)")
     if cfg["head"] != "translation":
         parser.error("--mode decode: the model is not a translation model (model.head \"translation\")")
@@ -670,13 +817,14 @@ def main_decode(parser, args, cfg, name):
     source_tokens = args.seq or 50
     repeats = args.steps or 3
     device = torch.device(args.device)
-    result = run_decode(cfg, batch, source_tokens, repeats, device)
+    baseline = Baseline(args.hand_written, device, torch.float32)
+    result = run_decode(cfg, batch, source_tokens, repeats, device, baseline)
     result["name"] = name
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
     print(f"{name}: greedy decoding in eager PyTorch {torch.__version__} on {device}, {batch} sources of "
-          f"{source_tokens} tokens, {result['threads']} threads, best of {repeats}; attention: {ATTENTION}")
+          f"{source_tokens} tokens, {result['threads']} threads, best of {repeats}; attention: {result['attention']}")
     print(f"{'target tokens':>13} {'cached tok/s':>13} {'recomputed tok/s':>17} {'speedup':>8}")
     for row in result["rows"]:
         print(f"{row['target_tokens']:>13} {row['cached_tokens_per_second']:>13.1f} "
@@ -696,7 +844,14 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast for forward and loss")
-    parser.add_argument("--compile", action="store_true", help="torch.compile the model (PyTorch 2)")
+    parser.add_argument("--compile", nargs="?", const="default", choices=COMPILE_MODES, metavar="MODE",
+                        help="torch.compile the model (PyTorch 2) in MODE: " + ", ".join(COMPILE_MODES)
+                        + " (default when no MODE is given)")
+    parser.add_argument("--hand-written", action="store_true",
+                        help="the earlier baseline: attention written out, experts in a loop, AdamW unfused")
+    parser.add_argument("--experts", choices=["grouped", "batched"],
+                        help="how stacked experts multiply (default: grouped on a GPU where torch._grouped_mm "
+                             "works, else batched)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--params", action="store_true", help="print the trainable parameter count and exit")
     args = parser.parse_args(argv)
@@ -713,7 +868,7 @@ def main(argv):
     cfg = benchmark_config(cfg, seq)
     if args.params:
         try:
-            print(trainable_parameters(build_model(cfg)))
+            print(trainable_parameters(build_model(cfg, Baseline(args.hand_written, torch.device("cpu"), torch.float32))))
         except ValueError as refusal:
             parser.error(str(refusal))
         return 0
@@ -730,15 +885,22 @@ def main(argv):
             parser.error(f"--compile needs PyTorch 2.0 or newer; this is torch {torch.__version__}")
         if args.warmup < 1:
             parser.error("--compile needs at least one warm-up step, in which it compiles")
+    if args.hand_written and args.experts:
+        parser.error("--hand-written runs the experts in a loop; --experts picks how stacked experts multiply")
     torch.set_num_threads(args.threads or os.cpu_count())
-    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup, device, args.bf16, args.compile)
+    try:
+        baseline = Baseline(args.hand_written, device, torch.bfloat16 if args.bf16 else torch.float32, args.experts)
+    except ValueError as refusal:
+        parser.error(str(refusal))
+    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup, device, baseline, args.bf16, args.compile)
     result["name"] = name
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        side = "torch.compile" if args.compile else "eager"
-        print(f"{name}: {args.mode} on {result['device']} in {result['dtype']} ({side}), batch {args.batch} x {seq} "
-              f"tokens, {result['threads']} threads: {1e3 * result['step_seconds_median']:.1f} ms per step, "
+        written = ", ".join(f"{key} {result[key]}" for key in ("attention", "experts", "optimizer") if result[key])
+        print(f"{name}: {args.mode} on {result['device']} in {result['dtype']} ({result['side']}: {written}), "
+              f"batch {args.batch} x {seq} tokens, {result['threads']} threads: "
+              f"{1e3 * result['step_seconds_median']:.1f} ms per step, "
               f"{result['tokens_per_second']:,.0f} tokens/s, peak memory {result['peak_allocated_bytes'] / 2**20:,.0f} MiB "
               f"(warm-up {sum(result['warmup_seconds']):.1f} s)")
     return 0
