@@ -8,7 +8,7 @@ prints each side's median tokens/s over the rounds and their ratio.
 Usage:
     python3 bench/compare.py CONFIG [CONFIG ...] [--mode train|infer] [--batch B]
                              [--seq T] [--steps N] [--warmup W] [--rounds R]
-                             [--threads N] [--json]
+                             [--threads N] [--side SIDE]... [--json]
     python3 bench/compare.py CONFIG [CONFIG ...] --mode decode [--batch B] [--seq S]
                              [--steps N] [--rounds R] [--threads N] [--json]
 
@@ -24,11 +24,22 @@ warm-up; --warmup does not apply), as `widelab-cli bench --mode decode` does;
 the tokens/s of each side are the median over the rounds of those bests. widelab-cli sets OMP_WAIT_POLICY=PASSIVE for itself when
 the environment has no policy (core/runtime/Runtime.h); the Python side runs
 with the environment as given, as a researcher's script would.
+
+--side (train and infer; repeatable) names a PyTorch side: the command that
+runs Python, then widelab_torch.py's own options, e.g.
+    --side "/usr/bin/python3 --hand-written"                 # 1.13, the earlier baseline
+    --side "env PYTHONPATH=.deps/torch-2.11.0 python3"       # 2.11 eager, SDPA
+    --side "env PYTHONPATH=.deps/torch-2.11.0 python3 --compile"
+Everything before the first option is the command; widelab_torch.py, CONFIG
+and the common options follow it, then the side's options. Every side runs
+once a round, after WideLab, and is named in the table by its torch version
+and what it runs. Without --side: this Python, eager.
 """
 
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -114,14 +125,50 @@ def print_decode(results, args):
           f"{first['torch_attention']}")
 
 
+def side_command(side, config, options):
+    """The command of one --side: its Python command, the script, CONFIG, the
+    common options, then the side's own options."""
+    words = shlex.split(side)
+    first_option = next((i for i, word in enumerate(words) if word.startswith("--")), len(words))
+    if first_option == 0:
+        raise SystemExit(f"--side {side!r}: it starts with an option; give the Python command first")
+    return words[:first_option] + [PYTHON_MODEL, config] + options + words[first_option:]
+
+
+def side_label(run):
+    """A PyTorch side as the table names it, from what the run reports."""
+    return f"PyTorch {run['torch'].split('+')[0]} {run.get('side', 'eager')}"
+
+
+def side_target(run, mode):
+    """The ratio WideLab aims at against a side: 1.2x a compiled one, 1.5x
+    eager PyTorch as written today (issue 39, training and inference), and
+    against the hand-written baseline issue 6's 1.5x training, 2x inference."""
+    if run.get("compile"):
+        return 1.2
+    if run.get("hand_written", True) and mode == "infer":
+        return 2.0
+    return 1.5
+
+
 def compare(config, args):
     options = common_options(args)
-    widelab, torch_side = [], []
+    sides = args.side or [shlex.quote(sys.executable)]
+    widelab, torch_sides = [], [[] for _ in sides]
     for _ in range(args.rounds):
         widelab.append(run_json([CLI, "bench", config] + options))
-        torch_side.append(run_json([sys.executable, PYTHON_MODEL, config] + options))
+        for side, runs in zip(sides, torch_sides):
+            runs.append(run_json(side_command(side, config, options)))
     ours = statistics.median(r["tokens_per_second"] for r in widelab)
-    theirs = statistics.median(r["tokens_per_second"] for r in torch_side)
+    compared = []
+    for side, runs in zip(sides, torch_sides):
+        theirs = statistics.median(r["tokens_per_second"] for r in runs)
+        compared.append({"side": side, "label": side_label(runs[-1]), "tokens_per_second": theirs,
+                         "ratio": ours / theirs, "target": side_target(runs[-1], args.mode),
+                         "step_ms": 1e3 * statistics.median(r["step_seconds_median"] for r in runs),
+                         "runs": runs})
+    torch_side = torch_sides[0]
+    theirs = compared[0]["tokens_per_second"]
     last = widelab[-1]
     return {
         "config": config,
@@ -140,6 +187,7 @@ def compare(config, args):
         "torch_parameters": torch_side[-1]["parameters"],
         "widelab_runs": widelab,
         "torch_runs": torch_side,
+        "sides": compared,
     }
 
 
@@ -153,8 +201,12 @@ def main(argv):
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
+    parser.add_argument("--side", action="append",
+                        help="a PyTorch side: its Python command, then widelab_torch.py options (repeatable)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.side and args.mode == "decode":
+        parser.error("--side: decode compares this Python's eager side only")
 
     results = [(compare_decode if args.mode == "decode" else compare)(config, args) for config in args.configs]
     if args.json:
@@ -163,17 +215,18 @@ def main(argv):
     if args.mode == "decode":
         print_decode(results, args)
         return 0
-    # Issue 6's targets against eager PyTorch: 1.5x training, 2x inference.
-    target = 1.5 if args.mode == "train" else 2.0
-    header = (f"{'config':<28} {'mode':<5} {'B x T':>10} {'WideLab tok/s':>14} {'PyTorch tok/s':>14} {'ratio':>6} "
-              f"{'of peak':>8}  target {target:g}x")
+    header = (f"{'config':<28} {'mode':<5} {'B x T':>10} {'WideLab tok/s':>14} {'of peak':>8}  "
+              f"{'against':<44} {'tok/s':>8} {'ratio':>6}  target")
     print(header)
     print("-" * len(header))
     for r in results:
         shape = f"{r['batch']}x{r['sequence']}"
-        print(f"{r['config']:<28} {r['mode']:<5} {shape:>10} {r['widelab_tokens_per_second']:>14,.0f} "
-              f"{r['torch_tokens_per_second']:>14,.0f} {r['ratio']:>5.2f}x {100 * r['widelab_peak_ratio']:>7.1f}%  "
-              + ("met" if r["ratio"] >= target else f"{target - r['ratio']:.2f} short"))
+        first = f"{r['config']:<28} {r['mode']:<5} {shape:>10} {r['widelab_tokens_per_second']:>14,.0f} " \
+                f"{100 * r['widelab_peak_ratio']:>7.1f}%  "
+        for i, side in enumerate(r["sides"]):
+            print((first if i == 0 else " " * len(first)) + f"{side['label']:<44} {side['tokens_per_second']:>8,.0f} "
+                  f"{side['ratio']:>5.2f}x  {side['target']:g}x "
+                  + ("met" if side["ratio"] >= side["target"] else f"{side['target'] - side['ratio']:.2f} short"))
     print(f"median of {args.rounds} alternating rounds per side; matmul peak "
           f"{statistics.median(r['peak_gflops'] for r in results):.0f} GFLOP/s")
     return 0
