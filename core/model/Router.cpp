@@ -1,5 +1,6 @@
 #include "Router.h"
 
+#include "GroupedExperts.h"
 #include "runtime/PhaseTimer.h"
 
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -150,24 +151,32 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const std::int64_t K = routing.expert.size(1);
     const std::int64_t E = routing.experts, C = routing.capacity;
 
-    // Every (token, choice) has a buffer row. Dropped ones are written to a spare
-    // row past the experts' rows and read back from any row with weight zero,
-    // which needs no data-dependent shapes and so no host synchronisation.
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
-    const torch::Tensor slotRow = torch::add(routing.slot, routing.expert, C);                       // [S, K]
-    const torch::Tensor writeRow = torch::where(routing.kept, slotRow, E * C).reshape({-1});
-    const torch::Tensor readRow = torch::where(routing.kept, slotRow, 0).reshape({-1});
     // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
     // sum over the choices, where gathering by token index would scatter back.
     const torch::Tensor perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
+    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
+    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
+    const bool ablating = ablated != nullptr && ablated->index >= 0 && ablated->index < E;
+    if (placement == nullptr && !ablating && groupedExpertsRun(x)) {
+        const torch::Tensor answers = groupedExpertAnswers(perChoice, routing, experts);  // [S * K, D]
+        return (answers * weight).to(x.scalar_type()).view({S, K, D}).sum(1);
+    }
 
+    // Otherwise every (token, choice) has a buffer row. Dropped ones are written
+    // to a spare row past the experts' rows and read back from any row with
+    // weight zero, which needs no data-dependent shapes and so no host
+    // synchronisation.
+    const torch::Tensor slotRow = torch::add(routing.slot, routing.expert, C);                       // [S, K]
+    const torch::Tensor writeRow = torch::where(routing.kept, slotRow, E * C).reshape({-1});
+    const torch::Tensor readRow = torch::where(routing.kept, slotRow, 0).reshape({-1});
     const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, perChoice);
     timed.emplace(Phase::FeedForward);
     const torch::Tensor perExpert = buffer.narrow(0, 0, E * C).view({E, C, D});
     torch::Tensor expertOut =
         (placement != nullptr ? placement->run(perExpert, experts) : experts.forwardEach(perExpert)).reshape({E * C, D});
     timed.emplace(Phase::Routing);
-    if (ablated != nullptr && ablated->index >= 0 && ablated->index < E) {
+    if (ablating) {
         // The rows of the expert's buffer that hold a token.
         const torch::Tensor filled = torch::zeros({E * C + 1}, x.options()).index_fill_(0, writeRow, 1.0);
         const torch::Tensor rows = expertOut.narrow(0, ablated->index * C, C);
@@ -177,8 +186,6 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
         expertOut.narrow(0, ablated->index * C, C).copy_(replaced);
     }
 
-    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
-    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
     const torch::Tensor contribution = (expertOut.index_select(0, readRow) * weight).to(x.scalar_type());
     return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
 }

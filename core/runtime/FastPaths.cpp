@@ -14,6 +14,7 @@ const char* name(FastPath path)
     case FastPath::FusedAttention: return "fused_attention";
     case FastPath::FusedAdamW: return "fused_adamw";
     case FastPath::GradientOverlap: return "gradient_overlap";
+    case FastPath::GroupedExperts: return "grouped_experts";
     }
     return "";
 }
@@ -51,7 +52,8 @@ bool fusedAttentionRuns(bool onCpu, double dropout)
 std::string disabledFastPaths()
 {
     std::string names;
-    for (const FastPath path : {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap}) {
+    for (const FastPath path :
+         {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap, FastPath::GroupedExperts}) {
         if (fastPathEnabled(path))
             continue;
         if (!names.empty())  // appended piece by piece: GCC 12 warns falsely on "a" + b (bug 105329)

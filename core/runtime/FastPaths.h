@@ -13,10 +13,13 @@ enum class FastPath {
     FusedAdamW,      // the multi-tensor AdamW kernel (train/FusedAdamW.cpp)
     GradientOverlap, // distributed runs: gradient buckets sent while backward goes on, not after it
                      // (dist/GradientSync.cpp)
+    GroupedExperts,  // a mixture's experts as grouped products over the pairs sorted by expert, on
+                     // a GPU (model/GroupedExperts.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
-// ("fused_attention", "fused_adamw", "gradient_overlap"; comma-separated), read
+// ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts";
+// comma-separated), read
 // once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);

@@ -1,0 +1,139 @@
+#include "GroupedExperts.h"
+
+#include "FeedForward.h"
+#include "Router.h"
+#include "runtime/FastPaths.h"
+#include "runtime/PhaseTimer.h"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#if __has_include(<ATen/ops/_grouped_mm.h>)
+#include <ATen/autocast_mode.h>
+#include <ATen/ops/_grouped_mm.h>
+#define WIDELAB_HAS_GROUPED_MM 1
+#else
+#define WIDELAB_HAS_GROUPED_MM 0
+#endif
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+namespace widelab {
+namespace {
+
+#if WIDELAB_HAS_GROUPED_MM
+// The type the products run in: autocast's where it is on for the device.
+c10::ScalarType productType(const torch::Tensor& x)
+{
+    const c10::DeviceType type = x.device().type();
+    return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
+}
+
+std::string tryGroupedProduct(const c10::Device& device, c10::ScalarType dtype)
+{
+    try {
+        // Rows of 32 values (at::_grouped_mm wants rows of a multiple of 16
+        // bytes); groups of 5, 0 and 19 rows; the second matrix transposed, as
+        // the experts' weights are.
+        const auto options = torch::TensorOptions().dtype(dtype).device(device);
+        const torch::Tensor a = torch::linspace(-1.0, 1.0, 24 * 32, options).view({24, 32});
+        const torch::Tensor w = torch::linspace(1.0, -1.0, 3 * 16 * 32, options).view({3, 16, 32});
+        const torch::Tensor offsets = torch::tensor({5, 5, 24}, torch::TensorOptions().dtype(torch::kInt).device(device));
+        const torch::Tensor got = at::_grouped_mm(a, w.transpose(1, 2), offsets).to(torch::kFloat).cpu();
+        const torch::Tensor want =
+            torch::cat({torch::mm(a.narrow(0, 0, 5), w[0].t()), torch::mm(a.narrow(0, 5, 19), w[2].t())})
+                .to(torch::kFloat)
+                .cpu();
+        if (!torch::allclose(got, want, 2e-2, 2e-1))
+            return "at::_grouped_mm gives other products than mm on " + device.str() + " in "
+                   + c10::toString(dtype);
+    } catch (const std::exception& error) {
+        const std::string what = error.what();
+        return "at::_grouped_mm fails on " + device.str() + " in " + c10::toString(dtype) + ": "
+               + what.substr(0, what.find('\n'));
+    }
+    return "";
+}
+#endif
+
+}  // namespace
+
+std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dtype)
+{
+#if WIDELAB_HAS_GROUPED_MM
+    static std::mutex mutex;
+    static std::map<std::tuple<c10::DeviceType, c10::DeviceIndex, c10::ScalarType>, std::string> tried;
+    const std::lock_guard lock(mutex);
+    const auto key = std::make_tuple(device.type(), device.has_index() ? device.index() : c10::DeviceIndex(-1), dtype);
+    const auto found = tried.find(key);
+    if (found != tried.end())
+        return found->second;
+    return tried[key] = tryGroupedProduct(device, dtype);
+#else
+    (void)device;
+    (void)dtype;
+    return "LibTorch " TORCH_VERSION " has no at::_grouped_mm (2.8 and newer have it)";
+#endif
+}
+
+bool groupedExpertsRun(const torch::Tensor& x)
+{
+#if WIDELAB_HAS_GROUPED_MM
+    return x.is_cuda() && fastPathEnabled(FastPath::GroupedExperts)
+           && groupedProductsRefusal(x.device(), productType(x)).empty();
+#else
+    (void)x;
+    return false;
+#endif
+}
+
+torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts)
+{
+#if WIDELAB_HAS_GROUPED_MM
+    const c10::ScalarType dtype = productType(perChoice);
+    const std::string refusal = groupedProductsRefusal(perChoice.device(), dtype);
+    if (!refusal.empty())
+        throw std::invalid_argument(refusal);
+    // P = S * K pairs, E = experts, D = width
+    const std::int64_t E = routing.experts;
+    std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
+    const torch::Tensor kept = routing.kept.reshape({-1});
+    const torch::Tensor expert = routing.expert.reshape({-1});
+    // Sorted by expert, the dropped pairs last (key E); each group's end row.
+    const torch::Tensor key = torch::where(kept, expert, E);
+    const torch::Tensor order = std::get<1>(torch::sort(key, /*stable=*/true, /*dim=*/0, /*descending=*/false));
+    const torch::Tensor ends = torch::zeros({E + 1}, key.options())
+                                   .scatter_add_(0, key, torch::ones_like(key))
+                                   .narrow(0, 0, E)
+                                   .cumsum(0)
+                                   .to(torch::kInt);
+    // Rows past the last group are not written by at::_grouped_mm, forward or
+    // backward: each product is followed by a where (not a product with a
+    // mask), which neither passes their values on nor their gradients back.
+    const torch::Tensor keptRow = kept.index_select(0, order).unsqueeze(1);
+    const torch::Tensor sortedExpert = expert.index_select(0, order);
+    const torch::Tensor rows = torch::where(keptRow, perChoice.index_select(0, order), 0.0).to(dtype);
+    timed.emplace(Phase::FeedForward);
+    const torch::Tensor wIn = experts.wIn.to(dtype).transpose(1, 2);    // [E, D, M]
+    const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
+    const torch::Tensor hidden = activate(
+        torch::where(keptRow, at::_grouped_mm(rows, wIn, ends) + experts.bIn.to(dtype).index_select(0, sortedExpert), 0.0),
+        experts.activation);
+    const torch::Tensor answers = torch::where(
+        keptRow, at::_grouped_mm(hidden, wOut, ends) + experts.bOut.to(dtype).index_select(0, sortedExpert), 0.0);
+    timed.emplace(Phase::Routing);
+    // Back to pair order: the answer of sorted row i belongs to pair order[i].
+    return torch::zeros_like(answers).index_copy(0, order, answers);
+#else
+    (void)perChoice;
+    (void)routing;
+    (void)experts;
+    throw std::invalid_argument(groupedProductsRefusal(c10::Device(c10::kCPU), c10::kFloat));
+#endif
+}
+
+}  // namespace widelab
