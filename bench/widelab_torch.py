@@ -234,13 +234,16 @@ class StackedExperts(nn.Module):
                 0, key, torch.ones_like(key, dtype=torch.int32))
             offsets = counts[:E].cumsum(0, dtype=torch.int32)
             dtype = torch.get_autocast_dtype(x.device.type) if torch.is_autocast_enabled() else x.dtype
-            rows = x[token[order]].to(dtype)
+            # Rows past the last group are left unwritten by torch._grouped_mm,
+            # forward and backward: a where after each product (not a product
+            # with a mask) passes neither their values on nor their gradients back.
+            row_kept = kept[order].unsqueeze(1)
+            rows = torch.where(row_kept, x[token[order]], 0).to(dtype)
             hidden = torch._grouped_mm(rows, self.w1.to(dtype), offs=offsets)
-            hidden = self.activation(hidden + self.b1.to(dtype).squeeze(1)[expert[order]])
+            hidden = self.activation(torch.where(row_kept, hidden + self.b1.to(dtype).squeeze(1)[expert[order]], 0))
             y = torch._grouped_mm(hidden, self.w2.to(dtype), offs=offsets)
-            y = y + self.b2.to(dtype).squeeze(1)[expert[order]]
-            y = torch.where(kept[order].unsqueeze(1), y * gates[order].to(y.dtype), 0)
-            return torch.zeros_like(x).index_add_(0, token[order], y.to(x.dtype))
+            y = torch.where(row_kept, y + self.b2.to(dtype).squeeze(1)[expert[order]], 0)
+            return torch.zeros_like(x).index_add_(0, token[order], (y * gates[order].to(y.dtype)).to(x.dtype))
         C = routing.capacity
         position = torch.where(kept, expert * C + routing.slot.reshape(-1), E * C)  # E * C: the spare row
         buffer = x.new_zeros(E * C + 1, D).index_copy(0, position, x[token])

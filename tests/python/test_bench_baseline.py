@@ -85,11 +85,15 @@ class StackedExpertsMatchTheLoop(unittest.TestCase):
             gradients.append(given.grad)
         torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(gradients[1], gradients[0], rtol=1e-5, atol=1e-6)
+        def gradient(p):
+            return torch.zeros_like(p) if p.grad is None else p.grad  # an expert without tokens
+
         for e, expert in enumerate(loop.experts):
-            gradient = expert[0].weight.grad
-            if gradient is None:  # an expert without tokens
-                gradient = torch.zeros_like(expert[0].weight)
-            torch.testing.assert_close(stacked.w1.grad[e], gradient.t(), rtol=1e-5, atol=1e-6)
+            for mine, theirs in ((stacked.w1.grad[e], gradient(expert[0].weight).t()),
+                                 (stacked.b1.grad[e, 0], gradient(expert[0].bias)),
+                                 (stacked.w2.grad[e], gradient(expert[2].weight).t()),
+                                 (stacked.b2.grad[e, 0], gradient(expert[2].bias))):
+                torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
         return outputs[0]
 
     def test_batched_with_dropped_pairs(self):
