@@ -235,7 +235,13 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
             const PhaseScope timed(Phase::Optimizer);
             optimizer.step();
         }
-        lastLoss = loss;
+        // Detached: the loss kept with its autograd graph would keep that graph's
+        // AccumulateGrad nodes alive, each tied to the stream it ran on. Kept
+        // from a warm-up step on the default stream into a CUDA graph's capture
+        // on a side stream, they made every family's capture fail on an H200
+        // ("operation would make the legacy stream depend on a capturing
+        // blocking stream", docs/gpu.md).
+        lastLoss = loss.detach();
     };
     std::function<void()> replay;  // queueStep captured as a CUDA graph (--cuda-graph)
     const auto step = [&] {
