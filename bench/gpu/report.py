@@ -302,6 +302,11 @@ def markdown(results):
         out.append("\nEach cell: tokens/s (MFU). eager and compile: PyTorch as a user writes it today "
                    "(bench/widelab_torch.py: F.scaled_dot_product_attention, the experts stacked and grouped, "
                    "fused AdamW); hand-written eager: the earlier baseline (attention by hand, experts in a loop).")
+        products = [f"{e['family']}: WideLab {side_result(e, 'widelab').get('expert_products') or '?'}"
+                    + (f", eager {side_result(e, 'eager').get('experts')}" if side_result(e, "eager") else "")
+                    for e in bench if (side_result(e, "widelab") or {}).get("expert_products")]
+        if products:
+            out.append("\nExpert products: " + "; ".join(products) + ".")
         compiled = [side for side in COMPILED if side in sides]
         out.append("\n### Memory, routing and compile time\n")
         rows = []

@@ -4,6 +4,7 @@
 #include "train/FusedAdamW.h"
 #include "train/GradientHealth.h"
 #include "train/MemoryEstimate.h"
+#include "model/GroupedExperts.h"
 #include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/Autocast.h"
@@ -263,6 +264,13 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     };
 
     timeSteps(step, options.warmup, device, false, queuedAt);
+    if (c.isMoe()) {
+        // As dispatchCombine decides it for the steps' tokens: on this device, in autocast's type.
+        const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
+        r.expertProducts = groupedExpertsRun(torch::empty({1, c.dModel}, torch::TensorOptions().device(device)))
+                               ? "grouped"
+                               : "batched";
+    }
     if (options.cudaGraph) {
         replay = captureCudaGraph(device, queueStep);
         r.cudaGraph = true;
@@ -351,6 +359,7 @@ nlohmann::json BenchmarkResult::toJson() const
             {"queue_seconds_median", orNull(queueSeconds, queueSeconds > 0.0)},
             {"cuda_graph", cudaGraph},
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
+            {"expert_products", expertProducts.empty() ? nlohmann::json() : nlohmann::json(expertProducts)},
             {"operators_per_step",
              {{"all", operators.operators},
               {"innermost", operators.innermost()},

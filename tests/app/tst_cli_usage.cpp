@@ -240,6 +240,11 @@ void TestCliUsage::bench()
     QVERIFY(r.at("mfu_nominal").is_null());
     QVERIFY(r.at("peak_allocated_bytes").get<double>() > 0.0);
     QCOMPARE(r.at("moe_routing_share").is_null(), preset != QStringLiteral("widenet"));
+    // A mixture's experts multiply over the capacity buffer on the CPU (grouped products are for GPUs).
+    if (preset == QStringLiteral("widenet"))
+        QCOMPARE(r.at("expert_products").get<std::string>(), std::string("batched"));
+    else
+        QVERIFY(r.at("expert_products").is_null());
     // The panel's estimate for training steps (none for inference); the host's
     // queue time and CUDA graphs are for GPUs only.
     QCOMPARE(r.at("memory_estimate_bytes").is_null(), mode != QStringLiteral("train"));
