@@ -6,8 +6,8 @@ nanoGPT and torchtitan write theirs: attention through
 F.scaled_dot_product_attention (torch 2.x), the experts' weights stacked
 [E, D, M] and multiplied in one call each (torch._grouped_mm over the
 (token, choice) pairs sorted by expert where the torch and the GPU have it,
-else torch.bmm over an [E, C, D] capacity buffer), AdamW fused on CUDA, and
-nothing that makes the host wait for the device inside a step. It has the
+else torch.bmm over an [E, C, D] capacity buffer), no boolean-mask indexing,
+and AdamW fused on CUDA. It has the
 same architecture and parameter count as WideLab's C++ model (checked with
 --params against `widelab-cli params`), but it is not a correctness reference
 (tests/reference/ is): initialisation differs, and padding masks are not

@@ -74,8 +74,9 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
 // tokens are copied into one [E, capacity, D] buffer by index, and results
 // gathered back by index; on a GPU whose LibTorch has grouped products (see
 // GroupedExperts.h), the (token, choice) pairs are sorted by expert and
-// multiplied without the buffer instead, unless an expert is ablated or placed. `ablated`: an expert (Ablation::index) whose output is
-// replaced (Ablation.h: by zeros, or by its mean over the tokens it received).
+// multiplied without the buffer instead, unless an expert is ablated or placed.
+// `ablated`: an expert (Ablation::index) whose output is replaced (Ablation.h:
+// by zeros, or by its mean over the tokens it received).
 // `placement`: the experts are spread over processes and `experts` holds this
 // one's (null: `experts` holds all E).
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,

@@ -19,8 +19,7 @@ enum class FastPath {
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts";
-// comma-separated), read
-// once per process.
+// comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 
