@@ -51,7 +51,8 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
         at::AutoGradMode enableGrad(true);
         loss = closure();
     }
-    for (auto& group : param_groups_) {
+    for (std::size_t g = 0; g < param_groups_.size(); ++g) {
+        auto& group = param_groups_[g];
         const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
         std::vector<torch::Tensor> params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, steps;
         // The kernel reads each parameter's step count from a float tensor on its
@@ -72,21 +73,37 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
                 slot = std::move(fresh);
             }
             auto& state = static_cast<torch::optim::AdamWParamState&>(*slot);
-            state.step(state.step() + 1);
-            torch::Tensor& count = stepTensors[state.step()];
-            if (!count.defined())
-                count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+            if (m_capturable) {
+                // Made once, from the host's count (a fill, no copy); advanced below, on the device.
+                torch::Tensor& count = m_deviceSteps[p.unsafeGetTensorImpl()];
+                if (!count.defined())
+                    count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+                steps.push_back(count);
+            } else {
+                state.step(state.step() + 1);
+                torch::Tensor& count = stepTensors[state.step()];
+                if (!count.defined())
+                    count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+                steps.push_back(count);
+            }
             params.push_back(p);
             grads.push_back(p.grad());
             expAvgs.push_back(state.exp_avg());
             expAvgSqs.push_back(state.exp_avg_sq());
             if (options.amsgrad())
                 maxExpAvgSqs.push_back(state.max_exp_avg_sq());
-            steps.push_back(count);
         }
         if (params.empty())
             continue;
         const auto [beta1, beta2] = options.betas();
+        if (m_capturable) {
+            at::_foreach_add_(steps, 1.0);
+            if (m_deviceRates.size() <= g)
+                stageLearningRates();
+            at::_fused_adamw_(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, steps, m_deviceRates[g], beta1, beta2,
+                              options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false);
+            continue;
+        }
         at::_fused_adamw_(params, grads, expAvgs, expAvgSqs, maxExpAvgSqs, steps, options.lr(), beta1, beta2,
                           options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false);
     }
@@ -94,6 +111,59 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
 #else
     return torch::optim::AdamW::step(std::move(closure));
 #endif
+}
+
+void FusedAdamW::makeCapturable()
+{
+    if (!available())
+        throw std::logic_error("FusedAdamW::makeCapturable: this LibTorch (or WIDELAB_DISABLE) has no fused AdamW");
+    m_capturable = true;
+}
+
+void FusedAdamW::stageLearningRates()
+{
+    if (!m_capturable)
+        return;
+    for (std::size_t g = 0; g < param_groups_.size(); ++g) {
+        const auto& group = param_groups_[g];
+        const double lr = static_cast<const torch::optim::AdamWOptions&>(group.options()).lr();
+        if (m_deviceRates.size() <= g) {
+            const torch::Device device = group.params().empty() ? torch::Device(torch::kCPU) : group.params().front().device();
+            m_deviceRates.push_back(torch::full({}, lr, torch::TensorOptions().dtype(torch::kFloat32).device(device)));
+        } else {
+            m_deviceRates[g].fill_(lr);  // in place: a captured step reads this tensor
+        }
+    }
+}
+
+void FusedAdamW::save(torch::serialize::OutputArchive& archive) const
+{
+    // In capturable mode the device's counts are the true ones: read back (in
+    // one copy, which waits for the device) into the state AdamW saves.
+    std::vector<torch::Tensor> counts;
+    std::vector<torch::optim::OptimizerParamState*> states;
+    for (const auto& group : param_groups_)
+        for (const auto& p : group.params()) {
+            const auto count = m_deviceSteps.find(p.unsafeGetTensorImpl());
+            const auto slot = state_.find(optimizerStateKey(state_, p));
+            if (count == m_deviceSteps.end() || slot == state_.end())
+                continue;
+            counts.push_back(count->second.to(torch::kFloat64));
+            states.push_back(slot->second.get());
+        }
+    if (!counts.empty()) {
+        const torch::Tensor host = torch::stack(counts).to(torch::kCPU);
+        for (std::size_t i = 0; i < states.size(); ++i)
+            static_cast<torch::optim::AdamWParamState&>(*states[i])
+                .step(static_cast<std::int64_t>(host[static_cast<std::int64_t>(i)].item<double>()));
+    }
+    torch::optim::AdamW::save(archive);
+}
+
+void FusedAdamW::load(torch::serialize::InputArchive& archive)
+{
+    torch::optim::AdamW::load(archive);
+    m_deviceSteps.clear();  // made again from the loaded counts at the next step
 }
 
 }  // namespace widelab

@@ -1,10 +1,12 @@
 // defines: FusedAdamW: torch::optim::AdamW whose step runs LibTorch 2.x's fused
 // multi-tensor kernel (one launch per parameter group instead of several per
-// parameter), with the same state, options and checkpoints as AdamW
+// parameter), with the same state, options and checkpoints as AdamW, and a
+// capturable mode whose step reads nothing from the host (train.cuda_graph)
 #pragma once
 
 #include <torch/optim/adamw.h>
 
+#include <map>
 #include <vector>
 
 namespace widelab {
@@ -23,6 +25,28 @@ public:
 
     // Whether this build of LibTorch has the fused kernel.
     static bool available();
+
+    // Capturable: each parameter's step count and each group's learning rate
+    // live in tensors on the parameters' device, so that a step launches the
+    // same kernels with the same arguments every time and can be captured in a
+    // CUDA graph and replayed. The counts are advanced on the device by the step
+    // itself; the rates are copied there by stageLearningRates, which must follow
+    // every change of a group's lr (applyLearningRate calls it). The host's
+    // AdamWParamState::step is brought up to date when the state is saved.
+    // Throws std::logic_error when available() is false.
+    void makeCapturable();
+    bool capturable() const { return m_capturable; }
+    void stageLearningRates();
+
+    void save(torch::serialize::OutputArchive& archive) const override;
+    void load(torch::serialize::InputArchive& archive) override;
+
+private:
+    bool m_capturable = false;
+    // Capturable mode: per parameter (by its state key), its step count as a
+    // float32 scalar on its device; per group, its learning rate there.
+    std::map<const void*, torch::Tensor> m_deviceSteps;
+    std::vector<torch::Tensor> m_deviceRates;
 };
 
 }  // namespace widelab

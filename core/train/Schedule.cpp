@@ -1,5 +1,6 @@
 #include "Schedule.h"
 
+#include "FusedAdamW.h"
 #include "Lamb.h"
 
 #include <torch/optim/adamw.h>
@@ -85,6 +86,8 @@ void applyLearningRate(torch::optim::Optimizer& optimizer, double lr)
             throw std::invalid_argument("applyLearningRate: the optimizer is not AdamW, SGD or Lamb");
     for (auto& group : optimizer.param_groups())
         setLr(group.options(), lr);
+    if (auto* fused = dynamic_cast<FusedAdamW*>(&optimizer))
+        fused->stageLearningRates();  // a capturable step reads its rate from the device
 }
 
 }  // namespace widelab
