@@ -1,16 +1,11 @@
 #include "BenchmarkDevice.h"
 
 #include "runtime/Runtime.h"
+#include "runtime/StepCapture.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
-#ifdef WIDELAB_TORCH_CUDA
-#include <ATen/autocast_mode.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -44,37 +39,16 @@ void synchronizeDevice(const c10::Device& device)
 
 std::function<void()> captureCudaGraph(const c10::Device& device, const std::function<void()>& queueStep)
 {
-#ifdef WIDELAB_TORCH_CUDA
-    if (!device.is_cuda())
-        throw std::invalid_argument("a CUDA graph needs a CUDA device, not " + device.str());
-    const c10::cuda::CUDAGuard onDevice(device);
-    synchronizeDevice(device);
-    auto graph = std::make_shared<at::cuda::CUDAGraph>();
+    const Recorder record = cudaGraphRecorder(device);
+    Replay replay;
     {
-        // Captured work must not run on the legacy default stream.
-        const c10::cuda::CUDAStreamGuard onSide(c10::cuda::getStreamFromPool(false, device.index()));
-        for (int i = 0; i < 3; ++i)
+        const SideStream onSide(device);
+        for (int i = 0; i < 3; ++i)  // warm-up on the capture's stream
             queueStep();
         synchronizeDevice(device);
-        const bool cached = at::autocast::is_autocast_cache_enabled();
-        at::autocast::set_autocast_cache_enabled(false);  // its casts would outlive the capture
-        try {
-            graph->capture_begin();
-            queueStep();
-            graph->capture_end();
-        } catch (...) {
-            at::autocast::set_autocast_cache_enabled(cached);
-            throw;
-        }
-        at::autocast::set_autocast_cache_enabled(cached);
+        replay = record(queueStep);
     }
-    synchronizeDevice(device);
-    return [graph] { graph->replay(); };
-#else
-    (void)queueStep;
-    throw std::invalid_argument("a CUDA graph needs a LibTorch built with CUDA; this one (" + device.str()
-                                + ") has none");
-#endif
+    return replay;
 }
 
 double measureDeviceMatmulPeak(const c10::Device& device, c10::ScalarType dtype, std::int64_t size, int repeats)

@@ -1,0 +1,51 @@
+// defines: Replay, Recorder, cudaGraphRefusal, cudaGraphRecorder, SideStream:
+// device work recorded once and replayed (CUDA graphs), and the stream it is
+// recorded on
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace widelab {
+
+// Runs recorded work again: the same kernels, on the same memory.
+using Replay = std::function<void()>;
+// Records `work` and returns what runs it. The work must read and write only
+// tensors that outlive the recording, and launch the same kernels whatever
+// their contents (no reading back, no shape taken from data). Throws
+// std::runtime_error naming why when it cannot be recorded.
+using Recorder = std::function<Replay(const std::function<void()>& work)>;
+
+// Why `device` cannot record CUDA graphs ("the CPU has no CUDA graphs", "this
+// LibTorch was built without CUDA"), or nothing when it can.
+std::optional<std::string> cudaGraphRefusal(const c10::Device& device);
+
+// Captures the work as a CUDA graph on the device's current stream, which must
+// be a side stream (SideStream): the capture queues nothing, so the work has
+// not run when the recorder returns. Autocast's cache is off during the
+// capture (its casts would not outlive it). Throws std::invalid_argument when
+// cudaGraphRefusal names a reason.
+Recorder cudaGraphRecorder(const c10::Device& device);
+
+// For its lifetime the current stream of a CUDA `device` is one from the pool,
+// as a capture needs (not the legacy default stream, with which captured work
+// may not synchronise). The device is synchronised on entry and on exit, so
+// that work before and after sees this stream's work done. Nothing on the CPU.
+class SideStream {
+public:
+    explicit SideStream(const c10::Device& device);
+    ~SideStream();
+    SideStream(const SideStream&) = delete;
+    SideStream& operator=(const SideStream&) = delete;
+
+private:
+    struct Guard;
+    std::unique_ptr<Guard> m_guard;
+    c10::Device m_device;
+};
+
+}  // namespace widelab
