@@ -155,6 +155,27 @@ Batch makeTranslationBatch(const std::vector<Example>& examples, std::int64_t st
 }
 
 // Counted on the host when the batch was made: reading a mask on a GPU would wait for it.
+void padBatch(Batch& batch, std::int64_t length, std::int64_t targetLength)
+{
+    const auto pad = [](torch::Tensor& t, std::int64_t to, double value) {
+        if (t.defined() && t.dim() == 2 && t.size(1) < to)
+            t = torch::constant_pad_nd(t, {0, to - t.size(1)}, value);
+    };
+    if (!batch.ids.defined())
+        return;
+    const bool translation = batch.targetIds.defined();
+    pad(batch.ids, length, static_cast<double>(Tokenizer::kPad));
+    pad(batch.mask, length, 0.0);
+    if (translation) {
+        pad(batch.targetIds, targetLength, static_cast<double>(Tokenizer::kPad));
+        pad(batch.targetMask, targetLength, 0.0);
+        pad(batch.targets, targetLength, 0.0);
+    } else {
+        pad(batch.targetMask, length, 0.0);  // a masked language model's
+        pad(batch.targets, length, 0.0);     // a language model's (a classifier's are [B])
+    }
+}
+
 torch::Tensor modelMask(const Batch& batch)
 {
     const bool full = batch.tokens - batch.targetTokens == batch.ids.numel();

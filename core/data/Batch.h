@@ -44,6 +44,13 @@ struct Batch {
     std::int64_t countedTargets = -1;
 };
 
+// Pads a text batch's tensors on the right as the functions below pad them
+// (ids with Tokenizer::kPad, masks false, targets 0): the source side to
+// `length`, a translation batch's target side to `targetLength`. A side as
+// long already stays; an image batch is left as it is. Its counts of real
+// tokens stay, so modelMask then gives the mask.
+void padBatch(Batch& batch, std::int64_t length, std::int64_t targetLength);
+
 // Tensors on the CPU. Throws std::invalid_argument on an empty list, an example with no token, a classification
 // example without a label (< 0), or a language-model example whose targets differ in length from its ids.
 Batch makeBatch(const std::vector<Example>& examples, bool languageModel);

@@ -47,6 +47,11 @@ struct MechanismSpec {
     MapKind map = MapKind::Exact;
     bool causal = false;      // works with a language-model head
     bool linearCost = false;  // time and memory linear in the sequence (for the scaling benchmark)
+    // Padding keys past the last real token change no real token's context: a
+    // batch may be padded further than its longest example (train.cuda_graph
+    // pads to a few lengths). False where the sequence's length shapes the
+    // mixing (blocks, projections over positions) or was not shown not to.
+    bool paddingFree = false;
     std::vector<KeySpec> keys;  // its own keys, "model.<name>_..."; read into ModelConfig::attentionOptions
     std::function<std::shared_ptr<MechanismImpl>(const MechanismShape&, const ModelConfig&)> make;
     // Trainable parameters of one module of this shape.
