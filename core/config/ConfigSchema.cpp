@@ -213,6 +213,9 @@ std::vector<KeySpec> makeSchema()
         number("train.label_smoothing", 0.0, 0.99, 0.0, "target probability spread over the other classes"),
         text("train.device", KeyType::Device, "auto", "auto, cpu, cuda or cuda:N"),
         boolean("train.bf16", true, "autocast to bfloat16 on CUDA"),
+        boolean("train.cuda_graph", false,
+                "CUDA: capture each training step once per batch shape and replay it, padding text batches to a few "
+                "lengths; ordinary steps where a run cannot"),
         integer("train.threads", 0, 4096, 0, "intra-op CPU threads; 0: every core"),
         integer("train.processes", 1, 1024, 1,
                 "processes sharing each batch on this machine (distributed; a launcher's count wins)"),

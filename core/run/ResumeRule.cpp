@@ -40,7 +40,7 @@ const std::vector<std::string>& resumeIgnoredKeys()
     static const std::vector<std::string> keys{"name",         "description",  "train.steps", "train.device",
                                                "train.threads", "train.probes", "train.probe_every",
                                                "train.alarm_expert_share", "train.collective_timeout_s", "train.processes",
-                                               "train.expert_parallel"};
+                                               "train.expert_parallel", "train.cuda_graph"};
     return keys;
 }
 

@@ -84,6 +84,7 @@ TrainConfig readTrain(JsonSection& s)
     s.read(spec("label_smoothing"), t.labelSmoothing);
     s.read(spec("device"), t.device);
     s.read(spec("bf16"), t.bf16);
+    s.read(spec("cuda_graph"), t.cudaGraph);
     s.read(spec("threads"), t.threads);
     s.read(spec("seed"), t.seed);
     s.read(spec("log_every"), t.logEvery);
@@ -336,6 +337,7 @@ nlohmann::json RunDocument::toJson() const
         {"label_smoothing", train.labelSmoothing},
         {"device", train.device},
         {"bf16", train.bf16},
+        {"cuda_graph", train.cudaGraph},
         {"threads", train.threads},
         {"seed", train.seed},
         {"log_every", train.logEvery},

@@ -79,6 +79,9 @@ struct TrainConfig {
     double labelSmoothing = 0.0;
     std::string device = "auto";              // auto, cpu, cuda, cuda:N
     bool bf16 = true;                         // autocast on CUDA
+    // CUDA: each step captured once per batch shape and replayed (TrainerGraphs.h);
+    // the trainer falls back to ordinary steps, saying why, where it cannot.
+    bool cudaGraph = false;
     std::int64_t threads = 0;                 // 0: every core
     std::int64_t seed = 0;
     std::int64_t logEvery = 10;               // snapshots and metrics.jsonl lines

@@ -2,6 +2,7 @@
 
 #include "run/CheckpointDirectory.h"
 #include "run/ExpertShards.h"
+#include "FusedAdamW.h"
 #include "GradientHealth.h"
 #include "measure/HealthAlarms.h"
 #include "InitFrom.h"
@@ -16,17 +17,20 @@
 #include "run/ResumeRule.h"
 #include "run/RunStatusWriter.h"
 #include "Schedule.h"
+#include "StepGraphs.h"
 #include "dist/Collective.h"
 #include "dist/ExpertParallel.h"
 #include "dist/GradientSync.h"
 #include "dist/RankRandom.h"
 #include "model/ParameterCount.h"
+#include "model/attention/MechanismSpec.h"
 #include "task/ImageTask.h"
 #include "log/RunLog.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Runtime.h"
 
 #include <torch/cuda.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <thread>
@@ -241,6 +245,40 @@ Trainer::Trainer(RunDocument run, std::filesystem::path directory, TrainerOption
     } else if (train.expertParallel && !m_options.readOnly) {
         message("info", "train.expert_parallel: one process holds every expert");
     }
+    if (train.cudaGraph && !m_options.readOnly)
+        setUpStepGraphs();
+}
+
+void Trainer::setUpStepGraphs()
+{
+    const TrainConfig& t = m_run.train;
+    auto* adamw = dynamic_cast<FusedAdamW*>(m_optimizer.get());
+    std::optional<std::string> refusal = m_options.stepRecorder ? std::nullopt : cudaGraphRefusal(m_device);
+    if (!refusal && m_world)
+        refusal = "a distributed step's collectives are not recorded";
+    if (!refusal && !adamw)
+        refusal = "train.optimizer " + toString(t.optimizer) + " has no capturable step (adamw has)";
+    if (!refusal && !FusedAdamW::available())
+        refusal = "this LibTorch (" + std::string(TORCH_VERSION)
+                  + ") has no fused AdamW, whose capturable step a recording needs (or WIDELAB_DISABLE names it)";
+    if (refusal) {
+        message("warning", "train.cuda_graph: steps run ordinarily: " + *refusal);
+        return;
+    }
+    adamw->makeCapturable();
+    const ModelConfig& c = m_run.model;
+    bool paddingFree = !c.isMoe();
+    for (const MechanismUse& use : mechanismUses(c))
+        paddingFree = paddingFree && use.spec->paddingFree;
+    m_graphs = std::make_unique<StepGraphs>(m_options.stepRecorder ? m_options.stepRecorder
+                                                                   : cudaGraphRecorder(m_device),
+                                            c.maxLen, paddingFree && !c.imageInput());
+    std::string how = "train.cuda_graph: each step is recorded once per batch shape and replayed";
+    if (paddingFree && !c.imageInput())
+        how += "; text batches are padded to multiples of " + std::to_string(m_graphs->paddedLength(1)) + " tokens";
+    if (t.logEvery == 1)
+        how += "; but train.log_every 1 measures every step, and a measured step runs ordinarily";
+    message("info", how);
 }
 
 std::vector<torch::Tensor> Trainer::replicatedParameters() const
@@ -388,7 +426,9 @@ Batch Trainer::makeDeviceBatch(const std::vector<Example>& examples, bool traini
     const bool languageModel = m_run.model.head == HeadKind::LanguageModel;
     // What the step would otherwise read back from the device, taken from a
     // text batch while it is still on the host.
-    const auto countOnHost = [this](Batch& host) {
+    const auto countOnHost = [this, training](Batch& host) {
+        if (training && m_graphs)  // to one of a few lengths, each of which is recorded once
+            m_graphs->pad(host);
         host.routed = upload(m_model->routedPositions(modelMask(host)), m_device);
         if (m_world)  // only a distributed step weighs its loss by them
             host.countedTargets = countTargets(host);

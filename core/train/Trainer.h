@@ -12,6 +12,7 @@
 #include "task/TaskData.h"
 #include "model/WideTransformer.h"
 #include "runtime/Clock.h"
+#include "runtime/StepCapture.h"
 
 #include <torch/optim/optimizer.h>
 
@@ -56,6 +57,11 @@ struct TrainerOptions {
     // alpha (1: greedy). Evaluations while training translate greedily.
     std::int64_t beamSize = 1;
     double lengthPenalty = 0.0;
+    // train.cuda_graph's recorder instead of CUDA graphs', on any device: tests
+    // on the CPU give one whose replay runs the recorded step again, so that the
+    // recorded path (static batches, padding, the capturable optimiser) is
+    // checked where no GPU is.
+    Recorder stepRecorder;
 };
 
 // The device `train.device` names ("auto", "cpu", "cuda", "cuda:N") on this
@@ -147,6 +153,13 @@ private:
     EvaluationResult measure(Split split, std::int64_t maxBatches, const std::vector<Ablation>& ablations,
                              bool reportProgress = false);
     void trainStep(Interval& interval, bool measure);
+    // A step's forward, losses, backward and clipping on a batch on the device,
+    // and its sums (StepGraphs.h); the optimiser's step is the caller's.
+    // `mixWeights`: mixupWeights' on the device, or undefined.
+    struct StepOutputs queueForwardBackward(const Batch& batch, const torch::Tensor& mixWeights, double share,
+                                            Interval& interval, bool measure);
+    // train.cuda_graph: the step graphs, or why the steps run ordinarily (the log says).
+    void setUpStepGraphs();
     // A snapshot of the interval to the observers. `recorded`: the interval
     // starts anew; else the snapshot is provisional (TrainingSnapshot::provisional).
     void publish(Interval& interval, bool recorded = true);
@@ -190,6 +203,7 @@ private:
     WideTransformer m_model{nullptr};
     std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     std::unique_ptr<class NonFiniteWatch> m_nonFinite;
+    std::unique_ptr<class StepGraphs> m_graphs;  // train.cuda_graph, where the run can
     std::unique_ptr<class GradientSync> m_gradients;  // distributed runs
     std::shared_ptr<class ExpertParallel> m_experts;  // expert-parallel runs: this rank's experts, and the way to the others
     CheckpointState m_state;

@@ -9,6 +9,7 @@
 #include "OutOfMemory.h"
 #include "run/RunLayout.h"
 #include "RunSchedule.h"
+#include "StepGraphs.h"
 #include "run/RunStatusWriter.h"
 #include "vocab/EvaluationText.h"
 #include "Schedule.h"
@@ -58,6 +59,11 @@ TrainSummary Trainer::run(TrainingControl& control)
         const TrainingControl*& control;
         ~Release() { control = nullptr; }
     } release{m_control};
+    // train.cuda_graph: a capture needs a side stream, and the whole run uses it,
+    // so that the steps before and between recordings run where they do.
+    std::optional<SideStream> sideStream;
+    if (m_graphs)
+        sideStream.emplace(m_device);
     const TrainConfig& t = m_run.train;
     TrainSummary summary;
     Interval& interval = *m_interval;
@@ -244,7 +250,6 @@ void Trainer::trainStep(Interval& interval, bool measure)
         examples.push_back(m_data.train->get(index));
     const Batch batch = makeDeviceBatch(examples, /*training=*/true, first);
     interval.dataSeconds += steadySeconds() - stepStart;
-    const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
     // A distributed step's loss is this rank's part of the global batch's mean:
     // its mean weighted by its share of what the loss averages over (examples,
     // or a language or translation model's counted tokens), so that the gradients
@@ -265,6 +270,57 @@ void Trainer::trainStep(Interval& interval, bool measure)
 
     m_model->train();
     m_model->beginStep(m_state.step);
+    const torch::Tensor mixWeights = mixupWeights(batch, m_device);
+    std::optional<StepOutputs> outputs;
+    if (m_graphs && !measure) {
+        // Not distributed (setUpStepGraphs): the whole loss, share 1.
+        Interval* kept = m_interval.get();
+        outputs = m_graphs->replay(batch, mixWeights, [this, kept](const Batch& recorded, const torch::Tensor& weights) {
+            StepOutputs step = queueForwardBackward(recorded, weights, 1.0, *kept, false);
+            m_optimizer->step();
+            return step;
+        });
+        for (const StepGraphs::Notice& notice : m_graphs->takeNotices())
+            message(notice.level, notice.text);
+    }
+    if (outputs) {
+        m_nonFinite->observe(m_state.step + 1, outputs->loss, outputs->norms);
+        // Checked after the update, as a GPU's unmeasured steps are; the CPU
+        // (tests' recorder) checks at once, so that nothing bad is saved.
+        if (!m_device.is_cuda())
+            stopIfNonFinite();
+    } else {
+        outputs = queueForwardBackward(batch, mixWeights, share, interval, measure);
+        m_nonFinite->observe(m_state.step + 1, outputs->loss, outputs->norms);
+        // On the CPU every step is checked before the update (it costs nothing). On a
+        // GPU the check waits for the step, so it runs on measured steps and before
+        // anything is saved; a bad step in between is found there, by its number.
+        if (!m_device.is_cuda() || measure)
+            stopIfNonFinite();
+        m_optimizer->step();
+    }
+    ++m_state.step;
+    m_state.samplerPosition = m_sampler->position();
+
+    // A copy: a replay's sums are overwritten by the next replay.
+    torch::Tensor stepSums = outputs->sums.clone();
+    if (m_world)  // the ranks' parts of the losses, their counts, and the norm they share
+        m_world->sum(stepSums, "summing the losses of step " + std::to_string(m_state.step));
+    interval.sums = interval.steps == 0 ? stepSums : interval.sums + stepSums;
+    interval.tokens += tokens;
+    if (m_world) {
+        interval.computeSeconds += steadySeconds() - stepStart - (m_world->waitedSeconds() - waitedBefore);
+        interval.allReduceWaitSeconds += m_gradients->exposedSeconds();
+    }
+    ++interval.steps;
+}
+
+StepOutputs Trainer::queueForwardBackward(const Batch& batch, const torch::Tensor& mixWeights, double share,
+                                          Interval& interval, bool measure)
+{
+    const TrainConfig& t = m_run.train;
+    const bool perToken = m_run.model.predictsTokens();  // a target at every position
+    const torch::Tensor& input = batch.pixels.defined() ? batch.pixels : batch.ids;
     // Gradients reset to none, not to zeros: the backward pass then writes them
     // instead of adding to zero-filled ones (LibTorch 2.x's default, 1.13's
     // optimizer would zero them: a fill and an add per parameter every step).
@@ -287,9 +343,9 @@ void Trainer::trainStep(Interval& interval, bool measure)
                          : m_model->forward(input, mask, target, batch.routed);
     }
     torch::Tensor task = taskLoss(m_run.model, output.logits, batch.targets, targetPositions(batch), t.labelSmoothing);
-    if (batch.mixTargets.defined())  // Mixup: the partners' labels at their share
-        task = task * batch.mixWeight
-               + taskLoss(m_run.model, output.logits, batch.mixTargets, {}, t.labelSmoothing) * (1.0 - batch.mixWeight);
+    if (mixWeights.defined())  // Mixup: the partners' labels at their share
+        task = task * mixWeights[0]
+               + taskLoss(m_run.model, output.logits, batch.mixTargets, {}, t.labelSmoothing) * mixWeights[1];
     task = task * share;
     const torch::Tensor loss = trainingLoss(m_run.model, task, output);
     // Counted now, so that a language model's [tokens, vocabulary] logits are
@@ -302,32 +358,13 @@ void Trainer::trainStep(Interval& interval, bool measure)
     if (measure && histogramsDue(m_state.step + 1 - interval.steps, m_state.step + 1, t.evalEvery, m_totalSteps))
         interval.gradientHistograms = histogramsOnDevice(parameterGroups(*m_model), HistogramOf::Gradients);  // before clipping
     const ShardedNorms sharded = m_experts ? shardedNorms() : ShardedNorms{};
-    const GradientNorms norms = clipGradients(m_model->parameters(), t.gradientClip, m_experts ? &sharded : nullptr);
-    m_nonFinite->observe(m_state.step + 1, loss, norms);
-
-    // On the CPU every step is checked before the update (it costs nothing). On a
-    // GPU the check waits for the step, so it runs on measured steps and before
-    // anything is saved; a bad step in between is found there, by its number.
-    if (!m_device.is_cuda() || measure)
-        stopIfNonFinite();
-    m_optimizer->step();
-    ++m_state.step;
-    m_state.samplerPosition = m_sampler->position();
-
-    torch::Tensor stepSums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64),
-                                                       task.detach().to(torch::kFloat64),
-                                                       output.balanceLoss.detach().to(torch::kFloat64)}),
-                                         hits,
-                                         norms.total.view({1}) / (m_world ? m_world->size() : 1)});
-    if (m_world)  // the ranks' parts of the losses, their counts, and the norm they share
-        m_world->sum(stepSums, "summing the losses of step " + std::to_string(m_state.step));
-    interval.sums = interval.steps == 0 ? stepSums : interval.sums + stepSums;
-    interval.tokens += tokens;
-    if (m_world) {
-        interval.computeSeconds += steadySeconds() - stepStart - (m_world->waitedSeconds() - waitedBefore);
-        interval.allReduceWaitSeconds += m_gradients->exposedSeconds();
-    }
-    ++interval.steps;
+    StepOutputs out;
+    out.loss = loss.detach();
+    out.norms = clipGradients(m_model->parameters(), t.gradientClip, m_experts ? &sharded : nullptr);
+    out.sums = torch::cat({torch::stack({loss.detach().to(torch::kFloat64), task.detach().to(torch::kFloat64),
+                                         output.balanceLoss.detach().to(torch::kFloat64)}),
+                           hits, out.norms.total.view({1}) / (m_world ? m_world->size() : 1)});
+    return out;
 }
 
 void Trainer::stopIfNonFinite()

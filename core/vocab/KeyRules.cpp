@@ -167,6 +167,9 @@ std::vector<KeyRule> makeRules()
         {{"train.bf16"},
          [](V v) { return !is(v, "train.device", "cpu"); },
          "on the CPU (train.device is \"cpu\")", WhenUnused::Greyed, false},
+        {{"train.cuda_graph"},
+         [](V v) { return !is(v, "train.device", "cpu"); },
+         "on the CPU (train.device is \"cpu\"), which has no CUDA graphs", WhenUnused::Greyed},
     };
 }
 

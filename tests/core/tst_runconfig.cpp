@@ -589,8 +589,8 @@ void TestRunConfig::schemaListsEveryKeyWithItsDefault()
                      qPrintable(q(spec.key)));
     }
     QVERIFY(listed == written);
-    // model: 41, model.attention and attention_mix, and the mechanisms' own keys; task 23, train 33.
-    QCOMPARE(configSchema().size(), std::size_t{2 + 41 + 2 + ModelConfig::defaultAttentionOptions().size() + 23 + 33});
+    // model: 41, model.attention and attention_mix, and the mechanisms' own keys; task 23, train 34.
+    QCOMPARE(configSchema().size(), std::size_t{2 + 41 + 2 + ModelConfig::defaultAttentionOptions().size() + 23 + 34});
     QVERIFY_THROWS_EXCEPTION(std::out_of_range, keySpec("model.not_a_key"));
 }
 

@@ -248,9 +248,12 @@ void TestKeyRules::unwarnedRulesStillGreyTheForm()
     QVERIFY(!bf16.applicable);
     QVERIFY(bf16.visible);
     QCOMPARE(q(bf16.reason), QStringLiteral("on the CPU (train.device is \"cpu\")"));
-    // Not warned: with the schedule, the optimizer and the task unknown, only these three are.
-    QCOMPARE(unusedIn("train", cpu),
-             (QStringList{"train.bleu_sentences", "train.min_learning_rate_ratio", "train.momentum"}));
+    // Not warned: with the schedule, the optimizer and the task unknown, only these four are
+    // (CUDA graphs on the CPU are: true is the value a document gives it).
+    QCOMPARE(unusedIn("train", cpu), (QStringList{"train.bleu_sentences", "train.min_learning_rate_ratio",
+                                                  "train.momentum", "train.cuda_graph"}));
+    QCOMPARE(reasonOf("train", "train.cuda_graph", cpu),
+             QStringLiteral("on the CPU (train.device is \"cpu\"), which has no CUDA graphs"));
     QVERIFY(stateIn("train.bf16", {{"train", {{"device", "cuda:0"}}}}).applicable);
 
     // Extra path features: greyed below 3 paths, unless on (so that it can be turned off).
@@ -325,7 +328,7 @@ void TestKeyRules::warnedKeysInTableOrder()
     const nlohmann::json train = {{"train", {{"optimizer", "sgd"}, {"schedule", "constant"}, {"device", "cpu"}}}};
     QCOMPARE(unusedIn("train", train), (QStringList{"train.bleu_sentences", "train.warmup_steps",
                                                     "train.min_learning_rate_ratio", "train.beta1", "train.beta2",
-                                                    "train.epsilon"}));
+                                                    "train.epsilon", "train.cuda_graph"}));
     // Translation: its BLEU measure counts; images: no token budget.
     QVERIFY(stateIn("train.bleu_sentences", {{"task", {{"kind", "translation"}}}}).applicable);
     QVERIFY(!stateIn("train.batch_tokens", {{"task", {{"kind", "shapes"}}}}).visible);

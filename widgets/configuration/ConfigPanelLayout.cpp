@@ -324,6 +324,10 @@ QList<FieldGroup> makeLayout()
               t("Where training runs. Automatic: CUDA when this build has it and a GPU is present.")},
              {"train.bf16", t("bfloat16 autocast"),
               t("Autocast to bfloat16 on CUDA (the router stays in fp32). No effect on the CPU.")},
+             {"train.cuda_graph", t("CUDA graphs"),
+              t("CUDA: capture each training step once per batch shape and replay it, so that the GPU does not wait "
+                "for the host to launch its kernels. Text batches are padded to a few lengths. The log says why "
+                "when a run cannot (the CPU, several processes, an optimiser other than AdamW).")},
              {"train.threads", t("CPU threads"), t("Intra-op threads; 0: every core."), t("every core")},
              {"train.processes", t("Processes"),
               t("Processes that share each batch, on this machine (distributed training over Gloo): each trains "

@@ -219,8 +219,9 @@ private Q_SLOTS:
         // the 2 attention keys, the 16 keys of the ten mechanisms and the 3 of
         // translation and path weights; task: 13, bpe_merges, the 2 augmentation
         // keys, skip_bad_inputs and the 2 of translation; train: 30 and batch_tokens
-        // and bleu_sentences, and init_from; mixup, crop_scale and the 2 of RandAugment; model.segments.
-        QCOMPARE(panel.keys().size(), 33 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 2 + 30 + 2 + 2 + 1 + 4 + 1);
+        // and bleu_sentences, and init_from; mixup, crop_scale and the 2 of RandAugment; model.segments;
+        // train.cuda_graph.
+        QCOMPARE(panel.keys().size(), 33 + 4 + 2 + 16 + 3 + 13 + 1 + 2 + 1 + 2 + 30 + 2 + 2 + 1 + 4 + 1 + 1);
     }
 
     void completeDocumentRoundTrips()
