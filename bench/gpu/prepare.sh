@@ -79,8 +79,10 @@ fi
 # What is not on record yet comes first (docs/gpu.md, "The next call"): with 15
 # minutes of device time, the machine's start included, one call is what a
 # session can count on.
-# Issue 39: today's PyTorch eager and with CUDA graphs, then WideLab and its step as a graph.
-command='WIDELAB_GPU_BUDGET_S=560 WIDELAB_GPU_STAGES="setup build bench" WIDELAB_GPU_FAMILIES="deep-6x8 wide-1x48 widenet vit-moe" WIDELAB_GPU_SIDES="eager compile-ro widelab graph compile" bash bench/gpu/run.sh'
+# Issue 39: tst_cuda alone (the trainer's replayed steps against its ordinary
+# ones, train.cuda_graph), then today's PyTorch eager and with CUDA graphs,
+# WideLab and its step as a graph.
+command='WIDELAB_GPU_BUDGET_S=560 WIDELAB_GPU_STAGES="setup build test bench" WIDELAB_GPU_TESTS="tst_cuda" WIDELAB_GPU_TEST_S=90 WIDELAB_GPU_FAMILIES="deep-6x8 wide-1x48 widenet vit-moe" WIDELAB_GPU_SIDES="eager compile-ro widelab graph compile" bash bench/gpu/run.sh'
 second='WIDELAB_GPU_STAGES="build test train" WIDELAB_GPU_TEST_S=220 WIDELAB_GPU_PRESETS="vit-moe-b-paper widenet-vit-b-4e-paper" WIDELAB_GPU_TRAIN_S=240 bash bench/gpu/run.sh'
 cat <<MSG
 

@@ -27,6 +27,8 @@
 #   WIDELAB_GPU_PEAK_TFLOPS  nominal dense bf16 peak (default: from the GPU's name)
 #   WIDELAB_GPU_STAGES     the stages to run (default "setup build test train bench");
 #                          without "test", only widelab-cli is built
+#   WIDELAB_GPU_TESTS      test executables to build and run in the test stage (default: all of
+#                          them), e.g. "tst_cuda": a quick stage when the budget is short
 #   WIDELAB_GPU_FAMILIES   benchmark families to run (default all five, e.g. "widenet vit-moe")
 #   WIDELAB_GPU_PRESETS    paper-scale presets to train (default every resources/presets/*-paper.json,
 #                          e.g. "vit-moe-b-paper widenet-vit-b-4e-paper"); the others' records stay
@@ -275,8 +277,10 @@ stage_test() {
   limit=$(cap "${WIDELAB_GPU_TEST_S:-110}" "$(bench_reserve)")
   log "== test: ctest ${test_args[*]} (${limit} s at most)"
   local parallel=$((jobs / 4 > 1 ? jobs / 4 : 1))
+  local only=()
+  [[ -n ${WIDELAB_GPU_TESTS:-} ]] && only=(-R "^($(echo "$WIDELAB_GPU_TESTS" | tr ' ' '|'))\$")
   rc=$(run_boxed "$limit" "$logs/ctest.log" ctest --test-dir "$build" --output-on-failure \
-    -j "$parallel" --timeout "$limit" "${test_args[@]}")
+    -j "$parallel" --timeout "$limit" "${test_args[@]}" "${only[@]}")
   tail -25 "$logs/ctest.log"
   note=$(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -1 || true)
   stage_record test "$(describe_rc "$rc")" $((SECONDS - t0)) "$note"
@@ -485,7 +489,8 @@ if has_stage build; then
     train_pid=$!
   fi
   if has_stage test; then
-    rc=$(build_targets "$logs/build-all.log" "$(cap 300 "$(bench_reserve)")" all)
+    # shellcheck disable=SC2086  # the list is words
+    rc=$(build_targets "$logs/build-all.log" "$(cap 300 "$(bench_reserve)")" ${WIDELAB_GPU_TESTS:-all})
     tail -3 "$logs/build-all.log"
     [[ $rc == 0 ]] || grep -m 20 -E 'error|Error' "$logs/build-all.log" || true
   fi

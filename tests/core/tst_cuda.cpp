@@ -20,6 +20,7 @@
 #include "runtime/Runtime.h"
 #include "run/Checkpoint.h"
 #include "run/RunDirectory.h"
+#include "train/FusedAdamW.h"
 #include "train/Trainer.h"
 
 #ifdef WIDELAB_TORCH_CUDA
@@ -142,6 +143,9 @@ private Q_SLOTS:
     void resumeContinuesTheRun();
     void nonFiniteStopNamesTheFirstBadStep();
     void outOfMemoryKeepsTheRun();
+    void replayedStepsMatchOrdinaryOnes_data();
+    void replayedStepsMatchOrdinaryOnes();
+    void resumeAcrossReplayedStepsContinuesTheRun();
 };
 
 void TestCuda::initTestCase()
@@ -436,6 +440,118 @@ void TestCuda::outOfMemoryKeepsTheRun()
 #else
     QSKIP("this LibTorch has no CUDA; tst_trainer covers running out of memory on the CPU");
 #endif
+}
+
+// train.cuda_graph on a GPU: the device and a LibTorch that records graphs,
+// or a reason to skip (the CPU's part is tst_stepgraphs, with its recorder).
+#define REQUIRE_GRAPHS(device)                                                                                    \
+    REQUIRE_DEVICE(device);                                                                                       \
+    if (!device.is_cuda())                                                                                        \
+        QSKIP("the CPU has no CUDA graphs; tst_stepgraphs checks the recorded path there with a recorder of its own"); \
+    if (!FusedAdamW::available())                                                                                 \
+    QSKIP("this LibTorch has no fused AdamW, whose capturable step a recording needs")
+
+namespace {
+
+// The train lines' losses of a run of `overrides` (fp32, no dropout, logged every 5 steps) on the device.
+std::vector<double> graphRunLosses(const std::filesystem::path& directory, const std::string& overrides,
+                                   bool cudaGraph)
+{
+    nlohmann::json patch = nlohmann::json::parse(R"({"model": {"dropout": 0.0, "router_noise_std": 0.0},
+                                                     "train": {"bf16": false, "log_every": 5, "steps": 30,
+                                                               "eval_every": 30, "checkpoint_every": 30}})");
+    patch.merge_patch(nlohmann::json::parse(overrides));
+    patch["train"]["cuda_graph"] = cudaGraph;
+    Trainer trainer(tinyRun(testDevice(), patch.dump()), directory);
+    std::atomic<bool> stop{false};
+    const TrainSummary summary = trainer.run(stop);
+    if (summary.outcome != TrainOutcome::Completed)
+        throw std::runtime_error(summary.message);
+    std::vector<double> losses;
+    for (const nlohmann::json& line : trainLines(directory))
+        losses.push_back(line["loss"].get<double>());
+    return losses;
+}
+
+std::string logText(const std::filesystem::path& run)
+{
+    std::ifstream in(run / "log.txt");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+void TestCuda::replayedStepsMatchOrdinaryOnes_data()
+{
+    QTest::addColumn<QString>("overrides");
+    QTest::newRow("dense, padded ListOps") << R"({})";
+    QTest::newRow("widenet, full batches")
+        << R"({"model": {"experts": 4, "top_k": 2, "share_attention": true, "share_ffn": true, "max_len": 16},
+               "task": {"min_length": 16, "max_length": 16}})";
+    QTest::newRow("multipath") << R"({"model": {"paths": 3, "heads": 2, "path_extra_features": true}})";
+    QTest::newRow("language model") << R"({"model": {"head": "language_model", "experts": 2, "top_k": 1, "max_len": 16},
+                                           "task": {"min_length": 16, "max_length": 16}})";
+}
+
+// The same run with ordinary and with replayed steps (fp32): every logged loss
+// agrees to 1e-3 relative (the padding changes the order of additions, and a
+// GPU's atomics theirs), and the log says the steps were recorded, not that a
+// capture failed.
+void TestCuda::replayedStepsMatchOrdinaryOnes()
+{
+    REQUIRE_GRAPHS(device);
+    QFETCH(QString, overrides);
+    QTemporaryDir dir;
+    const std::vector<double> want = graphRunLosses(fresh(dir, "ordinary"), overrides.toStdString(), false);
+    const std::vector<double> got = graphRunLosses(fresh(dir, "replayed"), overrides.toStdString(), true);
+    const std::string log = logText(fresh(dir, "replayed"));
+    QVERIFY2(log.find("recorded once per batch shape and replayed") != std::string::npos, log.c_str());
+    QVERIFY2(log.find("steps run ordinarily") == std::string::npos, log.c_str());
+    QCOMPARE(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+        QVERIFY2(std::abs(got[i] - want[i]) <= 1e-3 * std::abs(want[i]),
+                 qPrintable(QStringLiteral("line %1: %2 against %3").arg(i).arg(got[i]).arg(want[i])));
+}
+
+// Fifteen replayed steps, a stop, fifteen more after a resume (recorded
+// again): the losses follow the uninterrupted replayed run's to rounding.
+void TestCuda::resumeAcrossReplayedStepsContinuesTheRun()
+{
+    REQUIRE_GRAPHS(device);
+    QTemporaryDir dir;
+    const std::string overrides = R"({"train": {"cuda_graph": true, "steps": 30, "log_every": 5,
+                                                 "checkpoint_every": 15, "eval_every": 15}})";
+    {
+        Trainer whole(tinyRun(testDevice(), overrides), fresh(dir, "whole"));
+        std::atomic<bool> stop{false};
+        whole.run(stop);
+    }
+    {
+        Trainer first(tinyRun(testDevice(), overrides), fresh(dir, "parts"));
+        std::atomic<bool> stop{false};
+        struct StopAt : TrainingObserver {
+            std::atomic<bool>& flag;
+            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
+            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 15; }
+        } stopAt(stop);
+        first.addObserver(&stopAt);
+        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Stopped));
+    }
+    {
+        TrainerOptions options;
+        options.resume = true;
+        Trainer second(readRunDocument(fresh(dir, "parts")), fresh(dir, "parts"), options);
+        QCOMPARE(second.step(), std::int64_t{15});
+        std::atomic<bool> stop{false};
+        second.run(stop);
+    }
+    const auto whole = trainLines(fresh(dir, "whole")), parts = trainLines(fresh(dir, "parts"));
+    QCOMPARE(parts.size(), whole.size());
+    for (std::size_t i = 3; i < whole.size(); ++i) {
+        const double want = whole[i]["loss"].get<double>(), got = parts[i]["loss"].get<double>();
+        QVERIFY2(std::abs(got - want) <= 1e-3 * std::abs(want),
+                 qPrintable(QStringLiteral("line %1: %2 against %3").arg(i).arg(got).arg(want)));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestCuda)
