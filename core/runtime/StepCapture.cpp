@@ -40,13 +40,20 @@ Recorder cudaGraphRecorder(const c10::Device& device)
     if (const auto refusal = cudaGraphRefusal(device))
         throw std::invalid_argument("a CUDA graph cannot be recorded: " + *refusal);
 #ifdef WIDELAB_TORCH_CUDA
-    return [device](const std::function<void()>& work) -> Replay {
+    // One memory pool for every graph of this recorder: a replay's intermediate
+    // tensors are dead when it ends, so graphs replayed one at a time may share
+    // their memory (eight shapes of a step would otherwise hold eight steps'
+    // activations). What lives past a replay (its outputs) stays allocated, so
+    // no other capture takes it.
+    const c10::cuda::CUDAGuard onDevice(device);
+    const auto pool = at::cuda::graph_pool_handle();
+    return [device, pool](const std::function<void()>& work) -> Replay {
         const c10::cuda::CUDAGuard onDevice(device);
         auto graph = std::make_shared<at::cuda::CUDAGraph>();
         const bool cached = at::autocast::is_autocast_cache_enabled();
         at::autocast::set_autocast_cache_enabled(false);
         try {
-            graph->capture_begin();
+            graph->capture_begin(pool);
             try {
                 work();
             } catch (...) {

@@ -27,8 +27,10 @@ std::optional<std::string> cudaGraphRefusal(const c10::Device& device);
 // Captures the work as a CUDA graph on the device's current stream, which must
 // be a side stream (SideStream): the capture queues nothing, so the work has
 // not run when the recorder returns. Autocast's cache is off during the
-// capture (its casts would not outlive it). Throws std::invalid_argument when
-// cudaGraphRefusal names a reason.
+// capture (its casts would not outlive it). The recorder's graphs share one
+// memory pool: they must be replayed one at a time, and a tensor one of them
+// reads must not be written by another (the outputs each keeps are not).
+// Throws std::invalid_argument when cudaGraphRefusal names a reason.
 Recorder cudaGraphRecorder(const c10::Device& device);
 
 // For its lifetime the current stream of a CUDA `device` is one from the pool,
