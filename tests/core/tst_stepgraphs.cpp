@@ -237,6 +237,12 @@ void TestStepGraphs::recordedStepsTrainAsOrdinaryOnes_data()
         << R"({"model": {"experts": 4, "top_k": 2, "share_attention": true, "share_ffn": true,
                          "router_noise_std": 0.0, "max_len": 16},
                "task": {"min_length": 16, "max_length": 16}})" << 1;
+    // Images have one shape; Mixup's weights change every step and are read from the device.
+    QTest::newRow("vit-moe, mixup")
+        << R"({"model": {"input": "image", "image_size": 16, "patch_size": 4, "channels": 3, "experts": 4,
+                         "top_k": 2, "pooling": "mean", "router_noise_std": 0.0},
+               "task": {"kind": "shapes", "train_size": 400, "validation_size": 50, "test_size": 50,
+                        "crop_padding": 2, "flip": true, "mixup": 0.5}})" << 1;
 }
 
 // The same run trained with ordinary steps and with recorded ones: every
