@@ -341,14 +341,7 @@ void TestCuda::resumeContinuesTheRun()
     {
         // The same run, stopped after step 10 (a stop saves a checkpoint).
         Trainer first(tinyRun(testDevice()), fresh(dir, "parts"));
-        std::atomic<bool> stop{false};
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 10; }
-        } stopAt(stop);
-        first.addObserver(&stopAt);
-        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(static_cast<int>(test::runStoppedAt(first, 10).outcome), static_cast<int>(TrainOutcome::Stopped));
     }
     if (device.is_cuda()) {
         torch::serialize::InputArchive archive;
@@ -528,14 +521,7 @@ void TestCuda::resumeAcrossReplayedStepsContinuesTheRun()
     }
     {
         Trainer first(tinyRun(testDevice(), overrides), fresh(dir, "parts"));
-        std::atomic<bool> stop{false};
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 15; }
-        } stopAt(stop);
-        first.addObserver(&stopAt);
-        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(static_cast<int>(test::runStoppedAt(first, 15).outcome), static_cast<int>(TrainOutcome::Stopped));
     }
     {
         TrainerOptions options;

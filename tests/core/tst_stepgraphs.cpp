@@ -291,14 +291,7 @@ void TestStepGraphs::resumeAcrossRecordedStepsIsExact()
     const std::vector<double> whole = trainedLosses(run, fresh(dir, "whole"), options);
     {
         Trainer first(run, fresh(dir, "parts"), options);
-        std::atomic<bool> stop{false};
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            explicit StopAt(std::atomic<bool>& f) : flag(f) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == 10; }
-        } stopAt(stop);
-        first.addObserver(&stopAt);
-        QCOMPARE(static_cast<int>(first.run(stop).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(static_cast<int>(test::runStoppedAt(first, 10).outcome), static_cast<int>(TrainOutcome::Stopped));
         QCOMPARE(first.step(), std::int64_t{10});
     }
     TrainerOptions resume = options;

@@ -86,17 +86,8 @@ void resumedRunRetracesTheWholeRun(Document document, const QTemporaryDir& dir, 
         whole.run(stop);
     }
     {
-        struct StopAt : TrainingObserver {
-            std::atomic<bool>& flag;
-            std::int64_t at;
-            StopAt(std::atomic<bool>& f, std::int64_t step) : flag(f), at(step) {}
-            void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == at; }
-        };
-        std::atomic<bool> interrupt{false};
-        StopAt observer(interrupt, stopAt);
         Trainer first(document(), fresh(dir, "parts"), {});
-        first.addObserver(&observer);
-        QCOMPARE(static_cast<int>(first.run(interrupt).outcome), static_cast<int>(TrainOutcome::Stopped));
+        QCOMPARE(static_cast<int>(test::runStoppedAt(first, stopAt).outcome), static_cast<int>(TrainOutcome::Stopped));
         QCOMPARE(first.step(), stopAt);
     }
     {

@@ -1,6 +1,7 @@
 #include "TestSupport.h"
 
 #include "config/Presets.h"
+#include "train/Trainer.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -127,6 +128,18 @@ std::map<std::string, torch::Tensor> runReference(const ModelConfig& config, con
     for (const auto& entry : value.toGenericDict())
         outputs[entry.key().toStringRef()] = entry.value().toTensor();
     return outputs;
+}
+
+TrainSummary runStoppedAt(Trainer& trainer, std::int64_t step)
+{
+    struct StopAt : TrainingObserver {
+        std::atomic<bool> flag{false};
+        std::int64_t at = 0;
+        void onSnapshot(const TrainingSnapshot& s) override { flag = flag || s.step == at; }
+    } stopAt;
+    stopAt.at = step;
+    trainer.addObserver(&stopAt);
+    return trainer.run(stopAt.flag);
 }
 
 }  // namespace widelab::test

@@ -18,6 +18,11 @@
 #include <string>
 #include <vector>
 
+namespace widelab {
+class Trainer;
+struct TrainSummary;
+}  // namespace widelab
+
 namespace widelab::test {
 
 // ||a - b|| / ||b|| (Frobenius, in double); 0 when both are zero.
@@ -35,6 +40,10 @@ RunDocument tinyRun(const std::string& overrides = "{}");
 // A checkpoint's state at `step` (the rest as a new run has it).
 CheckpointState stateAt(std::int64_t step, std::int64_t samplerPosition = 0,
                         double bestValidationLoss = std::numeric_limits<double>::infinity());
+
+// Runs `trainer`, a stop raised at its snapshot of `step` (as Ctrl-C would,
+// so a checkpoint of that step is saved), and returns how the run ended.
+TrainSummary runStoppedAt(Trainer& trainer, std::int64_t step);
 
 // The message of the std::exception `call` throws, or "" when it throws none.
 inline QString thrownMessage(const std::function<void()>& call)
