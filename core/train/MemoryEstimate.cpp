@@ -159,11 +159,16 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
     // fp32; under autocast the bf16 copies of the weights the products saved.
     const double parameterCopies = (t.optimizer == OptimizerKind::Sgd ? 3.0 : 4.0) + (bf16 ? 0.5 : 0.0);
 
+    // train.cuda_graph: the graphs' memory pool keeps a step's activations and
+    // logits for its replays, and the measured steps, which run ordinarily,
+    // need their own beside it.
+    const double steps = t.cudaGraph && cuda ? 2.0 : 1.0;
+
     MemoryEstimate estimate;
     estimate.parameterBytes = bytes(4.0 * parameterCopies * static_cast<double>(storedParameters));
     estimate.activationBytes =
-        bytes(tokens * (static_cast<double>(m.layers) * perBlock + embedding + final));
-    estimate.headBytes = bytes((1.0 + gradients) * fp32 * logits);
+        bytes(steps * tokens * (static_cast<double>(m.layers) * perBlock + embedding + final));
+    estimate.headBytes = bytes(steps * (1.0 + gradients) * fp32 * logits);
     return estimate;
 }
 

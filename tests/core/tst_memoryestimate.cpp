@@ -133,6 +133,13 @@ void TestMemoryEstimate::byHand()
     // SGD keeps one momentum instead of two moments.
     const RunDocument sgd = tinyRun(R"({"train": {"optimizer": "sgd"}})");
     QCOMPARE(estimateTrainingMemory(sgd, stored, false).parameterBytes, std::int64_t{12 * 12345});
+    // CUDA graphs on a GPU: the graphs' pool and the measured steps' each hold a
+    // step's activations and logits; the CPU records none.
+    const RunDocument graphs = tinyRun(R"({"train": {"cuda_graph": true}})");
+    QCOMPARE(estimateTrainingMemory(graphs, stored, true).activationBytes, 2 * gpu.activationBytes);
+    QCOMPARE(estimateTrainingMemory(graphs, stored, true).headBytes, 2 * gpu.headBytes);
+    QCOMPARE(estimateTrainingMemory(graphs, stored, true).parameterBytes, gpu.parameterBytes);
+    QCOMPARE(estimateTrainingMemory(graphs, stored, false).activationBytes, cpu.activationBytes);
 }
 
 // A WideNet-like language model: 4 experts, top-2, capacity 1.25, no dropout,
