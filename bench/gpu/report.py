@@ -85,7 +85,8 @@ def training_record(work, status_path):
                     continue  # a line cut short by a kill
                 (train if row.get("type") == "train" else evals if row.get("type") == "eval" else []).append(row)
     record = {"preset": preset, "status": status.get("status", "unknown"), "limit_s": status.get("limit_s"),
-              "steps_logged": len(train), "estimated_memory_bytes": status.get("estimated_memory_bytes")}
+              "steps_logged": len(train), "estimated_memory_bytes": status.get("estimated_memory_bytes"),
+              "cuda_graph": bool(status.get("cuda_graph", False))}
     if train:
         first, last = train[0], train[-1]
         record["first"] = {"step": first.get("step"), "loss": first.get("loss")}
@@ -371,7 +372,8 @@ def markdown(results):
             if first and last and last["loss"] is not None and first["loss"] is not None:
                 fell = "yes" if last["loss"] < first["loss"] else "no"
             ev = t.get("last_eval")
-            rows.append([t["preset"], t["status"], last["step"] if last else "–",
+            rows.append([t["preset"] + (" (CUDA graphs)" if t.get("cuda_graph") else ""), t["status"],
+                         last["step"] if last else "–",
                          f"{first['loss']:.3f} (step {first['step']})" if first else "–",
                          f"{last['loss']:.3f} (step {last['step']})" if last else "–", fell,
                          f"{ev['loss']:.3f} / {100 * ev['accuracy']:.1f} %" if ev and ev.get("loss") is not None

@@ -32,6 +32,7 @@
 #   WIDELAB_GPU_FAMILIES   benchmark families to run (default all five, e.g. "widenet vit-moe")
 #   WIDELAB_GPU_PRESETS    paper-scale presets to train (default every resources/presets/*-paper.json,
 #                          e.g. "vit-moe-b-paper widenet-vit-b-4e-paper"); the others' records stay
+#   WIDELAB_GPU_TRAIN_GRAPH  1: the presets train with train.cuda_graph (steps recorded and replayed)
 #   WIDELAB_GPU_TRAIN_S    seconds for the training stage (default 170; each preset 60 at most,
 #                          or this over the number of presets when WIDELAB_GPU_PRESETS is set)
 #   WIDELAB_GPU_SIDES      benchmark sides, in order (default "eager compile-ro widelab graph compile
@@ -314,6 +315,8 @@ if smoke == "1":
     doc["train"] = {"batch_size": 8, "eval_every": 10, "eval_batches": 2, "checkpoint_every": 10, "log_every": 2,
                     "warmup_steps": 5}
 doc["task"] = task
+if os.environ.get("WIDELAB_GPU_TRAIN_GRAPH") == "1":
+    doc.setdefault("train", {})["cuda_graph"] = True
 json.dump(doc, open(target, "w"), indent=1)
 print(target)
 PY
@@ -347,7 +350,8 @@ stage_train() { # runs in the background while the tests build and run
     estimate=$("$cli" params "$config" --json 2>/dev/null \
       | "$python" -c 'import json,sys; print(json.load(sys.stdin).get("training_memory_bytes", {}).get("cuda", "null"))' \
       || echo null)
-    echo "{\"preset\": \"$preset\", \"status\": \"$(describe_rc "$rc")\", \"limit_s\": $share, \"estimated_memory_bytes\": $estimate}" \
+    echo "{\"preset\": \"$preset\", \"status\": \"$(describe_rc "$rc")\", \"limit_s\": $share, \"estimated_memory_bytes\": $estimate," \
+      "\"cuda_graph\": $([[ ${WIDELAB_GPU_TRAIN_GRAPH:-0} == 1 ]] && echo true || echo false)}" \
       >"$work/train/$preset.status.json"
     log "train $preset: $(describe_rc "$rc") ($share s at most) $(tail -1 "$logs/train-$preset.log" | cut -c1-120)"
   done
