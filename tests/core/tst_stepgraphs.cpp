@@ -17,6 +17,7 @@
 #include <QtTest>
 
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -96,6 +97,7 @@ private Q_SLOTS:
     void capturableAdamWUpdatesAsAdamW();
     void recordedStepsTrainAsOrdinaryOnes_data();
     void recordedStepsTrainAsOrdinaryOnes();
+    void translationPaddedOnBothSides();
     void resumeAcrossRecordedStepsIsExact();
     void theCpuFallsBackSayingWhy();
     void otherOptimisersFallBackSayingWhy();
@@ -276,6 +278,55 @@ void TestStepGraphs::recordedStepsTrainAsOrdinaryOnes()
     QVERIFY2(log.find("recorded once per batch shape and replayed") != std::string::npos, log.c_str());
     if (graphs == 0)
         QVERIFY2(log.find("routes a different number of tokens each step") != std::string::npos, log.c_str());
+}
+
+// A translation model: its sources and its targets are each padded to a few
+// lengths, and the losses stay the ordinary run's. Pairs of one to seven words
+// of one to three letters, the target the source with its letters shifted.
+void TestStepGraphs::translationPaddedOnBothSides()
+{
+    REQUIRE_CAPTURABLE_ADAMW();
+    QTemporaryDir dir;
+    const std::filesystem::path pairs = fresh(dir, "pairs.tsv");
+    {
+        std::mt19937 random(3);
+        std::ofstream out(pairs, std::ios::binary);
+        for (int i = 0; i < 400; ++i) {
+            std::string source, target;
+            const int words = 1 + static_cast<int>(random() % 7);
+            for (int w = 0; w < words; ++w) {
+                if (w > 0)
+                    source += ' ', target += ' ';
+                for (int l = 0, letters = 1 + static_cast<int>(random() % 3); l < letters; ++l) {
+                    const char c = static_cast<char>('a' + random() % 8);
+                    source += c;
+                    target += static_cast<char>(c + 1);
+                }
+            }
+            out << source << '\t' << target << '\n';
+        }
+    }
+    const auto run = [&](bool graphs) {
+        return parseRunDocument(nlohmann::json{
+            {"model", {{"head", "translation"}, {"vocab_size", 300}, {"max_len", 32}, {"d_model", 32}, {"layers", 1},
+                       {"decoder_layers", 1}, {"heads", 4}, {"ffn_dim", 64}, {"dropout", 0.0}}},
+            {"task", {{"kind", "translation"}, {"path", pairs.string()}, {"tokenizer", "bpe"}, {"bpe_merges", 0},
+                      {"max_subwords", 31}, {"validation_fraction", 0.05}, {"test_fraction", 0.05}}},
+            {"train", {{"steps", 30}, {"batch_size", 8}, {"log_every", 5}, {"eval_every", 30}, {"eval_batches", 1},
+                       {"bleu_sentences", 0}, {"checkpoint_every", 30}, {"threads", 1}, {"device", "cpu"},
+                       {"cuda_graph", graphs}}}}.dump());
+    };
+    const std::vector<double> want = trainedLosses(run(false), fresh(dir, "ordinary"));
+    CountingRecorder counting;
+    TrainerOptions options;
+    options.stepRecorder = counting.recorder();
+    const std::vector<double> got = trainedLosses(run(true), fresh(dir, "recorded"), options);
+    QCOMPARE(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i)
+        QVERIFY2(std::abs(got[i] - want[i]) <= 1e-5 * std::abs(want[i]),
+                 qPrintable(QStringLiteral("line %1: %2 against %3").arg(i).arg(got[i], 0, 'g', 10).arg(want[i], 0, 'g', 10)));
+    QVERIFY2(counting.recorded >= 1 && counting.replayed >= 1,
+             qPrintable(QStringLiteral("%1 recorded, %2 replayed").arg(counting.recorded).arg(counting.replayed)));
 }
 
 // Ten recorded steps, a stop, ten more after a resume (recording again): the
