@@ -73,19 +73,14 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
                 slot = std::move(fresh);
             }
             auto& state = static_cast<torch::optim::AdamWParamState&>(*slot);
-            if (m_capturable) {
-                // Made once, from the host's count (a fill, no copy); advanced below, on the device.
-                torch::Tensor& count = m_deviceSteps[p.unsafeGetTensorImpl()];
-                if (!count.defined())
-                    count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
-                steps.push_back(count);
-            } else {
+            // Capturable: the parameter's own count, made once from the host's (a
+            // fill, no copy) and advanced below, on the device.
+            if (!m_capturable)
                 state.step(state.step() + 1);
-                torch::Tensor& count = stepTensors[state.step()];
-                if (!count.defined())
-                    count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
-                steps.push_back(count);
-            }
+            torch::Tensor& count = m_capturable ? m_deviceSteps[p.unsafeGetTensorImpl()] : stepTensors[state.step()];
+            if (!count.defined())
+                count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+            steps.push_back(count);
             params.push_back(p);
             grads.push_back(p.grad());
             expAvgs.push_back(state.exp_avg());
