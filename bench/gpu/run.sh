@@ -276,10 +276,10 @@ build_targets() { # LOG LIMIT TARGET...
 stage_test() {
   local t0=$SECONDS limit rc note
   limit=$(cap "${WIDELAB_GPU_TEST_S:-110}" "$(bench_reserve)")
-  log "== test: ctest ${test_args[*]} (${limit} s at most)"
   local parallel=$((jobs / 4 > 1 ? jobs / 4 : 1))
   local only=()
   [[ -n ${WIDELAB_GPU_TESTS:-} ]] && only=(-R "^($(echo "$WIDELAB_GPU_TESTS" | tr ' ' '|'))\$")
+  log "== test: ctest ${test_args[*]} ${only[*]} (${limit} s at most)"
   rc=$(run_boxed "$limit" "$logs/ctest.log" ctest --test-dir "$build" --output-on-failure \
     -j "$parallel" --timeout "$limit" "${test_args[@]}" "${only[@]}")
   tail -25 "$logs/ctest.log"
