@@ -62,25 +62,16 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
         for (auto& p : group.params()) {
             if (!p.grad().defined())
                 continue;
-            auto& slot = state_[optimizerStateKey(state_, p)];
-            if (!slot) {
-                auto fresh = std::make_unique<torch::optim::AdamWParamState>();
-                fresh->step(0);
-                fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-                fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-                if (options.amsgrad())
-                    fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-                slot = std::move(fresh);
-            }
-            auto& state = static_cast<torch::optim::AdamWParamState&>(*slot);
-            // Capturable: the parameter's own count, made once from the host's (a
-            // fill, no copy) and advanced below, on the device.
-            if (!m_capturable)
+            auto& state = stateOf(p, options);
+            if (m_capturable) {
+                steps.push_back(deviceStep(p, state));  // advanced below, on the device
+            } else {
                 state.step(state.step() + 1);
-            torch::Tensor& count = m_capturable ? m_deviceSteps[p.unsafeGetTensorImpl()] : stepTensors[state.step()];
-            if (!count.defined())
-                count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
-            steps.push_back(count);
+                torch::Tensor& count = stepTensors[state.step()];
+                if (!count.defined())
+                    count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+                steps.push_back(count);
+            }
             params.push_back(p);
             grads.push_back(p.grad());
             expAvgs.push_back(state.exp_avg());
@@ -108,11 +99,41 @@ torch::Tensor FusedAdamW::step(LossClosure closure)
 #endif
 }
 
+torch::optim::AdamWParamState& FusedAdamW::stateOf(const torch::Tensor& p, const torch::optim::AdamWOptions& options)
+{
+    auto& slot = state_[optimizerStateKey(state_, p)];
+    if (!slot) {
+        auto fresh = std::make_unique<torch::optim::AdamWParamState>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (options.amsgrad())
+            fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(fresh);
+    }
+    return static_cast<torch::optim::AdamWParamState&>(*slot);
+}
+
+torch::Tensor& FusedAdamW::deviceStep(const torch::Tensor& p, const torch::optim::AdamWParamState& state)
+{
+    // From the host's count: a fill, no copy.
+    torch::Tensor& count = m_deviceSteps[p.unsafeGetTensorImpl()];
+    if (!count.defined())
+        count = torch::full({}, static_cast<double>(state.step()), p.options().dtype(torch::kFloat32));
+    return count;
+}
+
 void FusedAdamW::makeCapturable()
 {
     if (!available())
         throw std::logic_error("FusedAdamW::makeCapturable: this LibTorch (or WIDELAB_DISABLE) has no fused AdamW");
     m_capturable = true;
+    // Every parameter's state, count and rate made now, outside any capture:
+    // made inside one, they would be made again (zeroed) at every replay.
+    for (const auto& group : param_groups_)
+        for (const auto& p : group.params())
+            deviceStep(p, stateOf(p, static_cast<const torch::optim::AdamWOptions&>(group.options())));
+    stageLearningRates();
 }
 
 void FusedAdamW::stageLearningRates()
@@ -158,7 +179,9 @@ void FusedAdamW::save(torch::serialize::OutputArchive& archive) const
 void FusedAdamW::load(torch::serialize::InputArchive& archive)
 {
     torch::optim::AdamW::load(archive);
-    m_deviceSteps.clear();  // made again from the loaded counts at the next step
+    m_deviceSteps.clear();
+    if (m_capturable)  // made again from the loaded counts, outside any capture
+        makeCapturable();
 }
 
 }  // namespace widelab

@@ -33,7 +33,10 @@ public:
     // itself; the rates are copied there by stageLearningRates, which must follow
     // every change of a group's lr (applyLearningRate calls it). The host's
     // AdamWParamState::step is brought up to date when the state is saved.
-    // Throws std::logic_error when available() is false.
+    // Every parameter's state (zero moments, step 0) is made here, since made
+    // during a capture it would be made again at every replay: a parameter
+    // without a gradient yet is saved with it. Call it after a checkpoint's state
+    // is loaded. Throws std::logic_error when available() is false.
     void makeCapturable();
     bool capturable() const { return m_capturable; }
     void stageLearningRates();
@@ -42,6 +45,11 @@ public:
     void load(torch::serialize::InputArchive& archive) override;
 
 private:
+    // A parameter's state, made (zero moments, step 0) when it has none.
+    torch::optim::AdamWParamState& stateOf(const torch::Tensor& parameter, const torch::optim::AdamWOptions& options);
+    // Capturable mode: the parameter's count on its device, made from `state`'s when it has none.
+    torch::Tensor& deviceStep(const torch::Tensor& parameter, const torch::optim::AdamWParamState& state);
+
     bool m_capturable = false;
     // Capturable mode: per parameter (by its state key), its step count as a
     // float32 scalar on its device; per group, its learning rate there.

@@ -10,6 +10,7 @@
 #include "model/WideTransformer.h"
 #include "run/RunDirectory.h"
 #include "train/FusedAdamW.h"
+#include "train/Lamb.h"  // optimizerStateKey
 #include "train/Schedule.h"
 #include "train/StepGraphs.h"
 #include "train/Trainer.h"
@@ -182,27 +183,38 @@ void TestStepGraphs::paddingChangesNoLoss()
 // Two optimisers over twin parameters, the rate changed every step as a
 // schedule does: the capturable one, whose counts and rates live in tensors,
 // updates exactly as the ordinary fused one, and saves the same step counts.
+// The second parameter has no gradient for the first three steps: its state,
+// made up front by makeCapturable (not inside a capture), starts its count at
+// the step it is first updated, as the ordinary optimiser's does.
 void TestStepGraphs::capturableAdamWUpdatesAsAdamW()
 {
     REQUIRE_CAPTURABLE_ADAMW();
     torch::manual_seed(5);
-    const torch::Tensor start = torch::randn({4, 3});
+    const torch::Tensor start = torch::randn({4, 3}), later = torch::randn({2});
     torch::Tensor a = start.clone().requires_grad_(), b = start.clone().requires_grad_();
+    torch::Tensor a2 = later.clone().requires_grad_(), b2 = later.clone().requires_grad_();
     const auto options = torch::optim::AdamWOptions(0.01).weight_decay(0.1);
-    FusedAdamW ordinary({torch::optim::OptimizerParamGroup({a})}, options);
-    FusedAdamW capturable({torch::optim::OptimizerParamGroup({b})}, options);
+    FusedAdamW ordinary({torch::optim::OptimizerParamGroup({a, a2})}, options);
+    FusedAdamW capturable({torch::optim::OptimizerParamGroup({b, b2})}, options);
     capturable.makeCapturable();
+    QCOMPARE(capturable.state().size(), std::size_t{2});  // every parameter's, before any step
+    QCOMPARE(ordinary.state().size(), std::size_t{0});
     for (int step = 0; step < 6; ++step) {
-        const torch::Tensor grad = torch::randn({4, 3});
+        const torch::Tensor grad = torch::randn({4, 3}), grad2 = torch::randn({2});
         applyLearningRate(ordinary, 0.01 * (step + 1));
         applyLearningRate(capturable, 0.01 * (step + 1));
         a.mutable_grad() = grad.clone();
         b.mutable_grad() = grad.clone();
+        if (step >= 3) {
+            a2.mutable_grad() = grad2.clone();
+            b2.mutable_grad() = grad2.clone();
+        }
         ordinary.step();
         capturable.step();
     }
-    QVERIFY(!a.equal(start));  // it moved
+    QVERIFY(!a.equal(start) && !a2.equal(later));  // both moved
     QVERIFY2(torch::allclose(a, b, 0, 0), "the capturable step differs from the ordinary one");
+    QVERIFY2(torch::allclose(a2, b2, 0, 0), "a parameter first updated at step 4 differs");
     const auto savedSteps = [](const FusedAdamW& optimizer) {
         torch::serialize::OutputArchive archive;
         optimizer.save(archive);
@@ -211,14 +223,19 @@ void TestStepGraphs::capturableAdamWUpdatesAsAdamW()
         std::istringstream in(bytes.str());
         torch::serialize::InputArchive read;
         read.load_from(in);
-        torch::Tensor scratch = torch::zeros({4, 3}, torch::requires_grad());
-        FusedAdamW loaded({torch::optim::OptimizerParamGroup({scratch})}, torch::optim::AdamWOptions(0.01));
+        const torch::Tensor first = torch::zeros({4, 3}, torch::requires_grad()),
+                            second = torch::zeros({2}, torch::requires_grad());
+        FusedAdamW loaded({torch::optim::OptimizerParamGroup({first, second})}, torch::optim::AdamWOptions(0.01));
         loaded.load(read);
-        const auto& states = loaded.state();
-        return static_cast<const torch::optim::AdamWParamState&>(*states.begin()->second).step();
+        const auto stepOf = [&](const torch::Tensor& p) {
+            return static_cast<const torch::optim::AdamWParamState&>(
+                       *loaded.state().at(optimizerStateKey(loaded.state(), p)))
+                .step();
+        };
+        return std::make_pair(stepOf(first), stepOf(second));
     };
-    QCOMPARE(savedSteps(ordinary), std::int64_t{6});
-    QCOMPARE(savedSteps(capturable), std::int64_t{6});
+    QCOMPARE(savedSteps(ordinary), std::make_pair(std::int64_t{6}, std::int64_t{3}));
+    QCOMPARE(savedSteps(capturable), std::make_pair(std::int64_t{6}, std::int64_t{3}));
 }
 
 void TestStepGraphs::recordedStepsTrainAsOrdinaryOnes_data()
