@@ -31,12 +31,6 @@ c10::Device benchmarkDevice(const std::string& name)
     return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-void synchronizeDevice(const c10::Device& device)
-{
-    if (device.is_cuda())
-        torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-}
-
 std::function<void()> captureCudaGraph(const c10::Device& device, const std::function<void()>& queueStep)
 {
     const Recorder record = cudaGraphRecorder(device);

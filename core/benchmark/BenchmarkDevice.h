@@ -1,6 +1,8 @@
-// defines: benchmarkDevice, synchronizeDevice, measureDeviceMatmulPeak: what
+// defines: benchmarkDevice, measureDeviceMatmulPeak: what
 // `widelab-cli bench` needs to time work on the CPU or on a CUDA device
 #pragma once
+
+#include "runtime/StepCapture.h"  // synchronizeDevice
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
@@ -16,9 +18,6 @@ namespace widelab {
 // an index beyond the devices present.
 c10::Device benchmarkDevice(const std::string& name);
 
-// Waits until every kernel queued on `device` has finished; nothing on the CPU.
-// Host clocks time a GPU's work only between two of these.
-void synchronizeDevice(const c10::Device& device);
 
 // The best FLOP/s of [size x size] x [size x size] products in `dtype` on
 // `device` (2 size^3 FLOPs each), after one untimed product: the dense peak

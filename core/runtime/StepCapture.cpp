@@ -14,15 +14,11 @@
 
 namespace widelab {
 
-namespace {
-
-void synchronize(const c10::Device& device)
+void synchronizeDevice(const c10::Device& device)
 {
     if (device.is_cuda())
         torch::cuda::synchronize(device.has_index() ? device.index() : -1);
 }
-
-}  // namespace
 
 std::optional<std::string> cudaGraphRefusal(const c10::Device& device)
 {
@@ -91,7 +87,7 @@ SideStream::SideStream(const c10::Device& device) : m_device(device)
 #ifdef WIDELAB_TORCH_CUDA
     if (!device.is_cuda())
         return;
-    synchronize(device);
+    synchronizeDevice(device);
     m_guard.reset(new Guard{c10::cuda::CUDAStreamGuard(c10::cuda::getStreamFromPool(false, device.index()))});
 #endif
 }
@@ -101,7 +97,7 @@ SideStream::~SideStream()
     if (!m_guard)
         return;
     try {
-        synchronize(m_device);
+        synchronizeDevice(m_device);
     } catch (...) {  // a device that failed fails again at the next use, with its message
     }
 }

@@ -1,6 +1,6 @@
-// defines: Replay, Recorder, cudaGraphRefusal, cudaGraphRecorder, SideStream:
-// device work recorded once and replayed (CUDA graphs), and the stream it is
-// recorded on
+// defines: Replay, Recorder, cudaGraphRefusal, cudaGraphRecorder, SideStream,
+// synchronizeDevice: device work recorded once and replayed (CUDA graphs), the
+// stream it is recorded on, and waiting for a device
 #pragma once
 
 #include <c10/core/Device.h>
@@ -11,6 +11,10 @@
 #include <string>
 
 namespace widelab {
+
+// Waits until every kernel queued on `device` has finished; nothing on the CPU.
+// Host clocks time a GPU's work only between two of these.
+void synchronizeDevice(const c10::Device& device);
 
 // Runs recorded work again: the same kernels, on the same memory.
 using Replay = std::function<void()>;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace widelab {
 
@@ -12,8 +13,9 @@ namespace {
 // The tensors of a batch a step reads, each by its place in the static batch.
 std::vector<torch::Tensor Batch::*> stepTensors()
 {
+    // Not `routed`: a batch with routed positions is never recorded.
     return {&Batch::ids,        &Batch::mask,   &Batch::targets,    &Batch::targetIds,
-            &Batch::targetMask, &Batch::pixels, &Batch::mixTargets, &Batch::routed};
+            &Batch::targetMask, &Batch::pixels, &Batch::mixTargets};
 }
 
 // Everything about a batch that a recorded step takes as fixed: each tensor's
@@ -106,12 +108,6 @@ std::optional<StepOutputs> StepGraphs::replay(const Batch& batch, const torch::T
 }
 
 std::vector<StepGraphs::Notice> StepGraphs::takeNotices() { return std::exchange(m_notices, {}); }
-
-std::size_t StepGraphs::recorded() const
-{
-    return static_cast<std::size_t>(
-        std::count_if(m_graphs.begin(), m_graphs.end(), [](const auto& entry) { return bool(entry.second.run); }));
-}
 
 torch::Tensor mixupWeights(const Batch& batch, const torch::Device& device)
 {

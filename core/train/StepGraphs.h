@@ -65,7 +65,6 @@ public:
         std::string level, text;
     };
     std::vector<Notice> takeNotices();
-    std::size_t recorded() const;
 
 private:
     struct Graph {
