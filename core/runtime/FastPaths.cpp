@@ -15,6 +15,7 @@ const char* name(FastPath path)
     case FastPath::FusedAdamW: return "fused_adamw";
     case FastPath::GradientOverlap: return "gradient_overlap";
     case FastPath::GroupedExperts: return "grouped_experts";
+    case FastPath::BlockedAttention: return "blocked_attention";
     }
     return "";
 }
@@ -53,7 +54,8 @@ std::string disabledFastPaths()
 {
     std::string names;
     for (const FastPath path :
-         {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap, FastPath::GroupedExperts}) {
+         {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap, FastPath::GroupedExperts,
+          FastPath::BlockedAttention}) {
         if (fastPathEnabled(path))
             continue;
         if (!names.empty())  // appended piece by piece: GCC 12 warns falsely on "a" + b (bug 105329)

@@ -15,11 +15,13 @@ enum class FastPath {
                      // (dist/GradientSync.cpp)
     GroupedExperts,  // a mixture's experts as grouped products over the pairs sorted by expert, on
                      // a GPU (model/GroupedExperts.cpp)
+    BlockedAttention,  // WideLab's own CPU attention for inference, fp32, where LibTorch's fused
+                       // kernel does not run (model/attention/BlockedAttention.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
-// ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts";
-// comma-separated), read once per process.
+// ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
+// "blocked_attention"; comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 

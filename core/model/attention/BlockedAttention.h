@@ -1,0 +1,25 @@
+// defines: blockedAttentionApplies, blockedAttention: softmax(q k^T * scale + bias) v
+// on the CPU in one pass over blocks of keys, the [T, T] scores never written
+// out; WideLab's own kernel for inference where LibTorch has no fused one
+#pragma once
+
+#include <torch/types.h>
+
+namespace widelab {
+
+// Whether blockedAttention takes these inputs: fp32 on the CPU, nothing that
+// needs a gradient, and a bias (if any) that broadcasts to [B, 1, Tq, Tk].
+bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& bias);
+
+// q: [B, G, Tq, A], k and v: [B, G, Tk, A], bias: additive, broadcastable to
+// [B, 1, Tq, Tk], or undefined. Returns [B, G, Tq, A] (laid out as [B, Tq, G,
+// A], which the output projection reads without a copy). Each query row keeps
+// a running maximum, sum and weighted sum of values over blocks of 64 keys (the
+// online softmax of Milakov and Gimelshein, 2018), so only a block's scores
+// exist at once, in registers; the result equals the unblocked product's to
+// rounding (tests/core/tst_blockedattention.cpp).
+torch::Tensor blockedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& bias, double scale);
+
+}  // namespace widelab

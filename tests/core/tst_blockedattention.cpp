@@ -1,0 +1,212 @@
+// WideLab's own CPU attention for inference (model/attention/BlockedAttention):
+// softmax(q k^T * scale + bias) v over blocks of keys, against the same formula
+// written with LibTorch's products and softmax in double precision, for the
+// shapes where the blocks' edges fall (tails of keys and of query rows, head
+// sizes that are not whole vectors), every bias the model makes, and views laid
+// out as the model's projections leave them.
+#include "TestSupport.h"
+#include "model/attention/AttentionMechanism.h"
+#include "model/attention/BlockedAttention.h"
+#include "runtime/OperatorCount.h"
+
+#include <QtTest>
+#include <torch/version.h>
+
+using namespace widelab;
+
+namespace {
+
+// float32's rounding against a double reference: under 4e-7 measured for every
+// shape below; an error of a few 1e-6 in exp's series already exceeds it.
+constexpr double kTolerance = 2e-6;
+
+torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& bias, double scale)
+{
+    torch::Tensor scores = torch::matmul(q.to(torch::kDouble) * scale, k.to(torch::kDouble).transpose(-2, -1));
+    if (bias.defined())
+        scores = scores + bias.to(torch::kDouble);
+    return torch::matmul(torch::softmax(scores, -1), v.to(torch::kDouble)).to(torch::kFloat);
+}
+
+// An additive mask as the model makes one: -1e9 for the padding keys of each
+// entry past `lengths`, and for the future when `causal`.
+torch::Tensor maskFor(std::int64_t Tq, std::int64_t Tk, const std::vector<std::int64_t>& lengths, bool causal)
+{
+    torch::Tensor bias;
+    if (!lengths.empty()) {
+        const std::int64_t B = static_cast<std::int64_t>(lengths.size());
+        const torch::Tensor padding = torch::arange(Tk).unsqueeze(0) >= torch::tensor(lengths).unsqueeze(1);
+        bias = torch::zeros({B, 1, 1, Tk}).masked_fill(padding.view({B, 1, 1, Tk}), -1e9);
+    }
+    if (causal) {
+        const torch::Tensor future = torch::zeros({1, 1, Tq, Tk}).masked_fill(torch::ones({Tq, Tk}, torch::kBool).triu(1), -1e9);
+        bias = bias.defined() ? bias + future : future;
+    }
+    return bias;
+}
+
+}  // namespace
+
+class TestBlockedAttention : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(2); }
+    void equalsTheUnblockedFormula_data();
+    void equalsTheUnblockedFormula();
+    void readsTheProjectionsLayoutWithoutACopy();
+    void aRowWithEveryKeyMaskedAveragesTheValues();
+    void widelySpreadScoresKeepTheirPrecision();
+    void takesOnlyWhatItCanCompute();
+    void fullAttentionTakesItInInference();
+};
+
+void TestBlockedAttention::equalsTheUnblockedFormula_data()
+{
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("heads");
+    QTest::addColumn<int>("queries");
+    QTest::addColumn<int>("keys");
+    QTest::addColumn<int>("headDim");
+    QTest::addColumn<QString>("mask");  // none, padding, causal, both
+
+    // One block of keys exactly, and one row tile short of a whole one.
+    QTest::newRow("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none";
+    // 100 = 64 + 36 keys, 100 = 25 row tiles; A 4 fills a quarter of a vector.
+    QTest::newRow("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding";
+    // 130 query rows: two tasks of 128 and 2, the second a partial tile; A 40 ends mid-vector.
+    QTest::newRow("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal";
+    QTest::newRow("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both";
+    // Cross-attention's shape: queries and keys of different lengths.
+    QTest::newRow("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding";
+    QTest::newRow("300 tokens, A 33, padding") << 1 << 1 << 300 << 300 << 33 << "padding";
+}
+
+void TestBlockedAttention::equalsTheUnblockedFormula()
+{
+    QFETCH(int, batch);
+    QFETCH(int, heads);
+    QFETCH(int, queries);
+    QFETCH(int, keys);
+    QFETCH(int, headDim);
+    QFETCH(QString, mask);
+    torch::manual_seed(queries * 7 + keys);
+    const torch::Tensor q = torch::randn({batch, heads, queries, headDim});
+    const torch::Tensor k = torch::randn({batch, heads, keys, headDim});
+    const torch::Tensor v = torch::randn({batch, heads, keys, headDim});
+    std::vector<std::int64_t> lengths;
+    if (mask == "padding" || mask == "both")
+        for (int b = 0; b < batch; ++b)
+            lengths.push_back(keys - (b * 13) % keys);  // the first entry whole, the others shorter
+    const torch::Tensor bias = maskFor(queries, keys, lengths, mask == "causal" || mask == "both");
+    const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+
+    QVERIFY(blockedAttentionApplies(q, k, v, bias));
+    const torch::Tensor got = blockedAttention(q, k, v, bias, scale);
+    QCOMPARE(got.sizes().vec(), q.sizes().vec());
+    const double error = test::relativeError(got, reference(q, k, v, bias, scale));
+    QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
+}
+
+void TestBlockedAttention::readsTheProjectionsLayoutWithoutACopy()
+{
+    // The attention layer hands over q, k and v as views of one [B, T, 3, G, A]
+    // product, permuted to [B, G, T, A]; the context comes back laid out as
+    // [B, T, G, A], which the output projection reads as [B*T, G*A] as it is.
+    torch::manual_seed(3);
+    const std::int64_t B = 2, T = 90, G = 4, A = 32;
+    const torch::Tensor qkv = torch::randn({B, T, 3, G, A}).permute({2, 0, 3, 1, 4});
+    const std::vector<torch::Tensor> parts = qkv.unbind(0);
+    const torch::Tensor bias = maskFor(T, T, {T, 51}, false);
+    QVERIFY(!parts[0].is_contiguous());
+    const torch::Tensor got = blockedAttention(parts[0], parts[1], parts[2], bias, 0.25);
+    QVERIFY(got.permute({0, 2, 1, 3}).is_contiguous());
+    QVERIFY(test::relativeError(got, reference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
+}
+
+void TestBlockedAttention::aRowWithEveryKeyMaskedAveragesTheValues()
+{
+    // An entry with no real token (all keys -1e9) gets what softmax gives a row
+    // of equal scores: every value weighted alike, not NaN.
+    torch::manual_seed(4);
+    const torch::Tensor q = torch::randn({1, 1, 20, 8}), k = torch::randn({1, 1, 70, 8}), v = torch::randn({1, 1, 70, 8});
+    const torch::Tensor bias = torch::full({1, 1, 1, 70}, -1e9);
+    const torch::Tensor got = blockedAttention(q, k, v, bias, 1.0);
+    const torch::Tensor mean = v.mean(2, true).expand({1, 1, 20, 8});
+    QVERIFY2(test::relativeError(got, mean) < kTolerance, qPrintable(QString::number(test::relativeError(got, mean))));
+}
+
+void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()
+{
+    // Scores a hundred apart: a row's largest score comes in a later block than
+    // its first, so the running sums are rescaled by exp(-100)-sized factors
+    // and earlier blocks' weights must vanish, not swamp the result.
+    torch::manual_seed(5);
+    const std::int64_t T = 200, A = 16;
+    const torch::Tensor q = torch::randn({1, 2, T, A}) * 6.0, k = torch::randn({1, 2, T, A}) * 6.0;
+    const torch::Tensor v = torch::randn({1, 2, T, A});
+    const torch::Tensor got = blockedAttention(q, k, v, torch::Tensor(), 1.0);
+    const torch::Tensor expected = reference(q, k, v, torch::Tensor(), 1.0);
+    QVERIFY(torch::isfinite(got).all().item<bool>());
+    QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
+}
+
+void TestBlockedAttention::takesOnlyWhatItCanCompute()
+{
+    const torch::Tensor q = torch::randn({1, 2, 32, 8}), k = torch::randn({1, 2, 40, 8}), v = torch::randn({1, 2, 40, 8});
+    QVERIFY(blockedAttentionApplies(q, k, v, torch::Tensor()));
+    QVERIFY(blockedAttentionApplies(q, k, v, torch::zeros({1, 1, 32, 40})));
+    // No gradient comes out of it: inputs that need one, under grad mode, go elsewhere.
+    QVERIFY(!blockedAttentionApplies(q.clone().requires_grad_(true), k, v, torch::Tensor()));
+    {
+        torch::NoGradGuard noGrad;
+        QVERIFY(blockedAttentionApplies(q.clone().requires_grad_(true), k, v, torch::Tensor()));
+    }
+    QVERIFY(!blockedAttentionApplies(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble), torch::Tensor()));
+    QVERIFY(!blockedAttentionApplies(q.to(torch::kBFloat16), k.to(torch::kBFloat16), v.to(torch::kBFloat16), torch::Tensor()));
+    // A decoding step's one query is left to the products.
+    QVERIFY(!blockedAttentionApplies(q.narrow(2, 0, 1), k, v, torch::Tensor()));
+    // A bias that does not broadcast to [B, 1, Tq, Tk].
+    QVERIFY(!blockedAttentionApplies(q, k, v, torch::zeros({1, 2, 32, 40})));
+    QVERIFY(!blockedAttentionApplies(q, k, v, torch::zeros({1, 1, 32, 1})));
+    QVERIFY(!blockedAttentionApplies(q, k, v, torch::zeros({1, 1, 32, 40}, torch::kDouble)));
+}
+
+void TestBlockedAttention::fullAttentionTakesItInInference()
+{
+    // The full mechanism in inference, without a map: no [T, T] scores are
+    // made (no softmax operator runs) on the README's LibTorch, and the context
+    // is the one the inspected path (with its map) gives.
+    const ModelConfig config = test::modelConfig(
+        R"({"vocab_size": 17, "max_len": 48, "d_model": 32, "heads": 2, "head_dim": 16, "dropout": 0.0})");
+    const MechanismSpec& spec = *findMechanism("full");
+    const std::shared_ptr<MechanismImpl> mechanism = spec.make(MechanismShape{2, 16, config.positions(), false}, config);
+    mechanism->eval();
+    torch::manual_seed(8);
+    MixInput in;
+    in.q = torch::randn({2, 2, 48, 16});
+    in.k = torch::randn({2, 2, 48, 16});
+    in.v = torch::randn({2, 2, 48, 16});
+    in.bias = maskFor(48, 48, {48, 30}, false);
+    torch::NoGradGuard noGrad;
+    torch::Tensor map;
+    const torch::Tensor inspected = mechanism->mix(in, &map);
+    OperatorTally tally;
+    torch::Tensor plain;
+    {
+        const OperatorCounter counter;
+        plain = mechanism->mix(in, nullptr);
+        tally = counter.tally();
+    }
+    QVERIFY(test::relativeError(plain, inspected) < kTolerance);
+#if TORCH_VERSION_MAJOR < 2
+    const std::map<std::string, std::int64_t> names = tally.innermostByName();
+    QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::softmax") == 0, "the scores were made");
+#else
+    Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
+#endif
+}
+
+QTEST_GUILESS_MAIN(TestBlockedAttention)
+#include "tst_blockedattention.moc"
