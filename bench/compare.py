@@ -21,8 +21,8 @@ its target, as `widelab-cli bench` does; tokens/s counts B x T once.
 --seq tokens greedily to 50 and to 200 target tokens, with cached keys and
 values and by recomputing the prefix, best of --steps each (the first is the
 warm-up; --warmup does not apply), as `widelab-cli bench --mode decode` does;
-the tokens/s of each side are the median over the rounds of those bests. widelab-cli sets OMP_WAIT_POLICY=PASSIVE for itself when
-the environment has no policy (core/runtime/Runtime.h); the Python side runs
+the tokens/s of each side are the median over the rounds of those bests. widelab-cli sets OMP_WAIT_POLICY=PASSIVE and
+OPENBLAS_THREAD_TIMEOUT=16 for itself when the environment has neither (core/runtime/Runtime.h); the Python side runs
 with the environment as given, as a researcher's script would.
 
 --side (train and infer; repeatable) names a PyTorch side: the command that

@@ -26,13 +26,20 @@
 
 namespace widelab {
 
-void preferPassiveOpenMpWait(char** argv)
+void preferSleepingWorkers(char** argv)
 {
-    if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT"))
-        return;
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-    // Only reached when exec failed: carry on with the spinning default.
+    bool changed = false;
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        changed = true;
+    }
+    if (!std::getenv("OPENBLAS_THREAD_TIMEOUT") && !std::getenv("GOTO_THREAD_TIMEOUT")) {
+        setenv("OPENBLAS_THREAD_TIMEOUT", "16", 1);  // 2^16 cycles: tens of microseconds
+        changed = true;
+    }
+    if (changed)
+        execv("/proc/self/exe", argv);
+    // Only reached when nothing changed or exec failed: carry on with the defaults.
 }
 
 namespace {
@@ -79,8 +86,12 @@ std::string runtimeSummary()
                           + (policy ? std::string(policy) : std::string("default")) + " wait), ";
     const BlasInfo blas = blasLibrary();
     summary += "BLAS: " + blas.name;
-    if (const int own = blasThreads(); own > 0)
-        summary += " (" + std::to_string(own) + (own == 1 ? " thread)" : " threads)");
+    if (const int own = blasThreads(); own > 0) {
+        summary += " (" + std::to_string(own) + (own == 1 ? " thread" : " threads");
+        if (const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT"); timeout && blas.name == "OpenBLAS")
+            summary += std::string(", idle after 2^") + timeout + " cycles";
+        summary += ")";
+    }
     summary += ", ";
     summary += cpuBlockCacheInstalled() ? "CPU block cache, " : "no CPU block cache, ";
     if (const std::string off = disabledFastPaths(); !off.empty())

@@ -1,4 +1,4 @@
-// defines: preferPassiveOpenMpWait, setComputeThreads, computeThreads, runtimeSummary,
+// defines: preferSleepingWorkers, setComputeThreads, computeThreads, runtimeSummary,
 // blasLibrary, measureMatmulPeak, slowMatmulWarning: the LibTorch runtime settings
 // WideLab makes explicit, and what its matrix products run on
 #pragma once
@@ -9,14 +9,19 @@
 
 namespace widelab {
 
-// LibTorch's OpenMP workers spin between parallel regions and take the cores that
-// OpenBLAS's own threads need: on two cores a training step of a small model runs
-// 2-3x slower than with sleeping workers. libgomp reads its wait policy once, as
-// it loads, so a program that wants OMP_WAIT_POLICY=PASSIVE must have it before
-// it starts. Call first thing in main(): unless the user set a policy, this sets
-// it and re-executes the program with the same arguments (once), and returns
-// only when no re-execution happened (policy already set, or exec failed).
-void preferPassiveOpenMpWait(char** argv);
+// LibTorch's OpenMP workers and OpenBLAS's own threads each spin while idle, and
+// an idle pool's spinning takes the cores the other one computes on: on two
+// cores a training step of a small model ran 2-3x slower with spinning OpenMP
+// workers, and with OpenBLAS's threads spinning (its default: 2^28 cycles, a
+// tenth of a second, after each product) training ran 1.2-1.5x and inference of
+// a mixture of experts up to 1.45x slower than with them asleep after 2^16
+// cycles (docs/performance.md). Both libraries read these settings once, as they
+// load, so a program must have them before it starts. Call first thing in
+// main(): unless the user set them, this sets OMP_WAIT_POLICY=PASSIVE and
+// OPENBLAS_THREAD_TIMEOUT=16 and re-executes the program with the same
+// arguments (once); it returns only when no re-execution happened (both already
+// set, or exec failed).
+void preferSleepingWorkers(char** argv);
 
 // Sets the thread count of every pool that computes: LibTorch's intra-op pool
 // (and with it OpenMP's and MKL's) and the BLAS's own (OpenBLAS, BLIS), which
