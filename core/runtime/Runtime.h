@@ -13,8 +13,8 @@ namespace widelab {
 // an idle pool's spinning takes the cores the other one computes on: on two
 // cores a training step of a small model ran 2-3x slower with spinning OpenMP
 // workers, and with OpenBLAS's threads spinning (its default: 2^28 cycles, a
-// tenth of a second, after each product) training ran 1.2-1.5x and inference of
-// a mixture of experts up to 1.45x slower than with them asleep after 2^16
+// tenth of a second, after each product) some models trained 1.3-1.5x and a
+// mixture of experts inferred 1.45x slower than with them asleep after 2^16
 // cycles (docs/performance.md). Both libraries read these settings once, as they
 // load, so a program must have them before it starts. Call first thing in
 // main(): unless the user set them, this sets OMP_WAIT_POLICY=PASSIVE and
