@@ -43,12 +43,17 @@ inline Floats load(const float* p)
 
 inline void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
 
+inline Floats larger(Floats a, Floats b) { return a > b ? a : b; }
+
+// The largest lane, in four steps of halving (a lane-by-lane loop made a chain
+// of sixteen dependent maxima per row and block).
 inline float largest(Floats v)
 {
-    float m = v[0];
-    for (int i = 1; i < kLanes; ++i)
-        m = std::max(m, v[i]);
-    return m;
+    v = larger(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+    v = larger(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
+    v = larger(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
+    v = larger(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
+    return v[0];
 }
 
 inline float total(Floats v)
@@ -128,9 +133,9 @@ void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t
                 queries[r * A + a] = query[a] * op.scale;
             bias[r] = op.bias ? op.bias + b * op.biasBatchStride + i * op.biasQueryStride : nullptr;
         }
-        float maximum[kRows], sum[kRows], rescale[kRows];
+        float maximum[kRows], rescale[kRows];
+        Floats sum[kRows] = {};  // per lane; added across lanes once, at the end
         std::fill_n(maximum, kRows, -std::numeric_limits<float>::infinity());
-        std::fill_n(sum, kRows, 0.0f);
         std::fill_n(context, kRows * paddedA, 0.0f);
 
         for (std::int64_t j0 = 0; j0 < Tk; j0 += kKeys) {
@@ -163,10 +168,8 @@ void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t
                 std::fill(row + keys, row + kKeys, -std::numeric_limits<float>::infinity());  // beyond Tk
 
                 Floats top = load(row);
-                for (std::int64_t c = 1; c < kKeyVectors; ++c) {
-                    const Floats next = load(row + c * kLanes);
-                    top = next > top ? next : top;
-                }
+                for (std::int64_t c = 1; c < kKeyVectors; ++c)
+                    top = larger(top, load(row + c * kLanes));
                 const float updated = std::max(maximum[r], largest(top));
                 rescale[r] = std::exp(maximum[r] - updated);  // 0 at the first block (-inf)
                 maximum[r] = updated;
@@ -176,7 +179,7 @@ void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t
                     store(row + c * kLanes, w);
                     weights += w;
                 }
-                sum[r] = sum[r] * rescale[r] + total(weights);
+                sum[r] = sum[r] * rescale[r] + weights;
             }
             // context = context * rescale + weights x values, one vector of A at a time.
             for (std::int64_t a = 0; a < paddedA; a += kLanes) {
@@ -194,7 +197,7 @@ void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t
         }
         for (std::int64_t r = 0; r < rows; ++r) {
             float* out = op.out + (((b * op.Tq) + i0 + r) * op.G + g) * A;
-            const float inverse = 1.0f / sum[r];
+            const float inverse = 1.0f / total(sum[r]);
             for (std::int64_t a = 0; a < A; ++a)
                 out[a] = context[r * paddedA + a] * inverse;
         }
