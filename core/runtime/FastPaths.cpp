@@ -8,15 +8,22 @@
 namespace widelab {
 namespace {
 
+// Every path with its name in WIDELAB_DISABLE, in the order the runtime summary lists them.
+struct Named {
+    FastPath path;
+    const char* name;
+};
+constexpr Named kPaths[] = {
+    {FastPath::FusedAttention, "fused_attention"},   {FastPath::FusedAdamW, "fused_adamw"},
+    {FastPath::GradientOverlap, "gradient_overlap"}, {FastPath::GroupedExperts, "grouped_experts"},
+    {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::FusedRouting, "fused_routing"},
+};
+
 const char* name(FastPath path)
 {
-    switch (path) {
-    case FastPath::FusedAttention: return "fused_attention";
-    case FastPath::FusedAdamW: return "fused_adamw";
-    case FastPath::GradientOverlap: return "gradient_overlap";
-    case FastPath::GroupedExperts: return "grouped_experts";
-    case FastPath::BlockedAttention: return "blocked_attention";
-    }
+    for (const Named& named : kPaths)
+        if (named.path == path)
+            return named.name;
     return "";
 }
 
@@ -53,14 +60,12 @@ bool fusedAttentionRuns(bool onCpu, double dropout)
 std::string disabledFastPaths()
 {
     std::string names;
-    for (const FastPath path :
-         {FastPath::FusedAttention, FastPath::FusedAdamW, FastPath::GradientOverlap, FastPath::GroupedExperts,
-          FastPath::BlockedAttention}) {
+    for (const auto& [path, pathName] : kPaths) {
         if (fastPathEnabled(path))
             continue;
         if (!names.empty())  // appended piece by piece: GCC 12 warns falsely on "a" + b (bug 105329)
             names += ',';
-        names += name(path);
+        names += pathName;
     }
     return names;
 }

@@ -17,11 +17,13 @@ enum class FastPath {
                      // a GPU (model/GroupedExperts.cpp)
     BlockedAttention,  // WideLab's own CPU attention for inference, fp32, where LibTorch's fused
                        // kernel does not run (model/attention/BlockedAttention.cpp)
+    FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
+                   // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention"; comma-separated), read once per process.
+// "blocked_attention", "fused_routing"; comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 
