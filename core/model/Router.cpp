@@ -1,5 +1,6 @@
 #include "Router.h"
 
+#include "FusedRouting.h"
 #include "GroupedExperts.h"
 #include "runtime/PhaseTimer.h"
 
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 namespace widelab {
 
@@ -56,6 +58,43 @@ torch::Tensor countPerBin(const torch::Tensor& index, std::int64_t bins)
 
 }  // namespace
 
+RoutingDecisions decideByOperators(const torch::Tensor& probs, std::int64_t capacity, const RoutingOptions& options)
+{
+    const std::int64_t E = probs.size(1);
+    RoutingDecisions d;
+    std::tie(d.gates, d.expert) = torch::topk(probs, options.topK, -1);  // sorted: choice 0 is the top-1
+    const bool byProbability = options.priority == RoutingPriority::Batch;
+    d.slot = servingSlots(d.expert, byProbability ? d.gates.select(1, 0).detach() : torch::Tensor(), E, options);
+    d.kept = d.slot < capacity;
+    d.chosen = countPerBin(options.balanceEveryChoice ? d.expert.reshape({-1}) : d.expert.select(1, 0), E);
+    return d;
+}
+
+torch::Tensor servingSlots(const torch::Tensor& expert, const torch::Tensor& top1Probability, std::int64_t experts,
+                           const RoutingOptions& options)
+{
+    // S = tokens, K = choices, E = experts
+    const std::int64_t S = expert.size(0), K = expert.size(1), E = experts;
+    // A stable sort by expert turns queue order into a rank within each expert.
+    // Position order needs no permutation of tokens (each operator here is a
+    // kernel launch on a GPU).
+    const bool byProbability = options.priority == RoutingPriority::Batch;
+    const torch::Tensor tokenOrder =
+        byProbability ? std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true))
+                      : torch::Tensor();
+    const torch::Tensor ordered = byProbability ? expert.index_select(0, tokenOrder) : expert;      // [S, K]
+    const torch::Tensor queue = (options.causal ? ordered : ordered.t()).reshape({-1});           // [S*K]
+    const auto [sortedExpert, queueIndex] = torch::sort(queue, /*stable=*/true, /*dim=*/0, /*descending=*/false);
+    const torch::Tensor perExpert = countPerBin(queue, E);
+    const torch::Tensor firstOfExpert = perExpert.cumsum(0) - perExpert;
+    const torch::Tensor rank = torch::arange(K * S, queue.options()) - firstOfExpert.index_select(0, sortedExpert);
+    const torch::Tensor queueSlot = torch::empty_like(queue).scatter_(0, queueIndex, rank);
+    const torch::Tensor orderedSlot = options.causal ? queueSlot.view({S, K}) : queueSlot.view({K, S}).t();
+    // Contiguous, as `expert` is: dispatchCombine's row indices are then flat views, not copies.
+    return byProbability ? torch::empty_like(expert).index_copy_(0, tokenOrder, orderedSlot)
+                         : orderedSlot.contiguous();
+}
+
 Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const RoutingOptions& options)
 {
     // S = tokens, E = experts, K = choices per token
@@ -77,13 +116,13 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         r.logits = logits;
     }
 
-    auto [gates, expert] = torch::topk(r.probs, K, -1);  // sorted: choice 0 is the top-1
-    const bool byProbability = options.priority == RoutingPriority::Batch;
-    const torch::Tensor top1Probability = byProbability ? gates.select(1, 0).detach() : torch::Tensor();
-    if (options.renormalize)
-        gates = gates / gates.sum(-1, true);
-    r.gates = gates;
-    r.expert = expert;
+    const RoutingDecisions decided = fusedRoutingRuns(r.probs, options)
+                                         ? fusedRoutingDecisions(r.probs, r.capacity, options)
+                                         : decideByOperators(r.probs, r.capacity, options);
+    r.expert = decided.expert;
+    r.gates = options.renormalize ? decided.gates / decided.gates.sum(-1, true) : decided.gates;
+    r.slot = decided.slot;
+    r.kept = decided.kept;
 
     // Balance loss E * sum_e m_e * P_e: m_e, the share of top-1 choices (no
     // gradient; of all K choices with balanceEveryChoice, so that m sums to K),
@@ -91,10 +130,9 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     // E / S^2 * sum_e count_e * sum_s p_se, in four operators (each a kernel
     // launch on a GPU). With no token to route it is zero, still attached to
     // the graph.
-    const torch::Tensor counted = options.balanceEveryChoice ? expert.reshape({-1}) : expert.select(1, 0);
     // Distributed, the counts and S are the global batch's (RoutingOptions::sumOverRanks).
     if (options.sumOverRanks) {
-        torch::Tensor counts = torch::cat({countPerBin(counted, E).to(torch::kFloat64),
+        torch::Tensor counts = torch::cat({decided.chosen.to(torch::kFloat64),
                                            torch::full({1}, static_cast<double>(S), x.options().dtype(torch::kFloat64))});
         options.sumOverRanks(counts);  // every rank takes part, one with no token too
         // The global count stays on the device, not read back to branch on: with
@@ -112,34 +150,11 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
         if (options.zLoss)
             r.zLoss = r.logits.sum() * 0.0;
     } else {
-        const torch::Tensor chosen = countPerBin(counted, E).to(torch::kFloat32);
+        const torch::Tensor chosen = decided.chosen.to(torch::kFloat32);
         r.balanceLoss = torch::dot(chosen, r.probs.sum(0)) * (static_cast<double>(E) / (static_cast<double>(S) * S));
         if (options.zLoss)
             r.zLoss = torch::logsumexp(r.logits, -1).square().mean();
     }
-
-    // Slots. The queue lists every (token, choice) in the order they are served:
-    // choice-major (every token's choice 0 before any choice 1), tokens in
-    // position order or, under batch priority, by falling top-1 probability.
-    // A causal model serves token-major instead, so that no later token can take
-    // an earlier token's slot. A stable sort by expert turns queue order into a
-    // rank within each expert. Position order needs no permutation of tokens
-    // (each operator here is a kernel launch on a GPU).
-    const torch::Tensor tokenOrder =
-        byProbability ? std::get<1>(torch::sort(top1Probability, /*stable=*/true, /*dim=*/0, /*descending=*/true))
-                      : torch::Tensor();
-    const torch::Tensor ordered = byProbability ? expert.index_select(0, tokenOrder) : expert;      // [S, K]
-    const torch::Tensor queue = (options.causal ? ordered : ordered.t()).reshape({-1});           // [S*K]
-    const auto [sortedExpert, queueIndex] = torch::sort(queue, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-    const torch::Tensor perExpert = countPerBin(queue, E);
-    const torch::Tensor firstOfExpert = perExpert.cumsum(0) - perExpert;
-    const torch::Tensor rank = torch::arange(K * S, queue.options()) - firstOfExpert.index_select(0, sortedExpert);
-    const torch::Tensor queueSlot = torch::empty_like(queue).scatter_(0, queueIndex, rank);
-    const torch::Tensor orderedSlot = options.causal ? queueSlot.view({S, K}) : queueSlot.view({K, S}).t();
-    // Contiguous, as `expert` is: dispatchCombine's row indices are then flat views, not copies.
-    r.slot = byProbability ? torch::empty_like(expert).index_copy_(0, tokenOrder, orderedSlot)
-                           : orderedSlot.contiguous();
-    r.kept = r.slot < r.capacity;
     return r;
 }
 

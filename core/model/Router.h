@@ -1,5 +1,6 @@
 // defines: RouterImpl / Router (the gate f: D -> E, no bias), RoutingOptions,
-// Routing (one routing call's decisions), route(), ExpertPlacement and dispatchCombine()
+// Routing (one routing call's decisions), RoutingDecisions, decideByOperators,
+// servingSlots, route(), ExpertPlacement and dispatchCombine()
 #pragma once
 
 #include "Ablation.h"
@@ -51,6 +52,31 @@ struct Routing {
     std::int64_t capacity = 0;  // slots per expert
     std::int64_t experts = 0;
 };
+
+// The discrete part of a routing call and the gates: which experts each token
+// chose, where each choice sits in its expert's buffer, whether it fits, and
+// how many choices each expert got (what the balance loss counts).
+struct RoutingDecisions {
+    torch::Tensor expert;  // [S, K] int64, choice 0 the most probable
+    torch::Tensor gates;   // [S, K] the chosen probabilities, in the autograd graph
+    torch::Tensor slot;    // [S, K] int64
+    torch::Tensor kept;    // [S, K] bool: slot < capacity
+    torch::Tensor chosen;  // [E] int64: the top-1 choices per expert, or all K with balanceEveryChoice
+};
+
+// The decisions by LibTorch operators, on any device: the top K of probs
+// ([S, E]), then servingSlots. What the CPU always runs, and what the fused
+// kernel (FusedRouting.h) is held to.
+RoutingDecisions decideByOperators(const torch::Tensor& probs, std::int64_t capacity, const RoutingOptions& options);
+
+// Each (token, choice)'s slot, [S, K] int64: how many choices of the same expert
+// come before it in the serving queue. The queue lists every (token, choice):
+// choice-major (every token's choice 0 before any choice 1), tokens in position
+// order or, under batch priority, by falling top-1 probability
+// (top1Probability, [S]; unused otherwise). A causal model serves token-major
+// instead, so that no later token can take an earlier token's slot.
+torch::Tensor servingSlots(const torch::Tensor& expert, const torch::Tensor& top1Probability, std::int64_t experts,
+                           const RoutingOptions& options);
 
 // Where the experts run when several processes hold them (expert parallelism:
 // core/dist/ExpertParallel.h). Given this process's buffer of tokens for every

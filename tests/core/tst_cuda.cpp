@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "TestSupport.h"
+#include "model/FusedRouting.h"
 #include "model/WideTransformer.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Autocast.h"
@@ -137,6 +138,9 @@ private Q_SLOTS:
     void forwardAndGradientsMatchCpu_data();
     void forwardAndGradientsMatchCpu();
     void routingDecisionsMatchCpu();
+    void routingKernelDecidesAsTheOperators_data();
+    void routingKernelDecidesAsTheOperators();
+    void routingServesTheHandWorkedQueue();
     void bf16KeepsTheRouterInFp32();
     void memoryIsTheAllocators();
     void shortTrainingLearns();
@@ -255,6 +259,93 @@ void TestCuda::routingDecisionsMatchCpu()
         compared += clear.sum().item<std::int64_t>();
     }
     QVERIFY2(compared > 32, std::to_string(compared).c_str());  // the check compared real decisions
+}
+
+// The routing kernel (model/FusedRouting.h) against the operators on the CPU,
+// decision for decision. Each token's probabilities are a random permutation of
+// E logits 0.05 apart, so no two are equal and the top K is one answer; the
+// shapes put the queue's ends around the kernel's chunks of 1,024 entries.
+void TestCuda::routingKernelDecidesAsTheOperators_data()
+{
+    QTest::addColumn<qint64>("tokens");
+    QTest::addColumn<qint64>("experts");
+    QTest::addColumn<qint64>("topK");
+    QTest::addColumn<qint64>("capacity");
+    QTest::addColumn<bool>("causal");
+    QTest::addColumn<bool>("everyChoice");
+    QTest::newRow("no tokens") << 0LL << 4LL << 2LL << 1LL << false << false;
+    QTest::newRow("one token") << 1LL << 4LL << 2LL << 1LL << false << false;
+    QTest::newRow("one expert") << 300LL << 1LL << 1LL << 100LL << false << false;
+    QTest::newRow("a warp, most dropped") << 32LL << 2LL << 1LL << 5LL << false << false;
+    QTest::newRow("a chunk less one") << 1023LL << 8LL << 1LL << 200LL << false << false;
+    QTest::newRow("a chunk") << 1024LL << 8LL << 1LL << 200LL << false << true;
+    QTest::newRow("a chunk and one, causal") << 1025LL << 8LL << 1LL << 200LL << true << false;
+    QTest::newRow("top 2 of 3, choice 1 mid-chunk") << 700LL << 3LL << 2LL << 500LL << false << false;
+    QTest::newRow("WideNet: top 2 of 4, capacity 1.2") << 4096LL << 4LL << 2LL << 2458LL << false << false;
+    QTest::newRow("top 8 of 256") << 600LL << 256LL << 8LL << 30LL << false << true;
+    QTest::newRow("8192 tokens, top 2 of 64, causal") << 8192LL << 64LL << 2LL << 300LL << true << true;
+    QTest::newRow("no drops, top 4 of 16") << 2000LL << 16LL << 4LL << 2000LL << false << false;
+}
+
+void TestCuda::routingKernelDecidesAsTheOperators()
+{
+    REQUIRE_DEVICE(device);
+    if (!device.is_cuda())
+        QSKIP("the routing kernel is CUDA's; on the CPU the operators route (tst_routing)");
+    if (!fusedRoutingBuilt())
+        QSKIP(qPrintable(QString::fromStdString(fusedRoutingRefusal(device))));
+    QCOMPARE(QString::fromStdString(fusedRoutingRefusal(device)), QString());  // its own try on this GPU passed
+    QFETCH(qint64, tokens);
+    QFETCH(qint64, experts);
+    QFETCH(qint64, topK);
+    QFETCH(qint64, capacity);
+    QFETCH(bool, causal);
+    QFETCH(bool, everyChoice);
+    torch::manual_seed(tokens * 31 + experts);
+    const torch::Tensor logits = std::get<1>(torch::rand({tokens, experts}).sort(/*dim=*/1)).to(torch::kFloat32) * 0.05;
+    const torch::Tensor probs = torch::softmax(logits, -1);
+    RoutingOptions options;
+    options.topK = topK;
+    options.causal = causal;
+    options.balanceEveryChoice = everyChoice;
+    QVERIFY(fusedRoutingRuns(probs.to(device), options));
+    const RoutingDecisions want = decideByOperators(probs, capacity, options);
+    const RoutingDecisions got = fusedRoutingDecisions(probs.to(device), capacity, options);
+    QVERIFY(torch::equal(got.expert.cpu(), want.expert));
+    QVERIFY(torch::equal(got.gates.cpu(), want.gates));
+    QVERIFY(torch::equal(got.slot.cpu(), want.slot));
+    QVERIFY(torch::equal(got.kept.cpu(), want.kept));
+    QVERIFY(torch::equal(got.chosen.cpu(), want.chosen));
+    if (tokens > 0 && capacity < tokens)
+        QVERIFY(want.kept.logical_not().any().item<bool>());  // the row drops some, as it means to
+}
+
+// tst_routing's firstChoicesAreServedBeforeSecondChoices and
+// causalRoutingServesTokenByToken on the device under test: on a GPU whose build
+// has the routing kernel, the kernel serves them.
+void TestCuda::routingServesTheHandWorkedQueue()
+{
+    REQUIRE_DEVICE(device);
+    const auto longs = [&](std::vector<std::int64_t> values, std::int64_t rows) {
+        return torch::tensor(values, torch::kLong).view({rows, -1});
+    };
+    const torch::Tensor x = torch::tensor({{2.0f, 0.0f}, {2.0f, 0.0f}, {0.0f, 2.0f}}).to(device);
+    RoutingOptions options;
+    options.topK = 2;
+    options.capacityFactor = 0.6;  // ceil(2 * 0.6 * 3 / 2) = 2 slots per expert
+    // First choices first: e0 gets t0, t1 and e1 gets t2; then t0 -> e1 slot 1,
+    // t1 -> e1 slot 2 (dropped), t2 -> e0 slot 2 (dropped).
+    const Routing queued = route(x, torch::eye(2).to(device), options);
+    QVERIFY(torch::equal(queued.expert.cpu(), longs({0, 1, 0, 1, 1, 0}, 3)));
+    QVERIFY(torch::equal(queued.slot.cpu(), longs({0, 1, 1, 2, 0, 2}, 3)));
+    QVERIFY(torch::equal(queued.kept.cpu(), longs({1, 1, 1, 0, 1, 0}, 3).to(torch::kBool)));
+    // Token by token: t0 takes e0 and e1 slot 0, t1 slot 1 of both, t2 finds both full.
+    options.causal = true;
+    const Routing causal = route(x, torch::eye(2).to(device), options);
+    QVERIFY(torch::equal(causal.slot.cpu(), longs({0, 0, 1, 1, 2, 2}, 3)));
+    QVERIFY(torch::equal(causal.kept.cpu(), longs({1, 1, 1, 1, 0, 0}, 3).to(torch::kBool)));
+    if (device.is_cuda() && fusedRoutingBuilt())
+        QVERIFY(fusedRoutingRuns(queued.probs, options));
 }
 
 // Under bf16 autocast the router's probabilities stay fp32, and the logits stay
