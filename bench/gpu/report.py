@@ -32,7 +32,7 @@ import sys
 # run.sh's sides and their column names.
 SIDE_NAMES = {"widelab": "WideLab", "graph": "WideLab as a graph", "eager": "eager", "compile": "compile",
               "compile-ro": "compile reduce-overhead", "compile-mat": "compile max-autotune",
-              "hand": "hand-written eager"}
+              "hand": "hand-written eager", "widelab-ops": "WideLab, routing by operators"}
 COMPILED = ("compile", "compile-ro", "compile-mat")
 MFU_TARGET = 0.45
 ROUTING_TARGET = 0.10
@@ -310,17 +310,19 @@ def markdown(results):
             out.append("\nExpert products: " + "; ".join(products) + ".")
         compiled = [side for side in COMPILED if side in sides]
         out.append("\n### Memory, routing and compile time\n")
+        shares = ["widelab"] + (["widelab-ops"] if "widelab-ops" in sides else [])
         rows = []
         for e in bench:
             w, g = side_result(e, "widelab"), side_result(e, "eager")
-            share = (w or {}).get("moe_routing_share")
+            share = [(side_result(e, side) or {}).get("moe_routing_share") for side in shares]
             rows.append([e["family"], fmt_gib(w), fmt_estimate(w), fmt_gib(g)]
                         + [fmt_gib(side_result(e, side)) for side in compiled]
-                        + ["–" if share is None else f"{100 * share:.1f} %"]
+                        + ["–" if s is None else f"{100 * s:.1f} %" for s in share]
                         + [f"{sum(side_result(e, side)['warmup_seconds']):.0f}" if side_result(e, side)
                            else side_status(e, side) for side in compiled])
         out.append(table(["family", "WideLab GiB", "estimate GiB (peak / it)", "eager GiB"]
                          + [f"{SIDE_NAMES[side]} GiB" for side in compiled] + ["routing share"]
+                         + (["routing share by operators"] if len(shares) > 1 else [])
                          + [f"{SIDE_NAMES[side]} warm-up s" for side in compiled], rows))
         out.append("\nGiB: peak allocated by the CUDA caching allocator (peak resident set on the CPU); "
                    "estimate: the configuration panel's figure for WideLab's steps (core/train/MemoryEstimate.h), "

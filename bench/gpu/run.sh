@@ -41,7 +41,8 @@
 #                          SDPA, grouped experts, fused AdamW) eager, and compiled in the default
 #                          mode (compile), reduce-overhead (compile-ro, CUDA graphs) and
 #                          max-autotune-no-cudagraphs (compile-mat); hand: the earlier, hand-written
-#                          baseline (--hand-written), so that older figures stay comparable
+#                          baseline (--hand-written), so that older figures stay comparable;
+#                          widelab-ops: widelab routing by LibTorch's operators, not its own kernel
 set -euo pipefail
 set -o pipefail
 
@@ -431,6 +432,10 @@ stage_bench() {
           cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile max-autotune-no-cudagraphs) ;;
         hand) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --hand-written) ;;
         graph) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}" --cuda-graph) ;;
+        # WideLab routing by LibTorch's operators instead of its routing kernel
+        # (docs/model.md), for the kernel's share of the routing time.
+        widelab-ops) limit=$(cap 60 10)
+          cmd=(env WIDELAB_DISABLE=fused_routing "$cli" bench "$config" "${common[@]}" "${peak_args[@]}") ;;
         *) log "unknown benchmark side $side"; continue ;;
       esac
       if [[ $side == graph && $device == cpu ]]; then
