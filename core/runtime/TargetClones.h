@@ -1,5 +1,8 @@
 // defines: WIDELAB_TARGET_CLONES: a function built once per instruction set
-// named, the CPU picking one at load time
+// named, the CPU picking one at load time; WIDELAB_TARGET, InstructionSet,
+// cpuRuns, instructionSetName, bestInstructionSet: a function built for one
+// set and called by name, so that every build of a kernel can be run and
+// tested on one machine
 #pragma once
 
 // GCC's ifunc clones (glibc and ELF only): WIDELAB_TARGET_CLONES("avx2",
@@ -10,3 +13,52 @@
 #else
 #define WIDELAB_TARGET_CLONES(...)
 #endif
+
+#include <initializer_list>
+
+namespace widelab {
+
+// The instruction sets WideLab's own CPU kernels are built for, best first.
+enum class InstructionSet { Avx512, Avx2, Baseline };
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+// WIDELAB_TARGET("avx2"): the function is built for AVX2 (call it only where
+// cpuRuns(InstructionSet::Avx2)).
+#define WIDELAB_TARGET(name) __attribute__((target(name)))
+#define WIDELAB_HAS_TARGET 1
+
+inline bool cpuRuns(InstructionSet set)
+{
+    switch (set) {
+    case InstructionSet::Avx512: return __builtin_cpu_supports("avx512f");
+    case InstructionSet::Avx2: return __builtin_cpu_supports("avx2");
+    case InstructionSet::Baseline: return true;
+    }
+    return false;
+}
+#else
+#define WIDELAB_TARGET(name)
+#define WIDELAB_HAS_TARGET 0
+
+inline bool cpuRuns(InstructionSet set) { return set == InstructionSet::Baseline; }
+#endif
+
+inline const char* instructionSetName(InstructionSet set)
+{
+    switch (set) {
+    case InstructionSet::Avx512: return "AVX-512";
+    case InstructionSet::Avx2: return "AVX2";
+    case InstructionSet::Baseline: return "the baseline";
+    }
+    return "";
+}
+
+inline InstructionSet bestInstructionSet()
+{
+    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2})
+        if (cpuRuns(set))
+            return set;
+    return InstructionSet::Baseline;
+}
+
+}  // namespace widelab

@@ -14,6 +14,8 @@
 
 using namespace widelab;
 
+Q_DECLARE_METATYPE(widelab::InstructionSet)
+
 namespace {
 
 // float32's rounding against a double reference: under 4e-7 measured for every
@@ -62,6 +64,9 @@ private Q_SLOTS:
     void fullAttentionTakesItInInference();
 };
 
+// Each shape for every build of the kernel this CPU runs (AVX-512, AVX2, the
+// baseline): the one a user's CPU takes is then tested wherever the suite runs
+// on a CPU with AVX-512.
 void TestBlockedAttention::equalsTheUnblockedFormula_data()
 {
     QTest::addColumn<int>("batch");
@@ -70,17 +75,25 @@ void TestBlockedAttention::equalsTheUnblockedFormula_data()
     QTest::addColumn<int>("keys");
     QTest::addColumn<int>("headDim");
     QTest::addColumn<QString>("mask");  // none, padding, causal, both
+    QTest::addColumn<InstructionSet>("set");
 
-    // One block of keys exactly, and one row tile short of a whole one.
-    QTest::newRow("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none";
-    // 100 = 64 + 36 keys, 100 = 25 row tiles; A 4 fills a quarter of a vector.
-    QTest::newRow("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding";
-    // 130 query rows: two tasks of 128 and 2, the second a partial tile; A 40 ends mid-vector.
-    QTest::newRow("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal";
-    QTest::newRow("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both";
-    // Cross-attention's shape: queries and keys of different lengths.
-    QTest::newRow("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding";
-    QTest::newRow("300 tokens, A 33, padding") << 1 << 1 << 300 << 300 << 33 << "padding";
+    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
+        if (!cpuRuns(set))
+            continue;
+        const auto row = [set](const char* name) {
+            return &QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(name, instructionSetName(set))));
+        };
+        // One block of keys exactly, and one row tile short of a whole one.
+        *row("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none" << set;
+        // 100 = 64 + 36 keys, 100 = 25 row tiles; A 4 fills a quarter of a vector.
+        *row("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding" << set;
+        // 130 query rows: two tasks of 128 and 2, the second a partial tile; A 40 ends mid-vector.
+        *row("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal" << set;
+        *row("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both" << set;
+        // Cross-attention's shape: queries and keys of different lengths.
+        *row("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding" << set;
+        *row("300 tokens, A 33, padding") << 1 << 1 << 300 << 300 << 33 << "padding" << set;
+    }
 }
 
 void TestBlockedAttention::equalsTheUnblockedFormula()
@@ -91,6 +104,7 @@ void TestBlockedAttention::equalsTheUnblockedFormula()
     QFETCH(int, keys);
     QFETCH(int, headDim);
     QFETCH(QString, mask);
+    QFETCH(InstructionSet, set);
     torch::manual_seed(queries * 7 + keys);
     const torch::Tensor q = torch::randn({batch, heads, queries, headDim});
     const torch::Tensor k = torch::randn({batch, heads, keys, headDim});
@@ -103,7 +117,7 @@ void TestBlockedAttention::equalsTheUnblockedFormula()
     const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
 
     QVERIFY(blockedAttentionApplies(q, k, v, bias));
-    const torch::Tensor got = blockedAttention(q, k, v, bias, scale);
+    const torch::Tensor got = blockedAttention(q, k, v, bias, scale, set);
     QCOMPARE(got.sizes().vec(), q.sizes().vec());
     const double error = test::relativeError(got, reference(q, k, v, bias, scale));
     QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 // The kernel's helpers pass 64-byte vectors by value; they are inlined into the
@@ -34,20 +36,20 @@ constexpr std::int64_t kRowsPerTask = 128;            // query rows per task (ta
 // for which packing the keys and values would cost more than it saves.
 constexpr std::int64_t kMinimumQueries = 16;
 
-inline Floats load(const float* p)
+[[gnu::always_inline]] inline Floats load(const float* p)
 {
     Floats v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
 
-inline void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
+[[gnu::always_inline]] inline void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
 
-inline Floats larger(Floats a, Floats b) { return a > b ? a : b; }
+[[gnu::always_inline]] inline Floats larger(Floats a, Floats b) { return a > b ? a : b; }
 
 // The largest lane, in four steps of halving (a lane-by-lane loop made a chain
 // of sixteen dependent maxima per row and block).
-inline float largest(Floats v)
+[[gnu::always_inline]] inline float largest(Floats v)
 {
     v = larger(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
     v = larger(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
@@ -56,7 +58,7 @@ inline float largest(Floats v)
     return v[0];
 }
 
-inline float total(Floats v)
+[[gnu::always_inline]] inline float total(Floats v)
 {
     float s = 0.0f;
     for (int i = 0; i < kLanes; ++i)
@@ -67,7 +69,7 @@ inline float total(Floats v)
 // exp(x) for x <= 0, to within 2 ulp; 0 below -87 (exp underflows float there)
 // and for -inf. x = n ln 2 + r with |r| <= ln 2 / 2, exp(r) by Taylor's series
 // to r^7 (truncation under 6e-9), 2^n put into the exponent's bits.
-inline Floats expNonPositive(Floats x)
+[[gnu::always_inline]] inline Floats expNonPositive(Floats x)
 {
     const Floats floor = Floats{} - 87.0f;
     const Ints under = x < floor;
@@ -101,10 +103,10 @@ std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to
 
 // One task: query rows [row0, row1) of head g in batch entry b. Keys are packed
 // transposed ([A, Tk'], a block's keys side by side for each dimension) and
-// values padded to whole vectors ([Tk', A']), zeros beyond Tk and A.
-WIDELAB_TARGET_CLONES("avx512f", "avx2", "default")
-void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
-                std::vector<float>& scratch)
+// values padded to whole vectors ([Tk', A']), zeros beyond Tk and A. Inlined
+// into one function per instruction set (below), with the helpers above.
+[[gnu::always_inline]] inline void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0,
+                                              std::int64_t row1, std::vector<float>& scratch)
 {
     const std::int64_t A = op.A, paddedA = roundUp(A, kLanes), Tk = op.Tk, paddedTk = roundUp(Tk, kKeys);
     scratch.assign(A * paddedTk + paddedTk * paddedA + kRows * A + kRows * paddedA + kRows * kKeys, 0.0f);
@@ -204,6 +206,44 @@ void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t
     }
 }
 
+using AttendRows = void (*)(const Operands&, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                           std::vector<float>&);
+
+#if WIDELAB_HAS_TARGET
+WIDELAB_TARGET("avx512f")
+void attendRowsAvx512(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
+                      std::vector<float>& scratch)
+{
+    attendRows(op, b, g, row0, row1, scratch);
+}
+
+WIDELAB_TARGET("avx2")
+void attendRowsAvx2(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
+                    std::vector<float>& scratch)
+{
+    attendRows(op, b, g, row0, row1, scratch);
+}
+#endif
+
+void attendRowsBaseline(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
+                        std::vector<float>& scratch)
+{
+    attendRows(op, b, g, row0, row1, scratch);
+}
+
+AttendRows attendRowsFor(InstructionSet set)
+{
+    if (!cpuRuns(set))
+        throw std::invalid_argument(std::string("blockedAttention: this CPU lacks ") + instructionSetName(set));
+    switch (set) {
+#if WIDELAB_HAS_TARGET
+    case InstructionSet::Avx512: return attendRowsAvx512;
+    case InstructionSet::Avx2: return attendRowsAvx2;
+#endif
+    default: return attendRowsBaseline;
+    }
+}
+
 }  // namespace
 
 bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -225,8 +265,9 @@ bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, con
 }
 
 torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
-                               const torch::Tensor& bias_, double scale)
+                               const torch::Tensor& bias_, double scale, InstructionSet set)
 {
+    const AttendRows attend = attendRowsFor(set);
     auto lastContiguous = [](const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
     const torch::Tensor q = lastContiguous(q_), k = lastContiguous(k_), v = lastContiguous(v_);
     const std::int64_t B = q.size(0), G = q.size(1), Tq = q.size(2), A = q.size(3), Tk = k.size(2);
@@ -258,7 +299,7 @@ torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_,
         for (std::int64_t task = begin; task < end; ++task) {
             const std::int64_t b = task / (G * chunks), g = task / chunks % G, chunk = task % chunks;
             const std::int64_t row0 = chunk * kRowsPerTask;
-            attendRows(op, b, g, row0, std::min(Tq, row0 + kRowsPerTask), scratch);
+            attend(op, b, g, row0, std::min(Tq, row0 + kRowsPerTask), scratch);
         }
     });
     return out.permute({0, 2, 1, 3});

@@ -3,6 +3,8 @@
 // out; WideLab's own kernel for inference where LibTorch has no fused one
 #pragma once
 
+#include "runtime/TargetClones.h"
+
 #include <torch/types.h>
 
 namespace widelab {
@@ -19,7 +21,11 @@ bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, con
 // online softmax of Milakov and Gimelshein, 2018), so only a block's scores
 // exist at once, in registers; the result equals the unblocked product's to
 // rounding (tests/core/tst_blockedattention.cpp).
+// The kernel is built for AVX-512, AVX2 and the baseline; `set` picks the
+// build (the best this CPU runs by default; one it cannot run throws
+// std::invalid_argument), so that a test can run each on one machine.
 torch::Tensor blockedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                               const torch::Tensor& bias, double scale);
+                               const torch::Tensor& bias, double scale,
+                               InstructionSet set = bestInstructionSet());
 
 }  // namespace widelab
