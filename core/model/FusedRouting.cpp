@@ -116,7 +116,7 @@ std::string tryKernel(const c10::Device& device)
                                        .view({problem.tokens, problem.experts});
             logits[3].fill_(0.5);                                     // every expert equal
             logits[5].fill_(std::numeric_limits<float>::quiet_NaN());  // a diverged token
-            logits[7][1] = logits[7][2] = 9.0;                        // two equal best
+            logits[7].narrow(0, 1, 2).fill_(9.0);                     // two equal best
             const torch::Tensor probs = torch::softmax(logits, -1).to(device);
             RoutingOptions routing;
             routing.topK = problem.topK;
