@@ -442,6 +442,10 @@ stage_bench() {
         echo "{\"status\": \"skipped (a CUDA graph needs a GPU)\"}" >"$work/bench/$family.$side.status.json"
         continue
       fi
+      if [[ $side == widelab-ops ]] && ! "$python" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["model"].get("experts", 1) <= 1)' "$config"; then
+        echo "{\"status\": \"skipped (no mixture to route)\"}" >"$work/bench/$family.$side.status.json"
+        continue
+      fi
       if [[ $side == compile* && $compile_first_only == 1 && $k -gt 1 ]]; then
         echo "{\"status\": \"skipped (smoke: torch.compile on a CPU takes minutes; first family only)\"}" \
           >"$work/bench/$family.$side.status.json"
