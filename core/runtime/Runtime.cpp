@@ -99,9 +99,9 @@ std::string runtimeSummary()
     summary += torch::cuda::is_available() ? std::to_string(torch::cuda::device_count()) + " CUDA device(s)"
                                            : "no CUDA";
 #if WIDELAB_CUDA_KERNELS
-    summary += ", WideLab's routing kernel";  // model/FusedRouting.h
+    summary += ", CUDA routing kernel built";  // model/FusedRouting.h
 #elif defined(WIDELAB_TORCH_CUDA)
-    summary += ", no routing kernel (built without a CUDA compiler)";
+    summary += ", no CUDA routing kernel (built without a CUDA compiler)";
 #endif
     return summary;
 }
