@@ -534,8 +534,9 @@ int bench(const Arguments& a, std::ostream& out)
     if (r.moeRoutingShare >= 0.0)
         summary.addRow({"routing+dispatch+combine / MoE layer", fixed(100.0 * r.moeRoutingShare, 1) + " % (forward)"});
     if (!r.expertProducts.empty())
-        summary.addRow({"expert products", r.expertProducts == "grouped" ? "grouped (at::_grouped_mm)"
-                                                                         : "batched (capacity buffer)"});
+        summary.addRow({"expert products", r.expertProducts != "grouped" ? "batched (capacity buffer)"
+                                           : cuda                        ? "grouped (at::_grouped_mm)"
+                                                                         : "grouped (an mm per expert)"});
     if (r.queueSeconds > 0.0)
         summary.addRow({"host time to queue a step", fixed(1e3 * r.queueSeconds, 1) + " ms of "
                                                          + fixed(1e3 * r.medianStepSeconds, 1) + " ms"});

@@ -77,8 +77,9 @@ struct BenchmarkResult {
     // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
     // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
     double moeRoutingShare = -1.0;
-    // Mixtures: how the experts multiplied, "grouped" (at::_grouped_mm over the
-    // pairs sorted by expert) or "batched" (the capacity buffer); empty: dense.
+    // Mixtures: how the experts multiplied, "grouped" (products over the
+    // pairs sorted by expert: at::_grouped_mm on a GPU, an mm per expert on the
+    // CPU) or "batched" (the capacity buffer); empty: dense.
     std::string expertProducts;
     // The ATen operators of one more step, counted apart from the timed ones
     // (none counted for graph replays): per phase as `phases` orders them.

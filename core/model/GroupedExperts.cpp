@@ -21,9 +21,70 @@
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <vector>
 
 namespace widelab {
 namespace {
+
+// The CPU's grouped products. The routing's tensors are in host memory, so the
+// groups are counted and ordered here, with no operator, and each expert
+// multiplies its own rows by mm, at the BLAS's speed (LibTorch 2.11's CPU
+// at::_grouped_mm is a fallback, slower than bmm over the capacity buffer).
+torch::Tensor groupedOnHost(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts)
+{
+    // P = S * K pairs, E = experts, D = width
+    const std::int64_t E = routing.experts, D = perChoice.size(1);
+    std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
+    const torch::Tensor expert = routing.expert.reshape({-1}).to(torch::kLong).contiguous();
+    const torch::Tensor kept = routing.kept.reshape({-1}).to(torch::kBool).contiguous();
+    const std::int64_t P = expert.size(0);
+    const std::int64_t* pairExpert = expert.data_ptr<std::int64_t>();
+    const bool* pairKept = kept.data_ptr<bool>();
+
+    // A counting sort: each expert's kept pairs in pair order, expert 0 first.
+    std::vector<std::int64_t> groupSize(static_cast<std::size_t>(E), 0);
+    for (std::int64_t p = 0; p < P; ++p)
+        if (pairKept[p])
+            ++groupSize[static_cast<std::size_t>(pairExpert[p])];
+    std::vector<std::int64_t> next(static_cast<std::size_t>(E), 0);
+    std::int64_t keptPairs = 0;
+    for (std::int64_t e = 0; e < E; ++e) {
+        next[static_cast<std::size_t>(e)] = keptPairs;
+        keptPairs += groupSize[static_cast<std::size_t>(e)];
+    }
+    // order: sorted row -> its pair; row: pair -> its sorted row, the dropped
+    // pairs pointing one past the last, at a row of zeros.
+    const torch::Tensor order = torch::empty({keptPairs}, torch::kLong);
+    const torch::Tensor row = torch::empty({P}, torch::kLong);
+    std::int64_t* orderOf = order.data_ptr<std::int64_t>();
+    std::int64_t* rowOf = row.data_ptr<std::int64_t>();
+    for (std::int64_t p = 0; p < P; ++p) {
+        if (!pairKept[p]) {
+            rowOf[p] = keptPairs;
+            continue;
+        }
+        const std::int64_t r = next[static_cast<std::size_t>(pairExpert[p])]++;
+        orderOf[r] = p;
+        rowOf[p] = r;
+    }
+
+    const std::vector<torch::Tensor> groups = perChoice.index_select(0, order).split_with_sizes(groupSize);
+    timed.emplace(Phase::FeedForward);
+    // unbind, not wIn[e]: its backward stacks the E gradients once, where E
+    // selects would each add a zero-filled gradient of the whole stack.
+    const std::vector<torch::Tensor> wIn = experts.wIn.unbind(0), bIn = experts.bIn.unbind(0);
+    const std::vector<torch::Tensor> wOut = experts.wOut.unbind(0), bOut = experts.bOut.unbind(0);
+    std::vector<torch::Tensor> answers;
+    answers.reserve(static_cast<std::size_t>(E) + 1);
+    for (std::size_t e = 0; e < groups.size(); ++e) {
+        const torch::Tensor hidden = activate(torch::addmm(bIn[e], groups[e], wIn[e].t()), experts.activation);
+        answers.push_back(torch::addmm(bOut[e], hidden, wOut[e].t()));
+    }
+    timed.emplace(Phase::Routing);
+    answers.push_back(torch::zeros({1, D}, answers.front().options()));
+    // Back to pair order.
+    return torch::cat(answers).index_select(0, row);
+}
 
 #if WIDELAB_HAS_GROUPED_MM
 // The type the products run in: autocast's where it is on for the device.
@@ -82,17 +143,32 @@ std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dt
 
 bool groupedExpertsRun(const torch::Tensor& x)
 {
+    if (!fastPathEnabled(FastPath::GroupedExperts))
+        return false;
+    if (x.is_cpu())
+        return true;
 #if WIDELAB_HAS_GROUPED_MM
-    return x.is_cuda() && fastPathEnabled(FastPath::GroupedExperts)
-           && groupedProductsRefusal(x.device(), productType(x)).empty();
+    return x.is_cuda() && groupedProductsRefusal(x.device(), productType(x)).empty();
 #else
     (void)x;
     return false;
 #endif
 }
 
-torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts)
+GroupedProducts groupedProductsFor(const torch::Tensor& x)
 {
+    return x.is_cpu() ? GroupedProducts::MmPerExpert : GroupedProducts::GroupedMm;
+}
+
+torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+                                   GroupedProducts products)
+{
+    if (products == GroupedProducts::MmPerExpert) {
+        if (!perChoice.is_cpu() || !routing.expert.is_cpu() || !routing.kept.is_cpu())
+            throw std::invalid_argument("an mm per expert counts the groups on the host: it takes CPU tensors, not "
+                                        + perChoice.device().str());
+        return groupedOnHost(perChoice, routing, experts);
+    }
 #if WIDELAB_HAS_GROUPED_MM
     const c10::ScalarType dtype = productType(perChoice);
     const std::string refusal = groupedProductsRefusal(perChoice.device(), dtype);

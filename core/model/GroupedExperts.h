@@ -1,6 +1,7 @@
 // defines: groupedExpertsRun, groupedProductsRefusal, groupedExpertAnswers: a
-// mixture's experts as two grouped products (at::_grouped_mm, LibTorch 2.8 and
-// newer) over the (token, choice) pairs sorted by expert, instead of batched
+// mixture's experts multiplying only the (token, choice) pairs they keep,
+// sorted by expert (on a GPU two grouped products, at::_grouped_mm of LibTorch
+// 2.8 and newer; on the CPU one product per expert), instead of batched
 // products over an [E, C, D] capacity buffer
 #pragma once
 
@@ -21,19 +22,33 @@ struct Routing;
 // must give the per-group products.
 std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dtype);
 
-// Whether dispatchCombine takes the grouped path for x (the tokens, [S, D]):
-// on a GPU where groupedProductsRefusal is "" for the type the products run in
-// (autocast's, when on), unless WIDELAB_DISABLE lists grouped_experts. Not on
-// the CPU: LibTorch 2.11's CPU grouped product is a fallback, slower than bmm
-// over the capacity buffer.
+// Whether dispatchCombine takes the grouped path for x (the tokens, [S, D]),
+// unless WIDELAB_DISABLE lists grouped_experts: on the CPU always, on a GPU
+// where groupedProductsRefusal is "" for the type the products run in
+// (autocast's, when on).
 bool groupedExpertsRun(const torch::Tensor& x);
+
+// How the groups are multiplied: an mm per expert, the groups counted and
+// ordered on the host, which reads the routing in place (no operator): CPU
+// tensors only; or two grouped products, at::_grouped_mm, ordered on the
+// device, nothing read back to the host.
+enum class GroupedProducts { MmPerExpert, GroupedMm };
+
+// MmPerExpert for CPU tensors, GroupedMm elsewhere.
+GroupedProducts groupedProductsFor(const torch::Tensor& x);
 
 // Every (token, choice) pair's expert answer, [S * K, D] in pair order (row
 // s * K + k), zero for the pairs the capacity dropped. perChoice [S * K, D]
-// holds each pair's token. The pairs are sorted by expert (the dropped ones
-// after the last) and multiplied by two grouped products, so the work is
-// the kept pairs' only, whatever the capacity, and nothing reads back to the
-// host. Throws when groupedProductsRefusal is not "" for perChoice.
-torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts);
+// holds each pair's token. The kept pairs are sorted by expert and multiplied
+// group by group, so the work is theirs only, whatever the capacity. Throws
+// std::invalid_argument for MmPerExpert off the CPU, and for GroupedMm where
+// groupedProductsRefusal is not "".
+torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+                                   GroupedProducts products);
+inline torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing,
+                                          FeedForwardImpl& experts)
+{
+    return groupedExpertAnswers(perChoice, routing, experts, groupedProductsFor(perChoice));
+}
 
 }  // namespace widelab

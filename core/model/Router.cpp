@@ -158,50 +158,60 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     return r;
 }
 
-torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
-                              const Ablation* ablated, ExpertPlacement* placement)
+torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+                                    const Ablation* ablated, ExpertPlacement* placement)
 {
     // S = tokens, K = choices, E = experts, C = capacity, D = width
-    const std::int64_t S = x.size(0), D = x.size(1);
-    const std::int64_t K = routing.expert.size(1);
+    const std::int64_t D = perChoice.size(1);
     const std::int64_t E = routing.experts, C = routing.capacity;
-
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
-    // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
-    // sum over the choices, where gathering by token index would scatter back.
-    const torch::Tensor perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
-    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
-    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
-    const bool ablating = ablated != nullptr && ablated->index >= 0 && ablated->index < E;
-    if (placement == nullptr && !ablating && groupedExpertsRun(x)) {
-        const torch::Tensor answers = groupedExpertAnswers(perChoice, routing, experts);  // [S * K, D]
-        return (answers * weight).to(x.scalar_type()).view({S, K, D}).sum(1);
-    }
-
-    // Otherwise every (token, choice) has a buffer row. Dropped ones are written
-    // to a spare row past the experts' rows and read back from any row with
-    // weight zero, which needs no data-dependent shapes and so no host
-    // synchronisation.
+    // Every (token, choice) has a buffer row. Dropped ones are written to a
+    // spare row past the experts' rows and read back from row 0, which needs
+    // no data-dependent shapes and so no host synchronisation.
     const torch::Tensor slotRow = torch::add(routing.slot, routing.expert, C);                       // [S, K]
     const torch::Tensor writeRow = torch::where(routing.kept, slotRow, E * C).reshape({-1});
     const torch::Tensor readRow = torch::where(routing.kept, slotRow, 0).reshape({-1});
-    const torch::Tensor buffer = torch::zeros({E * C + 1, D}, x.options()).index_copy_(0, writeRow, perChoice);
+    const torch::Tensor buffer =
+        torch::zeros({E * C + 1, D}, perChoice.options()).index_copy_(0, writeRow, perChoice);
     timed.emplace(Phase::FeedForward);
     const torch::Tensor perExpert = buffer.narrow(0, 0, E * C).view({E, C, D});
     torch::Tensor expertOut =
         (placement != nullptr ? placement->run(perExpert, experts) : experts.forwardEach(perExpert)).reshape({E * C, D});
     timed.emplace(Phase::Routing);
-    if (ablating) {
+    if (ablated != nullptr && ablated->index >= 0 && ablated->index < E) {
         // The rows of the expert's buffer that hold a token.
-        const torch::Tensor filled = torch::zeros({E * C + 1}, x.options()).index_fill_(0, writeRow, 1.0);
+        const torch::Tensor filled = torch::zeros({E * C + 1}, perChoice.options()).index_fill_(0, writeRow, 1.0);
         const torch::Tensor rows = expertOut.narrow(0, ablated->index * C, C);
         const torch::Tensor replaced =
             ablatedValue(rows, ablated->mode, filled.narrow(0, ablated->index * C, C));
         expertOut = expertOut.clone();
         expertOut.narrow(0, ablated->index * C, C).copy_(replaced);
     }
+    return expertOut.index_select(0, readRow);
+}
 
-    const torch::Tensor contribution = (expertOut.index_select(0, readRow) * weight).to(x.scalar_type());
+torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
+                              const Ablation* ablated, ExpertPlacement* placement)
+{
+    // S = tokens, K = choices, D = width
+    const std::int64_t S = x.size(0), D = x.size(1);
+    const std::int64_t K = routing.expert.size(1);
+    torch::Tensor perChoice;
+    {
+        const PhaseScope timed(Phase::Routing);
+        // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
+        // sum over the choices, where gathering by token index would scatter back.
+        perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
+    }
+    // Each answers under scopes of its own: scopes never nest.
+    const bool ablating = ablated != nullptr && ablated->index >= 0 && ablated->index < routing.experts;
+    const torch::Tensor answers = placement == nullptr && !ablating && groupedExpertsRun(x)
+                                      ? groupedExpertAnswers(perChoice, routing, experts)
+                                      : bufferedExpertAnswers(perChoice, routing, experts, ablated, placement);
+    const PhaseScope timed(Phase::Routing);
+    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
+    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
+    const torch::Tensor contribution = (answers * weight).to(x.scalar_type());
     return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
 }
 

@@ -96,16 +96,25 @@ std::int64_t expertCapacity(std::int64_t tokens, std::int64_t experts, std::int6
 Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const RoutingOptions& options);
 
 // Sends each token to its kept experts and sums their outputs weighted by the
-// gates: [S, D], in x's dtype. Builds no token x expert x capacity tensor:
-// tokens are copied into one [E, capacity, D] buffer by index, and results
-// gathered back by index; on a GPU whose LibTorch has grouped products (see
-// GroupedExperts.h), the (token, choice) pairs are sorted by expert and
-// multiplied without the buffer instead, unless an expert is ablated or placed.
+// gates: [S, D], in x's dtype. Builds no token x expert x capacity tensor. The
+// experts multiply the (token, choice) pairs sorted by expert, as grouped
+// products (GroupedExperts.h), on the CPU and on a GPU whose LibTorch has
+// them; an ablated expert, experts placed over processes, a GPU without
+// grouped products and WIDELAB_DISABLE=grouped_experts take the capacity
+// buffer (bufferedExpertAnswers).
 // `ablated`: an expert (Ablation::index) whose output is replaced (Ablation.h:
 // by zeros, or by its mean over the tokens it received).
 // `placement`: the experts are spread over processes and `experts` holds this
 // one's (null: `experts` holds all E).
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                               const Ablation* ablated = nullptr, ExpertPlacement* placement = nullptr);
+
+// Every (token, choice) pair's expert answer, [S * K, D] in pair order, by way
+// of one [E, capacity, D] buffer: the kept pairs are copied to their slots,
+// the experts multiply the whole buffer as batched products, and the answers
+// are gathered back by index. A dropped pair's row is not zero: the combine
+// weighs it zero. perChoice [S * K, D] holds each pair's token.
+torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+                                    const Ablation* ablated = nullptr, ExpertPlacement* placement = nullptr);
 
 }  // namespace widelab

@@ -13,8 +13,8 @@ enum class FastPath {
     FusedAdamW,      // the multi-tensor AdamW kernel (train/FusedAdamW.cpp)
     GradientOverlap, // distributed runs: gradient buckets sent while backward goes on, not after it
                      // (dist/GradientSync.cpp)
-    GroupedExperts,  // a mixture's experts as grouped products over the pairs sorted by expert, on
-                     // a GPU (model/GroupedExperts.cpp)
+    GroupedExperts,  // a mixture's experts multiplying only their kept pairs, sorted by expert: an mm
+                     // per expert on the CPU, grouped products on a GPU (model/GroupedExperts.cpp)
     BlockedAttention,  // WideLab's own CPU attention for inference, fp32, where LibTorch's fused
                        // kernel does not run (model/attention/BlockedAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of

@@ -1,6 +1,7 @@
 #include "MemoryEstimate.h"
 
 #include "model/ParameterCount.h"
+#include "model/GroupedExperts.h"
 #include "model/attention/MechanismSpec.h"
 #include "model/Router.h"
 #include "runtime/DeviceMemory.h"
@@ -110,11 +111,16 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
     const double hiddenCopies = m.activation == Activation::Relu ? 1.0 : 2.0;
     double ffn = fp32 * D + n * D * droppedMask;
     if (m.isMoe()) {
-        // Per token of the expert buffers: E x capacity rows over the S tokens routed.
+        // Per token of the expert buffers: E x capacity rows over the S tokens
+        // routed. Where the experts multiply only their kept pairs (the CPU,
+        // GroupedExperts.h), at most K; a GPU is counted with the buffer, as
+        // where its LibTorch has no grouped products.
         const double S = tokens;
         const std::int64_t capacity =
             expertCapacity(static_cast<std::int64_t>(S), m.experts, m.topK, m.capacityFactor);
-        const double rows = static_cast<double>(m.experts * capacity) / std::max(S, 1.0);
+        const double bufferRows = static_cast<double>(m.experts * capacity) / std::max(S, 1.0);
+        const bool grouped = !cuda && groupedExpertsRun(torch::empty({0, m.dModel}));
+        const double rows = grouped ? std::min(bufferRows, static_cast<double>(m.topK)) : bufferRows;
         const double routes = static_cast<double>(m.routingCalls()) / static_cast<double>(m.layers);
         // The router reads the LayerNorm's fp32 output (saved by its fp32 product)
         // and keeps its probabilities; the experts save their buffer's rows and

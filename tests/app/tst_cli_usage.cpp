@@ -265,9 +265,9 @@ void TestCliUsage::bench()
     QVERIFY(r.at("mfu_nominal").is_null());
     QVERIFY(r.at("peak_allocated_bytes").get<double>() > 0.0);
     QCOMPARE(r.at("moe_routing_share").is_null(), preset != QStringLiteral("widenet"));
-    // A mixture's experts multiply over the capacity buffer on the CPU (grouped products are for GPUs).
+    // A mixture's experts multiply their own pairs on the CPU, one product each, not the capacity buffer.
     if (preset == QStringLiteral("widenet"))
-        QCOMPARE(r.at("expert_products").get<std::string>(), std::string("batched"));
+        QCOMPARE(r.at("expert_products").get<std::string>(), std::string("grouped"));
     else
         QVERIFY(r.at("expert_products").is_null());
     // The panel's estimate for training steps (none for inference); the host's

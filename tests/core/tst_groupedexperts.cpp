@@ -1,9 +1,9 @@
-// Tests of model/GroupedExperts: the experts as grouped products over the
-// (token, choice) pairs sorted by expert give what the batched products over
-// the capacity buffer give, forward and backward, dropped pairs included, and a
-// LibTorch without at::_grouped_mm says so. The comparisons need LibTorch 2.8
-// or newer (PyPI's build, whose CPU grouped product is a fallback), and are
-// skipped, naming the reason, on Debian's 1.13.
+// Tests of model/GroupedExperts: the experts over the (token, choice) pairs
+// sorted by expert, an mm per expert (the CPU's, with any LibTorch) or
+// at::_grouped_mm (a GPU's; LibTorch 2.8 and newer also run it on the CPU, so
+// PyPI's build tests it here), give what the batched products over the
+// capacity buffer give, forward and backward, dropped pairs included, and a
+// LibTorch without at::_grouped_mm says so.
 #include "TestSupport.h"
 #include "model/FeedForward.h"
 #include "model/GroupedExperts.h"
@@ -11,11 +11,16 @@
 
 #include <QtTest>
 
+#include <torch/version.h>
+
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 using namespace widelab;
+
+Q_DECLARE_METATYPE(widelab::GroupedProducts)
 
 namespace {
 
@@ -26,6 +31,21 @@ QString printed(const torch::Tensor& t)
     std::ostringstream text;
     text << t;
     return QString::fromStdString(text.str());
+}
+
+// Each way of multiplying the groups as a test row; at::_grouped_mm's rows
+// skip, naming the reason, where this LibTorch has none.
+void productRows()
+{
+    QTest::addColumn<GroupedProducts>("products");
+    QTest::newRow("an mm per expert") << GroupedProducts::MmPerExpert;
+    QTest::newRow("at::_grouped_mm") << GroupedProducts::GroupedMm;
+}
+
+// Why this LibTorch cannot multiply the groups so, "" when it can.
+std::string missing(GroupedProducts products)
+{
+    return products == GroupedProducts::GroupedMm ? groupedProductsRefusal(cpu, torch::kFloat) : std::string();
 }
 
 // What dispatchCombine sums from the pairs' answers: gate-weighted, dropped
@@ -51,18 +71,20 @@ class TestGroupedExperts : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
-    void theCpuKeepsTheBatchedProducts();
+    void theCpuGroupsItsProducts();
     void withoutGroupedProductsTheReasonIsGiven();
+    void anMmPerExpertTakesCpuTensorsOnly();
+    void handWorkedAnswers_data() { productRows(); }
     void handWorkedAnswers();
     void matchesTheBatchedProducts_data();
     void matchesTheBatchedProducts();
 };
 
-void TestGroupedExperts::theCpuKeepsTheBatchedProducts()
+void TestGroupedExperts::theCpuGroupsItsProducts()
 {
-    // 2.11's CPU grouped product is slower than bmm over the buffer: the CPU
-    // never takes it, whatever the LibTorch.
-    QVERIFY(!groupedExpertsRun(torch::zeros({4, 8})));
+    // The routing is in host memory: the groups are counted there, and each
+    // expert's is an mm, with or without at::_grouped_mm.
+    QVERIFY(groupedExpertsRun(torch::zeros({4, 8})));
 }
 
 void TestGroupedExperts::withoutGroupedProductsTheReasonIsGiven()
@@ -71,48 +93,65 @@ void TestGroupedExperts::withoutGroupedProductsTheReasonIsGiven()
     if (refusal.empty())
         QSKIP("this LibTorch has at::_grouped_mm");
     QVERIFY2(refusal.find("at::_grouped_mm") != std::string::npos, refusal.c_str());
+    QVERIFY2(refusal.find(TORCH_VERSION) != std::string::npos, refusal.c_str());
     FeedForward experts(2, 4, 4, Activation::Relu);
     const torch::Tensor x = torch::randn({3, 4});
     const Routing r = routed(x, 2, 1.0);
     try {
-        groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts);
+        groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, GroupedProducts::GroupedMm);
         QFAIL("groupedExpertAnswers ran without at::_grouped_mm");
     } catch (const std::invalid_argument& error) {
         QCOMPARE(std::string(error.what()), refusal);
     }
 }
 
+void TestGroupedExperts::anMmPerExpertTakesCpuTensorsOnly()
+{
+    // A meta tensor stands for any device but the host's: its routing cannot be read in place.
+    FeedForward experts(2, 4, 4, Activation::Relu);
+    const torch::Tensor x = torch::randn({3, 4});
+    const Routing r = routed(x, 2, 1.0);
+    try {
+        groupedExpertAnswers(torch::empty({6, 4}, torch::TensorOptions().device(c10::kMeta)), r, *experts,
+                             GroupedProducts::MmPerExpert);
+        QFAIL("an mm per expert took a tensor off the CPU");
+    } catch (const std::invalid_argument& error) {
+        QVERIFY2(std::string(error.what()).find("CPU tensors, not meta") != std::string::npos, error.what());
+    }
+}
+
 void TestGroupedExperts::handWorkedAnswers()
 {
-    const std::string refusal = groupedProductsRefusal(cpu, torch::kFloat);
-    if (!refusal.empty())
-        QSKIP(refusal.c_str());
-    // D = M = 4, ReLU, first matrix the identity, second 2I, 3I and 4I for
-    // experts 0, 1 and 2, no biases, one slot per expert. Token 0 picks experts
-    // 0 and 1, token 1 experts 1 and 2; expert 1's slot went to token 0, so
-    // pair (1, 0) is dropped. The answers: token 0's x times 2 and 3, token 1's
-    // relu(x) times 4 for its second choice, and zero for the dropped pair.
-    FeedForward experts(3, 4, 4, Activation::Relu);
+    QFETCH(GroupedProducts, products);
+    if (const std::string why = missing(products); !why.empty())
+        QSKIP(why.c_str());
+    // D = M = 4, ReLU, first matrix the identity, second 2I, 3I, 5I and 4I for
+    // experts 0 to 3, no biases, one slot per expert. Token 0 picks experts 0
+    // and 1, token 1 experts 1 and 3; expert 1's slot went to token 0, so pair
+    // (1, 0) is dropped, and expert 2 gets no pair (an empty group between
+    // two). The answers: token 0's x times 2 and 3, token 1's relu(x) times 4
+    // for its second choice, and zero for the dropped pair.
+    FeedForward experts(4, 4, 4, Activation::Relu);
     {
         torch::NoGradGuard noGrad;
-        experts->wIn.copy_(torch::eye(4).expand({3, 4, 4}));
-        experts->wOut.copy_(torch::stack({2 * torch::eye(4), 3 * torch::eye(4), 4 * torch::eye(4)}));
+        experts->wIn.copy_(torch::eye(4).expand({4, 4, 4}));
+        experts->wOut.copy_(torch::stack({2 * torch::eye(4), 3 * torch::eye(4), 5 * torch::eye(4), 4 * torch::eye(4)}));
         experts->bIn.zero_();
         experts->bOut.zero_();
     }
     Routing r;
-    r.expert = torch::tensor({0, 1, 1, 2}, torch::kLong).view({2, 2});
+    r.expert = torch::tensor({0, 1, 1, 3}, torch::kLong).view({2, 2});
     r.slot = torch::tensor({0, 0, 1, 0}, torch::kLong).view({2, 2});
     r.capacity = 1;
     r.kept = r.slot < r.capacity;
     r.gates = torch::tensor({0.25f, 0.75f, 0.5f, 0.5f}).view({2, 2});
-    r.experts = 3;
+    r.experts = 4;
     const torch::Tensor x = torch::tensor({1.0f, 2.0f, 0.0f, 1.0f, 4.0f, -3.0f, 1.0f, -1.0f}).view({2, 4});
-    const torch::Tensor answers = groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts);
+    const torch::Tensor answers = groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, products);
     const torch::Tensor expected = torch::tensor({2.0f, 4.0f, 0.0f, 2.0f,    // token 0, expert 0
                                                   3.0f, 6.0f, 0.0f, 3.0f,    // token 0, expert 1
                                                   0.0f, 0.0f, 0.0f, 0.0f,    // token 1, expert 1: dropped
-                                                  16.0f, 0.0f, 4.0f, 0.0f})  // token 1, expert 2
+                                                  16.0f, 0.0f, 4.0f, 0.0f})  // token 1, expert 3
                                        .view({4, 4});
     QVERIFY2(torch::allclose(answers, expected), qPrintable(printed(answers)));
     // Combined: 0.25 * 2x + 0.75 * 3x = 2.75x for token 0, 0.5 * 4 relu(x) for token 1.
@@ -122,33 +161,38 @@ void TestGroupedExperts::handWorkedAnswers()
 
 void TestGroupedExperts::matchesTheBatchedProducts_data()
 {
+    QTest::addColumn<GroupedProducts>("products");
     QTest::addColumn<double>("capacityFactor");
     // 12 tokens, 3 experts, top-2: ceil(2 * 0.5 * 12 / 3) = 4 slots each, so
     // pairs are dropped; a factor of 0 drops none (capacity 12).
-    QTest::newRow("with dropped pairs") << 0.5;
-    QTest::newRow("dropless") << 0.0;
+    for (const auto& [name, products] : {std::pair{"an mm per expert", GroupedProducts::MmPerExpert},
+                                         std::pair{"at::_grouped_mm", GroupedProducts::GroupedMm}}) {
+        QTest::addRow("%s, with dropped pairs", name) << products << 0.5;
+        QTest::addRow("%s, dropless", name) << products << 0.0;
+    }
 }
 
 void TestGroupedExperts::matchesTheBatchedProducts()
 {
-    const std::string refusal = groupedProductsRefusal(cpu, torch::kFloat);
-    if (!refusal.empty())
-        QSKIP(refusal.c_str());
+    QFETCH(GroupedProducts, products);
     QFETCH(double, capacityFactor);
+    if (const std::string why = missing(products); !why.empty())
+        QSKIP(why.c_str());
     torch::manual_seed(7);
     FeedForward experts(3, 8, 16, Activation::Gelu);
     const torch::Tensor x0 = torch::randn({12, 8});
     const Routing r = routed(x0, 3, capacityFactor);
     QVERIFY(capacityFactor > 0 ? !r.kept.all().item<bool>() : r.kept.all().item<bool>());
 
-    // On the CPU dispatchCombine takes the batched products.
     const torch::Tensor upstream = torch::linspace(-1.0, 1.0, 12 * 8).view({12, 8});
     std::vector<torch::Tensor> outputs, gradients;
     for (const bool grouped : {false, true}) {
         experts->zero_grad();
         const torch::Tensor x = x0.clone().requires_grad_();
-        const torch::Tensor y = grouped ? combined(groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts), r)
-                                        : dispatchCombine(x, r, *experts);
+        const torch::Tensor perChoice = x.repeat_interleave(2, 0);
+        const torch::Tensor y = combined(grouped ? groupedExpertAnswers(perChoice, r, *experts, products)
+                                                 : bufferedExpertAnswers(perChoice, r, *experts),
+                                         r);
         y.backward(upstream);
         outputs.push_back(y.detach());
         gradients.push_back(x.grad());
