@@ -518,7 +518,7 @@ int bench(const Arguments& a, std::ostream& out)
     summary.addRow({"step time (median)", fixed(1e3 * r.medianStepSeconds, 1) + " ms"});
     summary.addRow({"tokens/s", groupDigits(static_cast<std::int64_t>(r.tokensPerSecond))});
     summary.addRow({"model FLOPs per step", shortCount(r.flopsPerStep) + (options.train ? " (3x forward)" : " (forward)")});
-    if (document.model.isMoe())
+    if (r.expertProducts == "batched")  // the work the capacity buffer's empty rows add
         summary.addRow({"  with expert buffers full", shortCount(r.flopsPerStepAtCapacity)});
     summary.addRow({"achieved", fixed(r.achievedFlops / 1e9, 1) + " GFLOP/s"});
     summary.addRow({r.peakDtype + " matmul peak", fixed(r.peakFlops / 1e9, 1) + " GFLOP/s (" + std::to_string(r.peakSize)

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -43,9 +44,14 @@ torch::Tensor groupedOnHost(const torch::Tensor& perChoice, const Routing& routi
 
     // A counting sort: each expert's kept pairs in pair order, expert 0 first.
     std::vector<std::int64_t> groupSize(static_cast<std::size_t>(E), 0);
-    for (std::int64_t p = 0; p < P; ++p)
-        if (pairKept[p])
-            ++groupSize[static_cast<std::size_t>(pairExpert[p])];
+    for (std::int64_t p = 0; p < P; ++p) {
+        if (!pairKept[p])
+            continue;
+        if (pairExpert[p] < 0 || pairExpert[p] >= E)
+            throw std::invalid_argument("routing names expert " + std::to_string(pairExpert[p]) + " of "
+                                        + std::to_string(E));
+        ++groupSize[static_cast<std::size_t>(pairExpert[p])];
+    }
     std::vector<std::int64_t> next(static_cast<std::size_t>(E), 0);
     std::int64_t keptPairs = 0;
     for (std::int64_t e = 0; e < E; ++e) {
