@@ -53,7 +53,7 @@ std::string missing(GroupedProducts products)
 torch::Tensor combined(const torch::Tensor& answers, const Routing& r)
 {
     const torch::Tensor weight = torch::where(r.kept, r.gates, 0.0).reshape({-1, 1});
-    return (answers * weight).view({r.expert.size(0), r.expert.size(1), -1}).sum(1);
+    return (answers * weight).view({r.expert.size(0), r.expert.size(1), answers.size(1)}).sum(1);
 }
 
 Routing routed(const torch::Tensor& x, std::int64_t experts, double capacityFactor)
@@ -76,6 +76,8 @@ private Q_SLOTS:
     void anMmPerExpertTakesCpuTensorsOnly();
     void handWorkedAnswers_data() { productRows(); }
     void handWorkedAnswers();
+    void noTokensGetNoAnswers_data() { productRows(); }
+    void noTokensGetNoAnswers();
     void matchesTheBatchedProducts_data();
     void matchesTheBatchedProducts();
 };
@@ -157,6 +159,22 @@ void TestGroupedExperts::handWorkedAnswers()
     // Combined: 0.25 * 2x + 0.75 * 3x = 2.75x for token 0, 0.5 * 4 relu(x) for token 1.
     QVERIFY(torch::allclose(combined(answers, r),
                             torch::tensor({2.75f, 5.5f, 0.0f, 2.75f, 8.0f, 0.0f, 2.0f, 0.0f}).view({2, 4})));
+}
+
+void TestGroupedExperts::noTokensGetNoAnswers()
+{
+    QFETCH(GroupedProducts, products);
+    if (const std::string why = missing(products); !why.empty())
+        QSKIP(why.c_str());
+    // A batch whose every position is padding routes no token: every group is empty.
+    FeedForward experts(3, 8, 16, Activation::Gelu);
+    const torch::Tensor x = torch::zeros({0, 8}).requires_grad_();
+    const Routing r = routed(x.detach(), 3, 1.0);
+    const torch::Tensor answers = groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, products);
+    QCOMPARE(answers.sizes().vec(), (std::vector<std::int64_t>{0, 8}));
+    combined(answers, r).sum().backward();
+    QCOMPARE(x.grad().sizes().vec(), (std::vector<std::int64_t>{0, 8}));
+    QCOMPARE(experts->wIn.grad().abs().sum().item<double>(), 0.0);
 }
 
 void TestGroupedExperts::matchesTheBatchedProducts_data()
