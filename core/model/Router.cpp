@@ -158,6 +158,16 @@ Routing route(const torch::Tensor& x, const torch::Tensor& routerWeight, const R
     return r;
 }
 
+namespace {
+
+// Whether `ablated` names one of the mixture's experts.
+bool ablatesAnExpert(const Ablation* ablated, std::int64_t experts)
+{
+    return ablated != nullptr && ablated->index >= 0 && ablated->index < experts;
+}
+
+}  // namespace
+
 torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
                                     const Ablation* ablated, ExpertPlacement* placement)
 {
@@ -178,7 +188,7 @@ torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routin
     torch::Tensor expertOut =
         (placement != nullptr ? placement->run(perExpert, experts) : experts.forwardEach(perExpert)).reshape({E * C, D});
     timed.emplace(Phase::Routing);
-    if (ablated != nullptr && ablated->index >= 0 && ablated->index < E) {
+    if (ablatesAnExpert(ablated, E)) {
         // The rows of the expert's buffer that hold a token.
         const torch::Tensor filled = torch::zeros({E * C + 1}, perChoice.options()).index_fill_(0, writeRow, 1.0);
         const torch::Tensor rows = expertOut.narrow(0, ablated->index * C, C);
@@ -204,8 +214,7 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
         perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
     }
     // Each answers under scopes of its own: scopes never nest.
-    const bool ablating = ablated != nullptr && ablated->index >= 0 && ablated->index < routing.experts;
-    const torch::Tensor answers = placement == nullptr && !ablating && groupedExpertsRun(x)
+    const torch::Tensor answers = placement == nullptr && !ablatesAnExpert(ablated, routing.experts) && groupedExpertsRun(x)
                                       ? groupedExpertAnswers(perChoice, routing, experts)
                                       : bufferedExpertAnswers(perChoice, routing, experts, ablated, placement);
     const PhaseScope timed(Phase::Routing);
