@@ -31,10 +31,10 @@ namespace {
 // groups are counted and ordered here, with no operator, and each expert
 // multiplies its own rows by mm, at the BLAS's speed (LibTorch 2.11's CPU
 // at::_grouped_mm is a fallback, slower than bmm over the capacity buffer).
-torch::Tensor groupedOnHost(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts)
+torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)
 {
-    // P = S * K pairs, E = experts, D = width
-    const std::int64_t E = routing.experts, D = perChoice.size(1);
+    // P = S * K pairs, K = choices, E = experts, D = width
+    const std::int64_t E = routing.experts, K = routing.expert.size(1), D = x.size(1);
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
     const torch::Tensor expert = routing.expert.reshape({-1}).to(torch::kLong).contiguous();
     const torch::Tensor kept = routing.kept.reshape({-1}).to(torch::kBool).contiguous();
@@ -58,11 +58,12 @@ torch::Tensor groupedOnHost(const torch::Tensor& perChoice, const Routing& routi
         next[static_cast<std::size_t>(e)] = keptPairs;
         keptPairs += groupSize[static_cast<std::size_t>(e)];
     }
-    // order: sorted row -> its pair; row: pair -> its sorted row, the dropped
-    // pairs pointing one past the last, at a row of zeros.
-    const torch::Tensor order = torch::empty({keptPairs}, torch::kLong);
+    // token: sorted row -> its pair's token (pair s * K + k is token s's);
+    // row: pair -> its sorted row, the dropped pairs pointing one past the
+    // last, at a row of zeros.
+    const torch::Tensor token = torch::empty({keptPairs}, torch::kLong);
     const torch::Tensor row = torch::empty({P}, torch::kLong);
-    std::int64_t* orderOf = order.data_ptr<std::int64_t>();
+    std::int64_t* tokenOf = token.data_ptr<std::int64_t>();
     std::int64_t* rowOf = row.data_ptr<std::int64_t>();
     for (std::int64_t p = 0; p < P; ++p) {
         if (!pairKept[p]) {
@@ -70,11 +71,11 @@ torch::Tensor groupedOnHost(const torch::Tensor& perChoice, const Routing& routi
             continue;
         }
         const std::int64_t r = next[static_cast<std::size_t>(pairExpert[p])]++;
-        orderOf[r] = p;
+        tokenOf[r] = p / K;
         rowOf[p] = r;
     }
 
-    const std::vector<torch::Tensor> groups = perChoice.index_select(0, order).split_with_sizes(groupSize);
+    const std::vector<torch::Tensor> groups = x.index_select(0, token).split_with_sizes(groupSize);
     timed.emplace(Phase::FeedForward);
     // unbind, not wIn[e]: its backward stacks the E gradients once, where E
     // selects would each add a zero-filled gradient of the whole stack.
@@ -166,18 +167,18 @@ GroupedProducts groupedProductsFor(const torch::Tensor& x)
     return x.is_cpu() ? GroupedProducts::MmPerExpert : GroupedProducts::GroupedMm;
 }
 
-torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                    GroupedProducts products)
 {
     if (products == GroupedProducts::MmPerExpert) {
-        if (!perChoice.is_cpu() || !routing.expert.is_cpu() || !routing.kept.is_cpu())
+        if (!x.is_cpu() || !routing.expert.is_cpu() || !routing.kept.is_cpu())
             throw std::invalid_argument("an mm per expert counts the groups on the host: it takes CPU tensors, not "
-                                        + perChoice.device().str());
-        return groupedOnHost(perChoice, routing, experts);
+                                        + x.device().str());
+        return groupedOnHost(x, routing, experts);
     }
 #if WIDELAB_HAS_GROUPED_MM
-    const c10::ScalarType dtype = productType(perChoice);
-    const std::string refusal = groupedProductsRefusal(perChoice.device(), dtype);
+    const c10::ScalarType dtype = productType(x);
+    const std::string refusal = groupedProductsRefusal(x.device(), dtype);
     if (!refusal.empty())
         throw std::invalid_argument(refusal);
     // P = S * K pairs, E = experts, D = width
@@ -198,7 +199,9 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing
     // mask), which neither passes their values on nor their gradients back.
     const torch::Tensor keptRow = kept.index_select(0, order).unsqueeze(1);
     const torch::Tensor sortedExpert = expert.index_select(0, order);
-    const torch::Tensor rows = torch::where(keptRow, perChoice.index_select(0, order), 0.0).to(dtype);
+    // Pair s * K + k is token s's: each row gathered from its token.
+    const torch::Tensor token = torch::div(order, routing.expert.size(1), "floor");
+    const torch::Tensor rows = torch::where(keptRow, x.index_select(0, token), 0.0).to(dtype);
     timed.emplace(Phase::FeedForward);
     const torch::Tensor wIn = experts.wIn.to(dtype).transpose(1, 2);    // [E, D, M]
     const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
@@ -211,7 +214,7 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing
     // Back to pair order: the answer of sorted row i belongs to pair order[i].
     return torch::zeros_like(answers).index_copy(0, order, answers);
 #else
-    (void)perChoice;
+    (void)x;
     (void)routing;
     (void)experts;
     throw std::invalid_argument(groupedProductsRefusal(c10::Device(c10::kCPU), c10::kFloat));

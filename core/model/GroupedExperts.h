@@ -38,17 +38,16 @@ enum class GroupedProducts { MmPerExpert, GroupedMm };
 GroupedProducts groupedProductsFor(const torch::Tensor& x);
 
 // Every (token, choice) pair's expert answer, [S * K, D] in pair order (row
-// s * K + k), zero for the pairs the capacity dropped. perChoice [S * K, D]
-// holds each pair's token. The kept pairs are sorted by expert and multiplied
+// s * K + k), zero for the pairs the capacity dropped; x [S, D] holds the
+// tokens. The kept pairs' tokens are gathered sorted by expert and multiplied
 // group by group, so the work is theirs only, whatever the capacity. Throws
 // std::invalid_argument for MmPerExpert off the CPU, and for GroupedMm where
 // groupedProductsRefusal is not "".
-torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                    GroupedProducts products);
-inline torch::Tensor groupedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing,
-                                          FeedForwardImpl& experts)
+inline torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)
 {
-    return groupedExpertAnswers(perChoice, routing, experts, groupedProductsFor(perChoice));
+    return groupedExpertAnswers(x, routing, experts, groupedProductsFor(x));
 }
 
 }  // namespace widelab

@@ -168,13 +168,17 @@ bool ablatesAnExpert(const Ablation* ablated, std::int64_t experts)
 
 }  // namespace
 
-torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+torch::Tensor bufferedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                     const Ablation* ablated, ExpertPlacement* placement)
 {
     // S = tokens, K = choices, E = experts, C = capacity, D = width
-    const std::int64_t D = perChoice.size(1);
+    const std::int64_t S = x.size(0), D = x.size(1);
+    const std::int64_t K = routing.expert.size(1);
     const std::int64_t E = routing.experts, C = routing.capacity;
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
+    // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
+    // sum over the choices, where gathering by token index would scatter back.
+    const torch::Tensor perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
     // Every (token, choice) has a buffer row. Dropped ones are written to a
     // spare row past the experts' rows and read back from row 0, which needs
     // no data-dependent shapes and so no host synchronisation.
@@ -206,17 +210,10 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     // S = tokens, K = choices, D = width
     const std::int64_t S = x.size(0), D = x.size(1);
     const std::int64_t K = routing.expert.size(1);
-    torch::Tensor perChoice;
-    {
-        const PhaseScope timed(Phase::Routing);
-        // Row s * K + k is token s's choice k: a broadcast copy, whose backward is a
-        // sum over the choices, where gathering by token index would scatter back.
-        perChoice = x.unsqueeze(1).expand({S, K, D}).reshape({S * K, D});
-    }
     // Each answers under scopes of its own: scopes never nest.
     const torch::Tensor answers = placement == nullptr && !ablatesAnExpert(ablated, routing.experts) && groupedExpertsRun(x)
-                                      ? groupedExpertAnswers(perChoice, routing, experts)
-                                      : bufferedExpertAnswers(perChoice, routing, experts, ablated, placement);
+                                      ? groupedExpertAnswers(x, routing, experts)
+                                      : bufferedExpertAnswers(x, routing, experts, ablated, placement);
     const PhaseScope timed(Phase::Routing);
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});

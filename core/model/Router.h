@@ -113,8 +113,8 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
 // of one [E, capacity, D] buffer: the kept pairs are copied to their slots,
 // the experts multiply the whole buffer as batched products, and the answers
 // are gathered back by index. A dropped pair's row is not zero: the combine
-// weighs it zero. perChoice [S * K, D] holds each pair's token.
-torch::Tensor bufferedExpertAnswers(const torch::Tensor& perChoice, const Routing& routing, FeedForwardImpl& experts,
+// weighs it zero. x [S, D] holds the tokens.
+torch::Tensor bufferedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                     const Ablation* ablated = nullptr, ExpertPlacement* placement = nullptr);
 
 }  // namespace widelab

@@ -100,7 +100,7 @@ void TestGroupedExperts::withoutGroupedProductsTheReasonIsGiven()
     const torch::Tensor x = torch::randn({3, 4});
     const Routing r = routed(x, 2, 1.0);
     try {
-        groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, GroupedProducts::GroupedMm);
+        groupedExpertAnswers(x, r, *experts, GroupedProducts::GroupedMm);
         QFAIL("groupedExpertAnswers ran without at::_grouped_mm");
     } catch (const std::invalid_argument& error) {
         QCOMPARE(std::string(error.what()), refusal);
@@ -114,7 +114,7 @@ void TestGroupedExperts::anMmPerExpertTakesCpuTensorsOnly()
     const torch::Tensor x = torch::randn({3, 4});
     const Routing r = routed(x, 2, 1.0);
     try {
-        groupedExpertAnswers(torch::empty({6, 4}, torch::TensorOptions().device(c10::kMeta)), r, *experts,
+        groupedExpertAnswers(torch::empty({3, 4}, torch::TensorOptions().device(c10::kMeta)), r, *experts,
                              GroupedProducts::MmPerExpert);
         QFAIL("an mm per expert took a tensor off the CPU");
     } catch (const std::invalid_argument& error) {
@@ -149,7 +149,7 @@ void TestGroupedExperts::handWorkedAnswers()
     r.gates = torch::tensor({0.25f, 0.75f, 0.5f, 0.5f}).view({2, 2});
     r.experts = 4;
     const torch::Tensor x = torch::tensor({1.0f, 2.0f, 0.0f, 1.0f, 4.0f, -3.0f, 1.0f, -1.0f}).view({2, 4});
-    const torch::Tensor answers = groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, products);
+    const torch::Tensor answers = groupedExpertAnswers(x, r, *experts, products);
     const torch::Tensor expected = torch::tensor({2.0f, 4.0f, 0.0f, 2.0f,    // token 0, expert 0
                                                   3.0f, 6.0f, 0.0f, 3.0f,    // token 0, expert 1
                                                   0.0f, 0.0f, 0.0f, 0.0f,    // token 1, expert 1: dropped
@@ -170,7 +170,7 @@ void TestGroupedExperts::noTokensGetNoAnswers()
     FeedForward experts(3, 8, 16, Activation::Gelu);
     const torch::Tensor x = torch::zeros({0, 8}).requires_grad_();
     const Routing r = routed(x.detach(), 3, 1.0);
-    const torch::Tensor answers = groupedExpertAnswers(x.repeat_interleave(2, 0), r, *experts, products);
+    const torch::Tensor answers = groupedExpertAnswers(x, r, *experts, products);
     QCOMPARE(answers.sizes().vec(), (std::vector<std::int64_t>{0, 8}));
     combined(answers, r).sum().backward();
     QCOMPARE(x.grad().sizes().vec(), (std::vector<std::int64_t>{0, 8}));
@@ -207,9 +207,8 @@ void TestGroupedExperts::matchesTheBatchedProducts()
     for (const bool grouped : {false, true}) {
         experts->zero_grad();
         const torch::Tensor x = x0.clone().requires_grad_();
-        const torch::Tensor perChoice = x.repeat_interleave(2, 0);
-        const torch::Tensor y = combined(grouped ? groupedExpertAnswers(perChoice, r, *experts, products)
-                                                 : bufferedExpertAnswers(perChoice, r, *experts),
+        const torch::Tensor y = combined(grouped ? groupedExpertAnswers(x, r, *experts, products)
+                                                 : bufferedExpertAnswers(x, r, *experts),
                                          r);
         y.backward(upstream);
         outputs.push_back(y.detach());
