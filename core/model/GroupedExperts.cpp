@@ -152,7 +152,7 @@ bool groupedExpertsRun(const torch::Tensor& x)
 {
     if (!fastPathEnabled(FastPath::GroupedExperts))
         return false;
-    if (x.is_cpu())
+    if (groupedProductsFor(x) == GroupedProducts::MmPerExpert)
         return true;
 #if WIDELAB_HAS_GROUPED_MM
     return x.is_cuda() && groupedProductsRefusal(x.device(), productType(x)).empty();

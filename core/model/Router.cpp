@@ -211,9 +211,9 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const std::int64_t S = x.size(0), D = x.size(1);
     const std::int64_t K = routing.expert.size(1);
     // Each answers under scopes of its own: scopes never nest.
-    const torch::Tensor answers = placement == nullptr && !ablatesAnExpert(ablated, routing.experts) && groupedExpertsRun(x)
-                                      ? groupedExpertAnswers(x, routing, experts)
-                                      : bufferedExpertAnswers(x, routing, experts, ablated, placement);
+    const bool grouped = placement == nullptr && !ablatesAnExpert(ablated, routing.experts) && groupedExpertsRun(x);
+    const torch::Tensor answers = grouped ? groupedExpertAnswers(x, routing, experts)
+                                          : bufferedExpertAnswers(x, routing, experts, ablated, placement);
     const PhaseScope timed(Phase::Routing);
     // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
     const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
