@@ -23,6 +23,11 @@ namespace {
 constexpr std::size_t kAlignment = 64;  // what LibTorch's own CPU allocator guarantees
 constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 constexpr std::size_t kLargestFit = 2;  // a request may take an idle block up to this many times its size
+// Idle blocks may reach this many times the peak in use. Once was too few: a
+// wide model's step uses more distinct classes (its QKV output, context, FFN
+// hidden) than fit in its peak, and the one requested least recently went back
+// to the system every step, to return as freshly cleared pages.
+constexpr std::size_t kIdleOverPeak = 2;
 
 // Every allocation starts with this header, one alignment unit before the data
 // LibTorch sees: LibTorch frees some buffers through Allocator::raw_deleter,
@@ -84,8 +89,9 @@ public:
             ++m_stats.reused;
         } else {
             // Idle blocks of other classes make room first, as in put(): idle
-            // and new memory together stay within the peak in use.
-            returnIdle(m_stats.peakLiveBytes > size ? m_stats.peakLiveBytes - size : 0);
+            // and new memory together stay within kIdleOverPeak times the peak in use.
+            const std::size_t bound = kIdleOverPeak * m_stats.peakLiveBytes;
+            returnIdle(bound > size ? bound - size : 0);
             block = newBlock(size, true);
             if (!block) {  // give the idle blocks back and try once more
                 returnIdle(0);
@@ -110,7 +116,7 @@ public:
         sizeClass.idle = block;
         m_stats.liveBytes -= block->size;
         m_stats.idleBytes += block->size;
-        returnIdle(m_stats.peakLiveBytes);
+        returnIdle(kIdleOverPeak * m_stats.peakLiveBytes);
     }
 
     CpuBlockCacheStats stats()
