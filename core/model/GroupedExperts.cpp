@@ -181,8 +181,8 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     const std::string refusal = groupedProductsRefusal(x.device(), dtype);
     if (!refusal.empty())
         throw std::invalid_argument(refusal);
-    // P = S * K pairs, E = experts, D = width
-    const std::int64_t E = routing.experts;
+    // P = S * K pairs, K = choices, E = experts, D = width
+    const std::int64_t E = routing.experts, K = routing.expert.size(1);
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
     const torch::Tensor kept = routing.kept.reshape({-1});
     const torch::Tensor expert = routing.expert.reshape({-1});
@@ -200,7 +200,7 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     const torch::Tensor keptRow = kept.index_select(0, order).unsqueeze(1);
     const torch::Tensor sortedExpert = expert.index_select(0, order);
     // Pair s * K + k is token s's: each row gathered from its token.
-    const torch::Tensor token = torch::div(order, routing.expert.size(1), "floor");
+    const torch::Tensor token = torch::div(order, K, "floor");
     const torch::Tensor rows = torch::where(keptRow, x.index_select(0, token), 0.0).to(dtype);
     timed.emplace(Phase::FeedForward);
     const torch::Tensor wIn = experts.wIn.to(dtype).transpose(1, 2);    // [E, D, M]
