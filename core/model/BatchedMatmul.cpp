@@ -1,5 +1,8 @@
 #include "BatchedMatmul.h"
 
+#include "BatchedProduct.h"
+#include "runtime/FastPaths.h"
+
 #include <torch/torch.h>
 #include <torch/version.h>
 
@@ -20,10 +23,40 @@ bool loopOverBatch(const torch::Tensor& a)
 #endif
 }
 
+// WideLab's own batched product (BatchedProduct.h), where LibTorch 1.13's bmm
+// calls the BLAS once per product: the per-head products of attention run
+// there at 50-80 GFLOP/s on two threads, against 105-135 for the kernel
+// (docs/performance.md). PyPI's LibTorch 2.x batches them in MKL.
+bool ownKernel(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return TORCH_VERSION_MAJOR < 2 && fastPathEnabled(FastPath::BatchedProduct) && batchedProductApplies(a, b);
+}
+
+// The kernel with its gradients, each another batched product: one autograd
+// node for the batch, where a loop of mm would make one per product.
+struct OwnProduct : torch::autograd::Function<OwnProduct> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b)
+    {
+        ctx->save_for_backward({a, b});
+        return batchedProduct(a, b);
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list gradients)
+    {
+        const std::vector<torch::Tensor> saved = ctx->get_saved_variables();
+        const torch::Tensor &a = saved[0], &b = saved[1], &g = gradients[0];
+        return {ctx->needs_input_grad(0) ? batchedProduct(g, b.transpose(-2, -1)) : torch::Tensor(),
+                ctx->needs_input_grad(1) ? batchedProduct(a.transpose(-2, -1), g) : torch::Tensor()};
+    }
+};
+
 }  // namespace
 
 torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b)
 {
+    if (ownKernel(a, b))
+        return OwnProduct::apply(a, b);
     if (!loopOverBatch(a) || a.dim() < 3)
         return torch::matmul(a, b);
     // Flatten the leading dimensions: [G, N, K] x [G, K, M] -> [G, N, M].

@@ -17,6 +17,7 @@ constexpr Named kPaths[] = {
     {FastPath::FusedAttention, "fused_attention"},   {FastPath::FusedAdamW, "fused_adamw"},
     {FastPath::GradientOverlap, "gradient_overlap"}, {FastPath::GroupedExperts, "grouped_experts"},
     {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::FusedRouting, "fused_routing"},
+    {FastPath::BatchedProduct, "batched_product"},
 };
 
 const char* name(FastPath path)

@@ -19,11 +19,14 @@ enum class FastPath {
                        // kernel does not run (model/attention/BlockedAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
                    // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp)
+    BatchedProduct,  // WideLab's own batched products on the CPU, fp32, under LibTorch 1.13 (whose bmm
+                     // calls the BLAS once per product): attention's per-head products, with their
+                     // gradients (model/BatchedProduct.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention", "fused_routing"; comma-separated), read once per process.
+// "blocked_attention", "fused_routing", "batched_product"; comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 

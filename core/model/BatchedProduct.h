@@ -1,0 +1,28 @@
+// defines: batchedProductApplies, batchedProduct: a batch of small fp32 matrix
+// products on the CPU, each in one thread, for the per-head products of
+// attention (a [T, A] by [A, T] product 128 times a layer), where a BLAS call
+// per product spends more time starting than multiplying
+#pragma once
+
+#include "runtime/TargetClones.h"
+
+#include <torch/types.h>
+
+namespace widelab {
+
+// Whether batchedProduct takes a and b: fp32 on the CPU, both of 3 or 4
+// dimensions with equal leading sizes (no broadcasting), inner sizes that
+// agree, and nothing empty.
+bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b);
+
+// a: [..., N, K], b: [..., K, M], any strides -> [..., N, M], contiguous: each
+// product by a register tile of 6 rows by two vectors of columns over the
+// whole of K, from copies of its rows of a and of b laid out in the order the
+// tile reads them. The same result as torch::matmul to fp32 rounding
+// (tests/core/tst_batchedproduct.cpp). No autograd: batchedMatmul
+// (BatchedMatmul.h) differentiates it. Built for AVX-512, AVX2 with FMA and
+// the baseline; `set` picks the build as blockedAttention's does.
+torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b,
+                             InstructionSet set = bestInstructionSet());
+
+}  // namespace widelab
