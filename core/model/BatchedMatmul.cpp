@@ -51,7 +51,48 @@ struct OwnProduct : torch::autograd::Function<OwnProduct> {
     }
 };
 
+// A bias that takes no gradient, passed to OwnSoftmaxProduct as data: an
+// autograd function's tensor inputs must be defined, and this one may not be.
+struct Constant {
+    torch::Tensor tensor;
+};
+
+// softmax(a b + bias) in one pass of the kernel; its gradient is softmax's,
+// then the product's.
+struct OwnSoftmaxProduct : torch::autograd::Function<OwnSoftmaxProduct> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a, const torch::Tensor& b,
+                                 const Constant& bias)
+    {
+        torch::Tensor probabilities = batchedSoftmaxProduct(a, b, bias.tensor);
+        ctx->save_for_backward({a, b, probabilities});
+        return probabilities;
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list gradients)
+    {
+        const std::vector<torch::Tensor> saved = ctx->get_saved_variables();
+        const torch::Tensor &a = saved[0], &b = saved[1], &probabilities = saved[2];
+        const torch::Tensor scores =
+            torch::_softmax_backward_data(gradients[0], probabilities, -1, probabilities.scalar_type());
+        return {ctx->needs_input_grad(0) ? batchedProduct(scores, b.transpose(-2, -1)) : torch::Tensor(),
+                ctx->needs_input_grad(1) ? batchedProduct(a.transpose(-2, -1), scores) : torch::Tensor(),
+                torch::Tensor()};  // the bias's
+    }
+};
+
 }  // namespace
+
+torch::Tensor batchedSoftmax(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias)
+{
+    if (ownKernel(a, b) && batchedSoftmaxProductApplies(a, b, bias)
+        && !(bias.defined() && torch::GradMode::is_enabled() && bias.requires_grad()))
+        return OwnSoftmaxProduct::apply(a, b, Constant{bias});
+    torch::Tensor scores = batchedMatmul(a, b);
+    if (bias.defined())
+        scores.add_(bias);
+    return torch::softmax(scores, -1);
+}
 
 torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b)
 {

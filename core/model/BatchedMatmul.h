@@ -1,5 +1,5 @@
-// defines: batchedMatmul, batchedAddMatmul: batched matrix products that stay
-// on the BLAS's fast path under LibTorch 1.13's CPU build
+// defines: batchedMatmul, batchedSoftmax, batchedAddMatmul: batched matrix
+// products that stay on a fast path under LibTorch 1.13's CPU build
 #pragma once
 
 #include <torch/types.h>
@@ -12,6 +12,13 @@ namespace widelab {
 // docs/performance.md); there, without autograd (inference), this loops over
 // the batch with mm. Elsewhere, and in training, it is torch::matmul.
 torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b);
+
+// softmax(a b + bias, -1) for a: [..., N, K], b: [..., K, M], bias undefined or
+// broadcastable to [..., N, M] (it takes no gradient): attention's
+// probabilities from its scaled queries and transposed keys. Under LibTorch
+// 1.13 on the CPU in one pass of WideLab's own kernel (BatchedProduct.h);
+// elsewhere the product, the addition and LibTorch's softmax.
+torch::Tensor batchedSoftmax(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias);
 
 // bias + a b for a: [U, N, K], b: [U, K, M], bias broadcastable to [U, N, M].
 torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b);

@@ -1,11 +1,14 @@
 #include "BatchedProduct.h"
 
+#include "runtime/VectorMath.h"
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,15 +20,7 @@
 namespace widelab {
 namespace {
 
-// L floats: one register of the instruction set the body is built for. (GCC
-// ignores vector_size on an alias template; on a member typedef it holds.)
-template <int L>
-struct Vector {
-    typedef float Floats __attribute__((vector_size(L * sizeof(float))));
-};
-template <int L>
-using Floats = typename Vector<L>::Floats;
-static_assert(sizeof(Floats<16>) == 16 * sizeof(float));
+using vector::Floats;
 
 // Rows of a tile. With two vectors of columns that is 12 accumulators, 12
 // independent chains of FMAs (enough to cover their latency), and with the two
@@ -45,23 +40,11 @@ struct Operand {
 
 struct Product {
     Operand a, b;  // [U0, U1, N, K] and [U0, U1, K, M]
+    Operand bias;  // [U0, U1, N, M] (strides 0 where it broadcasts), columns contiguous; data null when none
+    bool softmax;  // the rows of the product (with the bias added) go through softmax
     float* out;    // [U0, U1, N, M], contiguous
     std::int64_t U1, N, K, M;
 };
-
-template <int L>
-[[gnu::always_inline]] inline Floats<L> load(const float* p)
-{
-    Floats<L> v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-template <int L>
-[[gnu::always_inline]] inline void store(float* p, Floats<L> v)
-{
-    std::memcpy(p, &v, sizeof v);
-}
 
 // Copies b's columns [j0, j0 + 2L) into a panel [K, 2L] (zeros past M): the
 // tile then reads its two vectors of each row k from one place.
@@ -71,6 +54,13 @@ template <int L>
 {
     constexpr std::int64_t W = 2 * L;
     const std::int64_t columns = std::min(W, M - j0);
+    if (column == 1 && columns == W) {  // two vectors a row (a memcpy of a run-time length is a call)
+        for (std::int64_t k = 0; k < K; ++k) {
+            vector::storeFloats<L>(panel + k * W, vector::loadFloats<L>(b + k * row + j0));
+            vector::storeFloats<L>(panel + k * W + L, vector::loadFloats<L>(b + k * row + j0 + L));
+        }
+        return;
+    }
     if (column == 1) {
         for (std::int64_t k = 0; k < K; ++k) {
             std::memcpy(panel + k * W, b + k * row + j0, columns * sizeof(float));
@@ -86,11 +76,53 @@ template <int L>
     }
 }
 
-// One task: rows [i0, i1) of product u. For each panel of b, each tile of rows
-// keeps its 6 x 2L sums in registers over the whole of K: every k adds b's two
-// vectors times each row's element of a, broadcast from a as it lies (`offset`
-// reaches a tile row's element from the tile's pointer, which moves by `step`
-// per k: along a row of a row-major a, down a column of a transposed one).
+// softmax over each of `rows` rows of M floats, `bias` (if any, `biasRow`
+// apart) added first, in place: the rows a tile has just written, still in L1.
+template <int L>
+[[gnu::always_inline]] inline void softmaxRows(float* x, std::int64_t rows, std::int64_t M, const float* bias,
+                                               std::int64_t biasRow)
+{
+    using V = Floats<L>;
+    const std::int64_t whole = M / L * L;
+    for (std::int64_t r = 0; r < rows; ++r, x += M) {
+        const float* add = bias ? bias + r * biasRow : nullptr;
+        // The row's last part vector padded with the lowest float, whose exp is 0.
+        float tail[L];
+        std::fill_n(tail, L, std::numeric_limits<float>::lowest());
+        for (std::int64_t c = whole; c < M; ++c)
+            tail[c - whole] = x[c] + (add ? add[c] : 0.0f);
+        V top = vector::loadFloats<L>(tail);
+        for (std::int64_t c = 0; c < whole; c += L) {
+            V v = vector::loadFloats<L>(x + c);
+            if (add)
+                v += vector::loadFloats<L>(add + c);
+            vector::storeFloats<L>(x + c, v);
+            top = top > v ? top : v;
+        }
+        const float largest = vector::largestLane<L>(top);
+        const V e = vector::expBounded<L>(vector::loadFloats<L>(tail) - largest);
+        vector::storeFloats<L>(tail, e);
+        V sum = e;
+        for (std::int64_t c = 0; c < whole; c += L) {
+            const V v = vector::expBounded<L>(vector::loadFloats<L>(x + c) - largest);
+            vector::storeFloats<L>(x + c, v);
+            sum += v;
+        }
+        const float inverse = 1.0f / vector::sumOfLanes<L>(sum);
+        for (std::int64_t c = 0; c < whole; c += L)
+            vector::storeFloats<L>(x + c, vector::loadFloats<L>(x + c) * inverse);
+        for (std::int64_t c = whole; c < M; ++c)
+            x[c] = tail[c - whole] * inverse;
+    }
+}
+
+// One task: rows [i0, i1) of product u. b is copied into panels of 2L columns
+// first; then each tile of rows, for each panel, keeps its 6 x 2L sums in
+// registers over the whole of K: every k adds the panel's two vectors times
+// each row's element of a, broadcast from a as it lies (`offset` reaches a tile
+// row's element from the tile's pointer, which moves by `step` per k: along a
+// row of a row-major a, down a column of a transposed one). With a softmax,
+// the tile's rows take it as soon as all their panels are written.
 template <int L>
 [[gnu::always_inline]] inline void multiplyRows(const Product& p, std::int64_t u, std::int64_t i0, std::int64_t i1,
                                                 std::vector<float>& scratch)
@@ -98,22 +130,24 @@ template <int L>
     using V = Floats<L>;
     constexpr std::int64_t W = 2 * L;
     const std::int64_t K = p.K, M = p.M, panels = (M + W - 1) / W;
-    scratch.resize(K * W);
-    float* panel = scratch.data();
+    scratch.resize(panels * K * W);
+    float* packed = scratch.data();  // [panels, K, W]
     const std::int64_t u0 = u / p.U1, u1 = u % p.U1;
     const float* a = p.a.data + u0 * p.a.batch[0] + u1 * p.a.batch[1];
     const float* b = p.b.data + u0 * p.b.batch[0] + u1 * p.b.batch[1];
+    const float* bias = p.bias.data ? p.bias.data + u0 * p.bias.batch[0] + u1 * p.bias.batch[1] : nullptr;
     float* out = p.out + u * p.N * M;
     const std::int64_t step = p.a.column;
+    for (std::int64_t panel = 0; panel < panels; ++panel)
+        packPanel<L>(b, p.b.row, p.b.column, K, M, panel * W, packed + panel * K * W);
 
-    for (std::int64_t j0 = 0; j0 < panels * W; j0 += W) {
-        packPanel<L>(b, p.b.row, p.b.column, K, M, j0, panel);
-        const std::int64_t columns = std::min(W, M - j0);
-        for (std::int64_t i = i0; i < i1; i += kTileRows) {
-            const std::int64_t rows = std::min(kTileRows, i1 - i);
-            std::int64_t offset[kTileRows];
-            for (std::int64_t r = 0; r < kTileRows; ++r)
-                offset[r] = std::min(r, rows - 1) * p.a.row;  // missing rows repeat the last, unwritten
+    for (std::int64_t i = i0; i < i1; i += kTileRows) {
+        const std::int64_t rows = std::min(kTileRows, i1 - i);
+        std::int64_t offset[kTileRows];
+        for (std::int64_t r = 0; r < kTileRows; ++r)
+            offset[r] = std::min(r, rows - 1) * p.a.row;  // missing rows repeat the last, unwritten
+        for (std::int64_t j0 = 0; j0 < M; j0 += W) {
+            const std::int64_t columns = std::min(W, M - j0);
             // Set and stored one element at a time (fully unrolled): an array
             // cleared as a whole stays in memory, and clearing it took a tenth of the kernel.
             V sums[kTileRows][2];
@@ -121,9 +155,9 @@ template <int L>
             for (std::int64_t r = 0; r < kTileRows; ++r)
                 sums[r][0] = sums[r][1] = V{};
             const float* from = a + i * p.a.row;
-            const float* next = panel;
+            const float* next = packed + j0 * K;
             for (std::int64_t k = 0; k < K; ++k, from += step, next += W) {
-                const V left = load<L>(next), right = load<L>(next + L);
+                const V left = vector::loadFloats<L>(next), right = vector::loadFloats<L>(next + L);
 #pragma GCC unroll 6
                 for (std::int64_t r = 0; r < kTileRows; ++r) {
                     const float x = from[offset[r]];
@@ -137,16 +171,18 @@ template <int L>
                     break;
                 float* to = out + (i + r) * M + j0;
                 if (columns == W) {
-                    store<L>(to, sums[r][0]);
-                    store<L>(to + L, sums[r][1]);
+                    vector::storeFloats<L>(to, sums[r][0]);
+                    vector::storeFloats<L>(to + L, sums[r][1]);
                 } else {
                     float tail[W];
-                    store<L>(tail, sums[r][0]);
-                    store<L>(tail + L, sums[r][1]);
+                    vector::storeFloats<L>(tail, sums[r][0]);
+                    vector::storeFloats<L>(tail + L, sums[r][1]);
                     std::memcpy(to, tail, columns * sizeof(float));
                 }
             }
         }
+        if (p.softmax)
+            softmaxRows<L>(out + i * M, rows, M, bias ? bias + i * p.bias.row : nullptr, p.bias.row);
     }
 }
 
@@ -203,6 +239,47 @@ Operand operandOf(const torch::Tensor& t)
     return o;
 }
 
+// a b (softmax(a b + bias) with `softmax`) for the public functions below.
+torch::Tensor multiply(const torch::Tensor& a_, const torch::Tensor& b_, const torch::Tensor& bias_, bool softmax,
+                       InstructionSet set)
+{
+    const MultiplyRows multiplyRows = multiplyRowsFor(set);
+    const torch::Tensor a = readable(a_), b = readable(b_);
+    std::vector<std::int64_t> shape(a.sizes().begin(), a.sizes().end());
+    shape.back() = b.size(-1);
+    torch::Tensor out = torch::empty(shape, a.options());
+    torch::Tensor bias;
+    if (bias_.defined()) {
+        bias = bias_.expand(shape);
+        if (bias.stride(-1) != 1)
+            bias = bias.contiguous();
+    }
+
+    Product p{};
+    p.a = operandOf(a);
+    p.b = operandOf(b);
+    if (bias.defined())
+        p.bias = operandOf(bias);
+    p.softmax = softmax;
+    p.out = out.data_ptr<float>();
+    p.N = a.size(-2);
+    p.K = a.size(-1);
+    p.M = b.size(-1);
+    p.U1 = a.size(a.dim() - 3);
+    const std::int64_t U = a.numel() / (p.N * p.K);
+
+    const std::int64_t rowsPerTask = U >= kProductsPerThread * at::get_num_threads() ? p.N : kRowsPerTask;
+    const std::int64_t chunks = (p.N + rowsPerTask - 1) / rowsPerTask;
+    at::parallel_for(0, U * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+        std::vector<float> scratch;
+        for (std::int64_t task = begin; task < end; ++task) {
+            const std::int64_t u = task / chunks, i0 = task % chunks * rowsPerTask;
+            multiplyRows(p, u, i0, std::min(p.N, i0 + rowsPerTask), scratch);
+        }
+    });
+    return out;
+}
+
 }  // namespace
 
 bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b)
@@ -217,34 +294,27 @@ bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b)
     return true;
 }
 
-torch::Tensor batchedProduct(const torch::Tensor& a_, const torch::Tensor& b_, InstructionSet set)
+torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, InstructionSet set)
 {
-    const MultiplyRows multiply = multiplyRowsFor(set);
-    const torch::Tensor a = readable(a_), b = readable(b_);
+    return multiply(a, b, torch::Tensor(), false, set);
+}
+
+bool batchedSoftmaxProductApplies(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias)
+{
+    if (!batchedProductApplies(a, b))
+        return false;
+    if (!bias.defined())
+        return true;
     std::vector<std::int64_t> shape(a.sizes().begin(), a.sizes().end());
     shape.back() = b.size(-1);
-    torch::Tensor out = torch::empty(shape, a.options());
+    return bias.is_cpu() && bias.scalar_type() == torch::kFloat && bias.dim() <= a.dim()
+           && at::is_expandable_to(bias.sizes(), shape);
+}
 
-    Product p{};
-    p.a = operandOf(a);
-    p.b = operandOf(b);
-    p.out = out.data_ptr<float>();
-    p.N = a.size(-2);
-    p.K = a.size(-1);
-    p.M = b.size(-1);
-    p.U1 = a.size(a.dim() - 3);
-    const std::int64_t U = a.numel() / (p.N * p.K);
-
-    const std::int64_t rowsPerTask = U >= kProductsPerThread * at::get_num_threads() ? p.N : kRowsPerTask;
-    const std::int64_t chunks = (p.N + rowsPerTask - 1) / rowsPerTask;
-    at::parallel_for(0, U * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> scratch;
-        for (std::int64_t task = begin; task < end; ++task) {
-            const std::int64_t u = task / chunks, i0 = task % chunks * rowsPerTask;
-            multiply(p, u, i0, std::min(p.N, i0 + rowsPerTask), scratch);
-        }
-    });
-    return out;
+torch::Tensor batchedSoftmaxProduct(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
+                                    InstructionSet set)
+{
+    return multiply(a, b, bias, true, set);
 }
 
 }  // namespace widelab

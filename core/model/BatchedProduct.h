@@ -1,7 +1,9 @@
-// defines: batchedProductApplies, batchedProduct: a batch of small fp32 matrix
-// products on the CPU, each in one thread, for the per-head products of
-// attention (a [T, A] by [A, T] product 128 times a layer), where a BLAS call
-// per product spends more time starting than multiplying
+// defines: batchedProductApplies, batchedProduct, batchedSoftmaxProductApplies,
+// batchedSoftmaxProduct: a batch of small fp32 matrix products on the CPU, each
+// in one thread, for the per-head products of attention (a [T, A] by [A, T]
+// product 128 times a layer), where a BLAS call per product spends more time
+// starting than multiplying; and attention's softmax taken as each row of its
+// scores is made
 #pragma once
 
 #include "runtime/TargetClones.h"
@@ -24,5 +26,18 @@ bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b);
 // the baseline; `set` picks the build as blockedAttention's does.
 torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b,
                              InstructionSet set = bestInstructionSet());
+
+// Whether batchedSoftmaxProduct takes these: what batchedProduct takes, and a
+// bias (if any) of fp32 on the CPU that broadcasts to the product's shape.
+bool batchedSoftmaxProductApplies(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias);
+
+// softmax(a b + bias) over the last dimension, bias undefined or broadcastable
+// to [..., N, M]: each tile's rows take their bias and softmax while they are
+// still in cache, so the product's [N, M] is written once, as probabilities,
+// not written, read and written again by an addition and a softmax. Equals
+// LibTorch's to fp32 rounding (e^x to 2 ulp); no autograd (batchedSoftmax in
+// BatchedMatmul.h differentiates it).
+torch::Tensor batchedSoftmaxProduct(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias,
+                                    InstructionSet set = bestInstructionSet());
 
 }  // namespace widelab

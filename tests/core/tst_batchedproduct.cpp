@@ -1,9 +1,11 @@
-// WideLab's own batched products on the CPU (model/BatchedProduct): against
-// the same products in double precision for the shapes where its tiles' edges
-// fall (rows that are not a whole tile, columns that are not a whole panel,
-// more rows than a task takes), operands laid out as attention leaves them
-// (transposed, views of one projection), and, through batchedMatmul in
-// training, their gradients against those of the double-precision products.
+// WideLab's own batched products on the CPU (model/BatchedProduct), plain and
+// with attention's softmax taken as they are made: against the same formulas
+// in double precision for the shapes where its tiles' edges fall (rows that are
+// not a whole tile, columns that are not a whole panel or vector, more rows
+// than a task takes), operands laid out as attention leaves them (transposed,
+// views of one projection), the masks the model makes, and, through
+// batchedMatmul and batchedSoftmax in training, their gradients against those
+// of the double-precision formulas.
 #include "TestSupport.h"
 #include "model/BatchedMatmul.h"
 #include "model/BatchedProduct.h"
@@ -55,8 +57,10 @@ private Q_SLOTS:
     void multipliesAsByHand();
     void equalsTheDoublePrecisionProduct_data();
     void equalsTheDoublePrecisionProduct();
+    void softmaxEqualsTheDoublePrecisionFormula_data();
+    void softmaxEqualsTheDoublePrecisionFormula();
     void takesOnlyWhatItCanCompute();
-    void trainingTakesItWithItsGradients();
+    void trainingTakesThemWithTheirGradients();
 };
 
 void TestBatchedProduct::multipliesAsByHand()
@@ -126,6 +130,59 @@ void TestBatchedProduct::equalsTheDoublePrecisionProduct()
     QVERIFY(torch::equal(flat, got.view({6, rows, columns})));
 }
 
+void TestBatchedProduct::softmaxEqualsTheDoublePrecisionFormula_data()
+{
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("columns");
+    QTest::addColumn<QString>("mask");  // none, padding ([B, 1, 1, M]), causal ([1, 1, N, M])
+    QTest::addColumn<InstructionSet>("set");
+
+    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
+        if (!cpuRuns(set))
+            continue;
+        const auto row = [set](const char* name) {
+            return &QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(name, instructionSetName(set))));
+        };
+        *row("64 tokens, padding") << 64 << 64 << "padding" << set;
+        *row("64 tokens, causal") << 64 << 64 << "causal" << set;
+        // 37 keys: a row of two whole vectors (AVX-512) and a part of one.
+        *row("13 queries, 37 keys, no mask") << 13 << 37 << "none" << set;
+        *row("100 tokens, padding") << 100 << 100 << "padding" << set;
+        *row("3 queries, 1 key, no mask") << 3 << 1 << "none" << set;
+    }
+}
+
+void TestBatchedProduct::softmaxEqualsTheDoublePrecisionFormula()
+{
+    QFETCH(int, rows);
+    QFETCH(int, columns);
+    QFETCH(QString, mask);
+    QFETCH(InstructionSet, set);
+    torch::manual_seed(rows * 5 + columns);
+    const std::int64_t A = 24;
+    const torch::Tensor q = operand({2, 3}, rows, A, "projection") * 0.3;
+    const torch::Tensor kT = operand({2, 3}, A, columns, "columns");
+    torch::Tensor bias;
+    if (mask == "padding") {
+        // The first entry whole, the second with its last third of keys masked
+        // (-1e9, as the model masks padding).
+        bias = torch::zeros({2, 1, 1, columns});
+        bias[1].narrow(-1, columns - columns / 3, columns / 3).fill_(-1e9);
+    } else if (mask == "causal") {
+        bias = torch::zeros({rows, columns}).masked_fill(torch::ones({rows, columns}, torch::kBool).triu(1), -1e9).view({1, 1, rows, columns});
+    }
+    QVERIFY(batchedSoftmaxProductApplies(q, kT, bias));
+    const torch::Tensor got = batchedSoftmaxProduct(q, kT, bias, set);
+    torch::Tensor scores = reference(q, kT);
+    if (bias.defined())
+        scores = scores + bias.to(torch::kDouble);
+    const torch::Tensor expected = torch::softmax(scores, -1);
+    const double error = test::relativeError(got, expected);
+    QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
+    if (mask != "none")  // masked keys weigh nothing
+        QCOMPARE(got.masked_select(bias.expand(got.sizes()) < -1.0).abs().max().item<float>(), 0.0f);
+}
+
 void TestBatchedProduct::takesOnlyWhatItCanCompute()
 {
     const torch::Tensor a = torch::randn({2, 4, 5}), b = torch::randn({2, 5, 3});
@@ -137,42 +194,61 @@ void TestBatchedProduct::takesOnlyWhatItCanCompute()
     QVERIFY(!batchedProductApplies(a, b.narrow(0, 0, 1)));             // a batch that would broadcast
     QVERIFY(!batchedProductApplies(a.narrow(1, 0, 0), b));             // nothing to multiply
     QVERIFY(!batchedProductApplies(a.unsqueeze(0).unsqueeze(0), b.unsqueeze(0).unsqueeze(0)));  // five dimensions
+    // A softmax's bias must broadcast to the product, [2, 4, 3].
+    QVERIFY(batchedSoftmaxProductApplies(a, b, torch::zeros({3})));
+    QVERIFY(batchedSoftmaxProductApplies(a, b, torch::zeros({2, 1, 3})));
+    QVERIFY(!batchedSoftmaxProductApplies(a, b, torch::zeros({4})));
+    QVERIFY(!batchedSoftmaxProductApplies(a, b, torch::zeros({1, 2, 4, 3})));
+    QVERIFY(!batchedSoftmaxProductApplies(a, b, torch::zeros({2, 4, 3}, torch::kDouble)));
 }
 
-void TestBatchedProduct::trainingTakesItWithItsGradients()
+void TestBatchedProduct::trainingTakesThemWithTheirGradients()
 {
 #if TORCH_VERSION_MAJOR >= 2
     QSKIP("LibTorch 2.x batches these products in MKL; batchedMatmul leaves them to it");
 #else
-    // Attention's scores and context as the training step makes them: the
-    // gradients of both operands of both products equal those of the same
-    // products in double precision, and no LibTorch product runs (bmm would
-    // call the BLAS once per head).
+    // Attention's probabilities and context as the training step makes them,
+    // with a padding mask: the gradients of q, k and v equal those of the same
+    // formula in double precision, and neither a LibTorch product (bmm would
+    // call the BLAS once per head) nor a forward softmax runs.
     torch::manual_seed(11);
     const torch::Tensor q = operand({2, 3}, 40, 16, "projection").requires_grad_(true);
     const torch::Tensor k = operand({2, 3}, 40, 16, "projection").requires_grad_(true);
     const torch::Tensor v = operand({2, 3}, 40, 16, "projection").requires_grad_(true);
+    torch::Tensor bias = torch::zeros({2, 1, 1, 40});
+    bias[1].narrow(-1, 30, 10).fill_(-1e9);
     const torch::Tensor upstream = torch::randn({2, 3, 40, 16});
     const auto lossOf = [&](const torch::Tensor& context) { return (context * upstream.to(context.scalar_type())).sum(); };
 
     OperatorTally tally;
     {
         const OperatorCounter counter;
-        const torch::Tensor probabilities = torch::softmax(batchedMatmul(q, k.transpose(-2, -1)), -1);
+        const torch::Tensor probabilities = batchedSoftmax(q * 0.25, k.transpose(-2, -1), bias);
         lossOf(batchedMatmul(probabilities, v)).backward();
         tally = counter.tally();
     }
     const std::map<std::string, std::int64_t> names = tally.innermostByName();
-    for (const char* product : {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"})
-        QVERIFY2(names.count(product) == 0, product);
+    for (const char* op : {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::_softmax"})
+        QVERIFY2(names.count(op) == 0, op);
 
     const torch::Tensor qd = q.detach().to(torch::kDouble).requires_grad_(true);
     const torch::Tensor kd = k.detach().to(torch::kDouble).requires_grad_(true);
     const torch::Tensor vd = v.detach().to(torch::kDouble).requires_grad_(true);
-    lossOf(torch::matmul(torch::softmax(torch::matmul(qd, kd.transpose(-2, -1)), -1), vd)).backward();
+    const torch::Tensor scores = torch::matmul(qd * 0.25, kd.transpose(-2, -1)) + bias.to(torch::kDouble);
+    lossOf(torch::matmul(torch::softmax(scores, -1), vd)).backward();
     for (const auto& [got, expected] : {std::pair{q, qd}, std::pair{k, kd}, std::pair{v, vd}}) {
         const double error = test::relativeError(got.grad(), expected.grad());
         QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
+    }
+
+    // Without a mask (a model without padding), the same.
+    for (const torch::Tensor& t : {q, k, v, qd, kd, vd})
+        t.mutable_grad() = torch::Tensor();
+    lossOf(batchedMatmul(batchedSoftmax(q * 0.25, k.transpose(-2, -1), torch::Tensor()), v)).backward();
+    lossOf(torch::matmul(torch::softmax(torch::matmul(qd * 0.25, kd.transpose(-2, -1)), -1), vd)).backward();
+    for (const auto& [got, expected] : {std::pair{q, qd}, std::pair{k, kd}, std::pair{v, vd}}) {
+        const double error = test::relativeError(got.grad(), expected.grad());
+        QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("without a mask, relative error %1").arg(error)));
     }
 #endif
 }

@@ -77,10 +77,7 @@ public:
         if (!map && in.dropout == 0.0 && !torch::GradMode::is_enabled() && B * G * T * T > kScoreChunkElements)
             return attentionInHeadBlocks(q, k, v, in.bias, scale, kScoreChunkElements);
         // Scaled in q, [T, A], not in the scores, [T, T].
-        torch::Tensor scores = batchedMatmul(q * scale, k.transpose(-2, -1));
-        if (in.bias.defined())
-            scores.add_(maskIn(in.bias, scores.scalar_type()));
-        torch::Tensor probs = torch::softmax(scores, -1);  // [B, G, T, T]
+        torch::Tensor probs = batchedSoftmax(q * scale, k.transpose(-2, -1), maskIn(in.bias, q.scalar_type()));
         if (map)
             *map = probs;
         probs = applyDropout(probs, in.dropout, in.dropout > 0.0);

@@ -33,8 +33,8 @@ public:
         const torch::Tensor kProj = torch::matmul(Et, k);             // [B, G, k, A]
         const torch::Tensor vProj = torch::matmul(Et, v);             // [B, G, k, A]
         const double scale = 1.0 / std::sqrt(static_cast<double>(A));
-        const torch::Tensor scores = batchedMatmul(q * scale, kProj.transpose(-2, -1));  // [B, G, T, k]
-        const torch::Tensor probs = applyDropout(torch::softmax(scores, -1), in.dropout, in.dropout > 0.0);
+        const torch::Tensor probs =  // [B, G, T, k]
+            applyDropout(batchedSoftmax(q * scale, kProj.transpose(-2, -1), torch::Tensor()), in.dropout, in.dropout > 0.0);
         if (map)  // context = probs (E^T v) = (probs E^T) v: the implied [B, G, T, T] weights
             *map = torch::matmul(probs, Et);
         return batchedMatmul(probs, vProj);
