@@ -23,13 +23,14 @@ bool loopOverBatch(const torch::Tensor& a)
 #endif
 }
 
-// WideLab's own batched product (BatchedProduct.h), where LibTorch 1.13's bmm
-// calls the BLAS once per product: the per-head products of attention run
-// there at 50-80 GFLOP/s on two threads, against 105-135 for the kernel
-// (docs/performance.md). PyPI's LibTorch 2.x batches them in MKL.
+// WideLab's own batched product (BatchedProduct.h) on the CPU in fp32: LibTorch
+// 1.13's bmm calls the BLAS once per product, and the per-head products of
+// attention ran there at 50-80 GFLOP/s on two threads, against 85-125 for the
+// kernel; with the softmax in its tiles a 6x8 training step was 6-13 % faster
+// under PyPI's 2.11 (MKL) too (docs/performance.md).
 bool ownKernel(const torch::Tensor& a, const torch::Tensor& b)
 {
-    return TORCH_VERSION_MAJOR < 2 && fastPathEnabled(FastPath::BatchedProduct) && batchedProductApplies(a, b);
+    return fastPathEnabled(FastPath::BatchedProduct) && batchedProductApplies(a, b);
 }
 
 // The kernel with its gradients, each another batched product: one autograd

@@ -1,5 +1,5 @@
 // defines: batchedMatmul, batchedSoftmax, batchedAddMatmul: batched matrix
-// products that stay on a fast path under LibTorch 1.13's CPU build
+// products that stay on a fast path on the CPU
 #pragma once
 
 #include <torch/types.h>
@@ -7,17 +7,19 @@
 namespace widelab {
 
 // a: [..., N, K], b: [..., K, M] with equal leading dimensions -> [..., N, M].
-// LibTorch 1.13 built with a generic BLAS (Debian) runs CPU bmm 10-30x slower
-// than the same products one torch::mm at a time (measured in
-// docs/performance.md); there, without autograd (inference), this loops over
-// the batch with mm. Elsewhere, and in training, it is torch::matmul.
+// On the CPU in fp32 with one or two leading dimensions, WideLab's own kernel
+// (BatchedProduct.h), with its gradients. Otherwise: LibTorch 1.13 built with
+// a generic BLAS (Debian) runs CPU bmm 10-30x slower than the same products
+// one torch::mm at a time (measured in docs/performance.md), so there, without
+// autograd (inference), this loops over the batch with mm; elsewhere, and in
+// training, it is torch::matmul.
 torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b);
 
 // softmax(a b + bias, -1) for a: [..., N, K], b: [..., K, M], bias undefined or
 // broadcastable to [..., N, M] (it takes no gradient): attention's
-// probabilities from its scaled queries and transposed keys. Under LibTorch
-// 1.13 on the CPU in one pass of WideLab's own kernel (BatchedProduct.h);
-// elsewhere the product, the addition and LibTorch's softmax.
+// probabilities from its scaled queries and transposed keys. On the CPU in
+// fp32 in one pass of WideLab's own kernel (BatchedProduct.h); elsewhere the
+// product, the addition and LibTorch's softmax.
 torch::Tensor batchedSoftmax(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias);
 
 // bias + a b for a: [U, N, K], b: [U, K, M], bias broadcastable to [U, N, M].

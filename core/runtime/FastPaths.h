@@ -19,9 +19,9 @@ enum class FastPath {
                        // kernel does not run (model/attention/BlockedAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
                    // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp)
-    BatchedProduct,  // WideLab's own batched products on the CPU, fp32, under LibTorch 1.13 (whose bmm
-                     // calls the BLAS once per product): attention's per-head products, with their
-                     // gradients (model/BatchedProduct.cpp)
+    BatchedProduct,  // WideLab's own batched products on the CPU, fp32: attention's per-head products
+                     // with their gradients, the softmax taken in the scores' tiles
+                     // (model/BatchedProduct.cpp, model/BatchedMatmul.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name

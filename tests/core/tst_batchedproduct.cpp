@@ -12,7 +12,6 @@
 #include "runtime/OperatorCount.h"
 
 #include <QtTest>
-#include <torch/version.h>
 
 using namespace widelab;
 
@@ -204,9 +203,6 @@ void TestBatchedProduct::takesOnlyWhatItCanCompute()
 
 void TestBatchedProduct::trainingTakesThemWithTheirGradients()
 {
-#if TORCH_VERSION_MAJOR >= 2
-    QSKIP("LibTorch 2.x batches these products in MKL; batchedMatmul leaves them to it");
-#else
     // Attention's probabilities and context as the training step makes them,
     // with a padding mask: the gradients of q, k and v equal those of the same
     // formula in double precision, and neither a LibTorch product (bmm would
@@ -250,7 +246,6 @@ void TestBatchedProduct::trainingTakesThemWithTheirGradients()
         const double error = test::relativeError(got.grad(), expected.grad());
         QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("without a mask, relative error %1").arg(error)));
     }
-#endif
 }
 
 QTEST_GUILESS_MAIN(TestBatchedProduct)
