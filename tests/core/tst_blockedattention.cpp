@@ -12,6 +12,8 @@
 #include <QtTest>
 #include <torch/version.h>
 
+#include <limits>
+
 using namespace widelab;
 
 Q_DECLARE_METATYPE(widelab::InstructionSet)
@@ -59,6 +61,8 @@ private Q_SLOTS:
     void equalsTheUnblockedFormula();
     void readsTheProjectionsLayoutWithoutACopy();
     void aRowWithEveryKeyMaskedAveragesTheValues();
+    void keysWhoseBiasIsMinusInfinityAreLeftOut_data();
+    void keysWhoseBiasIsMinusInfinityAreLeftOut();
     void widelySpreadScoresKeepTheirPrecision();
     void takesOnlyWhatItCanCompute();
     void fullAttentionTakesItInInference();
@@ -149,6 +153,42 @@ void TestBlockedAttention::aRowWithEveryKeyMaskedAveragesTheValues()
     const torch::Tensor got = blockedAttention(q, k, v, bias, 1.0);
     const torch::Tensor mean = v.mean(2, true).expand({1, 1, 20, 8});
     QVERIFY2(test::relativeError(got, mean) < kTolerance, qPrintable(QString::number(test::relativeError(got, mean))));
+}
+
+// Each build this CPU runs, the bias the same for every row (a padding mask)
+// and given row by row (as a causal one is).
+void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut_data()
+{
+    QTest::addColumn<bool>("byRow");
+    QTest::addColumn<InstructionSet>("set");
+    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
+        if (!cpuRuns(set))
+            continue;
+        QTest::newRow(qPrintable(QStringLiteral("the same for every row, %1").arg(instructionSetName(set)))) << false << set;
+        QTest::newRow(qPrintable(QStringLiteral("row by row, %1").arg(instructionSetName(set)))) << true << set;
+    }
+}
+
+void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
+{
+    // A bias of -inf (not the model's -1e9) on the first 16 keys: every row's
+    // first block (or two) of keys has only -inf scores, before any finite one.
+    // The result is softmax over the other keys alone, and finite: -inf minus a
+    // running maximum that started at -inf would be NaN.
+    QFETCH(bool, byRow);
+    QFETCH(InstructionSet, set);
+    torch::manual_seed(9);
+    const std::int64_t Tq = 40, Tk = 70, A = 24, masked = 16;
+    const torch::Tensor q = torch::randn({2, 2, Tq, A});
+    const torch::Tensor k = torch::randn({2, 2, Tk, A}), v = torch::randn({2, 2, Tk, A});
+    torch::Tensor bias = torch::zeros({1, 1, byRow ? Tq : 1, Tk});
+    bias.narrow(3, 0, masked).fill_(-std::numeric_limits<float>::infinity());
+    const double scale = 1.0 / std::sqrt(static_cast<double>(A));
+    const torch::Tensor got = blockedAttention(q, k, v, bias, scale, set);
+    const torch::Tensor expected =
+        reference(q, k.narrow(2, masked, Tk - masked), v.narrow(2, masked, Tk - masked), torch::Tensor(), scale);
+    QVERIFY(torch::isfinite(got).all().item<bool>());
+    QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
 }
 
 void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()

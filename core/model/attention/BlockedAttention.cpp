@@ -12,26 +12,18 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-// The kernel's helpers pass 64-byte vectors by value; they are inlined into the
-// clones and never cross a call, so the ABI GCC warns about is never used.
+// The kernel's helpers pass 32- and 64-byte vectors by value; they are inlined
+// into the builds and never cross a call, so the ABI GCC warns about is never
+// used.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace widelab {
 namespace {
 
-// Sixteen floats: one AVX-512 register, two AVX2 ones, four SSE ones. GCC's
-// vector extension, so that one body builds for each instruction set.
-constexpr std::int64_t kLanes = 16;
-typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
-typedef std::int32_t Ints __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
-
-constexpr std::int64_t kRows = kLanes;        // query rows per tile, one in each lane of a vector
-constexpr std::int64_t kKeys = 16;            // keys per block: a block's scores are kKeys vectors, in registers
-static_assert(kKeys == kRows);                // a block's bias, rows by keys, is transposed as a square
-constexpr std::int64_t kDims = 8;             // head dimensions per pass over a block's weights (with them, 24 registers)
-constexpr std::int64_t kRowsPerTask = 128;    // query rows per task (tasks also split batch and heads)
+constexpr std::int64_t kRowsPerTask = 128;  // query rows per task (tasks also split batch and heads)
 // Fewer query rows than this (a decoding step's one) are left to the products:
 // a tile of rows would be mostly repeats.
 constexpr std::int64_t kMinimumQueries = 16;
@@ -39,68 +31,6 @@ constexpr std::int64_t kMinimumQueries = 16;
 // the sums rescaled) when a block's score exceeds it by more than kHeadroom:
 // weights stay under e^kHeadroom, and most blocks skip the rescaling.
 constexpr float kHeadroom = 5.0f;
-
-[[gnu::always_inline]] inline Floats load(const float* p)
-{
-    Floats v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-[[gnu::always_inline]] inline void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
-
-[[gnu::always_inline]] inline Floats larger(Floats a, Floats b) { return a > b ? a : b; }
-
-// The largest lane, in four steps of halving.
-[[gnu::always_inline]] inline float largest(Floats v)
-{
-    v = larger(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
-    v = larger(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));
-    v = larger(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));
-    v = larger(v, __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14));
-    return v[0];
-}
-
-// Transposes a 16 x 16 block held as 16 vectors. Each round interleaves rows
-// i and i + 8, which moves an element's 8-bit index (row, then column) one bit
-// to the left, rotating; after four, row and column have swapped.
-[[gnu::always_inline]] inline void transpose(Floats (&m)[kLanes])
-{
-    static_assert(kLanes == 16);
-    for (int round = 0; round < 4; ++round) {
-        Floats t[kLanes];
-        for (int i = 0; i < kLanes / 2; ++i) {
-            t[2 * i] = __builtin_shufflevector(m[i], m[i + 8], 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-            t[2 * i + 1] =
-                __builtin_shufflevector(m[i], m[i + 8], 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-        }
-        for (int i = 0; i < kLanes; ++i)
-            m[i] = t[i];
-    }
-}
-
-// e^x for x <= kHeadroom, to within 2 ulp (1.7 measured); 0 below -86 (and
-// for -inf), where it would leave float's normal range. x = n ln 2 + r with n
-// the integer nearest x log2 e (adding 1.5 * 2^23 rounds the fraction off and
-// leaves n in the low bits) and |r| <= ln 2 / 2, taken with ln 2 in two parts,
-// the first with few enough bits that n times it is exact; e^r by a degree-5
-// minimax polynomial (relative error 7.5e-8), times 2^n by adding n to its
-// exponent.
-[[gnu::always_inline]] inline Floats expBounded(Floats x)
-{
-    const Ints under = x < -86.0f;
-    const Floats shifted = x * 1.44269504088896341f + 12582912.0f;
-    const Floats n = shifted - 12582912.0f;
-    const Floats r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-    Floats p = r * 8.2976550803634720e-3f + 4.1915381991695870e-2f;
-    p = p * r + 1.6667574728755044e-1f;
-    p = p * r + 4.9998894851221964e-1f;
-    p = p * r + 9.9999969199151670e-1f;
-    p = p * r + 1.0000000716546822f;
-    // The bits of 1.5 * 2^23 above n shift out.
-    const Ints scaled = std::bit_cast<Ints>(p) + (std::bit_cast<Ints>(shifted) << 23);
-    return std::bit_cast<Floats>(under ? Ints{} : scaled);
-}
 
 struct Operands {
     const float *q, *k, *v, *bias;  // bias: null when there is none
@@ -121,221 +51,327 @@ std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to
             __builtin_prefetch(p + i * stride + a);
 }
 
-// Copies rows [j0, j0 + kKeys) of A floats, `stride` apart (of which those
-// from T on do not exist), into a block [A' / 16, kKeys, 16]: the rows cut
-// into pieces of 16 floats, zeros beyond T and A. Every element of the block
-// then lies at a fixed offset from the start of its piece of 16 dimensions.
-[[gnu::always_inline]] inline void packBlock(const float* rows, std::int64_t stride, std::int64_t j0, std::int64_t T,
-                                             std::int64_t A, float* block)
+template <class Vector>
+[[gnu::always_inline]] inline Vector larger(Vector a, Vector b)
 {
-    const std::int64_t paddedA = roundUp(A, kLanes);
-    for (std::int64_t j = 0; j < kKeys; ++j) {
-        float* to = block + j * kLanes;
-        if (j0 + j >= T) {
-            for (std::int64_t c = 0; c < paddedA; c += kLanes)
-                store(to + c * kKeys, Floats{});
-            continue;
-        }
-        const float* from = rows + (j0 + j) * stride;
-        std::int64_t c = 0;
-        for (; c + kLanes <= A; c += kLanes)
-            store(to + c * kKeys, load(from + c));
-        if (c < A) {
-            float piece[kLanes] = {};
-            std::memcpy(piece, from + c, (A - c) * sizeof(float));
-            store(to + c * kKeys, load(piece));
-        }
-    }
+    return a > b ? a : b;
 }
 
-// One task: query rows [row0, row1) of head g in batch entry b, in tiles of
-// kRows rows with a row in each lane, so that a block's softmax is all
-// lane-wise (maxima, exps and sums of whole vectors, nothing across lanes).
-// Scores: a tile's queries transposed ([A', kRows]) times each key's element
-// broadcast from memory; the context likewise kept transposed and added each
-// weight vector times a value's element. Keys and values are copied into
-// blocks (packBlock) as the first tile reaches them, so that the broadcasts
-// take fixed offsets from one pointer. Head dimensions are padded with zeros
-// to A', a whole number of vectors. Inlined into one function per instruction
-// set (below), with the helpers above.
-[[gnu::always_inline]] inline void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0,
-                                              std::int64_t row1, std::vector<float>& scratch)
+// A vector's largest lane: the larger of its halves, lane-wise, until one lane
+// is left (four steps for 16 lanes, three for 8).
+template <class Vector>
+[[gnu::always_inline]] inline float largest(Vector v)
 {
-    constexpr float inf = std::numeric_limits<float>::infinity();
-    const std::int64_t A = op.A, paddedA = roundUp(A, kLanes), Tk = op.Tk, paddedTk = roundUp(Tk, kKeys);
-    // Every piece a whole number of vectors, so that all stay 64-byte aligned.
-    scratch.resize(kLanes + 2 * paddedA * kRows + kKeys * kRows + paddedTk + 2 * paddedTk * paddedA);
-    float* queriesT = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(scratch.data()) + 63) & ~std::uintptr_t{63});
-    float* contextT = queriesT + paddedA * kRows;  // [A', kRows]: the running weighted sums of values
-    float* biasT = contextT + paddedA * kRows;     // [kKeys, kRows]: a short block's bias, where it differs by row
-    float* keyBias = biasT + kKeys * kRows;        // [Tk']: the bias where it is the same for every row; -inf beyond Tk
-    float* keyBlocks = keyBias + paddedTk;         // [Tk' / kKeys] blocks from packBlock
-    float* valueBlocks = keyBlocks + paddedTk * paddedA;
+    constexpr std::size_t n = sizeof(Vector) / sizeof(float);
+    if constexpr (n == 1)
+        return v[0];
+    else
+        return [&]<std::size_t... i>(std::index_sequence<i...>) {
+            return largest(larger(__builtin_shufflevector(v, v, i...), __builtin_shufflevector(v, v, (n / 2 + i)...)));
+        }(std::make_index_sequence<n / 2>{});
+}
 
-    const float* k = op.k + b * op.kStride[0] + g * op.kStride[1];
-    const float* v = op.v + b * op.vStride[0] + g * op.vStride[1];
-    const float* bias = op.bias ? op.bias + b * op.biasBatchStride : nullptr;
-    const bool rowBias = bias && op.biasQueryStride != 0;
-    for (std::int64_t j = 0; j < paddedTk; ++j)
-        keyBias[j] = j >= Tk ? -inf : bias && !rowBias ? bias[j] : 0.0f;
+// Vectors of kLanes floats and ints, declared outside the kernel: there GCC
+// would lose their size where they are a template's argument (std::bit_cast).
+template <std::int64_t kLanes>
+struct Vectors {
+    typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
+    typedef std::int32_t Ints __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
+};
 
-    // The next task (as at::parallel_for hands them out): its queries' first
-    // tile, and if it is another head, its keys and values, a few rows per
-    // block over this whole task, are asked for ahead (their first reads
-    // otherwise wait on memory).
-    std::int64_t nextB = b, nextG = g, nextRow = row1;
-    if (nextRow >= op.Tq) {
-        nextRow = 0;
-        nextG = (g + 1) % op.G;
-        nextB = nextG == 0 ? b + 1 : b;
+// The kernel over vectors of kLanes floats (GCC's vector extension, so that one
+// body builds for each instruction set): 16 fill one AVX-512 register, and 8
+// one AVX2 register, as 16 would take two and a block's scores and sums would
+// then outgrow AVX2's 16 registers. The baseline takes 16, four SSE registers
+// (8 measured no faster there).
+template <std::int64_t kLanes>
+struct Kernel {
+    using Floats = typename Vectors<kLanes>::Floats;
+    using Ints = typename Vectors<kLanes>::Ints;
+
+    static constexpr std::int64_t kRows = kLanes;  // query rows per tile, one in each lane of a vector
+    static constexpr std::int64_t kKeys = kLanes;  // keys per block: a block's scores are kKeys vectors, in registers
+    static_assert(kKeys == kRows);                 // a block's bias, rows by keys, is transposed as a square
+    // Head dimensions per pass over a block's weights: the weights, kDims sums
+    // and a broadcast value take 16 + 8 of AVX-512's 32 registers (its FMAs
+    // broadcast from memory), 8 + 4 + 1 of AVX2's 16. A pass stays within a
+    // piece of kLanes dimensions.
+    static constexpr std::int64_t kDims = kLanes / 2;
+
+    [[gnu::always_inline]] static Floats load(const float* p)
+    {
+        Floats v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
     }
-    const bool nextHead = nextRow == 0 && nextB < op.B;
-    const float* nextK = nextHead ? op.k + nextB * op.kStride[0] + nextG * op.kStride[1] : nullptr;
-    const float* nextV = nextHead ? op.v + nextB * op.vStride[0] + nextG * op.vStride[1] : nullptr;
-    const std::int64_t steps = (row1 - row0 + kRows - 1) / kRows * (paddedTk / kKeys);
-    std::int64_t step = 0;
 
-    for (std::int64_t i0 = row0; i0 < row1; i0 += kRows) {
-        const std::int64_t rows = std::min(kRows, row1 - i0);
-        const float *queries[kRows], *biasRows[kRows];
-        for (std::int64_t r = 0; r < kRows; ++r) {
-            const std::int64_t i = i0 + std::min(r, rows - 1);  // missing rows repeat the last, unwritten
-            queries[r] = op.q + b * op.qStride[0] + g * op.qStride[1] + i * op.qStride[2];
-            biasRows[r] = rowBias ? bias + i * op.biasQueryStride : nullptr;
+    [[gnu::always_inline]] static void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
+
+    // Transposes a kLanes x kLanes block held as kLanes vectors. Each round
+    // interleaves rows i and i + kLanes / 2, which moves an element's index
+    // (row, then column, 2 log2(kLanes) bits) one bit to the left, rotating;
+    // after log2(kLanes) rounds (four for 16 lanes, three for 8), row and
+    // column have swapped.
+    [[gnu::always_inline]] static void transpose(Floats (&m)[kLanes])
+    {
+        constexpr std::int64_t half = kLanes / 2;
+        for (int round = 0; round < std::countr_zero(std::uint64_t{kLanes}); ++round) {
+            Floats t[kLanes];
+            // Lane e of the pair takes lane e / 2 of row i and of row i + half in
+            // turn, from their low halves, then from their high ones.
+            [&]<std::size_t... e>(std::index_sequence<e...>) {
+                for (std::int64_t i = 0; i < half; ++i) {
+                    t[2 * i] = __builtin_shufflevector(m[i], m[i + half], (e / 2 + e % 2 * kLanes)...);
+                    t[2 * i + 1] = __builtin_shufflevector(m[i], m[i + half], (half + e / 2 + e % 2 * kLanes)...);
+                }
+            }(std::make_index_sequence<kLanes>{});
+            for (std::int64_t i = 0; i < kLanes; ++i)
+                m[i] = t[i];
         }
-        std::int64_t a0 = 0;
-        for (; a0 + kLanes <= A; a0 += kLanes) {
-            Floats m[kLanes];
-            for (std::int64_t r = 0; r < kRows; ++r)
-                m[r] = load(queries[r] + a0);
-            transpose(m);
-            for (std::int64_t a = 0; a < kLanes; ++a)
-                store(queriesT + (a0 + a) * kRows, m[a] * op.scale);
+    }
+
+    // e^x for x <= kHeadroom, to within 2 ulp (1.7 measured); 0 below -86 (and
+    // for -inf), where it would leave float's normal range. x = n ln 2 + r with n
+    // the integer nearest x log2 e (adding 1.5 * 2^23 rounds the fraction off and
+    // leaves n in the low bits) and |r| <= ln 2 / 2, taken with ln 2 in two parts,
+    // the first with few enough bits that n times it is exact; e^r by a degree-5
+    // minimax polynomial (relative error 7.5e-8), times 2^n by adding n to its
+    // exponent.
+    [[gnu::always_inline]] static Floats expBounded(Floats x)
+    {
+        const Ints under = x < -86.0f;
+        const Floats shifted = x * 1.44269504088896341f + 12582912.0f;
+        const Floats n = shifted - 12582912.0f;
+        const Floats r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+        Floats p = r * 8.2976550803634720e-3f + 4.1915381991695870e-2f;
+        p = p * r + 1.6667574728755044e-1f;
+        p = p * r + 4.9998894851221964e-1f;
+        p = p * r + 9.9999969199151670e-1f;
+        p = p * r + 1.0000000716546822f;
+        // The bits of 1.5 * 2^23 above n shift out.
+        const Ints scaled = std::bit_cast<Ints>(p) + (std::bit_cast<Ints>(shifted) << 23);
+        return std::bit_cast<Floats>(under ? Ints{} : scaled);
+    }
+
+    // Copies rows [j0, j0 + kKeys) of A floats, `stride` apart (of which those
+    // from T on do not exist), into a block [A' / kLanes, kKeys, kLanes]: the
+    // rows cut into pieces of kLanes floats, zeros beyond T and A. Every element
+    // of the block then lies at a fixed offset from the start of its piece of
+    // kLanes dimensions.
+    [[gnu::always_inline]] static void packBlock(const float* rows, std::int64_t stride, std::int64_t j0,
+                                                 std::int64_t T, std::int64_t A, float* block)
+    {
+        const std::int64_t paddedA = roundUp(A, kLanes);
+        for (std::int64_t j = 0; j < kKeys; ++j) {
+            float* to = block + j * kLanes;
+            if (j0 + j >= T) {
+                for (std::int64_t c = 0; c < paddedA; c += kLanes)
+                    store(to + c * kKeys, Floats{});
+                continue;
+            }
+            const float* from = rows + (j0 + j) * stride;
+            std::int64_t c = 0;
+            for (; c + kLanes <= A; c += kLanes)
+                store(to + c * kKeys, load(from + c));
+            if (c < A) {
+                float piece[kLanes] = {};
+                std::memcpy(piece, from + c, (A - c) * sizeof(float));
+                store(to + c * kKeys, load(piece));
+            }
         }
-        for (; a0 < paddedA; ++a0)
-            for (std::int64_t r = 0; r < kRows; ++r)
-                queriesT[a0 * kRows + r] = a0 < A ? queries[r][a0] * op.scale : 0.0f;
-        // The next tile's queries are asked for while this one runs (their loads
-        // waited on memory); after the last, the next task's first tile.
-        if (i0 + kRows < row1)
-            prefetchRows(queries[0] + kRows * op.qStride[2], op.qStride[2], std::min(kRows, row1 - i0 - kRows), A);
-        else if (nextB < op.B)
-            prefetchRows(op.q + nextB * op.qStride[0] + nextG * op.qStride[1] + nextRow * op.qStride[2], op.qStride[2],
-                         std::min(kRows, op.Tq - nextRow), A);
-        std::fill_n(contextT, paddedA * kRows, 0.0f);
-        // The lowest float, not -inf: a block of -inf scores then leaves a row's sums at zero, not NaN.
-        Floats maximum = Floats{} + std::numeric_limits<float>::lowest();
-        Floats sum = {};
+    }
 
-        for (std::int64_t j0 = 0; j0 < Tk; j0 += kKeys) {
-            const float* keys = keyBlocks + j0 * paddedA;
-            const float* values = valueBlocks + j0 * paddedA;
-            if (nextHead) {
-                const std::int64_t from = step * Tk / steps, to = (step + 1) * Tk / steps;
-                prefetchRows(nextK + from * op.kStride[2], op.kStride[2], to - from, A);
-                prefetchRows(nextV + from * op.vStride[2], op.vStride[2], to - from, A);
-            }
-            ++step;
-            if (i0 == row0) {  // the first tile packs each block as it comes to it
-                packBlock(k, op.kStride[2], j0, Tk, A, keyBlocks + j0 * paddedA);
-                packBlock(v, op.vStride[2], j0, Tk, A, valueBlocks + j0 * paddedA);
-            }
+    // One task: query rows [row0, row1) of head g in batch entry b, in tiles of
+    // kRows rows with a row in each lane, so that a block's softmax is all
+    // lane-wise (maxima, exps and sums of whole vectors, nothing across lanes).
+    // Scores: a tile's queries transposed ([A', kRows]) times each key's element
+    // broadcast from memory; the context likewise kept transposed and added each
+    // weight vector times a value's element. Keys and values are copied into
+    // blocks (packBlock) as the first tile reaches them, so that the broadcasts
+    // take fixed offsets from one pointer. Head dimensions are padded with zeros
+    // to A', a whole number of vectors. Inlined into one function per instruction
+    // set (below), with the helpers above.
+    [[gnu::always_inline]] static void attendRows(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0,
+                                                  std::int64_t row1, std::vector<float>& scratch)
+    {
+        constexpr float inf = std::numeric_limits<float>::infinity();
+        const std::int64_t A = op.A, paddedA = roundUp(A, kLanes), Tk = op.Tk, paddedTk = roundUp(Tk, kKeys);
+        // Every piece a whole number of vectors, so that all stay aligned to a vector.
+        scratch.resize(kLanes + 2 * paddedA * kRows + kKeys * kRows + paddedTk + 2 * paddedTk * paddedA);
+        const std::uintptr_t start = (reinterpret_cast<std::uintptr_t>(scratch.data()) + sizeof(Floats) - 1)
+                                     & ~std::uintptr_t{sizeof(Floats) - 1};
+        float* queriesT = reinterpret_cast<float*>(start);
+        float* contextT = queriesT + paddedA * kRows;  // [A', kRows]: the running weighted sums of values
+        float* biasT = contextT + paddedA * kRows;     // [kKeys, kRows]: a short block's bias, where it differs by row
+        float* keyBias = biasT + kKeys * kRows;        // [Tk']: the bias where it is the same for every row; -inf beyond Tk
+        float* keyBlocks = keyBias + paddedTk;         // [Tk' / kKeys] blocks from packBlock
+        float* valueBlocks = keyBlocks + paddedTk * paddedA;
 
-            // Scores start from the bias (-inf beyond Tk), then take one vector FMA per key and dimension.
-            Floats s[kKeys];
-            if (rowBias && j0 + kKeys <= Tk) {
+        const float* k = op.k + b * op.kStride[0] + g * op.kStride[1];
+        const float* v = op.v + b * op.vStride[0] + g * op.vStride[1];
+        const float* bias = op.bias ? op.bias + b * op.biasBatchStride : nullptr;
+        const bool rowBias = bias && op.biasQueryStride != 0;
+        for (std::int64_t j = 0; j < paddedTk; ++j)
+            keyBias[j] = j >= Tk ? -inf : bias && !rowBias ? bias[j] : 0.0f;
+
+        // The next task (as at::parallel_for hands them out): its queries' first
+        // tile, and if it is another head, its keys and values, a few rows per
+        // block over this whole task, are asked for ahead (their first reads
+        // otherwise wait on memory).
+        std::int64_t nextB = b, nextG = g, nextRow = row1;
+        if (nextRow >= op.Tq) {
+            nextRow = 0;
+            nextG = (g + 1) % op.G;
+            nextB = nextG == 0 ? b + 1 : b;
+        }
+        const bool nextHead = nextRow == 0 && nextB < op.B;
+        const float* nextK = nextHead ? op.k + nextB * op.kStride[0] + nextG * op.kStride[1] : nullptr;
+        const float* nextV = nextHead ? op.v + nextB * op.vStride[0] + nextG * op.vStride[1] : nullptr;
+        const std::int64_t steps = (row1 - row0 + kRows - 1) / kRows * (paddedTk / kKeys);
+        std::int64_t step = 0;
+
+        for (std::int64_t i0 = row0; i0 < row1; i0 += kRows) {
+            const std::int64_t rows = std::min(kRows, row1 - i0);
+            const float *queries[kRows], *biasRows[kRows];
+            for (std::int64_t r = 0; r < kRows; ++r) {
+                const std::int64_t i = i0 + std::min(r, rows - 1);  // missing rows repeat the last, unwritten
+                queries[r] = op.q + b * op.qStride[0] + g * op.qStride[1] + i * op.qStride[2];
+                biasRows[r] = rowBias ? bias + i * op.biasQueryStride : nullptr;
+            }
+            std::int64_t a0 = 0;
+            for (; a0 + kLanes <= A; a0 += kLanes) {
+                Floats m[kLanes];
                 for (std::int64_t r = 0; r < kRows; ++r)
-                    s[r] = load(biasRows[r] + j0);
-                transpose(s);
-            } else if (rowBias) {
-                for (std::int64_t j = 0; j < kKeys; ++j)
-                    for (std::int64_t r = 0; r < kRows; ++r)
-                        biasT[j * kRows + r] = j0 + j < Tk ? biasRows[r][j0 + j] : -inf;
-                for (std::int64_t j = 0; j < kKeys; ++j)
-                    s[j] = load(biasT + j * kRows);
-            } else {
-#pragma GCC unroll 16
-                for (std::int64_t j = 0; j < kKeys; ++j)
-                    s[j] = Floats{} + keyBias[j0 + j];
+                    m[r] = load(queries[r] + a0);
+                transpose(m);
+                for (std::int64_t a = 0; a < kLanes; ++a)
+                    store(queriesT + (a0 + a) * kRows, m[a] * op.scale);
             }
-            for (std::int64_t c = 0; c < paddedA; c += kLanes) {
-                const float* piece = keys + c * kKeys;  // [kKeys, 16]
-                for (std::int64_t d = 0; d < kLanes; ++d) {
-                    const Floats query = load(queriesT + (c + d) * kRows);
+            for (; a0 < paddedA; ++a0)
+                for (std::int64_t r = 0; r < kRows; ++r)
+                    queriesT[a0 * kRows + r] = a0 < A ? queries[r][a0] * op.scale : 0.0f;
+            // The next tile's queries are asked for while this one runs (their loads
+            // waited on memory); after the last, the next task's first tile.
+            if (i0 + kRows < row1)
+                prefetchRows(queries[0] + kRows * op.qStride[2], op.qStride[2], std::min(kRows, row1 - i0 - kRows), A);
+            else if (nextB < op.B)
+                prefetchRows(op.q + nextB * op.qStride[0] + nextG * op.qStride[1] + nextRow * op.qStride[2], op.qStride[2],
+                             std::min(kRows, op.Tq - nextRow), A);
+            std::fill_n(contextT, paddedA * kRows, 0.0f);
+            // The lowest float, not -inf: a block of -inf scores then leaves a row's sums at zero, not NaN.
+            Floats maximum = Floats{} + std::numeric_limits<float>::lowest();
+            Floats sum = {};
+
+            for (std::int64_t j0 = 0; j0 < Tk; j0 += kKeys) {
+                const float* keys = keyBlocks + j0 * paddedA;
+                const float* values = valueBlocks + j0 * paddedA;
+                if (nextHead) {
+                    const std::int64_t from = step * Tk / steps, to = (step + 1) * Tk / steps;
+                    prefetchRows(nextK + from * op.kStride[2], op.kStride[2], to - from, A);
+                    prefetchRows(nextV + from * op.vStride[2], op.vStride[2], to - from, A);
+                }
+                ++step;
+                if (i0 == row0) {  // the first tile packs each block as it comes to it
+                    packBlock(k, op.kStride[2], j0, Tk, A, keyBlocks + j0 * paddedA);
+                    packBlock(v, op.vStride[2], j0, Tk, A, valueBlocks + j0 * paddedA);
+                }
+
+                // Scores start from the bias (-inf beyond Tk), then take one vector FMA per key and dimension.
+                Floats s[kKeys];
+                if (rowBias && j0 + kKeys <= Tk) {
+                    for (std::int64_t r = 0; r < kRows; ++r)
+                        s[r] = load(biasRows[r] + j0);
+                    transpose(s);
+                } else if (rowBias) {
+                    for (std::int64_t j = 0; j < kKeys; ++j)
+                        for (std::int64_t r = 0; r < kRows; ++r)
+                            biasT[j * kRows + r] = j0 + j < Tk ? biasRows[r][j0 + j] : -inf;
+                    for (std::int64_t j = 0; j < kKeys; ++j)
+                        s[j] = load(biasT + j * kRows);
+                } else {
 #pragma GCC unroll 16
                     for (std::int64_t j = 0; j < kKeys; ++j)
-                        s[j] += query * piece[j * kLanes + d];
+                        s[j] = Floats{} + keyBias[j0 + j];
                 }
-            }
+                for (std::int64_t c = 0; c < paddedA; c += kLanes) {
+                    const float* piece = keys + c * kKeys;  // [kKeys, kLanes]
+                    for (std::int64_t d = 0; d < kLanes; ++d) {
+                        const Floats query = load(queriesT + (c + d) * kRows);
+#pragma GCC unroll 16
+                        for (std::int64_t j = 0; j < kKeys; ++j)
+                            s[j] += query * piece[j * kLanes + d];
+                    }
+                }
 
-            // Each row's largest score in the block, lane-wise; the running maximum
-            // (and with it the sums) changes only past kHeadroom.
-            Floats top[kKeys / 2];
+                // Each row's largest score in the block, lane-wise; the running maximum
+                // (and with it the sums) changes only past kHeadroom.
+                Floats top[kKeys / 2];
 #pragma GCC unroll 16
-            for (std::int64_t j = 0; j < kKeys / 2; ++j)
-                top[j] = larger(s[j], s[j + kKeys / 2]);
-            for (std::int64_t n = kKeys / 4; n > 0; n /= 2)
+                for (std::int64_t j = 0; j < kKeys / 2; ++j)
+                    top[j] = larger(s[j], s[j + kKeys / 2]);
+                for (std::int64_t n = kKeys / 4; n > 0; n /= 2)
 #pragma GCC unroll 16
-                for (std::int64_t j = 0; j < n; ++j)
-                    top[j] = larger(top[j], top[j + n]);
-            if (largest(top[0] - maximum) > kHeadroom) {
-                const Floats updated = larger(maximum, top[0]);
-                const Floats rescale = expBounded(maximum - updated);
-                sum *= rescale;
-                for (std::int64_t a = 0; a < paddedA; ++a)
-                    store(contextT + a * kRows, load(contextT + a * kRows) * rescale);
-                maximum = updated;
-            }
-            // The block's weights replace its scores.
-#pragma GCC unroll 16
-            for (std::int64_t j = 0; j < kKeys; ++j)
-                s[j] = expBounded(s[j] - maximum);
-            Floats weights[kKeys / 2];
-#pragma GCC unroll 16
-            for (std::int64_t j = 0; j < kKeys / 2; ++j)
-                weights[j] = s[j] + s[j + kKeys / 2];
-            for (std::int64_t n = kKeys / 4; n > 0; n /= 2)
-#pragma GCC unroll 16
-                for (std::int64_t j = 0; j < n; ++j)
-                    weights[j] += weights[j + n];
-            sum += weights[0];
-
-            // contextT += weights x values, kDims dimensions (independent chains of FMAs) at a time.
-            for (std::int64_t a = 0; a < paddedA; a += kDims) {
-                const float* piece = values + (a / kLanes * kLanes) * kKeys + a % kLanes;
-                Floats c[kDims];
-#pragma GCC unroll 16
-                for (std::int64_t d = 0; d < kDims; ++d)
-                    c[d] = load(contextT + (a + d) * kRows);
+                    for (std::int64_t j = 0; j < n; ++j)
+                        top[j] = larger(top[j], top[j + n]);
+                if (largest(top[0] - maximum) > kHeadroom) {
+                    const Floats updated = larger(maximum, top[0]);
+                    const Floats rescale = expBounded(maximum - updated);
+                    sum *= rescale;
+                    for (std::int64_t a = 0; a < paddedA; ++a)
+                        store(contextT + a * kRows, load(contextT + a * kRows) * rescale);
+                    maximum = updated;
+                }
+                // The block's weights replace its scores.
 #pragma GCC unroll 16
                 for (std::int64_t j = 0; j < kKeys; ++j)
+                    s[j] = expBounded(s[j] - maximum);
+                Floats weights[kKeys / 2];
+#pragma GCC unroll 16
+                for (std::int64_t j = 0; j < kKeys / 2; ++j)
+                    weights[j] = s[j] + s[j + kKeys / 2];
+                for (std::int64_t n = kKeys / 4; n > 0; n /= 2)
+#pragma GCC unroll 16
+                    for (std::int64_t j = 0; j < n; ++j)
+                        weights[j] += weights[j + n];
+                sum += weights[0];
+
+                // contextT += weights x values, kDims dimensions (independent chains of FMAs) at a time.
+                for (std::int64_t a = 0; a < paddedA; a += kDims) {
+                    const float* piece = values + (a / kLanes * kLanes) * kKeys + a % kLanes;
+                    Floats c[kDims];
 #pragma GCC unroll 16
                     for (std::int64_t d = 0; d < kDims; ++d)
-                        c[d] += s[j] * piece[j * kLanes + d];
+                        c[d] = load(contextT + (a + d) * kRows);
 #pragma GCC unroll 16
-                for (std::int64_t d = 0; d < kDims; ++d)
-                    store(contextT + (a + d) * kRows, c[d]);
+                    for (std::int64_t j = 0; j < kKeys; ++j)
+#pragma GCC unroll 16
+                        for (std::int64_t d = 0; d < kDims; ++d)
+                            c[d] += s[j] * piece[j * kLanes + d];
+#pragma GCC unroll 16
+                    for (std::int64_t d = 0; d < kDims; ++d)
+                        store(contextT + (a + d) * kRows, c[d]);
+                }
+            }
+            // The context, divided by the sums, transposed back to a row per query.
+            const Floats inverse = 1.0f / sum;
+            float* out[kRows];
+            for (std::int64_t r = 0; r < rows; ++r)
+                out[r] = op.out + (((b * op.Tq) + i0 + r) * op.G + g) * A;
+            for (a0 = 0; a0 < paddedA; a0 += kLanes) {
+                Floats m[kLanes];
+                for (std::int64_t a = 0; a < kLanes; ++a)
+                    m[a] = load(contextT + (a0 + a) * kRows) * inverse;
+                transpose(m);
+                if (a0 + kLanes <= A)
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        store(out[r] + a0, m[r]);
+                else
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        std::memcpy(out[r] + a0, &m[r], (A - a0) * sizeof(float));
             }
         }
-        // The context, divided by the sums, transposed back to a row per query.
-        const Floats inverse = 1.0f / sum;
-        float* out[kRows];
-        for (std::int64_t r = 0; r < rows; ++r)
-            out[r] = op.out + (((b * op.Tq) + i0 + r) * op.G + g) * A;
-        for (a0 = 0; a0 < paddedA; a0 += kLanes) {
-            Floats m[kLanes];
-            for (std::int64_t a = 0; a < kLanes; ++a)
-                m[a] = load(contextT + (a0 + a) * kRows) * inverse;
-            transpose(m);
-            if (a0 + kLanes <= A)
-                for (std::int64_t r = 0; r < rows; ++r)
-                    store(out[r] + a0, m[r]);
-            else
-                for (std::int64_t r = 0; r < rows; ++r)
-                    std::memcpy(out[r] + a0, &m[r], (A - a0) * sizeof(float));
-        }
     }
-}
+};
 
 using AttendRows = void (*)(const Operands&, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                            std::vector<float>&);
@@ -345,21 +381,23 @@ WIDELAB_TARGET("avx512f")
 void attendRowsAvx512(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
                       std::vector<float>& scratch)
 {
-    attendRows(op, b, g, row0, row1, scratch);
+    Kernel<16>::attendRows(op, b, g, row0, row1, scratch);
 }
 
-WIDELAB_TARGET("avx2")
+// FMA is a flag of its own, which target("avx2") leaves off: without it each
+// product and sum would be two instructions (cpuRuns checks for both).
+WIDELAB_TARGET("avx2,fma")
 void attendRowsAvx2(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
                     std::vector<float>& scratch)
 {
-    attendRows(op, b, g, row0, row1, scratch);
+    Kernel<8>::attendRows(op, b, g, row0, row1, scratch);
 }
 #endif
 
 void attendRowsBaseline(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
                         std::vector<float>& scratch)
 {
-    attendRows(op, b, g, row0, row1, scratch);
+    Kernel<16>::attendRows(op, b, g, row0, row1, scratch);
 }
 
 AttendRows attendRowsFor(InstructionSet set)
