@@ -97,9 +97,9 @@ template <int L>
             if (add)
                 v += vector::loadFloats<L>(add + c);
             vector::storeFloats<L>(x + c, v);
-            top = top > v ? top : v;
+            top = vector::larger(top, v);
         }
-        const float largest = vector::largestLane<L>(top);
+        const float largest = vector::largestLane(top);
         const V e = vector::expBounded<L>(vector::loadFloats<L>(tail) - largest);
         vector::storeFloats<L>(tail, e);
         V sum = e;

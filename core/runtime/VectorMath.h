@@ -1,12 +1,14 @@
-// defines: Floats, Ints, loadFloats, storeFloats, largestLane, sumOfLanes,
-// expBounded: vectors of L floats (GCC's vector extension) for WideLab's own
+// defines: Floats, Ints, loadFloats, storeFloats, larger, largestLane,
+// sumOfLanes, expBounded: vectors of L floats (GCC's vector extension) for WideLab's own
 // CPU kernels, one body built for each instruction set (TargetClones.h), and
 // e^x on them
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 namespace widelab::vector {
 
@@ -36,13 +38,25 @@ template <int L>
     std::memcpy(p, &v, sizeof v);
 }
 
-template <int L>
-[[gnu::always_inline]] inline float largestLane(Floats<L> v)
+template <class Vector>
+[[gnu::always_inline]] inline Vector larger(Vector a, Vector b)
 {
-    float top = v[0];
-    for (int i = 1; i < L; ++i)
-        top = v[i] > top ? v[i] : top;
-    return top;
+    return a > b ? a : b;
+}
+
+// A vector's largest lane: the larger of its halves, lane-wise, until one lane
+// is left (four steps for 16 lanes, three for 8).
+template <class Vector>
+[[gnu::always_inline]] inline float largestLane(Vector v)
+{
+    constexpr std::size_t n = sizeof(Vector) / sizeof(float);
+    if constexpr (n == 1)
+        return v[0];
+    else
+        return [&]<std::size_t... i>(std::index_sequence<i...>) {
+            return largestLane(
+                larger(__builtin_shufflevector(v, v, i...), __builtin_shufflevector(v, v, (n / 2 + i)...)));
+        }(std::make_index_sequence<n / 2>{});
 }
 
 template <int L>

@@ -1,6 +1,7 @@
 #include "BlockedAttention.h"
 
 #include "runtime/TargetClones.h"
+#include "runtime/VectorMath.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -51,34 +52,6 @@ std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to
             __builtin_prefetch(p + i * stride + a);
 }
 
-template <class Vector>
-[[gnu::always_inline]] inline Vector larger(Vector a, Vector b)
-{
-    return a > b ? a : b;
-}
-
-// A vector's largest lane: the larger of its halves, lane-wise, until one lane
-// is left (four steps for 16 lanes, three for 8).
-template <class Vector>
-[[gnu::always_inline]] inline float largest(Vector v)
-{
-    constexpr std::size_t n = sizeof(Vector) / sizeof(float);
-    if constexpr (n == 1)
-        return v[0];
-    else
-        return [&]<std::size_t... i>(std::index_sequence<i...>) {
-            return largest(larger(__builtin_shufflevector(v, v, i...), __builtin_shufflevector(v, v, (n / 2 + i)...)));
-        }(std::make_index_sequence<n / 2>{});
-}
-
-// Vectors of kLanes floats and ints, declared outside the kernel: there GCC
-// would lose their size where they are a template's argument (std::bit_cast).
-template <std::int64_t kLanes>
-struct Vectors {
-    typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
-    typedef std::int32_t Ints __attribute__((vector_size(kLanes * sizeof(std::int32_t))));
-};
-
 // The kernel over vectors of kLanes floats (GCC's vector extension, so that one
 // body builds for each instruction set): 16 fill one AVX-512 register, and 8
 // one AVX2 register, as 16 would take two and a block's scores and sums would
@@ -86,8 +59,7 @@ struct Vectors {
 // (8 measured no faster there).
 template <std::int64_t kLanes>
 struct Kernel {
-    using Floats = typename Vectors<kLanes>::Floats;
-    using Ints = typename Vectors<kLanes>::Ints;
+    using Floats = vector::Floats<kLanes>;
 
     static constexpr std::int64_t kRows = kLanes;  // query rows per tile, one in each lane of a vector
     static constexpr std::int64_t kKeys = kLanes;  // keys per block: a block's scores are kKeys vectors, in registers
@@ -98,14 +70,8 @@ struct Kernel {
     // piece of kLanes dimensions.
     static constexpr std::int64_t kDims = kLanes / 2;
 
-    [[gnu::always_inline]] static Floats load(const float* p)
-    {
-        Floats v;
-        std::memcpy(&v, p, sizeof v);
-        return v;
-    }
-
-    [[gnu::always_inline]] static void store(float* p, Floats v) { std::memcpy(p, &v, sizeof v); }
+    [[gnu::always_inline]] static Floats load(const float* p) { return vector::loadFloats<kLanes>(p); }
+    [[gnu::always_inline]] static void store(float* p, Floats v) { vector::storeFloats<kLanes>(p, v); }
 
     // Transposes a kLanes x kLanes block held as kLanes vectors. Each round
     // interleaves rows i and i + kLanes / 2, which moves an element's index
@@ -130,28 +96,8 @@ struct Kernel {
         }
     }
 
-    // e^x for x <= kHeadroom, to within 2 ulp (1.7 measured); 0 below -86 (and
-    // for -inf), where it would leave float's normal range. x = n ln 2 + r with n
-    // the integer nearest x log2 e (adding 1.5 * 2^23 rounds the fraction off and
-    // leaves n in the low bits) and |r| <= ln 2 / 2, taken with ln 2 in two parts,
-    // the first with few enough bits that n times it is exact; e^r by a degree-5
-    // minimax polynomial (relative error 7.5e-8), times 2^n by adding n to its
-    // exponent.
-    [[gnu::always_inline]] static Floats expBounded(Floats x)
-    {
-        const Ints under = x < -86.0f;
-        const Floats shifted = x * 1.44269504088896341f + 12582912.0f;
-        const Floats n = shifted - 12582912.0f;
-        const Floats r = (x - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-        Floats p = r * 8.2976550803634720e-3f + 4.1915381991695870e-2f;
-        p = p * r + 1.6667574728755044e-1f;
-        p = p * r + 4.9998894851221964e-1f;
-        p = p * r + 9.9999969199151670e-1f;
-        p = p * r + 1.0000000716546822f;
-        // The bits of 1.5 * 2^23 above n shift out.
-        const Ints scaled = std::bit_cast<Ints>(p) + (std::bit_cast<Ints>(shifted) << 23);
-        return std::bit_cast<Floats>(under ? Ints{} : scaled);
-    }
+    // e^x for x <= kHeadroom (runtime/VectorMath.h).
+    [[gnu::always_inline]] static Floats expBounded(Floats x) { return vector::expBounded<kLanes>(x); }
 
     // Copies rows [j0, j0 + kKeys) of A floats, `stride` apart (of which those
     // from T on do not exist), into a block [A' / kLanes, kKeys, kLanes]: the
@@ -308,13 +254,13 @@ struct Kernel {
                 Floats top[kKeys / 2];
 #pragma GCC unroll 16
                 for (std::int64_t j = 0; j < kKeys / 2; ++j)
-                    top[j] = larger(s[j], s[j + kKeys / 2]);
+                    top[j] = vector::larger(s[j], s[j + kKeys / 2]);
                 for (std::int64_t n = kKeys / 4; n > 0; n /= 2)
 #pragma GCC unroll 16
                     for (std::int64_t j = 0; j < n; ++j)
-                        top[j] = larger(top[j], top[j + n]);
-                if (largest(top[0] - maximum) > kHeadroom) {
-                    const Floats updated = larger(maximum, top[0]);
+                        top[j] = vector::larger(top[j], top[j + n]);
+                if (vector::largestLane(top[0] - maximum) > kHeadroom) {
+                    const Floats updated = vector::larger(maximum, top[0]);
                     const Floats rescale = expBounded(maximum - updated);
                     sum *= rescale;
                     for (std::int64_t a = 0; a < paddedA; ++a)
