@@ -50,7 +50,7 @@ inline const char* instructionSetName(InstructionSet set)
 {
     switch (set) {
     case InstructionSet::Avx512: return "AVX-512";
-    case InstructionSet::Avx2: return "AVX2";
+    case InstructionSet::Avx2: return "AVX2 with FMA";
     case InstructionSet::Baseline: return "the baseline";
     }
     return "";

@@ -6,6 +6,7 @@
 // views of one projection), the masks the model makes, and, through
 // batchedMatmul and batchedSoftmax in training, their gradients against those
 // of the double-precision formulas.
+#include "KernelBuilds.h"
 #include "TestSupport.h"
 #include "model/BatchedMatmul.h"
 #include "model/BatchedProduct.h"
@@ -14,8 +15,6 @@
 #include <QtTest>
 
 using namespace widelab;
-
-Q_DECLARE_METATYPE(widelab::InstructionSet)
 
 namespace {
 
@@ -68,16 +67,14 @@ void TestBatchedProduct::multipliesAsByHand()
     // the batch doubled: [[2, 4], [6, 8]] by the same.
     const torch::Tensor a = torch::tensor({1.0f, 2.0f, 3.0f, 4.0f, 2.0f, 4.0f, 6.0f, 8.0f}).view({2, 2, 2});
     const torch::Tensor b = torch::tensor({5.0f, 6.0f, 7.0f, 8.0f}).view({1, 2, 2}).expand({2, 2, 2});
-    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
-        if (!cpuRuns(set))
-            continue;
+    for (const InstructionSet set : test::kernelBuilds()) {
         const torch::Tensor got = batchedProduct(a, b, set);
         const torch::Tensor expected = torch::tensor({19.0f, 22.0f, 43.0f, 50.0f, 38.0f, 44.0f, 86.0f, 100.0f}).view({2, 2, 2});
         QVERIFY2(torch::equal(got, expected), instructionSetName(set));
     }
 }
 
-// Each shape for every build this CPU runs (AVX-512, AVX2 with FMA, the baseline).
+// Each shape for every build this CPU runs.
 void TestBatchedProduct::equalsTheDoublePrecisionProduct_data()
 {
     QTest::addColumn<int>("rows");
@@ -87,23 +84,18 @@ void TestBatchedProduct::equalsTheDoublePrecisionProduct_data()
     QTest::addColumn<QString>("layoutB");
     QTest::addColumn<InstructionSet>("set");
 
-    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
-        if (!cpuRuns(set))
-            continue;
-        const auto row = [set](const char* name) {
-            return &QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(name, instructionSetName(set))));
-        };
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
         // Attention's four shapes: scores (q k^T), context (p v), and their gradients.
-        *row("scores: 64 x 32 by 32 x 64, k transposed") << 64 << 32 << 64 << "projection" << "columns" << set;
-        *row("context: 64 x 64 by 64 x 32") << 64 << 64 << 32 << "rows" << "projection" << set;
-        *row("value gradient: p transposed") << 64 << 64 << 32 << "columns" << "rows" << set;
+        row("scores: 64 x 32 by 32 x 64, k transposed") << 64 << 32 << 64 << "projection" << "columns" << set;
+        row("context: 64 x 64 by 64 x 32") << 64 << 64 << 32 << "rows" << "projection" << set;
+        row("value gradient: p transposed") << 64 << 64 << 32 << "columns" << "rows" << set;
         // 13 rows: two whole tiles of 6 and one row; 37 columns: a panel and a part of one.
-        *row("13 x 5 by 5 x 37") << 13 << 5 << 37 << "rows" << "rows" << set;
+        row("13 x 5 by 5 x 37") << 13 << 5 << 37 << "rows" << "rows" << set;
         // 200 rows: tasks of 96, 96 and 8; both operands transposed.
-        *row("200 x 40 by 40 x 3, both transposed") << 200 << 40 << 3 << "columns" << "columns" << set;
-        *row("1 x 1 by 1 x 1") << 1 << 1 << 1 << "rows" << "rows" << set;
-        *row("7 x 300 by 300 x 17") << 7 << 300 << 17 << "rows" << "columns" << set;
-    }
+        row("200 x 40 by 40 x 3, both transposed") << 200 << 40 << 3 << "columns" << "columns" << set;
+        row("1 x 1 by 1 x 1") << 1 << 1 << 1 << "rows" << "rows" << set;
+        row("7 x 300 by 300 x 17") << 7 << 300 << 17 << "rows" << "columns" << set;
+    });
 }
 
 void TestBatchedProduct::equalsTheDoublePrecisionProduct()
@@ -136,19 +128,14 @@ void TestBatchedProduct::softmaxEqualsTheDoublePrecisionFormula_data()
     QTest::addColumn<QString>("mask");  // none, padding ([B, 1, 1, M]), causal ([1, 1, N, M])
     QTest::addColumn<InstructionSet>("set");
 
-    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
-        if (!cpuRuns(set))
-            continue;
-        const auto row = [set](const char* name) {
-            return &QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(name, instructionSetName(set))));
-        };
-        *row("64 tokens, padding") << 64 << 64 << "padding" << set;
-        *row("64 tokens, causal") << 64 << 64 << "causal" << set;
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
+        row("64 tokens, padding") << 64 << 64 << "padding" << set;
+        row("64 tokens, causal") << 64 << 64 << "causal" << set;
         // 37 keys: a row of two whole vectors (AVX-512) and a part of one.
-        *row("13 queries, 37 keys, no mask") << 13 << 37 << "none" << set;
-        *row("100 tokens, padding") << 100 << 100 << "padding" << set;
-        *row("3 queries, 1 key, no mask") << 3 << 1 << "none" << set;
-    }
+        row("13 queries, 37 keys, no mask") << 13 << 37 << "none" << set;
+        row("100 tokens, padding") << 100 << 100 << "padding" << set;
+        row("3 queries, 1 key, no mask") << 3 << 1 << "none" << set;
+    });
 }
 
 void TestBatchedProduct::softmaxEqualsTheDoublePrecisionFormula()

@@ -4,6 +4,7 @@
 // shapes where the blocks' edges fall (tails of keys and of query rows, head
 // sizes that are not whole vectors), every bias the model makes, and views laid
 // out as the model's projections leave them.
+#include "KernelBuilds.h"
 #include "TestSupport.h"
 #include "model/attention/AttentionMechanism.h"
 #include "model/attention/BlockedAttention.h"
@@ -15,8 +16,6 @@
 #include <limits>
 
 using namespace widelab;
-
-Q_DECLARE_METATYPE(widelab::InstructionSet)
 
 namespace {
 
@@ -81,23 +80,18 @@ void TestBlockedAttention::equalsTheUnblockedFormula_data()
     QTest::addColumn<QString>("mask");  // none, padding, causal, both
     QTest::addColumn<InstructionSet>("set");
 
-    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
-        if (!cpuRuns(set))
-            continue;
-        const auto row = [set](const char* name) {
-            return &QTest::newRow(qPrintable(QStringLiteral("%1, %2").arg(name, instructionSetName(set))));
-        };
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
         // One block of keys exactly, and one row tile short of a whole one.
-        *row("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none" << set;
+        row("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none" << set;
         // 100 = 64 + 36 keys, 100 = 25 row tiles; A 4 fills a quarter of a vector.
-        *row("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding" << set;
+        row("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding" << set;
         // 130 query rows: two tasks of 128 and 2, the second a partial tile; A 40 ends mid-vector.
-        *row("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal" << set;
-        *row("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both" << set;
+        row("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal" << set;
+        row("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both" << set;
         // Cross-attention's shape: queries and keys of different lengths.
-        *row("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding" << set;
-        *row("300 tokens, A 33, padding") << 1 << 1 << 300 << 300 << 33 << "padding" << set;
-    }
+        row("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding" << set;
+        row("300 tokens, A 33, padding") << 1 << 1 << 300 << 300 << 33 << "padding" << set;
+    });
 }
 
 void TestBlockedAttention::equalsTheUnblockedFormula()
@@ -161,12 +155,10 @@ void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut_data()
 {
     QTest::addColumn<bool>("byRow");
     QTest::addColumn<InstructionSet>("set");
-    for (const InstructionSet set : {InstructionSet::Avx512, InstructionSet::Avx2, InstructionSet::Baseline}) {
-        if (!cpuRuns(set))
-            continue;
-        QTest::newRow(qPrintable(QStringLiteral("the same for every row, %1").arg(instructionSetName(set)))) << false << set;
-        QTest::newRow(qPrintable(QStringLiteral("row by row, %1").arg(instructionSetName(set)))) << true << set;
-    }
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
+        row("the same for every row") << false << set;
+        row("row by row") << true << set;
+    });
 }
 
 void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
