@@ -59,9 +59,11 @@ private Q_SLOTS:
     void equalsTheUnblockedFormula_data();
     void equalsTheUnblockedFormula();
     void readsTheProjectionsLayoutWithoutACopy();
+    void aRowWithEveryKeyMaskedAveragesTheValues_data();
     void aRowWithEveryKeyMaskedAveragesTheValues();
     void keysWhoseBiasIsMinusInfinityAreLeftOut_data();
     void keysWhoseBiasIsMinusInfinityAreLeftOut();
+    void widelySpreadScoresKeepTheirPrecision_data();
     void widelySpreadScoresKeepTheirPrecision();
     void takesOnlyWhatItCanCompute();
     void fullAttentionTakesItInInference();
@@ -137,14 +139,21 @@ void TestBlockedAttention::readsTheProjectionsLayoutWithoutACopy()
     QVERIFY(test::relativeError(got, reference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
 }
 
+void TestBlockedAttention::aRowWithEveryKeyMaskedAveragesTheValues_data()
+{
+    QTest::addColumn<InstructionSet>("set");
+    test::forEachKernelBuild([](InstructionSet set, auto row) { row("70 keys, all masked") << set; });
+}
+
 void TestBlockedAttention::aRowWithEveryKeyMaskedAveragesTheValues()
 {
+    QFETCH(InstructionSet, set);
     // An entry with no real token (all keys -1e9) gets what softmax gives a row
     // of equal scores: every value weighted alike, not NaN.
     torch::manual_seed(4);
     const torch::Tensor q = torch::randn({1, 1, 20, 8}), k = torch::randn({1, 1, 70, 8}), v = torch::randn({1, 1, 70, 8});
     const torch::Tensor bias = torch::full({1, 1, 1, 70}, -1e9);
-    const torch::Tensor got = blockedAttention(q, k, v, bias, 1.0);
+    const torch::Tensor got = blockedAttention(q, k, v, bias, 1.0, set);
     const torch::Tensor mean = v.mean(2, true).expand({1, 1, 20, 8});
     QVERIFY2(test::relativeError(got, mean) < kTolerance, qPrintable(QString::number(test::relativeError(got, mean))));
 }
@@ -183,8 +192,15 @@ void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
     QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
 }
 
+void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision_data()
+{
+    QTest::addColumn<InstructionSet>("set");
+    test::forEachKernelBuild([](InstructionSet set, auto row) { row("scores a hundred apart") << set; });
+}
+
 void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()
 {
+    QFETCH(InstructionSet, set);
     // Scores a hundred apart: a row's largest score comes in a later block than
     // its first, so the running sums are rescaled by exp(-100)-sized factors
     // and earlier blocks' weights must vanish, not swamp the result.
@@ -192,7 +208,7 @@ void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()
     const std::int64_t T = 200, A = 16;
     const torch::Tensor q = torch::randn({1, 2, T, A}) * 6.0, k = torch::randn({1, 2, T, A}) * 6.0;
     const torch::Tensor v = torch::randn({1, 2, T, A});
-    const torch::Tensor got = blockedAttention(q, k, v, torch::Tensor(), 1.0);
+    const torch::Tensor got = blockedAttention(q, k, v, torch::Tensor(), 1.0, set);
     const torch::Tensor expected = reference(q, k, v, torch::Tensor(), 1.0);
     QVERIFY(torch::isfinite(got).all().item<bool>());
     QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
