@@ -55,8 +55,8 @@ std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to
 // The kernel over vectors of kLanes floats (GCC's vector extension, so that one
 // body builds for each instruction set): 16 fill one AVX-512 register, and 8
 // one AVX2 register, as 16 would take two and a block's scores and sums would
-// then outgrow AVX2's 16 registers. The baseline takes 16, four SSE registers
-// (8 measured no faster there).
+// then outgrow AVX2's 16 registers; the baseline 4, one SSE register (15-20
+// GFLOP/s on one thread where 16 lanes ran at 9-12).
 template <std::int64_t kLanes>
 struct Kernel {
     using Floats = vector::Floats<kLanes>;
@@ -343,7 +343,7 @@ void attendRowsAvx2(const Operands& op, std::int64_t b, std::int64_t g, std::int
 void attendRowsBaseline(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
                         std::vector<float>& scratch)
 {
-    Kernel<16>::attendRows(op, b, g, row0, row1, scratch);
+    Kernel<4>::attendRows(op, b, g, row0, row1, scratch);
 }
 
 AttendRows attendRowsFor(InstructionSet set)
