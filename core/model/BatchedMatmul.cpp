@@ -26,7 +26,7 @@ bool loopOverBatch(const torch::Tensor& a)
 // WideLab's own batched product (BatchedProduct.h) on the CPU in fp32: LibTorch
 // 1.13's bmm calls the BLAS once per product, and the per-head products of
 // attention ran there at 50-80 GFLOP/s on two threads, against 85-125 for the
-// kernel; with the softmax in its tiles a 6x8 training step was 6-13 % faster
+// kernel; with the softmax in its tiles a 6x8 training step was 6-9 % faster
 // under PyPI's 2.11 (MKL) too (docs/performance.md).
 bool ownKernel(const torch::Tensor& a, const torch::Tensor& b)
 {
