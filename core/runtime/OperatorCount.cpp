@@ -60,6 +60,7 @@ void onEnd(const at::RecordFunction& fn, at::ObserverContext*)
     const std::lock_guard lock(state->mutex);
     OperatorTally& tally = state->tally;
     ++tally.operators;
+    ++tally.byName[fn.name()];
     const auto phase = static_cast<std::size_t>(PhaseTimer::current());
     if (!ended.calledAnother)
         ++tally.innermostByPhase[phase][fn.name()];

@@ -23,6 +23,7 @@ namespace widelab {
 // count is the figure to cut when the GPU waits on the host.
 struct OperatorTally {
     std::int64_t operators = 0;  // every operator dispatched, those called by others included
+    std::map<std::string, std::int64_t> byName;  // the same operators by name
     // The innermost operators (those that called no other: kernels, views,
     // allocations) by name, per PhaseScope open when they ran (PhaseTimer.h),
     // indexed by Phase, the last entry those outside every scope. Backward's

@@ -89,6 +89,12 @@ void TestOperatorCount::compositeOperatorsAreNotInnermost()
     QCOMPARE(byName(tally, "aten::linear"), std::int64_t{0});
     QVERIFY2(tally.innermost() >= 2, qPrintable(QString::number(tally.innermost())));
     QVERIFY(tally.operators > tally.innermost());
+    // Every operator by name, linear itself among them.
+    QCOMPARE(tally.byName.at("aten::linear"), std::int64_t{1});
+    std::int64_t all = 0;
+    for (const auto& [name, count] : tally.byName)
+        all += count;
+    QCOMPARE(all, tally.operators);
     std::int64_t named = 0;
     for (const auto& [name, count] : tally.innermostByName())
         named += count;
