@@ -16,7 +16,9 @@ bool loopOverBatch(const torch::Tensor& a)
 #if TORCH_VERSION_MAJOR < 2
     // Inference only, for now: in training steps the loop measured slower than
     // bmm (docs/performance.md), its autograd graph being G nodes per product.
-    return a.is_cpu() && !torch::GradMode::is_enabled();
+    // A batch of a few large products is what bmm's one BLAS call a product
+    // suits.
+    return a.is_cpu() && !torch::GradMode::is_enabled() && batchedProductTakesWholeProducts(a);
 #else
     (void)a;
     return false;
@@ -27,10 +29,13 @@ bool loopOverBatch(const torch::Tensor& a)
 // 1.13's bmm calls the BLAS once per product, and the per-head products of
 // attention ran there at 50-80 GFLOP/s on two threads, against 85-125 for the
 // kernel; with the softmax in its tiles a 6x8 training step was 6-9 % faster
-// under PyPI's 2.11 (MKL) too (docs/performance.md).
+// under PyPI's 2.11 (MKL) too (docs/performance.md). That is for many small
+// products; a batch of a few large ones (a projection, the layers of a few
+// experts) goes to the BLAS, which blocks each for the caches.
 bool ownKernel(const torch::Tensor& a, const torch::Tensor& b)
 {
-    return fastPathEnabled(FastPath::BatchedProduct) && batchedProductApplies(a, b);
+    return fastPathEnabled(FastPath::BatchedProduct) && batchedProductApplies(a, b)
+           && batchedProductTakesWholeProducts(a);
 }
 
 // The kernel with its gradients, each another batched product: one autograd
@@ -86,7 +91,9 @@ struct OwnSoftmaxProduct : torch::autograd::Function<OwnSoftmaxProduct> {
 
 torch::Tensor batchedSoftmax(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias)
 {
-    if (ownKernel(a, b) && batchedSoftmaxProductApplies(a, b, bias)
+    // The kernel whatever the batch: with the softmax in its tiles, the scores
+    // are written once, where the BLAS's product would leave three more passes.
+    if (fastPathEnabled(FastPath::BatchedProduct) && batchedSoftmaxProductApplies(a, b, bias)
         && !(bias.defined() && torch::GradMode::is_enabled() && bias.requires_grad()))
         return OwnSoftmaxProduct::apply(a, b, Constant{bias});
     torch::Tensor scores = batchedMatmul(a, b);

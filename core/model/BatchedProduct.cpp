@@ -268,7 +268,7 @@ torch::Tensor multiply(const torch::Tensor& a_, const torch::Tensor& b_, const t
     p.U1 = a.size(a.dim() - 3);
     const std::int64_t U = a.numel() / (p.N * p.K);
 
-    const std::int64_t rowsPerTask = U >= kProductsPerThread * at::get_num_threads() ? p.N : kRowsPerTask;
+    const std::int64_t rowsPerTask = batchedProductTakesWholeProducts(a) ? p.N : kRowsPerTask;
     const std::int64_t chunks = (p.N + rowsPerTask - 1) / rowsPerTask;
     at::parallel_for(0, U * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> scratch;
@@ -292,6 +292,14 @@ bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b)
         if (a.size(d) != b.size(d))
             return false;
     return true;
+}
+
+bool batchedProductTakesWholeProducts(const torch::Tensor& a)
+{
+    std::int64_t products = 1;
+    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
+        products *= a.size(d);
+    return products >= kProductsPerThread * at::get_num_threads();
 }
 
 torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, InstructionSet set)

@@ -17,6 +17,13 @@ namespace widelab {
 // agree, and nothing empty.
 bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b);
 
+// Whether a has enough products for batchedProduct to give each thread four or
+// more, each task a whole product. With fewer it cuts each product's rows into
+// tasks, copying b for each; such a product is a large one (a projection, the
+// layers of a few experts), and a BLAS, which blocks it for the caches, took
+// those shapes 5-15 % faster than the tasks of rows (docs/performance.md).
+bool batchedProductTakesWholeProducts(const torch::Tensor& a);
+
 // a: [..., N, K], b: [..., K, M], any strides -> [..., N, M], contiguous: each
 // product by a register tile of 6 rows by two vectors of columns over the
 // whole of K, from copies of its rows of a and of b laid out in the order the
