@@ -265,6 +265,8 @@ void TestCuda::routingDecisionsMatchCpu()
 // decision for decision. Each token's probabilities are a random permutation of
 // E logits 0.05 apart, so no two are equal and the top K is one answer; the
 // shapes put the queue's ends around the kernel's chunks of 1,024 entries.
+// Tokens choose about evenly, so an expert is asked about tokens * K / E times:
+// a row that means to drop pairs has a capacity below that.
 void TestCuda::routingKernelDecidesAsTheOperators_data()
 {
     QTest::addColumn<qint64>("tokens");
@@ -273,34 +275,33 @@ void TestCuda::routingKernelDecidesAsTheOperators_data()
     QTest::addColumn<qint64>("capacity");
     QTest::addColumn<bool>("causal");
     QTest::addColumn<bool>("everyChoice");
-    QTest::newRow("no tokens") << 0LL << 4LL << 2LL << 1LL << false << false;
-    QTest::newRow("one token") << 1LL << 4LL << 2LL << 1LL << false << false;
-    QTest::newRow("one expert") << 300LL << 1LL << 1LL << 100LL << false << false;
-    QTest::newRow("a warp, most dropped") << 32LL << 2LL << 1LL << 5LL << false << false;
-    QTest::newRow("a chunk less one") << 1023LL << 8LL << 1LL << 200LL << false << false;
-    QTest::newRow("a chunk") << 1024LL << 8LL << 1LL << 200LL << false << true;
-    QTest::newRow("a chunk and one, causal") << 1025LL << 8LL << 1LL << 200LL << true << false;
-    QTest::newRow("top 2 of 3, choice 1 mid-chunk") << 700LL << 3LL << 2LL << 500LL << false << false;
-    QTest::newRow("WideNet: top 2 of 4, capacity 1.2") << 4096LL << 4LL << 2LL << 2458LL << false << false;
-    QTest::newRow("top 8 of 256") << 600LL << 256LL << 8LL << 30LL << false << true;
-    QTest::newRow("8192 tokens, top 2 of 64, causal") << 8192LL << 64LL << 2LL << 300LL << true << true;
-    QTest::newRow("no drops, top 4 of 16") << 2000LL << 16LL << 4LL << 2000LL << false << false;
+    QTest::addColumn<bool>("drops");  // whether the row drops some pairs, as it means to
+    QTest::newRow("no tokens") << 0LL << 4LL << 2LL << 1LL << false << false << false;
+    QTest::newRow("one token") << 1LL << 4LL << 2LL << 1LL << false << false << false;
+    QTest::newRow("one expert") << 300LL << 1LL << 1LL << 100LL << false << false << true;
+    QTest::newRow("a warp, most dropped") << 32LL << 2LL << 1LL << 5LL << false << false << true;
+    QTest::newRow("a chunk less one") << 1023LL << 8LL << 1LL << 100LL << false << false << true;
+    QTest::newRow("a chunk") << 1024LL << 8LL << 1LL << 100LL << false << true << true;
+    QTest::newRow("a chunk and one, causal") << 1025LL << 8LL << 1LL << 100LL << true << false << true;
+    QTest::newRow("top 2 of 3, choice 1 mid-chunk") << 700LL << 3LL << 2LL << 400LL << false << false << true;
+    // WideNet's capacity factor: 1.2 times the even share, rarely exceeded.
+    QTest::newRow("WideNet: top 2 of 4, capacity 1.2") << 4096LL << 4LL << 2LL << 2458LL << false << false << false;
+    QTest::newRow("WideNet's load at capacity 1.0") << 4096LL << 4LL << 2LL << 2048LL << false << false << true;
+    QTest::newRow("top 8 of 256") << 600LL << 256LL << 8LL << 15LL << false << true << true;
+    QTest::newRow("8192 tokens, top 2 of 64, causal") << 8192LL << 64LL << 2LL << 200LL << true << true << true;
+    QTest::newRow("no drops, top 4 of 16") << 2000LL << 16LL << 4LL << 2000LL << false << false << false;
 }
 
 void TestCuda::routingKernelDecidesAsTheOperators()
 {
     REQUIRE_DEVICE(device);
-    if (!device.is_cuda())
-        QSKIP("the routing kernel is CUDA's; on the CPU the operators route (tst_routing)");
-    if (!fusedRoutingBuilt())
-        QSKIP(qPrintable(QString::fromStdString(fusedRoutingRefusal(device))));
-    QCOMPARE(QString::fromStdString(fusedRoutingRefusal(device)), QString());  // its own try on this GPU passed
     QFETCH(qint64, tokens);
     QFETCH(qint64, experts);
     QFETCH(qint64, topK);
     QFETCH(qint64, capacity);
     QFETCH(bool, causal);
     QFETCH(bool, everyChoice);
+    QFETCH(bool, drops);
     torch::manual_seed(tokens * 31 + experts);
     const torch::Tensor logits = std::get<1>(torch::rand({tokens, experts}).sort(/*dim=*/1)).to(torch::kFloat32) * 0.05;
     const torch::Tensor probs = torch::softmax(logits, -1);
@@ -308,16 +309,22 @@ void TestCuda::routingKernelDecidesAsTheOperators()
     options.topK = topK;
     options.causal = causal;
     options.balanceEveryChoice = everyChoice;
-    QVERIFY(fusedRoutingRuns(probs.to(device), options));
+    // The operators' decisions, on the CPU: checked there too, so that a row
+    // is known to drop pairs, or not, as it means to.
     const RoutingDecisions want = decideByOperators(probs, capacity, options);
+    QCOMPARE(want.kept.logical_not().any().item<bool>(), drops);
+    if (!device.is_cuda())
+        QSKIP("the routing kernel is CUDA's; on the CPU the operators route (tst_routing)");
+    if (!fusedRoutingBuilt())
+        QSKIP(qPrintable(QString::fromStdString(fusedRoutingRefusal(device))));
+    QCOMPARE(QString::fromStdString(fusedRoutingRefusal(device)), QString());  // its own try on this GPU passed
+    QVERIFY(fusedRoutingRuns(probs.to(device), options));
     const RoutingDecisions got = fusedRoutingDecisions(probs.to(device), capacity, options);
     QVERIFY(torch::equal(got.expert.cpu(), want.expert));
     QVERIFY(torch::equal(got.gates.cpu(), want.gates));
     QVERIFY(torch::equal(got.slot.cpu(), want.slot));
     QVERIFY(torch::equal(got.kept.cpu(), want.kept));
     QVERIFY(torch::equal(got.chosen.cpu(), want.chosen));
-    if (tokens > 0 && capacity < tokens)
-        QVERIFY(want.kept.logical_not().any().item<bool>());  // the row drops some, as it means to
 }
 
 // tst_routing's firstChoicesAreServedBeforeSecondChoices and
@@ -528,12 +535,15 @@ void TestCuda::outOfMemoryKeepsTheRun()
 
 // train.cuda_graph on a GPU: the device and a LibTorch that records graphs,
 // or a reason to skip (the CPU's part is tst_stepgraphs, with its recorder).
-#define REQUIRE_GRAPHS(device)                                                                                    \
-    REQUIRE_DEVICE(device);                                                                                       \
+#define SKIP_WITHOUT_GRAPHS(device)                                                                               \
     if (!device.is_cuda())                                                                                        \
         QSKIP("the CPU has no CUDA graphs; tst_stepgraphs checks the recorded path there with a recorder of its own"); \
     if (!FusedAdamW::available())                                                                                 \
     QSKIP("this LibTorch has no fused AdamW, whose capturable step a recording needs")
+
+#define REQUIRE_GRAPHS(device) \
+    REQUIRE_DEVICE(device);    \
+    SKIP_WITHOUT_GRAPHS(device)
 
 namespace {
 
@@ -573,8 +583,13 @@ void TestCuda::replayedStepsMatchOrdinaryOnes_data()
         << R"({"model": {"experts": 4, "top_k": 2, "share_attention": true, "share_ffn": true, "max_len": 16},
                "task": {"min_length": 16, "max_length": 16}})";
     QTest::newRow("multipath") << R"({"model": {"paths": 3, "heads": 2, "path_extra_features": true}})";
-    QTest::newRow("language model") << R"({"model": {"head": "language_model", "experts": 2, "top_k": 1, "max_len": 16},
-                                           "task": {"min_length": 16, "max_length": 16}})";
+    // A language model's task reads a text (written by the test at @TEXT@)
+    // and has none of ListOps's keys.
+    QTest::newRow("language model")
+        << R"({"model": {"head": "language_model", "experts": 2, "top_k": 1, "max_len": 16, "vocab_size": 64, "num_classes": null},
+               "task": {"kind": "language_model", "path": "@TEXT@", "tokenizer": "character", "sequence_length": 16,
+                        "min_length": null, "max_length": null, "train_size": null, "validation_size": null,
+                        "test_size": null}})";
 }
 
 // The same run with ordinary and with replayed steps (fp32): every logged loss
@@ -583,11 +598,24 @@ void TestCuda::replayedStepsMatchOrdinaryOnes_data()
 // capture failed.
 void TestCuda::replayedStepsMatchOrdinaryOnes()
 {
-    REQUIRE_GRAPHS(device);
+    REQUIRE_DEVICE(device);
     QFETCH(QString, overrides);
     QTemporaryDir dir;
-    const std::vector<double> want = graphRunLosses(fresh(dir, "ordinary"), overrides.toStdString(), false);
-    const std::vector<double> got = graphRunLosses(fresh(dir, "replayed"), overrides.toStdString(), true);
+    const std::filesystem::path text = fresh(dir, "text.txt");
+    {
+        std::ofstream out(text);
+        for (int i = 0; i < 200; ++i)
+            out << "line " << i << " of a text that a language model reads, " << (i % 2 ? "odd" : "even") << ".\n";
+    }
+    overrides.replace(QLatin1String("@TEXT@"), QString::fromStdString(text.string()));
+    std::vector<double> want, got;
+    // The ordinary run on the CPU as well: each row's run must be one that trains.
+    QString failed = test::thrownMessage([&] { want = graphRunLosses(fresh(dir, "ordinary"), overrides.toStdString(), false); });
+    QVERIFY2(failed.isEmpty(), qPrintable(failed));
+    QVERIFY(!want.empty());
+    SKIP_WITHOUT_GRAPHS(device);
+    failed = test::thrownMessage([&] { got = graphRunLosses(fresh(dir, "replayed"), overrides.toStdString(), true); });
+    QVERIFY2(failed.isEmpty(), qPrintable(failed));
     const std::string log = logText(fresh(dir, "replayed"));
     QVERIFY2(log.find("recorded once per batch shape and replayed") != std::string::npos, log.c_str());
     QVERIFY2(log.find("steps run ordinarily") == std::string::npos, log.c_str());
