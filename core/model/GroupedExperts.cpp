@@ -4,6 +4,7 @@
 #include "Router.h"
 #include "runtime/FastPaths.h"
 #include "runtime/PhaseTimer.h"
+#include "runtime/StepCapture.h"
 
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -14,6 +15,10 @@
 #define WIDELAB_HAS_GROUPED_MM 1
 #else
 #define WIDELAB_HAS_GROUPED_MM 0
+#endif
+
+#if WIDELAB_HAS_GROUPED_MM && defined(WIDELAB_TORCH_CUDA)
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #endif
 
 #include <map>
@@ -119,6 +124,21 @@ std::string tryGroupedProduct(const c10::Device& device, c10::ScalarType dtype)
         if (!torch::allclose(got, want, 2e-2, 2e-1))
             return "at::_grouped_mm gives other products than mm on " + device.str() + " in "
                    + c10::toString(dtype);
+        // On a GPU the product must run there alone. Where LibTorch has no
+        // kernel for the type or GPU (2.11's takes bf16 only), it loops over
+        // the groups on the host, reading their ends back: a synchronisation
+        // every call, and no CUDA graph can record it. Recording it says which.
+        if (device.is_cuda()) {
+            const SideStream side(device);
+            try {
+                (void)cudaGraphRecorder(device)([&] { (void)at::_grouped_mm(a, w.transpose(1, 2), offsets); });
+            } catch (const std::exception& error) {
+                const std::string what = error.what();
+                return "at::_grouped_mm on " + device.str() + " in " + c10::toString(dtype)
+                       + " reads its groups back to the host (a synchronisation every call, and no CUDA graph): "
+                       + what.substr(0, what.find('\n'));
+            }
+        }
     } catch (const std::exception& error) {
         const std::string what = error.what();
         return "at::_grouped_mm fails on " + device.str() + " in " + c10::toString(dtype) + ": "
@@ -140,6 +160,11 @@ std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dt
     const auto found = tried.find(key);
     if (found != tried.end())
         return found->second;
+#ifdef WIDELAB_TORCH_CUDA
+    // Not tried inside a recording: its copies from the host would break it.
+    if (device.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+        return "at::_grouped_mm is not yet tried on " + device.str() + ", and a CUDA graph is being recorded";
+#endif
     return tried[key] = tryGroupedProduct(device, dtype);
 #else
     (void)device;

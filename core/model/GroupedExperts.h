@@ -19,7 +19,10 @@ struct Routing;
 // Why grouped products cannot multiply experts on this device in this type,
 // or "" when they can: the linked LibTorch must have at::_grouped_mm, and that
 // product, tried once per device and type on groups of odd sizes (one empty),
-// must give the per-group products.
+// must give the per-group products; on a GPU it must also record as a CUDA
+// graph (a product that reads its groups back to the host does not). Not
+// tried while a CUDA graph is being recorded on the device: it refuses then,
+// and tries at the next call.
 std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dtype);
 
 // Whether dispatchCombine takes the grouped path for x (the tokens, [S, D]),
