@@ -1,6 +1,7 @@
 #include "FusedRouting.h"
 
 #include "runtime/FastPaths.h"
+#include "runtime/StepCapture.h"
 
 #include <torch/torch.h>
 
@@ -8,7 +9,6 @@
 #include "cuda/RoutingKernel.h"
 
 #include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -158,8 +158,7 @@ std::string fusedRoutingRefusal(const c10::Device& device)
     const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
     if (const auto found = tried.find(index); found != tried.end())
         return found->second;
-    const c10::cuda::CUDAGuard onDevice(c10::Device(c10::kCUDA, index));
-    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+    if (cudaGraphBeingRecorded(c10::Device(c10::kCUDA, index)))
         return "the routing kernel is not yet tried on " + device.str() + ", and a CUDA graph is being recorded";
     return tried[index] = tryKernel(c10::Device(c10::kCUDA, index));
 #else

@@ -17,10 +17,6 @@
 #define WIDELAB_HAS_GROUPED_MM 0
 #endif
 
-#if WIDELAB_HAS_GROUPED_MM && defined(WIDELAB_TORCH_CUDA)
-#include <c10/cuda/CUDAGraphsC10Utils.h>
-#endif
-
 #include <map>
 #include <mutex>
 #include <optional>
@@ -160,11 +156,9 @@ std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dt
     const auto found = tried.find(key);
     if (found != tried.end())
         return found->second;
-#ifdef WIDELAB_TORCH_CUDA
     // Not tried inside a recording: its copies from the host would break it.
-    if (device.is_cuda() && c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None)
+    if (cudaGraphBeingRecorded(device))
         return "at::_grouped_mm is not yet tried on " + device.str() + ", and a CUDA graph is being recorded";
-#endif
     return tried[key] = tryGroupedProduct(device, dtype);
 #else
     (void)device;

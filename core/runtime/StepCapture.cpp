@@ -5,6 +5,7 @@
 #ifdef WIDELAB_TORCH_CUDA
 #include <ATen/autocast_mode.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -18,6 +19,19 @@ void synchronizeDevice(const c10::Device& device)
 {
     if (device.is_cuda())
         torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
+bool cudaGraphBeingRecorded(const c10::Device& device)
+{
+#ifdef WIDELAB_TORCH_CUDA
+    if (!device.is_cuda())
+        return false;
+    const c10::cuda::OptionalCUDAGuard onDevice(device.has_index() ? std::optional<c10::Device>(device) : std::nullopt);
+    return c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None;
+#else
+    (void)device;
+    return false;
+#endif
 }
 
 std::optional<std::string> cudaGraphRefusal(const c10::Device& device)

@@ -24,6 +24,11 @@ using Replay = std::function<void()>;
 // std::runtime_error naming why when it cannot be recorded.
 using Recorder = std::function<Replay(const std::function<void()>& work)>;
 
+// Whether a CUDA graph is being recorded on the current stream of `device`
+// (false on a CPU): work that copies from the host, or tries something once,
+// must not run then.
+bool cudaGraphBeingRecorded(const c10::Device& device);
+
 // Why `device` cannot record CUDA graphs ("the CPU has no CUDA graphs", "this
 // LibTorch was built without CUDA"), or nothing when it can.
 std::optional<std::string> cudaGraphRefusal(const c10::Device& device);
