@@ -221,6 +221,15 @@ MultiplyRows multiplyRowsFor(InstructionSet set)
     }
 }
 
+// How many products a batch [..., N, K] holds: its leading sizes multiplied.
+std::int64_t productsIn(const torch::Tensor& a)
+{
+    std::int64_t products = 1;
+    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
+        products *= a.size(d);
+    return products;
+}
+
 // An operand whose rows or columns are contiguous (the tile reads either), as
 // it is where it can be: a copy otherwise.
 torch::Tensor readable(const torch::Tensor& t)
@@ -266,7 +275,7 @@ torch::Tensor multiply(const torch::Tensor& a_, const torch::Tensor& b_, const t
     p.K = a.size(-1);
     p.M = b.size(-1);
     p.U1 = a.size(a.dim() - 3);
-    const std::int64_t U = a.numel() / (p.N * p.K);
+    const std::int64_t U = productsIn(a);
 
     const std::int64_t rowsPerTask = batchedProductTakesWholeProducts(a) ? p.N : kRowsPerTask;
     const std::int64_t chunks = (p.N + rowsPerTask - 1) / rowsPerTask;
@@ -296,10 +305,7 @@ bool batchedProductApplies(const torch::Tensor& a, const torch::Tensor& b)
 
 bool batchedProductTakesWholeProducts(const torch::Tensor& a)
 {
-    std::int64_t products = 1;
-    for (std::int64_t d = 0; d + 2 < a.dim(); ++d)
-        products *= a.size(d);
-    return products >= kProductsPerThread * at::get_num_threads();
+    return productsIn(a) >= kProductsPerThread * at::get_num_threads();
 }
 
 torch::Tensor batchedProduct(const torch::Tensor& a, const torch::Tensor& b, InstructionSet set)
