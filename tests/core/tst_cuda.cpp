@@ -586,7 +586,8 @@ void TestCuda::replayedStepsMatchOrdinaryOnes_data()
     // A language model's task reads a text (written by the test at @TEXT@)
     // and has none of ListOps's keys.
     QTest::newRow("language model")
-        << R"({"model": {"head": "language_model", "experts": 2, "top_k": 1, "max_len": 16, "vocab_size": 64, "num_classes": null},
+        << R"({"model": {"head": "language_model", "experts": 2, "top_k": 1, "max_len": 16, "vocab_size": 64,
+                         "num_classes": null},
                "task": {"kind": "language_model", "path": "@TEXT@", "tokenizer": "character", "sequence_length": 16,
                         "min_length": null, "max_length": null, "train_size": null, "validation_size": null,
                         "test_size": null}})";
@@ -610,11 +611,12 @@ void TestCuda::replayedStepsMatchOrdinaryOnes()
     overrides.replace(QLatin1String("@TEXT@"), QString::fromStdString(text.string()));
     std::vector<double> want, got;
     // The ordinary run on the CPU as well: each row's run must be one that trains.
-    QString failed = test::thrownMessage([&] { want = graphRunLosses(fresh(dir, "ordinary"), overrides.toStdString(), false); });
+    const std::string run = overrides.toStdString();
+    QString failed = test::thrownMessage([&] { want = graphRunLosses(fresh(dir, "ordinary"), run, false); });
     QVERIFY2(failed.isEmpty(), qPrintable(failed));
     QVERIFY(!want.empty());
     SKIP_WITHOUT_GRAPHS(device);
-    failed = test::thrownMessage([&] { got = graphRunLosses(fresh(dir, "replayed"), overrides.toStdString(), true); });
+    failed = test::thrownMessage([&] { got = graphRunLosses(fresh(dir, "replayed"), run, true); });
     QVERIFY2(failed.isEmpty(), qPrintable(failed));
     const std::string log = logText(fresh(dir, "replayed"));
     QVERIFY2(log.find("recorded once per batch shape and replayed") != std::string::npos, log.c_str());

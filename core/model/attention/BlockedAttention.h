@@ -17,10 +17,10 @@ bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, con
 // q: [B, G, Tq, A], k and v: [B, G, Tk, A], bias: additive, broadcastable to
 // [B, 1, Tq, Tk], or undefined. Returns [B, G, Tq, A] (laid out as [B, Tq, G,
 // A], which the output projection reads without a copy). Each query row keeps
-// a running maximum, sum and weighted sum of values over blocks of 16 keys, 8
-// in the AVX2 build, 4 in the baseline (the online softmax of Milakov and Gimelshein, 2018), so
-// only a block's scores exist at once, in registers, as many query rows to a
-// vector; the result equals the unblocked product's to rounding
+// a running maximum, sum and weighted sum of values over blocks of 16 keys (8
+// in the AVX2 build, 4 in the baseline; the online softmax of Milakov and
+// Gimelshein, 2018), so only a block's scores exist at once, in registers, as
+// many query rows to a vector; the result equals the unblocked product's to rounding
 // (tests/core/tst_blockedattention.cpp). The kernel is built for AVX-512,
 // AVX2 with FMA, and the baseline; `set` picks the build (the best this CPU
 // runs by default; one it cannot run throws std::invalid_argument), so that a
