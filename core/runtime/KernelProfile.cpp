@@ -1,0 +1,168 @@
+#include "KernelProfile.h"
+
+#include "StepCapture.h"
+
+#include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace widelab {
+namespace {
+
+namespace profiler = torch::autograd::profiler;
+
+// Kineto's activity types (libkineto's ActivityType, whose header LibTorch
+// 1.13 does not install): an ATen operator on the host, and the device's work.
+constexpr std::uint8_t kOperator = 0, kMemcpy = 3, kMemset = 4, kKernel = 5;
+
+bool onTheDevice(const profiler::KinetoEvent& event)
+{
+    const std::uint8_t type = event.activityType();
+    return type == kMemcpy || type == kMemset || type == kKernel;
+}
+
+// Start and length in nanoseconds (1.13 counts in microseconds).
+std::uint64_t startOf(const profiler::KinetoEvent& event)
+{
+#if TORCH_VERSION_MAJOR >= 2
+    return event.startNs();
+#else
+    return event.startUs() * 1000;
+#endif
+}
+
+std::uint64_t lengthOf(const profiler::KinetoEvent& event)
+{
+#if TORCH_VERSION_MAJOR >= 2
+    return event.durationNs();
+#else
+    return event.durationUs() * 1000;
+#endif
+}
+
+struct Sum {
+    std::int64_t calls = 0;
+    std::uint64_t nanoseconds = 0;
+};
+
+std::vector<OperatorTime> ranked(const std::map<std::string, Sum>& sums)
+{
+    std::vector<OperatorTime> list;
+    for (const auto& [name, sum] : sums)
+        list.push_back({name, sum.calls, 1e-9 * static_cast<double>(sum.nanoseconds)});
+    std::stable_sort(list.begin(), list.end(),
+                     [](const OperatorTime& a, const OperatorTime& b) { return a.seconds > b.seconds; });
+    return list;
+}
+
+// Each operator's span less its direct callees' spans, per thread: an operator
+// called by another starts no earlier and ends no later than its caller.
+std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEvent*>& operators)
+{
+    std::unordered_map<std::uint64_t, std::vector<const profiler::KinetoEvent*>> byThread;
+    for (const profiler::KinetoEvent* event : operators)
+        byThread[event->startThreadId()].push_back(event);
+    std::map<std::string, Sum> sums;
+    for (auto& [thread, events] : byThread) {
+        std::stable_sort(events.begin(), events.end(), [](const auto* a, const auto* b) {
+            return startOf(*a) != startOf(*b) ? startOf(*a) < startOf(*b) : lengthOf(*a) > lengthOf(*b);
+        });
+        struct Open {
+            const profiler::KinetoEvent* event;
+            std::uint64_t end;
+            std::uint64_t callees;
+        };
+        std::vector<Open> open;
+        const auto close = [&] {
+            const Open& done = open.back();
+            Sum& sum = sums[done.event->name()];
+            ++sum.calls;
+            sum.nanoseconds += lengthOf(*done.event) - std::min(done.callees, lengthOf(*done.event));
+            open.pop_back();
+        };
+        for (const profiler::KinetoEvent* event : events) {
+            const std::uint64_t start = startOf(*event);
+            while (!open.empty() && open.back().end <= start)
+                close();
+            if (!open.empty())
+                open.back().callees += lengthOf(*event);
+            open.push_back({event, start + lengthOf(*event), 0});
+        }
+        while (!open.empty())
+            close();
+    }
+    return sums;
+}
+
+}  // namespace
+
+KernelProfile profileKernels(const std::function<void()>& work, const c10::Device& device)
+{
+    KernelProfile profile;
+    profile.deviceTime = device.is_cuda();
+    if (torch::profiler::impl::profilerEnabled()) {
+        profile.unavailable = "another profiler is running";
+        work();
+        return profile;
+    }
+    const profiler::ProfilerConfig config(profiler::ProfilerState::KINETO);
+    std::set<profiler::ActivityType> activities = {profiler::ActivityType::CPU};
+    if (profile.deviceTime)
+        activities.insert(profiler::ActivityType::CUDA);
+    synchronizeDevice(device);
+    profiler::prepareProfiler(config, activities);
+    profiler::enableProfiler(config, activities);
+    std::unique_ptr<profiler::ProfilerResult> result;
+    try {
+        work();
+        synchronizeDevice(device);
+    } catch (...) {
+        result = profiler::disableProfiler();
+        throw;
+    }
+    result = profiler::disableProfiler();
+
+    std::vector<const profiler::KinetoEvent*> operators, deviceWork;
+    for (const profiler::KinetoEvent& event : result->events()) {
+        if (event.activityType() == kOperator)
+            operators.push_back(&event);
+        else if (onTheDevice(event))
+            deviceWork.push_back(&event);
+    }
+    if (!profile.deviceTime) {
+        const std::map<std::string, Sum> sums = selfTimes(operators);
+        profile.byOperator = ranked(sums);
+    } else {
+        // A kernel's linked correlation is that of the operator that launched it.
+        std::unordered_map<std::uint64_t, std::string> launcher;
+        for (const profiler::KinetoEvent* event : operators)
+            launcher.emplace(event->correlationId(), event->name());
+        std::map<std::string, Sum> byOperator, byKernel;
+        const auto add = [](std::map<std::string, Sum>& sums, const std::string& key, std::uint64_t nanoseconds) {
+            Sum& sum = sums[key];
+            ++sum.calls;
+            sum.nanoseconds += nanoseconds;
+        };
+        for (const profiler::KinetoEvent* event : deviceWork) {
+            const auto found = launcher.find(event->linkedCorrelationId());
+            add(byOperator, found != launcher.end() ? found->second : "(no operator)", lengthOf(*event));
+            add(byKernel, event->name(), lengthOf(*event));
+        }
+        profile.byOperator = ranked(byOperator);
+        profile.byKernel = ranked(byKernel);
+        if (deviceWork.empty())
+            profile.unavailable = "the profiler recorded no work on " + device.str()
+                                  + " (CUPTI, which LibTorch's profiler reads GPU activity through, may be missing)";
+    }
+    for (const OperatorTime& entry : profile.byOperator)
+        profile.seconds += entry.seconds;
+    if (!profile.deviceTime && profile.byOperator.empty())
+        profile.unavailable = "the profiler recorded no operator";
+    return profile;
+}
+
+}  // namespace widelab
