@@ -700,8 +700,52 @@ def peak_memory(device):
     return rss, rss
 
 
-def run(cfg, mode, batch, seq, steps, warmup, device, baseline, bf16=False, compile_mode=None):
-    """compile_mode: None (eager) or one of COMPILE_MODES."""
+def profile_step(step, device, top):
+    """Where one more step spends its time, as `widelab-cli bench --kernels` reports it: on a GPU the
+    device time of the kernels and copies by the operator that launched them and by kernel, on the CPU
+    each operator's self time; the `top` entries with most time."""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    synchronize(device)
+    with profile(activities=activities) as prof:
+        step()
+        synchronize(device)
+
+    def device_self(e):
+        return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+
+    def ranked(rows):
+        rows = sorted(rows, key=lambda row: -row["seconds"])
+        return rows[:top]
+
+    operators = []
+    for e in prof.key_averages():
+        if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA"):
+            continue  # the kernels themselves, listed below
+        seconds = 1e-6 * (device_self(e) if cuda else e.self_cpu_time_total)
+        if seconds > 0:
+            operators.append({"name": e.key, "calls": e.count, "seconds": seconds})
+    kernels = {}
+    if cuda:
+        for e in prof.events():
+            if str(getattr(e, "device_type", "")).endswith("CUDA"):
+                entry = kernels.setdefault(e.name, {"name": e.name, "calls": 0, "seconds": 0.0})
+                entry["calls"] += 1
+                entry["seconds"] += 1e-6 * (getattr(e, "device_time_total", None) or e.cuda_time_total)
+        if not kernels:  # versions that list kernels only under the operators that launched them
+            for e in prof.events():
+                for k in getattr(e, "kernels", []):
+                    entry = kernels.setdefault(k.name, {"name": k.name, "calls": 0, "seconds": 0.0})
+                    entry["calls"] += 1
+                    entry["seconds"] += 1e-6 * k.duration
+    total = sum(row["seconds"] for row in (kernels.values() if cuda else operators))
+    return {"time": "device" if cuda else "host self", "seconds": total,
+            "by_operator": ranked(operators), "by_kernel": ranked(kernels.values()), "unavailable": None}
+
+
+def run(cfg, mode, batch, seq, steps, warmup, device, baseline, bf16=False, compile_mode=None, kernels=0):
+    """compile_mode: None (eager) or one of COMPILE_MODES; kernels: profile one more step (profile_step)."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
@@ -750,6 +794,7 @@ def run(cfg, mode, batch, seq, steps, warmup, device, baseline, bf16=False, comp
         times.append(seconds)
     median = statistics.median(times)
     allocated, reserved = peak_memory(device)
+    kernel_profile = profile_step(step, device, kernels) if kernels > 0 else None
     return {"mode": mode, "device": str(device), "dtype": "bf16" if bf16 else "fp32",
             "compile": compile_mode is not None, "compile_mode": compile_mode, "side": side_name(baseline, compile_mode),
             "torch": torch.__version__, **baseline.describe(cfg),
@@ -757,7 +802,8 @@ def run(cfg, mode, batch, seq, steps, warmup, device, baseline, bf16=False, comp
             "threads": torch.get_num_threads(), "parameters": parameters,
             "warmup_seconds": warmup_seconds, "step_seconds": times, "step_seconds_median": median,
             "tokens_per_second": batch * seq / median,
-            "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "loss": loss}
+            "peak_allocated_bytes": allocated, "peak_reserved_bytes": reserved, "loss": loss,
+            "kernel_profile": kernel_profile}
 
 
 def side_name(baseline, compile_mode):
@@ -855,6 +901,8 @@ def main(argv):
     parser.add_argument("--experts", choices=["grouped", "batched"],
                         help="how stacked experts multiply (default: grouped on a GPU where torch._grouped_mm "
                              "works, else batched)")
+    parser.add_argument("--kernels", type=int, default=0, metavar="N",
+                        help="the N operators and kernels one more step spends most time in (device time on a GPU)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--params", action="store_true", help="print the trainable parameter count and exit")
     args = parser.parse_args(argv)
@@ -895,7 +943,10 @@ def main(argv):
         baseline = Baseline(args.hand_written, device, torch.bfloat16 if args.bf16 else torch.float32, args.experts)
     except ValueError as refusal:
         parser.error(str(refusal))
-    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup, device, baseline, args.bf16, args.compile)
+    if args.kernels < 0:
+        parser.error("--kernels: expected a count of 1 or more")
+    result = run(cfg, args.mode, args.batch, seq, args.steps, args.warmup, device, baseline, args.bf16, args.compile,
+                 args.kernels)
     result["name"] = name
     if args.json:
         print(json.dumps(result, indent=2))
@@ -906,6 +957,13 @@ def main(argv):
               f"{1e3 * result['step_seconds_median']:.1f} ms per step, "
               f"{result['tokens_per_second']:,.0f} tokens/s, peak memory {result['peak_allocated_bytes'] / 2**20:,.0f} MiB "
               f"(warm-up {sum(result['warmup_seconds']):.1f} s)")
+        profiled = result["kernel_profile"]
+        if profiled:
+            for heading, rows in (("operator", profiled["by_operator"]), ("kernel", profiled["by_kernel"])):
+                if rows:
+                    print(f"\n{profiled['time']} time by {heading}, {1e3 * profiled['seconds']:.2f} ms in all:")
+                    for row in rows:
+                        print(f"  {1e3 * row['seconds']:9.3f} ms {row['calls']:6d}x  {row['name'][:100]}")
     return 0
 
 

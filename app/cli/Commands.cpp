@@ -60,10 +60,12 @@ usage:
                                         timed forward and backward passes on random tokens
   widelab-cli bench CONFIG [--mode train|infer] [--batch B] [--seq T] [--steps N] [--warmup W]
                     [--threads N] [--device cpu|cuda|cuda:N] [--bf16] [--cuda-graph]
-                    [--peak-tflops F] [--json]
+                    [--peak-tflops F] [--kernels N] [--json]
                                         throughput, MFU against the measured matmul peak (and
                                         a nominal one), peak memory, phases; --cuda-graph
-                                        replays a captured training step (timing only)
+                                        replays a captured training step (timing only);
+                                        --kernels N: the N operators and kernels one more
+                                        step spends most time in (device time on a GPU)
   widelab-cli bench CONFIG --mode decode [--batch B] [--seq S] [--steps N] [--threads N] [--device D]
                     [--json]
                                         a translation model's greedy decoding to 50 and 200 target
@@ -424,7 +426,7 @@ std::string fixed(double value, int decimals)
 // bench --mode decode: greedy decoding with the cache against recomputing the prefix.
 int benchDecode(const ModelConfig& model, const Arguments& a, std::ostream& out)
 {
-    if (a.has("--bf16") || a.has("--cuda-graph") || a.has("--warmup") || a.has("--peak-tflops"))
+    if (a.has("--bf16") || a.has("--cuda-graph") || a.has("--warmup") || a.has("--peak-tflops") || a.has("--kernels"))
         throw UsageError("--mode decode takes --batch, --seq, --steps, --threads, --device and --json");
     const std::int64_t batch = a.integer("--batch", 8, 1, 65536);
     const std::int64_t sourceTokens = a.integer("--seq", 50, 1, 1 << 20);
@@ -458,6 +460,29 @@ int benchDecode(const ModelConfig& model, const Arguments& a, std::ostream& out)
     return 0;
 }
 
+// bench --kernels: where one more step spent its time, by operator and on a GPU by kernel.
+std::string kernelTables(const KernelProfile& profile)
+{
+    if (!profile.unavailable.empty())
+        return "--kernels: nothing profiled: " + profile.unavailable + "\n";
+    const auto table = [&](const std::string& heading, const std::vector<OperatorTime>& entries) {
+        TextTable rows({heading, "calls", "ms/step", "share"});
+        for (const OperatorTime& entry : entries)
+            rows.addRow({entry.name, groupDigits(entry.calls), fixed(1e3 * entry.seconds, 3),
+                         fixed(profile.seconds > 0.0 ? 100.0 * entry.seconds / profile.seconds : 0.0, 1) + " %"});
+        return rows.render();
+    };
+    std::string text = profile.deviceTime
+                           ? "Device time of one more step (" + fixed(1e3 * profile.seconds, 2)
+                                 + " ms in kernels and copies), by the operator that launched it:\n"
+                           : "Self time of one more step's operators (" + fixed(1e3 * profile.seconds, 2)
+                                 + " ms in all; an operator's time leaves out the operators it called):\n";
+    text += table("operator", profile.byOperator);
+    if (!profile.byKernel.empty())
+        text += "\nThe same by kernel:\n" + table("kernel", profile.byKernel);
+    return text;
+}
+
 int bench(const Arguments& a, std::ostream& out)
 {
     if (a.has("--nproc")) {  // training on several processes against one (docs/distributed.md)
@@ -468,7 +493,8 @@ int bench(const Arguments& a, std::ostream& out)
         options.steps = a.integer("--steps", 20, 1, 100000);
         options.warmup = a.integer("--warmup", 3, 0, 100000);
         options.json = a.has("--json");
-        if (a.has("--mode") || a.has("--device") || a.has("--bf16") || a.has("--cuda-graph") || a.has("--threads"))
+        if (a.has("--mode") || a.has("--device") || a.has("--bf16") || a.has("--cuda-graph") || a.has("--threads")
+            || a.has("--kernels"))
             throw UsageError("--nproc trains on the CPU, each process with its share of the cores: it takes "
                              "--batch, --seq, --steps, --warmup and --json");
         if (const std::string reason = distributedUnavailableReason(); !reason.empty())
@@ -491,6 +517,10 @@ int bench(const Arguments& a, std::ostream& out)
     options.device = a.text("--device", "cpu");
     options.bf16 = a.has("--bf16");
     options.cudaGraph = a.has("--cuda-graph");
+    options.kernels = a.integer("--kernels", 0, 1, 1000);
+    if (options.kernels > 0 && options.cudaGraph)
+        throw UsageError("--kernels profiles an ordinary step, and --cuda-graph times replays without one: "
+                         "give one of them");
     options.nominalPeakFlops = 1e12 * a.real("--peak-tflops", 0.0, 0.0, 1e6);
     setComputeThreads(static_cast<int>(a.integer("--threads", 0, 0, 1024)));
 
@@ -585,6 +615,8 @@ int bench(const Arguments& a, std::ostream& out)
         out << "On CUDA the phases come from a second pass of " << r.steps
             << " steps whose scopes synchronise the device (" << fixed(1e3 * r.phaseStepSeconds, 1)
             << " ms per step there).\n";
+    if (options.kernels > 0)
+        out << "\n" << kernelTables(r.kernels);
     if (!r.warning.empty())
         out << r.warning << "\n";
     return 0;
@@ -780,7 +812,7 @@ int runCli(const std::vector<std::string>& args, std::ostream& out, std::ostream
         if (command == "bench")
             return bench(Arguments(rest, {"--json", "--bf16", "--cuda-graph"},
                                    {"--mode", "--batch", "--seq", "--steps", "--warmup", "--threads", "--device",
-                                    "--peak-tflops", "--nproc"}),
+                                    "--peak-tflops", "--nproc", "--kernels"}),
                          out);
         if (command == "train" || command == "eval" || command == "inspect" || command == "export")
             return runCommand(command, rest, out, err);

@@ -290,6 +290,12 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, queuedAt) : r.stepSeconds, c.isMoe(),
                    r);
         r.operators = countOperators(step, device);
+        if (options.kernels > 0) {
+            r.kernels = profileKernels(step, device);
+            const auto keep = static_cast<std::size_t>(options.kernels);
+            for (std::vector<OperatorTime>* list : {&r.kernels.byOperator, &r.kernels.byKernel})
+                list->resize(std::min(list->size(), keep));
+        }
     }
 
     // Read before the peak measurement allocates its matrices.
@@ -305,6 +311,28 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     }
     return r;
 }
+
+namespace {
+
+// Null when no step was profiled.
+nlohmann::json kernelsJson(const KernelProfile& profile)
+{
+    if (profile.byOperator.empty() && profile.unavailable.empty())
+        return nullptr;
+    const auto list = [](const std::vector<OperatorTime>& entries) {
+        nlohmann::json array = nlohmann::json::array();
+        for (const OperatorTime& entry : entries)
+            array.push_back({{"name", entry.name}, {"calls", entry.calls}, {"seconds", entry.seconds}});
+        return array;
+    };
+    return {{"time", profile.deviceTime ? "device" : "host self"},
+            {"seconds", profile.seconds},
+            {"by_operator", list(profile.byOperator)},
+            {"by_kernel", list(profile.byKernel)},
+            {"unavailable", profile.unavailable.empty() ? nlohmann::json() : nlohmann::json(profile.unavailable)}};
+}
+
+}  // namespace
 
 nlohmann::json BenchmarkResult::toJson() const
 {
@@ -369,6 +397,7 @@ nlohmann::json BenchmarkResult::toJson() const
               // Operators that make the host wait for the device (OperatorCount.h), but the loss read back.
               {"synchronising", synchronising},
               {"synchronising_by_name", operators.synchronisingInStep()}}},
+            {"kernel_profile", kernelsJson(kernels)},
             {"loss", loss},
             {"warning", warning}};
 }

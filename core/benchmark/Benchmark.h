@@ -6,6 +6,7 @@
 
 #include "train/RunConfig.h"
 #include "config/ModelConfig.h"
+#include "runtime/KernelProfile.h"
 #include "runtime/OperatorCount.h"
 
 #include <nlohmann/json.hpp>
@@ -33,6 +34,9 @@ struct BenchmarkOptions {
     // the optimizer's step count, and so AdamW's bias correction, stays at the
     // captured step's.
     bool cudaGraph = false;
+    // Where one more step spends its time, by operator and by kernel
+    // (KernelProfile.h), the `kernels` entries with most time kept; 0: not profiled.
+    std::int64_t kernels = 0;
 };
 
 struct BenchmarkResult {
@@ -85,6 +89,9 @@ struct BenchmarkResult {
     // (none counted for graph replays): per phase as `phases` orders them.
     // Fewer is faster wherever the host's dispatches and launches bound a step.
     OperatorTally operators;
+    // One more step under LibTorch's profiler (BenchmarkOptions::kernels), cut
+    // to that many entries; none for graph replays.
+    KernelProfile kernels;
     double loss = 0.0;                 // last step's loss (training) or mean logit (inference)
     std::string warning;               // slowMatmulWarning, empty when none
 
