@@ -352,6 +352,28 @@ void TestCliUsage::benchDevice()
     QCOMPARE(graphOnCpu.code, 2);
     QVERIFY2(graphOnCpu.err.contains(QLatin1String("--cuda-graph")), qPrintable(graphOnCpu.err));
 
+    // --kernels: one more step's operators by self time on the CPU, at most
+    // as many as asked, most time first, within what the whole profile counts.
+    const CliResult profiled = cli(common + QStringList{"--kernels", "4"});
+    QCOMPARE(profiled.code, 0);
+    const nlohmann::json kernels = nlohmann::json::parse(profiled.out.toStdString()).at("kernel_profile");
+    QCOMPARE(kernels.at("time").get<std::string>(), std::string("host self"));
+    QVERIFY(kernels.at("unavailable").is_null());
+    QCOMPARE(kernels.at("by_operator").size(), std::size_t{4});
+    QVERIFY(kernels.at("by_kernel").empty());
+    double listed = 0.0, before = 1e300;
+    for (const nlohmann::json& entry : kernels.at("by_operator")) {
+        const double seconds = entry.at("seconds").get<double>();
+        QVERIFY(seconds <= before && entry.at("calls").get<std::int64_t>() >= 1);
+        before = seconds;
+        listed += seconds;
+    }
+    QVERIFY(listed > 0.0 && listed <= kernels.at("seconds").get<double>() * (1.0 + 1e-9));
+    QVERIFY(nlohmann::json::parse(cli(common).out.toStdString()).at("kernel_profile").is_null());
+    const CliResult profiledReplays = cli(common + QStringList{"--kernels", "4", "--cuda-graph"});
+    QCOMPARE(profiledReplays.code, 2);
+    QVERIFY2(profiledReplays.err.contains(QLatin1String("--kernels")), qPrintable(profiledReplays.err));
+
     if (!torch::cuda::is_available()) {
         const CliResult noCuda = cli({"bench", "widenet", "--device", "cuda"});
         QCOMPARE(noCuda.code, 2);
@@ -373,6 +395,21 @@ void TestCliUsage::benchDevice()
     QVERIFY(queued > 0.0 && queued <= r.at("step_seconds_median").get<double>());
     QVERIFY(r.at("memory_estimate_bytes").get<double>() > 0.0);
 
+    // On the GPU --kernels lists the device's work: kernels by name, and by
+    // the operators that launched them.
+    const CliResult gpuKernels = cli(common + QStringList{"--device", "cuda", "--bf16", "--kernels", "6"});
+    QCOMPARE(gpuKernels.code, 0);
+    const nlohmann::json device = nlohmann::json::parse(gpuKernels.out.toStdString()).at("kernel_profile");
+    QVERIFY2(device.at("unavailable").is_null(), device.dump().c_str());
+    QCOMPARE(device.at("time").get<std::string>(), std::string("device"));
+    QVERIFY(device.at("seconds").get<double>() > 0.0);
+    QCOMPARE(device.at("by_kernel").size(), std::size_t{6});
+    QVERIFY(!device.at("by_operator").empty());
+    bool launchedByAnOperator = false;
+    for (const nlohmann::json& entry : device.at("by_operator"))
+        launchedByAnOperator = launchedByAnOperator || entry.at("name").get<std::string>().rfind("aten::", 0) == 0;
+    QVERIFY2(launchedByAnOperator, device.dump().c_str());
+
     // The same steps captured once as a CUDA graph and replayed: they train
     // (a finite loss), and leave the host almost nothing to queue.
     const CliResult graph = cli(common + QStringList{"--device", "cuda", "--bf16", "--cuda-graph"});
@@ -392,6 +429,11 @@ void TestCliUsage::benchText()
     for (const char* expected : {"tokens/s", "achieved / peak", "fp32 matmul peak", "BLAS: ", "routing_dispatch_combine",
                                  "ATen operators per step", "the most frequent:"})
         QVERIFY2(result.out.contains(QLatin1String(expected)), qPrintable(result.out));
+    const CliResult profiled =
+        cli({"bench", "transformer-1x48", "--batch", "1", "--seq", "4", "--steps", "1", "--warmup", "0", "--kernels", "3"});
+    QCOMPARE(profiled.code, 0);
+    QVERIFY2(profiled.out.contains(QLatin1String("Self time of one more step's operators")), qPrintable(profiled.out));
+    QVERIFY2(profiled.out.contains(QLatin1String("aten::")), qPrintable(profiled.out));
 
     const CliResult wrongMode = cli({"bench", "transformer-1x48", "--mode", "fast"});
     QCOMPARE(wrongMode.code, 2);

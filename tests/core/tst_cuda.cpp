@@ -16,8 +16,9 @@
 #include "TestSupport.h"
 #include "model/FusedRouting.h"
 #include "model/WideTransformer.h"
-#include "runtime/DeviceMemory.h"
 #include "runtime/Autocast.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/KernelProfile.h"
 #include "runtime/Runtime.h"
 #include "run/Checkpoint.h"
 #include "run/RunDirectory.h"
@@ -143,6 +144,7 @@ private Q_SLOTS:
     void routingServesTheHandWorkedQueue();
     void bf16KeepsTheRouterInFp32();
     void memoryIsTheAllocators();
+    void kernelProfileNamesTheDevicesWork();
     void shortTrainingLearns();
     void resumeContinuesTheRun();
     void nonFiniteStopNamesTheFirstBadStep();
@@ -402,6 +404,34 @@ void TestCuda::memoryIsTheAllocators()
     QVERIFY(last["memory_peak_bytes"].get<std::int64_t>() >= allocated);
     if (device.is_cuda())  // a tiny model: far below what the process holds (its CUDA context alone is larger)
         QVERIFY(allocated < 256 << 20);
+}
+
+// One product and one sum on the device: on a GPU the profile holds their
+// kernels' device time, each linked to the operator that launched it.
+void TestCuda::kernelProfileNamesTheDevicesWork()
+{
+    REQUIRE_DEVICE(device);
+    const torch::Tensor a = torch::rand({512, 512}, torch::TensorOptions().device(device));
+    torch::Tensor product, total;
+    const KernelProfile profile = profileKernels(
+        [&] {
+            product = torch::mm(a, a);
+            total = product.sum();
+        },
+        device);
+    QVERIFY2(profile.unavailable.empty(), profile.unavailable.c_str());
+    QCOMPARE(profile.deviceTime, device.is_cuda());
+    QCOMPARE(profile.byKernel.empty(), !device.is_cuda());
+    const auto mm = std::find_if(profile.byOperator.begin(), profile.byOperator.end(),
+                                 [](const OperatorTime& entry) { return entry.name == "aten::mm"; });
+    QVERIFY2(mm != profile.byOperator.end(), profile.byOperator.empty() ? "none" : profile.byOperator[0].name.c_str());
+    // One call on the CPU; on a GPU the kernels cuBLAS launches for it (one, or a split product and its sum).
+    if (device.is_cuda())
+        QVERIFY(mm->calls >= 1 && mm->calls <= 4);
+    else
+        QCOMPARE(mm->calls, std::int64_t{1});
+    QVERIFY(mm->seconds > 0.0 && mm->seconds <= profile.seconds);
+    QVERIFY(std::isfinite(total.item<double>()));
 }
 
 void TestCuda::shortTrainingLearns()
