@@ -267,6 +267,55 @@ def fmt_host_per_operator(w):
     return f"{1e6 * w['queue_seconds_median'] / ops['all']:.1f}"
 
 
+def fmt_kernel_name(name, width=90):
+    """A kernel's or operator's name for a Markdown cell: cut to `width`, no pipes."""
+    name = name.replace("|", "/")
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def kernel_profile_section(bench, rows=12):
+    """Where one more step spends the device's time (`--kernels`): WideLab's by operator, then
+    WideLab's kernels beside those of the fastest PyTorch side that has a profile."""
+    out = []
+    for e in bench:
+        ours = (side_result(e, "widelab") or {}).get("kernel_profile")
+        if not ours:
+            continue
+        out.append(f"\n#### {e['family']}\n")
+        if ours.get("unavailable"):
+            out.append(f"WideLab's profile: {ours['unavailable']}")
+            continue
+        total = ours["seconds"]
+        out.append(f"WideLab, {1e3 * total:.2f} ms of device time in one step, by the operator that launched it:\n")
+        out.append(table(["operator", "calls", "ms", "share"],
+                         [[fmt_kernel_name(o["name"]), o["calls"], f"{1e3 * o['seconds']:.3f}",
+                           f"{100 * o['seconds'] / total:.1f} %" if total else "–"]
+                          for o in ours["by_operator"][:rows]]))
+        profiled = [side for side in COMPILED + ("eager",)
+                    if ((side_result(e, side) or {}).get("kernel_profile") or {}).get("by_kernel")]
+        other = max(profiled, key=lambda side: side_result(e, side)["tokens_per_second"], default=None)
+        theirs = side_result(e, other)["kernel_profile"] if other else {"by_kernel": [], "seconds": 0.0}
+        header = ["WideLab kernel", "calls", "ms"]
+        if other:
+            header += [f"{other} kernel ({1e3 * theirs['seconds']:.2f} ms in all)", "calls", "ms"]
+        lines = []
+        for i in range(min(rows, max(len(ours["by_kernel"]), len(theirs["by_kernel"])))):
+            row = []
+            for profile in (ours, theirs) if other else (ours,):
+                kernels = profile["by_kernel"]
+                row += [fmt_kernel_name(kernels[i]["name"], 70), kernels[i]["calls"], f"{1e3 * kernels[i]['seconds']:.3f}"] \
+                    if i < len(kernels) else ["", "", ""]
+            lines.append(row)
+        out.append("\nBy kernel" + (f", beside {other}, the fastest PyTorch side with a profile:\n" if other else ":\n"))
+        out.append(table(header, lines))
+    if out:
+        out.insert(0, "\n### Where the device's time goes (one more step under the profiler)\n")
+        out.append("\n`--kernels`: LibTorch's profiler (Kineto, CUPTI) over one more ordinary step; each kernel's and "
+                   "copy's device time, summed by the ATen operator that launched it and by kernel name. Sums count "
+                   "overlapping streams twice.")
+    return out
+
+
 def markdown(results):
     meta = results.get("meta", {})
     out = []
@@ -357,6 +406,8 @@ def markdown(results):
             out.append("\n`widelab-cli bench --cuda-graph`: one training step captured after the warm-up and "
                        "replayed, so that no kernel waits on the host's launches (timing only: AdamW's step count "
                        "stays the captured one's).")
+
+        out.extend(kernel_profile_section(bench))
 
         out.append("\n### Targets\n")
         out.append(table(["family", "tok/s >= best compiled", "MFU >= 45 % (deep, wide)", "routing < 10 % of MoE",

@@ -43,6 +43,8 @@
 #                          max-autotune-no-cudagraphs (compile-mat); hand: the earlier, hand-written
 #                          baseline (--hand-written), so that older figures stay comparable;
 #                          widelab-ops: widelab routing by LibTorch's operators, not its own kernel
+#   WIDELAB_GPU_KERNELS    entries of the kernel profile of one more step that the widelab, eager
+#                          and compiled sides add to their records (`--kernels`; default 30, 0: none)
 set -euo pipefail
 set -o pipefail
 
@@ -408,6 +410,11 @@ stage_bench() {
   [[ $smoke == 1 ]] && compile_first_only=1
   local common=(--device "$device" "${precision[@]}" --mode train --batch "$batch" --seq "$seq"
     --steps "$bench_steps" --warmup "$bench_warmup" --json)
+  # One more step under the profiler: the operators and kernels the device's
+  # time goes to (WIDELAB_GPU_KERNELS entries; 0: none), for WideLab's step
+  # and the PyTorch sides', not for graph replays.
+  local kernels=()
+  [[ ${WIDELAB_GPU_KERNELS:-30} -gt 0 ]] && kernels=(--kernels "${WIDELAB_GPU_KERNELS:-30}")
   log "== bench: ${#families[@]} families, batch $batch x $seq, bf16, on $device, nominal peak ${peak:-none} TFLOP/s"
   # Side by side, not family by family, the sides never measured first (issue
   # 39's baseline as a PyTorch user writes it today, eager and with CUDA
@@ -423,11 +430,12 @@ stage_bench() {
       config=$(bench_config "${entry#*:}")
       k=$((k + 1))
       case $side in
-        widelab) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}") ;;
-        eager) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}") ;;
-        compile) limit=$(cap 120 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile) ;;
+        widelab) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}" "${kernels[@]}") ;;
+        eager) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" "${kernels[@]}") ;;
+        compile) limit=$(cap 120 10)
+          cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" "${kernels[@]}" --compile) ;;
         compile-ro) limit=$(cap 120 10)
-          cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile reduce-overhead) ;;
+          cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" "${kernels[@]}" --compile reduce-overhead) ;;
         compile-mat) limit=$(cap 180 10)
           cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile max-autotune-no-cudagraphs) ;;
         hand) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --hand-written) ;;

@@ -7,7 +7,9 @@ hand-written predecessor computed, so that its speed is compared like for like:
 - attention through F.scaled_dot_product_attention (torch 2.x) equals the
   scores written out, causal or not;
 - the default side picks what the module docstring says, and a grouped side
-  that cannot run is refused with the reason.
+  that cannot run is refused with the reason;
+- `--kernels`'s profile of a step counts each operator's calls and ranks them
+  by self time on the CPU, as `widelab-cli bench --kernels` does.
 
 Run by the reference Python (any torch); under torch 2.x the SDPA and grouped
 checks run too, and are reported as skipped otherwise.
@@ -172,6 +174,29 @@ class TheSideIsWhatItSays(unittest.TestCase):
             wt.Baseline(False, CPU, torch.float32, "grouped")
         self.assertIn("--experts grouped", str(refused.exception))
         self.assertIn("_grouped_mm", str(refused.exception))
+
+
+class TheKernelProfile(unittest.TestCase):
+    def test_counts_and_ranks_the_operators(self):
+        big, small = torch.rand(384, 384), torch.ones(16)
+
+        def step():
+            for _ in range(3):
+                torch.mm(big, big)  # 2 * 384^3 FLOPs each, against additions of 16 values
+            for _ in range(2):
+                small + 1
+
+        profile = wt.profile_step(step, CPU, 10)
+        self.assertEqual(profile["time"], "host self")
+        self.assertEqual(profile["by_kernel"], [])
+        rows = {row["name"]: row for row in profile["by_operator"]}
+        self.assertEqual(rows["aten::mm"]["calls"], 3)
+        self.assertEqual(rows["aten::add"]["calls"], 2)
+        self.assertEqual(profile["by_operator"][0]["name"], "aten::mm")
+        seconds = [row["seconds"] for row in profile["by_operator"]]
+        self.assertEqual(seconds, sorted(seconds, reverse=True))
+        self.assertLessEqual(sum(seconds), profile["seconds"] * (1 + 1e-9))
+        self.assertEqual(len(wt.profile_step(step, CPU, 1)["by_operator"]), 1)
 
 
 if __name__ == "__main__":
