@@ -267,9 +267,8 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     if (c.isMoe()) {
         // As dispatchCombine decides it for the steps' tokens: on this device, in autocast's type.
         const AutocastScope autocast(device.type(), c10::kBFloat16, options.bf16);
-        r.expertProducts = groupedExpertsRun(torch::empty({1, c.dModel}, torch::TensorOptions().device(device)))
-                               ? "grouped"
-                               : "batched";
+        const torch::Tensor tokens = torch::empty({1, c.dModel}, torch::TensorOptions().device(device));
+        r.expertProducts = groupedExpertsRun(tokens, c.ffnDim) ? "grouped" : "batched";
     }
     if (options.cudaGraph) {
         replay = captureCudaGraph(device, queueStep);

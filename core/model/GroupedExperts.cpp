@@ -102,6 +102,22 @@ c10::ScalarType productType(const torch::Tensor& x)
     return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
 }
 
+// Columns beside each row that carry the first product's bias: a 1, then
+// zeros, 8 in all, so that the rows stay a multiple of 16 bytes in any type.
+constexpr std::int64_t kBiasColumns = 8;
+
+// Why at::_grouped_mm cannot take the experts' rows, or "": it reads rows of a
+// multiple of 16 bytes, in the tokens' width and in the experts' hidden width.
+std::string rowsRefusal(std::int64_t width, std::int64_t hidden, c10::ScalarType dtype)
+{
+    const auto bytes = static_cast<std::int64_t>(c10::elementSize(dtype));
+    for (const auto& [name, values] : {std::pair{"d_model", width}, std::pair{"the experts' ffn_dim", hidden}})
+        if (values * bytes % 16 != 0)
+            return std::string("at::_grouped_mm reads rows of a multiple of 16 bytes, and ") + name + " "
+                   + std::to_string(values) + " in " + c10::toString(dtype) + " is " + std::to_string(values * bytes);
+    return "";
+}
+
 std::string tryGroupedProduct(const c10::Device& device, c10::ScalarType dtype)
 {
     try {
@@ -167,16 +183,18 @@ std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dt
 #endif
 }
 
-bool groupedExpertsRun(const torch::Tensor& x)
+bool groupedExpertsRun(const torch::Tensor& x, std::int64_t hidden)
 {
     if (!fastPathEnabled(FastPath::GroupedExperts))
         return false;
     if (groupedProductsFor(x) == GroupedProducts::MmPerExpert)
         return true;
 #if WIDELAB_HAS_GROUPED_MM
-    return x.is_cuda() && groupedProductsRefusal(x.device(), productType(x)).empty();
+    return x.is_cuda() && rowsRefusal(x.size(1), hidden, productType(x)).empty()
+           && groupedProductsRefusal(x.device(), productType(x)).empty();
 #else
     (void)x;
+    (void)hidden;
     return false;
 #endif
 }
@@ -197,11 +215,12 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     }
 #if WIDELAB_HAS_GROUPED_MM
     const c10::ScalarType dtype = productType(x);
-    const std::string refusal = groupedProductsRefusal(x.device(), dtype);
-    if (!refusal.empty())
-        throw std::invalid_argument(refusal);
-    // P = S * K pairs, K = choices, E = experts, D = width
-    const std::int64_t E = routing.experts, K = routing.expert.size(1);
+    for (const std::string& refusal :
+         {rowsRefusal(x.size(1), experts.hidden, dtype), groupedProductsRefusal(x.device(), dtype)})
+        if (!refusal.empty())
+            throw std::invalid_argument(refusal);
+    // P = S * K pairs, K = choices, E = experts, S = tokens, M = hidden width
+    const std::int64_t E = routing.experts, K = routing.expert.size(1), S = x.size(0), M = experts.hidden;
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
     const torch::Tensor kept = routing.kept.reshape({-1});
     const torch::Tensor expert = routing.expert.reshape({-1});
@@ -218,15 +237,25 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     // mask), which neither passes their values on nor their gradients back.
     const torch::Tensor keptRow = kept.index_select(0, order).unsqueeze(1);
     const torch::Tensor sortedExpert = expert.index_select(0, order);
-    // Pair s * K + k is token s's: each row gathered from its token.
+    // Pair s * K + k is token s's: each row gathered from its token. The first
+    // product's bias rides in the product: each token gains a 1 (and zeros,
+    // kBiasColumns in all) and each expert's weights its bias beside them, so
+    // no [P, M] bias is gathered and added, nor its gradient scattered back
+    // pair by pair into E rows; the product's own gradient holds the bias's.
     const torch::Tensor token = torch::div(order, K, "floor");
-    const torch::Tensor rows = torch::where(keptRow, x.index_select(0, token), 0.0).to(dtype);
+    const auto inType = x.options().dtype(dtype);
+    const torch::Tensor tokensWithOne =
+        torch::cat({x.to(dtype), torch::ones({S, 1}, inType), torch::zeros({S, kBiasColumns - 1}, inType)}, 1);
+    const torch::Tensor rows = torch::where(keptRow, tokensWithOne.index_select(0, token), 0.0);  // [P, D + 8]
     timed.emplace(Phase::FeedForward);
-    const torch::Tensor wIn = experts.wIn.to(dtype).transpose(1, 2);    // [E, D, M]
+    const auto weightType = experts.wIn.options().dtype(dtype);
+    const torch::Tensor wIn = torch::cat({experts.wIn.to(dtype), experts.bIn.to(dtype).unsqueeze(2),
+                                          torch::zeros({E, M, kBiasColumns - 1}, weightType)},
+                                         2)
+                                  .transpose(1, 2);                     // [E, D + 8, M]
     const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
-    const torch::Tensor hidden = activate(
-        torch::where(keptRow, at::_grouped_mm(rows, wIn, ends) + experts.bIn.to(dtype).index_select(0, sortedExpert), 0.0),
-        experts.activation);
+    const torch::Tensor hidden =
+        activate(torch::where(keptRow, at::_grouped_mm(rows, wIn, ends), 0.0), experts.activation);
     const torch::Tensor answers = torch::where(
         keptRow, at::_grouped_mm(hidden, wOut, ends) + experts.bOut.to(dtype).index_select(0, sortedExpert), 0.0);
     timed.emplace(Phase::Routing);

@@ -25,11 +25,12 @@ struct Routing;
 // and tries at the next call.
 std::string groupedProductsRefusal(const c10::Device& device, c10::ScalarType dtype);
 
-// Whether dispatchCombine takes the grouped path for x (the tokens, [S, D]),
-// unless WIDELAB_DISABLE lists grouped_experts: on the CPU always, on a GPU
-// where groupedProductsRefusal is "" for the type the products run in
-// (autocast's, when on).
-bool groupedExpertsRun(const torch::Tensor& x);
+// Whether dispatchCombine takes the grouped path for x (the tokens, [S, D])
+// and experts of `hidden` width, unless WIDELAB_DISABLE lists grouped_experts:
+// on the CPU always, on a GPU where groupedProductsRefusal is "" for the type
+// the products run in (autocast's, when on) and rows of D and of `hidden`
+// values are a multiple of 16 bytes in it, as at::_grouped_mm reads them.
+bool groupedExpertsRun(const torch::Tensor& x, std::int64_t hidden);
 
 // How the groups are multiplied: an mm per expert, the groups counted and
 // ordered on the host, which reads the routing in place (no operator): CPU
@@ -45,7 +46,7 @@ GroupedProducts groupedProductsFor(const torch::Tensor& x);
 // tokens. The kept pairs' tokens are gathered sorted by expert and multiplied
 // group by group, so the work is theirs only, whatever the capacity. Throws
 // std::invalid_argument for MmPerExpert off the CPU, and for GroupedMm where
-// groupedProductsRefusal is not "".
+// groupedProductsRefusal is not "" or the rows are not a multiple of 16 bytes.
 torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                    GroupedProducts products);
 inline torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)

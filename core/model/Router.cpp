@@ -211,7 +211,8 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const std::int64_t S = x.size(0), D = x.size(1);
     const std::int64_t K = routing.expert.size(1);
     // Each answers under scopes of its own: scopes never nest.
-    const bool grouped = placement == nullptr && !ablatesAnExpert(ablated, routing.experts) && groupedExpertsRun(x);
+    const bool grouped = placement == nullptr && !ablatesAnExpert(ablated, routing.experts)
+                         && groupedExpertsRun(x, experts.hidden);
     const torch::Tensor answers = grouped ? groupedExpertAnswers(x, routing, experts)
                                           : bufferedExpertAnswers(x, routing, experts, ablated, placement);
     const PhaseScope timed(Phase::Routing);

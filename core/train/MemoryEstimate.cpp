@@ -119,7 +119,7 @@ MemoryEstimate estimateTrainingMemory(const RunDocument& run, std::int64_t store
         const std::int64_t capacity =
             expertCapacity(static_cast<std::int64_t>(S), m.experts, m.topK, m.capacityFactor);
         const double bufferRows = static_cast<double>(m.experts * capacity) / std::max(S, 1.0);
-        const bool grouped = !cuda && groupedExpertsRun(torch::empty({0, m.dModel}));
+        const bool grouped = !cuda && groupedExpertsRun(torch::empty({0, m.dModel}), m.ffnDim);
         const double rows = grouped ? std::min(bufferRows, static_cast<double>(m.topK)) : bufferRows;
         const double routes = static_cast<double>(m.routingCalls()) / static_cast<double>(m.layers);
         // The router reads the LayerNorm's fp32 output (saved by its fp32 product)

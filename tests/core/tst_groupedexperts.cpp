@@ -80,13 +80,14 @@ private Q_SLOTS:
     void noTokensGetNoAnswers();
     void matchesTheBatchedProducts_data();
     void matchesTheBatchedProducts();
+    void rowsOfAnOddWidthAreRefused();
 };
 
 void TestGroupedExperts::theCpuGroupsItsProducts()
 {
     // The routing is in host memory: the groups are counted there, and each
     // expert's is an mm, with or without at::_grouped_mm.
-    QVERIFY(groupedExpertsRun(torch::zeros({4, 8})));
+    QVERIFY(groupedExpertsRun(torch::zeros({4, 8}), 16));
 }
 
 void TestGroupedExperts::withoutGroupedProductsTheReasonIsGiven()
@@ -198,6 +199,12 @@ void TestGroupedExperts::matchesTheBatchedProducts()
         QSKIP(why.c_str());
     torch::manual_seed(7);
     FeedForward experts(3, 8, 16, Activation::Gelu);
+    {
+        // Biases of their own (they start at zero), so that both products' must reach the answers.
+        const torch::NoGradGuard noGrad;
+        experts->bIn.copy_(torch::linspace(-0.5, 0.7, 3 * 16).view({3, 16}));
+        experts->bOut.copy_(torch::linspace(0.4, -0.6, 3 * 8).view({3, 8}));
+    }
     const torch::Tensor x0 = torch::randn({12, 8});
     const Routing r = routed(x0, 3, capacityFactor);
     QVERIFY(capacityFactor > 0 ? !r.kept.all().item<bool>() : r.kept.all().item<bool>());
@@ -221,6 +228,25 @@ void TestGroupedExperts::matchesTheBatchedProducts()
     for (std::size_t i = 0; i < half; ++i)
         QVERIFY2(torch::allclose(gradients[half + i], gradients[i], 1e-5, 1e-6),
                  qPrintable(QString("gradient %1 (x, w_in, b_in, w_out, b_out)").arg(i)));
+}
+
+// at::_grouped_mm reads rows of a multiple of 16 bytes: d_model 6 in fp32 is 24.
+void TestGroupedExperts::rowsOfAnOddWidthAreRefused()
+{
+    if (const std::string why = missing(GroupedProducts::GroupedMm); !why.empty())
+        QSKIP(why.c_str());
+    torch::manual_seed(7);
+    FeedForward experts(3, 6, 16, Activation::Gelu);
+    const torch::Tensor x = torch::randn({12, 6});
+    const Routing r = routed(x, 3, 0.0);
+    try {
+        (void)groupedExpertAnswers(x, r, *experts, GroupedProducts::GroupedMm);
+        QFAIL("rows of 24 bytes were multiplied");
+    } catch (const std::invalid_argument& error) {
+        const std::string what = error.what();
+        QVERIFY2(what.find("16 bytes") != std::string::npos && what.find("d_model 6") != std::string::npos,
+                 what.c_str());
+    }
 }
 
 QTEST_APPLESS_MAIN(TestGroupedExperts)
