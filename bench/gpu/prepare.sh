@@ -80,9 +80,10 @@ fi
 # minutes of device time, the machine's start included, one call is what a
 # session can count on.
 # Issue 39: tst_cuda alone (the trainer's replayed steps against its ordinary
-# ones, train.cuda_graph), then today's PyTorch eager and with CUDA graphs,
-# WideLab and its step as a graph.
-command='WIDELAB_GPU_BUDGET_S=560 WIDELAB_GPU_STAGES="setup build test bench" WIDELAB_GPU_TESTS="tst_cuda" WIDELAB_GPU_TEST_S=90 WIDELAB_GPU_FAMILIES="deep-6x8 wide-1x48 widenet vit-moe" WIDELAB_GPU_SIDES="eager compile-ro widelab graph compile widelab-ops" bash bench/gpu/run.sh'
+# ones, train.cuda_graph, and the kernel profile), then WideLab and PyTorch's
+# fastest side (compile with CUDA graphs), each with the kernel profile of one
+# more step, then WideLab's step as a graph, eager PyTorch and the rest.
+command='WIDELAB_GPU_BUDGET_S=560 WIDELAB_GPU_STAGES="setup build test bench" WIDELAB_GPU_TESTS="tst_cuda" WIDELAB_GPU_TEST_S=90 WIDELAB_GPU_FAMILIES="deep-6x8 wide-1x48 widenet vit-moe" WIDELAB_GPU_SIDES="widelab compile-ro graph eager compile widelab-ops" bash bench/gpu/run.sh'
 second='WIDELAB_GPU_STAGES="build test train" WIDELAB_GPU_TEST_S=220 WIDELAB_GPU_PRESETS="vit-moe-b-paper widenet-vit-b-4e-paper" WIDELAB_GPU_TRAIN_S=240 bash bench/gpu/run.sh'
 cat <<MSG
 

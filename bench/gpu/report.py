@@ -286,7 +286,10 @@ def kernel_profile_section(bench, rows=12):
             out.append(f"WideLab's profile: {ours['unavailable']}")
             continue
         total = ours["seconds"]
-        out.append(f"WideLab, {1e3 * total:.2f} ms of device time in one step, by the operator that launched it:\n")
+        out.append(f"WideLab, {1e3 * total:.2f} ms of device time in one step, by the operator that launched it:\n"
+                   if ours.get("time") == "device" else
+                   f"WideLab, {1e3 * total:.2f} ms of its operators' self time on the host in one step (the "
+                   "profiler's own cost included), by operator:\n")
         out.append(table(["operator", "calls", "ms", "share"],
                          [[fmt_kernel_name(o["name"]), o["calls"], f"{1e3 * o['seconds']:.3f}",
                            f"{100 * o['seconds'] / total:.1f} %" if total else "–"]
@@ -295,6 +298,8 @@ def kernel_profile_section(bench, rows=12):
                     if ((side_result(e, side) or {}).get("kernel_profile") or {}).get("by_kernel")]
         other = max(profiled, key=lambda side: side_result(e, side)["tokens_per_second"], default=None)
         theirs = side_result(e, other)["kernel_profile"] if other else {"by_kernel": [], "seconds": 0.0}
+        if not ours["by_kernel"] and not theirs["by_kernel"]:
+            continue  # operators on the host: no kernels to set side by side
         header = ["WideLab kernel", "calls", "ms"]
         if other:
             header += [f"{other} kernel ({1e3 * theirs['seconds']:.2f} ms in all)", "calls", "ms"]
@@ -307,7 +312,7 @@ def kernel_profile_section(bench, rows=12):
                     if i < len(kernels) else ["", "", ""]
             lines.append(row)
         out.append("\nBy kernel" + (f", beside {other}, the fastest PyTorch side with a profile:\n" if other else ":\n"))
-        out.append(table(header, lines))
+        out.append(table(header, lines, numeric=False))
     if out:
         out.insert(0, "\n### Where the device's time goes (one more step under the profiler)\n")
         out.append("\n`--kernels`: LibTorch's profiler (Kineto, CUPTI) over one more ordinary step; each kernel's and "
