@@ -709,8 +709,10 @@ def profile_step(step, device, top):
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     synchronize(device)
     with profile(activities=activities) as prof:
+        began = time.perf_counter()
         step()
         synchronize(device)
+        span = time.perf_counter() - began
 
     def device_self(e):
         return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
@@ -740,7 +742,7 @@ def profile_step(step, device, top):
                     entry["calls"] += 1
                     entry["seconds"] += 1e-6 * k.duration
     total = sum(row["seconds"] for row in (kernels.values() if cuda else operators))
-    return {"time": "device" if cuda else "host self", "seconds": total,
+    return {"time": "device" if cuda else "host self", "seconds": total, "span_seconds": span,
             "by_operator": ranked(operators), "by_kernel": ranked(kernels.values()), "unavailable": None}
 
 

@@ -286,7 +286,8 @@ def kernel_profile_section(bench, rows=12):
             out.append(f"WideLab's profile: {ours['unavailable']}")
             continue
         total = ours["seconds"]
-        out.append(f"WideLab, {1e3 * total:.2f} ms of device time in one step, by the operator that launched it:\n"
+        span = f" of {1e3 * ours['span_seconds']:.2f} ms" if ours.get("span_seconds") else ""
+        out.append(f"WideLab, {1e3 * total:.2f} ms of device time in one step{span}, by the operator that launched it:\n"
                    if ours.get("time") == "device" else
                    f"WideLab, {1e3 * total:.2f} ms of its operators' self time on the host in one step (the "
                    "profiler's own cost included), by operator:\n")
@@ -302,7 +303,8 @@ def kernel_profile_section(bench, rows=12):
             continue  # operators on the host: no kernels to set side by side
         header = ["WideLab kernel", "calls", "ms"]
         if other:
-            header += [f"{other} kernel ({1e3 * theirs['seconds']:.2f} ms in all)", "calls", "ms"]
+            their_span = f" of {1e3 * theirs['span_seconds']:.2f}" if theirs.get("span_seconds") else ""
+            header += [f"{other} kernel ({1e3 * theirs['seconds']:.2f} ms{their_span})", "calls", "ms"]
         lines = []
         for i in range(min(rows, max(len(ours["by_kernel"]), len(theirs["by_kernel"])))):
             row = []

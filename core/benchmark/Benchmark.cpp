@@ -326,6 +326,7 @@ nlohmann::json kernelsJson(const KernelProfile& profile)
     };
     return {{"time", profile.deviceTime ? "device" : "host self"},
             {"seconds", profile.seconds},
+            {"span_seconds", profile.span},
             {"by_operator", list(profile.byOperator)},
             {"by_kernel", list(profile.byKernel)},
             {"unavailable", profile.unavailable.empty() ? nlohmann::json() : nlohmann::json(profile.unavailable)}};

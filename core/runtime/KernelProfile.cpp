@@ -6,6 +6,7 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -117,6 +118,7 @@ KernelProfile profileKernels(const std::function<void()>& work, const c10::Devic
     profiler::prepareProfiler(config, activities);
     profiler::enableProfiler(config, activities);
     std::unique_ptr<profiler::ProfilerResult> result;
+    const auto began = std::chrono::steady_clock::now();
     try {
         work();
         synchronizeDevice(device);
@@ -124,6 +126,7 @@ KernelProfile profileKernels(const std::function<void()>& work, const c10::Devic
         result = profiler::disableProfiler();
         throw;
     }
+    profile.span = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     result = profiler::disableProfiler();
 
     std::vector<const profiler::KinetoEvent*> operators, deviceWork;

@@ -26,6 +26,11 @@ struct OperatorTime {
 struct KernelProfile {
     bool deviceTime = false;  // kernels on a GPU (true) or operators' self time on the CPU
     double seconds = 0.0;     // the sum over byOperator
+    // The work's wall time under the profiler, from its start to the device's
+    // last kernel. Beside `seconds`: on a GPU how long the device was idle (or
+    // busy twice over, where streams overlap); on the CPU the time outside any
+    // operator (WideLab's own kernels, the host's glue).
+    double span = 0.0;
     std::vector<OperatorTime> byOperator;
     std::vector<OperatorTime> byKernel;  // empty on the CPU
     std::string unavailable;             // why nothing was recorded; empty when something was

@@ -77,7 +77,11 @@ void TestKernelProfile::aCallersTimeLeavesOutItsCallees()
     QCOMPARE(mm->calls, std::int64_t{4});
     QVERIFY2(matmul->seconds < 0.25 * mm->seconds,
              qPrintable(QString("matmul %1 s, mm %2 s").arg(matmul->seconds).arg(mm->seconds)));
-    QVERIFY2(profile.seconds <= span, qPrintable(QString("%1 s of %2 s").arg(profile.seconds).arg(span)));
+    // The work's own span lies within the call's; the operators' self times
+    // within the work's span (to the microsecond LibTorch 1.13 counts in).
+    QVERIFY2(profile.span > 0.0 && profile.span <= span, qPrintable(QString("%1 s of %2 s").arg(profile.span).arg(span)));
+    QVERIFY2(profile.seconds <= profile.span + 1e-4,
+             qPrintable(QString("%1 s of %2 s").arg(profile.seconds).arg(profile.span)));
     double sum = 0.0;
     for (const OperatorTime& entry : profile.byOperator)
         sum += entry.seconds;
