@@ -715,7 +715,13 @@ def profile_step(step, device, top):
         span = time.perf_counter() - began
 
     def device_self(e):
-        return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
+        return e.self_device_time_total if hasattr(e, "self_device_time_total") else e.self_cuda_time_total
+
+    def device_total(e):
+        return e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total
+
+    def annotation(e):  # a region marked on the GPU's timeline (the optimizer's step, a compiled graph): no kernel
+        return getattr(e, "is_user_annotation", False)
 
     def ranked(rows):
         rows = sorted(rows, key=lambda row: -row["seconds"])
@@ -723,18 +729,18 @@ def profile_step(step, device, top):
 
     operators = []
     for e in prof.key_averages():
-        if getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA"):
+        if annotation(e) or (getattr(e, "device_type", None) is not None and str(e.device_type).endswith("CUDA")):
             continue  # the kernels themselves, listed below
         seconds = 1e-6 * (device_self(e) if cuda else e.self_cpu_time_total)
-        if seconds > 0:
+        if seconds > 0 or not cuda:  # on a GPU most operators launch nothing
             operators.append({"name": e.key, "calls": e.count, "seconds": seconds})
     kernels = {}
     if cuda:
         for e in prof.events():
-            if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            if str(getattr(e, "device_type", "")).endswith("CUDA") and not annotation(e):
                 entry = kernels.setdefault(e.name, {"name": e.name, "calls": 0, "seconds": 0.0})
                 entry["calls"] += 1
-                entry["seconds"] += 1e-6 * (getattr(e, "device_time_total", None) or e.cuda_time_total)
+                entry["seconds"] += 1e-6 * device_total(e)
         if not kernels:  # versions that list kernels only under the operators that launched them
             for e in prof.events():
                 for k in getattr(e, "kernels", []):

@@ -519,7 +519,7 @@ int bench(const Arguments& a, std::ostream& out)
     options.device = a.text("--device", "cpu");
     options.bf16 = a.has("--bf16");
     options.cudaGraph = a.has("--cuda-graph");
-    options.kernels = a.integer("--kernels", 0, 1, 1000);
+    options.kernels = a.integer("--kernels", 0, 0, 1000);  // 0: none, as bench/gpu/run.sh and the Python side take it
     if (options.kernels > 0 && options.cudaGraph)
         throw UsageError("--kernels profiles an ordinary step, and --cuda-graph times replays without one: "
                          "give one of them");

@@ -43,8 +43,9 @@
 #                          max-autotune-no-cudagraphs (compile-mat); hand: the earlier, hand-written
 #                          baseline (--hand-written), so that older figures stay comparable;
 #                          widelab-ops: widelab routing by LibTorch's operators, not its own kernel
-#   WIDELAB_GPU_KERNELS    entries of the kernel profile of one more step that the widelab, eager
-#                          and compiled sides add to their records (`--kernels`; default 30, 0: none)
+#   WIDELAB_GPU_KERNELS    entries of the kernel profile of one more step that the widelab, eager,
+#                          compile and compile-ro sides add to their records (`--kernels`; default 30,
+#                          0: none)
 set -euo pipefail
 set -o pipefail
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace widelab {
@@ -26,10 +27,17 @@ bool onTheDevice(const profiler::KinetoEvent& event)
     return type == kMemcpy || type == kMemset || type == kKernel;
 }
 
-// Start and length in nanoseconds (1.13 counts in microseconds).
+// Kineto's events count in nanoseconds since LibTorch 2.1, in microseconds before.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define WIDELAB_KINETO_NANOSECONDS 1
+#else
+#define WIDELAB_KINETO_NANOSECONDS 0
+#endif
+
+// Start and length in nanoseconds.
 std::uint64_t startOf(const profiler::KinetoEvent& event)
 {
-#if TORCH_VERSION_MAJOR >= 2
+#if WIDELAB_KINETO_NANOSECONDS
     return event.startNs();
 #else
     return event.startUs() * 1000;
@@ -38,7 +46,7 @@ std::uint64_t startOf(const profiler::KinetoEvent& event)
 
 std::uint64_t lengthOf(const profiler::KinetoEvent& event)
 {
-#if TORCH_VERSION_MAJOR >= 2
+#if WIDELAB_KINETO_NANOSECONDS
     return event.durationNs();
 #else
     return event.durationUs() * 1000;
@@ -69,8 +77,14 @@ std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEve
         byThread[event->startThreadId()].push_back(event);
     std::map<std::string, Sum> sums;
     for (auto& [thread, events] : byThread) {
+        // Callers before callees: by start, then the longer first, then the
+        // one recorded first (callers enter before their callees do).
         std::stable_sort(events.begin(), events.end(), [](const auto* a, const auto* b) {
-            return startOf(*a) != startOf(*b) ? startOf(*a) < startOf(*b) : lengthOf(*a) > lengthOf(*b);
+            if (startOf(*a) != startOf(*b))
+                return startOf(*a) < startOf(*b);
+            if (lengthOf(*a) != lengthOf(*b))
+                return lengthOf(*a) > lengthOf(*b);
+            return a->correlationId() < b->correlationId();
         });
         struct Open {
             const profiler::KinetoEvent* event;
@@ -89,9 +103,14 @@ std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEve
             const std::uint64_t start = startOf(*event);
             while (!open.empty() && open.back().end <= start)
                 close();
-            if (!open.empty())
+            // A callee ends within its caller, though rounded times (1.13's
+            // microseconds) can put its end a little past the caller's.
+            std::uint64_t end = start + lengthOf(*event);
+            if (!open.empty()) {
                 open.back().callees += lengthOf(*event);
-            open.push_back({event, start + lengthOf(*event), 0});
+                end = std::min(end, open.back().end);
+            }
+            open.push_back({event, end, 0});
         }
         while (!open.empty())
             close();
@@ -115,8 +134,15 @@ KernelProfile profileKernels(const std::function<void()>& work, const c10::Devic
     if (profile.deviceTime)
         activities.insert(profiler::ActivityType::CUDA);
     synchronizeDevice(device);
-    profiler::prepareProfiler(config, activities);
-    profiler::enableProfiler(config, activities);
+    try {
+        profiler::prepareProfiler(config, activities);
+        profiler::enableProfiler(config, activities);
+    } catch (const std::exception& error) {  // another profiler's session, on another thread
+        const std::string what = error.what();
+        profile.unavailable = "LibTorch's profiler cannot start: " + what.substr(0, what.find('\n'));
+        work();
+        return profile;
+    }
     std::unique_ptr<profiler::ProfilerResult> result;
     const auto began = std::chrono::steady_clock::now();
     try {

@@ -25,7 +25,7 @@ struct OperatorTime {
 // its span less the spans of the operators it called. Most time first.
 struct KernelProfile {
     bool deviceTime = false;  // kernels on a GPU (true) or operators' self time on the CPU
-    double seconds = 0.0;     // the sum over byOperator
+    double seconds = 0.0;     // the sum over byOperator (all of it, where a caller keeps only the first entries)
     // The work's wall time under the profiler, from its start to the device's
     // last kernel. Beside `seconds`: on a GPU how long the device was idle (or
     // busy twice over, where streams overlap); on the CPU the time outside any
@@ -38,8 +38,9 @@ struct KernelProfile {
 
 // Runs `work` once under the profiler (after synchronising `device`, and
 // synchronising it again before reading the device's records). Another
-// profiler already running, or a GPU whose activities cannot be recorded,
-// leaves the profile empty with `unavailable` saying why; `work` runs either way.
+// profiler already running, a profiler that cannot start, or a GPU whose
+// activities cannot be recorded leaves the profile empty with `unavailable`
+// saying why; `work` runs either way.
 KernelProfile profileKernels(const std::function<void()>& work, const c10::Device& device);
 
 }  // namespace widelab

@@ -370,6 +370,9 @@ void TestCliUsage::benchDevice()
     }
     QVERIFY(listed > 0.0 && listed <= kernels.at("seconds").get<double>() * (1.0 + 1e-9));
     QVERIFY(nlohmann::json::parse(cli(common).out.toStdString()).at("kernel_profile").is_null());
+    const CliResult none = cli(common + QStringList{"--kernels", "0"});
+    QCOMPARE(none.code, 0);
+    QVERIFY(nlohmann::json::parse(none.out.toStdString()).at("kernel_profile").is_null());
     const CliResult profiledReplays = cli(common + QStringList{"--kernels", "4", "--cuda-graph"});
     QCOMPARE(profiledReplays.code, 2);
     QVERIFY2(profiledReplays.err.contains(QLatin1String("--kernels")), qPrintable(profiledReplays.err));

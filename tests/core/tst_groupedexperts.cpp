@@ -80,6 +80,7 @@ private Q_SLOTS:
     void noTokensGetNoAnswers();
     void matchesTheBatchedProducts_data();
     void matchesTheBatchedProducts();
+    void rowsOfAnOddWidthAreRefused_data();
     void rowsOfAnOddWidthAreRefused();
 };
 
@@ -230,21 +231,34 @@ void TestGroupedExperts::matchesTheBatchedProducts()
                  qPrintable(QString("gradient %1 (x, w_in, b_in, w_out, b_out)").arg(i)));
 }
 
-// at::_grouped_mm reads rows of a multiple of 16 bytes: d_model 6 in fp32 is 24.
+// at::_grouped_mm reads rows of a multiple of 16 bytes: 6 values in fp32 are 24.
+void TestGroupedExperts::rowsOfAnOddWidthAreRefused_data()
+{
+    QTest::addColumn<std::int64_t>("width");
+    QTest::addColumn<std::int64_t>("hidden");
+    QTest::addColumn<QString>("named");
+    QTest::newRow("d_model 6") << std::int64_t{6} << std::int64_t{16} << QStringLiteral("d_model 6 in Float is 24");
+    QTest::newRow("ffn_dim 6") << std::int64_t{8} << std::int64_t{6} << QStringLiteral("ffn_dim 6 in Float is 24");
+}
+
 void TestGroupedExperts::rowsOfAnOddWidthAreRefused()
 {
+    QFETCH(std::int64_t, width);
+    QFETCH(std::int64_t, hidden);
+    QFETCH(QString, named);
     if (const std::string why = missing(GroupedProducts::GroupedMm); !why.empty())
         QSKIP(why.c_str());
     torch::manual_seed(7);
-    FeedForward experts(3, 6, 16, Activation::Gelu);
-    const torch::Tensor x = torch::randn({12, 6});
+    FeedForward experts(3, width, hidden, Activation::Gelu);
+    const torch::Tensor x = torch::randn({12, width});
     const Routing r = routed(x, 3, 0.0);
     try {
         (void)groupedExpertAnswers(x, r, *experts, GroupedProducts::GroupedMm);
         QFAIL("rows of 24 bytes were multiplied");
     } catch (const std::invalid_argument& error) {
         const std::string what = error.what();
-        QVERIFY2(what.find("16 bytes") != std::string::npos && what.find("d_model 6") != std::string::npos,
+        QVERIFY2(what.find("multiple of 16 bytes") != std::string::npos
+                     && what.find(named.toStdString()) != std::string::npos,
                  what.c_str());
     }
 }
