@@ -472,13 +472,15 @@ std::string kernelTables(const KernelProfile& profile)
                          fixed(profile.seconds > 0.0 ? 100.0 * entry.seconds / profile.seconds : 0.0, 1) + " %"});
         return rows.render();
     };
-    const std::string spent = fixed(1e3 * profile.seconds, 2) + " ms of " + fixed(1e3 * profile.span, 2);
+    const std::string spent = fixed(1e3 * profile.seconds, 2) + " ms";
+    const std::string step = "a step of " + fixed(1e3 * profile.span, 2) + " ms";
     std::string text = profile.deviceTime
-                           ? "Device time of one more step (" + spent
-                                 + " ms in kernels and copies), by the operator that launched it:\n"
-                           : "Self time of one more step's operators (" + spent
-                                 + " ms; an operator's time leaves out the operators it called, and the rest\n"
-                                   "of the step is outside any operator: WideLab's own kernels, the host's glue):\n";
+                           ? "Device time of one more step (" + spent + " in kernels and copies, " + step
+                                 + "), by the operator that launched it:\n"
+                           : "Self time of one more step's operators (" + spent + " in " + step
+                                 + "; an operator's time leaves out the operators it called,\n"
+                                   "and the rest of the step is outside any operator: WideLab's own kernels, the "
+                                   "host's glue):\n";
     text += table("operator", profile.byOperator);
     if (!profile.byKernel.empty())
         text += "\nThe same by kernel:\n" + table("kernel", profile.byKernel);
