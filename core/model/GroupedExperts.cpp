@@ -190,8 +190,9 @@ bool groupedExpertsRun(const torch::Tensor& x, std::int64_t hidden)
     if (groupedProductsFor(x) == GroupedProducts::MmPerExpert)
         return true;
 #if WIDELAB_HAS_GROUPED_MM
-    return x.is_cuda() && rowsRefusal(x.size(1), hidden, productType(x)).empty()
-           && groupedProductsRefusal(x.device(), productType(x)).empty();
+    const c10::ScalarType dtype = productType(x);
+    return x.is_cuda() && rowsRefusal(x.size(1), hidden, dtype).empty()
+           && groupedProductsRefusal(x.device(), dtype).empty();
 #else
     (void)x;
     (void)hidden;

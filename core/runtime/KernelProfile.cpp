@@ -58,6 +58,13 @@ struct Sum {
     std::uint64_t nanoseconds = 0;
 };
 
+void add(std::map<std::string, Sum>& sums, const std::string& key, std::uint64_t nanoseconds)
+{
+    Sum& sum = sums[key];
+    ++sum.calls;
+    sum.nanoseconds += nanoseconds;
+}
+
 std::vector<OperatorTime> ranked(const std::map<std::string, Sum>& sums)
 {
     std::vector<OperatorTime> list;
@@ -94,9 +101,7 @@ std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEve
         std::vector<Open> open;
         const auto close = [&] {
             const Open& done = open.back();
-            Sum& sum = sums[done.event->name()];
-            ++sum.calls;
-            sum.nanoseconds += lengthOf(*done.event) - std::min(done.callees, lengthOf(*done.event));
+            add(sums, done.event->name(), lengthOf(*done.event) - std::min(done.callees, lengthOf(*done.event)));
             open.pop_back();
         };
         for (const profiler::KinetoEvent* event : events) {
@@ -163,19 +168,13 @@ KernelProfile profileKernels(const std::function<void()>& work, const c10::Devic
             deviceWork.push_back(&event);
     }
     if (!profile.deviceTime) {
-        const std::map<std::string, Sum> sums = selfTimes(operators);
-        profile.byOperator = ranked(sums);
+        profile.byOperator = ranked(selfTimes(operators));
     } else {
         // A kernel's linked correlation is that of the operator that launched it.
         std::unordered_map<std::uint64_t, std::string> launcher;
         for (const profiler::KinetoEvent* event : operators)
             launcher.emplace(event->correlationId(), event->name());
         std::map<std::string, Sum> byOperator, byKernel;
-        const auto add = [](std::map<std::string, Sum>& sums, const std::string& key, std::uint64_t nanoseconds) {
-            Sum& sum = sums[key];
-            ++sum.calls;
-            sum.nanoseconds += nanoseconds;
-        };
         for (const profiler::KinetoEvent* event : deviceWork) {
             const auto found = launcher.find(event->linkedCorrelationId());
             add(byOperator, found != launcher.end() ? found->second : "(no operator)", lengthOf(*event));
