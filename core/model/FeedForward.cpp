@@ -1,6 +1,7 @@
 #include "FeedForward.h"
 
 #include "BatchedMatmul.h"
+#include "BiasActivation.h"
 #include "Init.h"
 
 #include <torch/nn/functional/activation.h>
@@ -20,6 +21,18 @@ torch::Tensor activate(const torch::Tensor& x, Activation activation)
     return torch::gelu(x);
 }
 
+torch::Tensor activatedProduct(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                               Activation activation)
+{
+    const bool batched = x.dim() == 3;
+    if (!biasActivationApplies(x, bias))
+        return activate(batched ? batchedAddMatmul(bias.unsqueeze(1), x, weight.transpose(1, 2))
+                                : torch::addmm(bias, x, weight.t()),
+                        activation);
+    const torch::Tensor product = batched ? batchedMatmul(x, weight.transpose(1, 2)) : torch::mm(x, weight.t());
+    return biasActivation(product.contiguous(), bias, activation);
+}
+
 FeedForwardImpl::FeedForwardImpl(std::int64_t units_, std::int64_t dModel_, std::int64_t hidden_,
                                  Activation activation_)
     : units(units_), dModel(dModel_), hidden(hidden_), activation(activation_)
@@ -36,15 +49,15 @@ torch::Tensor FeedForwardImpl::forwardShared(const torch::Tensor& x)
 {
     // N = rows, U = units, M = hidden, D = model width
     const std::int64_t N = x.size(0);
-    const torch::Tensor h = activate(
-        torch::addmm(bIn.view({units * hidden}), x, wIn.view({units * hidden, dModel}).t()), activation);  // [N, U*M]
+    const torch::Tensor h =
+        activatedProduct(x, wIn.view({units * hidden, dModel}), bIn.view({units * hidden}), activation);  // [N, U*M]
     const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                            // [U, N, M]
     return batchedAddMatmul(bOut.unsqueeze(1), perUnit, wOut.transpose(1, 2));                             // [U, N, D]
 }
 
 torch::Tensor FeedForwardImpl::forwardEach(const torch::Tensor& x)
 {
-    const torch::Tensor h = activate(batchedAddMatmul(bIn.unsqueeze(1), x, wIn.transpose(1, 2)), activation);  // [U, C, M]
+    const torch::Tensor h = activatedProduct(x, wIn, bIn, activation);  // [U, C, M]
     return batchedAddMatmul(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
 }
 

@@ -30,4 +30,12 @@ TORCH_MODULE(FeedForward);
 
 torch::Tensor activate(const torch::Tensor& x, Activation activation);
 
+// activate(x weight^T + bias): x [N, D], weight [M, D], bias [M]; or a batch
+// of U, x [U, N, D], weight [U, M, D], bias [U, M]. For inference on the CPU
+// the product is made without its bias and biasActivation (BiasActivation.h)
+// adds it with the activation in one pass; otherwise an addmm (baddbmm) and
+// the activation.
+torch::Tensor activatedProduct(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                               Activation activation);
+
 }  // namespace widelab

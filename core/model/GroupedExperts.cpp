@@ -85,7 +85,7 @@ torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, Feed
     std::vector<torch::Tensor> answers;
     answers.reserve(static_cast<std::size_t>(E) + 1);
     for (std::size_t e = 0; e < groups.size(); ++e) {
-        const torch::Tensor hidden = activate(torch::addmm(bIn[e], groups[e], wIn[e].t()), experts.activation);
+        const torch::Tensor hidden = activatedProduct(groups[e], wIn[e], bIn[e], experts.activation);
         answers.push_back(torch::addmm(bOut[e], hidden, wOut[e].t()));
     }
     timed.emplace(Phase::Routing);

@@ -17,7 +17,7 @@ constexpr Named kPaths[] = {
     {FastPath::FusedAttention, "fused_attention"},   {FastPath::FusedAdamW, "fused_adamw"},
     {FastPath::GradientOverlap, "gradient_overlap"}, {FastPath::GroupedExperts, "grouped_experts"},
     {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::FusedRouting, "fused_routing"},
-    {FastPath::BatchedProduct, "batched_product"},
+    {FastPath::BatchedProduct, "batched_product"},   {FastPath::FusedActivation, "fused_activation"},
 };
 
 const char* name(FastPath path)

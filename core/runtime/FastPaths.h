@@ -22,11 +22,14 @@ enum class FastPath {
     BatchedProduct,  // WideLab's own batched products on the CPU, fp32: attention's per-head products
                      // with their gradients, the softmax taken in the scores' tiles
                      // (model/BatchedProduct.cpp, model/BatchedMatmul.cpp)
+    FusedActivation,  // a feed-forward layer's first bias and activation in one pass over its product,
+                      // on the CPU in fp32, for inference (model/BiasActivation.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention", "fused_routing", "batched_product"; comma-separated), read once per process.
+// "blocked_attention", "fused_routing", "batched_product", "fused_activation";
+// comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 

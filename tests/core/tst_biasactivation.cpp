@@ -1,0 +1,183 @@
+// A feed-forward layer's first bias and activation in one pass
+// (model/BiasActivation): hand-known values of GELU, SiLU and ReLU; every
+// build against the formulas in double precision, for widths that are not a
+// whole vector, batches with a bias each, and arguments where erf and e^x
+// leave their middle range; what it refuses; and the feed-forward layer,
+// which takes it for inference, answering as it does in training.
+#include "KernelBuilds.h"
+#include "TestSupport.h"
+#include "model/BiasActivation.h"
+#include "model/FeedForward.h"
+
+#include <QtTest>
+
+using namespace widelab;
+
+Q_DECLARE_METATYPE(widelab::Activation)
+
+namespace {
+
+// The activations in double precision, from their definitions: GELU z Phi(z)
+// with Phi(z) = (1 + erf(z / sqrt 2)) / 2, SiLU z / (1 + e^-z).
+torch::Tensor reference(const torch::Tensor& z, Activation activation)
+{
+    const torch::Tensor d = z.to(torch::kDouble);
+    switch (activation) {
+    case Activation::Relu: return d.clamp_min(0.0);
+    case Activation::Silu: return d / (1.0 + torch::exp(-d));
+    case Activation::Gelu: break;
+    }
+    return d * 0.5 * (1.0 + torch::erf(d / std::sqrt(2.0)));
+}
+
+const char* nameOf(Activation activation)
+{
+    switch (activation) {
+    case Activation::Relu: return "relu";
+    case Activation::Silu: return "silu";
+    case Activation::Gelu: break;
+    }
+    return "gelu";
+}
+
+}  // namespace
+
+class TestBiasActivation : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void activatesAsByHand();
+    void equalsTheDoublePrecisionFormula_data();
+    void equalsTheDoublePrecisionFormula();
+    void writesOverTheProductAndReturnsIt();
+    void takesOnlyWhatItCanCompute();
+    void theFeedForwardLayerAnswersAsInTraining();
+};
+
+void TestBiasActivation::activatesAsByHand()
+{
+    // z = x + bias = [-2, -1, 0, 1, 2]. Phi(1) = 0.8413447461, Phi(2) = 0.9772498681
+    // (tables of the normal distribution); sigmoid(1) = 0.7310585786, sigmoid(2) = 0.8807970780.
+    const torch::Tensor x = torch::tensor({-1.5f, -1.0f, 0.5f, 0.0f, 3.0f}).view({1, 5});
+    const torch::Tensor bias = torch::tensor({-0.5f, 0.0f, -0.5f, 1.0f, -1.0f});
+    const std::vector<std::pair<Activation, std::vector<double>>> expected = {
+        {Activation::Relu, {0.0, 0.0, 0.0, 1.0, 2.0}},
+        {Activation::Gelu, {-2 * (1 - 0.9772498681), -(1 - 0.8413447461), 0.0, 0.8413447461, 2 * 0.9772498681}},
+        {Activation::Silu, {-2 * (1 - 0.8807970780), -(1 - 0.7310585786), 0.0, 0.7310585786, 2 * 0.8807970780}},
+    };
+    for (const InstructionSet set : test::kernelBuilds())
+        for (const auto& [activation, values] : expected) {
+            const torch::Tensor got = biasActivation(x.clone(), bias, activation, set);
+            const torch::Tensor want = torch::tensor(values, torch::kDouble).view({1, 5});
+            QVERIFY2(torch::allclose(got.to(torch::kDouble), want, 0.0, 1e-6),
+                     qPrintable(QStringLiteral("%1, %2").arg(nameOf(activation), instructionSetName(set))));
+        }
+}
+
+// Each shape for every build this CPU runs, each activation.
+void TestBiasActivation::equalsTheDoublePrecisionFormula_data()
+{
+    QTest::addColumn<int>("units");
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("width");
+    QTest::addColumn<bool>("biasPerUnit");
+    QTest::addColumn<double>("spread");
+    QTest::addColumn<Activation>("activation");
+    QTest::addColumn<InstructionSet>("set");
+
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
+        for (const Activation a : {Activation::Gelu, Activation::Silu, Activation::Relu}) {
+            const auto named = [&](const char* shape) -> QTestData& {
+                return row(QByteArray(nameOf(a)).append(": ").append(shape).constData());
+            };
+            named("a dense layer, 64 x 1024") << 0 << 64 << 1024 << false << 3.0 << a << set;
+            named("a width of one") << 0 << 5 << 1 << false << 3.0 << a << set;
+            named("a width of 37, not a whole vector") << 0 << 9 << 37 << false << 3.0 << a << set;
+            named("4 experts, a bias each") << 4 << 7 << 40 << true << 3.0 << a << set;
+            named("3 paths, one bias for all") << 3 << 5 << 24 << false << 3.0 << a << set;
+            named("arguments out to 40") << 0 << 16 << 64 << false << 20.0 << a << set;
+        }
+    });
+}
+
+void TestBiasActivation::equalsTheDoublePrecisionFormula()
+{
+    QFETCH(int, units);
+    QFETCH(int, rows);
+    QFETCH(int, width);
+    QFETCH(bool, biasPerUnit);
+    QFETCH(double, spread);
+    QFETCH(Activation, activation);
+    QFETCH(InstructionSet, set);
+
+    torch::manual_seed(7);
+    const torch::Tensor x = units == 0 ? torch::randn({rows, width}) * spread
+                                       : torch::randn({units, rows, width}) * spread;
+    const torch::Tensor bias = biasPerUnit ? torch::randn({units, width}) * spread : torch::randn({width}) * spread;
+    const torch::Tensor z = units == 0 || !biasPerUnit ? x + bias : x + bias.unsqueeze(1);
+    const torch::Tensor got = biasActivation(x.clone(), bias, activation, set);
+    // erf to 1.5e-7 and e^x to 2 ulp, then fp32 rounding: 1e-6 of the value, and 1e-6 near zero.
+    const torch::Tensor want = reference(z, activation);
+    const double worst = ((got.to(torch::kDouble) - want).abs() / (want.abs() + 1.0)).max().item<double>();
+    QVERIFY2(worst < 1e-6, qPrintable(QStringLiteral("largest error %1").arg(worst)));
+}
+
+void TestBiasActivation::writesOverTheProductAndReturnsIt()
+{
+    const torch::Tensor product = torch::tensor({-1.0f, 2.0f}).view({1, 2});
+    const torch::Tensor got = biasActivation(product, torch::zeros({2}), Activation::Relu);
+    QVERIFY(got.is_same(product));
+    QCOMPARE(product[0][0].item<float>(), 0.0f);
+    QCOMPARE(product[0][1].item<float>(), 2.0f);
+}
+
+void TestBiasActivation::takesOnlyWhatItCanCompute()
+{
+    const torch::Tensor x = torch::randn({4, 6}), bias = torch::randn({6});
+    {
+        torch::NoGradGuard inference;
+        QVERIFY(biasActivationApplies(x, bias));
+        QVERIFY(!biasActivationApplies(x.to(torch::kDouble), bias.to(torch::kDouble)));
+        QVERIFY(!biasActivationApplies(x.to(torch::kBFloat16), bias));
+    }
+    QVERIFY(!biasActivationApplies(x, bias));  // training: LibTorch's ops, which autograd knows
+
+    auto refuses = [](const torch::Tensor& product, const torch::Tensor& b) {
+        try {
+            biasActivation(product, b, Activation::Gelu);
+        } catch (const std::invalid_argument& e) {
+            return QString(e.what()).contains("biasActivation");
+        }
+        return false;
+    };
+    QVERIFY(refuses(x, torch::randn({5})));                   // the bias's width differs
+    QVERIFY(refuses(x, torch::randn({4, 6})));                // a bias per unit, but no units
+    QVERIFY(refuses(x.t(), torch::randn({4})));               // not contiguous
+    QVERIFY(refuses(x.to(torch::kDouble), bias.to(torch::kDouble)));
+    QVERIFY(refuses(torch::randn({6}), bias));                // no rows
+    QVERIFY(refuses(torch::randn({2, 4, 6}), torch::randn({3, 6})));  // 3 biases for 2 units
+}
+
+void TestBiasActivation::theFeedForwardLayerAnswersAsInTraining()
+{
+    // The same layer and input: with gradients on it takes addmm and the
+    // activation; for inference the product without its bias and the kernel.
+    torch::manual_seed(3);
+    for (const Activation activation : {Activation::Gelu, Activation::Silu, Activation::Relu}) {
+        FeedForward ffn(2, 16, 40, activation);
+        {
+            torch::NoGradGuard noGrad;
+            for (torch::Tensor& p : ffn->parameters())
+                p.normal_();
+        }
+        const torch::Tensor x = torch::randn({9, 16}), each = torch::randn({2, 5, 16});
+        const torch::Tensor trainedShared = ffn->forwardShared(x).detach(), trainedEach = ffn->forwardEach(each).detach();
+        torch::NoGradGuard inference;
+        QVERIFY(biasActivationApplies(x, ffn->bIn));
+        QVERIFY2(torch::allclose(ffn->forwardShared(x), trainedShared, 1e-5, 1e-4), nameOf(activation));
+        QVERIFY2(torch::allclose(ffn->forwardEach(each), trainedEach, 1e-5, 1e-4), nameOf(activation));
+    }
+}
+
+QTEST_GUILESS_MAIN(TestBiasActivation)
+#include "tst_biasactivation.moc"
