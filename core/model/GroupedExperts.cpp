@@ -257,8 +257,14 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
     const torch::Tensor hidden =
         activate(torch::where(keptRow, at::_grouped_mm(rows, wIn, ends), 0.0), experts.activation);
+    // The second product's bias likewise without a gather whose gradient
+    // scatters back pair by pair: a [P, E] one-hot of each row's expert times
+    // the [E, D] biases, added to the product by addmm, so that the biases'
+    // gradient is one more product (each expert's sum over its rows).
+    const torch::Tensor expertOfRow =
+        sortedExpert.unsqueeze(1).eq(torch::arange(E, sortedExpert.options())).to(dtype);  // [P, E]
     const torch::Tensor answers = torch::where(
-        keptRow, at::_grouped_mm(hidden, wOut, ends) + experts.bOut.to(dtype).index_select(0, sortedExpert), 0.0);
+        keptRow, torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, experts.bOut.to(dtype)), 0.0);
     timed.emplace(Phase::Routing);
     // Back to pair order: the answer of sorted row i belongs to pair order[i].
     return torch::zeros_like(answers).index_copy(0, order, answers);
