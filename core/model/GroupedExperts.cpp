@@ -228,26 +228,29 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     // Sorted by expert, the dropped pairs last (key E); each group's end row.
     const torch::Tensor key = torch::where(kept, expert, E);
     const torch::Tensor order = std::get<1>(torch::sort(key, /*stable=*/true, /*dim=*/0, /*descending=*/false));
-    const torch::Tensor ends = torch::zeros({E + 1}, key.options())
-                                   .scatter_add_(0, key, torch::ones_like(key))
-                                   .narrow(0, 0, E)
+    // The dropped pairs, sorted last, join the last expert's group as rows of
+    // zeros (without the bias's 1): so every row of both products is written,
+    // and theirs are zeros, which the activations (GELU, SiLU, ReLU) keep at
+    // zero and which add nothing to the weights' gradients. No where after
+    // each product then guards rows that at::_grouped_mm would leave
+    // unwritten, forward or backward; their gradients go to the row of zeros,
+    // which is let go.
+    const torch::Tensor ends = torch::zeros({E}, key.options())
+                                   .scatter_add_(0, key.clamp_max(E - 1), torch::ones_like(key))
                                    .cumsum(0)
                                    .to(torch::kInt);
-    // Rows past the last group are not written by at::_grouped_mm, forward or
-    // backward: each product is followed by a where (not a product with a
-    // mask), which neither passes their values on nor their gradients back.
-    const torch::Tensor keptRow = kept.index_select(0, order).unsqueeze(1);
-    const torch::Tensor sortedExpert = expert.index_select(0, order);
-    // Pair s * K + k is token s's: each row gathered from its token. The first
-    // product's bias rides in the product: each token gains a 1 (and zeros,
-    // kBiasColumns in all) and each expert's weights its bias beside them, so
-    // no [P, M] bias is gathered and added, nor its gradient scattered back
-    // pair by pair into E rows; the product's own gradient holds the bias's.
-    const torch::Tensor token = torch::div(order, K, "floor");
-    const auto inType = x.options().dtype(dtype);
-    const torch::Tensor tokensWithOne =
-        torch::cat({x.to(dtype), torch::ones({S, 1}, inType), torch::zeros({S, kBiasColumns - 1}, inType)}, 1);
-    const torch::Tensor rows = torch::where(keptRow, tokensWithOne.index_select(0, token), 0.0);  // [P, D + 8]
+    const torch::Tensor sortedKey = key.index_select(0, order);
+    // Pair s * K + k is token s's: each row gathered from its token, a dropped
+    // pair's from the row of zeros (row S). The first product's bias rides in
+    // the product: each token gains a 1 (and zeros, kBiasColumns in all) and
+    // each expert's weights its bias beside them, so no [P, M] bias is
+    // gathered and added, nor its gradient scattered back pair by pair into E
+    // rows; the product's own gradient holds the bias's.
+    const torch::Tensor token = torch::where(sortedKey < E, torch::div(order, K, "floor"), S);
+    // [S + 1, D + 8]: the tokens padded with zeros beside and below, then the 1s.
+    const torch::Tensor tokensWithOne = torch::constant_pad_nd(x.to(dtype), {0, kBiasColumns, 0, 1});
+    tokensWithOne.narrow(0, 0, S).select(1, x.size(1)).fill_(1);
+    const torch::Tensor rows = tokensWithOne.index_select(0, token);  // [P, D + 8]
     timed.emplace(Phase::FeedForward);
     const auto weightType = experts.wIn.options().dtype(dtype);
     const torch::Tensor wIn = torch::cat({experts.wIn.to(dtype), experts.bIn.to(dtype).unsqueeze(2),
@@ -255,16 +258,15 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
                                          2)
                                   .transpose(1, 2);                     // [E, D + 8, M]
     const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
-    const torch::Tensor hidden =
-        activate(torch::where(keptRow, at::_grouped_mm(rows, wIn, ends), 0.0), experts.activation);
+    const torch::Tensor hidden = activate(at::_grouped_mm(rows, wIn, ends), experts.activation);
     // The second product's bias likewise without a gather whose gradient
-    // scatters back pair by pair: a [P, E] one-hot of each row's expert times
-    // the [E, D] biases, added to the product by addmm, so that the biases'
-    // gradient is one more product (each expert's sum over its rows).
+    // scatters back pair by pair: a [P, E] one-hot of each row's expert (none
+    // for a dropped pair) times the [E, D] biases, added to the product by
+    // addmm, so that the biases' gradient is one more product.
     const torch::Tensor expertOfRow =
-        sortedExpert.unsqueeze(1).eq(torch::arange(E, sortedExpert.options())).to(dtype);  // [P, E]
-    const torch::Tensor answers = torch::where(
-        keptRow, torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, experts.bOut.to(dtype)), 0.0);
+        sortedKey.unsqueeze(1).eq(torch::arange(E, sortedKey.options())).to(dtype);  // [P, E]
+    const torch::Tensor answers =
+        torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, experts.bOut.to(dtype));
     timed.emplace(Phase::Routing);
     // Back to pair order: the answer of sorted row i belongs to pair order[i].
     return torch::zeros_like(answers).index_copy(0, order, answers);
