@@ -1,5 +1,6 @@
 #include "BiasActivation.h"
 
+#include "runtime/Autocast.h"
 #include "runtime/FastPaths.h"
 #include "runtime/VectorMath.h"
 
@@ -15,7 +16,7 @@
 namespace widelab {
 namespace {
 
-// Elements a task takes at least: a 4096 x 1024 product is 128 tasks.
+// Elements a task takes at least (at::parallel_for's grain).
 constexpr std::int64_t kElementsPerTask = 32768;
 
 // act(z) on a vector of L floats.
@@ -125,8 +126,10 @@ ActivateRows activateRowsBuiltFor(InstructionSet set)
 
 bool biasActivationApplies(const torch::Tensor& x, const torch::Tensor& bias)
 {
+    // Under the CPU's autocast the product would come out in bf16.
     return fastPathEnabled(FastPath::FusedActivation) && !torch::GradMode::is_enabled() && x.is_cpu()
-           && bias.is_cpu() && x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat;
+           && bias.is_cpu() && x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat
+           && bias.is_contiguous() && !autocastEnabled(c10::DeviceType::CPU);
 }
 
 torch::Tensor biasActivation(torch::Tensor product, const torch::Tensor& bias, Activation activation,

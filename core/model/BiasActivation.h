@@ -14,7 +14,8 @@ namespace widelab {
 
 // Whether biasActivation takes a product of x by a weight, decided before it
 // is made (the other way is an addmm): the fast path on, x and bias fp32 on
-// the CPU, and no gradient asked for (GradMode off).
+// the CPU (the bias contiguous), no gradient asked for (GradMode off), and
+// the CPU's autocast off.
 bool biasActivationApplies(const torch::Tensor& x, const torch::Tensor& bias);
 
 // act(product + bias), written over product, which is returned. product:

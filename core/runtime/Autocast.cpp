@@ -58,6 +58,12 @@ void setDtype(c10::DeviceType type, c10::ScalarType dtype)
 
 }  // namespace
 
+bool autocastEnabled(c10::DeviceType deviceType)
+{
+    requireSupported(deviceType);
+    return isEnabled(deviceType);
+}
+
 AutocastScope::AutocastScope(c10::DeviceType deviceType, c10::ScalarType dtype, bool enabled)
     : m_type(deviceType), m_active(enabled)
 {

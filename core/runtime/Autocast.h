@@ -1,5 +1,6 @@
-// defines: AutocastScope: mixed-precision autocast on one device type while in
-// scope, through whichever autocast API the linked LibTorch offers
+// defines: AutocastScope, autocastEnabled: mixed-precision autocast on one
+// device type while in scope, and whether it is on, through whichever
+// autocast API the linked LibTorch offers
 #pragma once
 
 #include <c10/core/DeviceType.h>
@@ -26,5 +27,9 @@ private:
     bool m_wasEnabled = false;
     c10::ScalarType m_previousDtype = c10::ScalarType::Undefined;
 };
+
+// Whether autocast is on for `deviceType` (CUDA or CPU) in this thread: then
+// products come out in its type, whatever their inputs' type.
+bool autocastEnabled(c10::DeviceType deviceType);
 
 }  // namespace widelab

@@ -3,11 +3,13 @@
 // build against the formulas in double precision, for widths that are not a
 // whole vector, batches with a bias each, and arguments where erf and e^x
 // leave their middle range; what it refuses; and the feed-forward layer,
-// which takes it for inference, answering as it does in training.
+// which takes it for inference, answering as it does in training, and under
+// bf16 autocast leaving it be.
 #include "KernelBuilds.h"
 #include "TestSupport.h"
 #include "model/BiasActivation.h"
 #include "model/FeedForward.h"
+#include "runtime/Autocast.h"
 
 #include <QtTest>
 
@@ -52,6 +54,7 @@ private Q_SLOTS:
     void writesOverTheProductAndReturnsIt();
     void takesOnlyWhatItCanCompute();
     void theFeedForwardLayerAnswersAsInTraining();
+    void bf16InferenceKeepsLibTorchsOperators();
 };
 
 void TestBiasActivation::activatesAsByHand()
@@ -95,7 +98,7 @@ void TestBiasActivation::equalsTheDoublePrecisionFormula_data()
             named("a width of 37, not a whole vector") << 0 << 9 << 37 << false << 3.0 << a << set;
             named("4 experts, a bias each") << 4 << 7 << 40 << true << 3.0 << a << set;
             named("3 paths, one bias for all") << 3 << 5 << 24 << false << 3.0 << a << set;
-            named("arguments out to 40") << 0 << 16 << 64 << false << 20.0 << a << set;
+            named("arguments in the tens") << 0 << 16 << 64 << false << 20.0 << a << set;
         }
     });
 }
@@ -177,6 +180,23 @@ void TestBiasActivation::theFeedForwardLayerAnswersAsInTraining()
         QVERIFY2(torch::allclose(ffn->forwardShared(x), trainedShared, 1e-5, 1e-4), nameOf(activation));
         QVERIFY2(torch::allclose(ffn->forwardEach(each), trainedEach, 1e-5, 1e-4), nameOf(activation));
     }
+}
+
+void TestBiasActivation::bf16InferenceKeepsLibTorchsOperators()
+{
+    // Under the CPU's autocast the product comes out in bf16, which the kernel
+    // does not take: the layer answers by addmm and the activation, in bf16.
+    torch::manual_seed(4);
+    FeedForward ffn(2, 16, 32, Activation::Gelu);
+    const torch::Tensor x = torch::randn({6, 16}), each = torch::randn({2, 3, 16});
+    torch::NoGradGuard inference;
+    const torch::Tensor fp32Shared = ffn->forwardShared(x), fp32Each = ffn->forwardEach(each);
+    const AutocastScope bf16(c10::DeviceType::CPU, torch::kBFloat16);
+    QVERIFY(!biasActivationApplies(x, ffn->bIn));
+    const torch::Tensor shared = ffn->forwardShared(x), perUnit = ffn->forwardEach(each);
+    QCOMPARE(shared.scalar_type(), torch::kBFloat16);
+    QVERIFY(torch::allclose(shared.to(torch::kFloat), fp32Shared, 5e-2, 5e-2));
+    QVERIFY(torch::allclose(perUnit.to(torch::kFloat), fp32Each, 5e-2, 5e-2));
 }
 
 QTEST_GUILESS_MAIN(TestBiasActivation)
