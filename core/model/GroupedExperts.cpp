@@ -262,7 +262,8 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     // The second product's bias likewise without a gather whose gradient
     // scatters back pair by pair: a [P, E] one-hot of each row's expert (none
     // for a dropped pair) times the [E, D] biases, added to the product by
-    // addmm, so that the biases' gradient is one more product.
+    // addmm, so that the biases' gradient is one more product. (A non-finite
+    // bias then reaches every row, as 0 times it; such a model is lost anyway.)
     const torch::Tensor expertOfRow =
         sortedKey.unsqueeze(1).eq(torch::arange(E, sortedKey.options())).to(dtype);  // [P, E]
     const torch::Tensor answers =
