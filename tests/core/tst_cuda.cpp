@@ -14,7 +14,10 @@
 #include <torch/torch.h>
 
 #include "TestSupport.h"
+#include "model/FeedForward.h"
 #include "model/FusedRouting.h"
+#include "model/GroupedExperts.h"
+#include "model/Router.h"
 #include "model/WideTransformer.h"
 #include "runtime/Autocast.h"
 #include "runtime/DeviceMemory.h"
@@ -143,6 +146,8 @@ private Q_SLOTS:
     void routingKernelDecidesAsTheOperators();
     void routingServesTheHandWorkedQueue();
     void bf16KeepsTheRouterInFp32();
+    void groupedExpertsMatchTheBufferInBf16_data();
+    void groupedExpertsMatchTheBufferInBf16();
     void memoryIsTheAllocators();
     void kernelProfileNamesTheDevicesWork();
     void shortTrainingLearns();
@@ -387,6 +392,75 @@ void TestCuda::bf16KeepsTheRouterInFp32()
 }
 
 // On a GPU, metrics.jsonl reports the CUDA allocator's bytes, not the process's.
+// The experts' grouped products (model/GroupedExperts.h) as the bench runs
+// them, under bf16 autocast, against the capacity buffer on the same GPU under
+// the same autocast: the gate-weighted answers and every gradient, with
+// dropped pairs (which ride in the last group as rows of zeros) and dropless.
+// tst_groupedexperts checks the same products on the CPU, in fp32.
+void TestCuda::groupedExpertsMatchTheBufferInBf16_data()
+{
+    QTest::addColumn<double>("capacityFactor");
+    // 24 tokens, 3 experts, top-2: ceil(2 * 0.5 * 24 / 3) = 8 slots each for 48
+    // pairs, so at least 24 are dropped; a factor of 0 drops none.
+    QTest::newRow("with dropped pairs") << 0.5;
+    QTest::newRow("dropless") << 0.0;
+}
+
+void TestCuda::groupedExpertsMatchTheBufferInBf16()
+{
+    REQUIRE_DEVICE(device);
+    QFETCH(double, capacityFactor);
+    if (!device.is_cuda())
+        QSKIP("the grouped products are a GPU's; tst_groupedexperts checks them on the CPU");
+    if (const std::string why = groupedProductsRefusal(device, torch::kBFloat16); !why.empty())
+        QSKIP(why.c_str());
+    torch::manual_seed(7);
+    // Rows of 32 and 64 bf16 values: multiples of 16 bytes, as at::_grouped_mm reads them.
+    FeedForward experts(3, 32, 64, Activation::Gelu);
+    {
+        const torch::NoGradGuard noGrad;  // biases of their own, so that both products' reach the answers
+        experts->bIn.copy_(torch::linspace(-0.5, 0.7, 3 * 64).view({3, 64}));
+        experts->bOut.copy_(torch::linspace(0.4, -0.6, 3 * 32).view({3, 32}));
+    }
+    experts->to(device);
+    const auto on = torch::TensorOptions().device(device);
+    const torch::Tensor x0 = torch::randn({24, 32}).to(device);
+    RoutingOptions options;
+    options.topK = 2;
+    options.capacityFactor = capacityFactor;
+    torch::manual_seed(5);
+    const Routing r = route(x0, torch::randn({3, 32}).to(device), options);
+    QVERIFY(capacityFactor > 0 ? !r.kept.all().item<bool>() : r.kept.all().item<bool>());
+
+    const torch::Tensor upstream = torch::linspace(-1.0, 1.0, 24 * 32, on).view({24, 32});
+    std::vector<torch::Tensor> results;  // per side: the answers, then the gradients of x, w_in, b_in, w_out, b_out
+    for (const bool grouped : {false, true}) {
+        experts->zero_grad();
+        const torch::Tensor x = x0.clone().requires_grad_();
+        torch::Tensor combined;
+        {
+            const AutocastScope bf16(device.type(), torch::kBFloat16);
+            const torch::Tensor answers = grouped ? groupedExpertAnswers(x, r, *experts, GroupedProducts::GroupedMm)
+                                                  : bufferedExpertAnswers(x, r, *experts);
+            const torch::Tensor weight = torch::where(r.kept, r.gates, 0.0).reshape({-1, 1});
+            combined = (answers.to(torch::kFloat) * weight).view({24, 2, 32}).sum(1);
+        }
+        combined.backward(upstream);
+        results.push_back(combined.detach().cpu());
+        results.push_back(x.grad().cpu());
+        for (const torch::Tensor& p : {experts->wIn, experts->bIn, experts->wOut, experts->bOut})
+            results.push_back(p.grad().cpu());
+    }
+    const std::size_t half = results.size() / 2;
+    for (std::size_t i = 0; i < half; ++i) {
+        const double error = test::relativeError(results[half + i], results[i]);
+        QVERIFY2(error < 2e-2, qPrintable(QString("%1 (answers, then the gradients of x, w_in, b_in, w_out, b_out): "
+                                                  "relative error %2")
+                                              .arg(i)
+                                              .arg(error)));
+    }
+}
+
 void TestCuda::memoryIsTheAllocators()
 {
     REQUIRE_DEVICE(device);
