@@ -13,10 +13,6 @@
 #include <string>
 #include <vector>
 
-// The kernel's helpers pass vectors by value; they are inlined into the
-// builds and never cross a call, so the ABI GCC warns about is never used.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace widelab {
 namespace {
 

@@ -47,15 +47,15 @@ template <int L, Activation kActivation>
     }
 }
 
-// Rows [first, last) of an [N, M] product (rows of the U products in turn),
-// each taking its product's bias row, then the activation, in place.
+// Rows [first, last) of the product's rows of M (the U products' in turn),
+// each taking bias row row / rowsPerBias, then the activation, in place.
 template <int L, Activation kActivation>
-[[gnu::always_inline]] inline void activateRowsOf(float* data, const float* bias, std::int64_t N, std::int64_t M,
-                                                  std::int64_t first, std::int64_t last)
+[[gnu::always_inline]] inline void activateRowsOf(float* data, const float* bias, std::int64_t rowsPerBias,
+                                                  std::int64_t M, std::int64_t first, std::int64_t last)
 {
     for (std::int64_t row = first; row < last; ++row) {
         float* to = data + row * M;
-        const float* add = bias + row / N * M;
+        const float* add = bias + row / rowsPerBias * M;
         std::int64_t j = 0;
         for (; j + L <= M; j += L)
             vector::storeFloats<L>(
@@ -73,40 +73,40 @@ template <int L, Activation kActivation>
 }
 
 template <int L>
-[[gnu::always_inline]] inline void activateRowsFor(float* data, const float* bias, std::int64_t N, std::int64_t M,
+[[gnu::always_inline]] inline void activateRowsFor(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M,
                                                    std::int64_t first, std::int64_t last, Activation activation)
 {
     switch (activation) {
-    case Activation::Relu: return activateRowsOf<L, Activation::Relu>(data, bias, N, M, first, last);
-    case Activation::Silu: return activateRowsOf<L, Activation::Silu>(data, bias, N, M, first, last);
+    case Activation::Relu: return activateRowsOf<L, Activation::Relu>(data, bias, rowsPerBias, M, first, last);
+    case Activation::Silu: return activateRowsOf<L, Activation::Silu>(data, bias, rowsPerBias, M, first, last);
     case Activation::Gelu: break;
     }
-    activateRowsOf<L, Activation::Gelu>(data, bias, N, M, first, last);
+    activateRowsOf<L, Activation::Gelu>(data, bias, rowsPerBias, M, first, last);
 }
 
 using ActivateRows = void (*)(float*, const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, Activation);
 
 #if WIDELAB_HAS_TARGET
 WIDELAB_TARGET("avx512f")
-void activateRowsAvx512(float* data, const float* bias, std::int64_t N, std::int64_t M, std::int64_t first,
+void activateRowsAvx512(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
                         std::int64_t last, Activation activation)
 {
-    activateRowsFor<16>(data, bias, N, M, first, last, activation);
+    activateRowsFor<16>(data, bias, rowsPerBias, M, first, last, activation);
 }
 
 // target("avx2") leaves FMA off; cpuRuns checks for both.
 WIDELAB_TARGET("avx2,fma")
-void activateRowsAvx2(float* data, const float* bias, std::int64_t N, std::int64_t M, std::int64_t first,
+void activateRowsAvx2(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
                       std::int64_t last, Activation activation)
 {
-    activateRowsFor<8>(data, bias, N, M, first, last, activation);
+    activateRowsFor<8>(data, bias, rowsPerBias, M, first, last, activation);
 }
 #endif
 
-void activateRowsBaseline(float* data, const float* bias, std::int64_t N, std::int64_t M, std::int64_t first,
+void activateRowsBaseline(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
                           std::int64_t last, Activation activation)
 {
-    activateRowsFor<4>(data, bias, N, M, first, last, activation);
+    activateRowsFor<4>(data, bias, rowsPerBias, M, first, last, activation);
 }
 
 ActivateRows activateRowsBuiltFor(InstructionSet set)

@@ -10,10 +10,11 @@
 #include <cstring>
 #include <utility>
 
-// The helpers here take and return vectors by value; they are inlined into
-// each kernel's builds and never cross a call, so the ABI change GCC warns of
-// (a vector wider than the baseline's registers) is never used. The warning
-// names this header's lines, so it is silenced here, before them.
+// The helpers here, and the kernels that include this header, take and
+// return vectors by value; they are inlined into each kernel's builds and
+// never cross a call, so the ABI change GCC warns of (a vector wider than the
+// baseline's registers) is never used. The warning names this header's lines
+// too, so it is silenced here, before them, for the includer as well.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace widelab::vector {

@@ -16,11 +16,6 @@
 #include <utility>
 #include <vector>
 
-// The kernel's helpers pass 32- and 64-byte vectors by value; they are inlined
-// into the builds and never cross a call, so the ABI GCC warns about is never
-// used.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
 namespace widelab {
 namespace {
 
