@@ -2,6 +2,7 @@
 
 #include "BatchedMatmul.h"
 #include "Init.h"
+#include "runtime/Autocast.h"
 
 #include <torch/nn/init.h>
 
@@ -80,8 +81,12 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     const std::int64_t B = x.size(0), T = x.size(1);
     const std::int64_t n = options.paths, H = options.heads, A = options.headDim;
 
-    // [B, T, 3, n*H, A] -> [3, B, n*H, T, A]
-    const torch::Tensor qkvAll = qkv(x).view({B, T, 3, n * H, A}).permute({2, 0, 3, 1, 4});
+    // [B, T, 3, n*H, A]: q, k and v are split off before their heads are
+    // moved ahead of the tokens, so that the split's backward stacks their
+    // gradients straight into this layout, the one qkv's own backward reads
+    // (split after the move, the stack wrote [3, B, n*H, T, A] and a copy
+    // put it back: on a GPU a 0.1 ms copy of the gradient per layer).
+    const torch::Tensor qkvAll = qkv(x).view({B, T, 3, n * H, A});
 
     MixInput in;
     in.keyValid = keyValid;
@@ -90,18 +95,19 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     in.dropout = is_training() ? options.dropout : 0.0;
     std::vector<torch::Tensor> contexts, maps;
     for (Group& group : groups) {
-        // [3, B, G, T, A] for the group's heads: all of them when one mechanism has them all
+        // [B, T, 3, G, A] for the group's heads: all of them when one mechanism has them all
         const torch::Tensor heads = groups.size() == 1 ? qkvAll
-                                    : group.contiguous ? qkvAll.narrow(2, group.first, group.count)
-                                                       : qkvAll.index_select(2, onDevice(group.heads, x.device()));
+                                    : group.contiguous ? qkvAll.narrow(3, group.first, group.count)
+                                                       : qkvAll.index_select(3, onDevice(group.heads, x.device()));
         // unbind, not three selects: its backward stacks the three gradients
         // once, where each select's would fill a zero tensor of all three and
         // copy into it, and the three be added up (on the GPU four fills, four
-        // copies and two additions of the [3, B, G, T, A] gradient per layer).
-        const std::vector<torch::Tensor> qkvHeads = heads.unbind(0);
-        in.q = qkvHeads[0];
-        in.k = qkvHeads[1];
-        in.v = qkvHeads[2];
+        // copies and two additions of the [B, T, 3, G, A] gradient per layer).
+        const std::vector<torch::Tensor> qkvHeads = heads.unbind(2);
+        // Each [B, G, T, A], a view of the product
+        in.q = qkvHeads[0].transpose(1, 2);
+        in.k = qkvHeads[1].transpose(1, 2);
+        in.v = qkvHeads[2].transpose(1, 2);
         torch::Tensor map;
         contexts.push_back(group.mechanism->mix(in, weights ? &map : nullptr));
         if (weights)
@@ -133,7 +139,8 @@ torch::Tensor AttentionImpl::project(const torch::Tensor& context) const
     // Per path: its H heads side by side, [n, B*T, H*A], through its own output projection.
     const torch::Tensor perPath =
         context.reshape({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
-    const torch::Tensor out = batchedAddMatmul(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2));
+    const torch::Tensor out =
+        batchedAddMatmul(autocastWeight(outBias).unsqueeze(1), perPath, autocastWeight(outWeight).transpose(1, 2));
     return out.view({n, B, T, D});
 }
 
