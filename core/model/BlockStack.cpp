@@ -254,8 +254,10 @@ torch::Tensor BlockStack::sublayer(const torch::Tensor& h, const torch::Tensor& 
             means.push_back(ablatedValue(flat[p], a.mode, valid.defined() ? valid.reshape({-1}) : torch::Tensor()));
         paths = torch::stack(means).view_as(paths);
     }
+    // squeeze, not paths[0]: a select's backward fills a zero gradient and
+    // copies into it, a squeeze's is a view
     if (!c.isMultiPath())
-        return h + paths[0];
+        return h + paths.squeeze(0);
     const torch::nn::ModuleList& combiners = pathCombiners(which);
     std::vector<Ablation> pathsAblated;  // this sublayer's, indexed among its own paths
     const std::int64_t first = index * c.paths;
