@@ -2,6 +2,7 @@
 
 #include "BatchedMatmul.h"
 #include "Init.h"
+#include "runtime/Autocast.h"
 #include "model/attention/AttentionMechanism.h"
 
 namespace widelab {
@@ -54,7 +55,8 @@ torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::T
     in.dropout = is_training() ? options.dropout : 0.0;
     const torch::Tensor context = mixer->mix(in, weights);  // [B, n*H, T, A]
     const torch::Tensor perPath = context.view({B, n, H, T, A}).permute({1, 0, 3, 2, 4}).reshape({n, B * T, H * A});
-    return batchedAddMatmul(outBias.unsqueeze(1), perPath, outWeight.transpose(1, 2)).view({n, B, T, D});
+    return batchedAddMatmul(autocastWeight(outBias).unsqueeze(1), perPath, autocastWeight(outWeight).transpose(1, 2))
+        .view({n, B, T, D});
 }
 
 }  // namespace widelab

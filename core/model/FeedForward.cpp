@@ -3,6 +3,7 @@
 #include "BatchedMatmul.h"
 #include "BiasActivation.h"
 #include "Init.h"
+#include "runtime/Autocast.h"
 
 #include <torch/nn/functional/activation.h>
 
@@ -49,16 +50,17 @@ torch::Tensor FeedForwardImpl::forwardShared(const torch::Tensor& x)
 {
     // N = rows, U = units, M = hidden, D = model width
     const std::int64_t N = x.size(0);
-    const torch::Tensor h =
-        activatedProduct(x, wIn.view({units * hidden, dModel}), bIn.view({units * hidden}), activation);  // [N, U*M]
-    const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                            // [U, N, M]
-    return batchedAddMatmul(bOut.unsqueeze(1), perUnit, wOut.transpose(1, 2));                             // [U, N, D]
+    const torch::Tensor h = activatedProduct(x, autocastWeight(wIn).view({units * hidden, dModel}),
+                                             autocastWeight(bIn).view({units * hidden}), activation);  // [N, U*M]
+    const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                        // [U, N, M]
+    return batchedAddMatmul(autocastWeight(bOut).unsqueeze(1), perUnit,
+                            autocastWeight(wOut).transpose(1, 2));  // [U, N, D]
 }
 
 torch::Tensor FeedForwardImpl::forwardEach(const torch::Tensor& x)
 {
-    const torch::Tensor h = activatedProduct(x, wIn, bIn, activation);  // [U, C, M]
-    return batchedAddMatmul(bOut.unsqueeze(1), h, wOut.transpose(1, 2));                                     // [U, C, D]
+    const torch::Tensor h = activatedProduct(x, autocastWeight(wIn), autocastWeight(bIn), activation);  // [U, C, M]
+    return batchedAddMatmul(autocastWeight(bOut).unsqueeze(1), h, autocastWeight(wOut).transpose(1, 2));  // [U, C, D]
 }
 
 void FeedForwardImpl::keepUnits(std::int64_t first, std::int64_t count)

@@ -2,6 +2,7 @@
 
 #include "FeedForward.h"
 #include "Router.h"
+#include "runtime/Autocast.h"
 #include "runtime/FastPaths.h"
 #include "runtime/PhaseTimer.h"
 #include "runtime/StepCapture.h"
@@ -10,7 +11,6 @@
 #include <torch/version.h>
 
 #if __has_include(<ATen/ops/_grouped_mm.h>)
-#include <ATen/autocast_mode.h>
 #include <ATen/ops/_grouped_mm.h>
 #define WIDELAB_HAS_GROUPED_MM 1
 #else
@@ -80,8 +80,10 @@ torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, Feed
     timed.emplace(Phase::FeedForward);
     // unbind, not wIn[e]: its backward stacks the E gradients once, where E
     // selects would each add a zero-filled gradient of the whole stack.
-    const std::vector<torch::Tensor> wIn = experts.wIn.unbind(0), bIn = experts.bIn.unbind(0);
-    const std::vector<torch::Tensor> wOut = experts.wOut.unbind(0), bOut = experts.bOut.unbind(0);
+    const std::vector<torch::Tensor> wIn = autocastWeight(experts.wIn).unbind(0);
+    const std::vector<torch::Tensor> bIn = autocastWeight(experts.bIn).unbind(0);
+    const std::vector<torch::Tensor> wOut = autocastWeight(experts.wOut).unbind(0);
+    const std::vector<torch::Tensor> bOut = autocastWeight(experts.bOut).unbind(0);
     std::vector<torch::Tensor> answers;
     answers.reserve(static_cast<std::size_t>(E) + 1);
     for (std::size_t e = 0; e < groups.size(); ++e) {
@@ -95,13 +97,6 @@ torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, Feed
 }
 
 #if WIDELAB_HAS_GROUPED_MM
-// The type the products run in: autocast's where it is on for the device.
-c10::ScalarType productType(const torch::Tensor& x)
-{
-    const c10::DeviceType type = x.device().type();
-    return at::autocast::is_autocast_enabled(type) ? at::autocast::get_autocast_dtype(type) : x.scalar_type();
-}
-
 // Columns beside each row that carry the first product's bias: a 1, then
 // zeros, 8 in all, so that the rows stay a multiple of 16 bytes in any type.
 constexpr std::int64_t kBiasColumns = 8;
@@ -190,7 +185,7 @@ bool groupedExpertsRun(const torch::Tensor& x, std::int64_t hidden)
     if (groupedProductsFor(x) == GroupedProducts::MmPerExpert)
         return true;
 #if WIDELAB_HAS_GROUPED_MM
-    const c10::ScalarType dtype = productType(x);
+    const c10::ScalarType dtype = autocastType(x);
     return x.is_cuda() && rowsRefusal(x.size(1), hidden, dtype).empty()
            && groupedProductsRefusal(x.device(), dtype).empty();
 #else
@@ -215,7 +210,7 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
         return groupedOnHost(x, routing, experts);
     }
 #if WIDELAB_HAS_GROUPED_MM
-    const c10::ScalarType dtype = productType(x);
+    const c10::ScalarType dtype = autocastType(x);
     for (const std::string& refusal :
          {rowsRefusal(x.size(1), experts.hidden, dtype), groupedProductsRefusal(x.device(), dtype)})
         if (!refusal.empty())
@@ -253,11 +248,12 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     const torch::Tensor rows = tokensWithOne.index_select(0, token);  // [P, D + 8]
     timed.emplace(Phase::FeedForward);
     const auto weightType = experts.wIn.options().dtype(dtype);
-    const torch::Tensor wIn = torch::cat({experts.wIn.to(dtype), experts.bIn.to(dtype).unsqueeze(2),
+    const torch::Tensor wIn = torch::cat({autocastWeight(experts.wIn).to(dtype),
+                                          autocastWeight(experts.bIn).to(dtype).unsqueeze(2),
                                           torch::zeros({E, M, kBiasColumns - 1}, weightType)},
                                          2)
                                   .transpose(1, 2);                     // [E, D + 8, M]
-    const torch::Tensor wOut = experts.wOut.to(dtype).transpose(1, 2);  // [E, M, D]
+    const torch::Tensor wOut = autocastWeight(experts.wOut).to(dtype).transpose(1, 2);  // [E, M, D]
     const torch::Tensor hidden = activate(at::_grouped_mm(rows, wIn, ends), experts.activation);
     // The second product's bias likewise without a gather whose gradient
     // scatters back pair by pair: a [P, E] one-hot of each row's expert (none
@@ -267,7 +263,7 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     const torch::Tensor expertOfRow =
         sortedKey.unsqueeze(1).eq(torch::arange(E, sortedKey.options())).to(dtype);  // [P, E]
     const torch::Tensor answers =
-        torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, experts.bOut.to(dtype));
+        torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, autocastWeight(experts.bOut).to(dtype));
     timed.emplace(Phase::Routing);
     // Back to pair order: the answer of sorted row i belongs to pair order[i].
     return torch::zeros_like(answers).index_copy(0, order, answers);

@@ -64,6 +64,21 @@ bool autocastEnabled(c10::DeviceType deviceType)
     return isEnabled(deviceType);
 }
 
+c10::ScalarType autocastType(const at::Tensor& x)
+{
+    const c10::DeviceType type = x.device().type();
+    const bool supported = type == c10::DeviceType::CUDA || type == c10::DeviceType::CPU;
+    return supported && isEnabled(type) ? dtypeOf(type) : x.scalar_type();
+}
+
+at::Tensor autocastWeight(const at::Tensor& weight)
+{
+    const c10::DeviceType type = weight.device().type();
+    if (weight.scalar_type() != at::kFloat || autocastType(weight) == at::kFloat)
+        return weight;
+    return at::autocast::cached_cast(dtypeOf(type), weight, type);
+}
+
 AutocastScope::AutocastScope(c10::DeviceType deviceType, c10::ScalarType dtype, bool enabled)
     : m_type(deviceType), m_active(enabled)
 {
