@@ -86,7 +86,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
     // gradients straight into this layout, the one qkv's own backward reads
     // (split after the move, the stack wrote [3, B, n*H, T, A] and a copy
     // put it back: on a GPU a 0.1 ms copy of the gradient per layer).
-    const torch::Tensor qkvAll = qkv(x).view({B, T, 3, n * H, A});
+    const torch::Tensor qkvAll = linearLayer(qkv, x).view({B, T, 3, n * H, A});
 
     MixInput in;
     in.keyValid = keyValid;
@@ -151,7 +151,7 @@ torch::Tensor AttentionImpl::forwardStep(const torch::Tensor& x, torch::Tensor& 
         throw std::logic_error("cached decoding steps need a causal layer of full attention");
     const std::int64_t B = x.size(0), heads = options.paths * options.heads, A = options.headDim;
     // [B, 1, 3, n*H, A] -> 3 x [B, n*H, 1, A]
-    const std::vector<torch::Tensor> now = qkv(x).view({B, 1, 3, heads, A}).permute({2, 0, 3, 1, 4}).unbind(0);
+    const std::vector<torch::Tensor> now = linearLayer(qkv, x).view({B, 1, 3, heads, A}).permute({2, 0, 3, 1, 4}).unbind(0);
     keys.narrow(2, position, 1).copy_(now[1]);
     values.narrow(2, position, 1).copy_(now[2]);
     MixInput in;  // the cache holds only this position and the earlier ones: nothing to hide

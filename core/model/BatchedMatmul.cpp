@@ -130,4 +130,9 @@ torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a
     return batchedMatmul(a, b) + bias;
 }
 
+torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x)
+{
+    return torch::linear(x, layer->weight, layer->bias);
+}
+
 }  // namespace widelab

@@ -35,7 +35,7 @@ torch::Tensor CrossAttentionImpl::keysValues(const torch::Tensor& memory)
     // B = batch, S = source length, n*H = heads over the paths, A = head_dim
     const std::int64_t B = memory.size(0), S = memory.size(1);
     const std::int64_t heads = options.paths * options.heads, A = options.headDim;
-    return kv(memory).view({B, S, 2, heads, A}).permute({2, 0, 3, 1, 4});
+    return linearLayer(kv, memory).view({B, S, 2, heads, A}).permute({2, 0, 3, 1, 4});
 }
 
 torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& keysAndValues,
@@ -46,7 +46,7 @@ torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::T
     const std::int64_t B = x.size(0), T = x.size(1), D = x.size(2);
     const std::int64_t n = options.paths, H = options.heads, A = options.headDim;
     MixInput in;
-    in.q = q(x).view({B, T, n * H, A}).transpose(1, 2);  // [B, n*H, T, A]
+    in.q = linearLayer(q, x).view({B, T, n * H, A}).transpose(1, 2);  // [B, n*H, T, A]
     const std::vector<torch::Tensor> kvHeads = keysAndValues.unbind(0);
     in.k = kvHeads[0];
     in.v = kvHeads[1];

@@ -1,5 +1,6 @@
 #include "Embedding.h"
 
+#include "BatchedMatmul.h"
 #include "Init.h"
 
 #include "data/PairInput.h"
@@ -52,7 +53,7 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& input, std::int64_t fi
     } else {
         h = token(input);  // [B, T, E or D]
         if (project)
-            h = project(h);
+            h = linearLayer(project, h);
         if (segment) {
             const torch::Tensor separators = input.eq(separator).to(torch::kLong);
             h = h + segment((separators.cumsum(1) - separators).clamp_max(segment->weight.size(0) - 1));

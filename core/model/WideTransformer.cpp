@@ -1,5 +1,6 @@
 #include "WideTransformer.h"
 
+#include "BatchedMatmul.h"
 #include "Dropout.h"
 #include "Init.h"
 #include "runtime/PhaseTimer.h"
@@ -314,7 +315,7 @@ torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Ten
     if (c.isTranslation())
         return torch::matmul(h, m_embed->token->weight.t());  // tied to the token embedding
     if (c.predictsTokens())
-        return m_output(h);
+        return linearLayer(m_output, h);
 
     torch::Tensor pooled;
     if (c.pooling == Pooling::Cls) {
@@ -326,8 +327,8 @@ torch::Tensor WideTransformerImpl::head(const torch::Tensor& h, const torch::Ten
         pooled = h.mean(1);
     }
     if (m_pooler)
-        pooled = torch::tanh(m_pooler(pooled));
-    return m_output(pooled);
+        pooled = torch::tanh(linearLayer(m_pooler, pooled));
+    return linearLayer(m_output, pooled);
 }
 
 void WideTransformerImpl::beginStep(std::int64_t step)
