@@ -125,6 +125,11 @@ torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b)
 
 torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b)
 {
+    // One product with one bias row (a single path's projection): addmm,
+    // whose 1-D bias a GPU's BLAS adds in the product's epilogue, where
+    // baddbmm first copies the bias, broadcast, into every row of the answer.
+    if (a.size(0) == 1 && b.size(0) == 1 && bias.dim() == 3 && bias.size(0) == 1 && bias.size(1) == 1)
+        return torch::addmm(bias.view({-1}), a.squeeze(0), b.squeeze(0)).unsqueeze(0);
     if (!loopOverBatch(a))
         return torch::baddbmm(bias, a, b);
     return batchedMatmul(a, b) + bias;

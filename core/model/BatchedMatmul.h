@@ -26,7 +26,8 @@ torch::Tensor batchedMatmul(const torch::Tensor& a, const torch::Tensor& b);
 // product, the addition and LibTorch's softmax.
 torch::Tensor batchedSoftmax(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& bias);
 
-// bias + a b for a: [U, N, K], b: [U, K, M], bias broadcastable to [U, N, M].
+// bias + a b for a: [U, N, K], b: [U, K, M], bias broadcastable to [U, N, M];
+// for one product (U = 1) and one bias row, an addmm.
 torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b);
 
 // `layer` on x [..., in] -> [..., out], as at::linear: one operator to
