@@ -106,8 +106,23 @@ cap() {
   echo "$own"
 }
 has_stage() { [[ $stages == *" $1 "* ]]; }
-# Seconds the stages before the benchmarks leave for them (none without them).
-bench_reserve() { if has_stage bench; then echo 150; else echo 15; fi; }
+# Seconds the stages before the benchmarks leave for them (15 without them):
+# about 10 s for each family's WideLab side, 45 s for a PyTorch side (its
+# compilation), at most 150. A short call (WideLab's side of a few families
+# on a leftover budget) so keeps its build, which a fixed 150 s starved.
+bench_reserve() {
+  has_stage bench || { echo 15; return; }
+  local seconds=15 family side
+  for family in ${WIDELAB_GPU_FAMILIES:-${families[*]%%:*}}; do
+    for side in ${WIDELAB_GPU_SIDES:-$default_sides}; do
+      case $side in
+        widelab | graph | widelab-ops) seconds=$((seconds + 10)) ;;
+        *) seconds=$((seconds + 45)) ;;
+      esac
+    done
+  done
+  echo $((seconds < 150 ? seconds : 150))
+}
 
 # stage_record NAME STATUS SECONDS NOTE: one stage's outcome, for results.json.
 stage_record() {
@@ -363,6 +378,8 @@ stage_train() { # runs in the background while the tests build and run
 }
 
 # ---------------------------------------------------------------- benchmarks
+# WIDELAB_GPU_SIDES's default, in order.
+default_sides="eager compile-ro widelab graph compile compile-mat hand"
 families=(
   "deep-6x8:bench/configs/transformer-6x8-d1024.json"
   "wide-1x48:bench/configs/transformer-1x48-d1024.json"
@@ -423,7 +440,7 @@ stage_bench() {
   # hand-written baseline, so that a budget that runs out costs figures on
   # record rather than ones that are not.
   local wanted=" ${WIDELAB_GPU_FAMILIES:-${families[*]%%:*}} "
-  for side in ${WIDELAB_GPU_SIDES:-eager compile-ro widelab graph compile compile-mat hand}; do
+  for side in ${WIDELAB_GPU_SIDES:-$default_sides}; do
     local k=0
     for entry in "${families[@]}"; do
       local family=${entry%%:*} config limit cmd rc
