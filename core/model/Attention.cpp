@@ -151,7 +151,8 @@ torch::Tensor AttentionImpl::forwardStep(const torch::Tensor& x, torch::Tensor& 
         throw std::logic_error("cached decoding steps need a causal layer of full attention");
     const std::int64_t B = x.size(0), heads = options.paths * options.heads, A = options.headDim;
     // [B, 1, 3, n*H, A] -> 3 x [B, n*H, 1, A]
-    const std::vector<torch::Tensor> now = linearLayer(qkv, x).view({B, 1, 3, heads, A}).permute({2, 0, 3, 1, 4}).unbind(0);
+    const std::vector<torch::Tensor> now =
+        linearLayer(qkv, x).view({B, 1, 3, heads, A}).permute({2, 0, 3, 1, 4}).unbind(0);
     keys.narrow(2, position, 1).copy_(now[1]);
     values.narrow(2, position, 1).copy_(now[2]);
     MixInput in;  // the cache holds only this position and the earlier ones: nothing to hide
