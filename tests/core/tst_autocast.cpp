@@ -1,8 +1,9 @@
 // Autocast's weights (runtime/Autocast): a parameter's low-precision copy
 // made once per scope, however many products share it, so that its gradient
-// is summed in that type and cast back once; the parameter itself where
-// autocast is off, for other types and for views; a new scope seeing the
-// parameter as the optimiser left it; and the type products come out in.
+// is summed in that type and cast back once; the weight itself where
+// autocast is off and for other types; a view cast afresh each time; a new
+// scope seeing the parameter as the optimiser left it; and the type products
+// come out in.
 #include "runtime/Autocast.h"
 
 #include <torch/torch.h>
