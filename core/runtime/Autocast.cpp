@@ -73,10 +73,10 @@ c10::ScalarType autocastType(const at::Tensor& x)
 
 at::Tensor autocastWeight(const at::Tensor& weight)
 {
-    const c10::DeviceType type = weight.device().type();
-    if (weight.scalar_type() != at::kFloat || autocastType(weight) == at::kFloat)
+    const c10::ScalarType to = autocastType(weight);
+    if (weight.scalar_type() != at::kFloat || to == at::kFloat)
         return weight;
-    return at::autocast::cached_cast(dtypeOf(type), weight, type);
+    return at::autocast::cached_cast(to, weight, weight.device().type());
 }
 
 AutocastScope::AutocastScope(c10::DeviceType deviceType, c10::ScalarType dtype, bool enabled)
