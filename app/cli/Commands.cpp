@@ -484,6 +484,9 @@ std::string kernelTables(const KernelProfile& profile)
     text += table("operator", profile.byOperator);
     if (!profile.byKernel.empty())
         text += "\nThe same by kernel:\n" + table("kernel", profile.byKernel);
+    if (!profile.byPhase.empty())
+        text += "\nThe same by the phase whose scope was open when the host reached the operator:\n"
+                + table("phase", profile.byPhase);
     return text;
 }
 
@@ -567,6 +570,9 @@ int bench(const Arguments& a, std::ostream& out)
         summary.addRow({"peak reserved (CUDA allocator)", formatBytes(r.peakReservedBytes)});
     if (r.moeRoutingShare >= 0.0)
         summary.addRow({"routing+dispatch+combine / MoE layer", fixed(100.0 * r.moeRoutingShare, 1) + " % (forward)"});
+    if (r.moeRoutingShareByKernels >= 0.0)
+        summary.addRow({"  the same in --kernels' profile", fixed(100.0 * r.moeRoutingShareByKernels, 1)
+                                                              + (cuda ? " % (device time)" : " % (operators' self time)")});
     if (!r.expertProducts.empty())
         summary.addRow({"expert products", r.expertProducts != "grouped" ? "batched (capacity buffer)"
                                            : cuda                        ? "grouped (at::_grouped_mm)"

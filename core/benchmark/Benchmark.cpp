@@ -93,6 +93,12 @@ std::vector<double> timeSteps(const std::function<void()>& step, std::int64_t co
     return seconds;
 }
 
+// routing / (routing + experts), -1 when both are 0.
+double routingShare(double routing, double experts)
+{
+    return routing + experts > 0.0 ? routing / (routing + experts) : -1.0;
+}
+
 // PhaseTimer's totals per step over `stepSeconds`, then "other": the rest of
 // the mean step. Mixtures also get the routing share of their MoE layers.
 void readPhases(const std::vector<double>& stepSeconds, bool moe, BenchmarkResult& r)
@@ -106,27 +112,59 @@ void readPhases(const std::vector<double>& stepSeconds, bool moe, BenchmarkResul
         r.phases.emplace_back(phaseName(static_cast<Phase>(p)), seconds);
     }
     r.phases.emplace_back("other", std::max(0.0, r.phaseStepSeconds - accounted));
-    const double routing = PhaseTimer::seconds(Phase::Routing), experts = PhaseTimer::seconds(Phase::FeedForward);
-    if (moe && routing + experts > 0.0)
-        r.moeRoutingShare = routing / (routing + experts);
+    if (moe)
+        r.moeRoutingShare = routingShare(PhaseTimer::seconds(Phase::Routing), PhaseTimer::seconds(Phase::FeedForward));
 }
 
-// The operators one more step dispatches, attributed to phases by PhaseTimer
-// (enabled without synchronising, its totals dropped after).
+// PhaseTimer enabled without synchronising, for one more step whose operators
+// or kernels are attributed to phases; its totals dropped after.
+class UnsynchronisedPhases {
+public:
+    explicit UnsynchronisedPhases(const c10::Device& device)
+    {
+        synchronizeDevice(device);
+        PhaseTimer::reset();
+        PhaseTimer::setEnabled(true);
+    }
+    ~UnsynchronisedPhases()
+    {
+        PhaseTimer::setEnabled(false);
+        PhaseTimer::reset();
+    }
+    UnsynchronisedPhases(const UnsynchronisedPhases&) = delete;
+    UnsynchronisedPhases& operator=(const UnsynchronisedPhases&) = delete;
+};
+
+// The operators one more step dispatches, by phase.
 OperatorTally countOperators(const std::function<void()>& step, const c10::Device& device)
 {
-    synchronizeDevice(device);
-    PhaseTimer::reset();
-    PhaseTimer::setEnabled(true);
-    OperatorTally tally;
+    const UnsynchronisedPhases phases(device);
+    const OperatorCounter counter;
+    step();
+    return counter.tally();
+}
+
+// One more step under LibTorch's profiler, its kernels (or operators' self
+// time) by phase too, cut to `keep` operators and kernels. Mixtures get the
+// routing share of that time.
+void profileStep(const std::function<void()>& step, const c10::Device& device, std::size_t keep, bool moe,
+                 BenchmarkResult& r)
+{
     {
-        const OperatorCounter counter;
-        step();
-        tally = counter.tally();
+        const UnsynchronisedPhases phases(device);
+        r.kernels = profileKernels(step, device);
     }
-    PhaseTimer::setEnabled(false);
-    PhaseTimer::reset();
-    return tally;
+    for (std::vector<OperatorTime>* list : {&r.kernels.byOperator, &r.kernels.byKernel})
+        list->resize(std::min(list->size(), keep));
+    double routing = 0.0, experts = 0.0;
+    for (const OperatorTime& phase : r.kernels.byPhase) {
+        if (phase.name == phaseName(Phase::Routing))
+            routing = phase.seconds;
+        else if (phase.name == phaseName(Phase::FeedForward))
+            experts = phase.seconds;
+    }
+    if (moe)
+        r.moeRoutingShareByKernels = routingShare(routing, experts);
 }
 
 // The dense peak in the step's dtype, and the MFU against it (and against the
@@ -289,12 +327,8 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
         readPhases(separatePhasePass ? timeSteps(step, options.steps, device, true, queuedAt) : r.stepSeconds, c.isMoe(),
                    r);
         r.operators = countOperators(step, device);
-        if (options.kernels > 0) {
-            r.kernels = profileKernels(step, device);
-            const auto keep = static_cast<std::size_t>(options.kernels);
-            for (std::vector<OperatorTime>* list : {&r.kernels.byOperator, &r.kernels.byKernel})
-                list->resize(std::min(list->size(), keep));
-        }
+        if (options.kernels > 0)
+            profileStep(step, device, static_cast<std::size_t>(options.kernels), c.isMoe(), r);
     }
 
     // Read before the peak measurement allocates its matrices.
@@ -329,6 +363,7 @@ nlohmann::json kernelsJson(const KernelProfile& profile)
             {"span_seconds", profile.span},
             {"by_operator", list(profile.byOperator)},
             {"by_kernel", list(profile.byKernel)},
+            {"by_phase", list(profile.byPhase)},
             {"unavailable", profile.unavailable.empty() ? nlohmann::json() : nlohmann::json(profile.unavailable)}};
 }
 
@@ -387,6 +422,7 @@ nlohmann::json BenchmarkResult::toJson() const
             {"queue_seconds_median", orNull(queueSeconds, queueSeconds > 0.0)},
             {"cuda_graph", cudaGraph},
             {"moe_routing_share", orNull(moeRoutingShare, moeRoutingShare >= 0.0)},
+            {"moe_routing_share_by_kernels", orNull(moeRoutingShareByKernels, moeRoutingShareByKernels >= 0.0)},
             {"expert_products", expertProducts.empty() ? nlohmann::json() : nlohmann::json(expertProducts)},
             {"operators_per_step",
              {{"all", operators.operators},

@@ -81,6 +81,11 @@ struct BenchmarkResult {
     // Mixtures: routing_dispatch_combine / (routing_dispatch_combine + ffn_experts),
     // forward only: the share of the MoE layers' time not spent in experts. -1: dense.
     double moeRoutingShare = -1.0;
+    // The same share in one more step under the profiler (BenchmarkOptions::
+    // kernels): on a GPU the device time of the kernels each phase launched, so
+    // the host's launches and the scopes' synchronisations are not in it; on
+    // the CPU the operators' self time. -1: dense, or no profile.
+    double moeRoutingShareByKernels = -1.0;
     // Mixtures: how the experts multiplied, "grouped" (products over the
     // pairs sorted by expert: at::_grouped_mm on a GPU, an mm per expert on the
     // CPU) or "batched" (the capacity buffer); empty: dense.

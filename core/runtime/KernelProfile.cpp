@@ -1,5 +1,6 @@
 #include "KernelProfile.h"
 
+#include "PhaseTimer.h"
 #include "StepCapture.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
@@ -7,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -18,8 +21,9 @@ namespace {
 namespace profiler = torch::autograd::profiler;
 
 // Kineto's activity types (libkineto's ActivityType, whose header LibTorch
-// 1.13 does not install): an ATen operator on the host, and the device's work.
-constexpr std::uint8_t kOperator = 0, kMemcpy = 3, kMemset = 4, kKernel = 5;
+// 1.13 does not install): an ATen operator and a user's range on the host, and
+// the device's work.
+constexpr std::uint8_t kOperator = 0, kUserRange = 1, kMemcpy = 3, kMemset = 4, kKernel = 5;
 
 bool onTheDevice(const profiler::KinetoEvent& event)
 {
@@ -53,6 +57,8 @@ std::uint64_t lengthOf(const profiler::KinetoEvent& event)
 #endif
 }
 
+constexpr const char* kOutsideThePhases = "(outside the phases)";
+
 struct Sum {
     std::int64_t calls = 0;
     std::uint64_t nanoseconds = 0;
@@ -75,14 +81,15 @@ std::vector<OperatorTime> ranked(const std::map<std::string, Sum>& sums)
     return list;
 }
 
-// Each operator's span less its direct callees' spans, per thread: an operator
-// called by another starts no earlier and ends no later than its caller.
-std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEvent*>& operators)
+// Calls `each` with every operator and its span less its direct callees'
+// spans, per thread: an operator called by another starts no earlier and ends
+// no later than its caller.
+void forEachSelfTime(const std::vector<const profiler::KinetoEvent*>& operators,
+                     const std::function<void(const profiler::KinetoEvent&, std::uint64_t)>& each)
 {
     std::unordered_map<std::uint64_t, std::vector<const profiler::KinetoEvent*>> byThread;
     for (const profiler::KinetoEvent* event : operators)
         byThread[event->startThreadId()].push_back(event);
-    std::map<std::string, Sum> sums;
     for (auto& [thread, events] : byThread) {
         // Callers before callees: by start, then the longer first, then the
         // one recorded first (callers enter before their callees do).
@@ -101,7 +108,7 @@ std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEve
         std::vector<Open> open;
         const auto close = [&] {
             const Open& done = open.back();
-            add(sums, done.event->name(), lengthOf(*done.event) - std::min(done.callees, lengthOf(*done.event)));
+            each(*done.event, lengthOf(*done.event) - std::min(done.callees, lengthOf(*done.event)));
             open.pop_back();
         };
         for (const profiler::KinetoEvent* event : events) {
@@ -120,8 +127,46 @@ std::map<std::string, Sum> selfTimes(const std::vector<const profiler::KinetoEve
         while (!open.empty())
             close();
     }
-    return sums;
 }
+
+// The phase scopes' ranges (PhaseTimer.h), which never nest: which phase was
+// open when the host reached a time, on any thread, as PhaseTimer::current()
+// has it (so autograd's threads count under the backward's scope).
+class PhaseRanges {
+public:
+    // Takes the ranges among `events` and returns the rest.
+    std::vector<const profiler::KinetoEvent*> take(const std::vector<const profiler::KinetoEvent*>& events)
+    {
+        std::vector<const profiler::KinetoEvent*> rest;
+        for (const profiler::KinetoEvent* event : events) {
+            const bool onTheHost = event->activityType() == kOperator || event->activityType() == kUserRange;
+            if (const std::optional<Phase> phase = phaseOfScope(event->name()); phase && onTheHost)
+                m_ranges.push_back({startOf(*event), startOf(*event) + lengthOf(*event), *phase});
+            else
+                rest.push_back(event);
+        }
+        std::sort(m_ranges.begin(), m_ranges.end(), [](const Range& a, const Range& b) { return a.start < b.start; });
+        return rest;
+    }
+
+    bool empty() const { return m_ranges.empty(); }
+
+    std::string at(std::uint64_t time) const
+    {
+        auto after = std::upper_bound(m_ranges.begin(), m_ranges.end(), time,
+                                      [](std::uint64_t t, const Range& range) { return t < range.start; });
+        if (after == m_ranges.begin() || time >= std::prev(after)->end)
+            return kOutsideThePhases;
+        return phaseName(std::prev(after)->phase);
+    }
+
+private:
+    struct Range {
+        std::uint64_t start, end;
+        Phase phase;
+    };
+    std::vector<Range> m_ranges;
+};
 
 }  // namespace
 
@@ -160,32 +205,45 @@ KernelProfile profileKernels(const std::function<void()>& work, const c10::Devic
     profile.span = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     result = profiler::disableProfiler();
 
-    std::vector<const profiler::KinetoEvent*> operators, deviceWork;
+    std::vector<const profiler::KinetoEvent*> hostEvents, deviceWork;
     for (const profiler::KinetoEvent& event : result->events()) {
-        if (event.activityType() == kOperator)
-            operators.push_back(&event);
-        else if (onTheDevice(event))
+        if (onTheDevice(event))
             deviceWork.push_back(&event);
+        else
+            hostEvents.push_back(&event);
     }
+    PhaseRanges phases;
+    std::vector<const profiler::KinetoEvent*> operators;
+    for (const profiler::KinetoEvent* event : phases.take(hostEvents))
+        if (event->activityType() == kOperator)
+            operators.push_back(event);
+    std::map<std::string, Sum> byOperator, byPhase;
     if (!profile.deviceTime) {
-        profile.byOperator = ranked(selfTimes(operators));
+        forEachSelfTime(operators, [&](const profiler::KinetoEvent& event, std::uint64_t self) {
+            add(byOperator, event.name(), self);
+            add(byPhase, phases.at(startOf(event)), self);
+        });
     } else {
         // A kernel's linked correlation is that of the operator that launched it.
-        std::unordered_map<std::uint64_t, std::string> launcher;
+        std::unordered_map<std::uint64_t, const profiler::KinetoEvent*> launcher;
         for (const profiler::KinetoEvent* event : operators)
-            launcher.emplace(event->correlationId(), event->name());
-        std::map<std::string, Sum> byOperator, byKernel;
+            launcher.emplace(event->correlationId(), event);
+        std::map<std::string, Sum> byKernel;
         for (const profiler::KinetoEvent* event : deviceWork) {
             const auto found = launcher.find(event->linkedCorrelationId());
-            add(byOperator, found != launcher.end() ? found->second : "(no operator)", lengthOf(*event));
+            const bool launched = found != launcher.end();
+            add(byOperator, launched ? found->second->name() : "(no operator)", lengthOf(*event));
+            add(byPhase, launched ? phases.at(startOf(*found->second)) : kOutsideThePhases, lengthOf(*event));
             add(byKernel, event->name(), lengthOf(*event));
         }
-        profile.byOperator = ranked(byOperator);
         profile.byKernel = ranked(byKernel);
         if (deviceWork.empty())
             profile.unavailable = "the profiler recorded no work on " + device.str()
                                   + " (CUPTI, which LibTorch's profiler reads GPU activity through, may be missing)";
     }
+    profile.byOperator = ranked(byOperator);
+    if (!phases.empty())
+        profile.byPhase = ranked(byPhase);
     for (const OperatorTime& entry : profile.byOperator)
         profile.seconds += entry.seconds;
     if (!profile.deviceTime && profile.byOperator.empty())

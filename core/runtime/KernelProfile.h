@@ -1,7 +1,7 @@
 // defines: OperatorTime, KernelProfile, profileKernels: where some work spends
-// its time, by ATen operator and by kernel, through LibTorch's profiler: on a
-// GPU the device time of the kernels and copies, on the CPU each operator's
-// self time (`widelab-cli bench --kernels`)
+// its time, by ATen operator, by kernel and by phase of the step, through
+// LibTorch's profiler: on a GPU the device time of the kernels and copies, on
+// the CPU each operator's self time (`widelab-cli bench --kernels`)
 #pragma once
 
 #include <c10/core/Device.h>
@@ -33,6 +33,10 @@ struct KernelProfile {
     double span = 0.0;
     std::vector<OperatorTime> byOperator;
     std::vector<OperatorTime> byKernel;  // empty on the CPU
+    // The same seconds by the phase (PhaseTimer.h's names) whose scope was open
+    // when the host reached the operator, "(outside the phases)" for the rest;
+    // empty where no phase scope was open (PhaseTimer enabled) in the work.
+    std::vector<OperatorTime> byPhase;
     std::string unavailable;             // why nothing was recorded; empty when something was
 };
 

@@ -1,11 +1,19 @@
 // defines: Phase, PhaseTimer (opt-in wall-clock totals per phase of a training
-// step, for `widelab-cli bench`) and PhaseScope (the RAII timer the model uses)
+// step, for `widelab-cli bench`), PhaseScope (the RAII timer the model uses)
+// and phaseOfScope (which phase a profiler's range names)
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+
+namespace at {
+struct RecordFunction;
+}
 
 namespace widelab {
 
@@ -22,6 +30,12 @@ enum class Phase {
 };
 
 const char* phaseName(Phase phase);
+
+// While PhaseTimer is enabled, each PhaseScope is also a range of LibTorch's
+// profiler (a user scope) named "widelab::phase::" and its phase's name, so
+// that a profile can say which phase launched each kernel (KernelProfile.h).
+// The phase a range of that name stands for; none for any other name.
+std::optional<Phase> phaseOfScope(std::string_view rangeName);
 
 // Process-wide totals. Off by default; while off a PhaseScope costs one relaxed
 // atomic load. Meant for one training thread: enable it only in the benchmark.
@@ -68,6 +82,7 @@ public:
         if (m_on) {
             PhaseTimer::synchronize();
             m_outer = PhaseTimer::enter(phase);
+            m_range.reset(openRange(phase));
             m_start = std::chrono::steady_clock::now();
         }
     }
@@ -77,15 +92,23 @@ public:
             return;
         PhaseTimer::synchronize();
         PhaseTimer::add(m_phase, std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count());
+        m_range.reset();
         PhaseTimer::enter(m_outer);
     }
     PhaseScope(const PhaseScope&) = delete;
     PhaseScope& operator=(const PhaseScope&) = delete;
 
 private:
+    // The profiler's range, or null where no profiler records (PhaseTimer.cpp).
+    static at::RecordFunction* openRange(Phase phase);
+    struct CloseRange {
+        void operator()(at::RecordFunction* range) const;
+    };
+
     Phase m_phase;
     Phase m_outer = Phase::Count;
     bool m_on;
+    std::unique_ptr<at::RecordFunction, CloseRange> m_range;
     std::chrono::steady_clock::time_point m_start;
 };
 

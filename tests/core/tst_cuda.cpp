@@ -22,6 +22,7 @@
 #include "runtime/Autocast.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/KernelProfile.h"
+#include "runtime/PhaseTimer.h"
 #include "runtime/Runtime.h"
 #include "run/Checkpoint.h"
 #include "run/RunDirectory.h"
@@ -480,19 +481,28 @@ void TestCuda::memoryIsTheAllocators()
         QVERIFY(allocated < 256 << 20);
 }
 
-// One product and one sum on the device: on a GPU the profile holds their
-// kernels' device time, each linked to the operator that launched it.
+// One product and one sum on the device, each in a phase scope: on a GPU the
+// profile holds their kernels' device time, each linked to the operator that
+// launched it and to the phase open when the host launched it.
 void TestCuda::kernelProfileNamesTheDevicesWork()
 {
     REQUIRE_DEVICE(device);
     const torch::Tensor a = torch::rand({512, 512}, torch::TensorOptions().device(device));
     torch::Tensor product, total;
+    PhaseTimer::reset();
+    PhaseTimer::setEnabled(true);
     const KernelProfile profile = profileKernels(
         [&] {
-            product = torch::mm(a, a);
+            {
+                const PhaseScope timed(Phase::Routing);
+                product = torch::mm(a, a);
+            }
+            const PhaseScope timed(Phase::FeedForward);
             total = product.sum();
         },
         device);
+    PhaseTimer::setEnabled(false);
+    PhaseTimer::reset();
     QVERIFY2(profile.unavailable.empty(), profile.unavailable.c_str());
     QCOMPARE(profile.deviceTime, device.is_cuda());
     QCOMPARE(profile.byKernel.empty(), !device.is_cuda());
@@ -505,6 +515,21 @@ void TestCuda::kernelProfileNamesTheDevicesWork()
     else
         QCOMPARE(mm->calls, std::int64_t{1});
     QVERIFY(mm->seconds > 0.0 && mm->seconds <= profile.seconds);
+    const auto phase = [&](const char* name) {
+        const auto found = std::find_if(profile.byPhase.begin(), profile.byPhase.end(),
+                                        [&](const OperatorTime& entry) { return entry.name == name; });
+        return found != profile.byPhase.end() ? *found : OperatorTime{};
+    };
+    // The product is routing's whole time on a GPU (its kernels), part of it on
+    // the CPU (mm's self time); the sum is the experts'.
+    const OperatorTime routing = phase("routing_dispatch_combine"), experts = phase("ffn_experts");
+    if (device.is_cuda()) {
+        QCOMPARE(routing.calls, mm->calls);
+        QVERIFY(std::abs(routing.seconds - mm->seconds) < 1e-9);
+    } else {
+        QVERIFY(routing.seconds >= mm->seconds);
+    }
+    QVERIFY(experts.calls >= 1 && experts.seconds > 0.0);
     QVERIFY(std::isfinite(total.item<double>()));
 }
 

@@ -1,12 +1,16 @@
 // Tests of runtime/KernelProfile on the CPU: operators' calls as the work makes
-// them, self time that leaves out what an operator calls, the ranking, and a
-// profile refused while another runs. tst_cuda checks the device side.
+// them, self time that leaves out what an operator calls, the ranking, the
+// time by phase scope, and a profile refused while another runs. tst_cuda
+// checks the device side.
 #include "TestSupport.h"
 #include "runtime/KernelProfile.h"
+#include "runtime/PhaseTimer.h"
 
 #include <QtTest>
 
 #include <chrono>
+#include <cmath>
+#include <functional>
 
 using namespace widelab;
 
@@ -15,6 +19,14 @@ namespace {
 const OperatorTime* find(const KernelProfile& profile, const std::string& name)
 {
     for (const OperatorTime& entry : profile.byOperator)
+        if (entry.name == name)
+            return &entry;
+    return nullptr;
+}
+
+const OperatorTime* findPhase(const KernelProfile& profile, const std::string& name)
+{
+    for (const OperatorTime& entry : profile.byPhase)
         if (entry.name == name)
             return &entry;
     return nullptr;
@@ -31,6 +43,8 @@ private Q_SLOTS:
     void countsEachCall();
     void aCallersTimeLeavesOutItsCallees();
     void ranksMostTimeFirst();
+    void phasesTakeTheOperatorsTheirScopesOpened();
+    void noPhasesWithoutTheTimer();
     void refusesWhileAnotherProfilerRuns();
 };
 
@@ -104,6 +118,74 @@ void TestKernelProfile::ranksMostTimeFirst()
     QCOMPARE(profile.byOperator.front().name, std::string("aten::mm"));
     for (std::size_t i = 1; i < profile.byOperator.size(); ++i)
         QVERIFY(profile.byOperator[i - 1].seconds >= profile.byOperator[i].seconds);
+}
+
+void TestKernelProfile::phasesTakeTheOperatorsTheirScopesOpened()
+{
+    // Routing's scope holds one large product (2 * 512^3 FLOPs), the experts'
+    // two additions of 16 values, and one addition runs outside every scope.
+    const torch::Tensor big = torch::rand({512, 512}), small = torch::ones({16});
+    PhaseTimer::reset();
+    PhaseTimer::setEnabled(true);
+    const KernelProfile profile = profileKernels(
+        [&] {
+            {
+                const PhaseScope timed(Phase::Routing);
+                (void)torch::mm(big, big);
+            }
+            {
+                const PhaseScope timed(Phase::FeedForward);
+                (void)(small + small);
+                (void)(small + 1);
+            }
+            (void)(small * 2);
+        },
+        cpu);
+    PhaseTimer::setEnabled(false);
+    PhaseTimer::reset();
+    QVERIFY2(profile.unavailable.empty(), profile.unavailable.c_str());
+    const OperatorTime* routing = findPhase(profile, "routing_dispatch_combine");
+    const OperatorTime* experts = findPhase(profile, "ffn_experts");
+    const OperatorTime* outside = findPhase(profile, "(outside the phases)");
+    QVERIFY(routing != nullptr && experts != nullptr && outside != nullptr);
+    QCOMPARE(profile.byPhase.size(), std::size_t{3});
+    // The scopes themselves are not operators.
+    for (const OperatorTime& entry : profile.byOperator)
+        QVERIFY2(entry.name.find("widelab::") == std::string::npos, entry.name.c_str());
+    // Each phase has the operators its work dispatches when profiled alone.
+    const auto operatorsOf = [](const std::function<void()>& work) {
+        std::int64_t calls = 0;
+        for (const OperatorTime& entry : profileKernels(work, cpu).byOperator)
+            calls += entry.calls;
+        return calls;
+    };
+    QCOMPARE(routing->calls, operatorsOf([&] { (void)torch::mm(big, big); }));
+    QCOMPARE(experts->calls, operatorsOf([&] {
+                 (void)(small + small);
+                 (void)(small + 1);
+             }));
+    QCOMPARE(outside->calls, operatorsOf([&] { (void)(small * 2); }));
+    // mm's time is routing's; each phase's time is its operators' time.
+    QVERIFY2(find(profile, "aten::mm")->seconds <= routing->seconds,
+             qPrintable(QString("mm %1 s, routing %2 s").arg(find(profile, "aten::mm")->seconds).arg(routing->seconds)));
+    double sum = 0.0;
+    for (const OperatorTime& entry : profile.byPhase)
+        sum += entry.seconds;
+    QVERIFY(std::abs(sum - profile.seconds) < 1e-9);
+}
+
+void TestKernelProfile::noPhasesWithoutTheTimer()
+{
+    // PhaseTimer off: the scopes open no range, and the profile has no phases.
+    QVERIFY(!PhaseTimer::enabled());
+    const KernelProfile profile = profileKernels(
+        [&] {
+            const PhaseScope timed(Phase::Routing);
+            (void)(torch::ones({4}) + 1);
+        },
+        cpu);
+    QVERIFY(find(profile, "aten::add") != nullptr);
+    QVERIFY(profile.byPhase.empty());
 }
 
 void TestKernelProfile::refusesWhileAnotherProfilerRuns()
