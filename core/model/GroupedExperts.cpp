@@ -1,5 +1,6 @@
 #include "GroupedExperts.h"
 
+#include "ExpertRows.h"
 #include "FeedForward.h"
 #include "Router.h"
 #include "runtime/Autocast.h"
@@ -32,7 +33,7 @@ namespace {
 // groups are counted and ordered here, with no operator, and each expert
 // multiplies its own rows by mm, at the BLAS's speed (LibTorch 2.11's CPU
 // at::_grouped_mm is a fallback, slower than bmm over the capacity buffer).
-torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)
+SortedAnswers groupedOnHost(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts)
 {
     // P = S * K pairs, K = choices, E = experts, D = width
     const std::int64_t E = routing.experts, K = routing.expert.size(1), D = x.size(1);
@@ -92,8 +93,7 @@ torch::Tensor groupedOnHost(const torch::Tensor& x, const Routing& routing, Feed
     }
     timed.emplace(Phase::Routing);
     answers.push_back(torch::zeros({1, D}, answers.front().options()));
-    // Back to pair order.
-    return torch::cat(answers).index_select(0, row);
+    return {torch::cat(answers), row, false};
 }
 
 #if WIDELAB_HAS_GROUPED_MM
@@ -203,6 +203,14 @@ GroupedProducts groupedProductsFor(const torch::Tensor& x)
 torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                                    GroupedProducts products)
 {
+    const SortedAnswers sorted = sortedExpertAnswers(x, routing, experts, products);
+    const PhaseScope timed(Phase::Routing);
+    return sorted.answers.index_select(0, sorted.row);  // back to pair order
+}
+
+SortedAnswers sortedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
+                                  GroupedProducts products)
+{
     if (products == GroupedProducts::MmPerExpert) {
         if (!x.is_cpu() || !routing.expert.is_cpu() || !routing.kept.is_cpu())
             throw std::invalid_argument("an mm per expert counts the groups on the host: it takes CPU tensors, not "
@@ -242,10 +250,10 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
     // gathered and added, nor its gradient scattered back pair by pair into E
     // rows; the product's own gradient holds the bias's.
     const torch::Tensor token = torch::where(sortedKey < E, torch::div(order, K, "floor"), S);
-    // [S + 1, D + 8]: the tokens padded with zeros beside and below, then the 1s.
-    const torch::Tensor tokensWithOne = torch::constant_pad_nd(x.to(dtype), {0, kBiasColumns, 0, 1});
-    tokensWithOne.narrow(0, 0, S).select(1, x.size(1)).fill_(1);
-    const torch::Tensor rows = tokensWithOne.index_select(0, token);  // [P, D + 8]
+    // Each pair's row: the order's inverse.
+    const torch::Tensor row = torch::empty_like(order).scatter_(0, order, torch::arange(order.size(0), order.options()));
+    // [P, D + 8]; one pass each way where dispatchRows is fused (ExpertRows.h).
+    const torch::Tensor rows = dispatchRows(x, token, row, K, kBiasColumns, dtype);
     timed.emplace(Phase::FeedForward);
     const auto weightType = experts.wIn.options().dtype(dtype);
     const torch::Tensor wIn = torch::cat({autocastWeight(experts.wIn).to(dtype),
@@ -264,9 +272,7 @@ torch::Tensor groupedExpertAnswers(const torch::Tensor& x, const Routing& routin
         sortedKey.unsqueeze(1).eq(torch::arange(E, sortedKey.options())).to(dtype);  // [P, E]
     const torch::Tensor answers =
         torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, autocastWeight(experts.bOut).to(dtype));
-    timed.emplace(Phase::Routing);
-    // Back to pair order: the answer of sorted row i belongs to pair order[i].
-    return torch::zeros_like(answers).index_copy(0, order, answers);
+    return {answers, row, true};
 #else
     (void)x;
     (void)routing;

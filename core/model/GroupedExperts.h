@@ -41,6 +41,22 @@ enum class GroupedProducts { MmPerExpert, GroupedMm };
 // MmPerExpert for CPU tensors, GroupedMm elsewhere.
 GroupedProducts groupedProductsFor(const torch::Tensor& x);
 
+// The experts' answers as their products leave them: `answers` [R, D], rows
+// sorted by expert, and `row` [S * K], each (token, choice) pair's row, the
+// pairs the capacity dropped at rows of zeros. With `rowsArePairs` every row
+// is exactly one pair's (two grouped products: R = S * K), as combineRows
+// (ExpertRows.h) takes them; an mm per expert gives the dropped pairs one row
+// of zeros between them (R = the kept pairs + 1).
+struct SortedAnswers {
+    torch::Tensor answers;
+    torch::Tensor row;
+    bool rowsArePairs = false;
+};
+
+// The work of groupedExpertAnswers, before the answers go back to pair order.
+SortedAnswers sortedExpertAnswers(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
+                                  GroupedProducts products);
+
 // Every (token, choice) pair's expert answer, [S * K, D] in pair order (row
 // s * K + k), zero for the pairs the capacity dropped; x [S, D] holds the
 // tokens. The kept pairs' tokens are gathered sorted by expert and multiplied

@@ -1,5 +1,6 @@
 #include "Router.h"
 
+#include "ExpertRows.h"
 #include "FusedRouting.h"
 #include "GroupedExperts.h"
 #include "runtime/PhaseTimer.h"
@@ -204,22 +205,42 @@ torch::Tensor bufferedExpertAnswers(const torch::Tensor& x, const Routing& routi
     return expertOut.index_select(0, readRow);
 }
 
+namespace {
+
+// Each token's gate-weighted sum of its pairs' answers [S * K, D] (pair order),
+// in `type`. Under autocast the experts answer in bf16/fp16; the sum is kept
+// in the tokens' type.
+torch::Tensor combinedAnswers(const torch::Tensor& answers, const Routing& routing, c10::ScalarType type)
+{
+    // S = tokens, K = choices, D = width
+    const std::int64_t K = routing.expert.size(1), S = routing.expert.size(0), D = answers.size(1);
+    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
+    const torch::Tensor contribution = (answers * weight).to(type);
+    return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
+}
+
+}  // namespace
+
 torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, FeedForwardImpl& experts,
                               const Ablation* ablated, ExpertPlacement* placement)
 {
-    // S = tokens, K = choices, D = width
-    const std::int64_t S = x.size(0), D = x.size(1);
     const std::int64_t K = routing.expert.size(1);
     // Each answers under scopes of its own: scopes never nest.
     const bool grouped = placement == nullptr && !ablatesAnExpert(ablated, routing.experts)
                          && groupedExpertsRun(x, experts.hidden);
-    const torch::Tensor answers = grouped ? groupedExpertAnswers(x, routing, experts)
-                                          : bufferedExpertAnswers(x, routing, experts, ablated, placement);
+    if (grouped) {
+        SortedAnswers sorted = sortedExpertAnswers(x, routing, experts, groupedProductsFor(x));
+        if (sorted.rowsArePairs) {
+            const PhaseScope timed(Phase::Routing);
+            const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1});
+            return combineRows(sorted.answers, sorted.row, weight, K, x.scalar_type());
+        }
+        const PhaseScope timed(Phase::Routing);
+        return combinedAnswers(sorted.answers.index_select(0, sorted.row), routing, x.scalar_type());
+    }
+    const torch::Tensor answers = bufferedExpertAnswers(x, routing, experts, ablated, placement);
     const PhaseScope timed(Phase::Routing);
-    // Under autocast the experts answer in bf16/fp16; the sum is kept in x's type.
-    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
-    const torch::Tensor contribution = (answers * weight).to(x.scalar_type());
-    return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
+    return combinedAnswers(answers, routing, x.scalar_type());
 }
 
 }  // namespace widelab

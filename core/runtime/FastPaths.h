@@ -24,11 +24,14 @@ enum class FastPath {
                      // (model/BatchedProduct.cpp, model/BatchedMatmul.cpp)
     FusedActivation,  // a feed-forward layer's first bias and activation in one pass over its product,
                       // on the CPU in fp32, for inference (model/BiasActivation.cpp)
+    FusedExpertRows,  // a mixture's grouped dispatch and combine each one pass, forward and backward:
+                      // CUDA kernels of WideLab's own on a GPU (model/ExpertRows.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention", "fused_routing", "batched_product", "fused_activation";
+// "blocked_attention", "fused_routing", "batched_product", "fused_activation",
+// "fused_expert_rows";
 // comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);

@@ -14,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "TestSupport.h"
+#include "model/ExpertRows.h"
 #include "model/FeedForward.h"
 #include "model/FusedRouting.h"
 #include "model/GroupedExperts.h"
@@ -149,6 +150,7 @@ private Q_SLOTS:
     void bf16KeepsTheRouterInFp32();
     void groupedExpertsMatchTheBufferInBf16_data();
     void groupedExpertsMatchTheBufferInBf16();
+    void expertRowsMatchTheHostLoops();
     void memoryIsTheAllocators();
     void kernelProfileNamesTheDevicesWork();
     void shortTrainingLearns();
@@ -459,6 +461,52 @@ void TestCuda::groupedExpertsMatchTheBufferInBf16()
                                                   "relative error %2")
                                               .arg(i)
                                               .arg(error)));
+    }
+}
+
+// The fused dispatch and combine at WideNet's width on the device against the
+// host loops of the same arithmetic (tst_expertrows checks those against
+// LibTorch's operators): rows bit for bit, sums in float within rounding, and
+// the same gradients from two runs (no atomic additions).
+void TestCuda::expertRowsMatchTheHostLoops()
+{
+    REQUIRE_DEVICE(device);
+    // 300 tokens, top-2, 1,024 values and 8 bias columns; rows and answers in
+    // bf16, tokens and output in fp32, as under autocast. Row i holds pair
+    // (7 i + 3) mod 600 (7 shares no factor with 600); every fourth row is a
+    // dropped pair's.
+    const std::int64_t S = 300, K = 2, D = 1024, P = S * K, bias = 8;
+    const torch::Tensor pairOfRow = torch::arange(P, torch::kLong).mul(7).add(3).remainder(P);
+    const torch::Tensor droppedRow = torch::arange(P, torch::kLong).remainder(4).eq(0);
+    const torch::Tensor token = torch::where(droppedRow, torch::full({P}, S, torch::kLong), pairOfRow.div(K, "floor"));
+    const torch::Tensor row = torch::empty({P}, torch::kLong).scatter_(0, pairOfRow, torch::arange(P, torch::kLong));
+    torch::manual_seed(11);
+    const torch::Tensor x0 = torch::randn({S, D}), answers0 = torch::randn({P, D}).to(torch::kBFloat16);
+    const torch::Tensor weight0 = torch::where(droppedRow.index_select(0, row), torch::zeros({P}), torch::rand({P}));
+    const torch::Tensor upstreamRows = torch::randn({P, D + bias}).to(torch::kBFloat16), upstreamOut = torch::randn({S, D});
+    if (device.is_cuda() && fusedRoutingBuilt())  // the build compiled WideLab's kernels: their own try here passed
+        QCOMPARE(QString::fromStdString(fusedExpertRowsRefusal(device)), QString());
+    if (!fusedExpertRowsRun(device))
+        QSKIP(qPrintable(QString::fromStdString(fusedExpertRowsRefusal(device))));
+
+    const auto run = [&](const c10::Device& on) {
+        // Copies even on the CPU, so that each run's gradients are its own.
+        const torch::Tensor x = x0.to(on).clone().requires_grad_(), answers = answers0.to(on).clone().requires_grad_();
+        const torch::Tensor weight = weight0.to(on).clone().requires_grad_();
+        const torch::Tensor rows = dispatchRows(x, token.to(on), row.to(on), K, bias, torch::kBFloat16);
+        const torch::Tensor out = combineRows(answers, row.to(on), weight, K, torch::kFloat);
+        torch::autograd::backward({rows, out}, {upstreamRows.to(on), upstreamOut.to(on)});
+        return std::vector<torch::Tensor>{rows.detach().to(torch::kFloat).cpu(), out.detach().cpu(), x.grad().cpu(),
+                                          answers.grad().to(torch::kFloat).cpu(), weight.grad().cpu()};
+    };
+    const std::vector<torch::Tensor> host = run(c10::Device(c10::kCPU)), here = run(device), again = run(device);
+    // Products and sums of K terms in the same order; the weights' gradient
+    // sums 1,024 terms, in a tree on the GPU and in a row on the host.
+    const double tolerance[] = {0.0, 1e-6, 1e-6, 0.0, 1e-4};
+    const char* names[] = {"rows", "combined", "tokens' gradient", "answers' gradient", "weights' gradient"};
+    for (std::size_t i = 0; i < host.size(); ++i) {
+        QVERIFY2(torch::allclose(here[i], host[i], tolerance[i], tolerance[i]), names[i]);
+        QVERIFY2(torch::equal(here[i], again[i]), names[i]);
     }
 }
 
