@@ -42,7 +42,8 @@
 #                          mode (compile), reduce-overhead (compile-ro, CUDA graphs) and
 #                          max-autotune-no-cudagraphs (compile-mat); hand: the earlier, hand-written
 #                          baseline (--hand-written), so that older figures stay comparable;
-#                          widelab-ops: widelab routing by LibTorch's operators, not its own kernel
+#                          widelab-ops: widelab routing, dispatching and combining by LibTorch's
+#                          operators, not its own kernels
 #   WIDELAB_GPU_KERNELS    entries of the kernel profile of one more step that the widelab, eager,
 #                          compile and compile-ro sides add to their records (`--kernels`; default 30,
 #                          0: none)
@@ -458,10 +459,10 @@ stage_bench() {
           cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --compile max-autotune-no-cudagraphs) ;;
         hand) limit=$(cap 75 10) cmd=("$python" bench/widelab_torch.py "$config" "${common[@]}" --hand-written) ;;
         graph) limit=$(cap 60 10) cmd=("$cli" bench "$config" "${common[@]}" "${peak_args[@]}" --cuda-graph) ;;
-        # WideLab routing by LibTorch's operators instead of its routing kernel
-        # (docs/model.md), for the kernel's share of the routing time.
+        # WideLab routing, dispatching and combining by LibTorch's operators
+        # instead of its own kernels (docs/model.md), for what they bring.
         widelab-ops) limit=$(cap 60 10)
-          cmd=(env WIDELAB_DISABLE=fused_routing "$cli" bench "$config" "${common[@]}" "${peak_args[@]}") ;;
+          cmd=(env WIDELAB_DISABLE=fused_routing,fused_expert_rows "$cli" bench "$config" "${common[@]}" "${peak_args[@]}") ;;
         *) log "unknown benchmark side $side"; continue ;;
       esac
       if [[ $side == graph && $device == cpu ]]; then
