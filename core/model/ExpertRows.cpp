@@ -265,7 +265,7 @@ bool fusedTakes(const torch::Tensor& on, std::initializer_list<c10::ScalarType> 
 // Where the fused pair differs from the operators on a small problem on
 // `device`, or "": 37 tokens, top-2, 24 columns and 8 bias columns, bf16 rows,
 // the rows a permutation of the pairs with every fifth pair dropped.
-std::string differencesOn(const c10::Device& device)
+std::string rowsDifferFromOperators(const c10::Device& device)
 {
     // The first call may come from a forward pass without gradients or under
     // autocast: the check takes gradients, in the types it names.
@@ -370,7 +370,7 @@ std::string fusedExpertRowsRefusal(const c10::Device& device)
         return "the expert rows' kernels are not yet tried on " + cuda.str() + ", and a CUDA graph is being recorded";
     std::string why;
     try {
-        const std::string differs = differencesOn(cuda);
+        const std::string differs = rowsDifferFromOperators(cuda);
         if (!differs.empty())
             why = "the expert rows' kernels give " + differs + " on " + cuda.str();
     } catch (const std::exception& error) {

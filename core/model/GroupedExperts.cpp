@@ -2,6 +2,7 @@
 
 #include "ExpertRows.h"
 #include "FeedForward.h"
+#include "GroupPlan.h"
 #include "Router.h"
 #include "runtime/Autocast.h"
 #include "runtime/FastPaths.h"
@@ -223,37 +224,25 @@ SortedAnswers sortedExpertAnswers(const torch::Tensor& x, const Routing& routing
          {rowsRefusal(x.size(1), experts.hidden, dtype), groupedProductsRefusal(x.device(), dtype)})
         if (!refusal.empty())
             throw std::invalid_argument(refusal);
-    // P = S * K pairs, K = choices, E = experts, S = tokens, M = hidden width
-    const std::int64_t E = routing.experts, K = routing.expert.size(1), S = x.size(0), M = experts.hidden;
+    // P = S * K pairs, K = choices, E = experts, M = hidden width
+    const std::int64_t E = routing.experts, K = routing.expert.size(1), M = experts.hidden;
     std::optional<PhaseScope> timed(std::in_place, Phase::Routing);
-    const torch::Tensor kept = routing.kept.reshape({-1});
-    const torch::Tensor expert = routing.expert.reshape({-1});
-    // Sorted by expert, the dropped pairs last (key E); each group's end row.
-    const torch::Tensor key = torch::where(kept, expert, E);
-    const torch::Tensor order = std::get<1>(torch::sort(key, /*stable=*/true, /*dim=*/0, /*descending=*/false));
-    // The dropped pairs, sorted last, join the last expert's group as rows of
-    // zeros (without the bias's 1): so every row of both products is written,
-    // and theirs are zeros, which the activations (GELU, SiLU, ReLU) keep at
-    // zero and which add nothing to the weights' gradients. No where after
-    // each product then guards rows that at::_grouped_mm would leave
-    // unwritten, forward or backward; their gradients go to the row of zeros,
-    // which is let go.
-    const torch::Tensor ends = torch::zeros({E}, key.options())
-                                   .scatter_add_(0, key.clamp_max(E - 1), torch::ones_like(key))
-                                   .cumsum(0)
-                                   .to(torch::kInt);
-    const torch::Tensor sortedKey = key.index_select(0, order);
-    // Pair s * K + k is token s's: each row gathered from its token, a dropped
-    // pair's from the row of zeros (row S). The first product's bias rides in
-    // the product: each token gains a 1 (and zeros, kBiasColumns in all) and
-    // each expert's weights its bias beside them, so no [P, M] bias is
-    // gathered and added, nor its gradient scattered back pair by pair into E
-    // rows; the product's own gradient holds the bias's.
-    const torch::Tensor token = torch::where(sortedKey < E, torch::div(order, K, "floor"), S);
-    // Each pair's row: the order's inverse.
-    const torch::Tensor row = torch::empty_like(order).scatter_(0, order, torch::arange(order.size(0), order.options()));
-    // [P, D + 8]; one pass each way where dispatchRows is fused (ExpertRows.h).
-    const torch::Tensor rows = dispatchRows(x, token, row, K, kBiasColumns, dtype);
+    // The pairs sorted by expert, the dropped pairs last (GroupPlan.h). They
+    // join the last expert's group as rows of zeros (without the bias's 1): so
+    // every row of both products is written, and theirs are zeros, which the
+    // activations (GELU, SiLU, ReLU) keep at zero and which add nothing to the
+    // weights' gradients. No where after each product then guards rows that
+    // at::_grouped_mm would leave unwritten, forward or backward; their
+    // gradients go to the row of zeros, which is let go.
+    const GroupPlan plan = planGroups(routing.expert, routing.kept, E);
+    // Each row gathered from its token, a dropped pair's from a row of zeros.
+    // The first product's bias rides in the product: each token gains a 1 (and
+    // zeros, kBiasColumns in all) and each expert's weights its bias beside
+    // them, so no [P, M] bias is gathered and added, nor its gradient
+    // scattered back pair by pair into E rows; the product's own gradient
+    // holds the bias's. [P, D + 8]; one pass each way where dispatchRows is
+    // fused (ExpertRows.h).
+    const torch::Tensor rows = dispatchRows(x, plan.token, plan.row, K, kBiasColumns, dtype);
     timed.emplace(Phase::FeedForward);
     const auto weightType = experts.wIn.options().dtype(dtype);
     const torch::Tensor wIn = torch::cat({autocastWeight(experts.wIn).to(dtype),
@@ -262,17 +251,17 @@ SortedAnswers sortedExpertAnswers(const torch::Tensor& x, const Routing& routing
                                          2)
                                   .transpose(1, 2);                     // [E, D + 8, M]
     const torch::Tensor wOut = autocastWeight(experts.wOut).to(dtype).transpose(1, 2);  // [E, M, D]
-    const torch::Tensor hidden = activate(at::_grouped_mm(rows, wIn, ends), experts.activation);
+    const torch::Tensor hidden = activate(at::_grouped_mm(rows, wIn, plan.ends), experts.activation);
     // The second product's bias likewise without a gather whose gradient
     // scatters back pair by pair: a [P, E] one-hot of each row's expert (none
     // for a dropped pair) times the [E, D] biases, added to the product by
     // addmm, so that the biases' gradient is one more product. (A non-finite
     // bias then reaches every row, as 0 times it; such a model is lost anyway.)
     const torch::Tensor expertOfRow =
-        sortedKey.unsqueeze(1).eq(torch::arange(E, sortedKey.options())).to(dtype);  // [P, E]
+        plan.rowKey.unsqueeze(1).eq(torch::arange(E, plan.rowKey.options())).to(dtype);  // [P, E]
     const torch::Tensor answers =
-        torch::addmm(at::_grouped_mm(hidden, wOut, ends), expertOfRow, autocastWeight(experts.bOut).to(dtype));
-    return {answers, row, true};
+        torch::addmm(at::_grouped_mm(hidden, wOut, plan.ends), expertOfRow, autocastWeight(experts.bOut).to(dtype));
+    return {answers, plan.row, true};
 #else
     (void)x;
     (void)routing;

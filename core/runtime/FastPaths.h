@@ -18,7 +18,8 @@ enum class FastPath {
     BlockedAttention,  // WideLab's own CPU attention for inference, fp32, where LibTorch's fused
                        // kernel does not run (model/attention/BlockedAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
-                   // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp)
+                   // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp),
+                   // and the pairs' order for the grouped products in another (model/GroupPlan.cpp)
     BatchedProduct,  // WideLab's own batched products on the CPU, fp32: attention's per-head products
                      // with their gradients, the softmax taken in the scores' tiles
                      // (model/BatchedProduct.cpp, model/BatchedMatmul.cpp)

@@ -17,6 +17,7 @@
 #include "model/ExpertRows.h"
 #include "model/FeedForward.h"
 #include "model/FusedRouting.h"
+#include "model/GroupPlan.h"
 #include "model/GroupedExperts.h"
 #include "model/Router.h"
 #include "model/WideTransformer.h"
@@ -151,6 +152,8 @@ private Q_SLOTS:
     void groupedExpertsMatchTheBufferInBf16_data();
     void groupedExpertsMatchTheBufferInBf16();
     void expertRowsMatchTheHostLoops();
+    void groupPlanKernelPlansAsTheOperators_data();
+    void groupPlanKernelPlansAsTheOperators();
     void memoryIsTheAllocators();
     void kernelProfileNamesTheDevicesWork();
     void shortTrainingLearns();
@@ -508,6 +511,47 @@ void TestCuda::expertRowsMatchTheHostLoops()
         QVERIFY2(torch::allclose(here[i], host[i], tolerance[i], tolerance[i]), names[i]);
         QVERIFY2(torch::equal(here[i], again[i]), names[i]);
     }
+}
+
+void TestCuda::groupPlanKernelPlansAsTheOperators_data()
+{
+    QTest::addColumn<qint64>("tokens");
+    QTest::addColumn<qint64>("choices");
+    QTest::addColumn<qint64>("experts");
+    QTest::addColumn<double>("dropped");
+    // WideNet's step (8,192 tokens, top-2 of 4), one token, a pair per warp
+    // or fewer, 256 experts, every pair dropped and none.
+    QTest::newRow("8192 tokens, top-2 of 4") << qint64{8192} << qint64{2} << qint64{4} << 0.1;
+    QTest::newRow("1 token") << qint64{1} << qint64{1} << qint64{3} << 0.0;
+    QTest::newRow("20 tokens, top-1 of 5") << qint64{20} << qint64{1} << qint64{5} << 0.3;
+    QTest::newRow("3000 tokens, top-3 of 256") << qint64{3000} << qint64{3} << qint64{256} << 0.2;
+    QTest::newRow("every pair dropped") << qint64{700} << qint64{2} << qint64{8} << 1.0;
+    QTest::newRow("none dropped") << qint64{1025} << qint64{2} << qint64{16} << 0.0;
+}
+
+// The kernel's plan (the pairs' rows, the rows' tokens and keys, the groups'
+// ends) equals the operators' stable sort on the CPU, entry for entry.
+void TestCuda::groupPlanKernelPlansAsTheOperators()
+{
+    REQUIRE_DEVICE(device);
+    QFETCH(qint64, tokens);
+    QFETCH(qint64, choices);
+    QFETCH(qint64, experts);
+    QFETCH(double, dropped);
+    if (!device.is_cuda())
+        QSKIP("the group plan kernel is CUDA's; on the CPU the operators plan (tst_groupedexperts)");
+    if (!fusedRoutingBuilt())
+        QSKIP(qPrintable(QString::fromStdString(groupPlanRefusal(device, experts))));
+    QCOMPARE(QString::fromStdString(groupPlanRefusal(device, experts)), QString());  // its own try here passed
+    torch::manual_seed(tokens + experts);
+    const torch::Tensor expert = torch::randint(experts, {tokens, choices}, torch::kLong);
+    const torch::Tensor kept = torch::rand({tokens, choices}).ge(dropped);
+    const GroupPlan want = planGroupsByOperators(expert, kept, experts);
+    const GroupPlan got = planGroups(expert.to(device), kept.to(device), experts);
+    QVERIFY(torch::equal(got.row.cpu(), want.row));
+    QVERIFY(torch::equal(got.token.cpu(), want.token));
+    QVERIFY(torch::equal(got.rowKey.cpu(), want.rowKey));
+    QVERIFY(torch::equal(got.ends.cpu(), want.ends));
 }
 
 void TestCuda::memoryIsTheAllocators()

@@ -6,6 +6,7 @@
 // LibTorch without at::_grouped_mm says so.
 #include "TestSupport.h"
 #include "model/FeedForward.h"
+#include "model/GroupPlan.h"
 #include "model/GroupedExperts.h"
 #include "model/Router.h"
 
@@ -82,6 +83,8 @@ private Q_SLOTS:
     void matchesTheBatchedProducts();
     void rowsOfAnOddWidthAreRefused_data();
     void rowsOfAnOddWidthAreRefused();
+    void thePlanSortsPairsByExpertDroppedLast();
+    void theCpuPlansByOperators();
 };
 
 void TestGroupedExperts::theCpuGroupsItsProducts()
@@ -261,6 +264,36 @@ void TestGroupedExperts::rowsOfAnOddWidthAreRefused()
                      && what.find(named.toStdString()) != std::string::npos,
                  what.c_str());
     }
+}
+
+void TestGroupedExperts::thePlanSortsPairsByExpertDroppedLast()
+{
+    // Token 0 picks experts 0 and 1, token 1 experts 1 (dropped) and 3, of 4.
+    // Keys by pair: 0, 1, 4 (dropped), 3; sorted: pairs 0, 1, 3, 2. So pair 2
+    // takes the last row and pair 3 the one before it; the rows' tokens are
+    // 0, 0, 1 and none (2). Groups of 1, 1, 0 and 1 rows, the dropped row
+    // joining the last: ends 1, 2, 2, 4.
+    const torch::Tensor expert = torch::tensor({0, 1, 1, 3}, torch::kLong).view({2, 2});
+    const torch::Tensor kept = torch::tensor({1, 1, 0, 1}, torch::kLong).to(torch::kBool).view({2, 2});
+    const GroupPlan plan = planGroupsByOperators(expert, kept, 4);
+    QVERIFY2(torch::equal(plan.row, torch::tensor({0, 1, 3, 2}, torch::kLong)), qPrintable(printed(plan.row)));
+    QVERIFY2(torch::equal(plan.token, torch::tensor({0, 0, 1, 2}, torch::kLong)), qPrintable(printed(plan.token)));
+    QVERIFY2(torch::equal(plan.rowKey, torch::tensor({0, 1, 3, 4}, torch::kLong)), qPrintable(printed(plan.rowKey)));
+    QVERIFY2(torch::equal(plan.ends, torch::tensor({1, 2, 2, 4}, torch::kInt)), qPrintable(printed(plan.ends)));
+    // Equal keys keep pair order: three pairs of expert 2 stay 0, 1, 2.
+    const GroupPlan same = planGroupsByOperators(torch::full({3, 1}, 2, torch::kLong), torch::ones({3, 1}, torch::kBool), 3);
+    QVERIFY(torch::equal(same.row, torch::tensor({0, 1, 2}, torch::kLong)));
+    QVERIFY(torch::equal(same.ends, torch::tensor({0, 0, 3}, torch::kInt)));
+}
+
+void TestGroupedExperts::theCpuPlansByOperators()
+{
+    // The kernel is CUDA's: on the CPU planGroups is the operators' plan, and says why.
+    QVERIFY(!groupPlanRefusal(cpu, 4).empty());
+    const torch::Tensor expert = torch::tensor({2, 0, 1, 2, 0, 1}, torch::kLong).view({3, 2});
+    const torch::Tensor kept = torch::tensor({1, 1, 1, 0, 1, 1}, torch::kLong).to(torch::kBool).view({3, 2});
+    const GroupPlan got = planGroups(expert, kept, 3), want = planGroupsByOperators(expert, kept, 3);
+    QVERIFY(torch::equal(got.row, want.row) && torch::equal(got.token, want.token) && torch::equal(got.ends, want.ends));
 }
 
 QTEST_APPLESS_MAIN(TestGroupedExperts)
