@@ -2,7 +2,7 @@
 
 #include "cuda/ExpertRowsMath.h"
 #include "runtime/FastPaths.h"
-#include "runtime/StepCapture.h"
+#include "runtime/TriedOnce.h"
 
 #include <ATen/Parallel.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -11,13 +11,10 @@
 #if WIDELAB_CUDA_KERNELS
 #include "cuda/ExpertRowsKernel.h"
 
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-#include <map>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 
@@ -359,25 +356,11 @@ std::string fusedExpertRowsRefusal(const c10::Device& device)
 #if WIDELAB_CUDA_KERNELS
     if (!device.is_cuda())
         return "the expert rows' kernels are CUDA's, not " + device.str() + "'s";
-    static std::mutex mutex;
-    static std::map<c10::DeviceIndex, std::string> tried;
-    const std::lock_guard lock(mutex);
-    const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
-    if (const auto found = tried.find(index); found != tried.end())
-        return found->second;
-    const c10::Device cuda(c10::kCUDA, index);
-    if (cudaGraphBeingRecorded(cuda))
-        return "the expert rows' kernels are not yet tried on " + cuda.str() + ", and a CUDA graph is being recorded";
-    std::string why;
-    try {
+    static TriedOnce kernels("the expert rows' kernels");
+    return kernels.refusal(device, [](const c10::Device& cuda) {
         const std::string differs = rowsDifferFromOperators(cuda);
-        if (!differs.empty())
-            why = "the expert rows' kernels give " + differs + " on " + cuda.str();
-    } catch (const std::exception& error) {
-        const std::string what = error.what();
-        why = "the expert rows' kernels fail on " + cuda.str() + ": " + what.substr(0, what.find('\n'));
-    }
-    return tried[index] = why;
+        return differs.empty() ? differs : "the expert rows' kernels give " + differs + " on " + cuda.str();
+    });
 #else
     return "this build has no expert rows' kernels for " + device.str();
 #endif

@@ -1,21 +1,18 @@
 #include "FusedRouting.h"
 
 #include "runtime/FastPaths.h"
-#include "runtime/StepCapture.h"
+#include "runtime/TriedOnce.h"
 
 #include <torch/torch.h>
 
 #if WIDELAB_CUDA_KERNELS
 #include "cuda/RoutingKernel.h"
 
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 #include <limits>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 
 namespace widelab {
@@ -152,15 +149,8 @@ std::string fusedRoutingRefusal(const c10::Device& device)
 #if WIDELAB_CUDA_KERNELS
     if (!device.is_cuda())
         return "the routing kernel is CUDA's; " + device.str() + " routes by operators";
-    static std::mutex mutex;
-    static std::map<c10::DeviceIndex, std::string> tried;
-    const std::lock_guard lock(mutex);
-    const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
-    if (const auto found = tried.find(index); found != tried.end())
-        return found->second;
-    if (cudaGraphBeingRecorded(c10::Device(c10::kCUDA, index)))
-        return "the routing kernel is not yet tried on " + device.str() + ", and a CUDA graph is being recorded";
-    return tried[index] = tryKernel(c10::Device(c10::kCUDA, index));
+    static TriedOnce kernel("the routing kernel");
+    return kernel.refusal(device, tryKernel);
 #else
     (void)device;
 #if WIDELAB_TORCH_CUDA

@@ -1,21 +1,18 @@
 #include "GroupPlan.h"
 
 #include "runtime/FastPaths.h"
-#include "runtime/StepCapture.h"
+#include "runtime/TriedOnce.h"
 
 #include <torch/torch.h>
 
 #if WIDELAB_CUDA_KERNELS
 #include "cuda/GroupPlanKernel.h"
 
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
 #include <limits>
-#include <map>
-#include <mutex>
 #include <stdexcept>
 
 namespace widelab {
@@ -118,25 +115,11 @@ std::string groupPlanRefusal(const c10::Device& device, std::int64_t experts)
     if (experts < 1 || experts > cuda::kGroupPlanMaxExperts)
         return std::to_string(experts) + " experts (the group plan kernel takes 1 .. "
                + std::to_string(cuda::kGroupPlanMaxExperts) + ")";
-    static std::mutex mutex;
-    static std::map<c10::DeviceIndex, std::string> tried;
-    const std::lock_guard lock(mutex);
-    const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
-    if (const auto found = tried.find(index); found != tried.end())
-        return found->second;
-    const c10::Device cuda(c10::kCUDA, index);
-    if (cudaGraphBeingRecorded(cuda))
-        return "the group plan kernel is not yet tried on " + cuda.str() + ", and a CUDA graph is being recorded";
-    std::string why;
-    try {
+    static TriedOnce kernel("the group plan kernel");
+    return kernel.refusal(device, [](const c10::Device& cuda) {
         const std::string differs = planDiffersFromOperators(cuda);
-        if (!differs.empty())
-            why = "the group plan kernel gives " + differs + " on " + cuda.str();
-    } catch (const std::exception& error) {
-        const std::string what = error.what();
-        why = "the group plan kernel fails on " + cuda.str() + ": " + what.substr(0, what.find('\n'));
-    }
-    return tried[index] = why;
+        return differs.empty() ? differs : "the group plan kernel gives " + differs + " on " + cuda.str();
+    });
 #else
     (void)experts;
     return "this build has no group plan kernel for " + device.str();
