@@ -8,20 +8,13 @@
 
 #include <QtTest>
 
-#include <sstream>
 
 using namespace widelab;
+using widelab::test::printed;
 
 namespace {
 
 const c10::Device cpu(c10::kCPU);
-
-QString printed(const torch::Tensor& t)
-{
-    std::ostringstream text;
-    text << t;
-    return QString::fromStdString(text.str());
-}
 
 torch::Tensor longs(std::vector<std::int64_t> values) { return torch::tensor(values, torch::kLong); }
 

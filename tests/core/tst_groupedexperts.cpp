@@ -14,25 +14,18 @@
 
 #include <torch/version.h>
 
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 using namespace widelab;
+using widelab::test::printed;
 
 Q_DECLARE_METATYPE(widelab::GroupedProducts)
 
 namespace {
 
 const c10::Device cpu(c10::kCPU);
-
-QString printed(const torch::Tensor& t)
-{
-    std::ostringstream text;
-    text << t;
-    return QString::fromStdString(text.str());
-}
 
 // Each way of multiplying the groups as a test row; at::_grouped_mm's rows
 // skip, naming the reason, where this LibTorch has none.

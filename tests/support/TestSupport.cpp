@@ -6,10 +6,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <stdexcept>
 
 namespace widelab::test {
+
+QString printed(const torch::Tensor& t)
+{
+    std::ostringstream text;
+    text << t;
+    return QString::fromStdString(text.str());
+}
 
 double relativeError(const torch::Tensor& a, const torch::Tensor& b)
 {

@@ -28,6 +28,9 @@ namespace widelab::test {
 // ||a - b|| / ||b|| (Frobenius, in double); 0 when both are zero.
 double relativeError(const torch::Tensor& a, const torch::Tensor& b);
 
+// The tensor as LibTorch prints it, for a failed comparison's message.
+QString printed(const torch::Tensor& t);
+
 // A `model` section: `base` with the keys of `overrides` replacing its own.
 // Throws std::runtime_error listing the problems when it does not validate.
 ModelConfig modelConfig(const std::string& base, const std::string& overrides = "{}");
