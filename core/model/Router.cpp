@@ -207,6 +207,12 @@ torch::Tensor bufferedExpertAnswers(const torch::Tensor& x, const Routing& routi
 
 namespace {
 
+// Each pair's weight in its token's sum, [S * K] by pair: its gate, 0 where dropped.
+torch::Tensor pairWeights(const Routing& routing)
+{
+    return torch::where(routing.kept, routing.gates, 0.0).reshape({-1});
+}
+
 // Each token's gate-weighted sum of its pairs' answers [S * K, D] (pair order),
 // in `type`. Under autocast the experts answer in bf16/fp16; the sum is kept
 // in the tokens' type.
@@ -214,8 +220,7 @@ torch::Tensor combinedAnswers(const torch::Tensor& answers, const Routing& routi
 {
     // S = tokens, K = choices, D = width
     const std::int64_t K = routing.expert.size(1), S = routing.expert.size(0), D = answers.size(1);
-    const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1, 1});
-    const torch::Tensor contribution = (answers * weight).to(type);
+    const torch::Tensor contribution = (answers * pairWeights(routing).unsqueeze(1)).to(type);
     return contribution.view({S, K, D}).sum(1);  // not index_add_, which runs serially on the CPU
 }
 
@@ -229,11 +234,10 @@ torch::Tensor dispatchCombine(const torch::Tensor& x, const Routing& routing, Fe
     const bool grouped = placement == nullptr && !ablatesAnExpert(ablated, routing.experts)
                          && groupedExpertsRun(x, experts.hidden);
     if (grouped) {
-        SortedAnswers sorted = sortedExpertAnswers(x, routing, experts, groupedProductsFor(x));
+        const SortedAnswers sorted = sortedExpertAnswers(x, routing, experts, groupedProductsFor(x));
         if (sorted.rowsArePairs) {
             const PhaseScope timed(Phase::Routing);
-            const torch::Tensor weight = torch::where(routing.kept, routing.gates, 0.0).reshape({-1});
-            return combineRows(sorted.answers, sorted.row, weight, K, x.scalar_type());
+            return combineRows(sorted.answers, sorted.row, pairWeights(routing), K, x.scalar_type());
         }
         const PhaseScope timed(Phase::Routing);
         return combinedAnswers(sorted.answers.index_select(0, sorted.row), routing, x.scalar_type());
