@@ -92,6 +92,7 @@ public:
         const std::int64_t S = tokens.size(0), D = tokens.size(1), P = token.size(0);
         ctx->save_for_backward({token, row});
         ctx->saved_data["choices"] = choices;
+        ctx->saved_data["tokens"] = S;
         ctx->saved_data["width"] = D;
         ctx->saved_data["rowWidth"] = D + biasColumns;
         ctx->saved_data["xType"] = static_cast<std::int64_t>(x.scalar_type());
@@ -129,9 +130,7 @@ public:
         const std::int64_t choices = ctx->saved_data["choices"].toInt(), rowWidth = ctx->saved_data["rowWidth"].toInt();
         const auto xType = static_cast<c10::ScalarType>(ctx->saved_data["xType"].toInt());
         const torch::Tensor gradRows = grads[0].contiguous();
-        const std::int64_t P = token.size(0);
-        const std::int64_t S = choices > 0 ? P / choices : 0;
-        const std::int64_t D = ctx->saved_data["width"].toInt();
+        const std::int64_t S = ctx->saved_data["tokens"].toInt(), D = ctx->saved_data["width"].toInt();
         torch::Tensor gradX = torch::empty({S, D}, gradRows.options().dtype(xType));
         const cuda::ExpertRowsShape shape = shapeOf(S, choices, D, rowWidth, token, row);
         const cuda::RowType in = *rowType(gradRows.scalar_type()), out = *rowType(xType);
