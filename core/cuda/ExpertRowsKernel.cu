@@ -85,6 +85,13 @@ const char* withType(RowType type, Run&& run)
     return "an unknown row type";
 }
 
+// Calls `run` with null pointers of the C++ types `a` and `b` stand for.
+template <typename Run>
+const char* withTypes(RowType a, RowType b, Run&& run)
+{
+    return withType(a, [&](auto* first) { return withType(b, [&](auto* second) { return run(first, second); }); });
+}
+
 const char* launched()
 {
     const cudaError_t error = cudaGetLastError();
@@ -104,14 +111,12 @@ const char* launchGatherRows(const ExpertRowsShape& shape, RowType xType, const 
         return nullptr;
     if (!fits(P))
         return "too many rows for one grid";
-    return withType(xType, [&](auto* in) {
-        return withType(rowType, [&](auto* out) {
-            using In = std::remove_pointer_t<decltype(in)>;
-            using Out = std::remove_pointer_t<decltype(out)>;
-            gatherRows<In, Out><<<static_cast<unsigned>(P), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-                shape, static_cast<const In*>(x), static_cast<Out*>(rows));
-            return launched();
-        });
+    return withTypes(xType, rowType, [&](auto* in, auto* out) {
+        using In = std::remove_pointer_t<decltype(in)>;
+        using Out = std::remove_pointer_t<decltype(out)>;
+        gatherRows<In, Out><<<static_cast<unsigned>(P), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+            shape, static_cast<const In*>(x), static_cast<Out*>(rows));
+        return launched();
     });
 }
 
@@ -122,15 +127,13 @@ const char* launchTokenGradient(const ExpertRowsShape& shape, RowType rowType, c
         return nullptr;
     if (!fits(shape.tokens))
         return "too many tokens for one grid";
-    return withType(rowType, [&](auto* grad) {
-        return withType(xType, [&](auto* out) {
-            using Grad = std::remove_pointer_t<decltype(grad)>;
-            using Out = std::remove_pointer_t<decltype(out)>;
-            tokenGradient<Grad, Out><<<static_cast<unsigned>(shape.tokens), kThreads, 0,
-                                       static_cast<cudaStream_t>(stream)>>>(shape, static_cast<const Grad*>(gradRows),
-                                                                            static_cast<Out*>(gradX));
-            return launched();
-        });
+    return withTypes(rowType, xType, [&](auto* grad, auto* out) {
+        using Grad = std::remove_pointer_t<decltype(grad)>;
+        using Out = std::remove_pointer_t<decltype(out)>;
+        tokenGradient<Grad, Out><<<static_cast<unsigned>(shape.tokens), kThreads, 0,
+                                   static_cast<cudaStream_t>(stream)>>>(shape, static_cast<const Grad*>(gradRows),
+                                                                        static_cast<Out*>(gradX));
+        return launched();
     });
 }
 
@@ -141,15 +144,13 @@ const char* launchCombine(const ExpertRowsShape& shape, RowType answerType, cons
         return nullptr;
     if (!fits(shape.tokens))
         return "too many tokens for one grid";
-    return withType(answerType, [&](auto* answer) {
-        return withType(outType, [&](auto* result) {
-            using Answer = std::remove_pointer_t<decltype(answer)>;
-            using Out = std::remove_pointer_t<decltype(result)>;
-            combine<Answer, Out><<<static_cast<unsigned>(shape.tokens), kThreads, 0,
-                                   static_cast<cudaStream_t>(stream)>>>(shape, static_cast<const Answer*>(answers),
-                                                                        weight, static_cast<Out*>(out));
-            return launched();
-        });
+    return withTypes(answerType, outType, [&](auto* answer, auto* result) {
+        using Answer = std::remove_pointer_t<decltype(answer)>;
+        using Out = std::remove_pointer_t<decltype(result)>;
+        combine<Answer, Out><<<static_cast<unsigned>(shape.tokens), kThreads, 0,
+                               static_cast<cudaStream_t>(stream)>>>(shape, static_cast<const Answer*>(answers),
+                                                                    weight, static_cast<Out*>(out));
+        return launched();
     });
 }
 
@@ -162,16 +163,14 @@ const char* launchCombineBackward(const ExpertRowsShape& shape, RowType answerTy
         return nullptr;
     if (!fits(P))
         return "too many rows for one grid";
-    return withType(answerType, [&](auto* answer) {
-        return withType(outType, [&](auto* grad) {
-            using Answer = std::remove_pointer_t<decltype(answer)>;
-            using Grad = std::remove_pointer_t<decltype(grad)>;
-            combineBackward<Answer, Grad><<<static_cast<unsigned>(P), kThreads, 0,
-                                            static_cast<cudaStream_t>(stream)>>>(
-                shape, static_cast<const Answer*>(answers), weight, static_cast<const Grad*>(gradOut),
-                static_cast<Answer*>(gradAnswers), gradWeight);
-            return launched();
-        });
+    return withTypes(answerType, outType, [&](auto* answer, auto* grad) {
+        using Answer = std::remove_pointer_t<decltype(answer)>;
+        using Grad = std::remove_pointer_t<decltype(grad)>;
+        combineBackward<Answer, Grad><<<static_cast<unsigned>(P), kThreads, 0,
+                                        static_cast<cudaStream_t>(stream)>>>(
+            shape, static_cast<const Answer*>(answers), weight, static_cast<const Grad*>(gradOut),
+            static_cast<Answer*>(gradAnswers), gradWeight);
+        return launched();
     });
 }
 

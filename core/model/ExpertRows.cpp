@@ -52,6 +52,13 @@ void withHostType(cuda::RowType type, Run&& run)
     }
 }
 
+// Calls `run` with null pointers of the host's C++ types for `a` and `b`.
+template <typename Run>
+void withHostTypes(cuda::RowType a, cuda::RowType b, Run&& run)
+{
+    withHostType(a, [&](auto* first) { withHostType(b, [&](auto* second) { run(first, second); }); });
+}
+
 cuda::ExpertRowsShape shapeOf(std::int64_t tokens, std::int64_t choices, std::int64_t width, std::int64_t rowWidth,
                               const torch::Tensor& token, const torch::Tensor& row)
 {
@@ -107,17 +114,15 @@ public:
             return rows;
         }
 #endif
-        withHostType(in, [&](auto* inTag) {
-            withHostType(out, [&](auto* outTag) {
-                using In = std::remove_pointer_t<decltype(inTag)>;
-                using Out = std::remove_pointer_t<decltype(outTag)>;
-                const In* from = static_cast<const In*>(tokens.data_ptr());
-                Out* to = static_cast<Out*>(rows.data_ptr());
-                at::parallel_for(0, P, grainFor(shape.rowWidth), [&](std::int64_t begin, std::int64_t end) {
-                    for (std::int64_t i = begin; i < end; ++i)
-                        for (std::int64_t c = 0; c < shape.rowWidth; ++c)
-                            to[i * shape.rowWidth + c] = Out(cuda::gatherRowValue(shape, from, i, c));
-                });
+        withHostTypes(in, out, [&](auto* inTag, auto* outTag) {
+            using In = std::remove_pointer_t<decltype(inTag)>;
+            using Out = std::remove_pointer_t<decltype(outTag)>;
+            const In* from = static_cast<const In*>(tokens.data_ptr());
+            Out* to = static_cast<Out*>(rows.data_ptr());
+            at::parallel_for(0, P, grainFor(shape.rowWidth), [&](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t i = begin; i < end; ++i)
+                    for (std::int64_t c = 0; c < shape.rowWidth; ++c)
+                        to[i * shape.rowWidth + c] = Out(cuda::gatherRowValue(shape, from, i, c));
             });
         });
         return rows;
@@ -142,17 +147,15 @@ public:
             return {gradX, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
         }
 #endif
-        withHostType(in, [&](auto* inTag) {
-            withHostType(out, [&](auto* outTag) {
-                using Grad = std::remove_pointer_t<decltype(inTag)>;
-                using Out = std::remove_pointer_t<decltype(outTag)>;
-                const Grad* from = static_cast<const Grad*>(gradRows.data_ptr());
-                Out* to = static_cast<Out*>(gradX.data_ptr());
-                at::parallel_for(0, S, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
-                    for (std::int64_t s = begin; s < end; ++s)
-                        for (std::int64_t c = 0; c < D; ++c)
-                            to[s * D + c] = Out(cuda::tokenGradientValue(shape, from, s, c));
-                });
+        withHostTypes(in, out, [&](auto* inTag, auto* outTag) {
+            using Grad = std::remove_pointer_t<decltype(inTag)>;
+            using Out = std::remove_pointer_t<decltype(outTag)>;
+            const Grad* from = static_cast<const Grad*>(gradRows.data_ptr());
+            Out* to = static_cast<Out*>(gradX.data_ptr());
+            at::parallel_for(0, S, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t s = begin; s < end; ++s)
+                    for (std::int64_t c = 0; c < D; ++c)
+                        to[s * D + c] = Out(cuda::tokenGradientValue(shape, from, s, c));
             });
         });
         return {gradX, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
@@ -182,18 +185,16 @@ public:
             return out;
         }
 #endif
-        withHostType(in, [&](auto* inTag) {
-            withHostType(to, [&](auto* outTag) {
-                using Answer = std::remove_pointer_t<decltype(inTag)>;
-                using Out = std::remove_pointer_t<decltype(outTag)>;
-                const Answer* from = static_cast<const Answer*>(rows.data_ptr());
-                const float* w = weights.data_ptr<float>();
-                Out* result = static_cast<Out*>(out.data_ptr());
-                at::parallel_for(0, S, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
-                    for (std::int64_t s = begin; s < end; ++s)
-                        for (std::int64_t c = 0; c < D; ++c)
-                            result[s * D + c] = Out(cuda::combinedValue(shape, from, w, s, c));
-                });
+        withHostTypes(in, to, [&](auto* inTag, auto* outTag) {
+            using Answer = std::remove_pointer_t<decltype(inTag)>;
+            using Out = std::remove_pointer_t<decltype(outTag)>;
+            const Answer* from = static_cast<const Answer*>(rows.data_ptr());
+            const float* w = weights.data_ptr<float>();
+            Out* result = static_cast<Out*>(out.data_ptr());
+            at::parallel_for(0, S, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t s = begin; s < end; ++s)
+                    for (std::int64_t c = 0; c < D; ++c)
+                        result[s * D + c] = Out(cuda::combinedValue(shape, from, w, s, c));
             });
         });
         return out;
@@ -222,26 +223,24 @@ public:
             return {gradAnswers, torch::Tensor(), gradWeight, torch::Tensor(), torch::Tensor()};
         }
 #endif
-        withHostType(answerType, [&](auto* answerTag) {
-            withHostType(gradType, [&](auto* gradTag) {
-                using Answer = std::remove_pointer_t<decltype(answerTag)>;
-                using Grad = std::remove_pointer_t<decltype(gradTag)>;
-                const Answer* answers = static_cast<const Answer*>(rows.data_ptr());
-                const Grad* gradient = static_cast<const Grad*>(gradOut.data_ptr());
-                const float* w = weights.data_ptr<float>();
-                Answer* toAnswers = static_cast<Answer*>(gradAnswers.data_ptr());
-                float* toWeight = gradWeight.data_ptr<float>();
-                at::parallel_for(0, P, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
-                    for (std::int64_t p = begin; p < end; ++p) {
-                        const std::int64_t r = shape.row[p];
-                        float sum = 0.0f;
-                        for (std::int64_t c = 0; c < D; ++c) {
-                            toAnswers[r * D + c] = Answer(cuda::answerGradientValue(shape, gradient, w, p, c));
-                            sum += cuda::gateGradientTerm(shape, answers, gradient, p, c);
-                        }
-                        toWeight[p] = sum;
+        withHostTypes(answerType, gradType, [&](auto* answerTag, auto* gradTag) {
+            using Answer = std::remove_pointer_t<decltype(answerTag)>;
+            using Grad = std::remove_pointer_t<decltype(gradTag)>;
+            const Answer* answers = static_cast<const Answer*>(rows.data_ptr());
+            const Grad* gradient = static_cast<const Grad*>(gradOut.data_ptr());
+            const float* w = weights.data_ptr<float>();
+            Answer* toAnswers = static_cast<Answer*>(gradAnswers.data_ptr());
+            float* toWeight = gradWeight.data_ptr<float>();
+            at::parallel_for(0, P, grainFor(D), [&](std::int64_t begin, std::int64_t end) {
+                for (std::int64_t p = begin; p < end; ++p) {
+                    const std::int64_t r = shape.row[p];
+                    float sum = 0.0f;
+                    for (std::int64_t c = 0; c < D; ++c) {
+                        toAnswers[r * D + c] = Answer(cuda::answerGradientValue(shape, gradient, w, p, c));
+                        sum += cuda::gateGradientTerm(shape, answers, gradient, p, c);
                     }
-                });
+                    toWeight[p] = sum;
+                }
             });
         });
         return {gradAnswers, torch::Tensor(), gradWeight, torch::Tensor(), torch::Tensor()};
