@@ -322,6 +322,9 @@ int params(const Arguments& a, std::ostream& out, std::ostream& err)
         << " tokens): " << shortCount(cost.flopsPerToken);
     if (document.model.isMoe())
         out << ", " << shortCount(cost.flopsPerTokenAtCapacity) << " with expert buffers at capacity";
+    if (cost.inferenceFlopsPerToken != cost.flopsPerToken)
+        out << ", " << shortCount(cost.inferenceFlopsPerToken)
+            << " in inference (the last block computes the CLS token's row alone)";
     out << "\n";
     if (memory)
         out << "training memory, estimated: " << formatBytes(memory->first.totalBytes()) << " on a GPU, "
@@ -546,7 +549,10 @@ int bench(const Arguments& a, std::ostream& out)
     }
     out << title(document, source) << ": " << r.mode << " on " << r.device << " in " << r.dtype << ", batch " << r.batch
         << " x " << r.sequence << " tokens, median of " << r.steps << " steps after " << r.warmup << " warm-up"
-        << (r.cudaGraph ? ", replaying one captured CUDA graph" : "") << "\n";
+        << (r.cudaGraph ? ", replaying one captured CUDA graph" : "")
+        << (r.clsRowOnly ? ", the last block computing the CLS token's row alone (WIDELAB_DISABLE=cls_row_only: every row)"
+                         : "")
+        << "\n";
     out << runtimeSummary() << "\n";
     if (!r.blasFile.empty())
         out << "BLAS library: " << r.blasFile << "\n";

@@ -58,8 +58,9 @@ void countFlops(const ModelConfig& c, const BenchmarkOptions& options, Benchmark
     const ModelCost cost = modelCost(atLength);
     const double tokens = static_cast<double>(atLength.positions()) * static_cast<double>(options.batch);
     const double passes = options.train ? 3.0 : 1.0;
-    r.forwardFlopsPerToken = cost.flopsPerToken;
-    r.flopsPerStep = passes * cost.flopsPerToken * tokens;
+    r.clsRowOnly = !options.train && !options.everyRow && lastBlockReadsClsRowOnly(atLength);
+    r.forwardFlopsPerToken = r.clsRowOnly ? cost.inferenceFlopsPerToken : cost.flopsPerToken;
+    r.flopsPerStep = passes * r.forwardFlopsPerToken * tokens;
     r.flopsPerStepAtCapacity = passes * cost.flopsPerTokenAtCapacity * tokens;
 }
 
@@ -237,6 +238,7 @@ BenchmarkResult runBenchmark(const ModelConfig& config, const BenchmarkOptions& 
     WideTransformer model(c);
     model->to(device);
     model->train(options.train);
+    model->computeEveryRow(options.everyRow);
     // Drawn on the CPU, so that every device sees the same tokens.
     // Images: random normalised pixels [B, C, H, W].
     const torch::Tensor ids = (c.imageInput() ? torch::randn({B, c.channels, c.imageSize, c.imageSize})
@@ -392,6 +394,7 @@ nlohmann::json BenchmarkResult::toJson() const
     return {{"mode", mode},
             {"device", device},
             {"dtype", dtype},
+            {"cls_row_only", clsRowOnly},
             {"batch", batch},
             {"sequence", sequence},
             {"tokens_per_step", batch * sequence},

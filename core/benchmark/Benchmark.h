@@ -28,6 +28,9 @@ struct BenchmarkOptions {
     double learningRate = 1e-4;  // AdamW, as the Python reference uses
     std::string device = "cpu";  // cpu, cuda, cuda:N
     bool bf16 = false;          // bf16 autocast for forward and loss (the router stays fp32)
+    // Inference: every token's row, also where a classifier's last block could
+    // compute its CLS token's alone (WideTransformerImpl::computeEveryRow).
+    bool everyRow = false;
     double nominalPeakFlops = 0.0;  // the device's dense peak from its data sheet; 0: none
     // CUDA training: capture one step as a CUDA graph after the warm-up and time
     // its replays (no host launches per kernel; no phase pass). For timing only:
@@ -43,6 +46,7 @@ struct BenchmarkResult {
     std::string mode;           // "train" or "infer"
     std::string device;         // "cpu", "cuda:0", ...
     std::string dtype;          // "fp32", or "bf16" under autocast
+    bool clsRowOnly = false;    // inference whose last block computed the CLS token's row alone
     std::int64_t batch = 0, sequence = 0, steps = 0, warmup = 0;
     int threads = 0;
     std::string blas, blasFile;

@@ -162,6 +162,31 @@ torch::Tensor AttentionImpl::forwardStep(const torch::Tensor& x, torch::Tensor& 
     return project(groups.front().mechanism->mix(in, nullptr));
 }
 
+torch::Tensor AttentionImpl::forwardLeading(const torch::Tensor& x, std::int64_t queries, const torch::Tensor& bias,
+                                            const torch::Tensor& keyValid)
+{
+    if (!answersLeading())
+        throw std::logic_error("leading queries alone need one mechanism that answers queries apart");
+    const std::int64_t B = x.size(0), T = x.size(1), heads = options.paths * options.heads, A = options.headDim;
+    const std::int64_t width = heads * A;  // qkv's rows: q's first, then k's and v's
+    const torch::Tensor q = torch::linear(x.narrow(1, 0, queries), qkv->weight.narrow(0, 0, width),
+                                          qkv->bias.narrow(0, 0, width));
+    const std::vector<torch::Tensor> kv = torch::linear(x, qkv->weight.narrow(0, width, 2 * width),
+                                                        qkv->bias.narrow(0, width, 2 * width))
+                                              .view({B, T, 2, heads, A})
+                                              .unbind(2);
+    MixInput in;
+    in.q = q.view({B, queries, heads, A}).transpose(1, 2);  // [B, n*H, queries, A]
+    in.k = kv[0].transpose(1, 2);
+    in.v = kv[1].transpose(1, 2);
+    in.keyValid = keyValid;
+    // The rows of a per-query mask (the causal rule's) for these queries; a per-key one as it is.
+    in.bias = bias.defined() && bias.size(-2) > 1 ? bias.narrow(-2, 0, queries) : bias;
+    in.causal = causal;
+    in.dropout = is_training() ? options.dropout : 0.0;
+    return project(groups.front().mechanism->mix(in, nullptr));
+}
+
 void AttentionImpl::beginStep(std::int64_t step)
 {
     for (Group& group : groups)

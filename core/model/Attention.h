@@ -44,6 +44,13 @@ struct AttentionImpl : torch::nn::Module {
     // capacity, A] that hold the earlier positions'. Returns [n, B, 1, D], what
     // forward() gives that position. std::logic_error for another mechanism.
     torch::Tensor forwardStep(const torch::Tensor& x, torch::Tensor& keys, torch::Tensor& values, std::int64_t position);
+    // The first `queries` positions' outputs [n, B, queries, D], what forward()
+    // gives them, with keys and values from every position of x [B, T, D]; bias
+    // and keyValid as forward's. Only where answersLeading(); no maps, no ablations.
+    torch::Tensor forwardLeading(const torch::Tensor& x, std::int64_t queries, const torch::Tensor& bias,
+                                 const torch::Tensor& keyValid);
+    // One mechanism has every head, and it answers queries apart (MechanismSpec::queriesApart).
+    bool answersLeading() const { return groups.size() == 1 && groups.front().spec->queriesApart; }
     // Before every training step: the mechanisms' schedules.
     void beginStep(std::int64_t step);
 

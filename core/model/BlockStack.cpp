@@ -1,6 +1,7 @@
 #include "BlockStack.h"
 
 #include "Dropout.h"
+#include "ParameterCount.h"
 #include "runtime/PhaseTimer.h"
 
 #include <torch/nn/modules/normalization.h>
@@ -96,8 +97,17 @@ BlockStack::BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::
 torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
 {
     const ModelConfig& c = m_side;
-    const std::int64_t B = h.size(0), T = h.size(1), D = h.size(2);
+    const std::int64_t B = h.size(0), D = h.size(2);
     ForwardTrace* trace = pass.trace;
+    // A classifier read at its CLS token needs the last block's first row only:
+    // there every token's keys and values, but one query, one FFN row, one
+    // residual (a sixth of a 6-block model's inference, most of a 1-block one's).
+    // Only in inference (training's dropout draws per row), without a trace (the
+    // views read every row) or the logit lens; lastBlockReadsClsRowOnly says
+    // for which models.
+    const bool lastBlockFirstRow = pass.readsFirstRowOnly && !pass.training && !trace && !pass.afterSublayer
+                                   && !m_cross && lastBlockReadsClsRowOnly(c);
+    torch::Tensor valid = pass.valid;  // [B, rows of h]
     auto after = [&] {
         if (pass.afterSublayer)
             pass.afterSublayer(h);
@@ -122,15 +132,23 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
         const bool wantWeights = blockTrace && trace->captureAttention;
 
         auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
+        const bool firstRowOnly = lastBlockFirstRow && i + 1 == c.layers && attention.answersLeading();
         const torch::Tensor normed = layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)).forward(h);
         torch::Tensor weights, attended;
         {
             const PhaseScope timed(Phase::Attention);
-            attended = attention.forward(normed, pass.bias, pass.valid, wantWeights ? &weights : nullptr, ablated);
+            attended = firstRowOnly ? attention.forwardLeading(normed, 1, pass.bias, pass.valid)
+                                    : attention.forward(normed, pass.bias, pass.valid,
+                                                        wantWeights ? &weights : nullptr, ablated);
+        }
+        if (firstRowOnly) {
+            h = h.narrow(1, 0, 1);
+            if (valid.defined())
+                valid = valid.narrow(1, 0, 1);
         }
         if (wantWeights)
             blockTrace->attention = weights.detach();
-        h = sublayer(h, attended, i, Sublayer::Attention, pass.training, ablated, pass.valid);
+        h = sublayer(h, attended, i, Sublayer::Attention, pass.training, ablated, valid);
         after();
 
         if (m_cross) {
@@ -149,6 +167,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
         }
 
         const torch::Tensor x = layerNorm(m_lnFfn, pick(i, c.shareLayerNorm)).forward(h);
+        const std::int64_t T = h.size(1);
         torch::Tensor transformed;
         if (c.isMoe()) {
             const torch::Tensor moe = feedForward(x.reshape({B * T, D}), i, pass, groupRouting,
@@ -160,7 +179,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
             const PhaseScope timed(Phase::FeedForward);
             transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
         }
-        h = sublayer(h, transformed, i, Sublayer::FeedForward, pass.training, ablated, pass.valid);
+        h = sublayer(h, transformed, i, Sublayer::FeedForward, pass.training, ablated, valid);
         after();
         if (blockTrace && trace->captureResidual)
             blockTrace->residualNorm = meanTokenNorm(h.detach(), pass.valid);

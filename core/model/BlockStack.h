@@ -53,6 +53,9 @@ struct StackPass {
     // (broadcastable to [B, 1, 1, S]) and valid source tokens [B, S] (both undefined when all are real).
     torch::Tensor memory, memoryBias, memoryValid;
     bool training = false;
+    // The caller reads only the first position after the last block (a classifier
+    // read at its CLS token): forward() may return [B, 1, D], that row alone.
+    bool readsFirstRowOnly = false;
     ForwardTrace* trace = nullptr;
     // The number of this stack's first block among the trace's blocks and the
     // ablations' (a decoder's follow the encoder's).
@@ -72,7 +75,9 @@ public:
     // "path_ffn", and with cross-attention "cross", "ln_cross", "path_cross".
     BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::Module& owner);
 
-    // h: [B, T, D] after the embedding; returns the residual stream after the last block.
+    // h: [B, T, D] after the embedding; returns the residual stream after the last
+    // block: [B, T, D], or [B, 1, D] where pass.readsFirstRowOnly let the last
+    // block compute the first row alone.
     torch::Tensor forward(torch::Tensor h, StackPass& pass);
     // A decoder's caches for `capacity` positions over the encoder's output `memory` [B, S, D].
     DecoderState beginDecoding(const torch::Tensor& memory, const torch::Tensor& memoryBias,

@@ -1,6 +1,7 @@
 #include "ParameterCount.h"
 
 #include "model/attention/MechanismSpec.h"
+#include "runtime/FastPaths.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -64,6 +65,7 @@ nlohmann::json ModelCost::toJson() const
         {"encoder_matrix_parameters", encoderMatrixParameters},
         {"flops_per_token", flopsPerToken},
         {"flops_per_token_at_capacity", flopsPerTokenAtCapacity},
+        {"inference_flops_per_token", inferenceFlopsPerToken},
         {"sequence_length", sequenceLength},
     };
 }
@@ -180,7 +182,23 @@ ModelCost modelCost(const ModelConfig& c)
     if (c.isTranslation())
         ffnAtCapacity += static_cast<double>(c.decoderLayers) * atCapacity(c.decoderPaths) * unitFlops;
     cost.flopsPerTokenAtCapacity = cost.flopsPerToken - ffn.flopsPerToken + ffnAtCapacity;
+
+    // In inference the last block's other T - 1 rows skip their query and output
+    // projections, mixing and FFN; their keys and values stay.
+    cost.inferenceFlopsPerToken = cost.flopsPerToken;
+    if (lastBlockReadsClsRowOnly(c)) {
+        const double skippedPerRow = attentionFlops - 2.0 * (2.0 * n * W * D) + ffnUnits * unitFlops;
+        cost.inferenceFlopsPerToken -= skippedPerRow * static_cast<double>(T - 1) / static_cast<double>(T);
+    }
     return cost;
+}
+
+bool lastBlockReadsClsRowOnly(const ModelConfig& c)
+{
+    if (!c.usesClsToken() || c.isMoe() || !fastPathEnabled(FastPath::ClsRowOnly))
+        return false;
+    const std::vector<MechanismUse> uses = mechanismUses(c);
+    return uses.size() == 1 && uses.front().spec->queriesApart;
 }
 
 }  // namespace widelab

@@ -37,6 +37,10 @@ struct ModelCost {
     // buffers filled to capacity (min(K * C, E) slots per token; E when C <= 0).
     double flopsPerToken = 0.0;
     double flopsPerTokenAtCapacity = 0.0;
+    // The same in inference, where lastBlockReadsClsRowOnly(): the last block's
+    // queries, mixing, output projection and FFN for the CLS token alone, its
+    // keys and values for every token. flopsPerToken otherwise.
+    double inferenceFlopsPerToken = 0.0;
     std::int64_t sequenceLength = 0;
 
     const CostRow& part(const std::string& name) const;
@@ -44,5 +48,12 @@ struct ModelCost {
 };
 
 ModelCost modelCost(const ModelConfig& config);
+
+// Whether inference computes only the CLS token's row in the last block
+// (BlockStack::forward): a classifier read at its CLS token (the only row its
+// head reads), without experts (whose capacity makes a token's routing depend
+// on the others'), whose one mechanism answers queries apart
+// (MechanismSpec::queriesApart), unless WIDELAB_DISABLE lists cls_row_only.
+bool lastBlockReadsClsRowOnly(const ModelConfig& config);
 
 }  // namespace widelab

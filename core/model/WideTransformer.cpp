@@ -201,6 +201,7 @@ ModelOutput WideTransformerImpl::run(const torch::Tensor& input, const torch::Te
                                                       : "model input: only a translation model takes target ids");
     StackPass pass;
     pass.tokenIndex = routed;
+    pass.readsFirstRowOnly = c.usesClsToken() && !m_everyRow;  // head() reads the CLS token's row alone
     const torch::Tensor h = encode(input, mask, pass, trace);
     if (c.isTranslation())
         return {decode(h, pass.valid, target, pass), pass.balanceLoss, pass.zLoss};

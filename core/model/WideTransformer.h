@@ -71,6 +71,10 @@ public:
     // Expert parallelism: this process keeps experts [first, first + count) of
     // every mixture layer and reaches all of them through `placement`.
     void placeExperts(std::shared_ptr<ExpertPlacement> placement, std::int64_t first, std::int64_t count);
+    // Inference computes every token's row, also where the head reads the CLS
+    // token's alone and the last block could compute that row only
+    // (lastBlockReadsClsRowOnly): the work the papers timed, for the studies' latency.
+    void computeEveryRow(bool every) { m_everyRow = every; }
     // The experts' parameters, every mixture layer's in order (none in a dense model).
     std::vector<torch::Tensor> expertParameters() const;
 
@@ -116,6 +120,7 @@ private:
     ModelConfig m_config;
     std::function<void(torch::Tensor&)> m_sumOverRanks;
     std::shared_ptr<ExpertPlacement> m_placement;
+    bool m_everyRow = false;
     Embedding m_embed{nullptr};
     std::unique_ptr<BlockStack> m_encoder;  // its modules registered on this one, under their own names
     torch::nn::LayerNorm m_finalNorm{nullptr};

@@ -18,7 +18,7 @@ constexpr Named kPaths[] = {
     {FastPath::GradientOverlap, "gradient_overlap"}, {FastPath::GroupedExperts, "grouped_experts"},
     {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::FusedRouting, "fused_routing"},
     {FastPath::BatchedProduct, "batched_product"},   {FastPath::FusedActivation, "fused_activation"},
-    {FastPath::FusedExpertRows, "fused_expert_rows"},
+    {FastPath::FusedExpertRows, "fused_expert_rows"}, {FastPath::ClsRowOnly, "cls_row_only"},
 };
 
 const char* name(FastPath path)

@@ -27,12 +27,15 @@ enum class FastPath {
                       // on the CPU in fp32, for inference (model/BiasActivation.cpp)
     FusedExpertRows,  // a mixture's grouped dispatch and combine each one pass, forward and backward:
                       // CUDA kernels of WideLab's own on a GPU (model/ExpertRows.cpp)
+    ClsRowOnly,  // a classifier read at its CLS token computes, in inference, only that token's row
+                 // in its last block, whose keys and values still come from every token
+                 // (model/BlockStack.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
 // "blocked_attention", "fused_routing", "batched_product", "fused_activation",
-// "fused_expert_rows";
+// "fused_expert_rows", "cls_row_only";
 // comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);

@@ -208,7 +208,8 @@ std::string studyReport(const StudyRecord& record, const std::vector<MemberResul
     const std::vector<LatencyRatio> ratios = latencyRatios(record, members, papers);
     if (!ratios.empty()) {
         md += "\n## Inference latency, deepest against widest\n\n"
-              "Batch 1 at the task's length, on each member's device (the latency column above).\n\n"
+              "Batch 1 at the task's length, on each member's device (the latency column above), every "
+              "token's row computed, as the papers timed their models.\n\n"
               "| setting | deep | wide | deep ms | wide ms | deep / wide | the paper's deep / wide |\n"
               "|---|---|---|---|---|---|---|\n";
         // A group is called by its names on the axes other than depth's.

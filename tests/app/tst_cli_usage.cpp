@@ -223,6 +223,8 @@ void TestCliUsage::bench()
     const nlohmann::json r = nlohmann::json::parse(result.out.toStdString());
 
     QCOMPARE(r.at("mode").get<std::string>(), mode.toStdString());
+    // A dense classifier read at its CLS token computes its last block's CLS row alone in inference.
+    QCOMPARE(r.at("cls_row_only").get<bool>(), mode == QStringLiteral("infer"));
     QCOMPARE(r.at("batch").get<int>(), 2);
     QCOMPARE(r.at("sequence").get<int>(), 8);
     QCOMPARE(r.at("threads").get<int>(), 1);

@@ -74,6 +74,9 @@ private Q_SLOTS:
     void sharingPathsAndInspection();
     void withoutMapTheSameContext_data() { mechanisms_data(); }
     void withoutMapTheSameContext();
+    void queriesApartAnswerLeadingQueries_data();
+    void queriesApartAnswerLeadingQueries();
+    void aLayerAnswersItsLeadingQueries();
     void registryAndSchemaAgree();
     void mixedHeadsFollowTheList();
 };
@@ -253,6 +256,82 @@ void TestAttention::withoutMapTheSameContext()
                                     + " differs without a map by " + std::to_string(error)).c_str());
         }
     }
+}
+
+void TestAttention::queriesApartAnswerLeadingQueries_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("languageModel");
+    for (const MechanismSpec* spec : attentionMechanisms()) {
+        if (!spec->queriesApart)
+            continue;
+        QTest::newRow((spec->name + " classification").c_str()) << QString::fromStdString(spec->name) << false;
+        if (spec->causal)
+            QTest::newRow((spec->name + " language model").c_str()) << QString::fromStdString(spec->name) << true;
+    }
+}
+
+void TestAttention::queriesApartAnswerLeadingQueries()
+{
+    // A mechanism that says its queries are apart (MechanismSpec::queriesApart)
+    // gives the first Q queries, asked alone with every key and value, the rows
+    // it gives them among all T: what a classifier's last block relies on to
+    // compute its CLS token's row alone. With padding, and causal where it can be.
+    QFETCH(QString, name);
+    QFETCH(bool, languageModel);
+    const MechanismSpec& spec = *findMechanism(name.toStdString());
+    const ModelConfig config = configFor(spec, languageModel);
+    torch::manual_seed(8);
+    const std::shared_ptr<MechanismImpl> mechanism = spec.make({kG, kA, config.positions(), languageModel}, config);
+    mechanism->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor padded = torch::arange(kT).unsqueeze(0) < torch::tensor({kT, std::int64_t{15}}).unsqueeze(1);
+    const MixInput all = inputs(padded, languageModel);
+    const torch::Tensor every = mechanism->mix(all, nullptr);
+    for (const std::int64_t queries : {std::int64_t{1}, std::int64_t{5}}) {
+        MixInput leading = all;
+        leading.q = all.q.narrow(2, 0, queries);
+        leading.bias = all.bias.size(2) > 1 ? all.bias.narrow(2, 0, queries) : all.bias;
+        const torch::Tensor context = mechanism->mix(leading, nullptr);
+        QCOMPARE(context.sizes().vec(), (std::vector<std::int64_t>{kB, kG, queries, kA}));
+        const double error = test::relativeError(context, every.narrow(2, 0, queries));
+        QVERIFY2(error < 1e-5, (std::to_string(queries) + " leading queries differ by " + std::to_string(error)).c_str());
+    }
+}
+
+void TestAttention::aLayerAnswersItsLeadingQueries()
+{
+    // The layer around it: two paths' projections, the first rows of its
+    // output from the queries of those rows alone, padding masked; a layer of
+    // two mechanisms, one of which does not answer queries apart, refuses.
+    const ModelConfig c = test::modelConfig(
+        R"({"d_model": 12, "heads": 3, "head_dim": 4, "paths": 2, "max_len": 16, "dropout": 0.0})");
+    torch::manual_seed(9);
+    Attention layer(c);
+    layer->eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor x = torch::randn({2, 9, 12});
+    const torch::Tensor valid = torch::arange(9).unsqueeze(0) < torch::tensor({9, 4}).unsqueeze(1);
+    const torch::Tensor bias = torch::zeros({2, 1, 1, 9}).masked_fill(valid.logical_not().view({2, 1, 1, 9}), -1e9);
+    QVERIFY(layer->answersLeading());
+    const torch::Tensor every = layer->forward(x, bias, valid);  // [n, B, T, D]
+    for (const std::int64_t queries : {std::int64_t{1}, std::int64_t{3}}) {
+        const torch::Tensor leading = layer->forwardLeading(x, queries, bias, valid);
+        QCOMPARE(leading.sizes().vec(), (std::vector<std::int64_t>{2, 2, queries, 12}));
+        const double error = test::relativeError(leading, every.narrow(2, 0, queries));
+        QVERIFY2(error < 1e-5, (std::to_string(queries) + " leading rows differ by " + std::to_string(error)).c_str());
+    }
+    // A key the queries see changes them: the keys are every token's, not the leading ones'.
+    torch::Tensor moved = x.clone();
+    moved.select(1, 3).add_(1.0);
+    QVERIFY(!torch::allclose(layer->forwardLeading(moved, 1, bias, valid), layer->forwardLeading(x, 1, bias, valid)));
+
+    const ModelConfig mixed = test::modelConfig(
+        R"({"d_model": 16, "heads": 4, "head_dim": 4, "attention": "mixed", "attention_mix": ["full", "linformer"],
+            "max_len": 16})");
+    Attention twoMechanisms(mixed);
+    QVERIFY(!twoMechanisms->answersLeading());
+    QVERIFY_EXCEPTION_THROWN(twoMechanisms->forwardLeading(torch::randn({1, 9, 16}), 1, {}, {}), std::logic_error);
 }
 
 void TestAttention::registryAndSchemaAgree()

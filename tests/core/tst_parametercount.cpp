@@ -263,6 +263,17 @@ void TestParameterCount::flopsPerTokenByHand()
     const ModelConfig two = parse(R"({"vocab_size": 10, "max_len": 4, "d_model": 8, "layers": 2, "heads": 2,
         "ffn_dim": 16, "pooling": "mean", "num_classes": 3, "experts": 2, "top_k": 2, "capacity_factor": 1.2})");
     QCOMPARE(modelCost(two).flopsPerTokenAtCapacity, 2 * (attention + 2 * ffn + 2.0 * 8 * 2) + head);
+
+    // Read at its CLS token (max_len 3 and CLS: T = 4): in inference 3 of the
+    // last block's 4 rows skip their query and output projections (2 D W each),
+    // mixing and FFN; keys and values stay. Training, and mean pooling, count all.
+    const ModelConfig cls = parse(R"({"vocab_size": 10, "max_len": 3, "d_model": 8, "layers": 2, "heads": 2,
+        "ffn_dim": 16, "num_classes": 3})");
+    const double queryAndOutput = 2.0 * 2 * 8 * 8;
+    QCOMPARE(modelCost(cls).flopsPerToken, 2 * (attention + ffn) + head);
+    QCOMPARE(modelCost(cls).inferenceFlopsPerToken,
+             2 * (attention + ffn) + head - 3.0 / 4.0 * (attention - queryAndOutput + ffn));
+    QCOMPARE(modelCost(dense).inferenceFlopsPerToken, modelCost(dense).flopsPerToken);
 }
 
 QTEST_GUILESS_MAIN(TestParameterCount)

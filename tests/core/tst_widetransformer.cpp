@@ -2,7 +2,10 @@
 // path, path weights, input errors; the numbers themselves are checked against
 // the Python reference in tst_reference.
 #include "TestSupport.h"
+#include "benchmark/Benchmark.h"
 #include "model/Attention.h"
+#include "model/BlockStack.h"
+#include "model/ParameterCount.h"
 #include "model/WideTransformer.h"
 #include "runtime/Autocast.h"
 #include "runtime/Runtime.h"
@@ -44,6 +47,10 @@ private Q_SLOTS:
     void languageModelLossIgnoresPadding();
     void trainingLossAddsTheWeightedAuxiliaryLosses();
     void inspectionMatchesForward();
+    void aClassifiersLastBlockComputesItsClsRowAlone_data();
+    void aClassifiersLastBlockComputesItsClsRowAlone();
+    void onlyAModelReadAtItsClsTokenSkipsRows();
+    void aBenchmarkCountsTheRowsItComputes();
     void dropoutOnlyWhileTraining();
     void pathWeightsStartAsInThePaper_data();
     void pathWeightsStartAsInThePaper();
@@ -243,6 +250,92 @@ void TestWideTransformer::inspectionMatchesForward()
         QVERIFY(torch::allclose(block.attention.sum(-1), torch::ones({2, 4, 7}), 1e-5, 1e-6));
         QCOMPARE(block.attention[1].narrow(-1, 4, 3).abs().max().item<float>(), 0.0f);
     }
+}
+
+void TestWideTransformer::aClassifiersLastBlockComputesItsClsRowAlone_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::newRow("one block") << R"({"layers": 1})";
+    QTest::newRow("three blocks, two paths, a pooler")
+        << R"({"layers": 3, "paths": 2, "path_norm": true, "learnable_path_weights": true, "pooler": true})";
+    QTest::newRow("shared attention and FFN") << R"({"layers": 3, "share_attention": true, "share_ffn": true})";
+}
+
+void TestWideTransformer::aClassifiersLastBlockComputesItsClsRowAlone()
+{
+    // In inference a stack whose reader takes the first row only returns that
+    // row alone, [B, 1, D], equal to the first row of every row's pass, with
+    // padding; in training it computes every row. The model's logits then equal
+    // the inspected pass's, which computes every row for its views.
+    QFETCH(QString, config);
+    const ModelConfig c = parse(config.toStdString());
+    QVERIFY(lastBlockReadsClsRowOnly(c));
+    torch::manual_seed(12);
+    torch::nn::Module owner;
+    BlockStack stack(c, false, owner);
+    owner.eval();
+    torch::NoGradGuard noGrad;
+    const torch::Tensor h = torch::randn({2, 7, 16});
+    StackPass every;
+    every.valid = torch::arange(7).unsqueeze(0) < torch::tensor({7, 4}).unsqueeze(1);
+    every.bias = torch::zeros({2, 1, 1, 7}).masked_fill(every.valid.logical_not().view({2, 1, 1, 7}), -1e9);
+    StackPass first = every;
+    first.readsFirstRowOnly = true;
+    const torch::Tensor all = stack.forward(h, every), one = stack.forward(h, first);
+    QCOMPARE(one.sizes().vec(), (std::vector<std::int64_t>{2, 1, 16}));
+    const double error = test::relativeError(one, all.narrow(1, 0, 1));
+    QVERIFY2(error < 1e-5, qPrintable(QString("the first row differs by %1").arg(error)));
+    first.training = true;
+    QCOMPARE(stack.forward(h, first).sizes().vec(), (std::vector<std::int64_t>{2, 7, 16}));
+
+    WideTransformer model(c);
+    model->eval();
+    const torch::Tensor ids = torch::randint(17, {2, 6}, torch::kLong);
+    const torch::Tensor mask = torch::arange(6).unsqueeze(0) < torch::tensor({6, 3}).unsqueeze(1);
+    ForwardTrace trace;
+    const torch::Tensor inspected = model->inspect(ids, mask, trace).logits;
+    QVERIFY(torch::allclose(inspected, model->forward(ids, mask).logits, 1e-4, 1e-5));
+}
+
+void TestWideTransformer::onlyAModelReadAtItsClsTokenSkipsRows()
+{
+    // Mean pooling and a language model read every row; experts route a token
+    // by the others (capacity); a mechanism whose queries are not apart, alone or
+    // beside another, needs them all.
+    QVERIFY(lastBlockReadsClsRowOnly(parse("{}")));
+    for (const char* reads : {R"({"pooling": "mean"})", R"({"head": "language_model", "vocab_size": 17})",
+                              R"({"experts": 4, "eval_capacity_factor": 0})", R"({"attention": "linformer"})",
+                              R"({"heads": 4, "attention": "mixed", "attention_mix": ["full", "linformer"]})"})
+        QVERIFY2(!lastBlockReadsClsRowOnly(parse(reads)), reads);
+}
+
+void TestWideTransformer::aBenchmarkCountsTheRowsItComputes()
+{
+    // Inference's FLOPs are those of the rows computed: the CLS row alone in the
+    // last block by default, every row where asked (a study's latency, as the
+    // papers timed), and every row in training.
+    const ModelConfig c = parse("{}");
+    BenchmarkOptions options;
+    options.train = false;
+    options.batch = 2;
+    options.sequence = 8;
+    options.steps = 1;
+    options.warmup = 0;
+    options.peakSize = 64;
+    ModelConfig atLength = c;
+    atLength.maxLen = 8;
+    const ModelCost cost = modelCost(atLength);
+    QVERIFY(cost.inferenceFlopsPerToken < cost.flopsPerToken);
+    const BenchmarkResult clsRow = runBenchmark(c, options);
+    QVERIFY(clsRow.clsRowOnly);
+    QCOMPARE(clsRow.flopsPerStep, cost.inferenceFlopsPerToken * 9 * 2);  // 8 tokens and the CLS token, twice
+    options.everyRow = true;
+    const BenchmarkResult everyRow = runBenchmark(c, options);
+    QVERIFY(!everyRow.clsRowOnly);
+    QCOMPARE(everyRow.flopsPerStep, cost.flopsPerToken * 9 * 2);
+    options.everyRow = false;
+    options.train = true;
+    QCOMPARE(runBenchmark(c, options).flopsPerStep, 3 * cost.flopsPerToken * 9 * 2);
 }
 
 void TestWideTransformer::dropoutOnlyWhileTraining()

@@ -104,6 +104,7 @@ const MechanismSpec& fullMechanism()
         s.causal = true;
         s.linearCost = false;
         s.paddingFree = true;  // padding keys are masked out of the softmax
+        s.queriesApart = true;  // a row of softmax(q k^T) v is its query's alone
         s.make = [](const MechanismShape&, const ModelConfig&) { return std::make_shared<FullImpl>(); };
         s.parameters = [](const MechanismShape&, const ModelConfig&) { return std::int64_t{0}; };
         // q k^T and probabilities x v: 2 * 2 * T * A multiply-adds per token and head.

@@ -52,6 +52,11 @@ struct MechanismSpec {
     // pads to a few lengths). False where the sequence's length shapes the
     // mixing (blocks, projections over positions) or was not shown not to.
     bool paddingFree = false;
+    // Each query's context depends on its own q and on every key and value, not
+    // on the other queries: mix answers a few leading queries (q [B, G, Q, A]
+    // beside k and v [B, G, T, A]), so a classifier's last block may compute its
+    // CLS token's row alone (AttentionImpl::forwardLeading).
+    bool queriesApart = false;
     std::vector<KeySpec> keys;  // its own keys, "model.<name>_..."; read into ModelConfig::attentionOptions
     std::function<std::shared_ptr<MechanismImpl>(const MechanismShape&, const ModelConfig&)> make;
     // Trainable parameters of one module of this shape.
