@@ -61,6 +61,21 @@ MixInput inputs(const torch::Tensor& keyValid, bool causal)
     return in;
 }
 
+// A data row for each registered mechanism `which` takes: as a classifier, and
+// as a language model where it can be one.
+void mechanismRows(const std::function<bool(const MechanismSpec&)>& which)
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("languageModel");
+    for (const MechanismSpec* spec : attentionMechanisms()) {
+        if (!which(*spec))
+            continue;
+        QTest::newRow((spec->name + " classification").c_str()) << QString::fromStdString(spec->name) << false;
+        if (spec->causal)
+            QTest::newRow((spec->name + " language model").c_str()) << QString::fromStdString(spec->name) << true;
+    }
+}
+
 }  // namespace
 
 class TestAttention : public QObject {
@@ -83,13 +98,7 @@ private Q_SLOTS:
 
 void TestAttention::mechanisms_data()
 {
-    QTest::addColumn<QString>("name");
-    QTest::addColumn<bool>("languageModel");
-    for (const MechanismSpec* spec : attentionMechanisms()) {
-        QTest::newRow((spec->name + " classification").c_str()) << QString::fromStdString(spec->name) << false;
-        if (spec->causal)
-            QTest::newRow((spec->name + " language model").c_str()) << QString::fromStdString(spec->name) << true;
-    }
+    mechanismRows([](const MechanismSpec&) { return true; });
 }
 
 void TestAttention::mechanisms()
@@ -260,15 +269,7 @@ void TestAttention::withoutMapTheSameContext()
 
 void TestAttention::queriesApartAnswerLeadingQueries_data()
 {
-    QTest::addColumn<QString>("name");
-    QTest::addColumn<bool>("languageModel");
-    for (const MechanismSpec* spec : attentionMechanisms()) {
-        if (!spec->queriesApart)
-            continue;
-        QTest::newRow((spec->name + " classification").c_str()) << QString::fromStdString(spec->name) << false;
-        if (spec->causal)
-            QTest::newRow((spec->name + " language model").c_str()) << QString::fromStdString(spec->name) << true;
-    }
+    mechanismRows([](const MechanismSpec& spec) { return spec.queriesApart; });
 }
 
 void TestAttention::queriesApartAnswerLeadingQueries()
