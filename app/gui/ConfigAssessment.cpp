@@ -53,6 +53,7 @@ ConfigAssessment assessDocument(const QJsonObject& document)
         result.cost.active = cost.total.active;
         result.cost.applied = cost.total.applied;
         result.cost.flopsPerToken = cost.flopsPerToken;
+        result.cost.inferenceFlopsPerToken = cost.inferenceFlopsPerToken;
         for (const CostRow& row : cost.parts)
             result.cost.parts.append(
                 {QString::fromStdString(row.part), row.stored, row.active, row.applied, row.flopsPerToken});

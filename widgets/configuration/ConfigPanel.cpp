@@ -119,7 +119,9 @@ ConfigPanel::ConfigPanel(const QList<FieldSpec>& schema, QWidget* parent) : QWid
                           "what one token can touch.<br>"
                           "<b>applied</b>: what one token passes through on its way up, counting a shared "
                           "module once for every block that uses it.<br>"
-                          "<b>FLOPs per token</b>: forward matrix products at max_len tokens.<br>"
+                          "<b>FLOPs per token</b>: forward matrix products at max_len tokens; in inference "
+                          "fewer for a classifier read at its CLS token, whose last block computes that "
+                          "token's row alone.<br>"
                           "<b>memory</b>: an estimate of training memory (weights, gradients, optimizer "
                           "state and activations).</p>"));
     setCost(CostSummary{});
@@ -525,6 +527,8 @@ void ConfigPanel::setCost(const CostSummary& cost)
     m_costText = tr("<b>%1</b> parameters stored · %2 active · %3 applied<br>%4 FLOPs per token")
                      .arg(q(shortCount(static_cast<double>(cost.stored))), q(shortCount(static_cast<double>(cost.active))),
                           q(shortCount(static_cast<double>(cost.applied))), q(shortCount(cost.flopsPerToken)));
+    if (cost.inferenceFlopsPerToken > 0 && cost.inferenceFlopsPerToken < cost.flopsPerToken)
+        m_costText += tr(" (%1 in inference)").arg(q(shortCount(cost.inferenceFlopsPerToken)));
     if (cost.memoryBytes > 0)
         m_costText += tr(" · about %1 of memory to train").arg(q(formatBytes(static_cast<double>(cost.memoryBytes))));
     if (m_breakdown)

@@ -55,6 +55,8 @@ struct CostSummary {
     qint64 active = 0;
     qint64 applied = 0;
     double flopsPerToken = 0;
+    // In inference: less where a classifier's last block computes its CLS token's row alone.
+    double inferenceFlopsPerToken = 0;
     qint64 memoryBytes = 0;
     QList<CostPart> parts;  // embeddings, attention, experts, ... (`widelab-cli params`)
 };

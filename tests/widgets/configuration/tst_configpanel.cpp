@@ -444,6 +444,20 @@ private Q_SLOTS:
         QVERIFY2(fresh.costText().contains("No valid model"), qPrintable(fresh.costText()));
     }
 
+    void inferenceFlopsShowWhereFewer()
+    {
+        // A classifier read at its CLS token computes less in inference: both
+        // figures; where inference computes as much, one.
+        AppPanel panel;
+        CostSummary cost = costOf(599'000, 599'000, 599'000, 2.62e6, 0);
+        cost.inferenceFlopsPerToken = 0.71e6;
+        panel.setCost(cost);
+        QVERIFY2(panel.costText().contains("2.62M FLOPs per token (710k in inference)"), qPrintable(panel.costText()));
+        cost.inferenceFlopsPerToken = cost.flopsPerToken;
+        panel.setCost(cost);
+        QVERIFY2(!panel.costText().contains("inference"), qPrintable(panel.costText()));
+    }
+
     // In a dark theme the greyed texts (stale numbers, derived values) are still
     // light enough to read: some of the stale cost's pixels are far lighter than
     // the window behind them.
