@@ -49,7 +49,7 @@ std::vector<torch::Tensor> sourceKeysValues(const torch::nn::ModuleList& cross, 
 }  // namespace
 
 BlockStack::BlockStack(const ModelConfig& side, bool crossAttention, torch::nn::Module& owner)
-    : m_side(side), m_cross(crossAttention)
+    : m_side(side), m_cross(crossAttention), m_lastBlockCanAnswerFirstRow(!crossAttention && lastBlockReadsClsRowOnly(side))
 {
     const ModelConfig& c = m_side;
     m_attention = owner.register_module("attention", torch::nn::ModuleList());
@@ -105,8 +105,8 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
     // Only in inference (training's dropout draws per row), without a trace (the
     // views read every row) or the logit lens; lastBlockReadsClsRowOnly says
     // for which models.
-    const bool lastBlockFirstRow = pass.readsFirstRowOnly && !pass.training && !trace && !pass.afterSublayer
-                                   && !m_cross && lastBlockReadsClsRowOnly(c);
+    const bool lastBlockFirstRow =
+        m_lastBlockCanAnswerFirstRow && pass.readsFirstRowOnly && !pass.training && !trace && !pass.afterSublayer;
     torch::Tensor valid = pass.valid;  // [B, rows of h]
     auto after = [&] {
         if (pass.afterSublayer)
@@ -132,7 +132,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
         const bool wantWeights = blockTrace && trace->captureAttention;
 
         auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
-        const bool firstRowOnly = lastBlockFirstRow && i + 1 == c.layers && attention.answersLeading();
+        const bool firstRowOnly = lastBlockFirstRow && i + 1 == c.layers;
         const torch::Tensor normed = layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)).forward(h);
         torch::Tensor weights, attended;
         {

@@ -111,6 +111,7 @@ private:
 
     ModelConfig m_side;
     bool m_cross;
+    bool m_lastBlockCanAnswerFirstRow;  // lastBlockReadsClsRowOnly, decided once: not per pass
     torch::nn::ModuleList m_attention, m_ffn, m_router, m_lnAttention, m_lnFfn, m_pathAttention, m_pathFfn;
     torch::nn::ModuleList m_crossAttention{nullptr}, m_lnCross{nullptr}, m_pathCross{nullptr};
 };
