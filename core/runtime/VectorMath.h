@@ -1,4 +1,4 @@
-// defines: Floats, Ints, loadFloats, storeFloats, larger, largestLane,
+// defines: Floats, Ints, loadFloats, storeFloats, loadBFloat16s, storeBFloat16s, larger, largestLane,
 // sumOfLanes, expBounded: vectors of L floats (GCC's vector extension) for WideLab's own
 // CPU kernels, one body built for each instruction set (TargetClones.h), and
 // e^x on them
@@ -24,6 +24,8 @@ template <int L>
 struct Lanes {
     typedef float Floats __attribute__((vector_size(L * sizeof(float))));
     typedef std::int32_t Ints __attribute__((vector_size(L * sizeof(std::int32_t))));
+    typedef std::uint32_t Words __attribute__((vector_size(L * sizeof(std::uint32_t))));
+    typedef std::uint16_t Halves __attribute__((vector_size(L * sizeof(std::uint16_t))));
 };
 template <int L>
 using Floats = typename Lanes<L>::Floats;
@@ -43,6 +45,33 @@ template <int L>
 [[gnu::always_inline]] inline void storeFloats(float* p, Floats<L> v)
 {
     std::memcpy(p, &v, sizeof v);
+}
+
+// L bfloat16s (their bits) widened to floats: a bfloat16 is a float's upper
+// half, so widening is exact.
+template <int L>
+[[gnu::always_inline]] inline Floats<L> loadBFloat16s(const std::uint16_t* p)
+{
+    typename Lanes<L>::Halves halves;
+    std::memcpy(&halves, p, sizeof halves);
+    const typename Lanes<L>::Words words = __builtin_convertvector(halves, typename Lanes<L>::Words) << 16;
+    Floats<L> v;
+    std::memcpy(&v, &words, sizeof v);
+    return v;
+}
+
+// L floats rounded to the nearest bfloat16, ties to even, as c10::BFloat16
+// rounds (a NaN stays a NaN: 0x7fc0).
+template <int L>
+[[gnu::always_inline]] inline void storeBFloat16s(std::uint16_t* p, Floats<L> v)
+{
+    using Words = typename Lanes<L>::Words;
+    Words words;
+    std::memcpy(&words, &v, sizeof words);
+    const Words rounded = (words + 0x7fffu + ((words >> 16) & 1u)) >> 16;
+    const Words kept = v == v ? rounded : Words{} + 0x7fc0u;
+    const typename Lanes<L>::Halves halves = __builtin_convertvector(kept, typename Lanes<L>::Halves);
+    std::memcpy(p, &halves, sizeof halves);
 }
 
 template <class Vector>

@@ -65,8 +65,11 @@ private Q_SLOTS:
     void keysWhoseBiasIsMinusInfinityAreLeftOut();
     void widelySpreadScoresKeepTheirPrecision_data();
     void widelySpreadScoresKeepTheirPrecision();
+    void bf16IsTheFp32ResultRoundedOnce_data();
+    void bf16IsTheFp32ResultRoundedOnce();
     void takesOnlyWhatItCanCompute();
     void fullAttentionTakesItInInference();
+    void fullAttentionTakesItUnderTheCpusAutocast();
 };
 
 // Each shape for every build of the kernel this CPU runs (AVX-512, AVX2, the
@@ -214,6 +217,57 @@ void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()
     QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
 }
 
+// Under the CPU's autocast the projections hand over bf16 q, k and v. The
+// kernel widens them as it reads them and rounds once as it writes: its
+// answer is LibTorch's rounding of the fp32 kernel's answer on the widened
+// inputs, bit for bit (ties to even; a NaN stays a NaN), and near the formula
+// in double precision.
+void TestBlockedAttention::bf16IsTheFp32ResultRoundedOnce_data()
+{
+    QTest::addColumn<int>("tokens");
+    QTest::addColumn<int>("headDim");
+    QTest::addColumn<InstructionSet>("set");
+    test::forEachKernelBuild([](InstructionSet set, auto row) {
+        row("64 tokens, A 32") << 64 << 32 << set;
+        // A tile of rows and a vector of dimensions left over; A 4 reads a quarter of a vector.
+        row("130 tokens, A 40") << 130 << 40 << set;
+        row("37 tokens, A 4") << 37 << 4 << set;
+    });
+}
+
+void TestBlockedAttention::bf16IsTheFp32ResultRoundedOnce()
+{
+    QFETCH(int, tokens);
+    QFETCH(int, headDim);
+    QFETCH(InstructionSet, set);
+    torch::manual_seed(tokens + headDim);
+    const std::int64_t B = 2, G = 3;
+    // Laid out as the projections leave them: views of one [B, T, 3, G, A] product.
+    const std::vector<torch::Tensor> parts =
+        torch::randn({B, tokens, 3, G, headDim}).to(torch::kBFloat16).permute({2, 0, 3, 1, 4}).unbind(0);
+    const torch::Tensor &q = parts[0], &k = parts[1], &v = parts[2];
+    const torch::Tensor bias = maskFor(tokens, tokens, {tokens, tokens - 9}, false);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
+
+    QVERIFY(blockedAttentionApplies(q, k, v, bias));
+    const torch::Tensor got = blockedAttention(q, k, v, bias, scale, set);
+    QCOMPARE(got.scalar_type(), torch::kBFloat16);
+    QCOMPARE(got.sizes().vec(), q.sizes().vec());
+    const torch::Tensor widened =
+        blockedAttention(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), bias, scale, set);
+    QVERIFY(torch::equal(got, widened.to(torch::kBFloat16)));
+    // bf16 keeps 8 bits of a value: its rounding alone is up to 2^-9 of each.
+    const double error = test::relativeError(got.to(torch::kFloat), reference(q, k, v, bias, scale));
+    QVERIFY2(error < 4e-3, qPrintable(QStringLiteral("relative error %1").arg(error)));
+
+    // A NaN in a value reaches every row that weighs it, and stays a NaN.
+    const torch::Tensor poisoned = v.clone();
+    poisoned[0][0][3][0] = std::numeric_limits<float>::quiet_NaN();
+    const torch::Tensor withNaN = blockedAttention(q, k, poisoned, torch::Tensor(), scale, set);
+    QVERIFY(torch::isnan(withNaN[0][0].select(-1, 0)).all().item<bool>());
+    QVERIFY(torch::isfinite(withNaN[1]).all().item<bool>());
+}
+
 void TestBlockedAttention::takesOnlyWhatItCanCompute()
 {
     const torch::Tensor q = torch::randn({1, 2, 32, 8}), k = torch::randn({1, 2, 40, 8}), v = torch::randn({1, 2, 40, 8});
@@ -226,7 +280,12 @@ void TestBlockedAttention::takesOnlyWhatItCanCompute()
         QVERIFY(blockedAttentionApplies(q.clone().requires_grad_(true), k, v, torch::Tensor()));
     }
     QVERIFY(!blockedAttentionApplies(q.to(torch::kDouble), k.to(torch::kDouble), v.to(torch::kDouble), torch::Tensor()));
-    QVERIFY(!blockedAttentionApplies(q.to(torch::kBFloat16), k.to(torch::kBFloat16), v.to(torch::kBFloat16), torch::Tensor()));
+    QVERIFY(blockedAttentionApplies(q.to(torch::kBFloat16), k.to(torch::kBFloat16), v.to(torch::kBFloat16), torch::Tensor()));
+    QVERIFY(!blockedAttentionApplies(q.to(torch::kHalf), k.to(torch::kHalf), v.to(torch::kHalf), torch::Tensor()));
+    // One type for q, k and v; the bias fp32 whatever theirs.
+    QVERIFY(!blockedAttentionApplies(q.to(torch::kBFloat16), k, v, torch::Tensor()));
+    QVERIFY(!blockedAttentionApplies(q.to(torch::kBFloat16), k.to(torch::kBFloat16), v.to(torch::kBFloat16),
+                                     torch::zeros({1, 1, 32, 40}, torch::kBFloat16)));
     // A decoding step's one query is left to the products.
     QVERIFY(!blockedAttentionApplies(q.narrow(2, 0, 1), k, v, torch::Tensor()));
     // A bias that does not broadcast to [B, 1, Tq, Tk].
@@ -265,6 +324,48 @@ void TestBlockedAttention::fullAttentionTakesItInInference()
 #if TORCH_VERSION_MAJOR < 2
     const std::map<std::string, std::int64_t> names = tally.innermostByName();
     QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::softmax") == 0, "the scores were made");
+#else
+    Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
+#endif
+}
+
+void TestBlockedAttention::fullAttentionTakesItUnderTheCpusAutocast()
+{
+    // Under the CPU's autocast the projections hand the mechanism bf16 q, k and
+    // v and an fp32 mask: on the README's LibTorch no [T, T] scores are made for
+    // them either, where before they went through bf16 products and softmax a
+    // block of heads at a time, and the context is the fp32 pass's to bf16's
+    // precision.
+    const ModelConfig config = test::modelConfig(
+        R"({"vocab_size": 17, "max_len": 48, "d_model": 32, "heads": 2, "head_dim": 16, "dropout": 0.0})");
+    const std::shared_ptr<MechanismImpl> mechanism =
+        findMechanism("full")->make(MechanismShape{2, 16, config.positions(), false}, config);
+    mechanism->eval();
+    torch::manual_seed(9);
+    MixInput in;
+    in.q = torch::randn({2, 2, 48, 16});
+    in.k = torch::randn({2, 2, 48, 16});
+    in.v = torch::randn({2, 2, 48, 16});
+    in.bias = maskFor(48, 48, {48, 30}, false);
+    torch::NoGradGuard noGrad;
+    const torch::Tensor fp32 = mechanism->mix(in, nullptr);
+    MixInput narrow = in;
+    narrow.q = in.q.to(torch::kBFloat16);
+    narrow.k = in.k.to(torch::kBFloat16);
+    narrow.v = in.v.to(torch::kBFloat16);
+    OperatorTally tally;
+    torch::Tensor bf16;
+    {
+        const OperatorCounter counter;
+        bf16 = mechanism->mix(narrow, nullptr);
+        tally = counter.tally();
+    }
+    QCOMPARE(bf16.scalar_type(), torch::kBFloat16);
+    const double error = test::relativeError(bf16.to(torch::kFloat), fp32);
+    QVERIFY2(error < 1e-2, qPrintable(QStringLiteral("relative error %1").arg(error)));
+#if TORCH_VERSION_MAJOR < 2
+    const std::map<std::string, std::int64_t> names = tally.innermostByName();
+    QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::bmm") == 0, "the scores were made");
 #else
     Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 #endif

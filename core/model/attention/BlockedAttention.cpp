@@ -13,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -28,9 +29,15 @@ constexpr std::int64_t kMinimumQueries = 16;
 // weights stay under e^kHeadroom, and most blocks skip the rescaling.
 constexpr float kHeadroom = 5.0f;
 
+// q, k, v and the output hold `Element`s: fp32, or bf16 under the CPU's
+// autocast, widened to fp32 as they are read and rounded to the nearest even
+// bf16 as the output is written (as c10::BFloat16 rounds), so that the
+// arithmetic between is the fp32 kernel's. The bias is always fp32.
+template <class Element>
 struct Operands {
-    const float *q, *k, *v, *bias;  // bias: null when there is none
-    float* out;                     // [B, Tq, G, A], contiguous
+    const Element *q, *k, *v;
+    const float* bias;  // null when there is none
+    Element* out;       // [B, Tq, G, A], contiguous
     std::int64_t qStride[3], kStride[3], vStride[3];  // over batch, head and position; A is contiguous
     std::int64_t biasBatchStride, biasQueryStride;    // 0 where the bias broadcasts; keys are contiguous
     std::int64_t B, G, Tq, Tk, A;
@@ -39,22 +46,28 @@ struct Operands {
 
 std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
-// Asks for `count` rows of A floats, `stride` apart, to be brought to the cache.
-[[gnu::always_inline]] inline void prefetchRows(const float* p, std::int64_t stride, std::int64_t count, std::int64_t A)
+// Asks for `count` rows of A elements, `stride` apart, to be brought to the cache.
+template <class Element>
+[[gnu::always_inline]] inline void prefetchRows(const Element* p, std::int64_t stride, std::int64_t count,
+                                                std::int64_t A)
 {
     for (std::int64_t i = 0; i < count; ++i)
-        for (std::int64_t a = 0; a < A; a += 64 / sizeof(float))
+        for (std::int64_t a = 0; a < A; a += 64 / sizeof(Element))
             __builtin_prefetch(p + i * stride + a);
 }
+
+float widen(float x) { return x; }
+float widen(c10::BFloat16 x) { return static_cast<float>(x); }
 
 // The kernel over vectors of kLanes floats (GCC's vector extension, so that one
 // body builds for each instruction set): 16 fill one AVX-512 register, and 8
 // one AVX2 register, as 16 would take two and a block's scores and sums would
 // then outgrow AVX2's 16 registers; the baseline 4, one SSE register (15-20
 // GFLOP/s on one thread where 16 lanes ran at 9-12).
-template <std::int64_t kLanes>
+template <std::int64_t kLanes, class Element>
 struct Kernel {
     using Floats = vector::Floats<kLanes>;
+    using Operands = widelab::Operands<Element>;
 
     static constexpr std::int64_t kRows = kLanes;  // query rows per tile, one in each lane of a vector
     static constexpr std::int64_t kKeys = kLanes;  // keys per block: a block's scores are kKeys vectors, in registers
@@ -67,6 +80,21 @@ struct Kernel {
 
     [[gnu::always_inline]] static Floats load(const float* p) { return vector::loadFloats<kLanes>(p); }
     [[gnu::always_inline]] static void store(float* p, Floats v) { vector::storeFloats<kLanes>(p, v); }
+    // kLanes of the operands' elements, as floats, and back.
+    [[gnu::always_inline]] static Floats loadElements(const Element* p)
+    {
+        if constexpr (std::is_same_v<Element, float>)
+            return load(p);
+        else
+            return vector::loadBFloat16s<kLanes>(reinterpret_cast<const std::uint16_t*>(p));
+    }
+    [[gnu::always_inline]] static void storeElements(Element* p, Floats v)
+    {
+        if constexpr (std::is_same_v<Element, float>)
+            store(p, v);
+        else
+            vector::storeBFloat16s<kLanes>(reinterpret_cast<std::uint16_t*>(p), v);
+    }
 
     // Transposes a kLanes x kLanes block held as kLanes vectors. Each round
     // interleaves rows i and i + kLanes / 2, which moves an element's index
@@ -99,7 +127,7 @@ struct Kernel {
     // rows cut into pieces of kLanes floats, zeros beyond T and A. Every element
     // of the block then lies at a fixed offset from the start of its piece of
     // kLanes dimensions.
-    [[gnu::always_inline]] static void packBlock(const float* rows, std::int64_t stride, std::int64_t j0,
+    [[gnu::always_inline]] static void packBlock(const Element* rows, std::int64_t stride, std::int64_t j0,
                                                  std::int64_t T, std::int64_t A, float* block)
     {
         const std::int64_t paddedA = roundUp(A, kLanes);
@@ -110,13 +138,14 @@ struct Kernel {
                     store(to + c * kKeys, Floats{});
                 continue;
             }
-            const float* from = rows + (j0 + j) * stride;
+            const Element* from = rows + (j0 + j) * stride;
             std::int64_t c = 0;
             for (; c + kLanes <= A; c += kLanes)
-                store(to + c * kKeys, load(from + c));
+                store(to + c * kKeys, loadElements(from + c));
             if (c < A) {
                 float piece[kLanes] = {};
-                std::memcpy(piece, from + c, (A - c) * sizeof(float));
+                for (std::int64_t a = c; a < A; ++a)
+                    piece[a - c] = widen(from[a]);
                 store(to + c * kKeys, load(piece));
             }
         }
@@ -148,8 +177,8 @@ struct Kernel {
         float* keyBlocks = keyBias + paddedTk;         // [Tk' / kKeys] blocks from packBlock
         float* valueBlocks = keyBlocks + paddedTk * paddedA;
 
-        const float* k = op.k + b * op.kStride[0] + g * op.kStride[1];
-        const float* v = op.v + b * op.vStride[0] + g * op.vStride[1];
+        const Element* k = op.k + b * op.kStride[0] + g * op.kStride[1];
+        const Element* v = op.v + b * op.vStride[0] + g * op.vStride[1];
         const float* bias = op.bias ? op.bias + b * op.biasBatchStride : nullptr;
         const bool rowBias = bias && op.biasQueryStride != 0;
         for (std::int64_t j = 0; j < paddedTk; ++j)
@@ -166,14 +195,15 @@ struct Kernel {
             nextB = nextG == 0 ? b + 1 : b;
         }
         const bool nextHead = nextRow == 0 && nextB < op.B;
-        const float* nextK = nextHead ? op.k + nextB * op.kStride[0] + nextG * op.kStride[1] : nullptr;
-        const float* nextV = nextHead ? op.v + nextB * op.vStride[0] + nextG * op.vStride[1] : nullptr;
+        const Element* nextK = nextHead ? op.k + nextB * op.kStride[0] + nextG * op.kStride[1] : nullptr;
+        const Element* nextV = nextHead ? op.v + nextB * op.vStride[0] + nextG * op.vStride[1] : nullptr;
         const std::int64_t steps = (row1 - row0 + kRows - 1) / kRows * (paddedTk / kKeys);
         std::int64_t step = 0;
 
         for (std::int64_t i0 = row0; i0 < row1; i0 += kRows) {
             const std::int64_t rows = std::min(kRows, row1 - i0);
-            const float *queries[kRows], *biasRows[kRows];
+            const Element* queries[kRows];
+            const float* biasRows[kRows];
             for (std::int64_t r = 0; r < kRows; ++r) {
                 const std::int64_t i = i0 + std::min(r, rows - 1);  // missing rows repeat the last, unwritten
                 queries[r] = op.q + b * op.qStride[0] + g * op.qStride[1] + i * op.qStride[2];
@@ -183,14 +213,14 @@ struct Kernel {
             for (; a0 + kLanes <= A; a0 += kLanes) {
                 Floats m[kLanes];
                 for (std::int64_t r = 0; r < kRows; ++r)
-                    m[r] = load(queries[r] + a0);
+                    m[r] = loadElements(queries[r] + a0);
                 transpose(m);
                 for (std::int64_t a = 0; a < kLanes; ++a)
                     store(queriesT + (a0 + a) * kRows, m[a] * op.scale);
             }
             for (; a0 < paddedA; ++a0)
                 for (std::int64_t r = 0; r < kRows; ++r)
-                    queriesT[a0 * kRows + r] = a0 < A ? queries[r][a0] * op.scale : 0.0f;
+                    queriesT[a0 * kRows + r] = a0 < A ? widen(queries[r][a0]) * op.scale : 0.0f;
             // The next tile's queries are asked for while this one runs (their loads
             // waited on memory); after the last, the next task's first tile.
             if (i0 + kRows < row1)
@@ -295,7 +325,7 @@ struct Kernel {
             }
             // The context, divided by the sums, transposed back to a row per query.
             const Floats inverse = 1.0f / sum;
-            float* out[kRows];
+            Element* out[kRows];
             for (std::int64_t r = 0; r < rows; ++r)
                 out[r] = op.out + (((b * op.Tq) + i0 + r) * op.G + g) * A;
             for (a0 = 0; a0 < paddedA; a0 += kLanes) {
@@ -305,91 +335,78 @@ struct Kernel {
                 transpose(m);
                 if (a0 + kLanes <= A)
                     for (std::int64_t r = 0; r < rows; ++r)
-                        store(out[r] + a0, m[r]);
+                        storeElements(out[r] + a0, m[r]);
                 else
-                    for (std::int64_t r = 0; r < rows; ++r)
-                        std::memcpy(out[r] + a0, &m[r], (A - a0) * sizeof(float));
+                    for (std::int64_t r = 0; r < rows; ++r) {
+                        Element piece[kLanes];
+                        storeElements(piece, m[r]);
+                        std::memcpy(out[r] + a0, piece, (A - a0) * sizeof(Element));
+                    }
             }
         }
     }
 };
 
-using AttendRows = void (*)(const Operands&, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+template <class Element>
+using AttendRows = void (*)(const Operands<Element>&, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                            std::vector<float>&);
 
 #if WIDELAB_HAS_TARGET
+template <class Element>
 WIDELAB_TARGET("avx512f")
-void attendRowsAvx512(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
-                      std::vector<float>& scratch)
+void attendRowsAvx512(const Operands<Element>& op, std::int64_t b, std::int64_t g, std::int64_t row0,
+                      std::int64_t row1, std::vector<float>& scratch)
 {
-    Kernel<16>::attendRows(op, b, g, row0, row1, scratch);
+    Kernel<16, Element>::attendRows(op, b, g, row0, row1, scratch);
 }
 
 // FMA is a flag of its own, which target("avx2") leaves off: without it each
 // product and sum would be two instructions (cpuRuns checks for both).
+template <class Element>
 WIDELAB_TARGET("avx2,fma")
-void attendRowsAvx2(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
-                    std::vector<float>& scratch)
+void attendRowsAvx2(const Operands<Element>& op, std::int64_t b, std::int64_t g, std::int64_t row0,
+                    std::int64_t row1, std::vector<float>& scratch)
 {
-    Kernel<8>::attendRows(op, b, g, row0, row1, scratch);
+    Kernel<8, Element>::attendRows(op, b, g, row0, row1, scratch);
 }
 #endif
 
-void attendRowsBaseline(const Operands& op, std::int64_t b, std::int64_t g, std::int64_t row0, std::int64_t row1,
-                        std::vector<float>& scratch)
+template <class Element>
+void attendRowsBaseline(const Operands<Element>& op, std::int64_t b, std::int64_t g, std::int64_t row0,
+                        std::int64_t row1, std::vector<float>& scratch)
 {
-    Kernel<4>::attendRows(op, b, g, row0, row1, scratch);
+    Kernel<4, Element>::attendRows(op, b, g, row0, row1, scratch);
 }
 
-AttendRows attendRowsFor(InstructionSet set)
+template <class Element>
+AttendRows<Element> attendRowsFor(InstructionSet set)
 {
     if (!cpuRuns(set))
         throw std::invalid_argument(std::string("blockedAttention: this CPU lacks ") + instructionSetName(set));
     switch (set) {
 #if WIDELAB_HAS_TARGET
-    case InstructionSet::Avx512: return attendRowsAvx512;
-    case InstructionSet::Avx2: return attendRowsAvx2;
+    case InstructionSet::Avx512: return attendRowsAvx512<Element>;
+    case InstructionSet::Avx2: return attendRowsAvx2<Element>;
 #endif
-    default: return attendRowsBaseline;
+    default: return attendRowsBaseline<Element>;
     }
 }
 
-}  // namespace
-
-bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             const torch::Tensor& bias)
+// The kernel over q, k and v of one element type (the output's too).
+template <class Element>
+torch::Tensor attendAll(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& bias, double scale, InstructionSet set)
 {
-    for (const torch::Tensor* t : {&q, &k, &v})
-        if (!t->is_cpu() || t->scalar_type() != torch::kFloat || t->dim() != 4
-            || (torch::GradMode::is_enabled() && t->requires_grad()))
-            return false;
-    const std::int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
-    if (Tq < kMinimumQueries || Tk < 1 || k.sizes() != v.sizes() || k.size(0) != B || k.size(1) != q.size(1)
-        || k.size(3) != q.size(3))
-        return false;
-    if (!bias.defined())
-        return true;
-    return bias.is_cpu() && bias.scalar_type() == torch::kFloat && bias.dim() == 4 && bias.size(1) == 1
-           && (bias.size(0) == 1 || bias.size(0) == B) && (bias.size(2) == 1 || bias.size(2) == Tq)
-           && bias.size(3) == Tk;
-}
-
-torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
-                               const torch::Tensor& bias_, double scale, InstructionSet set)
-{
-    const AttendRows attend = attendRowsFor(set);
-    auto lastContiguous = [](const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
-    const torch::Tensor q = lastContiguous(q_), k = lastContiguous(k_), v = lastContiguous(v_);
+    const AttendRows<Element> attend = attendRowsFor<Element>(set);
     const std::int64_t B = q.size(0), G = q.size(1), Tq = q.size(2), A = q.size(3), Tk = k.size(2);
-    const torch::Tensor bias = bias_.defined() ? lastContiguous(bias_.expand({B, 1, Tq, Tk})) : bias_;
     torch::Tensor out = torch::empty({B, Tq, G, A}, q.options());
 
-    Operands op{};
-    op.q = q.data_ptr<float>();
-    op.k = k.data_ptr<float>();
-    op.v = v.data_ptr<float>();
+    Operands<Element> op{};
+    op.q = q.data_ptr<Element>();
+    op.k = k.data_ptr<Element>();
+    op.v = v.data_ptr<Element>();
     op.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
-    op.out = out.data_ptr<float>();
+    op.out = out.data_ptr<Element>();
     for (int d = 0; d < 3; ++d) {
         op.qStride[d] = q.stride(d);
         op.kStride[d] = k.stride(d);
@@ -414,6 +431,40 @@ torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_,
         }
     });
     return out.permute({0, 2, 1, 3});
+}
+
+}  // namespace
+
+bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& bias)
+{
+    const torch::ScalarType type = q.scalar_type();
+    if (type != torch::kFloat && type != torch::kBFloat16)
+        return false;
+    for (const torch::Tensor* t : {&q, &k, &v})
+        if (!t->is_cpu() || t->scalar_type() != type || t->dim() != 4
+            || (torch::GradMode::is_enabled() && t->requires_grad()))
+            return false;
+    const std::int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
+    if (Tq < kMinimumQueries || Tk < 1 || k.sizes() != v.sizes() || k.size(0) != B || k.size(1) != q.size(1)
+        || k.size(3) != q.size(3))
+        return false;
+    if (!bias.defined())
+        return true;
+    return bias.is_cpu() && bias.scalar_type() == torch::kFloat && bias.dim() == 4 && bias.size(1) == 1
+           && (bias.size(0) == 1 || bias.size(0) == B) && (bias.size(2) == 1 || bias.size(2) == Tq)
+           && bias.size(3) == Tk;
+}
+
+torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
+                               const torch::Tensor& bias_, double scale, InstructionSet set)
+{
+    auto lastContiguous = [](const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
+    const torch::Tensor q = lastContiguous(q_), k = lastContiguous(k_), v = lastContiguous(v_);
+    const torch::Tensor bias =
+        bias_.defined() ? lastContiguous(bias_.expand({q.size(0), 1, q.size(2), k.size(2)})) : bias_;
+    return q.scalar_type() == torch::kBFloat16 ? attendAll<c10::BFloat16>(q, k, v, bias, scale, set)
+                                                : attendAll<float>(q, k, v, bias, scale, set);
 }
 
 }  // namespace widelab

@@ -9,14 +9,17 @@
 
 namespace widelab {
 
-// Whether blockedAttention takes these inputs: fp32 on the CPU, nothing that
-// needs a gradient, and a bias (if any) that broadcasts to [B, 1, Tq, Tk].
+// Whether blockedAttention takes these inputs: q, k and v all fp32 or all bf16
+// on the CPU, nothing that needs a gradient, and an fp32 bias (if any) that
+// broadcasts to [B, 1, Tq, Tk].
 bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& bias);
 
 // q: [B, G, Tq, A], k and v: [B, G, Tk, A], bias: additive, broadcastable to
-// [B, 1, Tq, Tk], or undefined. Returns [B, G, Tq, A] (laid out as [B, Tq, G,
-// A], which the output projection reads without a copy). Each query row keeps
+// [B, 1, Tq, Tk], or undefined. Returns [B, G, Tq, A] in q's type (laid out as
+// [B, Tq, G, A], which the output projection reads without a copy). bf16
+// inputs are widened as they are read and the arithmetic is fp32's, so their
+// result is the fp32 kernel's on the widened inputs, rounded once to bf16. Each query row keeps
 // a running maximum, sum and weighted sum of values over blocks of 16 keys (8
 // in the AVX2 build, 4 in the baseline; the online softmax of Milakov and
 // Gimelshein, 2018), so only a block's scores exist at once, in registers, as

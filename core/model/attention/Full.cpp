@@ -1,6 +1,6 @@
 // defines: fullMechanism: softmax(q k^T / sqrt(A) + mask) v, the Transformer's own
 // attention (Vaswani et al., 2017), with LibTorch 2.x's fused kernel, WideLab's
-// own blocked kernel for fp32 inference on the CPU, and a head-blocked inference
+// own blocked kernel for fp32 and bf16 inference on the CPU, and a head-blocked inference
 // path for long sequences otherwise
 #include "BlockedAttention.h"
 #include "Mechanisms.h"
@@ -73,7 +73,7 @@ public:
         const double scale = 1.0 / std::sqrt(static_cast<double>(A));
         if (!map && in.dropout == 0.0 && fastPathEnabled(FastPath::BlockedAttention)
             && blockedAttentionApplies(q, k, v, in.bias))
-            return blockedAttention(q, k, v, maskIn(in.bias, q.scalar_type()), scale);
+            return blockedAttention(q, k, v, maskIn(in.bias, torch::kFloat), scale);  // its bias stays fp32
         if (!map && in.dropout == 0.0 && !torch::GradMode::is_enabled() && B * G * T * T > kScoreChunkElements)
             return attentionInHeadBlocks(q, k, v, in.bias, scale, kScoreChunkElements);
         // Scaled in q, [T, A], not in the scores, [T, T].
