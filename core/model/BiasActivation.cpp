@@ -48,33 +48,36 @@ template <int L, Activation kActivation>
 }
 
 // Rows [first, last) of the product's rows of M (the U products' in turn),
-// each taking bias row row / rowsPerBias, then the activation, in place.
-template <int L, Activation kActivation>
-[[gnu::always_inline]] inline void activateRowsOf(float* data, const float* bias, std::int64_t rowsPerBias,
+// each taking bias row row / rowsPerBias, then the activation, in place. The
+// elements are fp32, or bf16 widened as they are read and rounded once as
+// they are written.
+template <int L, Activation kActivation, class Element>
+[[gnu::always_inline]] inline void activateRowsOf(Element* data, const Element* bias, std::int64_t rowsPerBias,
                                                   std::int64_t M, std::int64_t first, std::int64_t last)
 {
     for (std::int64_t row = first; row < last; ++row) {
-        float* to = data + row * M;
-        const float* add = bias + row / rowsPerBias * M;
+        Element* to = data + row * M;
+        const Element* add = bias + row / rowsPerBias * M;
         std::int64_t j = 0;
         for (; j + L <= M; j += L)
-            vector::storeFloats<L>(
-                to + j, activatedLanes<L, kActivation>(vector::loadFloats<L>(to + j) + vector::loadFloats<L>(add + j)));
+            vector::storeElements<L>(to + j, activatedLanes<L, kActivation>(vector::loadElements<L>(to + j)
+                                                                             + vector::loadElements<L>(add + j)));
         if (j < M) {
-            float piece[L] = {}, pieceBias[L] = {};
-            std::memcpy(piece, to + j, (M - j) * sizeof(float));
-            std::memcpy(pieceBias, add + j, (M - j) * sizeof(float));
-            const vector::Floats<L> out =
-                activatedLanes<L, kActivation>(vector::loadFloats<L>(piece) + vector::loadFloats<L>(pieceBias));
-            vector::storeFloats<L>(piece, out);
-            std::memcpy(to + j, piece, (M - j) * sizeof(float));
+            Element piece[L] = {}, pieceBias[L] = {};
+            std::memcpy(piece, to + j, (M - j) * sizeof(Element));
+            std::memcpy(pieceBias, add + j, (M - j) * sizeof(Element));
+            const vector::Floats<L> out = activatedLanes<L, kActivation>(vector::loadElements<L>(piece)
+                                                                         + vector::loadElements<L>(pieceBias));
+            vector::storeElements<L>(piece, out);
+            std::memcpy(to + j, piece, (M - j) * sizeof(Element));
         }
     }
 }
 
-template <int L>
-[[gnu::always_inline]] inline void activateRowsFor(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M,
-                                                   std::int64_t first, std::int64_t last, Activation activation)
+template <int L, class Element>
+[[gnu::always_inline]] inline void activateRowsFor(Element* data, const Element* bias, std::int64_t rowsPerBias,
+                                                   std::int64_t M, std::int64_t first, std::int64_t last,
+                                                   Activation activation)
 {
     switch (activation) {
     case Activation::Relu: return activateRowsOf<L, Activation::Relu>(data, bias, rowsPerBias, M, first, last);
@@ -84,75 +87,99 @@ template <int L>
     activateRowsOf<L, Activation::Gelu>(data, bias, rowsPerBias, M, first, last);
 }
 
-using ActivateRows = void (*)(float*, const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, Activation);
+template <class Element>
+using ActivateRows = void (*)(Element*, const Element*, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                              Activation);
 
 #if WIDELAB_HAS_TARGET
+template <class Element>
 WIDELAB_TARGET("avx512f")
-void activateRowsAvx512(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
-                        std::int64_t last, Activation activation)
+void activateRowsAvx512(Element* data, const Element* bias, std::int64_t rowsPerBias, std::int64_t M,
+                        std::int64_t first, std::int64_t last, Activation activation)
 {
     activateRowsFor<16>(data, bias, rowsPerBias, M, first, last, activation);
 }
 
 // target("avx2") leaves FMA off; cpuRuns checks for both.
+template <class Element>
 WIDELAB_TARGET("avx2,fma")
-void activateRowsAvx2(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
-                      std::int64_t last, Activation activation)
+void activateRowsAvx2(Element* data, const Element* bias, std::int64_t rowsPerBias, std::int64_t M,
+                      std::int64_t first, std::int64_t last, Activation activation)
 {
     activateRowsFor<8>(data, bias, rowsPerBias, M, first, last, activation);
 }
 #endif
 
-void activateRowsBaseline(float* data, const float* bias, std::int64_t rowsPerBias, std::int64_t M, std::int64_t first,
-                          std::int64_t last, Activation activation)
+template <class Element>
+void activateRowsBaseline(Element* data, const Element* bias, std::int64_t rowsPerBias, std::int64_t M,
+                          std::int64_t first, std::int64_t last, Activation activation)
 {
     activateRowsFor<4>(data, bias, rowsPerBias, M, first, last, activation);
 }
 
-ActivateRows activateRowsBuiltFor(InstructionSet set)
+template <class Element>
+ActivateRows<Element> activateRowsBuiltFor(InstructionSet set)
 {
     if (!cpuRuns(set))
         throw std::invalid_argument(std::string("biasActivation: this CPU lacks ") + instructionSetName(set));
     switch (set) {
 #if WIDELAB_HAS_TARGET
-    case InstructionSet::Avx512: return activateRowsAvx512;
-    case InstructionSet::Avx2: return activateRowsAvx2;
+    case InstructionSet::Avx512: return activateRowsAvx512<Element>;
+    case InstructionSet::Avx2: return activateRowsAvx2<Element>;
 #endif
-    default: return activateRowsBaseline;
+    default: return activateRowsBaseline<Element>;
     }
+}
+
+// The pass over a product and bias of one element type.
+template <class Element>
+void activateAll(const torch::Tensor& product, const torch::Tensor& bias, std::int64_t rowsPerBias,
+                 Activation activation, InstructionSet set)
+{
+    const ActivateRows<Element> activateRows = activateRowsBuiltFor<Element>(set);
+    const std::int64_t M = product.size(-1), rows = product.numel() / std::max<std::int64_t>(M, 1);
+    Element* data = product.data_ptr<Element>();
+    const Element* add = bias.data_ptr<Element>();
+    at::parallel_for(0, rows, std::max<std::int64_t>(1, kElementsPerTask / std::max<std::int64_t>(M, 1)),
+                     [&](std::int64_t first, std::int64_t last) {
+                         activateRows(data, add, rowsPerBias, M, first, last, activation);
+                     });
 }
 
 }  // namespace
 
 bool biasActivationApplies(const torch::Tensor& x, const torch::Tensor& bias)
 {
-    // Under the CPU's autocast the product would come out in bf16.
+    // Under the CPU's autocast to bf16 the product comes out in bf16, and the
+    // bias, autocast's copy of the weight, is bf16 too.
+    const bool bf16 = autocastEnabled(c10::DeviceType::CPU) && autocastType(x) == torch::kBFloat16;
+    if (autocastEnabled(c10::DeviceType::CPU) && !bf16)
+        return false;
+    const torch::ScalarType type = bf16 ? torch::kBFloat16 : torch::kFloat;
     return fastPathEnabled(FastPath::FusedActivation) && !torch::GradMode::is_enabled() && x.is_cpu()
-           && bias.is_cpu() && x.scalar_type() == torch::kFloat && bias.scalar_type() == torch::kFloat
-           && bias.is_contiguous() && !autocastEnabled(c10::DeviceType::CPU);
+           && bias.is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == type) && bias.scalar_type() == type
+           && bias.is_contiguous();
 }
 
 torch::Tensor biasActivation(torch::Tensor product, const torch::Tensor& bias, Activation activation,
                              InstructionSet set)
 {
-    const ActivateRows activateRows = activateRowsBuiltFor(set);
     const std::int64_t dims = product.dim();
     const std::int64_t U = dims == 3 ? product.size(0) : 1, M = dims >= 2 ? product.size(-1) : 0;
     const bool shapes = (dims == 2 || dims == 3)
                         && (bias.sizes() == torch::IntArrayRef{M}
                             || (dims == 3 && bias.sizes() == torch::IntArrayRef{U, M}));
+    const torch::ScalarType type = product.scalar_type();
     if (!shapes || !product.is_contiguous() || !bias.is_contiguous() || !product.is_cpu() || !bias.is_cpu()
-        || product.scalar_type() != torch::kFloat || bias.scalar_type() != torch::kFloat)
-        throw std::invalid_argument("biasActivation: needs a contiguous fp32 CPU product [N, M] or [U, N, M] "
-                                    "and a bias [M] or [U, M]");
+        || (type != torch::kFloat && type != torch::kBFloat16) || bias.scalar_type() != type)
+        throw std::invalid_argument("biasActivation: needs a contiguous fp32 or bf16 CPU product [N, M] or "
+                                    "[U, N, M] and a bias [M] or [U, M] of its type");
     // A bias of one row serves every product: read as U rows, each the same.
     const std::int64_t N = product.size(-2), rowsPerBias = bias.dim() == 1 ? U * N : N;
-    float* data = product.data_ptr<float>();
-    const float* add = bias.data_ptr<float>();
-    at::parallel_for(0, U * N, std::max<std::int64_t>(1, kElementsPerTask / std::max<std::int64_t>(M, 1)),
-                     [&](std::int64_t first, std::int64_t last) {
-                         activateRows(data, add, rowsPerBias, M, first, last, activation);
-                     });
+    if (type == torch::kBFloat16)
+        activateAll<c10::BFloat16>(product, bias, rowsPerBias, activation, set);
+    else
+        activateAll<float>(product, bias, rowsPerBias, activation, set);
     return product;
 }
 

@@ -1,8 +1,10 @@
-// defines: Floats, Ints, loadFloats, storeFloats, loadBFloat16s, storeBFloat16s, larger, largestLane,
+// defines: Floats, Ints, loadFloats, storeFloats, loadElements, storeElements, widen, larger, largestLane,
 // sumOfLanes, expBounded: vectors of L floats (GCC's vector extension) for WideLab's own
 // CPU kernels, one body built for each instruction set (TargetClones.h), and
 // e^x on them
 #pragma once
+
+#include <c10/util/BFloat16.h>
 
 #include <bit>
 #include <cstddef>
@@ -47,10 +49,16 @@ template <int L>
     std::memcpy(p, &v, sizeof v);
 }
 
-// L bfloat16s (their bits) widened to floats: a bfloat16 is a float's upper
-// half, so widening is exact.
+// L elements as floats: fp32 as they are, bf16 widened (a bfloat16 is a
+// float's upper half, so widening is exact).
 template <int L>
-[[gnu::always_inline]] inline Floats<L> loadBFloat16s(const std::uint16_t* p)
+[[gnu::always_inline]] inline Floats<L> loadElements(const float* p)
+{
+    return loadFloats<L>(p);
+}
+
+template <int L>
+[[gnu::always_inline]] inline Floats<L> loadElements(const c10::BFloat16* p)
 {
     typename Lanes<L>::Halves halves;
     std::memcpy(&halves, p, sizeof halves);
@@ -60,10 +68,16 @@ template <int L>
     return v;
 }
 
-// L floats rounded to the nearest bfloat16, ties to even, as c10::BFloat16
-// rounds (a NaN stays a NaN: 0x7fc0).
+// L floats stored as elements: fp32 as they are, bf16 rounded to the nearest,
+// ties to even, as c10::BFloat16 rounds (a NaN stays a NaN: 0x7fc0).
 template <int L>
-[[gnu::always_inline]] inline void storeBFloat16s(std::uint16_t* p, Floats<L> v)
+[[gnu::always_inline]] inline void storeElements(float* p, Floats<L> v)
+{
+    storeFloats<L>(p, v);
+}
+
+template <int L>
+[[gnu::always_inline]] inline void storeElements(c10::BFloat16* p, Floats<L> v)
 {
     using Words = typename Lanes<L>::Words;
     Words words;
@@ -73,6 +87,10 @@ template <int L>
     const typename Lanes<L>::Halves halves = __builtin_convertvector(kept, typename Lanes<L>::Halves);
     std::memcpy(p, &halves, sizeof halves);
 }
+
+// One element as a float.
+[[gnu::always_inline]] inline float widen(float x) { return x; }
+[[gnu::always_inline]] inline float widen(c10::BFloat16 x) { return static_cast<float>(x); }
 
 template <class Vector>
 [[gnu::always_inline]] inline Vector larger(Vector a, Vector b)

@@ -13,7 +13,6 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,9 +55,6 @@ template <class Element>
             __builtin_prefetch(p + i * stride + a);
 }
 
-float widen(float x) { return x; }
-float widen(c10::BFloat16 x) { return static_cast<float>(x); }
-
 // The kernel over vectors of kLanes floats (GCC's vector extension, so that one
 // body builds for each instruction set): 16 fill one AVX-512 register, and 8
 // one AVX2 register, as 16 would take two and a block's scores and sums would
@@ -81,20 +77,8 @@ struct Kernel {
     [[gnu::always_inline]] static Floats load(const float* p) { return vector::loadFloats<kLanes>(p); }
     [[gnu::always_inline]] static void store(float* p, Floats v) { vector::storeFloats<kLanes>(p, v); }
     // kLanes of the operands' elements, as floats, and back.
-    [[gnu::always_inline]] static Floats loadElements(const Element* p)
-    {
-        if constexpr (std::is_same_v<Element, float>)
-            return load(p);
-        else
-            return vector::loadBFloat16s<kLanes>(reinterpret_cast<const std::uint16_t*>(p));
-    }
-    [[gnu::always_inline]] static void storeElements(Element* p, Floats v)
-    {
-        if constexpr (std::is_same_v<Element, float>)
-            store(p, v);
-        else
-            vector::storeBFloat16s<kLanes>(reinterpret_cast<std::uint16_t*>(p), v);
-    }
+    [[gnu::always_inline]] static Floats loadElements(const Element* p) { return vector::loadElements<kLanes>(p); }
+    [[gnu::always_inline]] static void storeElements(Element* p, Floats v) { vector::storeElements<kLanes>(p, v); }
 
     // Transposes a kLanes x kLanes block held as kLanes vectors. Each round
     // interleaves rows i and i + kLanes / 2, which moves an element's index
@@ -145,7 +129,7 @@ struct Kernel {
             if (c < A) {
                 float piece[kLanes] = {};
                 for (std::int64_t a = c; a < A; ++a)
-                    piece[a - c] = widen(from[a]);
+                    piece[a - c] = vector::widen(from[a]);
                 store(to + c * kKeys, load(piece));
             }
         }
@@ -220,7 +204,7 @@ struct Kernel {
             }
             for (; a0 < paddedA; ++a0)
                 for (std::int64_t r = 0; r < kRows; ++r)
-                    queriesT[a0 * kRows + r] = a0 < A ? widen(queries[r][a0]) * op.scale : 0.0f;
+                    queriesT[a0 * kRows + r] = a0 < A ? vector::widen(queries[r][a0]) * op.scale : 0.0f;
             // The next tile's queries are asked for while this one runs (their loads
             // waited on memory); after the last, the next task's first tile.
             if (i0 + kRows < row1)
