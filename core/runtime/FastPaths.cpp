@@ -16,7 +16,8 @@ struct Named {
 constexpr Named kPaths[] = {
     {FastPath::FusedAttention, "fused_attention"},   {FastPath::FusedAdamW, "fused_adamw"},
     {FastPath::GradientOverlap, "gradient_overlap"}, {FastPath::GroupedExperts, "grouped_experts"},
-    {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::FusedRouting, "fused_routing"},
+    {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::AmxAttention, "amx_attention"},
+    {FastPath::FusedRouting, "fused_routing"},
     {FastPath::BatchedProduct, "batched_product"},   {FastPath::FusedActivation, "fused_activation"},
     {FastPath::FusedExpertRows, "fused_expert_rows"}, {FastPath::ClsRowOnly, "cls_row_only"},
 };

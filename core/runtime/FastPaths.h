@@ -15,8 +15,10 @@ enum class FastPath {
                      // (dist/GradientSync.cpp)
     GroupedExperts,  // a mixture's experts multiplying only their kept pairs, sorted by expert: an mm
                      // per expert on the CPU, grouped products on a GPU (model/GroupedExperts.cpp)
-    BlockedAttention,  // WideLab's own CPU attention for inference, fp32, where LibTorch's fused
-                       // kernel does not run (model/attention/BlockedAttention.cpp)
+    BlockedAttention,  // WideLab's own CPU attention for inference, fp32 and bf16, where LibTorch's
+                       // fused kernel does not run (model/attention/BlockedAttention.cpp)
+    AmxAttention,  // the same in bf16 on the CPU's AMX tiles, where the CPU has them
+                   // (model/attention/AmxAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
                    // WideLab's own, on a GPU, where the build compiled it (model/FusedRouting.cpp),
                    // and the pairs' order for the grouped products in another (model/GroupPlan.cpp)
@@ -34,7 +36,7 @@ enum class FastPath {
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention", "fused_routing", "batched_product", "fused_activation",
+// "blocked_attention", "amx_attention", "fused_routing", "batched_product", "fused_activation",
 // "fused_expert_rows", "cls_row_only";
 // comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.

@@ -1,4 +1,4 @@
-// defines: Floats, Ints, loadFloats, storeFloats, loadElements, storeElements, widen, larger, largestLane,
+// defines: Floats, Ints, loadFloats, storeFloats, loadElements, storeElements, transpose, widen, larger, largestLane,
 // sumOfLanes, expBounded: vectors of L floats (GCC's vector extension) for WideLab's own
 // CPU kernels, one body built for each instruction set (TargetClones.h), and
 // e^x on them
@@ -86,6 +86,30 @@ template <int L>
     const Words kept = v == v ? rounded : Words{} + 0x7fc0u;
     const typename Lanes<L>::Halves halves = __builtin_convertvector(kept, typename Lanes<L>::Halves);
     std::memcpy(p, &halves, sizeof halves);
+}
+
+// Transposes an L x L block held as L vectors of L floats (or of any 32-bit
+// elements, as their bits). Each round interleaves rows i and i + L / 2, which
+// moves an element's index (row, then column, 2 log2(L) bits) one bit to the
+// left, rotating; after log2(L) rounds (four for 16 lanes, three for 8), row
+// and column have swapped.
+template <int L>
+[[gnu::always_inline]] inline void transpose(Floats<L> (&m)[L])
+{
+    constexpr int half = L / 2;
+    for (int round = 0; round < std::countr_zero(unsigned{L}); ++round) {
+        Floats<L> t[L];
+        // Lane e of the pair takes lane e / 2 of row i and of row i + half in
+        // turn, from their low halves, then from their high ones.
+        [&]<std::size_t... e>(std::index_sequence<e...>) {
+            for (int i = 0; i < half; ++i) {
+                t[2 * i] = __builtin_shufflevector(m[i], m[i + half], (e / 2 + e % 2 * L)...);
+                t[2 * i + 1] = __builtin_shufflevector(m[i], m[i + half], (half + e / 2 + e % 2 * L)...);
+            }
+        }(std::make_index_sequence<L>{});
+        for (int i = 0; i < L; ++i)
+            m[i] = t[i];
+    }
 }
 
 // One element as a float.

@@ -80,28 +80,7 @@ struct Kernel {
     [[gnu::always_inline]] static Floats loadElements(const Element* p) { return vector::loadElements<kLanes>(p); }
     [[gnu::always_inline]] static void storeElements(Element* p, Floats v) { vector::storeElements<kLanes>(p, v); }
 
-    // Transposes a kLanes x kLanes block held as kLanes vectors. Each round
-    // interleaves rows i and i + kLanes / 2, which moves an element's index
-    // (row, then column, 2 log2(kLanes) bits) one bit to the left, rotating;
-    // after log2(kLanes) rounds (four for 16 lanes, three for 8), row and
-    // column have swapped.
-    [[gnu::always_inline]] static void transpose(Floats (&m)[kLanes])
-    {
-        constexpr std::int64_t half = kLanes / 2;
-        for (int round = 0; round < std::countr_zero(std::uint64_t{kLanes}); ++round) {
-            Floats t[kLanes];
-            // Lane e of the pair takes lane e / 2 of row i and of row i + half in
-            // turn, from their low halves, then from their high ones.
-            [&]<std::size_t... e>(std::index_sequence<e...>) {
-                for (std::int64_t i = 0; i < half; ++i) {
-                    t[2 * i] = __builtin_shufflevector(m[i], m[i + half], (e / 2 + e % 2 * kLanes)...);
-                    t[2 * i + 1] = __builtin_shufflevector(m[i], m[i + half], (half + e / 2 + e % 2 * kLanes)...);
-                }
-            }(std::make_index_sequence<kLanes>{});
-            for (std::int64_t i = 0; i < kLanes; ++i)
-                m[i] = t[i];
-        }
-    }
+    [[gnu::always_inline]] static void transpose(Floats (&m)[kLanes]) { vector::transpose<kLanes>(m); }
 
     // e^x for x <= kHeadroom (runtime/VectorMath.h).
     [[gnu::always_inline]] static Floats expBounded(Floats x) { return vector::expBounded<kLanes>(x); }

@@ -1,7 +1,9 @@
 // defines: fullMechanism: softmax(q k^T / sqrt(A) + mask) v, the Transformer's own
 // attention (Vaswani et al., 2017), with LibTorch 2.x's fused kernel, WideLab's
-// own blocked kernel for fp32 and bf16 inference on the CPU, and a head-blocked inference
+// own blocked kernel for fp32 and bf16 inference on the CPU (bf16 on AMX's
+// tiles where the CPU has them), and a head-blocked inference
 // path for long sequences otherwise
+#include "AmxAttention.h"
 #include "BlockedAttention.h"
 #include "Mechanisms.h"
 
@@ -71,6 +73,9 @@ public:
         }
 #endif
         const double scale = 1.0 / std::sqrt(static_cast<double>(A));
+        if (!map && in.dropout == 0.0 && fastPathEnabled(FastPath::AmxAttention)
+            && amxAttentionApplies(q, k, v, maskIn(in.bias, torch::kFloat)))
+            return amxAttention(q, k, v, maskIn(in.bias, torch::kFloat), scale);
         if (!map && in.dropout == 0.0 && fastPathEnabled(FastPath::BlockedAttention)
             && blockedAttentionApplies(q, k, v, in.bias))
             return blockedAttention(q, k, v, maskIn(in.bias, torch::kFloat), scale);  // its bias stays fp32
