@@ -69,6 +69,7 @@ private Q_SLOTS:
     void equalsTheFormula();
     void readsTheProjectionsLayout();
     void aRowWithEveryKeyMaskedAveragesTheValues();
+    void keysWhoseBiasIsMinusInfinityAreLeftOut();
     void takesOnlyWhatItCanCompute();
     void fullAttentionTakesItUnderTheCpusAutocast();
 };
@@ -146,6 +147,25 @@ void TestAmxAttention::aRowWithEveryKeyMaskedAveragesTheValues()
     const torch::Tensor mean = v.to(torch::kDouble).mean(2, /*keepdim=*/true).expand({1, 1, T, A});
     QVERIFY(torch::isfinite(got.to(torch::kFloat)).all().item<bool>());
     QVERIFY2(test::relativeError(got, mean) < kTolerance, qPrintable(QString::number(test::relativeError(got, mean))));
+}
+
+void TestAmxAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
+{
+    // A bias of -inf (the same for every row, then row by row) leaves its keys
+    // out exactly: the output is attention over the other keys alone, and no
+    // NaN comes of -inf minus the row's maximum.
+    torch::manual_seed(6);
+    const std::int64_t T = 50, A = 32, kept = 21;
+    const torch::Tensor q = bf16Normal({1, 2, T, A}), k = bf16Normal({1, 2, T, A}), v = bf16Normal({1, 2, T, A});
+    const float inf = std::numeric_limits<float>::infinity();
+    const torch::Tensor perKey = torch::zeros({1, 1, 1, T}).index_fill_(3, torch::arange(kept, T), -inf);
+    for (const torch::Tensor& bias : {perKey, perKey.expand({1, 1, T, T}).contiguous()}) {
+        const torch::Tensor got = amxAttention(q, k, v, bias, 0.2);
+        const torch::Tensor alone =
+            reference(q, k.narrow(2, 0, kept), v.narrow(2, 0, kept), torch::Tensor(), 0.2);
+        QVERIFY(torch::isfinite(got.to(torch::kFloat)).all().item<bool>());
+        QVERIFY2(test::relativeError(got, alone) < kTolerance, qPrintable(QString::number(test::relativeError(got, alone))));
+    }
 }
 
 void TestAmxAttention::takesOnlyWhatItCanCompute()
