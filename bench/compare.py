@@ -8,7 +8,7 @@ prints each side's median tokens/s over the rounds and their ratio.
 Usage:
     python3 bench/compare.py CONFIG [CONFIG ...] [--mode train|infer] [--batch B]
                              [--seq T] [--steps N] [--warmup W] [--rounds R]
-                             [--threads N] [--side SIDE]... [--json]
+                             [--threads N] [--side SIDE]... [--bf16] [--json]
     python3 bench/compare.py CONFIG [CONFIG ...] --mode decode [--batch B] [--seq S]
                              [--steps N] [--rounds R] [--threads N] [--json]
 
@@ -24,6 +24,10 @@ warm-up; --warmup does not apply), as `widelab-cli bench --mode decode` does;
 the tokens/s of each side are the median over the rounds of those bests. widelab-cli sets OMP_WAIT_POLICY=PASSIVE and
 OPENBLAS_THREAD_TIMEOUT=16 for itself when the environment has neither (core/runtime/Runtime.h); the Python side runs
 with the environment as given, as a researcher's script would.
+
+--bf16 (train and infer) runs every side under bf16 autocast, the router in
+fp32: on a CPU with AMX (or AVX-512 BF16) the products then run several times
+faster than fp32's, and a user after speed there writes `torch.autocast`.
 
 --side (train and infer; repeatable) names a PyTorch side: the command that
 runs Python, then widelab_torch.py's own options, e.g.
@@ -61,6 +65,8 @@ def common_options(args):
         options += ["--warmup", str(args.warmup)]
     if args.seq:
         options += ["--seq", str(args.seq)]
+    if getattr(args, "bf16", False):
+        options += ["--bf16"]
     return options
 
 
@@ -203,6 +209,8 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--side", action="append",
                         help="a PyTorch side: its Python command, then widelab_torch.py options (repeatable)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="train and infer: every side under bf16 autocast (on the CPU too)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     if args.side and args.mode == "decode":
