@@ -1,6 +1,7 @@
 #include "BlockStack.h"
 
 #include "Dropout.h"
+#include "NormToBf16.h"
 #include "ParameterCount.h"
 #include "runtime/PhaseTimer.h"
 
@@ -18,6 +19,16 @@ namespace {
 torch::nn::LayerNormImpl& layerNorm(const torch::nn::ModuleList& list, std::int64_t at)
 {
     return *list->ptr(at)->as<torch::nn::LayerNormImpl>();
+}
+
+// A LayerNorm whose output only enters products: under the CPU's autocast in
+// inference, written in bf16 as it is computed, the type the products would
+// cast it to.
+torch::Tensor normForProducts(torch::nn::LayerNormImpl& norm, const torch::Tensor& h)
+{
+    if (normToBf16Applies(h, norm.weight, norm.bias))
+        return normToBf16(h, norm.weight, norm.bias, norm.options.eps());
+    return norm.forward(h);
 }
 
 // The mean over real tokens (every token when `valid` is undefined) of each
@@ -133,7 +144,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
 
         auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
         const bool firstRowOnly = lastBlockFirstRow && i + 1 == c.layers;
-        const torch::Tensor normed = layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)).forward(h);
+        const torch::Tensor normed = normForProducts(layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)), h);
         torch::Tensor weights, attended;
         {
             const PhaseScope timed(Phase::Attention);
@@ -166,7 +177,9 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
             after();
         }
 
-        const torch::Tensor x = layerNorm(m_lnFfn, pick(i, c.shareLayerNorm)).forward(h);
+        // A mixture's router reads x too, in fp32.
+        auto& ffnNorm = layerNorm(m_lnFfn, pick(i, c.shareLayerNorm));
+        const torch::Tensor x = c.isMoe() ? ffnNorm.forward(h) : normForProducts(ffnNorm, h);
         const std::int64_t T = h.size(1);
         torch::Tensor transformed;
         if (c.isMoe()) {
