@@ -5,11 +5,9 @@
 // to several tiles), every bias the model makes, and the projections' layout;
 // what it takes; and the full mechanism taking it under the CPU's autocast.
 // On a CPU without AMX (or a kernel that withholds it) the cases skip, saying so.
+#include "AttentionTesting.h"
 #include "TestSupport.h"
 #include "model/attention/AmxAttention.h"
-#include "model/attention/AttentionMechanism.h"
-#include "model/attention/BlockedAttention.h"
-#include "runtime/OperatorCount.h"
 
 #include <QtTest>
 #include <torch/version.h>
@@ -24,32 +22,6 @@ namespace {
 // Two roundings to bf16 (each at most 2^-9 of a value): the weights before
 // their product with the values, and the output. Measured: 1.5e-3 to 2.3e-3.
 constexpr double kTolerance = 4e-3;
-
-torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& bias, double scale)
-{
-    torch::Tensor scores = torch::matmul(q.to(torch::kDouble) * scale, k.to(torch::kDouble).transpose(-2, -1));
-    if (bias.defined())
-        scores = scores + bias.to(torch::kDouble);
-    return torch::matmul(torch::softmax(scores, -1), v.to(torch::kDouble));
-}
-
-// -1e9 for the padding keys of each entry past `lengths`, and for the future when `causal`.
-torch::Tensor maskFor(std::int64_t Tq, std::int64_t Tk, const std::vector<std::int64_t>& lengths, bool causal)
-{
-    torch::Tensor bias;
-    if (!lengths.empty()) {
-        const std::int64_t B = static_cast<std::int64_t>(lengths.size());
-        const torch::Tensor padding = torch::arange(Tk).unsqueeze(0) >= torch::tensor(lengths).unsqueeze(1);
-        bias = torch::zeros({B, 1, 1, Tk}).masked_fill(padding.view({B, 1, 1, Tk}), -1e9);
-    }
-    if (causal) {
-        const torch::Tensor future =
-            torch::zeros({1, 1, Tq, Tk}).masked_fill(torch::ones({Tq, Tk}, torch::kBool).triu(1), -1e9);
-        bias = bias.defined() ? bias + future : future;
-    }
-    return bias;
-}
 
 torch::Tensor bf16Normal(std::vector<std::int64_t> sizes) { return torch::randn(sizes).to(torch::kBFloat16); }
 
@@ -112,7 +84,7 @@ void TestAmxAttention::equalsTheFormula()
     if (mask == "padding" || mask == "both")
         for (int b = 0; b < batch; ++b)
             lengths.push_back(keys - (b * 13) % keys);
-    const torch::Tensor bias = maskFor(queries, keys, lengths, mask == "causal" || mask == "both");
+    const torch::Tensor bias = test::additiveMask(queries, keys, lengths, mask == "causal" || mask == "both");
     const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
 
     QVERIFY(amxAttentionApplies(q, k, v, bias));
@@ -120,7 +92,7 @@ void TestAmxAttention::equalsTheFormula()
     QCOMPARE(got.scalar_type(), torch::kBFloat16);
     QCOMPARE(got.sizes().vec(), q.sizes().vec());
     QVERIFY(got.permute({0, 2, 1, 3}).is_contiguous());
-    const double error = test::relativeError(got, reference(q, k, v, bias, scale));
+    const double error = test::relativeError(got, test::attentionReference(q, k, v, bias, scale));
     QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
 }
 
@@ -130,10 +102,10 @@ void TestAmxAttention::readsTheProjectionsLayout()
     torch::manual_seed(3);
     const std::int64_t B = 2, T = 90, G = 4, A = 32;
     const std::vector<torch::Tensor> parts = bf16Normal({B, T, 3, G, A}).permute({2, 0, 3, 1, 4}).unbind(0);
-    const torch::Tensor bias = maskFor(T, T, {T, 51}, false);
+    const torch::Tensor bias = test::additiveMask(T, T, {T, 51}, false);
     QVERIFY(!parts[0].is_contiguous());
     const torch::Tensor got = amxAttention(parts[0], parts[1], parts[2], bias, 0.25);
-    QVERIFY(test::relativeError(got, reference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
+    QVERIFY(test::relativeError(got, test::attentionReference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
 }
 
 void TestAmxAttention::aRowWithEveryKeyMaskedAveragesTheValues()
@@ -162,7 +134,7 @@ void TestAmxAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
     for (const torch::Tensor& bias : {perKey, perKey.expand({1, 1, T, T}).contiguous()}) {
         const torch::Tensor got = amxAttention(q, k, v, bias, 0.2);
         const torch::Tensor alone =
-            reference(q, k.narrow(2, 0, kept), v.narrow(2, 0, kept), torch::Tensor(), 0.2);
+            test::attentionReference(q, k.narrow(2, 0, kept), v.narrow(2, 0, kept), torch::Tensor(), 0.2);
         QVERIFY(torch::isfinite(got.to(torch::kFloat)).all().item<bool>());
         QVERIFY2(test::relativeError(got, alone) < kTolerance, qPrintable(QString::number(test::relativeError(got, alone))));
     }
@@ -193,37 +165,24 @@ void TestAmxAttention::takesOnlyWhatItCanCompute()
 void TestAmxAttention::fullAttentionTakesItUnderTheCpusAutocast()
 {
     // bf16 q, k and v (as the CPU's autocast leaves them) with an fp32 mask: on
-    // the README's LibTorch the full mechanism makes no [T, T] scores, and its
-    // context is the formula's to bf16's precision; WIDELAB_DISABLE's
-    // amx_attention would give the blocked kernel's instead (tst_blockedattention).
-    const ModelConfig config = test::modelConfig(
-        R"({"vocab_size": 17, "max_len": 48, "d_model": 64, "heads": 2, "head_dim": 32, "dropout": 0.0})");
-    const std::shared_ptr<MechanismImpl> mechanism =
-        findMechanism("full")->make(MechanismShape{2, 32, config.positions(), false}, config);
-    mechanism->eval();
+    // the README's LibTorch the full mechanism answers by the AMX kernel (bit
+    // for bit) and makes no [T, T] scores, and its context is the formula's to
+    // bf16's precision.
     torch::manual_seed(9);
     MixInput in;
     in.q = bf16Normal({2, 2, 48, 32});
     in.k = bf16Normal({2, 2, 48, 32});
     in.v = bf16Normal({2, 2, 48, 32});
-    in.bias = maskFor(48, 48, {48, 30}, false);
-    torch::NoGradGuard noGrad;
-    OperatorTally tally;
-    torch::Tensor got;
-    {
-        const OperatorCounter counter;
-        got = mechanism->mix(in, nullptr);
-        tally = counter.tally();
-    }
-    QCOMPARE(got.scalar_type(), torch::kBFloat16);
-    const double error = test::relativeError(got, reference(in.q, in.k, in.v, in.bias, 1.0 / std::sqrt(32.0)));
+    in.bias = test::additiveMask(48, 48, {48, 30}, false);
+    const test::FullMechanismPass pass = test::fullMechanismInInference(in);
+    QCOMPARE(pass.context.scalar_type(), torch::kBFloat16);
+    const double error =
+        test::relativeError(pass.context, test::attentionReference(in.q, in.k, in.v, in.bias, 1.0 / std::sqrt(32.0)));
     QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
 #if TORCH_VERSION_MAJOR < 2
-    const std::map<std::string, std::int64_t> names = tally.innermostByName();
-    QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::bmm") == 0, "the scores were made");
-#else
-    Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
-#endif
+    QVERIFY(torch::equal(pass.context, amxAttention(in.q, in.k, in.v, in.bias, 1.0 / std::sqrt(32.0))));
+    QVERIFY2(!pass.madeScores, "the scores were made");
+#endif  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 }
 
 QTEST_GUILESS_MAIN(TestAmxAttention)

@@ -4,11 +4,10 @@
 // shapes where the blocks' edges fall (tails of keys and of query rows, head
 // sizes that are not whole vectors), every bias the model makes, and views laid
 // out as the model's projections leave them.
+#include "AttentionTesting.h"
 #include "KernelBuilds.h"
 #include "TestSupport.h"
-#include "model/attention/AttentionMechanism.h"
 #include "model/attention/BlockedAttention.h"
-#include "runtime/OperatorCount.h"
 
 #include <QtTest>
 #include <torch/version.h>
@@ -22,32 +21,6 @@ namespace {
 // float32's rounding against a double reference: under 4e-7 measured for every
 // shape below; an error of a few 1e-6 in exp's series already exceeds it.
 constexpr double kTolerance = 2e-6;
-
-torch::Tensor reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& bias, double scale)
-{
-    torch::Tensor scores = torch::matmul(q.to(torch::kDouble) * scale, k.to(torch::kDouble).transpose(-2, -1));
-    if (bias.defined())
-        scores = scores + bias.to(torch::kDouble);
-    return torch::matmul(torch::softmax(scores, -1), v.to(torch::kDouble)).to(torch::kFloat);
-}
-
-// An additive mask as the model makes one: -1e9 for the padding keys of each
-// entry past `lengths`, and for the future when `causal`.
-torch::Tensor maskFor(std::int64_t Tq, std::int64_t Tk, const std::vector<std::int64_t>& lengths, bool causal)
-{
-    torch::Tensor bias;
-    if (!lengths.empty()) {
-        const std::int64_t B = static_cast<std::int64_t>(lengths.size());
-        const torch::Tensor padding = torch::arange(Tk).unsqueeze(0) >= torch::tensor(lengths).unsqueeze(1);
-        bias = torch::zeros({B, 1, 1, Tk}).masked_fill(padding.view({B, 1, 1, Tk}), -1e9);
-    }
-    if (causal) {
-        const torch::Tensor future = torch::zeros({1, 1, Tq, Tk}).masked_fill(torch::ones({Tq, Tk}, torch::kBool).triu(1), -1e9);
-        bias = bias.defined() ? bias + future : future;
-    }
-    return bias;
-}
 
 }  // namespace
 
@@ -116,13 +89,13 @@ void TestBlockedAttention::equalsTheUnblockedFormula()
     if (mask == "padding" || mask == "both")
         for (int b = 0; b < batch; ++b)
             lengths.push_back(keys - (b * 13) % keys);  // the first entry whole, the others shorter
-    const torch::Tensor bias = maskFor(queries, keys, lengths, mask == "causal" || mask == "both");
+    const torch::Tensor bias = test::additiveMask(queries, keys, lengths, mask == "causal" || mask == "both");
     const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
 
     QVERIFY(blockedAttentionApplies(q, k, v, bias));
     const torch::Tensor got = blockedAttention(q, k, v, bias, scale, set);
     QCOMPARE(got.sizes().vec(), q.sizes().vec());
-    const double error = test::relativeError(got, reference(q, k, v, bias, scale));
+    const double error = test::relativeError(got, test::attentionReference(q, k, v, bias, scale));
     QVERIFY2(error < kTolerance, qPrintable(QStringLiteral("relative error %1").arg(error)));
 }
 
@@ -135,11 +108,11 @@ void TestBlockedAttention::readsTheProjectionsLayoutWithoutACopy()
     const std::int64_t B = 2, T = 90, G = 4, A = 32;
     const torch::Tensor qkv = torch::randn({B, T, 3, G, A}).permute({2, 0, 3, 1, 4});
     const std::vector<torch::Tensor> parts = qkv.unbind(0);
-    const torch::Tensor bias = maskFor(T, T, {T, 51}, false);
+    const torch::Tensor bias = test::additiveMask(T, T, {T, 51}, false);
     QVERIFY(!parts[0].is_contiguous());
     const torch::Tensor got = blockedAttention(parts[0], parts[1], parts[2], bias, 0.25);
     QVERIFY(got.permute({0, 2, 1, 3}).is_contiguous());
-    QVERIFY(test::relativeError(got, reference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
+    QVERIFY(test::relativeError(got, test::attentionReference(parts[0], parts[1], parts[2], bias, 0.25)) < kTolerance);
 }
 
 void TestBlockedAttention::aRowWithEveryKeyMaskedAveragesTheValues_data()
@@ -190,7 +163,7 @@ void TestBlockedAttention::keysWhoseBiasIsMinusInfinityAreLeftOut()
     const double scale = 1.0 / std::sqrt(static_cast<double>(A));
     const torch::Tensor got = blockedAttention(q, k, v, bias, scale, set);
     const torch::Tensor expected =
-        reference(q, k.narrow(2, masked, Tk - masked), v.narrow(2, masked, Tk - masked), torch::Tensor(), scale);
+        test::attentionReference(q, k.narrow(2, masked, Tk - masked), v.narrow(2, masked, Tk - masked), torch::Tensor(), scale);
     QVERIFY(torch::isfinite(got).all().item<bool>());
     QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
 }
@@ -212,7 +185,7 @@ void TestBlockedAttention::widelySpreadScoresKeepTheirPrecision()
     const torch::Tensor q = torch::randn({1, 2, T, A}) * 6.0, k = torch::randn({1, 2, T, A}) * 6.0;
     const torch::Tensor v = torch::randn({1, 2, T, A});
     const torch::Tensor got = blockedAttention(q, k, v, torch::Tensor(), 1.0, set);
-    const torch::Tensor expected = reference(q, k, v, torch::Tensor(), 1.0);
+    const torch::Tensor expected = test::attentionReference(q, k, v, torch::Tensor(), 1.0);
     QVERIFY(torch::isfinite(got).all().item<bool>());
     QVERIFY2(test::relativeError(got, expected) < kTolerance, qPrintable(QString::number(test::relativeError(got, expected))));
 }
@@ -246,7 +219,7 @@ void TestBlockedAttention::bf16IsTheFp32ResultRoundedOnce()
     const std::vector<torch::Tensor> parts =
         torch::randn({B, tokens, 3, G, headDim}).to(torch::kBFloat16).permute({2, 0, 3, 1, 4}).unbind(0);
     const torch::Tensor &q = parts[0], &k = parts[1], &v = parts[2];
-    const torch::Tensor bias = maskFor(tokens, tokens, {tokens, tokens - 9}, false);
+    const torch::Tensor bias = test::additiveMask(tokens, tokens, {tokens, tokens - 9}, false);
     const double scale = 1.0 / std::sqrt(static_cast<double>(headDim));
 
     QVERIFY(blockedAttentionApplies(q, k, v, bias));
@@ -257,7 +230,7 @@ void TestBlockedAttention::bf16IsTheFp32ResultRoundedOnce()
         blockedAttention(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), bias, scale, set);
     QVERIFY(torch::equal(got, widened.to(torch::kBFloat16)));
     // bf16 keeps 8 bits of a value: its rounding alone is up to 2^-9 of each.
-    const double error = test::relativeError(got.to(torch::kFloat), reference(q, k, v, bias, scale));
+    const double error = test::relativeError(got.to(torch::kFloat), test::attentionReference(q, k, v, bias, scale));
     QVERIFY2(error < 4e-3, qPrintable(QStringLiteral("relative error %1").arg(error)));
 
     // A NaN in a value reaches every row that weighs it, and stays a NaN.
@@ -296,37 +269,22 @@ void TestBlockedAttention::takesOnlyWhatItCanCompute()
 
 void TestBlockedAttention::fullAttentionTakesItInInference()
 {
-    // The full mechanism in inference, without a map: no [T, T] scores are
-    // made (no softmax operator runs) on the README's LibTorch, and the context
-    // is the one the inspected path (with its map) gives.
-    const ModelConfig config = test::modelConfig(
-        R"({"vocab_size": 17, "max_len": 48, "d_model": 32, "heads": 2, "head_dim": 16, "dropout": 0.0})");
-    const MechanismSpec& spec = *findMechanism("full");
-    const std::shared_ptr<MechanismImpl> mechanism = spec.make(MechanismShape{2, 16, config.positions(), false}, config);
-    mechanism->eval();
+    // The full mechanism in inference, without a map: on the README's
+    // LibTorch it answers by the blocked kernel (bit for bit), no [T, T]
+    // scores are made (no softmax operator runs), and the context is the
+    // formula's.
     torch::manual_seed(8);
     MixInput in;
     in.q = torch::randn({2, 2, 48, 16});
     in.k = torch::randn({2, 2, 48, 16});
     in.v = torch::randn({2, 2, 48, 16});
-    in.bias = maskFor(48, 48, {48, 30}, false);
-    torch::NoGradGuard noGrad;
-    torch::Tensor map;
-    const torch::Tensor inspected = mechanism->mix(in, &map);
-    OperatorTally tally;
-    torch::Tensor plain;
-    {
-        const OperatorCounter counter;
-        plain = mechanism->mix(in, nullptr);
-        tally = counter.tally();
-    }
-    QVERIFY(test::relativeError(plain, inspected) < kTolerance);
+    in.bias = test::additiveMask(48, 48, {48, 30}, false);
+    const test::FullMechanismPass pass = test::fullMechanismInInference(in);
+    QVERIFY(test::relativeError(pass.context, test::attentionReference(in.q, in.k, in.v, in.bias, 0.25)) < kTolerance);
 #if TORCH_VERSION_MAJOR < 2
-    const std::map<std::string, std::int64_t> names = tally.innermostByName();
-    QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::softmax") == 0, "the scores were made");
-#else
-    Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
-#endif
+    QVERIFY(torch::equal(pass.context, blockedAttention(in.q, in.k, in.v, in.bias, 0.25)));
+    QVERIFY2(!pass.madeScores, "the scores were made");
+#endif  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 }
 
 void TestBlockedAttention::fullAttentionTakesItUnderTheCpusAutocast()
@@ -334,41 +292,23 @@ void TestBlockedAttention::fullAttentionTakesItUnderTheCpusAutocast()
     // Under the CPU's autocast the projections hand the mechanism bf16 q, k and
     // v and an fp32 mask: on the README's LibTorch no [T, T] scores are made for
     // them either, where before they went through bf16 products and softmax a
-    // block of heads at a time, and the context is the fp32 pass's to bf16's
-    // precision.
-    const ModelConfig config = test::modelConfig(
-        R"({"vocab_size": 17, "max_len": 48, "d_model": 32, "heads": 2, "head_dim": 16, "dropout": 0.0})");
-    const std::shared_ptr<MechanismImpl> mechanism =
-        findMechanism("full")->make(MechanismShape{2, 16, config.positions(), false}, config);
-    mechanism->eval();
+    // block of heads at a time, and the context is the formula's to bf16's
+    // precision: the blocked kernel's answer, bit for bit (a head dimension of
+    // 16 is not the AMX kernel's, a whole 32).
     torch::manual_seed(9);
     MixInput in;
-    in.q = torch::randn({2, 2, 48, 16});
-    in.k = torch::randn({2, 2, 48, 16});
-    in.v = torch::randn({2, 2, 48, 16});
-    in.bias = maskFor(48, 48, {48, 30}, false);
-    torch::NoGradGuard noGrad;
-    const torch::Tensor fp32 = mechanism->mix(in, nullptr);
-    MixInput narrow = in;
-    narrow.q = in.q.to(torch::kBFloat16);
-    narrow.k = in.k.to(torch::kBFloat16);
-    narrow.v = in.v.to(torch::kBFloat16);
-    OperatorTally tally;
-    torch::Tensor bf16;
-    {
-        const OperatorCounter counter;
-        bf16 = mechanism->mix(narrow, nullptr);
-        tally = counter.tally();
-    }
-    QCOMPARE(bf16.scalar_type(), torch::kBFloat16);
-    const double error = test::relativeError(bf16.to(torch::kFloat), fp32);
+    in.q = torch::randn({2, 2, 48, 16}).to(torch::kBFloat16);
+    in.k = torch::randn({2, 2, 48, 16}).to(torch::kBFloat16);
+    in.v = torch::randn({2, 2, 48, 16}).to(torch::kBFloat16);
+    in.bias = test::additiveMask(48, 48, {48, 30}, false);
+    const test::FullMechanismPass pass = test::fullMechanismInInference(in);
+    QCOMPARE(pass.context.scalar_type(), torch::kBFloat16);
+    const double error = test::relativeError(pass.context, test::attentionReference(in.q, in.k, in.v, in.bias, 0.25));
     QVERIFY2(error < 1e-2, qPrintable(QStringLiteral("relative error %1").arg(error)));
 #if TORCH_VERSION_MAJOR < 2
-    const std::map<std::string, std::int64_t> names = tally.innermostByName();
-    QVERIFY2(names.count("aten::_softmax") == 0 && names.count("aten::bmm") == 0, "the scores were made");
-#else
-    Q_UNUSED(tally);  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
-#endif
+    QVERIFY(torch::equal(pass.context, blockedAttention(in.q, in.k, in.v, in.bias, 0.25)));
+    QVERIFY2(!pass.madeScores, "the scores were made");
+#endif  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 }
 
 QTEST_GUILESS_MAIN(TestBlockedAttention)

@@ -1,5 +1,7 @@
 #include "AmxAttention.h"
 
+#include "KernelOperands.h"
+
 #include "runtime/VectorMath.h"
 
 #include <ATen/Parallel.h>
@@ -60,15 +62,7 @@ constexpr int kTilesUsed = 7;
 
 std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
-struct Operands {
-    const c10::BFloat16 *q, *k, *v;
-    const float* bias;  // null when there is none
-    c10::BFloat16* out;  // [B, Tq, G, A], contiguous
-    std::int64_t qStride[3], kStride[3], vStride[3];  // over batch, head and position; A is contiguous
-    std::int64_t biasBatchStride, biasQueryStride;    // 0 where the bias broadcasts; keys are contiguous
-    std::int64_t B, G, Tq, Tk, A;
-    float scale;
-};
+using Operands = KernelOperands<c10::BFloat16>;
 
 // A thread's working memory for one head, 64-byte aligned pieces.
 struct Scratch {
@@ -201,8 +195,11 @@ constexpr float kLog2e = 1.44269504088896341f;
 // Eight instructions where expBounded takes fourteen.
 __attribute__((target("avx512f"))) inline vector::Floats<kTile> exp2Weights(vector::Floats<kTile> t)
 {
-    const __m512 x = _mm512_max_ps(t, _mm512_set1_ps(-126.0f));
-    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    // The zero-masked forms with every lane kept: GCC 12's plain ones start
+    // from an undefined vector, which -Wmaybe-uninitialized reports.
+    constexpr __mmask16 all = 0xffff;
+    const __m512 x = _mm512_maskz_max_ps(all, t, _mm512_set1_ps(-126.0f));
+    const __m512 n = _mm512_maskz_roundscale_ps(all, x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(x, n);
     __m512 p = _mm512_fmadd_ps(f, _mm512_set1_ps(0.009666368515387469f), _mm512_set1_ps(0.055921975842256264f));
     p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24022349038020335f));
@@ -220,8 +217,9 @@ __attribute__((target("avx512f,avx512bf16"))) inline void storeWeights(c10::BFlo
 }
 
 // Every query row of head g in batch entry b.
-__attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16"))) void attendHead(const Operands& op, std::int64_t b,
-                                                                               std::int64_t g, Scratch& s)
+__attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16"))) void attendHead(const Operands& op,
+                                                                                          std::int64_t b,
+                                                                                          std::int64_t g, Scratch& s)
 {
     using Floats = vector::Floats<kTile>;
     constexpr float inf = std::numeric_limits<float>::infinity();
@@ -371,12 +369,7 @@ bool amxAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, const t
     if (Tq < kMinQueries || Tk < kMinQueries || Tk > kMaxKeys || A % kDepth != 0 || A > kMaxHeadDim
         || k.sizes() != v.sizes() || k.size(0) != B || k.size(1) != q.size(1) || k.size(3) != A)
         return false;
-    if (bias.defined()
-        && !(bias.is_cpu() && bias.scalar_type() == torch::kFloat && bias.dim() == 4 && bias.size(1) == 1
-             && (bias.size(0) == 1 || bias.size(0) == B) && (bias.size(2) == 1 || bias.size(2) == Tq)
-             && bias.size(3) == Tk))
-        return false;
-    return amxRuns();
+    return kernelTakesBias(bias, B, Tq, Tk) && amxRuns();
 }
 
 torch::Tensor amxAttention(const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
@@ -386,31 +379,12 @@ torch::Tensor amxAttention(const torch::Tensor& q_, const torch::Tensor& k_, con
     if (!amxAttentionApplies(q_, k_, v_, bias_))
         throw std::invalid_argument("amxAttention: needs AMX and bf16 q, k, v with a head dimension of a "
                                     "whole number of 32 (amxAttentionApplies)");
-    auto lastContiguous = [](const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
-    const torch::Tensor q = lastContiguous(q_), k = lastContiguous(k_), v = lastContiguous(v_);
+    const torch::Tensor q = lastDimContiguous(q_), k = lastDimContiguous(k_), v = lastDimContiguous(v_);
     const std::int64_t B = q.size(0), G = q.size(1), Tq = q.size(2), A = q.size(3), Tk = k.size(2);
-    const torch::Tensor bias = bias_.defined() ? lastContiguous(bias_.expand({B, 1, Tq, Tk})) : bias_;
+    const torch::Tensor bias = bias_.defined() ? lastDimContiguous(bias_.expand({B, 1, Tq, Tk})) : bias_;
     torch::Tensor out = torch::empty({B, Tq, G, A}, q.options());
 
-    Operands op{};
-    op.q = q.data_ptr<c10::BFloat16>();
-    op.k = k.data_ptr<c10::BFloat16>();
-    op.v = v.data_ptr<c10::BFloat16>();
-    op.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
-    op.out = out.data_ptr<c10::BFloat16>();
-    for (int d = 0; d < 3; ++d) {
-        op.qStride[d] = q.stride(d);
-        op.kStride[d] = k.stride(d);
-        op.vStride[d] = v.stride(d);
-    }
-    op.biasBatchStride = bias.defined() ? bias.stride(0) : 0;
-    op.biasQueryStride = bias.defined() ? bias.stride(2) : 0;
-    op.B = B;
-    op.G = G;
-    op.Tq = Tq;
-    op.Tk = Tk;
-    op.A = A;
-    op.scale = static_cast<float>(scale);
+    const Operands op = kernelOperands<c10::BFloat16>(q, k, v, bias, out, scale);
 
     // A task is a head: its keys and values are packed once for all its rows.
     at::parallel_for(0, B * G, 1, [&](std::int64_t begin, std::int64_t end) {

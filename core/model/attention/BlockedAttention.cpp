@@ -1,5 +1,7 @@
 #include "BlockedAttention.h"
 
+#include "KernelOperands.h"
+
 #include "runtime/TargetClones.h"
 #include "runtime/VectorMath.h"
 
@@ -33,15 +35,7 @@ constexpr float kHeadroom = 5.0f;
 // bf16 as the output is written (as c10::BFloat16 rounds), so that the
 // arithmetic between is the fp32 kernel's. The bias is always fp32.
 template <class Element>
-struct Operands {
-    const Element *q, *k, *v;
-    const float* bias;  // null when there is none
-    Element* out;       // [B, Tq, G, A], contiguous
-    std::int64_t qStride[3], kStride[3], vStride[3];  // over batch, head and position; A is contiguous
-    std::int64_t biasBatchStride, biasQueryStride;    // 0 where the bias broadcasts; keys are contiguous
-    std::int64_t B, G, Tq, Tk, A;
-    float scale;
-};
+using Operands = KernelOperands<Element>;
 
 std::int64_t roundUp(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
@@ -361,28 +355,10 @@ torch::Tensor attendAll(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& bias, double scale, InstructionSet set)
 {
     const AttendRows<Element> attend = attendRowsFor<Element>(set);
-    const std::int64_t B = q.size(0), G = q.size(1), Tq = q.size(2), A = q.size(3), Tk = k.size(2);
+    const std::int64_t B = q.size(0), G = q.size(1), Tq = q.size(2), A = q.size(3);
     torch::Tensor out = torch::empty({B, Tq, G, A}, q.options());
 
-    Operands<Element> op{};
-    op.q = q.data_ptr<Element>();
-    op.k = k.data_ptr<Element>();
-    op.v = v.data_ptr<Element>();
-    op.bias = bias.defined() ? bias.data_ptr<float>() : nullptr;
-    op.out = out.data_ptr<Element>();
-    for (int d = 0; d < 3; ++d) {
-        op.qStride[d] = q.stride(d);
-        op.kStride[d] = k.stride(d);
-        op.vStride[d] = v.stride(d);
-    }
-    op.biasBatchStride = bias.defined() ? bias.stride(0) : 0;
-    op.biasQueryStride = bias.defined() ? bias.stride(2) : 0;
-    op.B = B;
-    op.G = G;
-    op.Tq = Tq;
-    op.Tk = Tk;
-    op.A = A;
-    op.scale = static_cast<float>(scale);
+    const Operands<Element> op = kernelOperands<Element>(q, k, v, bias, out, scale);
 
     const std::int64_t chunks = (Tq + kRowsPerTask - 1) / kRowsPerTask;
     at::parallel_for(0, B * G * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -412,20 +388,15 @@ bool blockedAttentionApplies(const torch::Tensor& q, const torch::Tensor& k, con
     if (Tq < kMinimumQueries || Tk < 1 || k.sizes() != v.sizes() || k.size(0) != B || k.size(1) != q.size(1)
         || k.size(3) != q.size(3))
         return false;
-    if (!bias.defined())
-        return true;
-    return bias.is_cpu() && bias.scalar_type() == torch::kFloat && bias.dim() == 4 && bias.size(1) == 1
-           && (bias.size(0) == 1 || bias.size(0) == B) && (bias.size(2) == 1 || bias.size(2) == Tq)
-           && bias.size(3) == Tk;
+    return kernelTakesBias(bias, B, Tq, Tk);
 }
 
 torch::Tensor blockedAttention(const torch::Tensor& q_, const torch::Tensor& k_, const torch::Tensor& v_,
                                const torch::Tensor& bias_, double scale, InstructionSet set)
 {
-    auto lastContiguous = [](const torch::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
-    const torch::Tensor q = lastContiguous(q_), k = lastContiguous(k_), v = lastContiguous(v_);
+    const torch::Tensor q = lastDimContiguous(q_), k = lastDimContiguous(k_), v = lastDimContiguous(v_);
     const torch::Tensor bias =
-        bias_.defined() ? lastContiguous(bias_.expand({q.size(0), 1, q.size(2), k.size(2)})) : bias_;
+        bias_.defined() ? lastDimContiguous(bias_.expand({q.size(0), 1, q.size(2), k.size(2)})) : bias_;
     return q.scalar_type() == torch::kBFloat16 ? attendAll<c10::BFloat16>(q, k, v, bias, scale, set)
                                                 : attendAll<float>(q, k, v, bias, scale, set);
 }
