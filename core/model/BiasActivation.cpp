@@ -150,14 +150,12 @@ void activateAll(const torch::Tensor& product, const torch::Tensor& bias, std::i
 
 bool biasActivationApplies(const torch::Tensor& x, const torch::Tensor& bias)
 {
-    // Under the CPU's autocast to bf16 the product comes out in bf16, and the
-    // bias, autocast's copy of the weight, is bf16 too.
-    const bool bf16 = autocastEnabled(c10::DeviceType::CPU) && autocastType(x) == torch::kBFloat16;
-    if (autocastEnabled(c10::DeviceType::CPU) && !bf16)
-        return false;
-    const torch::ScalarType type = bf16 ? torch::kBFloat16 : torch::kFloat;
+    // The product's type: x's, or under the CPU's autocast bf16, as is the
+    // bias then (autocast's copy of the weight).
+    const torch::ScalarType type = autocastType(x);
     return fastPathEnabled(FastPath::FusedActivation) && !torch::GradMode::is_enabled() && x.is_cpu()
-           && bias.is_cpu() && (x.scalar_type() == torch::kFloat || x.scalar_type() == type) && bias.scalar_type() == type
+           && bias.is_cpu() && (type == torch::kFloat || type == torch::kBFloat16)
+           && (x.scalar_type() == torch::kFloat || x.scalar_type() == type) && bias.scalar_type() == type
            && bias.is_contiguous();
 }
 

@@ -13,7 +13,8 @@ namespace widelab {
 // Whether normToBf16 takes x for a LayerNorm of this weight and bias (its
 // elementwise affine over the last dimension): the fast path on, the CPU's
 // autocast on to bf16, no gradient asked for (GradMode off), x fp32 on the CPU
-// with its last dimension contiguous, and weight and bias fp32 of that width.
+// (any layout: rows apart are read where they lie, others copied first), and
+// weight and bias fp32 of its last dimension's width.
 bool normToBf16Applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // LayerNorm over x's last dimension with this weight and bias, as

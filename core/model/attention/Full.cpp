@@ -73,12 +73,13 @@ public:
         }
 #endif
         const double scale = 1.0 / std::sqrt(static_cast<double>(A));
+        const torch::Tensor fp32Bias = maskIn(in.bias, torch::kFloat);  // WideLab's kernels take it in fp32
         if (!map && in.dropout == 0.0 && fastPathEnabled(FastPath::AmxAttention)
-            && amxAttentionApplies(q, k, v, maskIn(in.bias, torch::kFloat)))
-            return amxAttention(q, k, v, maskIn(in.bias, torch::kFloat), scale);
+            && amxAttentionApplies(q, k, v, fp32Bias))
+            return amxAttention(q, k, v, fp32Bias, scale);
         if (!map && in.dropout == 0.0 && fastPathEnabled(FastPath::BlockedAttention)
-            && blockedAttentionApplies(q, k, v, in.bias))
-            return blockedAttention(q, k, v, maskIn(in.bias, torch::kFloat), scale);  // its bias stays fp32
+            && blockedAttentionApplies(q, k, v, fp32Bias))
+            return blockedAttention(q, k, v, fp32Bias, scale);
         if (!map && in.dropout == 0.0 && !torch::GradMode::is_enabled() && B * G * T * T > kScoreChunkElements)
             return attentionInHeadBlocks(q, k, v, in.bias, scale, kScoreChunkElements);
         // Scaled in q, [T, A], not in the scores, [T, T].
