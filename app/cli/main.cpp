@@ -7,7 +7,7 @@
 
 int main(int argc, char** argv)
 {
-    widelab::preferSleepingWorkers(argv);
+    widelab::settleNativeLibraries(argv);
     widelab::installCpuBlockCache();
     const std::vector<std::string> args(argv + 1, argv + argc);
     return widelab::runCli(args, std::cout, std::cerr);

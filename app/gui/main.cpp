@@ -19,7 +19,7 @@
 
 int main(int argc, char** argv)
 {
-    widelab::preferSleepingWorkers(argv);
+    widelab::settleNativeLibraries(argv);
     widelab::installCpuBlockCache();
     widelab::setComputeThreads(0);
     QApplication app(argc, argv);

@@ -22,25 +22,10 @@
 #include <thread>
 
 #include <dlfcn.h>
+#include <strings.h>
 #include <unistd.h>
 
 namespace widelab {
-
-void preferSleepingWorkers(char** argv)
-{
-    bool changed = false;
-    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
-        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-        changed = true;
-    }
-    if (!std::getenv("OPENBLAS_THREAD_TIMEOUT") && !std::getenv("GOTO_THREAD_TIMEOUT")) {
-        setenv("OPENBLAS_THREAD_TIMEOUT", "16", 1);  // 2^16 cycles: tens of microseconds
-        changed = true;
-    }
-    if (changed)
-        execv("/proc/self/exe", argv);
-    // Only reached when nothing changed or exec failed: carry on with the defaults.
-}
 
 namespace {
 
@@ -52,7 +37,65 @@ Function* blasFunction(const char* name)
     return reinterpret_cast<Function*>(dlsym(RTLD_DEFAULT, name));
 }
 
+bool sameName(const std::string& a, const char* b) { return strcasecmp(a.c_str(), b) == 0; }
+
 }  // namespace
+
+CpuVectors cpuVectors()
+{
+    CpuVectors cpu;
+#if defined(__x86_64__) || defined(__i386__)
+    // GCC's checks count a feature only where the OS saves its registers (XGETBV).
+    __builtin_cpu_init();
+    cpu.avx2Fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    cpu.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd")
+                 && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")
+                 && __builtin_cpu_supports("avx512vl");
+#endif
+    return cpu;
+}
+
+std::string openblasCore()
+{
+    auto* corename = blasFunction<char*()>("openblas_get_corename");
+    const char* name = corename ? corename() : nullptr;
+    return name ? std::string(name) : std::string();
+}
+
+std::string fittingOpenblasCore(const std::string& chosen, CpuVectors cpu)
+{
+    // OpenBLAS's x86 kernel sets with AVX2 products, of 0.3.21 and later.
+    static const char* const kAvx2Sets[] = {"Haswell", "Zen", "Excavator", "SkylakeX", "Cooperlake", "SapphireRapids"};
+    if (chosen.empty() || !cpu.avx2Fma)
+        return {};
+    for (const char* set : kAvx2Sets) {
+        if (sameName(chosen, set))
+            return {};
+    }
+    return cpu.avx512 ? "SkylakeX" : "Haswell";
+}
+
+void settleNativeLibraries(char** argv)
+{
+    bool changed = false;
+    if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        changed = true;
+    }
+    if (!std::getenv("OPENBLAS_THREAD_TIMEOUT") && !std::getenv("GOTO_THREAD_TIMEOUT")) {
+        setenv("OPENBLAS_THREAD_TIMEOUT", "16", 1);  // 2^16 cycles: tens of microseconds
+        changed = true;
+    }
+    if (!std::getenv("OPENBLAS_CORETYPE")) {
+        if (const std::string fitting = fittingOpenblasCore(openblasCore(), cpuVectors()); !fitting.empty()) {
+            setenv("OPENBLAS_CORETYPE", fitting.c_str(), 1);
+            changed = true;
+        }
+    }
+    if (changed)
+        execv("/proc/self/exe", argv);
+    // Only reached when nothing changed or exec failed: carry on with the defaults.
+}
 
 int setComputeThreads(int threads)
 {
@@ -90,6 +133,8 @@ std::string runtimeSummary()
         summary += " (" + std::to_string(own) + (own == 1 ? " thread" : " threads");
         if (const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT"); timeout && blas.name == "OpenBLAS")
             summary += std::string(", idle after 2^") + timeout + " cycles";
+        if (const std::string core = openblasCore(); !core.empty())
+            summary += ", " + core + " kernels";
         summary += ")";
     }
     summary += ", ";

@@ -1,6 +1,9 @@
 // Tests widelab-cli's command line (app/cli/Commands, through runCli): usage errors, help and version,
 // threads, forward and bench; and TextTable (app/cli/TextTable).
 #include "CliTestSupport.h"
+#include "runtime/Runtime.h"
+
+#include <QRegularExpression>
 
 using namespace widelab;
 using namespace widelab::clitest;
@@ -14,6 +17,9 @@ private Q_SLOTS:
     void helpAndVersion();
     void threadsPinEveryPool();
     void openBlasSleepsSoonUnlessTheUserSaysOtherwise();
+    void openBlasKernelsAreAskedForOnlyWhereItFellBack_data();
+    void openBlasKernelsAreAskedForOnlyWhereItFellBack();
+    void openBlasRunsKernelsThisCpuRunsUnlessTheUserSaysOtherwise();
     void forward_data();
     void forward();
     void bench_data();
@@ -131,6 +137,69 @@ void TestCliUsage::openBlasSleepsSoonUnlessTheUserSaysOtherwise()
     QVERIFY2(chosen.contains(QStringLiteral("idle after 2^16 cycles")), qPrintable(chosen));
     const QString own = versionWith(QStringLiteral("22"));
     QVERIFY2(own.contains(QStringLiteral("idle after 2^22 cycles")), qPrintable(own));
+}
+
+void TestCliUsage::openBlasKernelsAreAskedForOnlyWhereItFellBack_data()
+{
+    QTest::addColumn<QString>("chosen");
+    QTest::addColumn<bool>("avx2Fma");
+    QTest::addColumn<bool>("avx512");
+    QTest::addColumn<QString>("asked");
+
+    // OpenBLAS 0.3.21's fallback for an x86 CPU it does not know is Prescott (SSE3).
+    QTest::newRow("unknown Xeon with AVX-512") << "Prescott" << true << true << "SkylakeX";
+    QTest::newRow("unknown CPU with AVX2") << "Prescott" << true << false << "Haswell";
+    QTest::newRow("older generic set, AVX2") << "Core2" << true << false << "Haswell";
+    QTest::newRow("SSE-only CPU keeps Prescott") << "Prescott" << false << false << "";
+    QTest::newRow("Sandy Bridge is right for an AVX-only CPU") << "Sandybridge" << false << false << "";
+    QTest::newRow("a known Xeon") << "SkylakeX" << true << true << "";
+    QTest::newRow("Cooper Lake") << "Cooperlake" << true << true << "";
+    QTest::newRow("a Zen, whatever the case") << "ZEN" << true << true << "";
+    QTest::newRow("Haswell on an AVX-512 CPU stands") << "Haswell" << true << true << "";
+    QTest::newRow("no OpenBLAS") << "" << true << true << "";
+}
+
+// OpenBLAS is asked for other kernels only where it chose a set without AVX2 on
+// a CPU that has it: the best set the CPU runs, never one it lacks.
+void TestCliUsage::openBlasKernelsAreAskedForOnlyWhereItFellBack()
+{
+    QFETCH(QString, chosen);
+    QFETCH(bool, avx2Fma);
+    QFETCH(bool, avx512);
+    QFETCH(QString, asked);
+    CpuVectors cpu;
+    cpu.avx2Fma = avx2Fma;
+    cpu.avx512 = avx512;
+    QCOMPARE(QString::fromStdString(fittingOpenblasCore(chosen.toStdString(), cpu)), asked);
+}
+
+// The program runs OpenBLAS's kernels for this CPU (on a CPU OpenBLAS does not
+// know, not its SSE3 fallback), and the kernels the user names where they do.
+void TestCliUsage::openBlasRunsKernelsThisCpuRunsUnlessTheUserSaysOtherwise()
+{
+    auto versionWith = [](const QString& coreType) {
+        QProcess process;
+        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+        environment.remove(QStringLiteral("OPENBLAS_CORETYPE"));
+        if (!coreType.isEmpty())
+            environment.insert(QStringLiteral("OPENBLAS_CORETYPE"), coreType);
+        process.setProcessEnvironment(environment);
+        process.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("--version")});
+        process.waitForFinished(60000);
+        return QString::fromUtf8(process.readAllStandardOutput());
+    };
+    const QString chosen = versionWith(QString());
+    if (!chosen.contains(QStringLiteral("BLAS: OpenBLAS (")))
+        QSKIP(qPrintable(QStringLiteral("the BLAS loaded is not OpenBLAS: ") + chosen));
+    if (!cpuVectors().avx2Fma)
+        QSKIP("this CPU has no AVX2: OpenBLAS's own choice stands");
+    const QRegularExpression kernels(QStringLiteral("(\\w+) kernels\\)"));
+    const QRegularExpressionMatch match = kernels.match(chosen);
+    QVERIFY2(match.hasMatch(), qPrintable(chosen));
+    QVERIFY2(fittingOpenblasCore(match.captured(1).toStdString(), cpuVectors()).empty(), qPrintable(chosen));
+    // The user's choice, even one below the CPU's best, is kept.
+    const QString own = versionWith(QStringLiteral("Haswell"));
+    QVERIFY2(own.contains(QStringLiteral("Haswell kernels)")), qPrintable(own));
 }
 
 // --threads holds whatever OMP_NUM_THREADS and OPENBLAS_NUM_THREADS say: LibTorch's
