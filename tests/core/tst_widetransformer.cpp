@@ -151,7 +151,11 @@ void TestWideTransformer::languageModelIsCausal()
 void TestWideTransformer::languageModelWithExpertsIsCausal()
 {
     // Tight capacity, so that slots are contested: changing the last token of the
-    // second sequence must leave every earlier logit alone.
+    // second sequence must leave every earlier logit alone. Alone up to the
+    // products' rounding: an expert multiplies as many rows as it was sent, the
+    // last token can change that count, and a BLAS may sum in another order for
+    // another count (OpenBLAS's SSE3 kernels did: 3e-7 with logits up to 2.7). An
+    // earlier token that lost or won a slot moves its logits by far more.
     torch::manual_seed(12);
     WideTransformer model(parse(R"({"head": "language_model", "layers": 1, "experts": 4, "top_k": 2,
                                     "capacity_factor": 0.5, "router_noise_std": 0})"));
@@ -163,8 +167,12 @@ void TestWideTransformer::languageModelWithExpertsIsCausal()
         changed[1][7] = (ids[1][7].item<std::int64_t>() + 1 + trial) % 17;
         const torch::Tensor a = model->forward(ids).logits.reshape({16, 17});
         const torch::Tensor b = model->forward(changed).logits.reshape({16, 17});
-        QVERIFY2(torch::allclose(a.narrow(0, 0, 15), b.narrow(0, 0, 15), 1e-6, 1e-7),
-                 qPrintable(QString("trial %1").arg(trial)));
+        const double moved = (a.narrow(0, 0, 15) - b.narrow(0, 0, 15)).abs().max().item<double>();
+        QVERIFY2(torch::allclose(a.narrow(0, 0, 15), b.narrow(0, 0, 15), 1e-5, 1e-5),
+                 qPrintable(QString("trial %1: an earlier logit moved by %2, logits up to %3")
+                                .arg(trial)
+                                .arg(moved)
+                                .arg(a.abs().max().item<double>())));
     }
 }
 
