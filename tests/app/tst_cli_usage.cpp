@@ -115,22 +115,32 @@ void TestCliUsage::helpAndVersion()
     QVERIFY2(disabled.contains(QStringLiteral("disabled: fused_attention,fused_adamw, ")), qPrintable(disabled));
 }
 
+namespace {
+
+// widelab-cli --version's line, run with `names` taken out of the environment
+// and, unless `value` is empty, the first of them set to it.
+QString versionWithSetting(const QStringList& names, const QString& value)
+{
+    QProcess process;
+    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
+    for (const QString& name : names)
+        environment.remove(name);
+    if (!value.isEmpty())
+        environment.insert(names.front(), value);
+    process.setProcessEnvironment(environment);
+    process.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("--version")});
+    process.waitForFinished(60000);
+    return QString::fromUtf8(process.readAllStandardOutput());
+}
+
+}  // namespace
+
 // OpenBLAS's threads leave the cores soon after a product (OPENBLAS_THREAD_TIMEOUT
 // 16, set before the program starts again), unless the user set a timeout.
 void TestCliUsage::openBlasSleepsSoonUnlessTheUserSaysOtherwise()
 {
-    auto versionWith = [](const QString& timeout) {
-        QProcess process;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.remove(QStringLiteral("OPENBLAS_THREAD_TIMEOUT"));
-        environment.remove(QStringLiteral("GOTO_THREAD_TIMEOUT"));
-        if (!timeout.isEmpty())
-            environment.insert(QStringLiteral("OPENBLAS_THREAD_TIMEOUT"), timeout);
-        process.setProcessEnvironment(environment);
-        process.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("--version")});
-        process.waitForFinished(60000);
-        return QString::fromUtf8(process.readAllStandardOutput());
-    };
+    const QStringList names{QStringLiteral("OPENBLAS_THREAD_TIMEOUT"), QStringLiteral("GOTO_THREAD_TIMEOUT")};
+    auto versionWith = [&names](const QString& timeout) { return versionWithSetting(names, timeout); };
     const QString chosen = versionWith(QString());
     if (!chosen.contains(QStringLiteral("BLAS: OpenBLAS (")))
         QSKIP(qPrintable(QStringLiteral("the BLAS loaded is not OpenBLAS: ") + chosen));
@@ -178,15 +188,7 @@ void TestCliUsage::openBlasKernelsAreAskedForOnlyWhereItFellBack()
 void TestCliUsage::openBlasRunsKernelsThisCpuRunsUnlessTheUserSaysOtherwise()
 {
     auto versionWith = [](const QString& coreType) {
-        QProcess process;
-        QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
-        environment.remove(QStringLiteral("OPENBLAS_CORETYPE"));
-        if (!coreType.isEmpty())
-            environment.insert(QStringLiteral("OPENBLAS_CORETYPE"), coreType);
-        process.setProcessEnvironment(environment);
-        process.start(QStringLiteral(WIDELAB_CLI), {QStringLiteral("--version")});
-        process.waitForFinished(60000);
-        return QString::fromUtf8(process.readAllStandardOutput());
+        return versionWithSetting({QStringLiteral("OPENBLAS_CORETYPE")}, coreType);
     };
     const QString chosen = versionWith(QString());
     if (!chosen.contains(QStringLiteral("BLAS: OpenBLAS (")))
