@@ -9,14 +9,15 @@ namespace widelab {
 
 enum class FastPath {
     FusedAttention,  // scaled_dot_product_attention when no attention maps are asked for, on the CPU
-                     // only without dropout (model/attention/Full.cpp)
+                     // only without dropout and where WideLab's own kernels do not run
+                     // (model/attention/Full.cpp)
     FusedAdamW,      // the multi-tensor AdamW kernel (train/FusedAdamW.cpp)
     GradientOverlap, // distributed runs: gradient buckets sent while backward goes on, not after it
                      // (dist/GradientSync.cpp)
     GroupedExperts,  // a mixture's experts multiplying only their kept pairs, sorted by expert: an mm
                      // per expert on the CPU, grouped products on a GPU (model/GroupedExperts.cpp)
-    BlockedAttention,  // WideLab's own CPU attention for inference, fp32 and bf16, where LibTorch's
-                       // fused kernel does not run (model/attention/BlockedAttention.cpp)
+    BlockedAttention,  // WideLab's own CPU attention for inference, fp32 and bf16, before LibTorch's
+                       // fused kernel (model/attention/BlockedAttention.cpp)
     AmxAttention,  // the same in bf16 on the CPU's AMX tiles, where the CPU has them
                    // (model/attention/AmxAttention.cpp)
     FusedRouting,  // a mixture's routing decisions (top-k, slots, counts) in one CUDA kernel of
@@ -46,8 +47,9 @@ enum class FastPath {
 bool fastPathEnabled(FastPath path);
 
 // Whether training or inference attention takes LibTorch 2.x's fused kernel
-// (scaled_dot_product_attention) where no maps are asked for: with a 2.x
-// LibTorch and the path on, on a GPU always, on the CPU only without dropout.
+// (scaled_dot_product_attention) where no maps are asked for and, in inference
+// on the CPU, WideLab's own kernels do not apply: with a 2.x LibTorch and the
+// path on, on a GPU always, on the CPU only without dropout.
 // There the CPU's flash kernel takes no dropout, and LibTorch's fallback with
 // dropout (its math path) trained at 0.73-0.82x of the 1.13 build, where
 // WideLab's own softmax ran at 1.06-1.26x (docs/performance.md). What

@@ -10,7 +10,6 @@
 #include "model/attention/BlockedAttention.h"
 
 #include <QtTest>
-#include <torch/version.h>
 
 #include <limits>
 
@@ -269,10 +268,10 @@ void TestBlockedAttention::takesOnlyWhatItCanCompute()
 
 void TestBlockedAttention::fullAttentionTakesItInInference()
 {
-    // The full mechanism in inference, without a map: on the README's
-    // LibTorch it answers by the blocked kernel (bit for bit), no [T, T]
-    // scores are made (no softmax operator runs), and the context is the
-    // formula's.
+    // The full mechanism in inference, without a map: it answers by the
+    // blocked kernel (bit for bit), on LibTorch 2.x too before its fused
+    // kernel, no [T, T] scores are made (no softmax operator runs), and the
+    // context is the formula's.
     torch::manual_seed(8);
     MixInput in;
     in.q = torch::randn({2, 2, 48, 16});
@@ -281,17 +280,14 @@ void TestBlockedAttention::fullAttentionTakesItInInference()
     in.bias = test::additiveMask(48, 48, {48, 30}, false);
     const test::FullMechanismPass pass = test::fullMechanismInInference(in);
     QVERIFY(test::relativeError(pass.context, test::attentionReference(in.q, in.k, in.v, in.bias, 0.25)) < kTolerance);
-#if TORCH_VERSION_MAJOR < 2
     QVERIFY(torch::equal(pass.context, blockedAttention(in.q, in.k, in.v, in.bias, 0.25)));
     QVERIFY2(!pass.madeScores, "the scores were made");
-#endif  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 }
 
 void TestBlockedAttention::fullAttentionTakesItUnderTheCpusAutocast()
 {
     // Under the CPU's autocast the projections hand the mechanism bf16 q, k and
-    // v and an fp32 mask: on the README's LibTorch no [T, T] scores are made for
-    // them either, where before they went through bf16 products and softmax a
+    // v and an fp32 mask: no [T, T] scores are made for them either, where before they went through bf16 products and softmax a
     // block of heads at a time, and the context is the formula's to bf16's
     // precision: the blocked kernel's answer, bit for bit (a head dimension of
     // 16 is not the AMX kernel's, a whole 32).
@@ -305,10 +301,8 @@ void TestBlockedAttention::fullAttentionTakesItUnderTheCpusAutocast()
     QCOMPARE(pass.context.scalar_type(), torch::kBFloat16);
     const double error = test::relativeError(pass.context, test::attentionReference(in.q, in.k, in.v, in.bias, 0.25));
     QVERIFY2(error < 1e-2, qPrintable(QStringLiteral("relative error %1").arg(error)));
-#if TORCH_VERSION_MAJOR < 2
     QVERIFY(torch::equal(pass.context, blockedAttention(in.q, in.k, in.v, in.bias, 0.25)));
     QVERIFY2(!pass.madeScores, "the scores were made");
-#endif  // LibTorch 2.x runs its own fused kernel here (runtime/FastPaths.h)
 }
 
 QTEST_GUILESS_MAIN(TestBlockedAttention)
