@@ -62,8 +62,11 @@ void TestBlockedAttention::equalsTheUnblockedFormula_data()
         row("64 keys, A 32, no mask") << 2 << 3 << 64 << 64 << 32 << "none" << set;
         // 100 = 64 + 36 keys, 100 = 25 row tiles; A 4 fills a quarter of a vector.
         row("100 keys, A 4, padding") << 2 << 2 << 100 << 100 << 4 << "padding" << set;
-        // 130 query rows: two tasks of 128 and 2, the second a partial tile; A 40 ends mid-vector.
+        // Two heads on two threads: each head's 130 query rows in tasks of 48, 48
+        // and 34 rows, the last a partial tile; A 40 ends mid-vector.
         row("130 tokens, A 40, causal") << 1 << 2 << 130 << 130 << 40 << "causal" << set;
+        // Eight heads, enough for two threads: a task per head, all 257 rows.
+        row("257 tokens, 4 x 2 heads, A 32, padding") << 4 << 2 << 257 << 257 << 32 << "padding" << set;
         row("77 tokens, A 64, padding and causal") << 3 << 2 << 77 << 77 << 64 << "both" << set;
         // Cross-attention's shape: queries and keys of different lengths.
         row("19 queries, 150 keys, A 16, padding") << 2 << 1 << 19 << 150 << 16 << "padding" << set;

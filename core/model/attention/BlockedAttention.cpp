@@ -21,7 +21,10 @@
 namespace widelab {
 namespace {
 
-constexpr std::int64_t kRowsPerTask = 128;  // query rows per task (tasks also split batch and heads)
+// A task is a head's query rows, or a piece of them when there are too few
+// heads for every thread to take this many tasks: a task packs its head's keys
+// and values (packBlock) once for all its rows.
+constexpr std::int64_t kTasksPerThread = 4;
 // Fewer query rows than this (a decoding step's one) are left to the products:
 // a tile of rows would be mostly repeats.
 constexpr std::int64_t kMinimumQueries = 16;
@@ -62,11 +65,6 @@ struct Kernel {
     static constexpr std::int64_t kRows = kLanes;  // query rows per tile, one in each lane of a vector
     static constexpr std::int64_t kKeys = kLanes;  // keys per block: a block's scores are kKeys vectors, in registers
     static_assert(kKeys == kRows);                 // a block's bias, rows by keys, is transposed as a square
-    // Head dimensions per pass over a block's weights: the weights, kDims sums
-    // and a broadcast value take 16 + 8 of AVX-512's 32 registers (its FMAs
-    // broadcast from memory), 8 + 4 + 1 of AVX2's 16. A pass stays within a
-    // piece of kLanes dimensions.
-    static constexpr std::int64_t kDims = kLanes / 2;
 
     [[gnu::always_inline]] static Floats load(const float* p) { return vector::loadFloats<kLanes>(p); }
     [[gnu::always_inline]] static void store(float* p, Floats v) { vector::storeFloats<kLanes>(p, v); }
@@ -124,13 +122,14 @@ struct Kernel {
         constexpr float inf = std::numeric_limits<float>::infinity();
         const std::int64_t A = op.A, paddedA = roundUp(A, kLanes), Tk = op.Tk, paddedTk = roundUp(Tk, kKeys);
         // Every piece a whole number of vectors, so that all stay aligned to a vector.
-        scratch.resize(kLanes + 2 * paddedA * kRows + kKeys * kRows + paddedTk + 2 * paddedTk * paddedA);
+        scratch.resize(kLanes + 2 * paddedA * kRows + 2 * kKeys * kRows + paddedTk + 2 * paddedTk * paddedA);
         const std::uintptr_t start = (reinterpret_cast<std::uintptr_t>(scratch.data()) + sizeof(Floats) - 1)
                                      & ~std::uintptr_t{sizeof(Floats) - 1};
         float* queriesT = reinterpret_cast<float*>(start);
         float* contextT = queriesT + paddedA * kRows;  // [A', kRows]: the running weighted sums of values
         float* biasT = contextT + paddedA * kRows;     // [kKeys, kRows]: a short block's bias, where it differs by row
-        float* keyBias = biasT + kKeys * kRows;        // [Tk']: the bias where it is the same for every row; -inf beyond Tk
+        float* weightsT = biasT + kKeys * kRows;       // [kKeys, kRows]: a block's weights
+        float* keyBias = weightsT + kKeys * kRows;     // [Tk']: the bias where it is the same for every row; -inf beyond Tk
         float* keyBlocks = keyBias + paddedTk;         // [Tk' / kKeys] blocks from packBlock
         float* valueBlocks = keyBlocks + paddedTk * paddedA;
 
@@ -263,20 +262,29 @@ struct Kernel {
                         weights[j] += weights[j + n];
                 sum += weights[0];
 
-                // contextT += weights x values, kDims dimensions (independent chains of FMAs) at a time.
-                for (std::int64_t a = 0; a < paddedA; a += kDims) {
-                    const float* piece = values + (a / kLanes * kLanes) * kKeys + a % kLanes;
-                    Floats c[kDims];
+                // contextT += weights x values, a piece of kLanes dimensions at a time:
+                // kLanes independent chains of FMAs, each weight vector loaded once per
+                // key from weightsT and a value's element broadcast from memory (the
+                // sums and a weight take 17 of AVX-512's 32 registers, 9 of AVX2's 16).
+                // The weights held in registers instead left only kLanes / 2 registers
+                // for sums, and chains that short kept the FMAs waiting on each other.
 #pragma GCC unroll 16
-                    for (std::int64_t d = 0; d < kDims; ++d)
+                for (std::int64_t j = 0; j < kKeys; ++j)
+                    store(weightsT + j * kRows, s[j]);
+                for (std::int64_t a = 0; a < paddedA; a += kLanes) {
+                    const float* piece = values + a * kKeys;  // [kKeys, kLanes]
+                    Floats c[kLanes];
+#pragma GCC unroll 16
+                    for (std::int64_t d = 0; d < kLanes; ++d)
                         c[d] = load(contextT + (a + d) * kRows);
+                    for (std::int64_t j = 0; j < kKeys; ++j) {
+                        const Floats weight = load(weightsT + j * kRows);
 #pragma GCC unroll 16
-                    for (std::int64_t j = 0; j < kKeys; ++j)
+                        for (std::int64_t d = 0; d < kLanes; ++d)
+                            c[d] += weight * piece[j * kLanes + d];
+                    }
 #pragma GCC unroll 16
-                        for (std::int64_t d = 0; d < kDims; ++d)
-                            c[d] += s[j] * piece[j * kLanes + d];
-#pragma GCC unroll 16
-                    for (std::int64_t d = 0; d < kDims; ++d)
+                    for (std::int64_t d = 0; d < kLanes; ++d)
                         store(contextT + (a + d) * kRows, c[d]);
                 }
             }
@@ -360,13 +368,18 @@ torch::Tensor attendAll(const torch::Tensor& q, const torch::Tensor& k, const to
 
     const Operands<Element> op = kernelOperands<Element>(q, k, v, bias, out, scale);
 
-    const std::int64_t chunks = (Tq + kRowsPerTask - 1) / kRowsPerTask;
-    at::parallel_for(0, B * G * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
+    // Each head's rows in as few pieces as keep every thread kTasksPerThread
+    // tasks, each piece whole tiles of the widest kernel's 16 rows.
+    const std::int64_t heads = B * G, tasksWanted = kTasksPerThread * at::get_num_threads();
+    const std::int64_t pieces = std::max<std::int64_t>(1, (tasksWanted + heads - 1) / heads);
+    const std::int64_t rowsPerTask = roundUp((Tq + pieces - 1) / pieces, 16);
+    const std::int64_t chunks = (Tq + rowsPerTask - 1) / rowsPerTask;
+    at::parallel_for(0, heads * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> scratch;
         for (std::int64_t task = begin; task < end; ++task) {
             const std::int64_t b = task / (G * chunks), g = task / chunks % G, chunk = task % chunks;
-            const std::int64_t row0 = chunk * kRowsPerTask;
-            attend(op, b, g, row0, std::min(Tq, row0 + kRowsPerTask), scratch);
+            const std::int64_t row0 = chunk * rowsPerTask;
+            attend(op, b, g, row0, std::min(Tq, row0 + rowsPerTask), scratch);
         }
     });
     return out.permute({0, 2, 1, 3});
