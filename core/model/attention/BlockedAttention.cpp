@@ -369,10 +369,10 @@ torch::Tensor attendAll(const torch::Tensor& q, const torch::Tensor& k, const to
     const Operands<Element> op = kernelOperands<Element>(q, k, v, bias, out, scale);
 
     // Each head's rows in as few pieces as keep every thread kTasksPerThread
-    // tasks, each piece whole tiles of the widest kernel's 16 rows.
+    // tasks, each piece whole tiles of the widest build's rows (AVX-512's).
     const std::int64_t heads = B * G, tasksWanted = kTasksPerThread * at::get_num_threads();
     const std::int64_t pieces = std::max<std::int64_t>(1, (tasksWanted + heads - 1) / heads);
-    const std::int64_t rowsPerTask = roundUp((Tq + pieces - 1) / pieces, 16);
+    const std::int64_t rowsPerTask = roundUp((Tq + pieces - 1) / pieces, Kernel<16, Element>::kRows);
     const std::int64_t chunks = (Tq + rowsPerTask - 1) / rowsPerTask;
     at::parallel_for(0, heads * chunks, 1, [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> scratch;
