@@ -12,6 +12,7 @@ run_packages=(
   libtorch-dev            # LibTorch 1.13, CPU
   libgloo-dev             # Gloo's headers, for c10d's Gloo process group (distributed training)
   libopenblas0-pthread    # without it LibTorch multiplies matrices with the reference BLAS, ~50x slower
+  libdnnl-dev             # oneDNN: inference's projections on the CPU (LibTorch 1.13 loads its library already)
   libspdlog-dev nlohmann-json3-dev
   qt6-base-dev qt6-svg-dev libqcustomplot-dev   # qt6-svg: charts export as SVG
   libpng-dev libjpeg62-turbo-dev   # image tasks: PNG and JPEG files (optional: the build works without)

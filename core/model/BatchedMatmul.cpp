@@ -1,6 +1,7 @@
 #include "BatchedMatmul.h"
 
 #include "BatchedProduct.h"
+#include "InferenceProduct.h"
 #include "runtime/FastPaths.h"
 
 #include <torch/torch.h>
@@ -131,8 +132,12 @@ torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a
     // One product with one bias row (a single path's projection): addmm,
     // whose 1-D bias a GPU's BLAS adds in the product's epilogue, where
     // baddbmm first copies the bias, broadcast, into every row of the answer.
-    if (a.size(0) == 1 && b.size(0) == 1 && bias.dim() == 3 && bias.size(0) == 1 && bias.size(1) == 1)
-        return torch::addmm(bias.view({-1}), a.squeeze(0), b.squeeze(0)).unsqueeze(0);
+    if (a.size(0) == 1 && b.size(0) == 1 && bias.dim() == 3 && bias.size(0) == 1 && bias.size(1) == 1) {
+        const torch::Tensor a2 = a.squeeze(0), b2 = b.squeeze(0), row = bias.view({-1});
+        if (inferenceProductApplies(a2, b2, row))
+            return inferenceProduct(a2, b2, row).unsqueeze(0);
+        return torch::addmm(row, a2, b2).unsqueeze(0);
+    }
     if (!loopOverBatch(a))
         return torch::baddbmm(bias, a, b);
     return batchedMatmul(a, b) + bias;
@@ -140,7 +145,17 @@ torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a
 
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x)
 {
-    return torch::linear(x, layer->weight, layer->bias);
+    const torch::Tensor& weight = layer->weight;
+    if (x.dim() >= 2 && x.is_contiguous()) {
+        const torch::Tensor rows = x.view({-1, x.size(-1)});
+        const torch::Tensor& bias = layer->bias;
+        if (inferenceProductApplies(rows, weight.t(), bias)) {
+            std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
+            shape.back() = weight.size(0);
+            return inferenceProduct(rows, weight.t(), bias).view(shape);
+        }
+    }
+    return torch::linear(x, weight, layer->bias);
 }
 
 }  // namespace widelab

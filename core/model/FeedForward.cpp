@@ -2,6 +2,7 @@
 
 #include "BatchedMatmul.h"
 #include "BiasActivation.h"
+#include "InferenceProduct.h"
 #include "Init.h"
 #include "runtime/Autocast.h"
 
@@ -26,6 +27,8 @@ torch::Tensor activatedProduct(const torch::Tensor& x, const torch::Tensor& weig
                                Activation activation)
 {
     const bool batched = x.dim() == 3;
+    if (!batched && inferenceProductApplies(x, weight.t(), bias))
+        return inferenceProduct(x, weight.t(), bias, activation);
     if (!biasActivationApplies(x, bias))
         return activate(batched ? batchedAddMatmul(bias.unsqueeze(1), x, weight.transpose(1, 2))
                                 : torch::addmm(bias, x, weight.t()),

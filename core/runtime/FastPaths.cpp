@@ -21,6 +21,7 @@ constexpr Named kPaths[] = {
     {FastPath::BatchedProduct, "batched_product"},   {FastPath::FusedActivation, "fused_activation"},
     {FastPath::NormToBf16, "norm_to_bf16"},
     {FastPath::FusedExpertRows, "fused_expert_rows"}, {FastPath::ClsRowOnly, "cls_row_only"},
+    {FastPath::OneDnnProducts, "onednn_products"},
 };
 
 const char* name(FastPath path)

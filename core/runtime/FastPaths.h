@@ -35,13 +35,15 @@ enum class FastPath {
     ClsRowOnly,  // a classifier read at its CLS token computes, in inference, only that token's row
                  // in its last block, whose keys and values still come from every token
                  // (model/BlockStack.cpp)
+    OneDnnProducts,  // projections' and feed-forward layers' products in inference on the CPU in fp32
+                     // by oneDNN's sgemm, where the build found oneDNN (model/InferenceProduct.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
 // ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
 // "blocked_attention", "amx_attention", "fused_routing", "batched_product", "fused_activation",
 // "norm_to_bf16",
-// "fused_expert_rows", "cls_row_only";
+// "fused_expert_rows", "cls_row_only", "onednn_products";
 // comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);

@@ -14,6 +14,10 @@
 
 #include <torch/torch.h>
 
+#ifdef WIDELAB_HAVE_DNNL
+#include <dnnl.h>
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -120,6 +124,16 @@ int blasThreads()
 
 int computeThreads() { return at::get_num_threads(); }
 
+std::string oneDnnVersion()
+{
+#ifdef WIDELAB_HAVE_DNNL
+    const dnnl_version_t* v = dnnl_version();  // the library loaded, not the header built against
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+#else
+    return {};
+#endif
+}
+
 std::string runtimeSummary()
 {
     const char* policy = std::getenv("OMP_WAIT_POLICY");
@@ -138,6 +152,8 @@ std::string runtimeSummary()
         summary += ")";
     }
     summary += ", ";
+    if (const std::string dnnl = oneDnnVersion(); !dnnl.empty() && fastPathEnabled(FastPath::OneDnnProducts))
+        summary += "oneDNN " + dnnl + " for inference's products, ";
     summary += cpuBlockCacheInstalled() ? "CPU block cache, " : "no CPU block cache, ";
     if (const std::string off = disabledFastPaths(); !off.empty())
         summary += "disabled: " + off + ", ";

@@ -56,6 +56,9 @@ int setComputeThreads(int threads);
 int computeThreads();
 // The BLAS's own thread count, or 0 when the BLAS has no pool WideLab can see.
 int blasThreads();
+// The oneDNN that multiplies inference's projections on the CPU
+// (model/InferenceProduct.h), "2.6.3", or "" when the build found none.
+std::string oneDnnVersion();
 // A device training can run on, as `train.device` names it.
 struct DeviceInfo {
     std::string id;          // "cpu", "cuda:0", ...
@@ -66,8 +69,8 @@ struct DeviceInfo {
 // The CPU and each GPU the linked LibTorch can use.
 std::vector<DeviceInfo> availableDevices();
 
-// One line: LibTorch version, threads, OpenMP wait policy, BLAS, whether the CPU
-// block cache (CpuBlockCache.h) is installed, and whether CUDA is usable.
+// One line: LibTorch version, threads, OpenMP wait policy, BLAS, oneDNN for
+// inference's products when built with it, whether the CPU block cache (CpuBlockCache.h) is installed, and whether CUDA is usable.
 std::string runtimeSummary();
 
 // The BLAS library this process has loaded, from /proc/self/maps: "OpenBLAS",
