@@ -27,8 +27,6 @@ torch::Tensor activatedProduct(const torch::Tensor& x, const torch::Tensor& weig
                                Activation activation)
 {
     const bool batched = x.dim() == 3;
-    if (!batched && inferenceProductApplies(x, weight.t(), bias))
-        return inferenceProduct(x, weight.t(), bias, activation);
     if (!biasActivationApplies(x, bias))
         return activate(batched ? batchedAddMatmul(bias.unsqueeze(1), x, weight.transpose(1, 2))
                                 : torch::addmm(bias, x, weight.t()),
@@ -53,8 +51,14 @@ torch::Tensor FeedForwardImpl::forwardShared(const torch::Tensor& x)
 {
     // N = rows, U = units, M = hidden, D = model width
     const std::int64_t N = x.size(0);
-    const torch::Tensor h = activatedProduct(x, autocastWeight(wIn).view({units * hidden, dModel}),
-                                             autocastWeight(bIn).view({units * hidden}), activation);  // [N, U*M]
+    const torch::Tensor weight = autocastWeight(wIn).view({units * hidden, dModel});
+    const torch::Tensor bias = autocastWeight(bIn).view({units * hidden});
+    // In inference, oneDNN's matmul with the bias and activation in its tiles
+    // (InferenceProduct.h). Not for a mixture's experts (GroupedExperts), whose
+    // rows change from batch to batch: there WideNet's step measured no faster.
+    const torch::Tensor h = inferenceProductApplies(x, weight.t(), bias)
+                                ? inferenceProduct(x, weight.t(), bias, activation)
+                                : activatedProduct(x, weight, bias, activation);  // [N, U*M]
     const torch::Tensor perUnit = h.view({N, units, hidden}).transpose(0, 1);                        // [U, N, M]
     return batchedAddMatmul(autocastWeight(bOut).unsqueeze(1), perUnit,
                             autocastWeight(wOut).transpose(1, 2));  // [U, N, D]
