@@ -13,7 +13,8 @@
 namespace widelab {
 
 // Whether inferenceProduct takes a [M, K] by b [K, N] with bias [N]: the build
-// found oneDNN, the fast path is on, a, b and bias (when defined) are fp32 on
+// found oneDNN, the fast path is on, M is 2 or more (one row stays a BLAS
+// matrix-vector product), a, b and bias (when defined) are fp32 on
 // the CPU, a and b with one of their two strides 1, no gradient is asked for
 // (GradMode off) and the CPU's autocast is off. Other shapes go to LibTorch,
 // which says what is wrong with them.

@@ -35,8 +35,9 @@ enum class FastPath {
     ClsRowOnly,  // a classifier read at its CLS token computes, in inference, only that token's row
                  // in its last block, whose keys and values still come from every token
                  // (model/BlockStack.cpp)
-    OneDnnProducts,  // projections' and feed-forward layers' products in inference on the CPU in fp32
-                     // by oneDNN's sgemm, where the build found oneDNN (model/InferenceProduct.cpp)
+    OneDnnProducts,  // projections' and dense feed-forward layers' products in inference on the CPU in
+                     // fp32 by oneDNN's matmul, bias and activation in its tiles, where the build found
+                     // oneDNN (model/InferenceProduct.cpp)
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name

@@ -95,7 +95,7 @@ void TestInferenceProduct::equalsTheDoublePrecisionFormula_data()
     QTest::newRow("rows of a wider tensor") << 50 << 32 << 96 << "narrowed" << true << -1;
     QTest::newRow("a transposed left operand") << 17 << 48 << 20 << "transposed" << true << -1;
     QTest::newRow("both contiguous") << 9 << 7 << 5 << "plain" << true << -1;
-    QTest::newRow("one row") << 1 << 256 << 768 << "weight" << true << -1;
+    QTest::newRow("two rows") << 2 << 256 << 768 << "weight" << true << -1;
     QTest::newRow("a feed-forward layer's GELU") << 65 << 32 << 128 << "weight" << true
                                                  << static_cast<int>(Activation::Gelu);
     QTest::newRow("SiLU") << 40 << 24 << 72 << "weight" << true << static_cast<int>(Activation::Silu);
@@ -155,6 +155,7 @@ void TestInferenceProduct::takesOnlyWhatItCanCompute()
     QVERIFY(!inferenceProductApplies(torch::randn({6, 4, 2}).select(2, 0), b, bias));  // neither stride 1
     QVERIFY(!inferenceProductApplies(torch::randn({2, 6, 4}), b, bias));  // not a matrix
     QVERIFY(!inferenceProductApplies(torch::randn({0, 4}), b, bias));     // no rows
+    QVERIFY(!inferenceProductApplies(torch::randn({1, 4}), b, bias));     // one row: the BLAS's gemv
     {
         // Under the CPU's autocast products come out in bf16: LibTorch's, not this.
         const AutocastScope bf16(c10::DeviceType::CPU, torch::kBFloat16);
