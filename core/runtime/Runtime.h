@@ -70,7 +70,8 @@ struct DeviceInfo {
 std::vector<DeviceInfo> availableDevices();
 
 // One line: LibTorch version, threads, OpenMP wait policy, BLAS, oneDNN for
-// inference's products when built with it, whether the CPU block cache (CpuBlockCache.h) is installed, and whether CUDA is usable.
+// inference's products when built with it, whether the CPU block cache
+// (CpuBlockCache.h) is installed, and whether CUDA is usable.
 std::string runtimeSummary();
 
 // The BLAS library this process has loaded, from /proc/self/maps: "OpenBLAS",
