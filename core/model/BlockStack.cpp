@@ -1,7 +1,7 @@
 #include "BlockStack.h"
 
 #include "Dropout.h"
-#include "NormToBf16.h"
+#include "InferenceNorm.h"
 #include "ParameterCount.h"
 #include "runtime/PhaseTimer.h"
 
@@ -29,6 +29,25 @@ torch::Tensor normForProducts(torch::nn::LayerNormImpl& norm, const torch::Tenso
     if (normToBf16Applies(h, norm.weight, norm.bias))
         return normToBf16(h, norm.weight, norm.bias, norm.options.eps());
     return norm.forward(h);
+}
+
+// The norm of h for the next sublayer (normForProducts's when `forProducts`,
+// else the LayerNorm's own), after adding `pending` to h: a sublayer's output
+// whose addition forward() deferred, or undefined. Where residualNorm applies
+// (inference in fp32 on the CPU) the addition and the norm are one pass.
+torch::Tensor addThenNorm(torch::nn::LayerNormImpl& norm, torch::Tensor& h, torch::Tensor& pending, bool forProducts)
+{
+    if (residualNormApplies(h, pending, norm.weight, norm.bias)) {
+        NormedResidual r = residualNorm(h, pending, norm.weight, norm.bias, norm.options.eps());
+        h = std::move(r.sum);
+        pending = torch::Tensor();
+        return r.normed;
+    }
+    if (pending.defined()) {
+        h = h + pending;
+        pending = torch::Tensor();
+    }
+    return forProducts ? normForProducts(norm, h) : norm.forward(h);
 }
 
 // The mean over real tokens (every token when `valid` is undefined) of each
@@ -119,6 +138,12 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
     const bool lastBlockFirstRow =
         m_lastBlockCanAnswerFirstRow && pass.readsFirstRowOnly && !pass.training && !trace && !pass.afterSublayer;
     torch::Tensor valid = pass.valid;  // [B, rows of h]
+    // In inference without a trace, hooks or cross-attention, a single path's
+    // sublayer output is what sublayer() would add to h (no dropout, no
+    // ablation); it waits in `pending` for the next LayerNorm to add it in the
+    // pass that norms the sum (addThenNorm).
+    const bool deferAdditions = !pass.training && !trace && !pass.afterSublayer && !m_cross && !c.isMultiPath();
+    torch::Tensor pending;
     auto after = [&] {
         if (pass.afterSublayer)
             pass.afterSublayer(h);
@@ -144,7 +169,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
 
         auto& attention = *m_attention->ptr(pick(i, c.shareAttention))->as<AttentionImpl>();
         const bool firstRowOnly = lastBlockFirstRow && i + 1 == c.layers;
-        const torch::Tensor normed = normForProducts(layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)), h);
+        const torch::Tensor normed = addThenNorm(layerNorm(m_lnAttention, pick(i, c.shareLayerNorm)), h, pending, true);
         torch::Tensor weights, attended;
         {
             const PhaseScope timed(Phase::Attention);
@@ -159,7 +184,10 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
         }
         if (wantWeights)
             blockTrace->attention = weights.detach();
-        h = sublayer(h, attended, i, Sublayer::Attention, pass.training, ablated, valid);
+        if (deferAdditions)
+            pending = attended.squeeze(0);
+        else
+            h = sublayer(h, attended, i, Sublayer::Attention, pass.training, ablated, valid);
         after();
 
         if (m_cross) {
@@ -179,7 +207,7 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
 
         // A mixture's router reads x too, in fp32.
         auto& ffnNorm = layerNorm(m_lnFfn, pick(i, c.shareLayerNorm));
-        const torch::Tensor x = c.isMoe() ? ffnNorm.forward(h) : normForProducts(ffnNorm, h);
+        const torch::Tensor x = addThenNorm(ffnNorm, h, pending, !c.isMoe());
         const std::int64_t T = h.size(1);
         torch::Tensor transformed;
         if (c.isMoe()) {
@@ -192,12 +220,15 @@ torch::Tensor BlockStack::forward(torch::Tensor h, StackPass& pass)
             const PhaseScope timed(Phase::FeedForward);
             transformed = ffn.forwardShared(x.reshape({B * T, D})).view({c.paths, B, T, D});
         }
-        h = sublayer(h, transformed, i, Sublayer::FeedForward, pass.training, ablated, valid);
+        if (deferAdditions)
+            pending = transformed.squeeze(0);
+        else
+            h = sublayer(h, transformed, i, Sublayer::FeedForward, pass.training, ablated, valid);
         after();
         if (blockTrace && trace->captureResidual)
             blockTrace->residualNorm = meanTokenNorm(h.detach(), pass.valid);
     }
-    return h;
+    return pending.defined() ? h + pending : h;
 }
 
 DecoderState BlockStack::beginDecoding(const torch::Tensor& memory, const torch::Tensor& memoryBias,

@@ -19,7 +19,7 @@ constexpr Named kPaths[] = {
     {FastPath::BlockedAttention, "blocked_attention"}, {FastPath::AmxAttention, "amx_attention"},
     {FastPath::FusedRouting, "fused_routing"},
     {FastPath::BatchedProduct, "batched_product"},   {FastPath::FusedActivation, "fused_activation"},
-    {FastPath::NormToBf16, "norm_to_bf16"},
+    {FastPath::NormToBf16, "norm_to_bf16"},          {FastPath::ResidualNorm, "residual_norm"},
     {FastPath::FusedExpertRows, "fused_expert_rows"}, {FastPath::ClsRowOnly, "cls_row_only"},
     {FastPath::OneDnnProducts, "onednn_products"},
 };

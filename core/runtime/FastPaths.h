@@ -29,7 +29,10 @@ enum class FastPath {
     FusedActivation,  // a feed-forward layer's first bias and activation in one pass over its product,
                       // on the CPU in fp32 and bf16, for inference (model/BiasActivation.cpp)
     NormToBf16,  // under the CPU's autocast, in inference, a LayerNorm that feeds bf16 products
-                 // written in bf16 in the pass that computes it (model/NormToBf16.cpp)
+                 // written in bf16 in the pass that computes it (model/InferenceNorm.cpp)
+    ResidualNorm,  // in inference on the CPU in fp32, a block's LayerNorms by WideLab's own kernel,
+                   // each adding the sublayer before it to the residual stream in the same pass
+                   // (model/InferenceNorm.cpp, model/BlockStack.cpp)
     FusedExpertRows,  // a mixture's grouped dispatch and combine each one pass, forward and backward:
                       // CUDA kernels of WideLab's own on a GPU (model/ExpertRows.cpp)
     ClsRowOnly,  // a classifier read at its CLS token computes, in inference, only that token's row
@@ -41,11 +44,7 @@ enum class FastPath {
 };
 
 // On unless the environment variable WIDELAB_DISABLE lists the path's name
-// ("fused_attention", "fused_adamw", "gradient_overlap", "grouped_experts",
-// "blocked_attention", "amx_attention", "fused_routing", "batched_product", "fused_activation",
-// "norm_to_bf16",
-// "fused_expert_rows", "cls_row_only", "onednn_products";
-// comma-separated), read once per process.
+// (FastPaths.cpp's table names each; comma-separated), read once per process.
 // A path the linked LibTorch lacks is off whatever this says.
 bool fastPathEnabled(FastPath path);
 
