@@ -169,9 +169,10 @@ torch::Tensor AttentionImpl::forwardLeading(const torch::Tensor& x, std::int64_t
         throw std::logic_error("leading queries alone need one mechanism that answers queries apart");
     const std::int64_t B = x.size(0), T = x.size(1), heads = options.paths * options.heads, A = options.headDim;
     const std::int64_t width = heads * A;  // qkv's rows: q's first, then k's and v's
-    const torch::Tensor q = torch::linear(x.narrow(1, 0, queries), qkv->weight.narrow(0, 0, width),
+    // The leading rows copied: a few rows, which the product then takes whole.
+    const torch::Tensor q = linearProduct(x.narrow(1, 0, queries).contiguous(), qkv->weight.narrow(0, 0, width),
                                           qkv->bias.narrow(0, 0, width));
-    const std::vector<torch::Tensor> kv = torch::linear(x, qkv->weight.narrow(0, width, 2 * width),
+    const std::vector<torch::Tensor> kv = linearProduct(x, qkv->weight.narrow(0, width, 2 * width),
                                                         qkv->bias.narrow(0, width, 2 * width))
                                               .view({B, T, 2, heads, A})
                                               .unbind(2);

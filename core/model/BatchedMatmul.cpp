@@ -145,17 +145,20 @@ torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a
 
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x)
 {
-    const torch::Tensor& weight = layer->weight;
+    return linearProduct(x, layer->weight, layer->bias);
+}
+
+torch::Tensor linearProduct(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias)
+{
     if (x.dim() >= 2 && x.is_contiguous()) {
         const torch::Tensor rows = x.view({-1, x.size(-1)});
-        const torch::Tensor& bias = layer->bias;
         if (inferenceProductApplies(rows, weight.t(), bias)) {
             std::vector<std::int64_t> shape(x.sizes().begin(), x.sizes().end());
             shape.back() = weight.size(0);
             return inferenceProduct(rows, weight.t(), bias).view(shape);
         }
     }
-    return torch::linear(x, weight, layer->bias);
+    return torch::linear(x, weight, bias);
 }
 
 }  // namespace widelab

@@ -37,6 +37,13 @@ torch::Tensor batchedAddMatmul(const torch::Tensor& bias, const torch::Tensor& a
 // weight's transpose, cast afresh each call, and an in-place addition of the
 // bias, which under autocast adds an fp32 bias to the bf16 product in
 // LibTorch's unvectorised kernel (on an H200, 0.11 ms per [8192, 3072] qkv).
+// In inference in fp32 on the CPU, a contiguous input's rows go to
+// inferenceProduct instead, the bias added in its tiles.
 torch::Tensor linearLayer(const torch::nn::Linear& layer, const torch::Tensor& x);
+
+// The same with a weight [out, in] and bias [out] given apart: rows of a
+// layer's, as a classifier's last block takes its query's and its keys' and
+// values' rows of one qkv projection.
+torch::Tensor linearProduct(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 }  // namespace widelab
