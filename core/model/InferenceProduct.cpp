@@ -18,6 +18,7 @@
 namespace widelab {
 namespace {
 
+#ifdef WIDELAB_HAVE_DNNL
 // A matrix's strides as oneDNN takes them: rows contiguous, columns
 // contiguous (a transposed view such as a Linear weight's .t()), or neither
 // (none: oneDNN's matmul wants one of the two).
@@ -31,7 +32,6 @@ std::vector<std::int64_t> layout(const torch::Tensor& t)
     return {};
 }
 
-#ifdef WIDELAB_HAVE_DNNL
 const dnnl::engine& cpuEngine()
 {
     static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -110,6 +110,7 @@ torch::Tensor inferenceProduct(const torch::Tensor& a, const torch::Tensor& b, c
     dnnl::matmul(made).execute(stream, arguments);
     stream.wait();
 #else
+    (void)bias;
     (void)activation;
     throw std::logic_error("inferenceProduct without oneDNN");
 #endif
